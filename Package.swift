@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Evanesco",
+    products: [
+        .library(name: "EvanescoCore", targets: ["EvanescoCore"]),
+        .library(name: "EvanescoIO", targets: ["EvanescoIO"]),
+        .executable(name: "evanesco", targets: ["evanesco"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // System-library shims: a module map and a header each, nothing else.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+                       providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng",
+                       providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif",
+                       providers: [.apt(["libheif-dev"])]),
+        .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",
+                       providers: [.apt(["libtiff-dev"])]),
+
+        .target(name: "EvanescoCore",
+                swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]),
+        .target(name: "EvanescoIO",
+                dependencies: ["EvanescoCore", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
+        .executableTarget(name: "evanesco",
+                          dependencies: ["EvanescoCore", "EvanescoIO",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "EvanescoBenchmarks",
+                          dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CHeif"],
+                          path: "Benchmarks/EvanescoBenchmarks"),
+
+        .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore"]),
+        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO"]),
+        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
