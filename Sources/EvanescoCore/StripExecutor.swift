@@ -1,0 +1,50 @@
+import Dispatch
+
+/// The one parallel executor hot loops use: it splits a row range into horizontal strips and runs
+/// them on all cores. Kernels describe *what* they compute for a strip of rows; this type decides
+/// *how* the strips are scheduled (Halide's split of algorithm and schedule).
+public enum StripExecutor {
+    /// Worker count; defaults to the active processor count. Set to 1 to run serially.
+    nonisolated(unsafe) public static var threadCount: Int = max(1, ProcessInfo_activeProcessorCount())
+
+    /// Runs `body` over disjoint strips covering `0..<rows`. Strips hold at least
+    /// `minimumRows` rows; there are a few strips per thread so uneven strips balance out.
+    /// `body` must only write to rows of its own strip.
+    @inlinable
+    public static func forEachStrip(rows: Int, minimumRows: Int = 16, _ body: (Range<Int>) -> Void) {
+        guard rows > 0 else { return }
+        let threads = threadCount
+        let strips = max(1, min(threads * 4, rows / max(1, minimumRows)))
+        if threads == 1 || strips == 1 {
+            body(0..<rows)
+            return
+        }
+        withoutActuallyEscaping(body) { body in
+            let box = UncheckedSendable(body)
+            DispatchQueue.concurrentPerform(iterations: strips) { s in
+                let lo = rows * s / strips, hi = rows * (s + 1) / strips
+                if lo < hi { box.value(lo..<hi) }
+            }
+        }
+    }
+}
+
+/// Wraps a value that is safe to share for the duration of a strip run (each strip writes to its
+/// own rows) but that the type system cannot prove Sendable, such as buffer pointers.
+public struct UncheckedSendable<T>: @unchecked Sendable {
+    public let value: T
+    @inlinable public init(_ value: T) { self.value = value }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@usableFromInline
+func ProcessInfo_activeProcessorCount() -> Int {
+    #if canImport(Glibc)
+    return Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    #else
+    return 1
+    #endif
+}
