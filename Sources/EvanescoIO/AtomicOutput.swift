@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes outputs so that a reader never sees a partial file and nothing is overwritten by
+/// accident: the content goes to a hidden temporary file in the destination folder, which is then
+/// renamed into place (or, without `overwrite`, hard-linked, which fails atomically if the name
+/// was taken meanwhile). On any error the temporary file is removed.
+public enum AtomicOutput {
+    /// Calls `produce` with a temporary path in the destination's folder; on success moves it to
+    /// `path`. Throws `outputExists` before doing any work when `path` exists and `!overwrite`.
+    public static func write(to path: String, overwrite: Bool, _ produce: (String) throws -> Void) throws {
+        let url = URL(fileURLWithPath: path)
+        let dir = url.deletingLastPathComponent().path
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+            throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist")
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
+            if isDir.boolValue { throw ImageIOError.cannotWrite(path: path, reason: "it is a directory") }
+            if !overwrite { throw ImageIOError.outputExists(path: path) }
+        }
+        // Hidden, in the same folder (so rename is atomic), keeping the extension so that tools
+        // which pick a format from the name (ffmpeg) still can.
+        let ext = url.pathExtension.isEmpty ? "tmp" : url.pathExtension
+        let temp = dir + "/." + url.deletingPathExtension().lastPathComponent + ".evanesco-\(UUID().uuidString.prefix(8)).\(ext)"
+        defer { unlink(temp) }
+        try produce(temp)
+        if overwrite {
+            guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        } else {
+            if link(temp, path) != 0 {
+                let e = errno
+                if e == EEXIST { throw ImageIOError.outputExists(path: path) }
+                // File systems without hard links: fall back to a checked rename.
+                if FileManager.default.fileExists(atPath: path) { throw ImageIOError.outputExists(path: path) }
+                guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+            }
+        }
+    }
+
+    /// Writes bytes atomically.
+    public static func write(_ bytes: [UInt8], to path: String, overwrite: Bool) throws {
+        try write(to: path, overwrite: overwrite) { temp in
+            guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)) else {
+                throw ImageIOError.cannotWrite(path: path, reason: "could not create a file in its folder")
+            }
+        }
+    }
+}
+
+/// Reads a whole input file with clear errors (never modifies it).
+public enum InputFile {
+    public static func read(_ path: String) throws -> [UInt8] {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOENT { throw ImageIOError.fileNotFound(path: path) }
+            throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw ImageIOError.notAFile(path: path) }
+        guard st.st_size > 0 else { throw ImageIOError.emptyFile(path: path) }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        let size = Int(st.st_size)
+        var bytes = [UInt8](repeating: 0, count: size)
+        var got = 0
+        try bytes.withUnsafeMutableBytes { buf in
+            while got < size {
+                let n = Glibc.read(fd, buf.baseAddress! + got, size - got)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw ImageIOError.unreadable(path: path, reason: n == 0 ? "file shrank while reading" : String(cString: strerror(errno))) }
+                got += n
+            }
+        }
+        return bytes
+    }
+}

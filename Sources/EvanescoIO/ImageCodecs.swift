@@ -1,0 +1,150 @@
+import Foundation
+import EvanescoCore
+
+/// A decoded image and what came with it.
+public struct DecodedImage: Sendable {
+    /// Pixels, upright when `metadata.orientationApplied`.
+    public var image: AnyImage
+    public var format: ImageFormat
+    public var metadata: ImageMetadata
+    /// Size as stored in the file (before orientation).
+    public var storedWidth: Int
+    public var storedHeight: Int
+    /// Auxiliary images found (HEIF aux types such as "depth" or Apple matte URNs).
+    public var auxiliary: [String] = []
+}
+
+/// How to read.
+public struct ReadOptions: Sendable {
+    /// Apply the EXIF/TIFF orientation so pixels come back upright (default true).
+    public var applyOrientation = true
+    public var limits = DecodeLimits.standard
+    public init(applyOrientation: Bool = true, limits: DecodeLimits = .standard) {
+        self.applyOrientation = applyOrientation; self.limits = limits
+    }
+}
+
+/// How to write.
+public struct WriteOptions: Sendable {
+    /// Format; nil picks it from the path's extension.
+    public var format: ImageFormat?
+    /// JPEG quality 1...100 (4:4:4 chroma from 95 up, else 4:2:0).
+    public var quality = 92
+    /// 8, 16 or 32 (32 = float, TIFF only); nil keeps the image's own depth where the format allows.
+    public var bitDepth: Int?
+    /// EXIF and ICC to carry (EXIF orientation is reset to 1, since pixels are written upright).
+    public var metadata: ImageMetadata?
+    /// Replace an existing file.
+    public var overwrite = false
+    /// zlib level for PNG (0...9).
+    public var pngCompression = 6
+
+    public init(format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
+                overwrite: Bool = false, pngCompression: Int = 6) {
+        self.format = format; self.quality = quality; self.bitDepth = bitDepth; self.metadata = metadata
+        self.overwrite = overwrite; self.pngCompression = pngCompression
+    }
+}
+
+/// Reading and writing images: the format comes from the bytes on read and from the extension
+/// (or `WriteOptions.format`) on write.
+public enum ImageCodecs {
+    /// Reads and decodes a file.
+    public static func read(_ path: String, options: ReadOptions = ReadOptions()) throws -> DecodedImage {
+        try decode(InputFile.read(path), path: path, options: options)
+    }
+
+    /// Identifies the format of bytes, with a typed error for anything else.
+    public static func format(of bytes: [UInt8], path: String) throws -> ImageFormat {
+        guard !bytes.isEmpty else { throw ImageIOError.emptyFile(path: path) }
+        switch FormatSniffer.sniff(bytes) {
+        case .image(let f): return f
+        case .other(let name): throw ImageIOError.unsupportedFormat(path: path, format: name)
+        case .unknown:
+            let printable = bytes.prefix(64).allSatisfy { $0 == 9 || $0 == 10 || $0 == 13 || (32..<127).contains($0) }
+            throw ImageIOError.unrecognizedFormat(path: path, detail: printable ? "it looks like text" : "unknown leading bytes \(bytes.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))")
+        }
+    }
+
+    /// Decodes bytes held in memory. `path` is only used in error messages.
+    public static func decode(_ bytes: [UInt8], path: String, options: ReadOptions = ReadOptions()) throws -> DecodedImage {
+        var d = try decodeStored(bytes, path: path, options: options, headerOnly: false)
+        if options.applyOrientation && !d.metadata.orientationApplied && d.metadata.orientation != .up {
+            d.image = d.image.map(d.metadata.orientation)
+            d.metadata.orientationApplied = true
+        }
+        return d
+    }
+
+    /// Reads only what the header says (size, depth, channels, metadata, auxiliary images).
+    public static func probe(_ path: String, limits: DecodeLimits = .standard) throws -> DecodedImage {
+        try decodeStored(InputFile.read(path), path: path, options: ReadOptions(limits: limits), headerOnly: true)
+    }
+
+    static func decodeStored(_ bytes: [UInt8], path: String, options: ReadOptions, headerOnly: Bool) throws -> DecodedImage {
+        switch try format(of: bytes, path: path) {
+        case .jpeg:
+            if headerOnly {
+                let d = try TurboJPEGDecompressor()
+                let h = try JPEGCodec.header(d, bytes, path: path)
+                try options.limits.check(width: h.width, height: h.height, path: path)
+                var meta = ImageMetadata()
+                if let segs = try? JPEGSegments(bytes) {
+                    let m = segs.metadata(in: bytes)
+                    meta.exif = m.exif; meta.xmp = m.xmp; meta.icc = m.icc
+                    if let e = m.exif { meta.orientation = EXIF.orientation(in: e) ?? .up }
+                }
+                let ch = h.colorspace == 2 ? 1 : 3
+                return DecodedImage(image: .uint8(Image(width: 0, height: 0, channels: ch)), format: .jpeg, metadata: meta,
+                                    storedWidth: h.width, storedHeight: h.height, auxiliary: JPEGAuxiliary.list(bytes, xmp: meta.xmp))
+            }
+            var d = try JPEGCodec.decode(bytes, path: path, limits: options.limits)
+            d.auxiliary = JPEGAuxiliary.list(bytes, xmp: d.metadata.xmp)
+            return d
+        case .png: return try PNGCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
+        case .heif: return try HEIFCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
+        case .tiff: return try TIFFCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
+        }
+    }
+
+    /// Encodes and writes atomically (temporary file + rename); never overwrites an existing file
+    /// unless `options.overwrite`.
+    public static func write(_ image: AnyImage, to path: String, options: WriteOptions = WriteOptions()) throws {
+        let ext = URL(fileURLWithPath: path).pathExtension
+        guard let format = options.format ?? ImageFormat.forOutput(extension: ext) else {
+            throw ImageIOError.unknownOutputExtension(path: path)
+        }
+        guard image.width > 0, image.height > 0 else {
+            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "the image is empty")
+        }
+        if let b = options.bitDepth, ![8, 16, 32].contains(b) {
+            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "bit depth \(b) is not 8, 16 or 32")
+        }
+        switch format {
+        case .jpeg:
+            if let b = options.bitDepth, b != 8 { throw ImageIOError.encodeFailed(path: path, format: "JPEG", detail: "JPEG holds 8-bit samples only; write PNG or TIFF for \(b)-bit") }
+            let bytes = try JPEGCodec.encode(image.uint8, quality: options.quality, path: path)
+            let meta = options.metadata
+            let out = JPEGSegments.inserting(exif: meta?.exifForUprightPixels, icc: meta?.icc, into: bytes)
+            try AtomicOutput.write(out, to: path, overwrite: options.overwrite)
+        case .png:
+            let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
+            if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
+            let bytes = depth == 8
+                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, metadata: options.metadata, path: path)
+                : try PNGCodec.encode(image.uint16, level: options.pngCompression, metadata: options.metadata, path: path)
+            try AtomicOutput.write(bytes, to: path, overwrite: options.overwrite)
+        case .tiff:
+            let depth = options.bitDepth ?? image.bitDepth
+            try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in
+                switch depth {
+                case 8: try TIFFCodec.write(image.uint8, to: temp, metadata: options.metadata, reportPath: path)
+                case 16: try TIFFCodec.write(image.uint16, to: temp, metadata: options.metadata, reportPath: path)
+                default: try TIFFCodec.write(image.float32, to: temp, metadata: options.metadata, reportPath: path)
+                }
+            }
+        case .heif:
+            throw ImageIOError.encodeFailed(path: path, format: "HEIF", detail: "writing HEIC is not supported yet; write .jpg, .png or .tif")
+        }
+    }
+}

@@ -1,0 +1,99 @@
+/// One secondary image in a JPEG's MPF index (CIPA DC-007).
+public struct MPFEntry: Sendable, Equatable {
+    /// Byte range of the image in the file.
+    public var offset: Int
+    public var size: Int
+    /// MP type code from the entry's attribute field (e.g. 0x030000 = baseline primary).
+    public var typeCode: UInt32
+}
+
+/// What a JPEG carries besides its primary image: MPF secondary images (Apple stores depth,
+/// mattes and gain maps there, each named by its own XMP `apdi:AuxiliaryImageType`) and Google's
+/// XMP depth (GDepth) or Dynamic Depth containers.
+public enum JPEGAuxiliary {
+    /// The MPF entries after the primary image, bounds-checked against the file. Offsets in the
+    /// index are relative to the MPF header (the byte after "MPF\0").
+    public static func mpfEntries(_ bytes: [UInt8]) -> [MPFEntry] {
+        guard let segs = try? JPEGSegments(bytes) else { return [] }
+        let sig = Array("MPF".utf8) + [0]
+        guard let seg = segs.segments.first(where: {
+            $0.marker == 0xE2 && $0.payloadLength >= 8 && bytes[$0.payloadOffset..<($0.payloadOffset + 4)].elementsEqual(sig)
+        }) else { return [] }
+        let base = seg.payloadOffset + 4
+        let e = Array(bytes[base..<(seg.payloadOffset + seg.payloadLength)])
+        let r = TIFFStructureReader(e)
+        guard let ifd = r.u32(4), let n = r.u16(ifd), n < 200 else { return [] }
+        var count = 0, entryOffset = 0, entryBytes = 0
+        for i in 0..<n {
+            let at = ifd + 2 + i * 12
+            guard let tag = r.u16(at) else { break }
+            if tag == 0xB001 { count = r.u32(at + 8) ?? 0 }
+            if tag == 0xB002 { entryBytes = r.u32(at + 4) ?? 0; entryOffset = r.u32(at + 8) ?? 0 }
+        }
+        guard count > 0, count < 100, entryBytes >= count * 16 else { return [] }
+        var out: [MPFEntry] = []
+        for k in 1..<count {   // entry 0 is the primary image
+            let at = entryOffset + k * 16
+            guard let attr = r.u32(at), let size = r.u32(at + 4), let off = r.u32(at + 8) else { break }
+            let start = base + off
+            guard size > 0, off > 0, start + size <= bytes.count else { continue }
+            out.append(MPFEntry(offset: start, size: size, typeCode: UInt32(attr) & 0x00FF_FFFF))
+        }
+        return out
+    }
+
+    /// What an embedded JPEG's own XMP says it is: `apdi:AuxiliaryImageSubType` when present
+    /// (Apple files the portrait matte as type "depth" with sub-type "portraiteffectsmatte"),
+    /// else `apdi:AuxiliaryImageType` ("disparity", "depth", a matte URN).
+    public static func auxiliaryType(ofEmbeddedJPEG b: ArraySlice<UInt8>) -> String? {
+        let bytes = Array(b)
+        guard let segs = try? JPEGSegments(bytes), let xmp = segs.metadata(in: bytes).xmp else { return nil }
+        let text = String(decoding: xmp, as: UTF8.self)
+        return XMPLite.value(of: "AuxiliaryImageSubType", in: text) ?? XMPLite.value(of: "AuxiliaryImageType", in: text)
+    }
+
+    static func list(_ bytes: [UInt8], xmp: [UInt8]?) -> [String] {
+        var out: [String] = mpfEntries(bytes).map { e in
+            auxiliaryType(ofEmbeddedJPEG: bytes[e.offset..<(e.offset + e.size)]) ?? "mpf-image"
+        }
+        if let xmp {
+            let s = String(decoding: xmp, as: UTF8.self)
+            if s.contains("GDepth:") || s.contains("xmlns:GDepth") { out.append("gdepth") }
+            if s.contains("GImage:") || s.contains("xmlns:GImage") { out.append("gimage") }
+            if s.contains("Container:Directory") || s.contains("GContainer:Directory") { out.append("dynamic-depth-container") }
+        }
+        return out
+    }
+}
+
+/// Reads TIFF-structured integers (EXIF, MPF) with the byte order from the header; every read is
+/// bounds-checked and returns nil past the end.
+struct TIFFStructureReader {
+    let e: [UInt8]
+    let littleEndian: Bool
+    init(_ e: [UInt8]) { self.e = e; littleEndian = e.first == 0x49 }
+    func u16(_ o: Int) -> Int? {
+        guard o >= 0, o + 2 <= e.count else { return nil }
+        return littleEndian ? Int(e[o]) | Int(e[o + 1]) << 8 : Int(e[o]) << 8 | Int(e[o + 1])
+    }
+    func u32(_ o: Int) -> Int? {
+        guard o >= 0, o + 4 <= e.count else { return nil }
+        let b = (Int(e[o]), Int(e[o + 1]), Int(e[o + 2]), Int(e[o + 3]))
+        return littleEndian ? b.0 | b.1 << 8 | b.2 << 16 | b.3 << 24 : b.0 << 24 | b.1 << 16 | b.2 << 8 | b.3
+    }
+}
+
+/// Minimal, non-expanding look-up of one XMP property by local name, in attribute form
+/// (`ns:Name="v"`) or element form (`<ns:Name>v</ns:Name>`). No entity expansion and no
+/// recursion, so hostile packets cost linear time.
+enum XMPLite {
+    static func value(of name: String, in xmp: String) -> String? {
+        for (open, close) in [(":\(name)=\"", "\""), (":\(name)='", "'"), (":\(name)>", "<")] {
+            if let r = xmp.range(of: open), let end = xmp[r.upperBound...].range(of: close) {
+                let v = xmp[r.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+                if !v.isEmpty { return v }
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import EvanescoCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Errors from the ffmpeg bridge.
+public enum VideoError: Error, CustomStringConvertible, Equatable {
+    case toolMissing(String)
+    case probeFailed(path: String, detail: String)
+    case noVideoStream(path: String)
+    case decodeFailed(path: String, detail: String)
+    case encodeFailed(path: String, detail: String)
+    case badSelection(String)
+
+    public var description: String {
+        switch self {
+        case .toolMissing(let t): "\(t) is not installed; install it with: apt-get install ffmpeg"
+        case .probeFailed(let p, let d): "\(p): ffprobe cannot read it as a video (\(d))"
+        case .noVideoStream(let p): "\(p): the file has no video stream"
+        case .decodeFailed(let p, let d): "\(p): ffmpeg failed while decoding (\(d))"
+        case .encodeFailed(let p, let d): "\(p): ffmpeg failed while encoding (\(d))"
+        case .badSelection(let d): "bad frame selection: \(d)"
+        }
+    }
+}
+
+/// Which frames to take from a video.
+public enum FrameSelection: Sendable, Equatable {
+    case all
+    /// Frames 0, k, 2k, ...
+    case everyKth(Int)
+    /// N frames evenly spaced from the first to the last.
+    case evenlySpaced(Int)
+}
+
+/// What ffprobe says about a video's first video stream.
+public struct VideoInfo: Sendable, Equatable {
+    /// Displayed size (after the rotation ffmpeg applies).
+    public var width: Int
+    public var height: Int
+    public var frameCount: Int
+    public var framesPerSecond: Double
+    public var rotationDegrees: Int
+}
+
+enum Tools {
+    static func find(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let p = "\(dir)/\(name)"
+            if access(p, X_OK) == 0 { return p }
+        }
+        return nil
+    }
+
+    /// Runs a tool to completion, returning stdout; stderr's last lines go into the error.
+    static func run(_ tool: String, _ args: [String]) throws -> (status: Int32, out: Data, err: String) {
+        guard let exe = find(tool) else { throw VideoError.toolMissing(tool) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out; p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        // Drain stderr concurrently so a chatty tool cannot block on a full pipe.
+        let errBox = ErrorCollector()
+        let errThread = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }
+        errThread.start()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while !errBox.done { usleep(1000) }
+        return (p.terminationStatus, data, errBox.text)
+    }
+}
+
+final class ErrorCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _data: Data?
+    var data: Data? {
+        get { lock.lock(); defer { lock.unlock() }; return _data }
+        set { lock.lock(); _data = newValue; lock.unlock() }
+    }
+    var done: Bool { data != nil }
+    var text: String {
+        let s = String(decoding: data ?? Data(), as: UTF8.self)
+        return s.split(separator: "\n").suffix(3).joined(separator: " | ")
+    }
+}
+
+public enum VideoIO {
+    /// Size, frame count (counted, not estimated), rate and rotation of the first video stream.
+    public static func probe(_ path: String) throws -> VideoInfo {
+        guard FileManager.default.fileExists(atPath: path) else { throw ImageIOError.fileNotFound(path: path) }
+        let r = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_packets",
+                                          "-show_entries", "stream=width,height,nb_read_packets,r_frame_rate:stream_side_data=rotation",
+                                          "-of", "json", path])
+        guard r.status == 0 else { throw VideoError.probeFailed(path: path, detail: r.err.isEmpty ? "exit \(r.status)" : r.err) }
+        guard let json = try? JSONSerialization.jsonObject(with: r.out) as? [String: Any],
+              let streams = json["streams"] as? [[String: Any]], let s = streams.first,
+              let w = s["width"] as? Int, let h = s["height"] as? Int else { throw VideoError.noVideoStream(path: path) }
+        let count = Int(s["nb_read_packets"] as? String ?? "") ?? 0
+        var fps = 25.0
+        if let rate = s["r_frame_rate"] as? String {
+            let parts = rate.split(separator: "/").compactMap { Double($0) }
+            if parts.count == 2, parts[1] > 0, parts[0] > 0 { fps = parts[0] / parts[1] }
+        }
+        var rotation = 0
+        if let side = s["side_data_list"] as? [[String: Any]] {
+            for d in side { if let r = d["rotation"] as? Int { rotation = r } }
+        }
+        let swap = abs(rotation) % 180 == 90
+        return VideoInfo(width: swap ? h : w, height: swap ? w : h, frameCount: count, framesPerSecond: fps, rotationDegrees: rotation)
+    }
+
+    /// Frame indices a selection picks from `count` frames.
+    public static func indices(_ selection: FrameSelection, count: Int) throws -> [Int] {
+        switch selection {
+        case .all: return Array(0..<count)
+        case .everyKth(let k):
+            guard k >= 1 else { throw VideoError.badSelection("every k-th frame needs k >= 1 (got \(k))") }
+            return Array(stride(from: 0, to: count, by: k))
+        case .evenlySpaced(let n):
+            guard n >= 1 else { throw VideoError.badSelection("the number of frames must be at least 1 (got \(n))") }
+            if n >= count { return Array(0..<count) }
+            if n == 1 { return [0] }
+            return (0..<n).map { Int((Double($0) * Double(count - 1) / Double(n - 1)).rounded()) }
+        }
+    }
+
+    /// Decodes the selected frames as 8-bit RGB, calling `body` for each as it arrives (so only
+    /// one frame is held at a time). Returns the number of frames delivered.
+    @discardableResult
+    public static func decodeFrames(_ path: String, selection: FrameSelection,
+                                    _ body: (_ frameIndex: Int, _ image: Image<UInt8>) throws -> Void) throws -> Int {
+        let info = try probe(path)
+        let wanted = try indices(selection, count: info.frameCount)
+        guard !wanted.isEmpty else { return 0 }
+        guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
+        var args = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0"]
+        switch selection {
+        case .all: break
+        case .everyKth(let k):
+            args += ["-vf", "select='not(mod(n\\,\(k)))'", "-fps_mode", "passthrough"]
+        case .evenlySpaced:
+            // One select term per wanted frame; `n` is the decoded frame number.
+            let expr = wanted.map { "eq(n\\,\($0))" }.joined(separator: "+")
+            args += ["-vf", "select='\(expr)'", "-fps_mode", "passthrough"]
+        }
+        args += ["-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"]
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out; p.standardError = err; p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let errBox = ErrorCollector()
+        Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
+        let fd = out.fileHandleForReading.fileDescriptor
+        let frameBytes = info.width * info.height * 3
+        var delivered = 0
+        var failure: Error?
+        while delivered < wanted.count {
+            var complete = true
+            let img = Image<UInt8>(width: info.width, height: info.height, channels: 3) { buf in
+                var got = 0
+                let raw = UnsafeMutableRawPointer(buf.baseAddress!)
+                while got < frameBytes {
+                    let n = read(fd, raw + got, frameBytes - got)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    got += n
+                }
+                if got < frameBytes {
+                    complete = false
+                    if got > 0 { buf.baseAddress!.update(repeating: 0, count: frameBytes) }
+                }
+            }
+            guard complete else { break }
+            do { try body(wanted[delivered], img) } catch { failure = error; break }
+            delivered += 1
+        }
+        if failure != nil || delivered < wanted.count { p.terminate() }
+        // Drain what is left so ffmpeg can exit.
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while !errBox.done { usleep(1000) }
+        if let failure { throw failure }
+        if p.terminationStatus != 0 && delivered < wanted.count {
+            throw VideoError.decodeFailed(path: path, detail: errBox.text.isEmpty ? "exit \(p.terminationStatus)" : errBox.text)
+        }
+        return delivered
+    }
+
+    /// Convenience: all selected frames in memory.
+    public static func readFrames(_ path: String, selection: FrameSelection) throws -> [(index: Int, image: Image<UInt8>)] {
+        var frames: [(Int, Image<UInt8>)] = []
+        try decodeFrames(path, selection: selection) { frames.append(($0, $1)) }
+        return frames
+    }
+}
+
+/// Encodes frames into a video file through ffmpeg (H.264 in MP4/MKV/MOV by extension, or
+/// whatever the extension's default codec is), written atomically: the file appears only after
+/// `finish()` succeeds.
+public final class VideoWriter {
+    let process: Process
+    let input: Pipe
+    let errBox = ErrorCollector()
+    public let width: Int, height: Int
+    let finalPath: String, tempPath: String, overwrite: Bool
+    var finished = false
+
+    public init(path: String, width: Int, height: Int, framesPerSecond: Double, overwrite: Bool = false, crf: Int = 18) throws {
+        guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
+        let url = URL(fileURLWithPath: path)
+        if FileManager.default.fileExists(atPath: path) && !overwrite { throw ImageIOError.outputExists(path: path) }
+        let dir = url.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: dir) else { throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist") }
+        self.width = width; self.height = height; self.finalPath = path; self.overwrite = overwrite
+        let ext = url.pathExtension.isEmpty ? "mp4" : url.pathExtension
+        tempPath = dir + "/." + url.deletingPathExtension().lastPathComponent + ".evanesco-\(UUID().uuidString.prefix(8)).\(ext)"
+        signal(SIGPIPE, SIG_IGN)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: exe)
+        var args = ["-v", "error", "-nostdin", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(width)x\(height)",
+                    "-r", String(framesPerSecond), "-i", "pipe:0"]
+        if ["mp4", "mkv", "mov", "m4v"].contains(ext.lowercased()) {
+            args += ["-c:v", "libx264", "-crf", String(crf), "-pix_fmt", "yuv420p", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2"]
+        }
+        args.append(tempPath)
+        process.arguments = args
+        input = Pipe()
+        let err = Pipe()
+        process.standardInput = input; process.standardError = err; process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let box = errBox
+        Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
+    }
+
+    deinit {
+        if !finished {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            unlink(tempPath)
+        }
+    }
+
+    /// Appends one frame (converted to 8-bit RGB).
+    public func append(_ frame: Image<UInt8>) throws {
+        guard frame.width == width, frame.height == height else {
+            throw VideoError.encodeFailed(path: finalPath, detail: "frame is \(frame.width)x\(frame.height), the video is \(width)x\(height)")
+        }
+        let rgb = frame.withChannels(3)
+        let fd = input.fileHandleForWriting.fileDescriptor
+        try rgb.samples.withUnsafeBytes { buf in
+            var sent = 0
+            while sent < buf.count {
+                let n = write(fd, buf.baseAddress! + sent, buf.count - sent)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    process.waitUntilExit()
+                    while !errBox.done { usleep(1000) }
+                    throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "ffmpeg stopped reading" : errBox.text)
+                }
+                sent += n
+            }
+        }
+    }
+
+    /// Closes the stream, waits for ffmpeg and moves the file into place.
+    public func finish() throws {
+        finished = true
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        while !errBox.done { usleep(1000) }
+        defer { unlink(tempPath) }
+        guard process.terminationStatus == 0 else {
+            throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
+        }
+        try AtomicOutput.write(to: finalPath, overwrite: overwrite) { temp in
+            guard rename(tempPath, temp) == 0 else { throw ImageIOError.cannotWrite(path: finalPath, reason: String(cString: strerror(errno))) }
+        }
+    }
+}
