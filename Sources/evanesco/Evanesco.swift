@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct Evanesco: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evanesco",
+        abstract: "Computational photography on Linux: burst stacking, depth photos, depth backgrounds.",
+        discussion: """
+        Results go to stdout or files; progress and diagnostics to stderr.
+        Examples:
+          evanesco info photo.heic
+          evanesco convert photo.heic photo.png --bit-depth 16 --keep-metadata
+          evanesco demo
+        """,
+        version: "0.1.0",
+        subcommands: [Info.self, Convert.self, Demo.self]
+    )
+}
+
+/// Runs a command body, turning any error into one line on stderr and exit status 1.
+func reportingErrors(_ body: () throws -> Void) throws {
+    do { try body() } catch let e as ExitCode { throw e } catch {
+        Diagnostics.error(String(describing: error))
+        throw ExitCode.failure
+    }
+}
+
+/// Diagnostics go to stderr, never stdout.
+enum Diagnostics {
+    nonisolated(unsafe) static var quiet = false
+    static func error(_ message: String) { FileHandle.standardError.write(Data("evanesco: error: \(message)\n".utf8)) }
+    static func warning(_ message: String) { FileHandle.standardError.write(Data("evanesco: warning: \(message)\n".utf8)) }
+    static func progress(_ message: String) { if !quiet { FileHandle.standardError.write(Data("\(message)\n".utf8)) } }
+}
