@@ -131,16 +131,18 @@ public enum ImageCodecs {
             let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
             if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
             let bytes = depth == 8
-                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, metadata: options.metadata, path: path)
-                : try PNGCodec.encode(image.uint16, level: options.pngCompression, metadata: options.metadata, path: path)
+                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, icc: options.metadata?.icc,
+                                      exif: options.metadata?.exifForUprightPixels, path: path)
+                : try PNGCodec.encode(image.uint16, level: options.pngCompression, icc: options.metadata?.icc,
+                                      exif: options.metadata?.exifForUprightPixels, path: path)
             try AtomicOutput.write(bytes, to: path, overwrite: options.overwrite)
         case .tiff:
             let depth = options.bitDepth ?? image.bitDepth
             try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in
                 switch depth {
-                case 8: try TIFFCodec.write(image.uint8, to: temp, metadata: options.metadata, reportPath: path)
-                case 16: try TIFFCodec.write(image.uint16, to: temp, metadata: options.metadata, reportPath: path)
-                default: try TIFFCodec.write(image.float32, to: temp, metadata: options.metadata, reportPath: path)
+                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, reportPath: path)
+                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, reportPath: path)
+                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, reportPath: path)
                 }
             }
         case .heif:

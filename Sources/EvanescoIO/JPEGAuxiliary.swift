@@ -13,16 +13,20 @@ public struct MPFEntry: Sendable, Equatable {
 public enum JPEGAuxiliary {
     /// The MPF entries after the primary image, bounds-checked against the file. Offsets in the
     /// index are relative to the MPF header (the byte after "MPF\0").
-    public static func mpfEntries(_ bytes: [UInt8]) -> [MPFEntry] {
-        guard let segs = try? JPEGSegments(bytes) else { return [] }
+    public static func mpfEntries(_ bytes: [UInt8]) -> [MPFEntry] { mpfIndex(bytes).entries }
+
+    /// The MPF entries that lie inside the file, and how many more the index declares that do
+    /// not (a truncated or damaged file).
+    public static func mpfIndex(_ bytes: [UInt8]) -> (entries: [MPFEntry], damaged: Int) {
+        guard let segs = try? JPEGSegments(bytes) else { return ([], 0) }
         let sig = Array("MPF".utf8) + [0]
         guard let seg = segs.segments.first(where: {
             $0.marker == 0xE2 && $0.payloadLength >= 8 && bytes[$0.payloadOffset..<($0.payloadOffset + 4)].elementsEqual(sig)
-        }) else { return [] }
+        }) else { return ([], 0) }
         let base = seg.payloadOffset + 4
         let e = Array(bytes[base..<(seg.payloadOffset + seg.payloadLength)])
         let r = TIFFStructureReader(e)
-        guard let ifd = r.u32(4), let n = r.u16(ifd), n < 200 else { return [] }
+        guard let ifd = r.u32(4), let n = r.u16(ifd), n < 200 else { return ([], 0) }
         var count = 0, entryOffset = 0, entryBytes = 0
         for i in 0..<n {
             let at = ifd + 2 + i * 12
@@ -30,7 +34,7 @@ public enum JPEGAuxiliary {
             if tag == 0xB001 { count = r.u32(at + 8) ?? 0 }
             if tag == 0xB002 { entryBytes = r.u32(at + 4) ?? 0; entryOffset = r.u32(at + 8) ?? 0 }
         }
-        guard count > 0, count < 100, entryBytes >= count * 16 else { return [] }
+        guard count > 0, count < 100, entryBytes >= count * 16 else { return ([], 0) }
         var out: [MPFEntry] = []
         for k in 1..<count {   // entry 0 is the primary image
             let at = entryOffset + k * 16
@@ -39,7 +43,7 @@ public enum JPEGAuxiliary {
             guard size > 0, off > 0, start + size <= bytes.count else { continue }
             out.append(MPFEntry(offset: start, size: size, typeCode: UInt32(attr) & 0x00FF_FFFF))
         }
-        return out
+        return (out, count - 1 - out.count)
     }
 
     /// What an embedded JPEG's own XMP says it is: `apdi:AuxiliaryImageSubType` when present
@@ -53,9 +57,11 @@ public enum JPEGAuxiliary {
     }
 
     static func list(_ bytes: [UInt8], xmp: [UInt8]?) -> [String] {
-        var out: [String] = mpfEntries(bytes).map { e in
+        let index = mpfIndex(bytes)
+        var out: [String] = index.entries.map { e in
             auxiliaryType(ofEmbeddedJPEG: bytes[e.offset..<(e.offset + e.size)]) ?? "mpf-image"
         }
+        out += Array(repeating: "mpf-image-damaged", count: index.damaged)
         if let xmp {
             let s = String(decoding: xmp, as: UTF8.self)
             if s.contains("GDepth:") || s.contains("xmlns:GDepth") { out.append("gdepth") }

@@ -18,6 +18,11 @@ enum PNGCodec {
     }
 
     static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false) throws -> DecodedImage {
+        // Check the IHDR's claimed size before libpng allocates or reads further.
+        if bytes.count >= 24, bytes[12..<16].elementsEqual(Array("IHDR".utf8)) {
+            let w = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, h = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
+            try limits.check(width: w, height: h, path: path)
+        }
         let r = PNGReader()
         return try bytes.withUnsafeBufferPointer { buf in
             guard evn_png_read_begin(&r.io, buf.baseAddress, buf.count) == 0 else { throw classify(r.error, path: path) }
@@ -63,11 +68,11 @@ enum PNGCodec {
         }
     }
 
-    static func encode<S: PixelSample>(_ image: Image<S>, level: Int, metadata: ImageMetadata?, path: String) throws -> [UInt8] {
+    static func encode<S: PixelSample>(_ image: Image<S>, level: Int, icc: [UInt8]?, exif: [UInt8]?, path: String) throws -> [UInt8] {
         precondition(S.self == UInt8.self || S.self == UInt16.self)
         var io = evn_png_io()
         let rowBytes = image.rowLength * MemoryLayout<S>.size
-        let icc = metadata?.icc ?? [], exif = metadata?.exifForUprightPixels ?? []
+        let icc = icc ?? [], exif = exif ?? []
         let r = image.samples.withUnsafeBufferPointer { src in
             let base = UnsafeMutableRawPointer(mutating: src.baseAddress!).assumingMemoryBound(to: UInt8.self)
             var ptrs: [UnsafeMutablePointer<UInt8>?] = (0..<image.height).map { base + $0 * rowBytes }

@@ -155,7 +155,7 @@ enum TIFFCodec {
     }
 
     /// Writes 8/16-bit integer or 32-bit float samples, deflate-compressed with a predictor.
-    static func write<S: PixelSample>(_ image: Image<S>, to file: String, metadata: ImageMetadata?, reportPath: String) throws {
+    static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up, reportPath: String) throws {
         var io = evn_tiff_io()
         guard let tif = evn_tiff_open_write(&io, file) else {
             throw ImageIOError.cannotWrite(path: reportPath, reason: withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
@@ -170,13 +170,13 @@ enum TIFFCodec {
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_SAMPLEFORMAT), UInt16(isFloat ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_PHOTOMETRIC), UInt16(image.channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_PLANARCONFIG), UInt16(PLANARCONFIG_CONTIG))
-        _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_ORIENTATION), UInt16(ORIENTATION_TOPLEFT))
+        _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_ORIENTATION), UInt16(orientation.rawValue))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_COMPRESSION), UInt16(COMPRESSION_ADOBE_DEFLATE))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_PREDICTOR), UInt16(isFloat ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL))
         if image.channels == 4 { _ = evn_tiff_set_extra_alpha(tif) }
         let rowsPerStrip = max(1, (256 * 1024) / max(1, image.rowLength * MemoryLayout<S>.size))
         _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ROWSPERSTRIP), UInt32(rowsPerStrip))
-        if let icc = metadata?.icc, !icc.isEmpty {
+        if let icc, !icc.isEmpty {
             _ = icc.withUnsafeBytes { evn_tiff_set_bytes(tif, UInt32(TIFFTAG_ICCPROFILE), UInt32(icc.count), $0.baseAddress) }
         }
         let rowBytes = image.rowLength * MemoryLayout<S>.size

@@ -1,0 +1,94 @@
+import Testing
+@testable import EvanescoCore
+
+/// A 3x2 single-channel image: row 0 = 1 2 3, row 1 = 4 5 6.
+let small = Image<UInt8>(width: 3, height: 2, channels: 1, samples: [1, 2, 3, 4, 5, 6])
+
+func rows<S>(_ img: Image<S>) -> [[S]] {
+    (0..<img.height).map { y in (0..<(img.width * img.channels)).map { img.samples[y * img.rowLength + $0] } }
+}
+
+@Suite struct ImageBasics {
+    @Test func copyOnWriteKeepsValueSemantics() {
+        var a = small
+        let b = a
+        a[0, 0, 0] = 99
+        #expect(b[0, 0, 0] == 1)
+        #expect(a[0, 0, 0] == 99)
+    }
+
+    @Test func sampleConversionsKnownAnswers() {
+        let img = Image<UInt8>(width: 4, height: 1, channels: 1, samples: [0, 1, 128, 255])
+        #expect(img.converted(to: UInt16.self).samples == [0, 257, 32896, 65535])
+        #expect(img.converted(to: UInt16.self).converted(to: UInt8.self) == img)
+        let f = img.converted(to: Float.self)
+        #expect(f.samples[2] == Float(128) / 255)
+        let u16 = Image<UInt16>(width: 4, height: 1, channels: 1, samples: [0, 128, 129, 65535])
+        #expect(u16.converted(to: UInt8.self).samples == [0, 0, 1, 255])   // round(v / 257)
+        let fl = Image<Float>(width: 4, height: 1, channels: 1, samples: [-0.5, 0.5, 1.5, .nan])
+        #expect(fl.converted(to: UInt8.self).samples == [0, 128, 255, 0])  // clamped, NaN -> 0
+    }
+
+    @Test func everyUInt8SurvivesFloatRoundTrip() {
+        let all = Image<UInt8>(width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
+        #expect(all.converted(to: Float.self).converted(to: UInt8.self) == all)
+        #expect(all.converted(to: UInt16.self).converted(to: Float.self).converted(to: UInt8.self) == all)
+    }
+
+    @Test func channelConversions() {
+        let rgb = Image<UInt8>(width: 2, height: 1, channels: 3, samples: [255, 0, 0, 10, 20, 30])
+        #expect(rgb.withChannels(1).samples == [76, 18])            // 0.299*255, 0.299*10+0.587*20+0.114*30
+        #expect(rgb.withChannels(4).samples == [255, 0, 0, 255, 10, 20, 30, 255])
+        #expect(rgb.withChannels(4).withChannels(3) == rgb)
+        #expect(small.withChannels(3).samples.prefix(6) == [1, 1, 1, 2, 2, 2])
+    }
+
+    @Test func crop() {
+        #expect(small.cropped(x: 1, y: 0, width: 2, height: 2).samples == [2, 3, 5, 6])
+        #expect(small.cropped(x: 2, y: 1, width: 5, height: 5).samples == [6])
+    }
+
+    @Test func stripExecutorVisitsEveryRowOnce() {
+        var hits = [Int](repeating: 0, count: 1000)
+        hits.withUnsafeMutableBufferPointer { h in
+            let box = UncheckedSendable(h)
+            StripExecutor.forEachStrip(rows: 1000, minimumRows: 7) { r in for y in r { box.value[y] += 1 } }
+        }
+        #expect(hits.allSatisfy { $0 == 1 })
+    }
+
+    @Test func srgbKnownValues() {
+        #expect(abs(SRGB.toLinear(0.5) - 0.214041) < 1e-5)
+        #expect(abs(SRGB.fromLinear(0.214041) - 0.5) < 1e-5)
+        #expect(SRGB.toLinear(0) == 0 && abs(SRGB.toLinear(1) - 1) < 1e-6)
+        let img = Image<UInt8>(width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
+        #expect(img.linearized().sRGBEncoded(as: UInt8.self) == img)
+    }
+}
+
+@Suite struct OrientationKnownAnswers {
+    // Each expectation is the EXIF definition of the tag written out by hand for the 3x2 image.
+    static let cases: [(Orientation, [[UInt8]])] = [
+        (.up, [[1, 2, 3], [4, 5, 6]]),
+        (.upMirrored, [[3, 2, 1], [6, 5, 4]]),
+        (.down, [[6, 5, 4], [3, 2, 1]]),
+        (.downMirrored, [[4, 5, 6], [1, 2, 3]]),
+        (.leftMirrored, [[1, 4], [2, 5], [3, 6]]),
+        (.right, [[4, 1], [5, 2], [6, 3]]),
+        (.rightMirrored, [[6, 3], [5, 2], [4, 1]]),
+        (.left, [[3, 6], [2, 5], [1, 4]]),
+    ]
+
+    @Test(arguments: cases.map { $0.0.rawValue })
+    func orientation(_ raw: Int) {
+        let (o, expected) = Self.cases.first { $0.0.rawValue == raw }!
+        let out = small.oriented(o)
+        #expect(rows(out) == expected, "orientation \(raw)")
+        #expect(out.width == expected[0].count && out.height == expected.count)
+    }
+
+    @Test func multiChannelOrientationMovesWholePixels() {
+        let rgb = small.withChannels(3)
+        #expect(rgb.oriented(.right).withChannels(1) == small.oriented(.right))
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+import EvanescoCore
+@testable import EvanescoIO
+
+@Suite struct VideoBridge {
+    @Test func selectionIndices() throws {
+        #expect(try VideoIO.indices(.evenlySpaced(5), count: 101) == [0, 25, 50, 75, 100])
+        #expect(try VideoIO.indices(.evenlySpaced(50), count: 10) == Array(0..<10))
+        #expect(try VideoIO.indices(.everyKth(3), count: 10) == [0, 3, 6, 9])
+        #expect(try VideoIO.indices(.evenlySpaced(1), count: 10) == [0])
+        #expect(throws: VideoError.self) { try VideoIO.indices(.everyKth(0), count: 10) }
+    }
+
+    /// Frames of flat, distinct colours written through ffmpeg come back in order.
+    @Test func writeThenReadFrames() throws {
+        let t = TempDir()
+        let colours: [[UInt8]] = (0..<12).map { [UInt8(20 * $0), UInt8(240 - 20 * $0), 128] }
+        let w = try VideoWriter(path: t.file("clip.mp4"), width: 64, height: 48, framesPerSecond: 10)
+        for c in colours {
+            try w.append(Image<UInt8>(width: 64, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = c[i % 3] } })
+        }
+        #expect(!FileManager.default.fileExists(atPath: t.file("clip.mp4")), "no file before finish()")
+        try w.finish()
+        let info = try VideoIO.probe(t.file("clip.mp4"))
+        #expect(info.width == 64 && info.height == 48 && info.frameCount == 12)
+        let frames = try VideoIO.readFrames(t.file("clip.mp4"), selection: .evenlySpaced(4))
+        #expect(frames.map(\.index) == [0, 4, 7, 11])
+        for (i, img) in frames {
+            for c in 0..<3 { #expect(abs(Int(img[32, 24, c]) - Int(colours[i][c])) <= 6, "frame \(i) channel \(c)") }
+        }
+        #expect(try VideoIO.readFrames(t.file("clip.mp4"), selection: .everyKth(5)).map(\.index) == [0, 5, 10])
+        #expect(t.contents == ["clip.mp4"])
+    }
+
+    @Test func notAVideo() throws {
+        let t = TempDir()
+        FileManager.default.createFile(atPath: t.file("x.mp4"), contents: Data("nope".utf8))
+        #expect(throws: VideoError.self) { try VideoIO.probe(t.file("x.mp4")) }
+        #expect(throws: ImageIOError.fileNotFound(path: t.file("missing.mp4"))) { try VideoIO.probe(t.file("missing.mp4")) }
+    }
+}
