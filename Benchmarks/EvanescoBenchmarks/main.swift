@@ -1,0 +1,139 @@
+// Throughput benchmarks, run on demand (not in CI):
+//   swift run -c release EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE]
+// Each comparison alternates the two contenders in one process and reports medians and ratios,
+// since the 2-core machines are shared and noisy.
+import CHeif
+import CTurboJPEG
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+struct Options {
+    var what = "all"
+    var repeats = 9
+    var json: String?
+    var shared = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared").path
+}
+
+nonisolated(unsafe) var opts = Options()
+var args = Array(CommandLine.arguments.dropFirst())
+while !args.isEmpty {
+    let a = args.removeFirst()
+    switch a {
+    case "--repeat": opts.repeats = Int(args.removeFirst()) ?? 9
+    case "--json": opts.json = args.removeFirst()
+    case "--shared": opts.shared = args.removeFirst()
+    case "decode", "warp", "all": opts.what = a
+    default:
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE] [--shared DIR]\n".utf8))
+        exit(2)
+    }
+}
+
+func now() -> Double { Date().timeIntervalSinceReferenceDate }
+func median(_ v: [Double]) -> Double { let s = v.sorted(); return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2 }
+
+struct Row: Codable { var name: String; var subject: String; var baseline: String; var subjectMedian: Double; var baselineMedian: Double; var ratio: Double; var subjectRuns: [Double]; var baselineRuns: [Double] }
+nonisolated(unsafe) var rows: [Row] = []
+
+/// Runs a and b alternately `n` times (after one warm-up each) and records medians.
+func compare(_ name: String, _ subject: String, _ a: () throws -> Void, _ baseline: String, _ b: () throws -> Void) rethrows {
+    try a(); try b()
+    var ta: [Double] = [], tb: [Double] = []
+    for i in 0..<opts.repeats {
+        if i % 2 == 0 {
+            var t = now(); try a(); ta.append(now() - t)
+            t = now(); try b(); tb.append(now() - t)
+        } else {
+            var t = now(); try b(); tb.append(now() - t)
+            t = now(); try a(); ta.append(now() - t)
+        }
+    }
+    let r = Row(name: name, subject: subject, baseline: baseline, subjectMedian: median(ta), baselineMedian: median(tb),
+                ratio: median(ta) / median(tb), subjectRuns: ta, baselineRuns: tb)
+    rows.append(r)
+    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+    print(pad(name, 34) + pad(subject, 22) + String(format: "%9.1f ms   ", r.subjectMedian * 1000)
+          + pad(baseline, 28) + String(format: "%9.1f ms   ratio %.3f", r.baselineMedian * 1000, r.ratio))
+}
+
+func twelveMegapixelJPEG() throws -> (path: String, bytes: [UInt8]) {
+    let burst = opts.shared + "/data/bursts/synthetic/pug-handheld/frames/f00.jpg"
+    if FileManager.default.fileExists(atPath: burst) { return (burst, try InputFile.read(burst)) }
+    // No shared data: make a 12 MP JPEG of a smooth synthetic scene.
+    let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in
+        for y in 0..<3024 { for x in 0..<4032 { let o = (y * 4032 + x) * 3; d[o] = UInt8((x ^ y) & 255); d[o + 1] = UInt8(x / 16 & 255); d[o + 2] = UInt8(y / 12 & 255) } }
+    }
+    let path = NSTemporaryDirectory() + "evanesco-bench-12mp.jpg"
+    try? FileManager.default.removeItem(atPath: path)
+    try ImageCodecs.write(.uint8(img), to: path, options: WriteOptions(quality: 92))
+    return (path, try InputFile.read(path))
+}
+
+func bareTurboJPEG(_ bytes: [UInt8]) {
+    guard let h = tjInitDecompress() else { fatalError() }
+    var w: Int32 = 0, ht: Int32 = 0, ss: Int32 = 0, cs: Int32 = 0
+    _ = bytes.withUnsafeBufferPointer { tjDecompressHeader3(h, $0.baseAddress, UInt($0.count), &w, &ht, &ss, &cs) }
+    let buf = UnsafeMutablePointer<UInt8>.allocate(capacity: Int(w) * Int(ht) * 3)
+    _ = bytes.withUnsafeBufferPointer { tjDecompress2(h, $0.baseAddress, UInt($0.count), buf, w, w * 3, ht, Int32(TJPF_RGB.rawValue), 0) }
+    buf.deallocate()
+    tjDestroy(h)
+}
+
+func bareLibheif(_ bytes: [UInt8]) {
+    let ctx = heif_context_alloc()
+    _ = bytes.withUnsafeBytes { heif_context_read_from_memory_without_copy(ctx, $0.baseAddress, $0.count, nil) }
+    var handle: OpaquePointer? = nil
+    _ = heif_context_get_primary_image_handle(ctx, &handle)
+    var img: OpaquePointer? = nil
+    _ = heif_decode_image(handle, &img, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil)
+    heif_image_release(img)
+    heif_image_handle_release(handle)
+    heif_context_free(ctx)
+}
+
+func runTool(_ exe: String, _ args: [String]) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = args
+    p.standardOutput = FileHandle.nullDevice; p.standardError = FileHandle.nullDevice
+    try p.run(); p.waitUntilExit()
+}
+
+print("EvanescoBenchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(opts.repeats) alternated runs, medians")
+if opts.what == "decode" || opts.what == "all" {
+    let jpeg = try twelveMegapixelJPEG()
+    let d = try ImageCodecs.decode(jpeg.bytes, path: jpeg.path)
+    print("JPEG: \(jpeg.path) (\(d.image.width)x\(d.image.height), \(jpeg.bytes.count / 1000) kB)")
+    try compare("decode 12 MP JPEG (from memory)", "ImageCodecs.decode", { _ = try ImageCodecs.decode(jpeg.bytes, path: jpeg.path) },
+                "bare tjDecompress2", { bareTurboJPEG(jpeg.bytes) })
+    try compare("decode 12 MP JPEG (from file)", "ImageCodecs.read", { _ = try ImageCodecs.read(jpeg.path) },
+                "read + bare tjDecompress2", { bareTurboJPEG(try InputFile.read(jpeg.path)) })
+
+    let heic = opts.shared + "/data/depth/pug-iphone13pro/pug.heic"
+    if FileManager.default.fileExists(atPath: heic) {
+        let bytes = try InputFile.read(heic)
+        try compare("decode pug.heic 4032x3024", "ImageCodecs.decode", { _ = try ImageCodecs.decode(bytes, path: heic) },
+                    "bare heif_decode_image RGB", { bareLibheif(bytes) })
+        if let tool = ["/usr/bin/heif-convert"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+            let out = NSTemporaryDirectory() + "evanesco-bench-pug.y4m"
+            try compare("decode pug.heic, whole process", "ImageCodecs.read", { _ = try ImageCodecs.read(heic) },
+                        "heif-convert to .y4m", { try runTool(tool, [heic, out]); try? FileManager.default.removeItem(atPath: out) })
+        }
+    } else {
+        print("pug.heic: skipped, \(heic) is absent")
+    }
+}
+if opts.what == "warp" || opts.what == "all" {
+    let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) } }
+    let h = Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 1e-7, -2e-7, 1])
+    try compare("warp 12 MP RGB8 homography", "bilinear + mask", { _ = img.warped(by: h, width: 4032, height: 3024) },
+                "nearest + mask", { _ = img.warped(by: h, width: 4032, height: 3024, interpolation: .nearest) })
+    try compare("resize 12 MP RGB8 to 1/4", "bilinear", { _ = img.resized(width: 1008, height: 756) },
+                "bicubic", { _ = img.resized(width: 1008, height: 756, interpolation: .bicubic) })
+}
+if let json = opts.json {
+    let data = try JSONEncoder().encode(rows)
+    try AtomicOutput.write([UInt8](data), to: json, overwrite: true)
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Evanesco builds, tests and runs with, if any are missing.
+# Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
+set -euo pipefail
+packages=(pkg-config libturbojpeg0-dev libpng-dev libheif-dev libheif-examples libtiff-dev ffmpeg)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "install-deps: Swift 6 is not on PATH; install it from swift.org first" >&2; exit 1; }
