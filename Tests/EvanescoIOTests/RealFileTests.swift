@@ -45,15 +45,21 @@ struct RealFiles {
         #expect(f.image.width == 768 && f.image.height == 576)
     }
 
-    @Test func heicDecodeMatchesLibheifReference() throws {
-        // heif-convert (libheif's own tool) decoded the depth item to PNG; our primary-image path
-        // shares the decoder, so check the primary against libheif's decode of the same file.
-        let path = SharedData.path("depth/pug-iphone13pro/pug.heic")
-        let ours = try ImageCodecs.read(path).image.uint8
-        var sum = 0
-        for i in stride(from: 0, to: ours.samples.count, by: 997) { sum += Int(ours.samples[i]) }
-        #expect(sum > 0)
-        #expect(ours.samples.count == 4032 * 3024 * 3)
+    /// libheif's own tool decodes the same file to PNG: our primary image must match it exactly.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert"), "needs heif-convert (libheif-examples)"))
+    func heicDecodeEqualsHeifConvert() throws {
+        let t = TempDir()
+        let path = SharedData.path("depth/truedepth-iphone/heic_face_data.heic")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/heif-convert")
+        p.arguments = [path, t.file("ref.png")]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run(); p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let ours = try ImageCodecs.read(path).image
+        let ref = try ImageCodecs.read(t.file("ref.png")).image
+        #expect(ours.width == 2316 && ours.height == 3088)
+        #expect(ours == ref)
     }
 
     @Test func videoFramesFromOpenCVSample() throws {
