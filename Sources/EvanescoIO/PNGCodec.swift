@@ -5,7 +5,7 @@ import EvanescoCore
 final class PNGReader {
     var io = evn_png_io()
     deinit { evn_png_read_end(&io) }
-    var error: String { withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } }
+    var error: String { stringFromCBuffer(io.error) }
 }
 
 enum PNGCodec {
@@ -87,7 +87,7 @@ enum PNGCodec {
             }
         }
         guard r == 0, let out = io.out else {
-            let msg = withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let msg = stringFromCBuffer(io.error)
             throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: msg)
         }
         defer { free(out) }

@@ -8,7 +8,7 @@ final class TIFFHandle {
     let bytes: [UInt8]
     init(bytes: [UInt8]) { self.bytes = bytes }
     deinit { if let tif { TIFFClose(tif) } }
-    var error: String { withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } }
+    var error: String { stringFromCBuffer(io.error) }
 }
 
 enum TIFFCodec {
@@ -158,7 +158,7 @@ enum TIFFCodec {
     static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up, reportPath: String) throws {
         var io = evn_tiff_io()
         guard let tif = evn_tiff_open_write(&io, file) else {
-            throw ImageIOError.cannotWrite(path: reportPath, reason: withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+            throw ImageIOError.cannotWrite(path: reportPath, reason: stringFromCBuffer(io.error))
         }
         var closed = false
         defer { if !closed { TIFFClose(tif) } }
@@ -188,7 +188,7 @@ enum TIFFCodec {
                 var strip = [UInt8](UnsafeRawBufferPointer(rebasing: src[(y * rowBytes)..<((y + n) * rowBytes)]))
                 let r = strip.withUnsafeMutableBytes { TIFFWriteEncodedStrip(tif, UInt32(y / rowsPerStrip), $0.baseAddress, tmsize_t(n * rowBytes)) }
                 guard r >= 0 else {
-                    throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+                    throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: stringFromCBuffer(io.error))
                 }
                 y += n
             }
@@ -196,7 +196,7 @@ enum TIFFCodec {
         closed = true
         TIFFClose(tif)
         if io.error.0 != 0 {
-            throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+            throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: stringFromCBuffer(io.error))
         }
     }
 }
