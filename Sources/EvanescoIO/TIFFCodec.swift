@@ -11,6 +11,22 @@ final class TIFFHandle {
     var error: String { stringFromCBuffer(io.error) }
 }
 
+/// Owns a TIFF* opened for writing; `close()` flushes it, deinit closes it if an error came first.
+final class TIFFWriteHandle {
+    var io = evn_tiff_io()
+    let tif: OpaquePointer
+    private var open = true
+    init(path: String, reportPath: String) throws {
+        guard let t = evn_tiff_open_write(&io, path) else {
+            throw ImageIOError.cannotWrite(path: reportPath, reason: stringFromCBuffer(io.error))
+        }
+        tif = t
+    }
+    var error: String { stringFromCBuffer(io.error) }
+    func close() { if open { TIFFClose(tif); open = false } }
+    deinit { close() }
+}
+
 enum TIFFCodec {
     static func classify(_ message: String, path: String) -> ImageIOError {
         let m = message.lowercased()
@@ -156,12 +172,8 @@ enum TIFFCodec {
 
     /// Writes 8/16-bit integer or 32-bit float samples, deflate-compressed with a predictor.
     static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up, reportPath: String) throws {
-        var io = evn_tiff_io()
-        guard let tif = evn_tiff_open_write(&io, file) else {
-            throw ImageIOError.cannotWrite(path: reportPath, reason: stringFromCBuffer(io.error))
-        }
-        var closed = false
-        defer { if !closed { TIFFClose(tif) } }
+        let handle = try TIFFWriteHandle(path: file, reportPath: reportPath)
+        let tif = handle.tif
         let isFloat = S.self == Float.self
         _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_IMAGEWIDTH), UInt32(image.width))
         _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_IMAGELENGTH), UInt32(image.height))
@@ -188,15 +200,14 @@ enum TIFFCodec {
                 var strip = [UInt8](UnsafeRawBufferPointer(rebasing: src[(y * rowBytes)..<((y + n) * rowBytes)]))
                 let r = strip.withUnsafeMutableBytes { TIFFWriteEncodedStrip(tif, UInt32(y / rowsPerStrip), $0.baseAddress, tmsize_t(n * rowBytes)) }
                 guard r >= 0 else {
-                    throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: stringFromCBuffer(io.error))
+                    throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: handle.error)
                 }
                 y += n
             }
         }
-        closed = true
-        TIFFClose(tif)
-        if io.error.0 != 0 {
-            throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: stringFromCBuffer(io.error))
+        handle.close()
+        if handle.io.error.0 != 0 {
+            throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: handle.error)
         }
     }
 }
