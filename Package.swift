@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "EvanescoCore", targets: ["EvanescoCore"]),
         .library(name: "EvanescoIO", targets: ["EvanescoIO"]),
+        .library(name: "EvanescoAlign", targets: ["EvanescoAlign"]),
+        .library(name: "EvanescoStack", targets: ["EvanescoStack"]),
         .executable(name: "evanesco", targets: ["evanesco"]),
     ],
     dependencies: [
@@ -26,15 +28,21 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]),
         .target(name: "EvanescoIO",
                 dependencies: ["EvanescoCore", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
+        .target(name: "EvanescoAlign", dependencies: ["EvanescoCore"],
+                swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]),
+        .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign"],
+                swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]),
         .executableTarget(name: "evanesco",
-                          dependencies: ["EvanescoCore", "EvanescoIO",
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "EvanescoBenchmarks",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CHeif"],
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CTurboJPEG", "CHeif"],
                           path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore"]),
         .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO"]),
+        .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign"]),
+        .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack"]),
         .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO"]),
     ],
     swiftLanguageModes: [.v6]

@@ -88,9 +88,10 @@ extension Image {
                 let top = a + (b - a) * tx, bottom = d + (e - d) * tx
                 dst[o + ch] = Sample(clampingRounded: top + (bottom - top) * ty)
             }
-        case .bicubic:
+        case .bicubic, .catmullRom:
             let fx = sx.rounded(.down), fy = sy.rounded(.down)
-            let wx = Kernels.cubicWeights(sx - fx), wy = Kernels.cubicWeights(sy - fy)
+            let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+            let wx = Kernels.cubicWeights(sx - fx, a: a), wy = Kernels.cubicWeights(sy - fy, a: a)
             let ix = Int(fx), iy = Int(fy)
             let xs = (min(max(ix - 1, 0), sw - 1), min(max(ix, 0), sw - 1), min(max(ix + 1, 0), sw - 1), min(max(ix + 2, 0), sw - 1))
             let ys = (min(max(iy - 1, 0), sh - 1), min(max(iy, 0), sh - 1), min(max(iy + 1, 0), sh - 1), min(max(iy + 2, 0), sh - 1))
