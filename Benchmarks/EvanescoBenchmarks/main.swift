@@ -4,6 +4,7 @@
 // since the 2-core machines are shared and noisy.
 import CHeif
 import CTurboJPEG
+import EvanescoAlign
 import EvanescoCore
 import EvanescoIO
 import Foundation
@@ -24,7 +25,7 @@ while !args.isEmpty {
     case "--repeat": opts.repeats = Int(args.removeFirst()) ?? 9
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
-    case "decode", "warp", "all": opts.what = a
+    case "decode", "warp", "align", "all": opts.what = a
     default:
         FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE] [--shared DIR]\n".utf8))
         exit(2)
@@ -132,6 +133,37 @@ if opts.what == "warp" || opts.what == "all" {
                 "nearest + mask", { _ = img.warped(by: h, width: 4032, height: 3024, interpolation: .nearest) })
     try compare("resize 12 MP RGB8 to 1/4", "bilinear", { _ = img.resized(width: 1008, height: 756) },
                 "bicubic", { _ = img.resized(width: 1008, height: 756, interpolation: .bicubic) })
+}
+/// Times one call, median of `opts.repeats`.
+func timeIt(_ name: String, _ body: () throws -> Void) rethrows {
+    try body()
+    var t: [Double] = []
+    for _ in 0..<opts.repeats { let s = now(); try body(); t.append(now() - s) }
+    print(name.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%9.1f ms", median(t) * 1000))
+}
+
+if opts.what == "align" || opts.what == "all" {
+    let dir = opts.shared + "/data/bursts/synthetic/pug-handheld/frames"
+    if FileManager.default.fileExists(atPath: dir) {
+        let f0 = try ImageCodecs.read(dir + "/f00.jpg").image.uint8, f1 = try ImageCodecs.read(dir + "/f01.jpg").image.uint8
+        try timeIt("align: grey pyramid of a 12 MP frame") { _ = GreyPyramid(f1) }
+        try timeIt("align: reference (pyramid + template points)") { _ = RegistrationReference(f0) }
+        let ref = RegistrationReference(f0)
+        let pyr = GreyPyramid(f1)
+        try timeIt("align: register one frame (given its pyramid)") { _ = try ref.register(pyramid: pyr, model: .homography) }
+        try timeIt("align: register one frame (from pixels)") { _ = try ref.register(f1, model: .homography) }
+        var o = RegistrationOptions(); o.finestLevel = 1
+        let half = RegistrationReference(f0, options: o)
+        try timeIt("align: half-res pyramid of a 12 MP frame") { _ = half.framePyramid(f1) }
+        try timeIt("align: register one frame at half res (from pixels)") { _ = try half.register(f1, model: .homography) }
+        for k in 1..<6 {
+            let f = try ImageCodecs.read(dir + String(format: "/f%02d.jpg", k)).image.uint8
+            let t = now(); let r = try half.register(f, model: .homography)
+            print(String(format: "  frame %d: %.0f ms, %d iterations, residual %.2f, inliers %.2f", k, (now() - t) * 1000, r.iterations, r.residual, r.inlierFraction))
+        }
+    } else {
+        print("align: skipped, \(dir) is absent")
+    }
 }
 if let json = opts.json {
     let data = try JSONEncoder().encode(rows)

@@ -3,13 +3,26 @@ import EvanescoCore
 /// A luma pyramid for registration: level 0 is the input's luma (0...255 scale, Float), each
 /// further level halves the size by 2x2 averaging. Every level is lightly smoothed with a 3x3
 /// binomial filter, which tames sensor noise and JPEG blocking before gradients are taken.
+/// Levels below `baseLevel` are not built (they hold empty images): level 1 is then made from
+/// the pixels in one pass, which saves the full-resolution passes for large frames.
 public struct GreyPyramid: Sendable {
     public let levels: [Image<Float>]
+    public let baseLevel: Int
+    /// Size of the image the pyramid was built from.
+    public let width: Int
+    public let height: Int
 
     /// Builds levels until the longer side would drop below `minSide`.
-    public init<S: PixelSample>(_ image: Image<S>, minSide: Int = 48, maxLevels: Int = 10) {
-        var lv: [Image<Float>] = [GreyPyramid.smooth(GreyPyramid.luma255(image))]
-        var raw = lv[0]
+    @_specialize(exported: true, where S == UInt8)
+    @_specialize(exported: true, where S == UInt16)
+    @_specialize(exported: true, where S == Float)
+    public init<S: PixelSample>(_ image: Image<S>, minSide: Int = 48, maxLevels: Int = 10, baseLevel: Int = 0) {
+        let base = baseLevel >= 1 && image.width >= 4 * minSide && image.height >= 32 ? 1 : 0
+        self.baseLevel = base
+        width = image.width; height = image.height
+        var raw = base == 1 ? GreyPyramid.lumaHalf255(image) : GreyPyramid.luma255(image)
+        var lv: [Image<Float>] = base == 1 ? [Image<Float>(width: 0, height: 0, channels: 1), GreyPyramid.smooth(raw)]
+                                           : [GreyPyramid.smooth(raw)]
         while lv.count < maxLevels, max(raw.width, raw.height) / 2 >= minSide, min(raw.width, raw.height) / 2 >= 8 {
             raw = GreyPyramid.halve(raw)
             lv.append(GreyPyramid.smooth(raw))
@@ -18,6 +31,9 @@ public struct GreyPyramid: Sendable {
     }
 
     /// Rec.601 luma on a 0...255 scale, whatever the sample type.
+    @_specialize(exported: true, where S == UInt8)
+    @_specialize(exported: true, where S == UInt16)
+    @_specialize(exported: true, where S == Float)
     public static func luma255<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         let c = img.channels, n = img.pixelCount, k = 255 / S.fullScale, w = img.width
         return img.samples.withUnsafeBufferPointer { s in
@@ -30,6 +46,57 @@ public struct GreyPyramid: Sendable {
                         for i in lo..<hi {
                             let o = i * c
                             d[i] = (0.299 * s[o].floatValue + 0.587 * s[o + 1].floatValue + 0.114 * s[o + 2].floatValue) * k
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Luma of 2x2 blocks (level 1) straight from the pixels.
+    @_specialize(exported: true, where S == UInt8)
+    @_specialize(exported: true, where S == UInt16)
+    @_specialize(exported: true, where S == Float)
+    public static func lumaHalf255<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
+        if let rgb8 = img as? Image<UInt8>, rgb8.channels >= 3 { return lumaHalf255(rgb8: rgb8) }
+        let c = img.channels, sw = img.width, w = img.width / 2, h = img.height / 2
+        let k = 0.25 * 255 / S.fullScale
+        let (wr, wg, wb): (Float, Float, Float) = c == 1 ? (1, 0, 0) : (0.299, 0.587, 0.114)
+        return img.samples.withUnsafeBufferPointer { s in
+            Image<Float>(width: w, height: h, channels: 1) { d in
+                StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
+                    for y in rows {
+                        let r0 = 2 * y * sw * c, r1 = r0 + sw * c
+                        for x in 0..<w {
+                            let a = r0 + 2 * x * c, b = r1 + 2 * x * c
+                            var acc = wr * (s[a].floatValue + s[a + c].floatValue + s[b].floatValue + s[b + c].floatValue)
+                            if c >= 3 {
+                                acc += wg * (s[a + 1].floatValue + s[a + c + 1].floatValue + s[b + 1].floatValue + s[b + c + 1].floatValue)
+                                acc += wb * (s[a + 2].floatValue + s[a + c + 2].floatValue + s[b + 2].floatValue + s[b + c + 2].floatValue)
+                            }
+                            d[y * w + x] = acc * k
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The 8-bit colour case in integers: 2x2 sums per channel, Rec.601 weights in 1/1024.
+    static func lumaHalf255(rgb8 img: Image<UInt8>) -> Image<Float> {
+        let c = img.channels, sw = img.width, w = img.width / 2, h = img.height / 2
+        return img.samples.withUnsafeBufferPointer { s in
+            Image<Float>(width: w, height: h, channels: 1) { d in
+                StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
+                    for y in rows {
+                        let r0 = s.baseAddress! + 2 * y * sw * c, r1 = r0 + sw * c
+                        let out = d.baseAddress! + y * w
+                        for x in 0..<w {
+                            let a = r0 + 2 * x * c, b = r1 + 2 * x * c
+                            let red = Int32(a[0]) + Int32(a[c]) + Int32(b[0]) + Int32(b[c])
+                            let green = Int32(a[1]) + Int32(a[c + 1]) + Int32(b[1]) + Int32(b[c + 1])
+                            let blue = Int32(a[2]) + Int32(a[c + 2]) + Int32(b[2]) + Int32(b[c + 2])
+                            out[x] = Float(306 * red + 601 * green + 117 * blue) * (1 / 4096)
                         }
                     }
                 }
@@ -52,18 +119,24 @@ public struct GreyPyramid: Sendable {
         }
     }
 
-    /// Separable [1 2 1] / 4 smoothing, edges clamped.
+    /// Separable [1 4 6 4 1] / 16 smoothing (a Gaussian of sigma ~1 px), edges clamped.
+    /// Without it the bilinear sampling in the registration blurs the frame differently at each
+    /// sub-pixel phase, and Gauss-Newton steps come out about half as long as they should.
     static func smooth(_ img: Image<Float>) -> Image<Float> {
         let w = img.width, h = img.height
-        guard w >= 3, h >= 3 else { return img }
+        guard w >= 5, h >= 5 else { return img }
         let horizontal: Image<Float> = img.samples.withUnsafeBufferPointer { s in
             Image<Float>(width: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
                     for y in rows {
                         let r = y * w
-                        d[r] = 0.75 * s[r] + 0.25 * s[r + 1]
-                        for x in 1..<(w - 1) { d[r + x] = 0.25 * s[r + x - 1] + 0.5 * s[r + x] + 0.25 * s[r + x + 1] }
-                        d[r + w - 1] = 0.25 * s[r + w - 2] + 0.75 * s[r + w - 1]
+                        @inline(__always) func at(_ x: Int) -> Float { s[r + min(max(x, 0), w - 1)] }
+                        for x in [0, 1, w - 2, w - 1] {
+                            d[r + x] = (at(x - 2) + 4 * at(x - 1) + 6 * at(x) + 4 * at(x + 1) + at(x + 2)) * (1 / 16)
+                        }
+                        for x in 2..<(w - 2) {
+                            d[r + x] = (s[r + x - 2] + 4 * s[r + x - 1] + 6 * s[r + x] + 4 * s[r + x + 1] + s[r + x + 2]) * (1 / 16)
+                        }
                     }
                 }
             }
@@ -72,8 +145,10 @@ public struct GreyPyramid: Sendable {
             Image<Float>(width: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
                     for y in rows {
-                        let up = max(y - 1, 0) * w, mid = y * w, down = min(y + 1, h - 1) * w
-                        for x in 0..<w { d[mid + x] = 0.25 * s[up + x] + 0.5 * s[mid + x] + 0.25 * s[down + x] }
+                        let r = (max(y - 2, 0) * w, max(y - 1, 0) * w, y * w, min(y + 1, h - 1) * w, min(y + 2, h - 1) * w)
+                        for x in 0..<w {
+                            d[r.2 + x] = (s[r.0 + x] + 4 * s[r.1 + x] + 6 * s[r.2 + x] + 4 * s[r.3 + x] + s[r.4 + x]) * (1 / 16)
+                        }
                     }
                 }
             }

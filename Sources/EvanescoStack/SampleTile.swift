@@ -1,0 +1,83 @@
+/// One tile of the aligned burst: a row segment of `pixels` pixels seen through every frame.
+/// `values[k * length + j]` is sample j (pixel j / channels, channel j % channels) of frame k,
+/// in the input's own scale (0...255 or 0...65535), 0 where frame k does not cover the pixel;
+/// `valid[k * pixels + p]` is 1 where it does. The reference frame always covers every pixel.
+/// Frame k's samples start at `k * stride` (stride: a multiple of 8, so vectors align).
+public struct SampleTile {
+    public let frames: Int
+    public let pixels: Int
+    public let channels: Int
+    public let stride: Int
+    public var length: Int { pixels * channels }
+    public let values: UnsafeMutablePointer<Float>
+    public let valid: UnsafeMutablePointer<UInt8>
+    /// Valid frames per sample (length entries).
+    public let counts: UnsafeMutablePointer<Int32>
+    /// Work space of `frames * length` floats, and `frames * pixels` weights, for the kernels.
+    public let scratch: UnsafeMutablePointer<Float>
+    public let scratch2: UnsafeMutablePointer<Float>
+    public let weights: UnsafeMutablePointer<Float>
+    /// Source rows converted to Float for the warper (see TileWarper.blockRows).
+    let warpBlock: UnsafeMutablePointer<Float>
+    static func warpBlockCapacity(_ maxPixels: Int, _ channels: Int) -> Int { TileWarperLimits.blockRows * (maxPixels + 80) * channels + 8 }
+
+    /// Allocates a tile able to hold `maxPixels` pixels.
+    static func allocate(frames: Int, maxPixels: Int, channels: Int) -> SampleTile {
+        let stride = (maxPixels * channels + 7) / 8 * 8
+        func floats(_ n: Int) -> UnsafeMutablePointer<Float> {
+            let p = UnsafeMutableRawPointer.allocate(byteCount: n * 4, alignment: 64).bindMemory(to: Float.self, capacity: n)
+            p.initialize(repeating: 0, count: n)
+            return p
+        }
+        return SampleTile(frames: frames, pixels: maxPixels, channels: channels, stride: stride,
+                          values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
+                          counts: .allocate(capacity: stride), scratch: floats(frames * stride),
+                          scratch2: floats(frames * stride), weights: floats(frames * maxPixels),
+                          warpBlock: floats(warpBlockCapacity(maxPixels, channels)))
+    }
+
+    func resized(pixels p: Int) -> SampleTile {
+        SampleTile(frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
+                   scratch: scratch, scratch2: scratch2, weights: weights, warpBlock: warpBlock)
+    }
+
+    /// Sorts every sample position's frame values in `buffer` (frames x stride).
+    func sort(_ buffer: UnsafeMutablePointer<Float>, _ network: SortingNetwork) {
+        network.sort(buffer, length: length, stride: stride)
+    }
+
+    func deallocate() {
+        for p in [values, scratch, scratch2, weights, warpBlock] { UnsafeMutableRawPointer(p).deallocate() }
+        valid.deallocate(); counts.deallocate()
+    }
+
+    /// Fills `counts` from `valid`.
+    func countValid() {
+        let c = channels
+        for p in 0..<pixels {
+            var n: Int32 = 0
+            for k in 0..<frames { n += Int32(valid[k * pixels + p]) }
+            for ch in 0..<c { counts[p * c + ch] = n }
+        }
+    }
+
+    /// Copies the values into `dst` with invalid samples set to +infinity (they sort last).
+    func copyForSorting(into dst: UnsafeMutablePointer<Float>) {
+        let c = channels
+        for k in 0..<frames {
+            let v = values + k * stride, d = dst + k * stride, ok = valid + k * pixels
+            for p in 0..<pixels {
+                let inf: Float = ok[p] != 0 ? 0 : .infinity
+                for ch in 0..<c { d[p * c + ch] = v[p * c + ch] + inf }
+            }
+        }
+    }
+
+    /// After sorting: the median of each sample's `counts[j]` valid values.
+    @inline(__always)
+    func median(sorted s: UnsafeMutablePointer<Float>, _ j: Int) -> Float {
+        let n = Int(counts[j])
+        guard n > 0 else { return 0 }
+        return n & 1 == 1 ? s[((n - 1) / 2) * stride + j] : 0.5 * (s[(n / 2 - 1) * stride + j] + s[(n / 2) * stride + j])
+    }
+}

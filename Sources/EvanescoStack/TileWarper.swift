@@ -1,0 +1,230 @@
+import EvanescoCore
+
+enum TileWarperLimits {
+    /// Source rows a tile may span to use the converted-block path (rotation up to ~1 degree
+    /// over a 544-px tile); wider spans take the direct path.
+    static let blockRows = 16
+}
+
+/// Samples one frame along a row segment of the reference frame, through the homography that
+/// maps reference pixels to this frame's pixels (the inverse of the registration result).
+struct TileWarper<S: PixelSample>: @unchecked Sendable {
+    let frame: Image<S>
+    /// Reference -> frame, row-major; nil for the reference itself (identity).
+    let m: [Float]?
+    let interpolation: Interpolation
+
+    init(frame: Image<S>, registration: Homography?, interpolation: Interpolation) {
+        self.frame = frame
+        self.interpolation = interpolation
+        if let h = registration, h != .identity, let inv = h.inverse { m = inv.m.map { Float($0) } } else { m = nil }
+    }
+
+    /// Writes pixels x0..<x1 of reference row y into `out` (channels interleaved) and validity.
+    func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
+                   block: UnsafeMutablePointer<Float>? = nil) {
+        let c = frame.channels, w = frame.width
+        frame.samples.withUnsafeBufferPointer { src in
+            guard let m else {
+                let base = (y * w + x0) * c
+                for j in 0..<((x1 - x0) * c) { out[j] = src[base + j].floatValue }
+                for i in 0..<(x1 - x0) { valid[i] = 1 }
+                return
+            }
+            let p = src.baseAddress!
+            if S.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
+                let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
+                if let block, rowCubicRGB8Block(bytes, m, y, x0, x1, out, valid, block) { return }
+                rowCubicRGB8(bytes, m, y, x0, x1, out, valid)
+                return
+            }
+            switch (c, interpolation) {
+            case (3, .bilinear), (3, .nearest): row(p, m, y, x0, x1, out, valid, channels: 3, cubic: false)
+            case (3, _): row(p, m, y, x0, x1, out, valid, channels: 3, cubic: true)
+            case (_, .bilinear), (_, .nearest): row(p, m, y, x0, x1, out, valid, channels: c, cubic: false)
+            default: row(p, m, y, x0, x1, out, valid, channels: c, cubic: true)
+            }
+        }
+    }
+
+    /// The per-pixel loop; `channels` and `cubic` are constants at each call site above, so the
+    /// optimiser specialises this inlined body for them.
+    @inline(__always)
+    func row(_ src: UnsafePointer<S>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, cubic: Bool) {
+        let w = frame.width, h = frame.height
+        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
+        let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+        // Numerators and denominator are affine in x: step them instead of recomputing.
+        var nx = m[0] * Float(x0) + m[1] * fy + m[2], ny = m[3] * Float(x0) + m[4] * fy + m[5]
+        var dd = m[6] * Float(x0) + m[7] * fy + m[8]
+        let projective = m[6] != 0 || m[7] != 0
+        for i in 0..<(x1 - x0) {
+            let sx = projective ? nx / dd : nx, sy = projective ? ny / dd : ny
+            nx += m[0]; ny += m[3]; dd += m[6]
+            let o = i * c
+            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+                valid[i] = 0
+                for ch in 0..<c { out[o + ch] = 0 }
+                continue
+            }
+            valid[i] = 1
+            let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
+            let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
+            let tx = cx - fx0, ty = cy - fy0
+            let ix = Int(fx0), iy = Int(fy0)
+            if !cubic {
+                let ix1 = min(ix + 1, w - 1), iy1 = min(iy + 1, h - 1)
+                let p00 = src + (iy * w + ix) * c, p01 = src + (iy * w + ix1) * c
+                let p10 = src + (iy1 * w + ix) * c, p11 = src + (iy1 * w + ix1) * c
+                let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
+                for ch in 0..<c {
+                    out[o + ch] = w00 * p00[ch].floatValue + w01 * p01[ch].floatValue + w10 * p10[ch].floatValue + w11 * p11[ch].floatValue
+                }
+            } else {
+                let wx = cubicWeights(tx, a), wy = cubicWeights(ty, a)
+                let xs = (max(ix - 1, 0), ix, min(ix + 1, w - 1), min(ix + 2, w - 1))
+                let rows = (max(iy - 1, 0) * w, iy * w, min(iy + 1, h - 1) * w, min(iy + 2, h - 1) * w)
+                for ch in 0..<c {
+                    @inline(__always) func line(_ r: Int) -> Float {
+                        wx.0 * src[(r + xs.0) * c + ch].floatValue + wx.1 * src[(r + xs.1) * c + ch].floatValue
+                            + wx.2 * src[(r + xs.2) * c + ch].floatValue + wx.3 * src[(r + xs.3) * c + ch].floatValue
+                    }
+                    let v = wy.0 * line(rows.0) + wy.1 * line(rows.1) + wy.2 * line(rows.2) + wy.3 * line(rows.3)
+                    out[o + ch] = min(max(v, 0), S.fullScale)
+                }
+            }
+        }
+    }
+
+    /// 8-bit RGB cubic: one SIMD4 (R, G, B, -) per tap; edge pixels take the clamped path.
+    /// Written flat on purpose: nested capturing helpers and `SIMD.clamped` compiled to
+    /// out-of-line calls and a memcpy per pixel.
+    func rowCubicRGB8(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+                      _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>) {
+        let w = frame.width, h = frame.height
+        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
+        let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
+        let projective = m6 != 0 || m[7] != 0
+        let rowBytes = w * 3
+        for i in 0..<(x1 - x0) {
+            let fx = Float(x0 + i)
+            let nx = m0 * fx + m2, ny = m3 * fx + m5, dd = m6 * fx + m8
+            let sx = projective ? nx / dd : nx, sy = projective ? ny / dd : ny
+            let o = i * 3
+            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+                valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
+                continue
+            }
+            valid[i] = 1
+            let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
+            let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
+            let ix = Int(fx0), iy = Int(fy0)
+            let tx = cx - fx0, ty = cy - fy0
+            // Keys weights for taps -1, 0, 1, 2.
+            let ux = 1 + tx, vx = 1 - tx, zx = 2 - tx
+            let wx0 = ((a * ux - 5 * a) * ux + 8 * a) * ux - 4 * a, wx1 = ((a + 2) * tx - (a + 3)) * tx * tx + 1
+            let wx2 = ((a + 2) * vx - (a + 3)) * vx * vx + 1, wx3 = ((a * zx - 5 * a) * zx + 8 * a) * zx - 4 * a
+            let uy = 1 + ty, vy = 1 - ty, zy = 2 - ty
+            let wy0 = ((a * uy - 5 * a) * uy + 8 * a) * uy - 4 * a, wy1 = ((a + 2) * ty - (a + 3)) * ty * ty + 1
+            let wy2 = ((a + 2) * vy - (a + 3)) * vy * vy + 1, wy3 = ((a * zy - 5 * a) * zy + 8 * a) * zy - 4 * a
+            let c0: Int, c1: Int, c2: Int, c3: Int, r0: Int, r1: Int, r2: Int, r3: Int
+            if ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h {
+                c0 = (ix - 1) * 3; c1 = c0 + 3; c2 = c0 + 6; c3 = c0 + 9
+                r0 = (iy - 1) * rowBytes; r1 = r0 + rowBytes; r2 = r1 + rowBytes; r3 = r2 + rowBytes
+            } else {
+                c0 = max(ix - 1, 0) * 3; c1 = ix * 3; c2 = min(ix + 1, w - 1) * 3; c3 = min(ix + 2, w - 1) * 3
+                r0 = max(iy - 1, 0) * rowBytes; r1 = iy * rowBytes; r2 = min(iy + 1, h - 1) * rowBytes; r3 = min(iy + 2, h - 1) * rowBytes
+            }
+            let wx = SIMD4(wx0, wx1, wx2, wx3)
+            let acc = wy0 * Self.tapRow(src + r0, c0, c1, c2, c3, wx) + wy1 * Self.tapRow(src + r1, c0, c1, c2, c3, wx)
+                    + wy2 * Self.tapRow(src + r2, c0, c1, c2, c3, wx) + wy3 * Self.tapRow(src + r3, c0, c1, c2, c3, wx)
+            out[o] = min(max(acc[0], 0), 255); out[o + 1] = min(max(acc[1], 0), 255); out[o + 2] = min(max(acc[2], 0), 255)
+        }
+    }
+
+    /// The same as rowCubicRGB8, reading taps from the few source rows the segment touches,
+    /// converted to Float once (a vectorised loop) so that each tap is one 4-float load.
+    /// Returns false (nothing written) when the segment spans too many source rows.
+    func rowCubicRGB8Block(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+                           _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
+                           _ block: UnsafeMutablePointer<Float>) -> Bool {
+        let w = frame.width, h = frame.height
+        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
+        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
+        let projective = m6 != 0 || m[7] != 0
+        @inline(__always) func source(_ x: Int) -> (Float, Float) {
+            let fx = Float(x), d = m6 * fx + m8
+            return projective ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (m0 * fx + m2, m3 * fx + m5)
+        }
+        let (ax, ay) = source(x0), (bx, by) = source(x1 - 1)
+        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 1), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 2)
+        let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 1), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 2)
+        let rows = rowHi - rowLo + 1, cols = colHi - colLo + 1
+        guard rows <= TileWarperLimits.blockRows, cols <= (x1 - x0) + 80 else { return false }
+        // Convert the block: row r of the block is source row rowLo + r, from column colLo.
+        let stride = cols * 3 + 1
+        for r in 0..<rows {
+            let s = src + ((rowLo + r) * w + colLo) * 3, d = block + r * stride
+            for j in 0..<(cols * 3) { d[j] = Float(s[j]) }
+            d[cols * 3] = 0
+        }
+        let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+        for i in 0..<(x1 - x0) {
+            let (sx, sy) = source(x0 + i)
+            let o = i * 3
+            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+                valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
+                continue
+            }
+            valid[i] = 1
+            let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
+            let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
+            let ix = Int(fx0), iy = Int(fy0)
+            let wx = cubicWeights(cx - fx0, a), wy = cubicWeights(cy - fy0, a)
+            // Tap positions inside the block (edges clamped to the frame, as in the direct path).
+            let c0 = (max(ix - 1, 0) - colLo) * 3, c1 = (ix - colLo) * 3
+            let c2 = (min(ix + 1, w - 1) - colLo) * 3, c3 = (min(ix + 2, w - 1) - colLo) * 3
+            let r0 = (max(iy - 1, 0) - rowLo) * stride, r1 = (iy - rowLo) * stride
+            let r2 = (min(iy + 1, h - 1) - rowLo) * stride, r3 = (min(iy + 2, h - 1) - rowLo) * stride
+            let wxs = SIMD4(wx.0, wx.1, wx.2, wx.3)
+            let acc = wy.0 * Self.tapRow(block + r0, c0, c1, c2, c3, wxs) + wy.1 * Self.tapRow(block + r1, c0, c1, c2, c3, wxs)
+                    + wy.2 * Self.tapRow(block + r2, c0, c1, c2, c3, wxs) + wy.3 * Self.tapRow(block + r3, c0, c1, c2, c3, wxs)
+            out[o] = min(max(acc[0], 0), 255); out[o + 1] = min(max(acc[1], 0), 255); out[o + 2] = min(max(acc[2], 0), 255)
+        }
+        return true
+    }
+
+    /// Four RGB taps of a Float row, weighted (each tap one unaligned 4-float load).
+    @inline(__always)
+    static func tapRow(_ q: UnsafePointer<Float>, _ c0: Int, _ c1: Int, _ c2: Int, _ c3: Int, _ w: SIMD4<Float>) -> SIMD4<Float> {
+        let raw = UnsafeRawPointer(q)
+        let p0 = raw.loadUnaligned(fromByteOffset: c0 * 4, as: SIMD4<Float>.self)
+        let p1 = raw.loadUnaligned(fromByteOffset: c1 * 4, as: SIMD4<Float>.self)
+        let p2 = raw.loadUnaligned(fromByteOffset: c2 * 4, as: SIMD4<Float>.self)
+        let p3 = raw.loadUnaligned(fromByteOffset: c3 * 4, as: SIMD4<Float>.self)
+        let left: SIMD4<Float> = w[0] * p0 + w[1] * p1
+        let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
+        return left + right
+    }
+
+    /// One row of four RGB taps, weighted (non-capturing, so it inlines cleanly).
+    @inline(__always)
+    static func tapRow(_ q: UnsafePointer<UInt8>, _ c0: Int, _ c1: Int, _ c2: Int, _ c3: Int, _ w: SIMD4<Float>) -> SIMD4<Float> {
+        let p0 = SIMD4<Float>(Float(q[c0]), Float(q[c0 + 1]), Float(q[c0 + 2]), 0)
+        let p1 = SIMD4<Float>(Float(q[c1]), Float(q[c1 + 1]), Float(q[c1 + 2]), 0)
+        let p2 = SIMD4<Float>(Float(q[c2]), Float(q[c2 + 1]), Float(q[c2 + 2]), 0)
+        let p3 = SIMD4<Float>(Float(q[c3]), Float(q[c3 + 1]), Float(q[c3 + 2]), 0)
+        let left: SIMD4<Float> = w[0] * p0 + w[1] * p1
+        let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
+        return left + right
+    }
+
+    @inline(__always)
+    func cubicWeights(_ t: Float, _ a: Float) -> (Float, Float, Float, Float) {
+        @inline(__always) func near(_ x: Float) -> Float { ((a + 2) * x - (a + 3)) * x * x + 1 }
+        @inline(__always) func far(_ x: Float) -> Float { ((a * x - 5 * a) * x + 8 * a) * x - 4 * a }
+        return (far(1 + t), near(t), near(1 - t), far(2 - t))
+    }
+}

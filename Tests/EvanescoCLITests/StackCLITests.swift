@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import EvanescoCore
+import EvanescoIO
+
+@Suite struct StackCommand {
+    /// A small burst on disk: a textured scene shifted by whole pixels, with a moving block.
+    func writeBurst(_ s: Scratch, count: Int = 5) throws -> String {
+        let dir = s.file("burst")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let scene = Image<UInt8>(width: 200, height: 150, channels: 3) { d in
+            for y in 0..<150 { for x in 0..<200 {
+                let v = 128 + 50 * sinf(Float(x) * 0.13) * cosf(Float(y) * 0.09) + 30 * sinf(Float(x + 2 * y) * 0.031)
+                // (Channels chosen so the texture shows in luma, which registration works on.)
+                let o = (y * 200 + x) * 3; d[o] = UInt8(clampingRounded: v); d[o + 1] = UInt8(clampingRounded: 60 + v / 2); d[o + 2] = UInt8(clampingRounded: 255 - v)
+            }}
+        }
+        for k in 0..<count {
+            var f = scene.warped(by: .translation(Double(k), Double(-k) / 2), width: 200, height: 150, interpolation: .catmullRom).image
+            for y in 60..<90 { for x in (20 + 30 * k)..<(45 + 30 * k) where x < 200 { for c in 0..<3 { f[x, y, c] = 255 } } }
+            try ImageCodecs.write(.uint8(f), to: dir + "/frame\(k).png")
+            _ = f
+        }
+        return dir
+    }
+
+    @Test func stacksAFolderAndWritesTheReport() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s)
+        FileManager.default.createFile(atPath: dir + "/notes.txt", contents: Data("not a frame".utf8))
+        let r = try CLI.run(["stack", dir, "-o", s.file("clean.png"), "--report", s.file("r.json")])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("5 of 6 frames merged"), "\(r.err)")
+        #expect(r.err.contains("skipped") && r.err.contains("notes.txt"))
+        #expect(r.err.contains("align:") && r.err.contains("merge:"), "progress on stderr")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("r.json")))) as? [String: Any])
+        let frames = try #require(report["frames"] as? [[String: Any]])
+        #expect(frames.count == 5 && report["merge"] as? String == "robust")
+        let h = try #require(frames[2]["homography"] as? [[Double]])
+        #expect(abs(h[0][2] - -2) < 0.1 && abs(h[1][2] - 1) < 0.1, "frame 2 maps to the reference by (-2, +1): \(h)")
+        #expect((report["times_s"] as? [String: Double])?["merge"] != nil)
+        let out = try ImageCodecs.read(s.file("clean.png")).image.uint8
+        #expect(out.width == 200 && out[100, 75, 0] < 250, "the moving white block is gone")
+    }
+
+    @Test func refusesMismatchedSizesAndExistingOutput() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s, count: 3)
+        try ImageCodecs.write(.uint8(Image<UInt8>(width: 10, height: 10, channels: 3)), to: dir + "/small.png")
+        var r = try CLI.run(["stack", dir, "-o", s.file("o.png")])
+        #expect(r.status == 1 && r.err.contains("same size"))
+        #expect(!FileManager.default.fileExists(atPath: s.file("o.png")))
+        FileManager.default.createFile(atPath: s.file("taken.jpg"), contents: Data("x".utf8))
+        r = try CLI.run(["stack", dir + "/frame0.png", dir + "/frame1.png", "-o", s.file("taken.jpg")])
+        #expect(r.status == 1 && r.err.contains("--force"))
+        r = try CLI.run(["stack", dir, "-o", s.file("o.bmp")])
+        #expect(r.status != 0 && r.err.contains(".jpg, .png or .tif"))
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+import EvanescoCore
+@testable import EvanescoStack
+
+/// Random tiles checked against straightforward per-sample reference implementations.
+struct RandomTile {
+    let tile: SampleTile
+    init(frames: Int, pixels: Int, channels: Int, seed: UInt64, invalidRate: Double = 0.2) {
+        tile = SampleTile.allocate(frames: frames, maxPixels: pixels, channels: channels)
+        var s = seed
+        func rnd() -> Double { s = s &* 6364136223846793005 &+ 1442695040888963407; return Double(s >> 11) / Double(1 << 53) }
+        for k in 0..<frames {
+            for p in 0..<pixels {
+                // Frame 0 (the reference) always covers every pixel.
+                let ok = k == 0 || rnd() >= invalidRate
+                tile.valid[k * pixels + p] = ok ? 1 : 0
+                // Mostly a common value plus noise; in a quarter of (frame, pixel) pairs something
+                // else covers the pixel, in every channel (as a moving object does).
+                let covered = rnd() < 0.25
+                for c in 0..<channels {
+                    let base = 100 + 20 * Double(c) + Double(p % 7)
+                    let v = covered ? rnd() * 255 : base + (rnd() - 0.5) * 6
+                    tile.values[k * tile.stride + p * channels + c] = ok ? Float(v.rounded()) : 0
+                }
+            }
+        }
+        tile.countValid()
+    }
+    /// The valid values of sample j.
+    func samples(_ j: Int) -> [Float] {
+        (0..<tile.frames).filter { tile.valid[$0 * tile.pixels + j / tile.channels] != 0 }.map { tile.values[$0 * tile.stride + j] }
+    }
+    func run(_ k: any MergeKernel) -> [Float] {
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: tile.length)
+        defer { out.deallocate() }
+        k.merge(tile, into: out)
+        return Array(UnsafeBufferPointer(start: out, count: tile.length))
+    }
+}
+
+func referenceMedian(_ v: [Float]) -> Float {
+    let s = v.sorted(), n = s.count
+    return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
+}
+
+@Suite struct SortingNetworks {
+    @Test(arguments: Array(1...33))
+    func sortsEverything(_ n: Int) {
+        let net = SortingNetwork(size: n)
+        let len = 24
+        let buf = UnsafeMutableRawPointer.allocate(byteCount: n * len * 4, alignment: 64).bindMemory(to: Float.self, capacity: n * len)
+        defer { UnsafeMutableRawPointer(buf).deallocate() }
+        var s: UInt64 = UInt64(n)
+        for i in 0..<(n * len) { s = s &* 6364136223846793005 &+ 1; buf[i] = Float(s >> 54) }
+        var expected: [[Float]] = (0..<len).map { j in (0..<n).map { buf[$0 * len + j] }.sorted() }
+        net.sort(buf, length: len, stride: len)
+        for j in 0..<len { #expect((0..<n).map { buf[$0 * len + j] } == expected[j]) }
+        expected.removeAll()
+    }
+}
+
+@Suite struct MergeKernels {
+    static let seeds: [UInt64] = [1, 2, 3]
+
+    @Test(arguments: seeds)
+    func mean(_ seed: UInt64) {
+        let r = RandomTile(frames: 13, pixels: 40, channels: 3, seed: seed)
+        defer { r.tile.deallocate() }
+        let out = r.run(MeanKernel())
+        for j in 0..<r.tile.length {
+            let v = r.samples(j)
+            #expect(abs(out[j] - v.reduce(0, +) / Float(v.count)) < 1e-3)
+        }
+    }
+
+    @Test(arguments: seeds)
+    func median(_ seed: UInt64) {
+        for frames in [1, 2, 5, 20] {
+            let r = RandomTile(frames: frames, pixels: 40, channels: 3, seed: seed)
+            defer { r.tile.deallocate() }
+            let out = r.run(MedianKernel(network: SortingNetwork(size: frames)))
+            for j in 0..<r.tile.length { #expect(out[j] == referenceMedian(r.samples(j))) }
+        }
+    }
+
+    @Test(arguments: seeds)
+    func sigmaClip(_ seed: UInt64) {
+        let r = RandomTile(frames: 20, pixels: 40, channels: 3, seed: seed)
+        defer { r.tile.deallocate() }
+        let out = r.run(SigmaClipKernel(network: SortingNetwork(size: 20), kappa: 2.5))
+        for j in 0..<r.tile.length {
+            let v = r.samples(j), m = referenceMedian(v)
+            let mad = referenceMedian(v.map { abs($0 - m) })
+            let kept = v.filter { abs($0 - m) <= 2.5 * (1.4826 * mad + 1) }
+            #expect(abs(out[j] - kept.reduce(0, +) / Float(kept.count)) < 1e-3)
+        }
+    }
+
+    @Test(arguments: seeds)
+    func winsorized(_ seed: UInt64) {
+        let r = RandomTile(frames: 17, pixels: 40, channels: 1, seed: seed)
+        defer { r.tile.deallocate() }
+        let out = r.run(WinsorizedKernel(network: SortingNetwork(size: 17), fraction: 0.2))
+        for j in 0..<r.tile.length {
+            let s = r.samples(j).sorted(), n = s.count, g = Int(0.2 * Float(n))
+            let clamped = s.map { min(max($0, s[g]), s[n - 1 - g]) }
+            #expect(abs(out[j] - clamped.reduce(0, +) / Float(n)) < 1e-3)
+        }
+    }
+
+    @Test(arguments: seeds)
+    func robustIgnoresMinorityOutliers(_ seed: UInt64) {
+        let r = RandomTile(frames: 20, pixels: 60, channels: 3, seed: seed)
+        defer { r.tile.deallocate() }
+        let out = r.run(RobustKernel(network: SortingNetwork(size: 20), sigma: 1.7, cutoff: 3.5, iterations: 3))
+        for p in 0..<r.tile.pixels {
+            // About 11 clean frames with uniform noise of sd 1.7 (plus rounding): their mean is
+            // within 3 sd (1.6) of the true value; covered frames must not pull it further.
+            let truth = (0..<3).map { 100 + 20 * Float($0) + Float(p % 7) }
+            for c in 0..<3 { #expect(abs(out[p * 3 + c] - truth[c]) < 1.8, "pixel \(p) channel \(c)") }
+        }
+    }
+
+    @Test func modePicksTheDominantHueAndFallsBackOnGrey() {
+        let t = SampleTile.allocate(frames: 5, maxPixels: 2, channels: 3)
+        defer { t.deallocate() }
+        // Pixel 0: three red frames, two blue ones. Pixel 1: grey everywhere (hue meaningless).
+        let reds: [[Float]] = [[200, 20, 20], [210, 30, 25], [190, 25, 15]], blues: [[Float]] = [[20, 30, 220], [25, 35, 200]]
+        for (k, v) in (reds + blues).enumerated() { for c in 0..<3 { t.values[k * t.stride + c] = v[c] } }
+        for k in 0..<5 { for c in 0..<3 { t.values[k * t.stride + 3 + c] = Float(100 + k) } }
+        for i in 0..<10 { t.valid[i] = 1 }
+        t.countValid()
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: 6)
+        defer { out.deallocate() }
+        ModeKernel(network: SortingNetwork(size: 5), fullScale: 255).merge(t, into: out)
+        #expect(out[0] == 200 && out[1] == 25 && out[2] == 20)     // the red frames' mean
+        #expect(out[3] == 102 && out[4] == 102 && out[5] == 102)   // grey: the median
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import EvanescoAlign
+import EvanescoCore
+@testable import EvanescoStack
+
+/// A scene with texture everywhere, and bursts made from it with known camera motion and a
+/// moving square occluder.
+func texturedScene(_ w: Int, _ h: Int) -> Image<UInt8> {
+    Image<UInt8>(width: w, height: h, channels: 3) { d in
+        for y in 0..<h { for x in 0..<w {
+            let v = 128 + 50 * sinf(Float(x) * 0.11) * cosf(Float(y) * 0.07) + 30 * sinf(Float(x + 2 * y) * 0.031)
+            let o = (y * w + x) * 3
+            d[o] = UInt8(clampingRounded: v); d[o + 1] = UInt8(clampingRounded: 255 - v); d[o + 2] = UInt8(clampingRounded: v * 0.5 + 40)
+        }}
+    }
+}
+
+func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = true) -> [BurstFrame] {
+    shifts.enumerated().map { k, s in
+        // registration homography = translation(s): frame pixel p shows scene point p + s.
+        var f = scene.warped(by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height, interpolation: .catmullRom).image
+        if occluder {
+            // A textured patch from elsewhere in the scene, moving right (as make_burst.py's
+            // cut-outs do), with a bright edge tint so it clearly differs.
+            let x0 = 10 + k * 12
+            for y in 20..<50 { for x in x0..<(x0 + 25) where x < f.width { for c in 0..<3 {
+                f[x, y, c] = UInt8(clampingRounded: Float(scene[(x * 3 + 40) % scene.width, (y * 2 + 50) % scene.height, (c + 1) % 3]) * 0.8 + 40)
+            } } }
+        }
+        return BurstFrame(name: "f\(k)", image: .uint8(f))
+    }
+}
+
+@Suite struct Stacker {
+    static let scene = texturedScene(320, 240)
+    static let shifts: [(Double, Double)] = [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75), (-1, -1.5), (2, 2)]
+
+    /// (Winsorizing 20 % cannot remove an object present in ~30 % of frames: not tested here.)
+    @Test(arguments: [MergeMethod.median, .sigmaClip, .robust])
+    func movingOccluderVanishes(_ merge: MergeMethod) throws {
+        var o = StackOptions(); o.merge = merge
+        let r = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o)
+        #expect(r.usedFrames == 7)
+        for f in r.frames.dropFirst() {
+            let h = Homography(rows: try #require(f.homography))
+            let truth = Homography.translation(Self.shifts[f.index].0, Self.shifts[f.index].1)
+            // Mean displacement error over a 9x7 grid spanning the frame (score.py's measure).
+            var err = 0.0
+            for i in 0..<9 { for j in 0..<7 {
+                let x = 319.0 * Double(i) / 8, y = 239.0 * Double(j) / 6
+                let p = try #require(h.apply(x, y)), q = try #require(truth.apply(x, y))
+                err += ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot() / 63
+            }}
+            #expect(err < 0.1, "\(f.source): \(h)")
+        }
+        // Inside the margin every pixel is covered by all frames: compare with the clean scene.
+        let out = r.image.uint8
+        var worst = 0
+        for y in 8..<232 { for x in 8..<312 { for c in 0..<3 { worst = max(worst, abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c]))) } } }
+        #expect(worst <= 12, "\(merge): worst difference \(worst)")
+    }
+
+    /// Hue says nothing of lightness, so the tutorial's mode is weaker than the median; it must
+    /// still remove most of what the mean leaves where the occluder passed.
+    @Test func modeRemovesMostOfTheGhost() throws {
+        func error(_ m: MergeMethod) throws -> Double {
+            var o = StackOptions(); o.merge = m
+            let out = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o).image.uint8
+            var sum = 0
+            for y in 20..<50 { for x in 10..<100 { for c in 0..<3 { sum += abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c])) } } }
+            return Double(sum) / Double(30 * 90 * 3)
+        }
+        let mode = try error(.mode), mean = try error(.mean)
+        #expect(mode < mean / 3, "mode \(mode), mean \(mean)")
+    }
+
+    @Test func meanKeepsGhosts() throws {
+        var o = StackOptions(); o.merge = .mean
+        let out = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o).image.uint8
+        var worst = 0
+        for y in 20..<50 { for x in 10..<100 { worst = max(worst, abs(Int(out[x, y, 0]) - Int(Self.scene[x, y, 0]))) } }
+        #expect(worst > 20)
+    }
+
+    @Test func unalignableFrameIsReportedAndSkipped() throws {
+        var frames = burst(Self.scene, shifts: Self.shifts, occluder: false)
+        frames[3] = BurstFrame(name: "junk", image: .uint8(Image<UInt8>(width: 320, height: 240, channels: 3) { d in
+            var s: UInt64 = 9
+            for i in 0..<d.count { s = s &* 6364136223846793005 &+ 1; d[i] = UInt8(truncatingIfNeeded: s >> 56) }
+        }))
+        let r = try BurstStacker.stack(frames, options: StackOptions())
+        #expect(r.usedFrames == 6)
+        let junk = r.frames[3]
+        #expect(!junk.used && junk.status.hasPrefix("failed:") && junk.homography == nil)
+    }
+
+    @Test func oneAndTwoFrames() throws {
+        let one = try BurstStacker.stack([BurstFrame(name: "only", image: .uint8(Self.scene))])
+        #expect(one.image == .uint8(Self.scene) && one.usedFrames == 1)
+        var o = StackOptions(); o.merge = .mean
+        let two = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false), options: o)
+        #expect(two.usedFrames == 2)
+    }
+
+    @Test func mismatchedSizesAndBadReference() {
+        let frames = [BurstFrame(name: "a", image: .uint8(Self.scene)), BurstFrame(name: "b", image: .uint8(texturedScene(100, 120)))]
+        #expect(throws: StackError.sizeMismatch(frame: "b", size: "100x120", reference: "a", referenceSize: "320x240")) {
+            try BurstStacker.stack(frames)
+        }
+        var o = StackOptions(); o.reference = 5
+        #expect(throws: StackError.referenceOutOfRange(5, count: 1)) { try BurstStacker.stack([frames[0]], options: o) }
+        #expect(throws: StackError.noFrames) { try BurstStacker.stack([]) }
+    }
+
+    @Test func sixteenBitBurstStaysSixteenBit() throws {
+        let frames = burst(Self.scene, shifts: Array(Self.shifts.prefix(4))).map { BurstFrame(name: $0.name, image: .uint16($0.image.uint16)) }
+        let r = try BurstStacker.stack(frames)
+        #expect(r.image.bitDepth == 16)
+    }
+}
