@@ -36,7 +36,7 @@ public struct WriteOptions: Sendable {
     public var metadata: ImageMetadata?
     /// Replace an existing file.
     public var overwrite = false
-    /// zlib level for PNG (0...9).
+    /// zlib level for PNG and TIFF's deflate (0...9; TIFF uses 1...9).
     public var pngCompression = 6
 
     public init(format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
@@ -140,9 +140,9 @@ public enum ImageCodecs {
             let depth = options.bitDepth ?? image.bitDepth
             try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in
                 switch depth {
-                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, reportPath: path)
-                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, reportPath: path)
-                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, reportPath: path)
+                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
+                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
+                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
                 }
             }
         case .heif:

@@ -171,7 +171,8 @@ enum TIFFCodec {
     }
 
     /// Writes 8/16-bit integer or 32-bit float samples, deflate-compressed with a predictor.
-    static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up, reportPath: String) throws {
+    static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up,
+                                      level: Int = 6, reportPath: String) throws {
         let handle = try TIFFWriteHandle(path: file, reportPath: reportPath)
         let tif = handle.tif
         let isFloat = S.self == Float.self
@@ -185,6 +186,7 @@ enum TIFFCodec {
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_ORIENTATION), UInt16(orientation.rawValue))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_COMPRESSION), UInt16(COMPRESSION_ADOBE_DEFLATE))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_PREDICTOR), UInt16(isFloat ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL))
+        _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ZIPQUALITY), UInt32(min(max(level, 1), 9)))
         if image.channels == 4 { _ = evn_tiff_set_extra_alpha(tif) }
         let rowsPerStrip = max(1, (256 * 1024) / max(1, image.rowLength * MemoryLayout<S>.size))
         _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ROWSPERSTRIP), UInt32(rowsPerStrip))

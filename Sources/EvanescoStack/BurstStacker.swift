@@ -66,6 +66,9 @@ public struct StackOptions: Sendable {
     public var winsorFraction: Float = 0.2
     /// Robust: Tukey cut-off in noise sigmas (RMS over channels).
     public var robustCutoff: Float = 3.5
+    /// Robust: reweighting passes after the median seed. One measured best: 35.84 dB / 0.028 %
+    /// pEPs on the motorcycle burst against 35.81 / 0.038 with three, and 2 s less at 12 MP.
+    public var robustIterations = 1
     public var registration = RegistrationOptions()
     public var progress: (@Sendable (StackProgress) -> Void)?
     public init() {}
@@ -219,7 +222,7 @@ public enum BurstStacker {
         case .robust:
             let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network)
             sigma = s
-            kernel = RobustKernel(network: network, sigma: s, cutoff: options.robustCutoff, iterations: 3)
+            kernel = RobustKernel(network: network, sigma: s, cutoff: options.robustCutoff, iterations: options.robustIterations)
         }
         let tileWidth = max(64, 4096 / max(1, n) / c * 8)   // ~32 K floats per frame-stack tile
         let start = Date()

@@ -16,10 +16,11 @@ public enum MergeMethod: String, Sendable, Codable, CaseIterable {
     /// Winsorized mean: the lowest and highest 20 % of the valid samples are replaced by the
     /// nearest kept values, then averaged.
     case winsorized
-    /// Evanesco's best: per pixel, a Tukey-biweight M-estimate over all colour channels at once
-    /// (a frame either covers a pixel or it does not), seeded by the median, with the noise scale
-    /// measured once for the whole burst instead of per pixel (20 samples give a poor per-pixel
-    /// scale), then frames rejected at a pixel are also rejected at its 8 neighbours so that the
-    /// soft edges of moving things do not bleed in.
+    /// Evanesco's best: per pixel, a Tukey-biweight reweighted mean over all colour channels at
+    /// once (a frame either covers a pixel or it does not), seeded by the per-channel median, with
+    /// the noise scale measured once for the whole burst instead of per pixel (20 samples give a
+    /// poor per-pixel scale). Frames whose colour lies more than 3.5 noise sigmas (RMS over the
+    /// channels) from the median get no weight. It keeps the median's immunity to movers and
+    /// the mean's low noise.
     case robust
 }
