@@ -70,6 +70,9 @@ public struct StackOptions: Sendable {
     /// pEPs on the motorcycle burst against 35.81 / 0.038 with three, and 2 s less at 12 MP.
     public var robustIterations = 1
     public var registration = RegistrationOptions()
+    /// Known registrations (frame -> reference), by frame index, instead of aligning: e.g. from
+    /// an earlier report, or ground truth. nil entries mark frames to leave out.
+    public var givenHomographies: [Homography?]?
     public var progress: (@Sendable (StackProgress) -> Void)?
     public init() {}
 }
@@ -148,6 +151,16 @@ public enum BurstStacker {
         var reports = frames.enumerated().map { i, f in
             FrameReport(index: i, source: f.name, homography: i == refIndex ? Homography.identity.rows : nil,
                         used: i == refIndex, status: i == refIndex ? "reference" : "pending")
+        }
+        if let given = options.givenHomographies {
+            for i in reports.indices where i != refIndex {
+                if i < given.count, let h = given[i] {
+                    reports[i].homography = h.rows; reports[i].used = true; reports[i].status = "given"
+                } else {
+                    reports[i].status = "failed: no homography given for this frame"
+                }
+            }
+            return reports
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {

@@ -1,42 +1,65 @@
 import ArgumentParser
 import EvanescoCore
 import EvanescoIO
+import EvanescoStack
 import Foundation
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the built-in demo on OpenCV's pedestrian video (fetched once from Debian's opencv-doc package).",
+        abstract: "Make the pedestrians vanish from OpenCV's sample video (fetched once from Debian's opencv-doc package).",
         discussion: """
         Needs no network beyond Debian's package mirror: the first run does `apt-get download opencv-doc`
         and keeps vtest.avi in the cache folder ($XDG_CACHE_HOME/evanesco, or ~/.cache/evanesco).
-        Pass --video to use another clip.
+        Takes 20 evenly spaced frames, aligns and merges them (robust merge), and writes the clean
+        photo, a before/after sheet and the JSON report. Pass --video to use another clip.
         """)
 
     @Option(help: "Folder for the demo's outputs (created if missing).") var out = "evanesco-demo"
     @Option(help: "Video to use instead of OpenCV's vtest.avi.") var video: String?
     @Option(help: "Frames to take from the video, evenly spaced.") var frames = 20
-    @Flag(help: "Replace outputs left by an earlier run.") var force = true
+    @Option(help: "Merge method.") var merge: MergeMethod = .robust
 
     func run() throws {
         try reportingErrors {
             let clip = try video ?? DemoAssets.pedestrianVideo()
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             let info = try VideoIO.probe(clip)
-            Diagnostics.progress("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps")
-            let start = Date()
-            var first: Image<UInt8>?
-            let n = try VideoIO.decodeFrames(clip, selection: .evenlySpaced(frames)) { idx, img in
-                if first == nil { first = img }
-                Diagnostics.progress("demo: decoded frame \(idx)")
-            }
-            guard let first else { throw ValidationError("\(clip): no frames could be decoded") }
-            let png = out + "/frame0.png", jpg = out + "/frame0.jpg", tif = out + "/frame0-16bit.tif"
-            try ImageCodecs.write(.uint8(first), to: png, options: WriteOptions(overwrite: force))
-            try ImageCodecs.write(.uint8(first), to: jpg, options: WriteOptions(quality: 90, overwrite: force))
-            try ImageCodecs.write(.uint8(first), to: tif, options: WriteOptions(bitDepth: 16, overwrite: force))
-            Diagnostics.progress(String(format: "demo: %d frames decoded in %.2f s", n, Date().timeIntervalSince(start)))
-            print(png); print(jpg); print(tif)
+            Diagnostics.progress("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)")
+            let progress = ProgressPrinter(quiet: false)
+            let t0 = Date()
+            let loaded = try BurstInput.load([clip], videoFrames: frames, progress: progress.callback)
+            let decodeTime = Date().timeIntervalSince(t0)
+            var options = StackOptions()
+            options.merge = merge
+            options.progress = progress.callback
+            let result = try BurstStacker.stack(loaded.frames, options: options)
+            let clean = out + "/clean.jpg", sheet = out + "/before-after.jpg", report = out + "/report.json"
+            try ImageCodecs.write(result.image, to: clean, options: WriteOptions(quality: 95, overwrite: true))
+            let before = loaded.frames[result.referenceIndex].image.uint8, after = result.image.uint8
+            try ImageCodecs.write(.uint8(DemoSheet.sideBySide(before, after)), to: sheet, options: WriteOptions(quality: 92, overwrite: true))
+            var timings = result.timings
+            timings["decode"] = decodeTime; timings["total"] = Date().timeIntervalSince(t0)
+            try StackReport.write(result, timings: timings, skipped: loaded.skipped, inputs: [clip], output: clean, to: report, overwrite: true)
+            Diagnostics.progress(String(format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, loaded.frames.count,
+                                        result.merge.rawValue, timings["total"]!))
+            print("clean photo:  \(clean)")
+            print("before/after: \(sheet)")
+            print("report:       \(report)")
         }
+    }
+}
+
+enum DemoSheet {
+    /// `a` and `b` side by side with an 8-pixel white gutter.
+    static func sideBySide(_ a: Image<UInt8>, _ b: Image<UInt8>) -> Image<UInt8> {
+        let a3 = a.withChannels(3), b3 = b.withChannels(3)
+        let gap = 8, w = a3.width + gap + b3.width, h = max(a3.height, b3.height)
+        var sheet = Image<UInt8>(width: w, height: h, channels: 3)
+        for i in sheet.samples.indices { sheet.samples[i] = 255 }
+        for (img, x0) in [(a3, 0), (b3, a3.width + gap)] {
+            for y in 0..<img.height { for x in 0..<img.width { for c in 0..<3 { sheet[x0 + x, y, c] = img[x, y, c] } } }
+        }
+        return sheet
     }
 }
 

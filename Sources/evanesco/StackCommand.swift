@@ -33,6 +33,8 @@ struct Stack: ParsableCommand {
     @Option(help: "Sigma-clip kappa.") var kappa: Float = 2.5
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output.") var quality = 95
+    @Option(help: "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or ../shared/bench.")
+    var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
@@ -67,6 +69,7 @@ struct Stack: ParsableCommand {
             options.align = align; options.merge = loaded.frames.count == 2 ? .mean : merge
             options.reference = reference; options.interpolation = interpolation; options.kappa = kappa
             options.progress = progress.callback
+            if let path = homographies { options.givenHomographies = try GivenHomographies.read(path, count: loaded.frames.count) }
             let pixels = loaded.frames[0].image.width * loaded.frames[0].image.height
             options.registration.finestLevel = alignLevel ?? (pixels > 8_000_000 ? 1 : 0)
             let result = try BurstStacker.stack(loaded.frames, options: options)

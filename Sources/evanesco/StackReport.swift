@@ -1,3 +1,4 @@
+import ArgumentParser
 import EvanescoCore
 import EvanescoIO
 import EvanescoStack
@@ -51,5 +52,25 @@ enum FrameSaver {
             try ImageCodecs.write(.uint8(warped.image), to: folder + String(format: "/aligned_%03d.png", i), options: WriteOptions(pngCompression: 1))
         }
         return folder
+    }
+}
+
+/// Reads registrations in the report schema: {"frames": [{"index": k, "homography": [[...]] or null}]}.
+enum GivenHomographies {
+    struct Doc: Decodable { struct Frame: Decodable { var index: Int; var homography: [[Double]]? }; var frames: [Frame] }
+
+    static func read(_ path: String, count: Int) throws -> [Homography?] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let doc: Doc
+        do { doc = try JSONDecoder().decode(Doc.self, from: data) } catch {
+            throw ValidationError("\(path): not a report with frames[].index and frames[].homography (\(error.localizedDescription))")
+        }
+        var out = [Homography?](repeating: nil, count: count)
+        for f in doc.frames where f.index >= 0 && f.index < count {
+            guard let rows = f.homography else { continue }
+            guard rows.count == 3, rows.allSatisfy({ $0.count == 3 }) else { throw ValidationError("\(path): frame \(f.index) has no 3x3 homography") }
+            out[f.index] = Homography(rows: rows)
+        }
+        return out
     }
 }
