@@ -20,6 +20,8 @@ public struct RegistrationOptions: Sendable {
     /// Search radius of the coarse translation search, as a fraction of the coarsest level's size.
     public var searchFraction: Float = 0.12
     /// A frame whose matching texture falls below this fraction of the template is refused.
+    /// When the usual starts fail, search rotations and scales too (slower; for large motion).
+    public var largeMotionSearch = true
     /// Measured: real frames agree at 0.58 (the 12 MP pug burst, heavy occlusion) to 0.95;
     /// a frame of noise reached 0.36 after fitting 8 parameters and a gain.
     public var minimumInlierFraction: Float = 0.45
@@ -50,6 +52,7 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
     case noOverlap
     case diverged(String)
     case poorMatch(inlierFraction: Double)
+    case structureless(slope: Double)
 
     public var description: String {
         switch self {
@@ -58,6 +61,7 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
         case .noOverlap: "the frame does not overlap the reference enough"
         case .diverged(let d): "alignment diverged (\(d))"
         case .poorMatch(let f): String(format: "only %.0f%% of the texture matches the reference after alignment (a different scene, or too much moving)", f * 100)
+        case .structureless(let g): String(format: "at coarse scale the frame does not follow the reference's structure (slope %.2f): noise, a blank or a different scene", g)
         }
     }
 }
@@ -199,10 +203,42 @@ public final class RegistrationReference: Sendable {
             }
         }
         if let best { return best }
+        // Large motion (a turned or zoomed camera, another viewpoint): search rotation, scale and
+        // shift at the coarsest level, then refine the best hypotheses with the full model.
+        if initial == nil && model == .homography && options.largeMotionSearch {
+            for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
+                if let r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                    if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
+                    if r.inlierFraction >= 0.5 { break }
+                }
+            }
+            if let best { return best }
+        }
         throw firstError ?? RegistrationError.tooLittleTexture
     }
 
-    func refineFrom(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool) throws -> RegistrationResult {
+    /// Starting warps (reference -> frame, level-0 pixels) from an exhaustive search over
+    /// rotations (every 5 degrees to +-45), scales (0.7 to 1.4) and shifts at the coarsest level,
+    /// best three by correlation.
+    func similarityStarts(_ frame: Image<Float>, _ ref: Image<Float>, level: Int) -> [Homography] {
+        let cx = Double(ref.width - 1) / 2, cy = Double(ref.height - 1) / 2
+        var hypotheses: [(score: Float, w: Homography)] = []
+        for degrees in stride(from: -45.0, through: 45.0, by: 5.0) {
+            for scale in [0.7, 0.8, 0.9, 1.0, 1.12, 1.25, 1.4] {
+                // Reference -> frame at the coarse level: rotation and scale about the centre.
+                let wTop = Homography.rotation(degrees: degrees, scale: scale, about: cx, cy)
+                // The frame resampled into the reference's geometry under wTop.
+                let resampled = frame.warped(by: wTop.inverse!, width: ref.width, height: ref.height, interpolation: .bilinear).image
+                guard let best = coarseShifts(resampled, ref, count: 1).first else { continue }
+                let w = wTop * Homography.translation(Double(best.dx), Double(best.dy))
+                hypotheses.append((best.score, w.rescaled(by: pow(2.0, Double(level)))))
+            }
+        }
+        return hypotheses.sorted { $0.score > $1.score }.prefix(3).map(\.w)
+    }
+
+    func refineFrom(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+                    largeMotion: Bool = false) throws -> RegistrationResult {
         var w = start
         var last: LevelOutcome?
         var totalIterations = 0
@@ -215,13 +251,16 @@ public final class RegistrationReference: Sendable {
             // is only fitted on the two finest levels, where enough points constrain it.
             let parameters: Int
             if model == .translation || (level == top && !hasInitial && top > finest) { parameters = 2 }
-            else if level > finest + 1 { parameters = 6 } else { parameters = 8 }
+            else if level > finest + 1 && !(largeMotion && level < top) { parameters = 6 } else { parameters = 8 }
             // Coarse levels only need to hand the next level a good start.
             let out = try refine(&wl, tl, fp.levels[level], parameters: parameters, iterations: options.iterations,
                                  tolerance: level == finest ? 0.005 : 0.02)
             totalIterations += out.iterations
             w = wl.rescaled(by: 1 / s)
             last = out
+            // Exposure changes keep the slope near the gain (0.5 to 2); smoothed noise or a blank
+            // frame flattens to nothing at coarse scale.
+            if level == top && out.slope < 0.25 { throw RegistrationError.structureless(slope: out.slope) }
         }
         guard let final = last else { throw RegistrationError.tooLittleTexture }
         guard let h = w.inverse, h.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("singular warp") }
@@ -287,11 +326,59 @@ public final class RegistrationReference: Sendable {
     /// the gain/offset fit) differ by at most this much: sensor noise and JPEG after the pyramid's
     /// smoothing stay well inside it, a different scene or a misalignment does not.
     static let agreementThreshold: Float = 8
+    /// ... plus what a shift of this many pixels makes of the local gradient: on strong texture seen
+    /// from another viewpoint, resampling alone moves grey levels by more than 8.
+    static let agreementShift: Float = 0.5
 
     struct LevelOutcome {
         var residual: Double, inlierFraction: Double, overlap: Double, gain: Double, offset: Double, iterations: Int
         /// Zero-mean normalised cross-correlation of template and warped frame at the points.
         var correlation: Double = 0
+        /// The regression slope of frame on reference before it is judged plausible as a gain.
+        var slope: Double = 1
+    }
+
+    /// Bilinear samples of `img` at the template points mapped through `w` (NaN outside).
+    static func sample(_ img: Image<Float>, at pts: UnsafeBufferPointer<TemplatePoint>, through w: Homography,
+                       into smp: UnsafeMutableBufferPointer<Float>) {
+        let m = w.m.map { Float($0) }
+        let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
+        img.samples.withUnsafeBufferPointer { src in
+            let shared = UncheckedSendable((pts, src, smp))
+            StripExecutor.forEachStrip(rows: pts.count, minimumRows: 8192) { range in
+                let (pts, src, smp) = shared.value
+                for i in range {
+                    let x = pts[i].x, y = pts[i].y
+                    let d = m[6] * x + m[7] * y + m[8]
+                    let qx = (m[0] * x + m[1] * y + m[2]) / d, qy = (m[3] * x + m[4] * y + m[5]) / d
+                    guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else { smp[i] = .nan; continue }
+                    let fx = qx.rounded(.down), fy = qy.rounded(.down)
+                    let ax = qx - fx, ay = qy - fy
+                    let o = Int(fy) * iw + Int(fx)
+                    let top = src[o] + (src[o + 1] - src[o]) * ax, bot = src[o + iw] + (src[o + iw + 1] - src[o + iw]) * ax
+                    smp[i] = top + (bot - top) * ay
+                }
+            }
+        }
+    }
+
+    /// Fraction of template points (inside the frame) that agree with the frame seen through `w`,
+    /// after mapping its exposure back with gain and offset.
+    func agreement(_ w: Homography, level: Int, _ img: Image<Float>, gain: Double, offset: Double) -> Double {
+        let tl = templates[level]
+        var smp = [Float](repeating: .nan, count: tl.count)
+        var agree = 0, inside = 0
+        let ig = Float(1 / gain), off = Float(offset), invScale = 1 / tl.scale
+        tl.points.withUnsafeBufferPointer { pts in
+            smp.withUnsafeMutableBufferPointer { RegistrationReference.sample(img, at: pts, through: w, into: $0) }
+            for i in 0..<tl.count where !smp[i].isNaN {
+                inside += 1
+                let r = (smp[i] - off) * ig - pts[i].t
+                let gradient = (pts[i].gx * pts[i].gx + pts[i].gy * pts[i].gy).squareRoot() * invScale
+                if abs(r) <= Self.agreementThreshold + Self.agreementShift * gradient { agree += 1 }
+            }
+        }
+        return inside > 0 ? Double(agree) / Double(inside) : 0
     }
 
     /// Robust inverse-compositional Gauss-Newton at one level, with a gain/offset fit each step.
@@ -301,7 +388,7 @@ public final class RegistrationReference: Sendable {
         let n = tl.count
         var sampled = [Float](repeating: .nan, count: n)   // NaN: the point falls outside the frame
         var weights = [Float](repeating: 1, count: n)
-        var gain: Double = 1, offset: Double = 0
+        var gain: Double = 1, offset: Double = 0, rawSlope: Double = 1
         var outcome = LevelOutcome(residual: 0, inlierFraction: 0, overlap: 0, gain: 1, offset: 0, iterations: 0, correlation: 0)
         // N maps level pixels to normalised coordinates.
         let nrm = Homography.affine(Double(1 / tl.scale), 0, Double(-tl.cx / tl.scale), 0, Double(1 / tl.scale), Double(-tl.cy / tl.scale))
@@ -311,24 +398,10 @@ public final class RegistrationReference: Sendable {
         try sampled.withUnsafeMutableBufferPointer { smp in
         try weights.withUnsafeMutableBufferPointer { wts in
             let shared = UncheckedSendable((pts, src, smp, wts))
+            _ = src
             for it in 0..<iterations {
                 // 1. Sample the frame at the warped template points (bilinear).
-                let m = w.m.map { Float($0) }
-                let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
-                StripExecutor.forEachStrip(rows: n, minimumRows: 8192) { range in
-                    let (pts, src, smp, _) = shared.value
-                    for i in range {
-                        let x = pts[i].x, y = pts[i].y
-                        let d = m[6] * x + m[7] * y + m[8]
-                        let qx = (m[0] * x + m[1] * y + m[2]) / d, qy = (m[3] * x + m[4] * y + m[5]) / d
-                        guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else { smp[i] = .nan; continue }
-                        let fx = qx.rounded(.down), fy = qy.rounded(.down)
-                        let ax = qx - fx, ay = qy - fy
-                        let o = Int(fy) * iw + Int(fx)
-                        let top = src[o] + (src[o + 1] - src[o]) * ax, bot = src[o + iw] + (src[o + iw + 1] - src[o + iw]) * ax
-                        smp[i] = top + (bot - top) * ay
-                    }
-                }
+                RegistrationReference.sample(img, at: pts, through: w, into: smp)
                 // 2. Gain and offset by weighted least squares: frame ~ gain * ref + offset.
                 var sw = 0.0, st = 0.0, si = 0.0, stt = 0.0, sti = 0.0, count = 0
                 var sii = 0.0
@@ -341,6 +414,7 @@ public final class RegistrationReference: Sendable {
                 guard count >= max(12, n / 20), sw > 0 else { throw RegistrationError.noOverlap }
                 let vt = stt - st * st / sw
                 if vt > 1e-9 { gain = (sti - st * si / sw) / vt; offset = (si - gain * st) / sw }
+                rawSlope = gain
                 if !(gain > 0.5 && gain < 2) { gain = 1; offset = (si - st) / sw }
                 // 3. Robust scale of the residuals (frame mapped back to the reference's exposure).
                 let ig = Float(1 / gain), off = Float(offset)
@@ -353,6 +427,7 @@ public final class RegistrationReference: Sendable {
                 let c2 = (4.685 * sigma) * (4.685 * sigma)
                 // 4. Tukey weights and normal equations over steepest-descent images, in one pass.
                 let partial = LockedAccumulator(np)
+                let invScale = 1 / tl.scale
                 StripExecutor.forEachStrip(rows: n, minimumRows: 8192) { range in
                     let (pts, _, smp, wts) = shared.value
                     var a = [Double](repeating: 0, count: 36 + 8), b = [Double](repeating: 0, count: 8)
@@ -360,7 +435,9 @@ public final class RegistrationReference: Sendable {
                     for i in range {
                         guard !smp[i].isNaN else { wts[i] = 0; continue }
                         let r = (smp[i] - off) * ig - pts[i].t
-                        if abs(r) <= RegistrationReference.agreementThreshold { inl += 1 }
+                        // |grad| in level pixels: gx, gy are per normalised unit (scale px).
+                        let gradient = (pts[i].gx * pts[i].gx + pts[i].gy * pts[i].gy).squareRoot() * invScale
+                        if abs(r) <= RegistrationReference.agreementThreshold + RegistrationReference.agreementShift * gradient { inl += 1 }
                         let u2 = r * r / c2
                         guard u2 < 1 else { wts[i] = 0; continue }
                         let wt = (1 - u2) * (1 - u2)
@@ -408,7 +485,7 @@ public final class RegistrationReference: Sendable {
                 }
                 outcome = LevelOutcome(residual: (wr2 / max(wsum, 1e-9)).squareRoot(), inlierFraction: Double(inliers) / Double(max(count, 1)),
                                        overlap: Double(count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
-                                       correlation: correlation)
+                                       correlation: correlation, slope: rawSlope)
                 if moved < tolerance { break }
             }
         }}}}

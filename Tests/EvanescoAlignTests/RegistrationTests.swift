@@ -62,6 +62,15 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         #expect(t == nil || gridError(t!.homography, truth, 320, 240) > 0.5)
     }
 
+    /// A 20-degree roll with 15 % zoom: beyond the shift search, found by the rotation-and-scale
+    /// search and refined.
+    @Test func largeRotationAndZoom() throws {
+        let truth = Homography.rotation(degrees: 20, scale: 1.15, about: 160, 120) * Homography.translation(6, -4)
+        let f = frame(of: Self.ref, registration: truth)
+        let r = try Self.reference.register(f, model: .homography)
+        #expect(gridError(r.homography, truth, 320, 240) < 0.1, "\(r.homography) vs \(truth)")
+    }
+
     @Test func exposureChangeIsAbsorbed() throws {
         var f = frame(of: Self.ref, registration: .translation(3.3, -1.2))
         for i in f.samples.indices { f.samples[i] = UInt8(clampingRounded: Float(f.samples[i]) * 0.9 + 8) }
@@ -87,6 +96,55 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
             var v = (0..<n).map { _ -> Float in s = s &* 6364136223846793005 &+ 1; return Float(s >> 50) }
             let sorted = v.sorted()
             #expect(quickMedian(&v) == sorted[n / 2])
+        }
+    }
+}
+
+/// The Oxford graffiti pair: graf1 -> graf3 is a strong viewpoint change (about 20 degrees of
+/// rotation, scale 0.8-1.0 and strong perspective), with OpenCV's ground-truth homography.
+let graffitiDir: String = {
+    if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env + "/registration/graffiti" }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/data/registration/graffiti").path
+}()
+
+@Suite(.enabled(if: FileManager.default.fileExists(atPath: graffitiDir + "/H1to3p.xml"),
+                "SKIPPED: ../shared/data/registration/graffiti is absent"))
+struct GraffitiPair {
+    static let dir = graffitiDir
+
+    /// Parses the 3x3 matrix out of OpenCV's FileStorage XML.
+    static func groundTruth() throws -> Homography {
+        let xml = try String(contentsOfFile: dir + "/H1to3p.xml", encoding: .utf8)
+        let data = try #require(xml.range(of: "<data>").flatMap { a in xml.range(of: "</data>").map { xml[a.upperBound..<$0.lowerBound] } })
+        let values = data.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).compactMap { Double($0) }
+        #expect(values.count == 9)
+        return Homography(values)
+    }
+
+    @Test func graf3RegisteredToGraf1WithinTwoPixels() throws {
+        let g1 = try ImageCodecs.read(Self.dir + "/graf1.png").image.uint8
+        let g3 = try ImageCodecs.read(Self.dir + "/graf3.png").image.uint8
+        // Reference graf3, frame graf1: the registration maps graf1 pixels to graf3's, as H1to3.
+        let truth = try Self.groundTruth()
+        let reference = RegistrationReference(g3)
+        func cornerError(_ h: Homography) throws -> Double {
+            var worst = 0.0
+            for (x, y) in [(0.0, 0.0), (799.0, 0.0), (0.0, 639.0), (799.0, 639.0)] {
+                let p = try #require(h.apply(x, y)), q = try #require(truth.apply(x, y))
+                worst = max(worst, ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot())
+            }
+            return worst
+        }
+        // Refinement from the right neighbourhood lands on the ground truth.
+        let near = Homography.translation(4, -3) * truth
+        let refined = try reference.register(g1, model: .homography, initial: near)
+        #expect(try cornerError(refined.homography) <= 2, "\(refined.homography) vs \(truth)")
+        // Finding that neighbourhood unaided needs feature matching: the local map is strongly
+        // anisotropic (x scale ~0.56, y ~0.9, 20 degrees), beyond the rotation-and-scale search.
+        withKnownIssue("large viewpoint change: direct registration needs a feature-based start (open in issue 3)") {
+            let r = try reference.register(g1, model: .homography)
+            #expect(try cornerError(r.homography) <= 2)
         }
     }
 }
