@@ -53,8 +53,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
             if S.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
                 let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
                 if let block, rowCubicRGB8Block(bytes, m, y, x0, x1, out, valid, block) { return }
-                rowCubicRGB8(bytes, m, y, x0, x1, out, valid)
-                return
+                // (A segment spanning too many source rows falls through to the general path.)
             }
             switch (c, interpolation) {
             case (3, .bilinear), (3, .nearest): row(p, m, y, x0, x1, out, valid, channels: 3, cubic: false)
@@ -115,54 +114,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         }
     }
 
-    /// 8-bit RGB cubic: one SIMD4 (R, G, B, -) per tap; edge pixels take the clamped path.
-    /// Written flat on purpose: nested capturing helpers and `SIMD.clamped` compiled to
-    /// out-of-line calls and a memcpy per pixel.
-    func rowCubicRGB8(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
-                      _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>) {
-        let w = frame.width, h = frame.height
-        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
-        let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
-        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
-        let projective = m6 != 0 || m[7] != 0
-        let rowBytes = w * 3
-        for i in 0..<(x1 - x0) {
-            let fx = Float(x0 + i)
-            let nx = m0 * fx + m2, ny = m3 * fx + m5, dd = m6 * fx + m8
-            let sx = projective ? nx / dd : nx, sy = projective ? ny / dd : ny
-            let o = i * 3
-            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
-                valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
-                continue
-            }
-            valid[i] = 1
-            let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
-            let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
-            let ix = Int(fx0), iy = Int(fy0)
-            let tx = cx - fx0, ty = cy - fy0
-            // Keys weights for taps -1, 0, 1, 2.
-            let ux = 1 + tx, vx = 1 - tx, zx = 2 - tx
-            let wx0 = ((a * ux - 5 * a) * ux + 8 * a) * ux - 4 * a, wx1 = ((a + 2) * tx - (a + 3)) * tx * tx + 1
-            let wx2 = ((a + 2) * vx - (a + 3)) * vx * vx + 1, wx3 = ((a * zx - 5 * a) * zx + 8 * a) * zx - 4 * a
-            let uy = 1 + ty, vy = 1 - ty, zy = 2 - ty
-            let wy0 = ((a * uy - 5 * a) * uy + 8 * a) * uy - 4 * a, wy1 = ((a + 2) * ty - (a + 3)) * ty * ty + 1
-            let wy2 = ((a + 2) * vy - (a + 3)) * vy * vy + 1, wy3 = ((a * zy - 5 * a) * zy + 8 * a) * zy - 4 * a
-            let c0: Int, c1: Int, c2: Int, c3: Int, r0: Int, r1: Int, r2: Int, r3: Int
-            if ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h {
-                c0 = (ix - 1) * 3; c1 = c0 + 3; c2 = c0 + 6; c3 = c0 + 9
-                r0 = (iy - 1) * rowBytes; r1 = r0 + rowBytes; r2 = r1 + rowBytes; r3 = r2 + rowBytes
-            } else {
-                c0 = max(ix - 1, 0) * 3; c1 = ix * 3; c2 = min(ix + 1, w - 1) * 3; c3 = min(ix + 2, w - 1) * 3
-                r0 = max(iy - 1, 0) * rowBytes; r1 = iy * rowBytes; r2 = min(iy + 1, h - 1) * rowBytes; r3 = min(iy + 2, h - 1) * rowBytes
-            }
-            let wx = SIMD4(wx0, wx1, wx2, wx3)
-            let acc = wy0 * Self.tapRow(src + r0, c0, c1, c2, c3, wx) + wy1 * Self.tapRow(src + r1, c0, c1, c2, c3, wx)
-                    + wy2 * Self.tapRow(src + r2, c0, c1, c2, c3, wx) + wy3 * Self.tapRow(src + r3, c0, c1, c2, c3, wx)
-            out[o] = min(max(acc[0], 0), 255); out[o + 1] = min(max(acc[1], 0), 255); out[o + 2] = min(max(acc[2], 0), 255)
-        }
-    }
-
-    /// The same as rowCubicRGB8, reading taps from the few source rows the segment touches,
+    /// 8-bit RGB cubic, reading taps from the few source rows the segment touches,
     /// converted to Float once (a vectorised loop) so that each tap is one 4-float load.
     /// Returns false (nothing written) when the segment spans too many source rows.
     func rowCubicRGB8Block(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
@@ -231,18 +183,6 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         let p1 = raw.loadUnaligned(fromByteOffset: c1 * 4, as: SIMD4<Float>.self)
         let p2 = raw.loadUnaligned(fromByteOffset: c2 * 4, as: SIMD4<Float>.self)
         let p3 = raw.loadUnaligned(fromByteOffset: c3 * 4, as: SIMD4<Float>.self)
-        let left: SIMD4<Float> = w[0] * p0 + w[1] * p1
-        let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
-        return left + right
-    }
-
-    /// One row of four RGB taps, weighted (non-capturing, so it inlines cleanly).
-    @inline(__always)
-    static func tapRow(_ q: UnsafePointer<UInt8>, _ c0: Int, _ c1: Int, _ c2: Int, _ c3: Int, _ w: SIMD4<Float>) -> SIMD4<Float> {
-        let p0 = SIMD4<Float>(Float(q[c0]), Float(q[c0 + 1]), Float(q[c0 + 2]), 0)
-        let p1 = SIMD4<Float>(Float(q[c1]), Float(q[c1 + 1]), Float(q[c1 + 2]), 0)
-        let p2 = SIMD4<Float>(Float(q[c2]), Float(q[c2 + 1]), Float(q[c2 + 2]), 0)
-        let p3 = SIMD4<Float>(Float(q[c3]), Float(q[c3 + 1]), Float(q[c3 + 2]), 0)
         let left: SIMD4<Float> = w[0] * p0 + w[1] * p1
         let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
         return left + right
