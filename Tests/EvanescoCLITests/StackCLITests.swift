@@ -43,6 +43,18 @@ import EvanescoIO
         #expect(out.width == 200 && out[100, 75, 0] < 250, "the moving white block is gone")
     }
 
+    @Test func savesDecodedAndAlignedFrames() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s, count: 3)
+        let r = try CLI.run(["stack", dir, "-o", s.file("c.jpg"), "--save-frames", s.file("saved"), "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let runs = try FileManager.default.contentsOfDirectory(atPath: s.file("saved"))
+        #expect(runs.count == 1 && UUID(uuidString: runs[0]) != nil, "one new DIR/<UUID>/: \(runs)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: s.file("saved") + "/" + runs[0]).sorted()
+        #expect(files == ["aligned_000.png", "aligned_001.png", "aligned_002.png", "decoded_000.png", "decoded_001.png", "decoded_002.png"])
+        #expect(r.out.contains("frames saved in"))
+    }
+
     @Test func refusesMismatchedSizesAndExistingOutput() throws {
         let s = Scratch()
         let dir = try writeBurst(s, count: 3)
