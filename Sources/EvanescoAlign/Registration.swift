@@ -206,6 +206,15 @@ public final class RegistrationReference: Sendable {
         // Large motion (a turned or zoomed camera, another viewpoint): search rotation, scale and
         // shift at the coarsest level, then refine the best hypotheses with the full model.
         if initial == nil && model == .homography && options.largeMotionSearch {
+            // Features on the finest level of at most ~500 px, then the rotation-and-scale search.
+            var featureLevel = top
+            while featureLevel > finest && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320 { featureLevel -= 1 }
+            if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
+               let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
+               let r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                best = r
+                if r.inlierFraction >= 0.5 { return r }
+            }
             for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
                 if let r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
                     if best == nil || r.inlierFraction > best!.inlierFraction { best = r }

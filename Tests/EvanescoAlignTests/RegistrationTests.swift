@@ -140,11 +140,11 @@ struct GraffitiPair {
         let near = Homography.translation(4, -3) * truth
         let refined = try reference.register(g1, model: .homography, initial: near)
         #expect(try cornerError(refined.homography) <= 2, "\(refined.homography) vs \(truth)")
-        // Finding that neighbourhood unaided needs feature matching: the local map is strongly
-        // anisotropic (x scale ~0.56, y ~0.9, 20 degrees), beyond the rotation-and-scale search.
-        withKnownIssue("large viewpoint change: direct registration needs a feature-based start (open in issue 3)") {
-            let r = try reference.register(g1, model: .homography)
-            #expect(try cornerError(r.homography) <= 2)
-        }
+        // Unaided: the local map is strongly anisotropic (about 2.4:1, 20 degrees, strong
+        // perspective), beyond the shift and rotation-and-scale searches; the feature start finds it.
+        let r = try reference.register(g1, model: .homography)
+        let error = try cornerError(r.homography)
+        print("graffiti graf1 -> graf3: worst corner error \(error) px, agreement \(r.inlierFraction)")
+        #expect(error <= 2, "\(r.homography) vs \(truth)")
     }
 }
