@@ -97,7 +97,9 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
 public struct StackResult: Sendable {
     public var image: AnyImage
     public var frames: [FrameReport]
-    /// Seconds per stage: align, merge (decode and encode are the caller's).
+    /// Seconds per stage: align, warp, merge and their fused total "warp+merge" (warp and merge
+    /// run tile by tile together; their wall time is split by their shares of thread time).
+    /// Decode and encode are the caller's.
     public var timings: [String: Double]
     public var merge: MergeMethod
     public var align: AlignMode
@@ -131,15 +133,22 @@ public enum BurstStacker {
         let used = reports.filter(\.used).map(\.index)
         let homographies: [Homography?] = used.map { i in reports[i].homography.map { Homography(rows: $0) } }
         let result: (AnyImage, Float?)
+        let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
         switch ref.image {
         case .uint8:
-            let r = merge(used.map { frames[$0].image.uint8 }, homographies, options: options)
+            let r = merge(used.map { frames[$0].image.uint8 }, homographies, options: options, threadTime: split)
             result = (.uint8(r.0), r.1)
         case .uint16, .float32:
-            let r = merge(used.map { frames[$0].image.uint16 }, homographies, options: options)
+            let r = merge(used.map { frames[$0].image.uint16 }, homographies, options: options, threadTime: split)
             result = (.uint16(r.0), r.1)
         }
-        timings["merge"] = Date().timeIntervalSince(t1)
+        // Warping and merging run fused, tile by tile; their wall time is split by their shares
+        // of the threads' time.
+        let fused = Date().timeIntervalSince(t1), (warp, kernel) = split.value
+        let warpShare = warp + kernel > 0 ? Double(warp) / Double(warp + kernel) : 0
+        timings["warp"] = fused * warpShare
+        timings["merge"] = fused * (1 - warpShare)
+        timings["warp+merge"] = fused
         return StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
                            noiseSigma: result.1, referenceIndex: options.reference)
     }
@@ -220,7 +229,8 @@ public enum BurstStacker {
 
     /// Streams the merge over tiles: for each row segment every frame is warped into a small
     /// buffer and merged at once, so no warped frame is ever held whole.
-    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], options: StackOptions) -> (Image<S>, Float?) {
+    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], options: StackOptions,
+                                      threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
         let w = images[0].width, h = images[0].height, c = images[0].channels, n = images.count
         let warpers = zip(images, homographies).map { TileWarper(frame: $0, registration: $1, interpolation: options.interpolation) }
         let network = SortingNetwork(size: n)
@@ -246,16 +256,22 @@ public enum BurstStacker {
                 defer { tile.deallocate() }
                 let merged = UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c)
                 defer { merged.deallocate() }
+                var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
+                defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
                 for y in rows {
                     var x0 = 0
                     while x0 < w {
                         let x1 = min(w, x0 + tileWidth)
                         let t = tile.resized(pixels: x1 - x0)
+                        let c0 = DispatchTime.now().uptimeNanoseconds
                         for k in 0..<n {
                             warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, block: t.warpBlock)
                         }
+                        let c1 = DispatchTime.now().uptimeNanoseconds
                         t.countValid()
                         kernel.merge(t, into: merged)
+                        let c2 = DispatchTime.now().uptimeNanoseconds
+                        warpNs += c1 - c0; kernelNs += c2 - c1
                         let o = (y * w + x0) * c
                         for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
                         x0 = x1
