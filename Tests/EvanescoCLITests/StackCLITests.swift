@@ -43,6 +43,19 @@ import EvanescoIO
         #expect(out.width == 200 && out[100, 75, 0] < 250, "the moving white block is gone")
     }
 
+    @Test func copiesTheReferenceFramesEXIF() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s, count: 3)
+        // Give the reference (first) frame EXIF: a minimal block with orientation 1.
+        let exif: [UInt8] = [0x49, 0x49, 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01, 0x00,
+                             0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let first = try ImageCodecs.read(dir + "/frame0.png")
+        try ImageCodecs.write(first.image, to: dir + "/frame0.png", options: WriteOptions(metadata: ImageMetadata(exif: exif), overwrite: true))
+        let r = try CLI.run(["stack", dir, "-o", s.file("c.jpg"), "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try ImageCodecs.read(s.file("c.jpg")).metadata.exif == exif)
+    }
+
     @Test func savesDecodedAndAlignedFrames() throws {
         let s = Scratch()
         let dir = try writeBurst(s, count: 3)
