@@ -60,15 +60,10 @@ public struct StackOptions: Sendable {
     /// Interpolation of the warp into the reference: Catmull-Rom by default (sharper than
     /// bilinear and free of the phase shift of a = -0.75 bicubic).
     public var interpolation: Interpolation = .catmullRom
-    /// Sigma-clip kappa.
+    /// Sigma-clip and robust kappa.
     public var kappa: Float = 2.5
     /// Winsorized: fraction replaced at each end.
     public var winsorFraction: Float = 0.2
-    /// Robust: Tukey cut-off in noise sigmas (RMS over channels).
-    public var robustCutoff: Float = 3.5
-    /// Robust: reweighting passes after the median seed. One measured best: 35.84 dB / 0.028 %
-    /// pEPs on the motorcycle burst against 35.81 / 0.038 with three, and 2 s less at 12 MP.
-    public var robustIterations = 1
     public var registration = RegistrationOptions()
     /// Known registrations (frame -> reference), by frame index, instead of aligning: e.g. from
     /// an earlier report, or ground truth. nil entries mark frames to leave out.
@@ -245,7 +240,7 @@ public enum BurstStacker {
         case .robust:
             let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network)
             sigma = s
-            kernel = RobustKernel(network: network, sigma: s, cutoff: options.robustCutoff, iterations: options.robustIterations)
+            kernel = SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s)
         }
         let tileWidth = max(64, 4096 / max(1, n) / c * 8)   // ~32 K floats per frame-stack tile
         let start = Date()

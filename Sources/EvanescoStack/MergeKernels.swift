@@ -25,10 +25,14 @@ struct MedianKernel: MergeKernel {
     }
 }
 
-/// mean of { x : |x - med| <= kappa * (1.4826 * MAD + 1) }, MAD = median |x - med|.
+/// mean of { x : |x - med| <= threshold }, MAD = median |x - med|, threshold
+/// kappa * (1.4826 MAD + 1) for sigma-clip (../shared/bench's formula). The robust merge passes
+/// `burstNoise`: threshold kappa * sqrt((1.4826 MAD)^2 + burstNoise^2), and keeps a frame at a
+/// pixel only if every channel passes (a frame either covers a pixel or it does not).
 struct SigmaClipKernel: MergeKernel {
     let network: SortingNetwork
     let kappa: Float
+    var burstNoise: Float? = nil
     func merge(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
         let len = t.length
         t.copyForSorting(into: t.scratch)
@@ -40,14 +44,35 @@ struct SigmaClipKernel: MergeKernel {
         }
         t.sort(t.scratch, network)
         let c = t.channels
+        let threshold = t.scratch2   // one per sample
         for j in 0..<len {
-            let threshold = kappa * (1.4826 * t.median(sorted: t.scratch, j) + 1)
-            var sum: Float = 0, n: Float = 0
-            for k in 0..<t.frames where t.valid[k * t.pixels + j / c] != 0 {
-                let x = t.values[k * t.stride + j]
-                if abs(x - out[j]) <= threshold { sum += x; n += 1 }
+            let spread = 1.4826 * t.median(sorted: t.scratch, j)
+            threshold[j] = burstNoise.map { kappa * (spread * spread + $0 * $0).squareRoot() } ?? kappa * (spread + 1)
+        }
+        guard burstNoise != nil else {
+            for j in 0..<len {
+                var sum: Float = 0, n: Float = 0
+                for k in 0..<t.frames where t.valid[k * t.pixels + j / c] != 0 {
+                    let x = t.values[k * t.stride + j]
+                    if abs(x - out[j]) <= threshold[j] { sum += x; n += 1 }
+                }
+                out[j] = n > 0 ? sum / n : out[j]
             }
-            out[j] = n > 0 ? sum / n : out[j]
+            return
+        }
+        // Joint colour: mean of the frames whose every channel is within its threshold.
+        for p in 0..<t.pixels {
+            var sums = SIMD4<Float>(), n: Float = 0
+            for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
+                let o = k * t.stride + p * c
+                var keep = true
+                for ch in 0..<c where abs(t.values[o + ch] - out[p * c + ch]) > threshold[p * c + ch] { keep = false }
+                guard keep else { continue }
+                n += 1
+                for ch in 0..<c { sums[ch] += t.values[o + ch] }
+            }
+            guard n > 0 else { continue }
+            for ch in 0..<c { out[p * c + ch] = sums[ch] / n }
         }
     }
 }
@@ -125,69 +150,5 @@ struct ModeKernel: MergeKernel {
         h /= 6
         if h < 0 { h += 1 }
         return h
-    }
-}
-
-/// Joint-colour Tukey M-estimate around the median with a burst-wide noise scale; see
-/// MergeMethod.robust. `rejectWeights` (per frame and pixel) come from the stacker's first pass
-/// when neighbourhood rejection is on; nil means decide per pixel.
-struct RobustKernel: MergeKernel {
-    let network: SortingNetwork
-    /// Noise standard deviation per channel, in sample units.
-    let sigma: Float
-    /// Tukey cut-off in units of sigma (RMS over channels).
-    let cutoff: Float
-    let iterations: Int
-
-    func merge(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
-        MedianKernel(network: network).merge(t, into: out)
-        estimate(t, seed: out, into: out, useGivenWeights: false)
-    }
-
-    /// Per-pixel Tukey weights of every frame against `centre` (the squared RMS deviation over
-    /// channels, scaled by cutoff * sigma).
-    func weights(_ t: SampleTile, centre: UnsafePointer<Float>, into w: UnsafeMutablePointer<Float>) {
-        let c = t.channels, len = t.length
-        let inv = 1 / (cutoff * sigma * cutoff * sigma * Float(c))
-        for k in 0..<t.frames {
-            let v = t.values + k * t.stride, ok = t.valid + k * t.pixels, wk = w + k * t.pixels
-            for p in 0..<t.pixels {
-                var d2: Float = 0
-                for ch in 0..<c { let e = v[p * c + ch] - centre[p * c + ch]; d2 += e * e }
-                let u2 = d2 * inv
-                wk[p] = ok[p] != 0 && u2 < 1 ? (1 - u2) * (1 - u2) : 0
-            }
-        }
-    }
-
-    /// Iteratively reweighted mean starting from `seed`. With `useGivenWeights`, t.weights holds
-    /// weights to multiply in (the neighbourhood rejection mask).
-    func estimate(_ t: SampleTile, seed: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, useGivenWeights: Bool) {
-        let c = t.channels, len = t.length
-        let centre = t.scratch2
-        for j in 0..<len { centre[j] = seed[j] }
-        let w = t.scratch   // frames * pixels weights
-        for _ in 0..<iterations {
-            weights(t, centre: centre, into: w)
-            if useGivenWeights { for i in 0..<(t.frames * t.pixels) { w[i] *= t.weights[i] } }
-            for p in 0..<t.pixels {
-                var sw: Float = 0
-                var acc = (Float(0), Float(0), Float(0), Float(0))
-                for k in 0..<t.frames {
-                    let wk = w[k * t.pixels + p]
-                    if wk == 0 { continue }
-                    sw += wk
-                    let o = k * t.stride + p * c
-                    acc.0 += wk * t.values[o]
-                    if c > 1 { acc.1 += wk * t.values[o + 1]; acc.2 += wk * t.values[o + 2] }
-                    if c > 3 { acc.3 += wk * t.values[o + 3] }
-                }
-                guard sw > 0 else { continue }
-                centre[p * c] = acc.0 / sw
-                if c > 1 { centre[p * c + 1] = acc.1 / sw; centre[p * c + 2] = acc.2 / sw }
-                if c > 3 { centre[p * c + 3] = acc.3 / sw }
-            }
-        }
-        for j in 0..<len { out[j] = centre[j] }
     }
 }

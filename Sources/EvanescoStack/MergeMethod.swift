@@ -16,11 +16,11 @@ public enum MergeMethod: String, Sendable, Codable, CaseIterable {
     /// Winsorized mean: the lowest and highest 20 % of the valid samples are replaced by the
     /// nearest kept values, then averaged.
     case winsorized
-    /// Evanesco's best: per pixel, a Tukey-biweight reweighted mean over all colour channels at
-    /// once (a frame either covers a pixel or it does not), seeded by the per-channel median, with
-    /// the noise scale measured once for the whole burst instead of per pixel (20 samples give a
-    /// poor per-pixel scale). Frames whose colour lies more than 3.5 noise sigmas (RMS over the
-    /// channels) from the median get no weight. It keeps the median's immunity to movers and
-    /// the mean's low noise.
+    /// Evanesco's best (the default): sigma clipping around the median where the threshold adds
+    /// the sample's own spread (1.4826 MAD) and the burst's noise (measured once, from the median
+    /// absolute deviations of sampled pixels) in quadrature, kappa * sqrt(spread^2 + noise^2),
+    /// and a frame is kept at a pixel only if all its colour channels pass, since a frame either
+    /// covers a pixel or it does not. Measured against every other merge on both synthetic
+    /// bursts of ../shared (see the README).
     case robust
 }
