@@ -14,7 +14,7 @@ public struct RegistrationOptions: Sendable {
     /// Finest pyramid level refined (0 = full resolution).
     public var finestLevel = 0
     /// Template points kept per level (the strongest gradients, spread over a grid).
-    public var maxPoints = 60_000
+    public var maxPoints = 40_000
     /// Iterations per level (coarse levels get twice as many).
     public var iterations = 12
     /// Search radius of the coarse translation search, as a fraction of the coarsest level's size.

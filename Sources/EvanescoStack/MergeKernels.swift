@@ -61,18 +61,32 @@ struct SigmaClipKernel: MergeKernel {
             return
         }
         // Joint colour: mean of the frames whose every channel is within its threshold.
-        for p in 0..<t.pixels {
-            var sums = SIMD4<Float>(), n: Float = 0
-            for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
-                let o = k * t.stride + p * c
-                var keep = true
-                for ch in 0..<c where abs(t.values[o + ch] - out[p * c + ch]) > threshold[p * c + ch] { keep = false }
-                guard keep else { continue }
-                n += 1
-                for ch in 0..<c { sums[ch] += t.values[o + ch] }
+        guard c == 3 else {
+            for p in 0..<t.pixels {
+                var sums = [Float](repeating: 0, count: c), n: Float = 0
+                for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
+                    let o = k * t.stride + p * c
+                    var keep = true
+                    for ch in 0..<c where abs(t.values[o + ch] - out[p * c + ch]) > threshold[p * c + ch] { keep = false }
+                    guard keep else { continue }
+                    n += 1
+                    for ch in 0..<c { sums[ch] += t.values[o + ch] }
+                }
+                if n > 0 { for ch in 0..<c { out[p * c + ch] = sums[ch] / n } }
             }
-            guard n > 0 else { continue }
-            for ch in 0..<c { out[p * c + ch] = sums[ch] / n }
+            return
+        }
+        for p in 0..<t.pixels {
+            let j = p * 3
+            let (m0, m1, m2) = (out[j], out[j + 1], out[j + 2])
+            let (t0, t1, t2) = (threshold[j], threshold[j + 1], threshold[j + 2])
+            var s0: Float = 0, s1: Float = 0, s2: Float = 0, n: Float = 0
+            for k in 0..<t.frames {
+                let v = t.values + k * t.stride + j
+                let keep = t.valid[k * t.pixels + p] != 0 && abs(v[0] - m0) <= t0 && abs(v[1] - m1) <= t1 && abs(v[2] - m2) <= t2
+                if keep { s0 += v[0]; s1 += v[1]; s2 += v[2]; n += 1 }
+            }
+            if n > 0 { out[j] = s0 / n; out[j + 1] = s1 / n; out[j + 2] = s2 / n }
         }
     }
 }
