@@ -371,25 +371,6 @@ public final class RegistrationReference: Sendable {
         }
     }
 
-    /// Fraction of template points (inside the frame) that agree with the frame seen through `w`,
-    /// after mapping its exposure back with gain and offset.
-    func agreement(_ w: Homography, level: Int, _ img: Image<Float>, gain: Double, offset: Double) -> Double {
-        let tl = templates[level]
-        var smp = [Float](repeating: .nan, count: tl.count)
-        var agree = 0, inside = 0
-        let ig = Float(1 / gain), off = Float(offset), invScale = 1 / tl.scale
-        tl.points.withUnsafeBufferPointer { pts in
-            smp.withUnsafeMutableBufferPointer { RegistrationReference.sample(img, at: pts, through: w, into: $0) }
-            for i in 0..<tl.count where !smp[i].isNaN {
-                inside += 1
-                let r = (smp[i] - off) * ig - pts[i].t
-                let gradient = (pts[i].gx * pts[i].gx + pts[i].gy * pts[i].gy).squareRoot() * invScale
-                if abs(r) <= Self.agreementThreshold + Self.agreementShift * gradient { agree += 1 }
-            }
-        }
-        return inside > 0 ? Double(agree) / Double(inside) : 0
-    }
-
     /// Robust inverse-compositional Gauss-Newton at one level, with a gain/offset fit each step.
     /// `parameters`: 2 (translation), 6 (affine) or 8 (homography).
     func refine(_ w: inout Homography, _ tl: TemplateLevel, _ img: Image<Float>, parameters np: Int, iterations: Int,
@@ -435,7 +416,7 @@ public final class RegistrationReference: Sendable {
                 let sigma = min(4, max(0.5, 1.4826 * quickMedian(&absr)))
                 let c2 = (4.685 * sigma) * (4.685 * sigma)
                 // 4. Tukey weights and normal equations over steepest-descent images, in one pass.
-                let partial = LockedAccumulator(np)
+                let partial = LockedAccumulator()
                 let invScale = 1 / tl.scale
                 StripExecutor.forEachStrip(rows: n, minimumRows: 8192) { range in
                     let (pts, _, smp, wts) = shared.value
@@ -506,7 +487,6 @@ public final class RegistrationReference: Sendable {
 final class LockedAccumulator: @unchecked Sendable {
     private let lock = NSLock()
     private var a = [Double](repeating: 0, count: 44), b = [Double](repeating: 0, count: 8), wr2 = 0.0, wsum = 0.0, inliers = 0
-    init(_ np: Int) {}
     func add(_ pa: [Double], _ pb: [Double], _ r2: Double, _ w: Double, _ n: Int) {
         lock.lock(); defer { lock.unlock() }
         for i in a.indices { a[i] += pa[i] }

@@ -14,11 +14,12 @@ public enum Interpolation: String, Sendable, CaseIterable, Codable {
     case catmullRom
 }
 
-@usableFromInline
-enum Kernels {
-    /// Keys cubic weights for taps at offsets -1, 0, 1, 2 from `floor(x)`, fraction `t`.
+/// Interpolation kernels shared by resizing, warps and the stacker's warper.
+public enum Kernels {
+    /// Keys cubic weights for taps at offsets -1, 0, 1, 2 from `floor(x)`, fraction `t`
+    /// (a = -0.75: OpenCV INTER_CUBIC; a = -0.5: Catmull-Rom).
     @inlinable @inline(__always)
-    static func cubicWeights(_ t: Float, a: Float = -0.75) -> (Float, Float, Float, Float) {
+    public static func cubicWeights(_ t: Float, a: Float = -0.75) -> (Float, Float, Float, Float) {
         @inline(__always) func near(_ x: Float) -> Float { ((a + 2) * x - (a + 3)) * x * x + 1 }
         @inline(__always) func far(_ x: Float) -> Float { ((a * x - 5 * a) * x + 8 * a) * x - 4 * a }
         return (far(1 + t), near(t), near(1 - t), far(2 - t))

@@ -44,7 +44,7 @@ struct SigmaClipKernel: MergeKernel {
         }
         t.sort(t.scratch, network)
         let c = t.channels
-        let threshold = t.scratch2   // one per sample
+        let threshold = t.perSample
         for j in 0..<len {
             let spread = 1.4826 * t.median(sorted: t.scratch, j)
             threshold[j] = burstNoise.map { kappa * (spread * spread + $0 * $0).squareRoot() } ?? kappa * (spread + 1)
@@ -120,7 +120,7 @@ struct ModeKernel: MergeKernel {
     func merge(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
         MedianKernel(network: network).merge(t, into: out)     // the fallback, everywhere first
         guard t.channels >= 3 else { return }
-        let c = t.channels, len = t.length
+        let c = t.channels
         var count = [Int](repeating: 0, count: Self.bins)
         var sums = [Float](repeating: 0, count: Self.bins * 3)
         for p in 0..<t.pixels {

@@ -13,10 +13,9 @@ public struct SampleTile {
     public let valid: UnsafeMutablePointer<UInt8>
     /// Valid frames per sample (length entries).
     public let counts: UnsafeMutablePointer<Int32>
-    /// Work space of `frames * length` floats, and `frames * pixels` weights, for the kernels.
+    /// Work space for the kernels: `frames * stride` floats, and one value per sample.
     public let scratch: UnsafeMutablePointer<Float>
-    public let scratch2: UnsafeMutablePointer<Float>
-    public let weights: UnsafeMutablePointer<Float>
+    public let perSample: UnsafeMutablePointer<Float>
     /// Source rows converted to Float for the warper (see TileWarper.blockRows).
     let warpBlock: UnsafeMutablePointer<Float>
     static func warpBlockCapacity(_ maxPixels: Int, _ channels: Int) -> Int { TileWarperLimits.blockRows * (maxPixels + 80) * channels + 8 }
@@ -32,13 +31,13 @@ public struct SampleTile {
         return SampleTile(frames: frames, pixels: maxPixels, channels: channels, stride: stride,
                           values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
                           counts: .allocate(capacity: stride), scratch: floats(frames * stride),
-                          scratch2: floats(frames * stride), weights: floats(frames * maxPixels),
+                          perSample: floats(stride),
                           warpBlock: floats(warpBlockCapacity(maxPixels, channels)))
     }
 
     func resized(pixels p: Int) -> SampleTile {
         SampleTile(frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
-                   scratch: scratch, scratch2: scratch2, weights: weights, warpBlock: warpBlock)
+                   scratch: scratch, perSample: perSample, warpBlock: warpBlock)
     }
 
     /// Sorts every sample position's frame values in `buffer` (frames x stride).
@@ -47,7 +46,7 @@ public struct SampleTile {
     }
 
     func deallocate() {
-        for p in [values, scratch, scratch2, weights, warpBlock] { UnsafeMutableRawPointer(p).deallocate() }
+        for p in [values, scratch, perSample, warpBlock] { UnsafeMutableRawPointer(p).deallocate() }
         valid.deallocate(); counts.deallocate()
     }
 

@@ -8,10 +8,8 @@ struct CubicTable: Sendable {
     let weights: [SIMD4<Float>]
     init(a: Float) {
         weights = (0...CubicTable.steps).map { i in
-            let t = Float(i) / Float(CubicTable.steps)
-            @inline(__always) func near(_ x: Float) -> Float { ((a + 2) * x - (a + 3)) * x * x + 1 }
-            @inline(__always) func far(_ x: Float) -> Float { ((a * x - 5 * a) * x + 8 * a) * x - 4 * a }
-            return SIMD4(far(1 + t), near(t), near(1 - t), far(2 - t))
+            let w = Kernels.cubicWeights(Float(i) / Float(CubicTable.steps), a: a)
+            return SIMD4(w.0, w.1, w.2, w.3)
         }
     }
     static let catmullRom = CubicTable(a: -0.5)
@@ -99,7 +97,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                     out[o + ch] = w00 * p00[ch].floatValue + w01 * p01[ch].floatValue + w10 * p10[ch].floatValue + w11 * p11[ch].floatValue
                 }
             } else {
-                let wx = cubicWeights(tx, a), wy = cubicWeights(ty, a)
+                let wx = Kernels.cubicWeights(tx, a: a), wy = Kernels.cubicWeights(ty, a: a)
                 let xs = (max(ix - 1, 0), ix, min(ix + 1, w - 1), min(ix + 2, w - 1))
                 let rows = (max(iy - 1, 0) * w, iy * w, min(iy + 1, h - 1) * w, min(iy + 2, h - 1) * w)
                 for ch in 0..<c {
@@ -188,10 +186,4 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         return left + right
     }
 
-    @inline(__always)
-    func cubicWeights(_ t: Float, _ a: Float) -> (Float, Float, Float, Float) {
-        @inline(__always) func near(_ x: Float) -> Float { ((a + 2) * x - (a + 3)) * x * x + 1 }
-        @inline(__always) func far(_ x: Float) -> Float { ((a * x - 5 * a) * x + 8 * a) * x - 4 * a }
-        return (far(1 + t), near(t), near(1 - t), far(2 - t))
-    }
 }

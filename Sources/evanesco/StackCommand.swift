@@ -92,7 +92,6 @@ struct Stack: ParsableCommand {
             if let report {
                 try StackReport.write(result, timings: timings, skipped: loaded.skipped, inputs: inputs, output: output, to: report, overwrite: force)
             }
-            progress.finish()
             let summary = String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@) in %.2f s",
                                  output, image.width, image.height, result.usedFrames, loaded.frames.count + loaded.skipped.count,
                                  result.merge.rawValue, result.align.rawValue, timings["total"]!)
@@ -127,5 +126,4 @@ final class ProgressPrinter: @unchecked Sendable {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    func finish() {}
 }
