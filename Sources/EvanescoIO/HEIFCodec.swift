@@ -123,7 +123,10 @@ enum HEIFCodec {
 
     static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false) throws -> DecodedImage {
         let ctx = try HeifContext(bytes: bytes, path: path)
-        let h = try ctx.primaryHandle(path: path)
+        return try decode(ctx.primaryHandle(path: path), path: path, limits: limits, headerOnly: headerOnly)
+    }
+
+    static func decode(_ h: HeifImageHandle, path: String, limits: DecodeLimits, headerOnly: Bool = false) throws -> DecodedImage {
         let w = h.width, ht = h.height
         try limits.check(width: w, height: ht, path: path)
         let meta = metadata(h)
@@ -170,5 +173,93 @@ enum HEIFCodec {
             image = .uint8(copy(UInt8.self, scale: nil))
         }
         return DecodedImage(image: image, format: .heif, metadata: meta, storedWidth: w, storedHeight: ht, auxiliary: h.auxiliaryTypes)
+    }
+}
+
+/// Depth and auxiliary items of a HEIF image.
+extension HeifImageHandle {
+    struct DepthRepresentation {
+        var type: Int          // heif_depth_representation_type
+        var dMin: Double?, dMax: Double?, zNear: Double?, zFar: Double?
+    }
+
+    var depthImageIDs: [heif_item_id] {
+        let n = Int(heif_image_handle_get_number_of_depth_images(handle))
+        guard n > 0 else { return [] }
+        var ids = [heif_item_id](repeating: 0, count: n)
+        let got = Int(heif_image_handle_get_list_of_depth_image_IDs(handle, &ids, Int32(n)))
+        return Array(ids.prefix(got))
+    }
+
+    func depthHandle(_ id: heif_item_id, path: String) throws -> HeifImageHandle {
+        var d: OpaquePointer? = nil
+        let err = heif_image_handle_get_depth_image_handle(handle, id, &d)
+        guard err.code == heif_error_Ok, let d else { throw HEIFCodec.error(err, path: path) }
+        return HeifImageHandle(d, owner: owner)
+    }
+
+    /// The depth representation SEI (ISO/IEC 23008-2 depth_representation_info), if present.
+    func depthRepresentation(_ id: heif_item_id) -> DepthRepresentation? {
+        var info: UnsafePointer<heif_depth_representation_info>? = nil
+        guard heif_image_handle_get_depth_image_representation_info(handle, id, &info) != 0, let info else { return nil }
+        defer { heif_depth_representation_info_free(info) }
+        let i = info.pointee
+        return DepthRepresentation(type: Int(i.depth_representation_type.rawValue),
+                                   dMin: i.has_d_min != 0 ? i.d_min : nil, dMax: i.has_d_max != 0 ? i.d_max : nil,
+                                   zNear: i.has_z_near != 0 ? i.z_near : nil, zFar: i.has_z_far != 0 ? i.z_far : nil)
+    }
+
+    /// Auxiliary items other than alpha and depth, with their auxC type (Apple's matte URNs, gain map).
+    func auxiliaryHandles() -> [(type: String, handle: HeifImageHandle)] {
+        let filter = Int32(LIBHEIF_AUX_IMAGE_FILTER_OMIT_ALPHA | LIBHEIF_AUX_IMAGE_FILTER_OMIT_DEPTH)
+        let n = Int(heif_image_handle_get_number_of_auxiliary_images(handle, filter))
+        guard n > 0 else { return [] }
+        var ids = [heif_item_id](repeating: 0, count: n)
+        let got = Int(heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
+        var out: [(String, HeifImageHandle)] = []
+        for id in ids.prefix(got) {
+            var aux: OpaquePointer? = nil
+            guard heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
+            let h = HeifImageHandle(aux, owner: owner)
+            var type: UnsafePointer<CChar>? = nil
+            if heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
+                out.append((String(cString: t), h))
+                heif_image_handle_free_auxiliary_types(aux, &type)
+            }
+        }
+        return out
+    }
+
+    /// Decodes a single-channel item as stored: 8-bit samples, or 9..16-bit samples unscaled
+    /// (the caller maps them with IntMax = 2^bits - 1). `ignoreTransformations` keeps sensor
+    /// orientation (no irot/imir/clap).
+    func decodeMonochrome(path: String, limits: DecodeLimits, ignoreTransformations: Bool) throws -> (image: AnyImage, bits: Int) {
+        try limits.check(width: width, height: height, path: path)
+        guard let options = heif_decoding_options_alloc() else {
+            throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate decoding options")
+        }
+        defer { heif_decoding_options_free(options) }
+        options.pointee.ignore_transformations = ignoreTransformations ? 1 : 0
+        var out: OpaquePointer? = nil
+        let err = heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options)
+        guard err.code == heif_error_Ok, let out else { throw HEIFCodec.error(err, path: path) }
+        let decoded = HeifDecodedImage(out)
+        let w = Int(heif_image_get_width(decoded.image, heif_channel_Y))
+        let h = Int(heif_image_get_height(decoded.image, heif_channel_Y))
+        let bits = Int(heif_image_get_bits_per_pixel_range(decoded.image, heif_channel_Y))
+        var stride: Int32 = 0
+        guard w > 0, h > 0, let plane = heif_image_get_plane_readonly(decoded.image, heif_channel_Y, &stride) else {
+            throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "the auxiliary image decoded to no pixels")
+        }
+        let st = Int(stride)
+        if bits <= 8 {
+            return (.uint8(Image<UInt8>(width: w, height: h, channels: 1) { d in
+                for y in 0..<h { for x in 0..<w { d[y * w + x] = plane[y * st + x] } }
+            }), 8)
+        }
+        let raw = UnsafeRawPointer(plane)
+        return (.uint16(Image<UInt16>(width: w, height: h, channels: 1) { d in
+            for y in 0..<h { for x in 0..<w { d[y * w + x] = raw.loadUnaligned(fromByteOffset: y * st + 2 * x, as: UInt16.self) } }
+        }), bits)
     }
 }

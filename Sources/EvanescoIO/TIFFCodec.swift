@@ -61,7 +61,8 @@ enum TIFFCodec {
         if evn_tiff_get_bytes(tif, UInt32(TIFFTAG_XMLPACKET), &count, &data) != 0, let data, count > 0 {
             meta.xmp = Array(UnsafeRawBufferPointer(start: data, count: Int(count)))
         }
-        let isFloat = fmt == UInt16(SAMPLEFORMAT_IEEEFP) && bps == 32
+        let isHalf = fmt == UInt16(SAMPLEFORMAT_IEEEFP) && bps == 16
+        let isFloat = fmt == UInt16(SAMPLEFORMAT_IEEEFP) && (bps == 32 || isHalf)
         let isInt = (fmt == UInt16(SAMPLEFORMAT_UINT) || fmt == 0) && (bps == 8 || bps == 16)
         let colourOK = photo == UInt16(PHOTOMETRIC_MINISBLACK) || photo == UInt16(PHOTOMETRIC_RGB) || photo == UInt16(PHOTOMETRIC_MINISWHITE)
         // Channels we keep: grey (+alpha becomes RGBA), RGB, RGBA.
@@ -81,6 +82,14 @@ enum TIFFCodec {
             }
             guard ok != 0 else { throw classify(t.error, path: path) }
             image = .uint8(rgba)
+        } else if isHalf {
+            // Float16 samples (depth maps): read as 16-bit patterns, widened to Float.
+            let bits = try readPixels(UInt16.self, t, tif, width, height, Int(spp), planar: planar, path: path)
+            image = .float32(Image<Float>(width: width, height: height, channels: bits.channels) { dst in
+                bits.samples.withUnsafeBufferPointer { src in
+                    for i in 0..<src.count { dst[i] = Float(Float16(bitPattern: src[i])) }
+                }
+            })
         } else if isFloat {
             image = .float32(try readPixels(Float.self, t, tif, width, height, Int(spp), planar: planar, path: path))
         } else if bps == 16 {

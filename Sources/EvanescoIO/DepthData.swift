@@ -1,0 +1,242 @@
+import EvanescoCore
+
+/// Whether a map holds disparity (1/distance, larger = nearer) or depth (distance, larger = farther).
+public enum DepthKind: String, Sendable, Codable, CaseIterable {
+    case disparity, depth
+}
+
+/// AVDepthData's accuracy: relative maps order points correctly but their scale is not metric.
+public enum DepthAccuracy: String, Sendable, Codable {
+    case relative, absolute
+}
+
+/// Camera calibration as Apple's depthData XMP gives it (AVCameraCalibrationData).
+public struct CameraCalibration: Sendable, Codable, Equatable {
+    /// 3x3 intrinsic matrix, row-major: fx 0 cx / 0 fy cy / 0 0 1 (Apple stores it column-major).
+    public var intrinsics: [Double]?
+    /// The image size the intrinsics refer to.
+    public var referenceWidth: Int?
+    public var referenceHeight: Int?
+    /// Pixel size in millimetres.
+    public var pixelSize: Double?
+    public var lensDistortion: [Double]?
+    public var inverseLensDistortion: [Double]?
+    /// Lens distortion centre (x, y) at the reference size.
+    public var lensDistortionCenter: [Double]?
+    /// 4x3 extrinsic matrix as stored (rotation then translation), row-major.
+    public var extrinsics: [Double]?
+
+    /// Focal length in pixels of an image of `width` (the intrinsics rescaled from the reference size).
+    public func focalLengthPixels(forWidth width: Int) -> Double? {
+        guard let k = intrinsics, k.count == 9, let rw = referenceWidth, rw > 0 else { return nil }
+        return k[0] * Double(width) / Double(rw)
+    }
+}
+
+/// How the stored samples of a map turn into float values.
+public enum DepthEncoding: Sendable, Equatable {
+    /// Apple: `float = floatMin + (v - intMin) / (intMax - intMin) * (floatMax - floatMin)`.
+    case linear(floatMin: Double, floatMax: Double, intMin: Double, intMax: Double)
+    /// Google RangeLinear: `d = near + n * (far - near)` with `n = v / intMax` (or `1 - v / intMax`
+    /// when `nearIsHigh`).
+    case rangeLinear(near: Double, far: Double, intMax: Double, nearIsHigh: Bool)
+    /// Google RangeInverse: `d = far * near / (far - n * (far - near))`, n as above.
+    case rangeInverse(near: Double, far: Double, intMax: Double, nearIsHigh: Bool)
+    /// Samples are already floats (Float16/Float32 storage).
+    case identity
+
+    public var summary: String {
+        switch self {
+        case .linear(let a, let b, let i, let j): "linear: FloatMin \(a) + (v - IntMin \(i)) / (IntMax \(j) - IntMin) * (FloatMax \(b) - FloatMin)"
+        case .rangeLinear(let n, let f, _, let hi): "RangeLinear near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
+        case .rangeInverse(let n, let f, _, let hi): "RangeInverse near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
+        case .identity: "stored as float"
+        }
+    }
+
+    /// Decodes one stored sample.
+    @inlinable
+    public func decode(_ v: Float) -> Float {
+        switch self {
+        case .linear(let fmin, let fmax, let imin, let imax):
+            return Float(fmin + (Double(v) - imin) / (imax - imin) * (fmax - fmin))
+        case .rangeLinear(let near, let far, let imax, let hi):
+            var n = Double(v) / imax
+            if hi { n = 1 - n }
+            return Float(near + n * (far - near))
+        case .rangeInverse(let near, let far, let imax, let hi):
+            var n = Double(v) / imax
+            if hi { n = 1 - n }
+            return Float(far * near / (far - n * (far - near)))
+        case .identity:
+            return v
+        }
+    }
+}
+
+/// A depth or disparity map with what the file says about it (AVDepthData's counterpart).
+public struct DepthData: Sendable {
+    public var kind: DepthKind
+    /// Float values, one channel. Holes (unknown values) are NaN.
+    public var map: Image<Float>
+    /// The samples as stored (one channel, 8/16-bit or float), in the same orientation as `map`.
+    public var stored: AnyImage
+    /// "8-bit", "16-bit", "float16" or "float32".
+    public var storedFormat: String
+    public var encoding: DepthEncoding
+    /// "1/m" for Apple disparity, "m" for depth, or what the file declares.
+    public var units: String
+    public var accuracy: DepthAccuracy?
+    public var filtered: Bool?
+    public var quality: String?
+    public var calibration: CameraCalibration?
+    /// Where it came from: "HEIF depth item", "JPEG MPF image 2", "GDepth (extended XMP)", ...
+    public var source: String
+    /// The value range the metadata declares (FloatMin/FloatMax, d_min/d_max, Near/Far).
+    public var declaredRange: ClosedRange<Double>?
+    /// Notes on how the range was cross-checked between two sources in the file.
+    public var rangeNotes: [String] = []
+    /// The orientation applied to the stored map (`.up` when kept in sensor orientation).
+    public var orientationApplied: Orientation = .up
+    /// The embedded file the map was decoded from (JPEG/PNG bytes), when there is one.
+    public var embeddedBytes: [UInt8]?
+    public var embeddedFormat: ImageFormat?
+
+    public var width: Int { map.width }
+    public var height: Int { map.height }
+
+    /// Number of unknown (NaN or infinite, or non-positive for metric depth) values.
+    public var holeCount: Int { map.samples.reduce(0) { $0 + ($1.isFinite ? 0 : 1) } }
+
+    /// Smallest and largest finite value, or nil when every value is a hole.
+    public var finiteRange: (min: Float, max: Float)? {
+        var lo = Float.infinity, hi = -Float.infinity
+        for v in map.samples where v.isFinite { lo = min(lo, v); hi = max(hi, v) }
+        return lo <= hi ? (lo, hi) : nil
+    }
+
+    /// The same data as disparity or depth (1/x; zero and holes become NaN). Units follow:
+    /// "m" <-> "1/m".
+    public func converted(to target: DepthKind) -> DepthData {
+        guard target != kind else { return self }
+        var out = self
+        out.kind = target
+        out.map = Image<Float>(width: map.width, height: map.height, channels: 1) { d in
+            map.samples.withUnsafeBufferPointer { s in
+                for i in 0..<s.count { let v = s[i]; d[i] = v.isFinite && v > 0 ? 1 / v : .nan }
+            }
+        }
+        if units.hasPrefix("1/") { out.units = String(units.dropFirst(2)) } else { out.units = "1/" + units }
+        out.declaredRange = declaredRange.flatMap { r in r.lowerBound > 0 ? (1 / r.upperBound)...(1 / r.lowerBound) : nil }
+        return out
+    }
+
+    /// Decodes stored samples (first channel) with `encoding`; non-finite results and, for
+    /// depth, values <= 0 become NaN holes.
+    public static func decodeMap(_ stored: AnyImage, encoding: DepthEncoding, kind: DepthKind) -> Image<Float> {
+        func run<S: PixelSample>(_ img: Image<S>, table: [Float]?) -> Image<Float> {
+            let c = img.channels
+            return img.samples.withUnsafeBufferPointer { s in
+                Image<Float>(width: img.width, height: img.height, channels: 1) { d in
+                    for i in 0..<(img.width * img.height) {
+                        let raw = s[i * c].floatValue
+                        var v = table.map { $0[Int(raw)] } ?? encoding.decode(raw)
+                        if !v.isFinite || (kind == .depth && v <= 0) { v = .nan }
+                        d[i] = v
+                    }
+                }
+            }
+        }
+        switch stored {
+        case .uint8(let i): return run(i, table: (0..<256).map { encoding.decode(Float($0)) })
+        case .uint16(let i): return run(i, table: nil)
+        case .float32(let i): return run(i, table: nil)
+        }
+    }
+}
+
+extension AnyImage {
+    /// The first channel only (depth PNGs are sometimes stored as RGB(A) with equal channels).
+    public var firstChannel: AnyImage {
+        func pick<S: PixelSample>(_ i: Image<S>) -> Image<S> {
+            if i.channels == 1 { return i }
+            let c = i.channels
+            return i.samples.withUnsafeBufferPointer { s in
+                Image<S>(width: i.width, height: i.height, channels: 1) { d in
+                    for k in 0..<(i.width * i.height) { d[k] = s[k * c] }
+                }
+            }
+        }
+        switch self {
+        case .uint8(let i): return .uint8(pick(i))
+        case .uint16(let i): return .uint16(pick(i))
+        case .float32(let i): return .float32(pick(i))
+        }
+    }
+}
+
+/// What an auxiliary image is.
+public enum AuxiliaryKind: String, Sendable, Codable, CaseIterable {
+    case depth, disparity
+    case portrait, skin, hair, teeth, glasses, sky
+    case gainmap
+    case confidence
+    /// Google's GImage: the photo before the lens-blur effect.
+    case original
+    case other
+
+    /// Classifies a type string: an Apple URN, an apdi type or sub-type, a HEIF auxC URN, or a
+    /// Dynamic Depth semantic.
+    public static func classify(_ type: String) -> AuxiliaryKind {
+        let t = type.lowercased()
+        if t == "urn:mpeg:hevc:2015:auxid:2" || t == "urn:mpeg:mpegb:cicp:systems:auxiliary:depth" || t == "depth" { return .depth }
+        if t == "disparity" { return .disparity }
+        if t.contains("portraiteffectsmatte") || t == "portrait" || t == "segmentation" { return .portrait }
+        if t.contains("semanticskinmatte") || t == "skin" { return .skin }
+        if t.contains("semantichairmatte") || t == "hair" { return .hair }
+        if t.contains("semanticteethmatte") || t == "teeth" { return .teeth }
+        if t.contains("semanticglassesmatte") || t == "glasses" { return .glasses }
+        if t.contains("semanticskymatte") || t == "sky" { return .sky }
+        if t.contains("hdrgainmap") || t.contains("gainmap") { return .gainmap }
+        if t.contains("confidence") { return .confidence }
+        if t == "original" || t == "gimage" { return .original }
+        return .other
+    }
+}
+
+/// An auxiliary image (matte, gain map, confidence, original) with its type as the file names it.
+public struct AuxiliaryImage: Sendable {
+    public var kind: AuxiliaryKind
+    /// The type string in the file (URN, apdi type, semantic).
+    public var type: String
+    /// Pixels (grey for mattes), in the photo's orientation unless read raw. Empty when only
+    /// listed (not decoded).
+    public var image: AnyImage
+    public var width: Int
+    public var height: Int
+    /// Where it came from.
+    public var source: String
+    /// The embedded file's bytes, when it is a file inside the file (MPF, GDepth, container item).
+    public var embeddedBytes: [UInt8]?
+    public var embeddedFormat: ImageFormat?
+}
+
+/// A photo with its depth and auxiliary images.
+public struct DepthPhoto: Sendable {
+    public var path: String
+    public var format: ImageFormat
+    /// The primary image, upright (only when decoding was asked for).
+    public var photo: DecodedImage?
+    /// Upright size of the primary image.
+    public var width: Int
+    public var height: Int
+    /// The photo's orientation (EXIF, or HEIF irot/imir as reflected in EXIF).
+    public var orientation: Orientation
+    public var depth: DepthData?
+    /// Every auxiliary image found; decoded when asked for (see `DepthReadOptions.auxiliary`).
+    public var auxiliary: [AuxiliaryImage]
+    /// Things noticed while reading (a damaged MPF entry, a GUID mismatch accepted, ...).
+    public var warnings: [String]
+
+    public func auxiliary(_ kind: AuxiliaryKind) -> AuxiliaryImage? { auxiliary.first { $0.kind == kind } }
+}
