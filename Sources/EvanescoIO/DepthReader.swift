@@ -241,12 +241,12 @@ public enum DepthReader {
         // Container items (Dynamic Depth, or the older GContainer).
         var items: [(mime: String, semantic: String, uri: String?, bytes: [UInt8])] = []
         let dd = main.elements(XMPNamespace.ddContainer, "Item").map {
-            (mime: $0.property(XMPNamespace.ddItem, "Mime"), semantic: $0.property(XMPNamespace.ddItem, "Semantic"),
-             length: $0.property(XMPNamespace.ddItem, "Length"), uri: $0.property(XMPNamespace.ddItem, "DataURI"))
+            (mime: $0.deepProperty(XMPNamespace.ddItem, "Mime"), semantic: $0.deepProperty(XMPNamespace.ddItem, "Semantic"),
+             length: $0.deepProperty(XMPNamespace.ddItem, "Length"), uri: $0.deepProperty(XMPNamespace.ddItem, "DataURI"))
         }
         let gc = main.elements(XMPNamespace.gContainer, "Item").map {
-            (mime: $0.property(XMPNamespace.gContainerItem, "Mime"), semantic: $0.property(XMPNamespace.gContainerItem, "Semantic"),
-             length: $0.property(XMPNamespace.gContainerItem, "Length"), uri: String?.none)
+            (mime: $0.deepProperty(XMPNamespace.gContainerItem, "Mime"), semantic: $0.deepProperty(XMPNamespace.gContainerItem, "Semantic"),
+             length: $0.deepProperty(XMPNamespace.gContainerItem, "Length"), uri: String?.none)
         }
         let directory = dd.isEmpty ? gc : dd
         let containerName = dd.isEmpty ? "GContainer" : "Dynamic Depth container"
@@ -259,8 +259,9 @@ public enum DepthReader {
                 return n
             }
             let total = lengths.reduce(0, +)
-            guard total <= bytes.count - max(containerStart ?? 0, 2) else {
-                throw DepthError.damaged(path: path, detail: "the \(containerName) items need \(total) bytes after the primary image but the file has \(bytes.count) bytes in all (truncated?)")
+            let primaryEnd = max(containerStart ?? 0, JPEGAuxiliary.primaryEnd(bytes) ?? 2)
+            guard total <= bytes.count - primaryEnd else {
+                throw DepthError.damaged(path: path, detail: "the \(containerName) items need \(total) bytes after the primary image, which ends at byte \(primaryEnd) of \(bytes.count) (truncated?)")
             }
             var at = bytes.count - total
             for (item, n) in zip(directory.dropFirst(), lengths) {
@@ -273,7 +274,7 @@ public enum DepthReader {
         var format: String?, near: Double?, far: Double?, units: String?, data: [UInt8]?, mime: String?, source = ""
         var confidence: [UInt8]?
         if let dm = main.elements(XMPNamespace.ddCamera, "DepthMap").first ?? main.elements(XMPNamespace.ddDepthMap, "DepthMap").first {
-            func p(_ n: String) -> String? { dm.property(XMPNamespace.ddDepthMap, n) }
+            func p(_ n: String) -> String? { dm.deepProperty(XMPNamespace.ddDepthMap, n) }
             format = p("Format"); near = p("Near").flatMap { Double($0) }; far = p("Far").flatMap { Double($0) }
             units = p("Units")
             let uri = p("DepthURI")
@@ -304,8 +305,10 @@ public enum DepthReader {
             let stored = decoded.image.firstChannel
             let intMax = decoded.image.bitDepth == 16 ? 65535.0 : 255.0
             let linear = (format ?? "RangeInverse").lowercased() == "rangelinear"
+            let isFloat: Bool = if case .float32 = stored { true } else { false }
             func enc(_ hi: Bool) -> DepthEncoding {
-                linear ? .rangeLinear(near: near, far: far, intMax: intMax, nearIsHigh: hi)
+                // Float storage (Float16/Float32 TIFF) holds the values themselves.
+                isFloat ? .identity : linear ? .rangeLinear(near: near, far: far, intMax: intMax, nearIsHigh: hi)
                        : .rangeInverse(near: near, far: far, intMax: intMax, nearIsHigh: hi)
             }
             var nearIsHigh = options.gdepthPolarity == .nearIsHigh

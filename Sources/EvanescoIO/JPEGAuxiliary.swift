@@ -56,6 +56,18 @@ public enum JPEGAuxiliary {
         return XMPLite.value(of: "AuxiliaryImageSubType", in: text) ?? XMPLite.value(of: "AuxiliaryImageType", in: text)
     }
 
+    /// The byte after the primary image's EOI: the first FF D9 after the start of scan (entropy-
+    /// coded data stuffs every FF with 00, so no earlier FF D9 can occur there).
+    public static func primaryEnd(_ bytes: [UInt8]) -> Int? {
+        guard let segs = try? JPEGSegments(bytes), let sos = segs.segments.last, sos.marker == 0xDA else { return nil }
+        var i = sos.payloadOffset + sos.payloadLength
+        while i + 1 < bytes.count {
+            if bytes[i] == 0xFF && bytes[i + 1] == 0xD9 { return i + 2 }
+            i += 1
+        }
+        return nil
+    }
+
     static func list(_ bytes: [UInt8], xmp: [UInt8]?) -> [String] {
         let index = mpfIndex(bytes)
         var out: [String] = index.entries.map { e in

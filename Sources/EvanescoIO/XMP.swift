@@ -50,6 +50,15 @@ public struct XMLElement: Sendable {
         return out
     }
 
+    /// `property` on this element or, failing that, on any descendant (properties are often on a
+    /// nested rdf:Description).
+    public func deepProperty(_ ns: String, _ name: String) -> String? {
+        if let v = property(ns, name) { return v }
+        var found: String?
+        walk { e in if found == nil, let v = e.property(ns, name) { found = v } }
+        return found
+    }
+
     /// A simple property written either as an attribute of this element or as a child element
     /// holding text.
     public func property(_ ns: String, _ name: String) -> String? {
