@@ -105,6 +105,22 @@ public struct DepthData: Sendable {
     public var width: Int { map.width }
     public var height: Int { map.height }
 
+    public init(kind: DepthKind, map: Image<Float>, stored: AnyImage, storedFormat: String, encoding: DepthEncoding,
+                units: String, accuracy: DepthAccuracy? = nil, filtered: Bool? = nil, quality: String? = nil,
+                calibration: CameraCalibration? = nil, source: String, declaredRange: ClosedRange<Double>? = nil,
+                orientationApplied: Orientation = .up) {
+        self.kind = kind; self.map = map; self.stored = stored; self.storedFormat = storedFormat; self.encoding = encoding
+        self.units = units; self.accuracy = accuracy; self.filtered = filtered; self.quality = quality
+        self.calibration = calibration; self.source = source; self.declaredRange = declaredRange
+        self.orientationApplied = orientationApplied
+    }
+
+    /// A float map as depth data (from a PFM, a TIFF or a computation).
+    public init(floatMap map: Image<Float>, kind: DepthKind, units: String, accuracy: DepthAccuracy? = nil, source: String) {
+        self.init(kind: kind, map: map.withChannels(1), stored: .float32(map.withChannels(1)), storedFormat: "float",
+                  encoding: .identity, units: units, accuracy: accuracy, source: source)
+    }
+
     /// Number of unknown (NaN or infinite, or non-positive for metric depth) values.
     public var holeCount: Int { map.samples.reduce(0) { $0 + ($1.isFinite ? 0 : 1) } }
 
