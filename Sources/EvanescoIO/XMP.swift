@@ -114,7 +114,7 @@ public struct XMPDocument: Sendable {
             return items.isEmpty ? nil : items
         }
         guard let v = value(ns, name) else { return nil }
-        let parts = v.split { $0 == "," || $0 == " " || $0 == "\n" || $0 == "\t" }.compactMap { Double($0) }
+        let parts = v.split { $0 == "," || $0.isWhitespace }.compactMap { Double($0) }
         return parts.isEmpty ? nil : parts
     }
 
@@ -140,7 +140,7 @@ public enum XMPNamespace {
 }
 
 extension StringProtocol {
-    var trimmingWhitespace: String {
+    public var trimmingWhitespace: String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s = s.dropFirst() }
         while let l = s.last, l.isWhitespace { s = s.dropLast() }

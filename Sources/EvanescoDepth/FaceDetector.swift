@@ -1,0 +1,405 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// Why a cascade could not be loaded.
+public enum CascadeError: Error, Equatable, CustomStringConvertible {
+    case notFound(searched: [String])
+    case unreadable(path: String, detail: String)
+    case unsupported(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let s):
+            "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or pass --cascade FILE.xml"
+        case .unreadable(let p, let d): "\(p): not a usable OpenCV cascade (\(d))"
+        case .unsupported(let p, let d): "\(p): \(d)"
+        }
+    }
+}
+
+/// A face (or object) found by a cascade, in pixels of the image searched.
+public struct DetectedBox: Sendable, Equatable, Codable {
+    public var x: Int, y: Int, width: Int, height: Int
+    /// How many raw detections were grouped into this one.
+    public var neighbors: Int
+    public init(x: Int, y: Int, width: Int, height: Int, neighbors: Int = 0) {
+        self.x = x; self.y = y; self.width = width; self.height = height; self.neighbors = neighbors
+    }
+}
+
+/// An OpenCV boosted cascade (the `opencv-cascade-classifier` XML of `opencv_traincascade`, Haar or
+/// LBP features, stumps or small trees), evaluated on integral images the way OpenCV's
+/// `CascadeClassifier::detectMultiScale` does: the image is scaled by 1/factor for each scale,
+/// windows are scanned with a step of 2 (1 above factor 2, one more step after a first-stage
+/// rejection), Haar features are normalised by the window's standard deviation, and the raw
+/// hits are grouped (`groupRectangles`, eps 0.2).
+public struct CascadeClassifier: Sendable {
+    public enum Feature: String, Sendable { case haar, lbp }
+    public let feature: Feature
+    public let windowWidth: Int, windowHeight: Int
+    public let path: String
+
+    struct Node { var left: Int32, right: Int32, feature: Int32, threshold: Float, subset: Int32 }
+    struct Weak { var node: Int32, leaf: Int32 }
+    struct Stage { var weakStart: Int32, weakCount: Int32, threshold: Float }
+    struct HaarRect { var x: Int32, y: Int32, w: Int32, h: Int32, weight: Float }
+
+    var stages: [Stage] = []
+    var weaks: [Weak] = []
+    var nodes: [Node] = []
+    var leaves: [Float] = []
+    var subsets: [Int32] = []
+    /// Haar: up to 3 rects per feature (weight 0 pads); LBP: one rect per feature.
+    var rects: [HaarRect] = []
+    var rectsPerFeature = 3
+
+    /// The default frontal-face cascade's file name and where Debian's opencv-data puts it.
+    public static let defaultSearchPaths = ["/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml",
+                                            "/usr/share/opencv/haarcascades/haarcascade_frontalface_default.xml"]
+
+    /// Loads `path`, or the first of `defaultSearchPaths` that exists.
+    public static func load(_ path: String? = nil) throws -> CascadeClassifier {
+        if let path {
+            guard FileManager.default.fileExists(atPath: path) else { throw CascadeError.notFound(searched: [path]) }
+            return try CascadeClassifier(xml: try InputFile.read(path), path: path)
+        }
+        for p in defaultSearchPaths where FileManager.default.fileExists(atPath: p) {
+            return try CascadeClassifier(xml: try InputFile.read(p), path: p)
+        }
+        throw CascadeError.notFound(searched: defaultSearchPaths)
+    }
+
+    public init(xml: [UInt8], path: String) throws {
+        self.path = path
+        var limits = XMPDocument.Limits()
+        limits.maxElements = 2_000_000
+        let doc: XMPDocument
+        do { doc = try XMPDocument(xml, limits: limits) } catch { throw CascadeError.unreadable(path: path, detail: error.description) }
+        guard let cascade = doc.elements("", "cascade").first else {
+            throw CascadeError.unsupported(path: path, detail: "no <cascade> element: old-format (opencv_haar_classifier) cascades are not supported; use the files of opencv-data 4.x")
+        }
+        func child(_ e: XMLElement, _ n: String) -> XMLElement? { e.children.first { $0.name == n } }
+        func text(_ e: XMLElement?, _ n: String) -> String? { e.flatMap { child($0, n) }?.text.trimmingWhitespace }
+        guard text(cascade, "stageType") == "BOOST" else { throw CascadeError.unsupported(path: path, detail: "only BOOST cascades are supported") }
+        switch text(cascade, "featureType") {
+        case "HAAR": feature = .haar
+        case "LBP": feature = .lbp
+        case let t: throw CascadeError.unsupported(path: path, detail: "feature type \(t ?? "?") is not supported (HAAR and LBP are)")
+        }
+        guard let w = text(cascade, "width").flatMap(Int.init), let h = text(cascade, "height").flatMap(Int.init), w > 2, h > 2, w < 1000, h < 1000 else {
+            throw CascadeError.unreadable(path: path, detail: "window width/height missing")
+        }
+        windowWidth = w; windowHeight = h
+        func numbers(_ s: String) -> [Double] { s.split { $0.isWhitespace }.compactMap { Double($0) } }
+
+        guard let stagesEl = child(cascade, "stages"), let featuresEl = child(cascade, "features") else {
+            throw CascadeError.unreadable(path: path, detail: "no <stages> or <features>")
+        }
+        let perNode = feature == .haar ? 4 : 3 + 8
+        for st in stagesEl.children {
+            guard let thr = text(st, "stageThreshold").flatMap(Double.init), let wc = child(st, "weakClassifiers") else {
+                throw CascadeError.unreadable(path: path, detail: "a stage without threshold or weak classifiers")
+            }
+            let start = weaks.count
+            for weak in wc.children {
+                let n = numbers(text(weak, "internalNodes") ?? ""), l = numbers(text(weak, "leafValues") ?? "")
+                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty else {
+                    throw CascadeError.unreadable(path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
+                }
+                weaks.append(Weak(node: Int32(nodes.count), leaf: Int32(leaves.count)))
+                for k in stride(from: 0, to: n.count, by: perNode) {
+                    var node = Node(left: Int32(n[k]), right: Int32(n[k + 1]), feature: Int32(n[k + 2]), threshold: 0, subset: -1)
+                    if feature == .haar { node.threshold = Float(n[k + 3]) } else {
+                        node.subset = Int32(subsets.count)
+                        subsets += (0..<8).map { Int32(truncatingIfNeeded: Int64(n[k + 3 + $0])) }
+                    }
+                    nodes.append(node)
+                }
+                leaves += l.map(Float.init)
+            }
+            stages.append(Stage(weakStart: Int32(start), weakCount: Int32(weaks.count - start), threshold: Float(thr)))
+        }
+        rectsPerFeature = feature == .haar ? 3 : 1
+        for f in featuresEl.children {
+            if feature == .haar {
+                if text(f, "tilted") == "1" { throw CascadeError.unsupported(path: path, detail: "tilted Haar features are not supported") }
+                guard let rs = child(f, "rects") else { throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects") }
+                var got: [HaarRect] = []
+                for r in rs.children {
+                    let v = numbers(r.text)
+                    guard v.count == 5 else { throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers") }
+                    got.append(HaarRect(x: Int32(v[0]), y: Int32(v[1]), w: Int32(v[2]), h: Int32(v[3]), weight: Float(v[4])))
+                }
+                guard (1...3).contains(got.count) else { throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects") }
+                while got.count < 3 { got.append(HaarRect(x: 0, y: 0, w: 0, h: 0, weight: 0)) }
+                rects += got
+            } else {
+                let v = numbers(text(f, "rect") ?? "")
+                guard v.count == 4 else { throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers") }
+                rects.append(HaarRect(x: Int32(v[0]), y: Int32(v[1]), w: Int32(v[2]), h: Int32(v[3]), weight: 1))
+            }
+        }
+        let featureCount = rects.count / rectsPerFeature
+        guard !stages.isEmpty, nodes.allSatisfy({ $0.feature >= 0 && Int($0.feature) < featureCount }) else {
+            throw CascadeError.unreadable(path: path, detail: "a node refers to a feature that does not exist")
+        }
+        // Every rect must lie inside the window (LBP: its 3x3 block grid).
+        let k: Int32 = feature == .haar ? 1 : 3
+        guard rects.allSatisfy({ $0.x >= 0 && $0.y >= 0 && $0.x + k * $0.w <= Int32(w) && $0.y + k * $0.h <= Int32(h) }) else {
+            throw CascadeError.unreadable(path: path, detail: "a feature rectangle lies outside the \(w)x\(h) window")
+        }
+    }
+
+    /// Finds objects in a grey image. Boxes are in the image's pixels.
+    public func detect(_ grey: Image<UInt8>, scaleFactor: Double = 1.1, minNeighbors: Int = 3,
+                       minSize: Int = 0, maxSize: Int = .max) -> [DetectedBox] {
+        precondition(grey.channels == 1 && scaleFactor > 1)
+        var raw: [DetectedBox] = []
+        var factor = 1.0
+        while true {
+            defer { factor *= scaleFactor }
+            let winW = Int((Double(windowWidth) * factor).rounded()), winH = Int((Double(windowHeight) * factor).rounded())
+            let sw = Int((Double(grey.width) / factor).rounded()), sh = Int((Double(grey.height) / factor).rounded())
+            if sw - windowWidth <= 0 || sh - windowHeight <= 0 { break }
+            if winW > maxSize || winH > maxSize { break }
+            if winW < minSize || winH < minSize { continue }
+            let img = factor == 1 ? grey : grey.resized(width: sw, height: sh, interpolation: .bilinear)
+            let step = factor > 2 ? 1 : 2
+            let hits = scan(img, step: step)
+            for (x, y) in hits {
+                raw.append(DetectedBox(x: Int((Double(x) * factor).rounded()), y: Int((Double(y) * factor).rounded()), width: winW, height: winH))
+            }
+        }
+        return Self.group(raw, minNeighbors: minNeighbors, eps: 0.2)
+    }
+
+    /// Window positions (top-left, in `img`'s pixels) that pass every stage.
+    func scan(_ img: Image<UInt8>, step: Int) -> [(Int, Int)] {
+        let w = img.width, h = img.height, stride = w + 1
+        var sum = [Int32](repeating: 0, count: (w + 1) * (h + 1))
+        var sq = [Double](repeating: 0, count: feature == .haar ? (w + 1) * (h + 1) : 0)
+        img.samples.withUnsafeBufferPointer { s in
+            for y in 0..<h {
+                var rs: Int32 = 0, rq: Double = 0
+                for x in 0..<w {
+                    let v = Int32(s[y * w + x])
+                    rs += v
+                    sum[(y + 1) * stride + x + 1] = sum[y * stride + x + 1] + rs
+                    if feature == .haar { rq += Double(v * v); sq[(y + 1) * stride + x + 1] = sq[y * stride + x + 1] + rq }
+                }
+            }
+        }
+        let ww = windowWidth, wh = windowHeight
+        let maxX = w - ww, maxY = h - wh
+        // Feature rects as integral-image offsets for this stride.
+        let offs: [Int32] = rects.flatMap { r -> [Int32] in
+            let x = Int(r.x), y = Int(r.y), rw = Int(r.w), rh = Int(r.h)
+            return [Int32(y * stride + x), Int32(y * stride + x + rw), Int32((y + rh) * stride + x), Int32((y + rh) * stride + x + rw)]
+        }
+        let lbpOffs: [Int32] = feature == .lbp ? rects.flatMap { r -> [Int32] in
+            // The 4x4 grid of corners of the 3x3 blocks.
+            var o: [Int32] = []
+            for j in 0..<4 { for i in 0..<4 { o.append(Int32((Int(r.y) + j * Int(r.h)) * stride + Int(r.x) + i * Int(r.w))) } }
+            return o
+        } : []
+        let normArea = Double((ww - 2) * (wh - 2))
+        let n0 = stride + 1, n1 = stride + ww - 1, n2 = (wh - 1) * stride + 1, n3 = (wh - 1) * stride + ww - 1
+        let rows = maxY / step + 1
+        let out = LockedHits()
+        sum.withUnsafeBufferPointer { S in sq.withUnsafeBufferPointer { Q in
+        offs.withUnsafeBufferPointer { O in lbpOffs.withUnsafeBufferPointer { L in
+        rects.withUnsafeBufferPointer { R in nodes.withUnsafeBufferPointer { N in weaks.withUnsafeBufferPointer { Wk in
+        leaves.withUnsafeBufferPointer { Lv in subsets.withUnsafeBufferPointer { Sub in stages.withUnsafeBufferPointer { St in
+            StripExecutor.forEachStrip(rows: rows, minimumRows: 4) { band in
+                var local: [(Int, Int)] = []
+                for ry in band {
+                    let y = ry * step
+                    var x = 0
+                    while x <= maxX {
+                        let base = y * stride + x
+                        var inv: Float = 1
+                        if feature == .haar {
+                            let s = Double(S[base + n3] - S[base + n1] - S[base + n2] + S[base + n0])
+                            let q = Q[base + n3] - Q[base + n1] - Q[base + n2] + Q[base + n0]
+                            var nf = normArea * q - s * s
+                            nf = nf > 0 ? nf.squareRoot() : 1
+                            inv = Float(1 / nf)
+                        }
+                        var passed = 0
+                        stageLoop: for si in 0..<St.count {
+                            let st = St[si]
+                            var acc: Float = 0
+                            for wi in Int(st.weakStart)..<Int(st.weakStart + st.weakCount) {
+                                let wk = Wk[wi]
+                                var idx: Int32 = 0
+                                repeat {
+                                    let node = N[Int(wk.node) + Int(idx)]
+                                    let f = Int(node.feature)
+                                    if feature == .haar {
+                                        var v: Float = 0
+                                        for k in 0..<3 {
+                                            let r = R[f * 3 + k]
+                                            if r.weight == 0 { continue }
+                                            let o = f * 12 + k * 4
+                                            v += r.weight * Float(S[base + Int(O[o + 3])] - S[base + Int(O[o + 1])] - S[base + Int(O[o + 2])] + S[base + Int(O[o])])
+                                        }
+                                        idx = v * inv < node.threshold ? node.left : node.right
+                                    } else {
+                                        let p = f * 16
+                                        @inline(__always) func blk(_ a: Int, _ b: Int, _ c: Int, _ d: Int) -> Int32 {
+                                            S[base + Int(L[p + d])] - S[base + Int(L[p + b])] - S[base + Int(L[p + c])] + S[base + Int(L[p + a])]
+                                        }
+                                        let cv = blk(5, 6, 9, 10)
+                                        var code = 0
+                                        if blk(0, 1, 4, 5) >= cv { code |= 128 }
+                                        if blk(1, 2, 5, 6) >= cv { code |= 64 }
+                                        if blk(2, 3, 6, 7) >= cv { code |= 32 }
+                                        if blk(6, 7, 10, 11) >= cv { code |= 16 }
+                                        if blk(10, 11, 14, 15) >= cv { code |= 8 }
+                                        if blk(9, 10, 13, 14) >= cv { code |= 4 }
+                                        if blk(8, 9, 12, 13) >= cv { code |= 2 }
+                                        if blk(4, 5, 8, 9) >= cv { code |= 1 }
+                                        let word = Sub[Int(node.subset) + (code >> 5)]
+                                        idx = (word & (1 << Int32(code & 31))) != 0 ? node.left : node.right
+                                    }
+                                } while idx > 0
+                                acc += Lv[Int(wk.leaf) + Int(-idx)]
+                            }
+                            if acc < st.threshold { break stageLoop }
+                            passed += 1
+                        }
+                        if passed == St.count { local.append((x, y)) }
+                        x += passed == 0 ? 2 * step : step
+                    }
+                }
+                out.append(local)
+            }
+        }}}}}}}}}}
+        return out.hits
+    }
+
+    /// OpenCV's groupRectangles: cluster boxes whose sides differ by at most eps * mean size,
+    /// average each cluster, keep clusters of more than `minNeighbors`, and drop boxes inside a
+    /// stronger one.
+    public static func group(_ boxes: [DetectedBox], minNeighbors: Int, eps: Double) -> [DetectedBox] {
+        if minNeighbors <= 0 { return boxes }
+        let n = boxes.count
+        var parent = Array(0..<n)
+        func find(_ i: Int) -> Int { var i = i; while parent[i] != i { parent[i] = parent[parent[i]]; i = parent[i] }; return i }
+        func similar(_ a: DetectedBox, _ b: DetectedBox) -> Bool {
+            let delta = eps * Double(min(a.width, b.width) + min(a.height, b.height)) * 0.5
+            return Double(abs(a.x - b.x)) <= delta && Double(abs(a.y - b.y)) <= delta
+                && Double(abs(a.x + a.width - b.x - b.width)) <= delta && Double(abs(a.y + a.height - b.y - b.height)) <= delta
+        }
+        for i in 0..<n { for j in (i + 1)..<max(i + 1, n) where similar(boxes[i], boxes[j]) { parent[find(i)] = find(j) } }
+        var sums: [Int: (x: Int, y: Int, w: Int, h: Int, n: Int)] = [:]
+        for i in 0..<n {
+            let r = find(i), b = boxes[i]
+            let s = sums[r] ?? (0, 0, 0, 0, 0)
+            sums[r] = (s.x + b.x, s.y + b.y, s.w + b.width, s.h + b.height, s.n + 1)
+        }
+        let classes: [DetectedBox] = sums.keys.sorted().map { k in
+            let s = sums[k]!, inv = 1 / Double(s.n)
+            return DetectedBox(x: Int((Double(s.x) * inv).rounded()), y: Int((Double(s.y) * inv).rounded()),
+                               width: Int((Double(s.w) * inv).rounded()), height: Int((Double(s.h) * inv).rounded()), neighbors: s.n)
+        }
+        var out: [DetectedBox] = []
+        for (i, r1) in classes.enumerated() where r1.neighbors > minNeighbors {
+            var inside = false
+            for (j, r2) in classes.enumerated() where i != j && r2.neighbors > minNeighbors {
+                let dx = Int(Double(r2.width) * eps), dy = Int(Double(r2.height) * eps)
+                if r1.x >= r2.x - dx && r1.y >= r2.y - dy && r1.x + r1.width <= r2.x + r2.width + dx && r1.y + r1.height <= r2.y + r2.height + dy
+                    && (r2.neighbors > max(3, r1.neighbors) || r1.neighbors < 3) { inside = true; break }
+            }
+            if !inside { out.append(r1) }
+        }
+        return out
+    }
+}
+
+/// Collects hits from strips.
+final class LockedHits: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var hits: [(Int, Int)] = []
+    func append(_ h: [(Int, Int)]) { lock.lock(); hits += h; lock.unlock() }
+}
+
+extension Image where Sample == UInt8 {
+    /// Histogram equalisation of a grey image (OpenCV's equalizeHist), as face detection expects.
+    public func equalized() -> Image<UInt8> {
+        precondition(channels == 1)
+        var hist = [Int](repeating: 0, count: 256)
+        for v in samples { hist[Int(v)] += 1 }
+        guard let first = hist.firstIndex(where: { $0 > 0 }), hist[first] < pixelCount else { return self }
+        let scale = 255.0 / Double(pixelCount - hist[first])
+        var lut = [UInt8](repeating: 0, count: 256)
+        var acc = 0
+        for i in (first + 1)..<256 { acc += hist[i]; lut[i] = UInt8(min(255, max(0, (Double(acc) * scale).rounded()))) }
+        return Image<UInt8>(width: width, height: height, channels: 1) { d in for i in 0..<samples.count { d[i] = lut[Int(samples[i])] } }
+    }
+}
+
+/// Face finding on photos and video frames: grey (Rec.601), downscaled to at most `workingSize`
+/// on the long side by area averaging, histogram-equalised, then the cascade; boxes come back
+/// in the input's pixels, largest first.
+public struct FaceFinder: Sendable {
+    public var cascade: CascadeClassifier
+    public var workingSize = 640
+    public var scaleFactor = 1.1
+    public var minNeighbors = 5
+    /// Smallest face, in working-size pixels.
+    public var minSize = 40
+
+    public init(cascade: CascadeClassifier) { self.cascade = cascade }
+
+    public func find(in image: AnyImage) -> [DetectedBox] {
+        let grey = image.uint8.luma(.rec601)
+        let s = min(1, Double(workingSize) / Double(max(grey.width, grey.height)))
+        let small = s < 1 ? grey.areaResized(width: Int((Double(grey.width) * s).rounded()), height: Int((Double(grey.height) * s).rounded())) : grey
+        let boxes = cascade.detect(small.equalized(), scaleFactor: scaleFactor, minNeighbors: minNeighbors, minSize: minSize)
+        let kx = Double(grey.width) / Double(small.width), ky = Double(grey.height) / Double(small.height)
+        return boxes.map { b in
+            DetectedBox(x: Int(Double(b.x) * kx), y: Int(Double(b.y) * ky), width: Int(Double(b.width) * kx),
+                        height: Int(Double(b.height) * ky), neighbors: b.neighbors)
+        }.sorted { $0.width * $0.height > $1.width * $1.height }
+    }
+}
+
+extension Image where Sample == UInt8 {
+    /// Downscale by area averaging (OpenCV's INTER_AREA for shrinking): each output pixel is the
+    /// mean of the source area it covers, with fractional edge weights. One channel.
+    public func areaResized(width nw: Int, height nh: Int) -> Image<UInt8> {
+        precondition(channels == 1 && nw <= width && nh <= height && nw > 0 && nh > 0)
+        func spans(_ n: Int, _ size: Int) -> [[(Int, Float)]] {
+            let scale = Double(size) / Double(n)
+            return (0..<n).map { o in
+                let a = Double(o) * scale, b = Double(o + 1) * scale
+                var taps: [(Int, Float)] = []
+                var i = Int(a)
+                while Double(i) < b && i < size {
+                    let w = min(b, Double(i + 1)) - max(a, Double(i))
+                    if w > 1e-9 { taps.append((i, Float(w / scale))) }
+                    i += 1
+                }
+                return taps
+            }
+        }
+        let xs = spans(nw, width), ys = spans(nh, height)
+        var tmp = [Float](repeating: 0, count: nw * height)
+        samples.withUnsafeBufferPointer { s in
+            for y in 0..<height { for x in 0..<nw {
+                var acc: Float = 0
+                for (i, w) in xs[x] { acc += Float(s[y * width + i]) * w }
+                tmp[y * nw + x] = acc
+            }}
+        }
+        return Image<UInt8>(width: nw, height: nh, channels: 1) { d in
+            for y in 0..<nh { for x in 0..<nw {
+                var acc: Float = 0
+                for (j, w) in ys[y] { acc += tmp[j * nw + x] * w }
+                d[y * nw + x] = UInt8(clampingRounded: acc)
+            }}
+        }
+    }
+}
