@@ -6,6 +6,7 @@ import CHeif
 import CTurboJPEG
 import EvanescoAlign
 import EvanescoCore
+import EvanescoDepth
 import EvanescoIO
 import Foundation
 
@@ -25,7 +26,7 @@ while !args.isEmpty {
     case "--repeat": opts.repeats = Int(args.removeFirst()) ?? 9
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
-    case "decode", "warp", "align", "all": opts.what = a
+    case "decode", "warp", "align", "all", "backdrop": opts.what = a
     default:
         FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE] [--shared DIR]\n".utf8))
         exit(2)
@@ -163,6 +164,55 @@ if opts.what == "align" || opts.what == "all" {
         }
     } else {
         print("align: skipped, \(dir) is absent")
+    }
+}
+if opts.what == "backdrop" {
+    // The anchor_backdrop.py set-up: each TrueDepth shot at each resolution (colour centre-cropped
+    // to the aspect and area-resized, depth cropped to the same field of view and resized nearest),
+    // 3 warm-up frames and 100 timed frames of the per-frame pipeline (cutoff, mask, blur, gamma,
+    // upscale, blend); per resolution the median over shots of each shot's median.
+    let dir = opts.shared + "/data/rgbd/truedepth-frames"
+    let ranges: [String: (Float, Float)] = ["heic_depth_data": (0.508301, 3.767578), "heic_face_data": (0.493652, 3.402344),
+                                            "jpeg_depth_data": (0.554199, 2.808594)]
+    let bgFull = try ImageCodecs.read(opts.shared + "/data/stereo/aloe/aloeL.jpg").image.uint8
+    let cascade = try CascadeClassifier.load(opts.shared + "/data/faces/cascades/haarcascade_frontalface_default.xml")
+    var perRes: [String: [Double]] = [:]
+    var order: [String] = []
+    for shot in ranges.keys.sorted() {
+        let color = try ImageCodecs.read("\(dir)/\(shot)_color.jpg").image.uint8
+        let dpath = FileManager.default.fileExists(atPath: "\(dir)/\(shot)_disparity8.png") ? "\(dir)/\(shot)_disparity8.png" : "\(dir)/\(shot)_disparity8.jpg"
+        let disp = try ImageCodecs.read(dpath).image
+        let fmt = DepthFormat.disparity8(min: ranges[shot]!.0, max: ranges[shot]!.1)
+        let face = FaceFinder(cascade: cascade).find(in: .uint8(color)).first
+        for (cw0, ch0, dw0, dh0) in [(640, 480, 320, 240), (1280, 720, 640, 480), (1920, 1080, 640, 480)] {
+            let (cw, ch, dw, dh) = color.height > color.width ? (ch0, cw0, dh0, dw0) : (cw0, ch0, dw0, dh0)
+            let aspect = Double(cw) / Double(ch)
+            var rx = 0.0, ry = 0.0, rw = 1.0, rh = 1.0
+            if Double(color.width) / Double(color.height) > aspect { rw = Double(color.height) * aspect / Double(color.width); rx = (1 - rw) / 2 }
+            else { rh = Double(color.width) / aspect / Double(color.height); ry = (1 - rh) / 2 }
+            let crop = color.cropped(x: Int(rx * Double(color.width)), y: Int(ry * Double(color.height)), width: Int(rw * Double(color.width)), height: Int(rh * Double(color.height)))
+            let col = crop.luma().width > 0 ? crop.resized(width: cw, height: ch, interpolation: .bilinear) : crop
+            let d8 = disp.uint8.withChannels(1)
+            let dcrop = d8.cropped(x: Int(rx * Double(d8.width)), y: Int(ry * Double(d8.height)), width: Int(rw * Double(d8.width)), height: Int(rh * Double(d8.height)))
+            let dep = fmt.metres(.uint8(dcrop.resized(width: dw, height: dh, interpolation: .nearest)))
+            let box = face.map { f in DetectedBox(x: Int((Double(f.x) / Double(color.width) - rx) / rw * Double(cw)), y: Int((Double(f.y) / Double(color.height) - ry) / rh * Double(ch)),
+                                                  width: Int(Double(f.width) / Double(color.width) / rw * Double(cw)), height: Int(Double(f.height) / Double(color.height) / rh * Double(ch))) }
+            let pipe = BackdropPipeline(background: bgFull)
+            var t: [Double] = [], tm: [Double] = [], tc: [Double] = []
+            for i in 0..<103 {
+                let s0 = now()
+                let r = try pipe.process(color: col, depth: dep, face: box, subject: .face)
+                if i >= 3 { t.append(now() - s0); tm.append(r.info.maskMilliseconds); tc.append(r.info.compositeMilliseconds) }
+            }
+            let key = "\(cw0)x\(ch0) (depth \(dw0)x\(dh0))"
+            if perRes[key] == nil { order.append(key) }
+            perRes[key, default: []].append(median(t) * 1000)
+            print("backdrop \(shot) \(key): median \(String(format: "%.3f", median(t) * 1000)) ms/frame (mask \(String(format: "%.2f", median(tm))), composite \(String(format: "%.2f", median(tc)))), face \(box == nil ? "none (fallback)" : "found")")
+        }
+    }
+    for key in order {
+        let m = median(perRes[key]!)
+        print("backdrop \(key): \(String(format: "%.3f", m)) ms/frame (median over shots), \(String(format: "%.0f", 1000 / m)) fps")
     }
 }
 if let json = opts.json {

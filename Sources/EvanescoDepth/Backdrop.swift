@@ -1,0 +1,429 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// How a depth frame's samples become metres.
+public enum DepthFormat: Sendable, Equatable, CustomStringConvertible {
+    /// 16-bit depth in millimetres (0 = unknown), the Kinect/RealSense convention.
+    case mm16
+    /// 8-bit disparity: `1/m = min + v / 255 * (max - min)` (TrueDepth maps written as 8 bits).
+    case disparity8(min: Float, max: Float)
+    /// Float depth in metres (PFM or float TIFF); NaN, infinity and <= 0 are unknown.
+    case metres
+
+    public var description: String {
+        switch self {
+        case .mm16: "mm16"
+        case .disparity8(let a, let b): "disparity8:\(a),\(b)"
+        case .metres: "pfm (metres)"
+        }
+    }
+
+    /// Depth in metres of one decoded frame (first channel); unknown values become 0.
+    public func metres(_ frame: AnyImage) -> Image<Float> {
+        switch (self, frame) {
+        case (.disparity8(let lo, let hi), _):
+            let table = (0..<256).map { v -> Float in let d = lo + Float(v) / 255 * (hi - lo); return d > 0 ? 1 / d : 0 }
+            return Self.mapped(frame.uint8, table)
+        case (.mm16, .uint16(let i)):
+            return Self.convert(i) { Float($0) / 1000 }
+        case (.mm16, _):
+            return Self.convert(frame.uint16) { Float($0) / 1000 }
+        case (.metres, .float32(let i)):
+            return Self.convert(i) { $0.isFinite && $0 > 0 ? $0 : 0 }
+        case (.metres, _):
+            return Self.convert(frame.float32) { $0.isFinite && $0 > 0 ? $0 : 0 }
+        }
+    }
+
+    static func mapped(_ img: Image<UInt8>, _ table: [Float]) -> Image<Float> {
+        let c = img.channels
+        return Image<Float>(width: img.width, height: img.height, channels: 1) { d in
+            img.samples.withUnsafeBufferPointer { s in table.withUnsafeBufferPointer { t in
+                for i in 0..<(img.width * img.height) { d[i] = t[Int(s[i * c])] }
+            }}
+        }
+    }
+
+    static func convert<S: PixelSample>(_ img: Image<S>, _ f: (S) -> Float) -> Image<Float> {
+        let c = img.channels
+        return Image<Float>(width: img.width, height: img.height, channels: 1) { d in
+            img.samples.withUnsafeBufferPointer { s in for i in 0..<(img.width * img.height) { d[i] = f(s[i * c]) } }
+        }
+    }
+}
+
+/// Where the subject is.
+public enum SubjectSelection: Sendable, Equatable {
+    /// A face from the cascade (the sample's choice); falls back to the nearest large region.
+    case face
+    /// The nearest large depth region.
+    case nearest
+    /// Whatever is at this point of the colour frame.
+    case point(x: Int, y: Int)
+}
+
+/// Settings of the background replacement.
+public struct BackdropOptions: Sendable {
+    /// cutoff = subject depth + this (metres).
+    public var cutoffOffset: Float = 0.25
+    /// Gaussian sigma of the mask, in depth pixels of a 640-wide map (scaled with the depth width).
+    public var blurSigmaAt640: Float = 5.3
+    public var gamma: Float = 0.55
+    /// Temporal smoothing: weight of the newest cutoff and mask (1 = none).
+    public var temporalWeight: Float = 0.5
+    /// Fill unknown depth inside the subject (holes at hair and edges) by a 3x3 majority vote.
+    public var fillHoles = true
+    /// Refine the mask's edges with the colour frame (guided filter at depth resolution).
+    public var refineWithColor = false
+    public init() {}
+}
+
+/// What one frame's cut was based on.
+public struct BackdropFrameInfo: Sendable, Codable {
+    /// Face box in colour pixels (when a face was used).
+    public var face: DetectedBox?
+    /// "face", "face (held from frame N)", "nearest region", "point", with the reason for a fallback.
+    public var subjectSource: String
+    public var subjectDepth: Float
+    public var cutoff: Float
+    /// Milliseconds: mask (depth to blurred mask) and composite (upscale + blend).
+    public var maskMilliseconds: Double
+    public var compositeMilliseconds: Double
+}
+
+public enum BackdropError: Error, Equatable, CustomStringConvertible {
+    case noSubject(detail: String)
+    public var description: String {
+        switch self { case .noSubject(let d): "no subject found: \(d)" }
+    }
+}
+
+/// The TrueDepth background-replacement pipeline ("Enhancing Live Video by Leveraging TrueDepth
+/// Camera Data"): subject depth = median of valid depth in the central face box, cutoff =
+/// subject + 0.25 m, binary mask (0 < d <= cutoff, holes are background), Gaussian blur (clamped
+/// edges), gamma, bicubic upscale to the colour size, blend over the background. Stateful for
+/// video: the cutoff and mask are smoothed over time.
+public final class BackdropPipeline: @unchecked Sendable {
+    public var options: BackdropOptions
+    var previousCutoff: Float?
+    var previousMask: [Float]?
+    var background: Image<UInt8>?
+    var gammaTable: (gamma: Float, table: [Float]) = (.nan, [])
+    let backgroundSource: Image<UInt8>?
+
+    public init(options: BackdropOptions = BackdropOptions(), background: Image<UInt8>? = nil) {
+        self.options = options
+        self.backgroundSource = background.map { $0.withChannels(3) }
+    }
+
+    /// Subject depth: the median of valid depth in the central half of the face box (mapped to
+    /// depth coordinates), so a hole or an outlier at one pixel cannot decide it.
+    public static func faceDepth(_ depth: Image<Float>, box: DetectedBox, colorWidth: Int, colorHeight: Int) -> Float? {
+        let sx = Double(depth.width) / Double(colorWidth), sy = Double(depth.height) / Double(colorHeight)
+        let x0 = Int((Double(box.x) + 0.25 * Double(box.width)) * sx), x1 = Int((Double(box.x) + 0.75 * Double(box.width)) * sx)
+        let y0 = Int((Double(box.y) + 0.25 * Double(box.height)) * sy), y1 = Int((Double(box.y) + 0.75 * Double(box.height)) * sy)
+        var vals: [Float] = []
+        for y in max(0, y0)...min(depth.height - 1, max(y0, y1)) {
+            for x in max(0, x0)...min(depth.width - 1, max(x0, x1)) {
+                let v = depth.samples[y * depth.width + x]
+                if v > 0 { vals.append(v) }
+            }
+        }
+        guard vals.count >= 3 else { return nil }
+        return median(&vals)
+    }
+
+    /// The upper median by quickselect (linear time; the array is reordered).
+    static func median(_ v: inout [Float]) -> Float {
+        let k = v.count / 2
+        var lo = 0, hi = v.count - 1
+        while lo < hi {
+            let pivot = v[(lo + hi) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while v[i] < pivot { i += 1 }
+                while v[j] > pivot { j -= 1 }
+                if i <= j { v.swapAt(i, j); i += 1; j -= 1 }
+            }
+            if k <= j { hi = j } else if k >= i { lo = i } else { break }
+        }
+        return v[k]
+    }
+
+    /// The nearest large depth region: the nearest 5 cm depth slice from which a 30 cm band holds
+    /// at least `minimumFraction` of the valid pixels; its median depth.
+    public static func nearestRegionDepth(_ depth: Image<Float>, minimumFraction: Float = 0.05) -> (depth: Float, fraction: Float)? {
+        var hist = [Int](repeating: 0, count: 400)   // 2.5 cm bins up to 10 m
+        var valid = 0
+        // Every other pixel of every other row: a fraction needs no more.
+        depth.samples.withUnsafeBufferPointer { d in
+            for y in stride(from: 0, to: depth.height, by: 2) {
+                for x in stride(from: 0, to: depth.width, by: 2) {
+                    let v = d[y * depth.width + x]
+                    if v > 0 && v < 10 { hist[Int(v * 40)] += 1; valid += 1 }
+                }
+            }
+        }
+        guard valid > 0 else { return nil }
+        let need = Int(Float(valid) * minimumFraction)
+        for start in 0..<388 {
+            let band = hist[start..<(start + 12)].reduce(0, +)
+            if band >= max(need, 1) && hist[start] > 0 {
+                var acc = 0
+                for k in start..<(start + 12) {
+                    acc += hist[k]
+                    if acc * 2 >= band { return ((Float(k) + 0.5) / 40, Float(band) / Float(valid)) }
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Cutoff for this frame from the subject depth, smoothed over time (a jump of more than
+    /// 0.5 m resets the smoothing: a new subject).
+    func cutoff(subject: Float) -> Float {
+        let raw = subject + options.cutoffOffset
+        guard let p = previousCutoff, abs(p - raw) < 0.5 else { previousCutoff = raw; return raw }
+        let c = options.temporalWeight * raw + (1 - options.temporalWeight) * p
+        previousCutoff = c
+        return c
+    }
+
+    /// Resets the temporal state (a new shot).
+    public func reset() { previousCutoff = nil; previousMask = nil }
+
+    /// The blurred, gamma-corrected mask at half the depth resolution (0...1), with its size.
+    public func mask(depth: Image<Float>, cutoff: Float, color: Image<UInt8>? = nil) -> (mask: [Float], width: Int, height: Int) {
+        let w = depth.width, h = depth.height
+        let hw = (w + 1) / 2, hh = (h + 1) / 2
+        // Binary cut (1 = subject), holes marked 2, then holes decided by their known neighbours,
+        // then 2x2 box averages into the half-resolution plane.
+        var bin = [UInt8](repeating: 0, count: w * h)
+        depth.samples.withUnsafeBufferPointer { d in bin.withUnsafeMutableBufferPointer { bp in
+            let b = UncheckedSendable(bp)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
+                for i in (rows.lowerBound * w)..<(rows.upperBound * w) {
+                    let v = d[i]
+                    b.value[i] = v <= 0 ? 2 : (v <= cutoff ? 1 : 0)
+                }
+            }
+        }}
+        let holes = options.fillHoles ? bin.reduce(0) { $0 + ($1 == 2 ? 1 : 0) } : 0
+        if holes > 0 {
+            let src = bin
+            for y in 0..<h { for x in 0..<w where src[y * w + x] == 2 {
+                var f = 0, k = 0
+                for yy in max(0, y - 1)...min(h - 1, y + 1) { for xx in max(0, x - 1)...min(w - 1, x + 1) {
+                    let u = src[yy * w + xx]
+                    if u != 2 { k += 1; f += Int(u) }
+                }}
+                bin[y * w + x] = k > 0 && f * 2 > k ? 1 : 0
+            }}
+        } else if !options.fillHoles {
+            for i in 0..<(w * h) where bin[i] == 2 { bin[i] = 0 }
+        }
+        var half = [Float](repeating: 0, count: hw * hh)
+        bin.withUnsafeBufferPointer { B in
+            for hy in 0..<hh {
+                let y0 = 2 * hy, y1 = min(2 * hy + 1, h - 1)
+                for hx in 0..<hw {
+                    let x0 = 2 * hx, x1 = min(2 * hx + 1, w - 1)
+                    half[hy * hw + hx] = Float(Int(B[y0 * w + x0]) + Int(B[y0 * w + x1]) + Int(B[y1 * w + x0]) + Int(B[y1 * w + x1])) * 0.25
+                }
+            }
+        }
+        // Gaussian blur at half resolution: sigma/2, less the spread the 2x2 average already adds.
+        let sigma = options.blurSigmaAt640 * Float(w) / 640 / 2
+        var m = sigma > 0.3 ? Self.gaussian(half, hw, hh, sigma: (sigma * sigma - 0.25).squareRoot()) : half
+        if options.refineWithColor, let color {
+            let guide = color.luma(.rec601).areaResized(width: hw, height: hh).converted(to: Float.self)
+            let img = Image<Float>(width: hw, height: hh, channels: 1, samples: ContiguousArray(m))
+            m = Array(GuidedFilter(radius: max(2, hw / 80), epsilon: 2e-3, subsample: 1).apply(mask: img, guide: guide).samples)
+        }
+        // Temporal smoothing of the mask.
+        if let p = previousMask, p.count == m.count, options.temporalWeight < 1 {
+            let a = options.temporalWeight
+            for i in 0..<m.count { m[i] = a * m[i] + (1 - a) * p[i] }
+        }
+        previousMask = m
+        // Gamma (CIGammaAdjust) through a table.
+        let g = options.gamma
+        if gammaTable.gamma != g { gammaTable = (g, (0...1024).map { powf(Float($0) / 1024, g) }) }
+        let table = gammaTable.table
+        for i in 0..<m.count { m[i] = table[Int(min(max(m[i], 0), 1) * 1024 + 0.5)] }
+        return (m, hw, hh)
+    }
+
+    /// Separable Gaussian with clamped edges.
+    static func gaussian(_ src: [Float], _ w: Int, _ h: Int, sigma: Float) -> [Float] {
+        let k = max(1, Int((3 * sigma).rounded(.up)))
+        var g = (-k...k).map { expf(-Float($0 * $0) / (2 * sigma * sigma)) }
+        let s = g.reduce(0, +); g = g.map { $0 / s }
+        var tmp = [Float](repeating: 0, count: w * h), out = [Float](repeating: 0, count: w * h)
+        src.withUnsafeBufferPointer { S in tmp.withUnsafeMutableBufferPointer { T in g.withUnsafeBufferPointer { G in
+            let t = UncheckedSendable(T)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+                for y in rows {
+                    for x in 0..<w {
+                        var acc: Float = 0
+                        if x >= k && x + k < w {
+                            let o = y * w + x - k
+                            for j in 0...(2 * k) { acc += S[o + j] * G[j] }
+                        } else {
+                            for j in 0...(2 * k) { acc += S[y * w + min(max(x - k + j, 0), w - 1)] * G[j] }
+                        }
+                        t.value[y * w + x] = acc
+                    }
+                }
+            }
+        }}}
+        tmp.withUnsafeBufferPointer { T in out.withUnsafeMutableBufferPointer { O in g.withUnsafeBufferPointer { G in
+            let o = UncheckedSendable(O)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+                for y in rows {
+                    for j in 0...(2 * k) {
+                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j]
+                        for x in 0..<w { o.value[y * w + x] += T[yy * w + x] * gw }
+                    }
+                }
+            }
+        }}}
+        return out
+    }
+
+    /// The background scaled to fill the frame (cover, centre crop), cached per size.
+    func backgroundFor(width: Int, height: Int) -> Image<UInt8>? {
+        guard let src = backgroundSource else { return nil }
+        if let b = background, b.width == width, b.height == height { return b }
+        let s = max(Double(width) / Double(src.width), Double(height) / Double(src.height))
+        let cw = min(src.width, Int((Double(width) / s).rounded())), ch = min(src.height, Int((Double(height) / s).rounded()))
+        let crop = src.cropped(x: (src.width - cw) / 2, y: (src.height - ch) / 2, width: cw, height: ch)
+        let b = crop.resized(width: width, height: height, interpolation: .bilinear)
+        background = b
+        return b
+    }
+
+    /// Reused output storage (a new frame is allocated only when the caller still holds the last).
+    var outputBuffer: Image<UInt8>?
+
+    /// Bicubic upscale of the mask to the colour size fused with the blend: out = colour * m +
+    /// background * (1 - m) (black without a background), 8-bit fixed point. Per row: the mask row
+    /// at the colour width (4-tap cubic, taps precomputed per column), then a vectorisable blend.
+    public func composite(color: Image<UInt8>, mask: [Float], width mw: Int, height mh: Int, keepMask: Bool = false) -> (frame: Image<UInt8>, mask: Image<UInt8>?) {
+        let src3 = color.channels == 3 ? color : color.withChannels(3)
+        let W = src3.width, H = src3.height
+        let bg = backgroundFor(width: W, height: H)
+        let sx = Float(mw) / Float(W), sy = Float(mh) / Float(H)
+        var xi = [Int32](repeating: 0, count: W * 4), xw = [Float](repeating: 0, count: W * 4)
+        for x in 0..<W {
+            let s = (Float(x) + 0.5) * sx - 0.5, f = s.rounded(.down), t = s - f
+            let (a, b, cc, d) = Kernels.cubicWeights(t)
+            for (j, wt) in [a, b, cc, d].enumerated() { xi[x * 4 + j] = Int32(min(max(Int(f) - 1 + j, 0), mw - 1)); xw[x * 4 + j] = wt }
+        }
+        var out = outputBuffer.flatMap { $0.width == W && $0.height == H && $0.channels == 3 ? $0 : nil } ?? Image<UInt8>(width: W, height: H, channels: 3)
+        outputBuffer = nil
+        var full: Image<UInt8>? = keepMask ? Image<UInt8>(width: W, height: H, channels: 1) : nil
+        let blackBackground = [UInt8](repeating: 0, count: bg == nil ? W * 3 : 0)
+        src3.samples.withUnsafeBufferPointer { src in
+            mask.withUnsafeBufferPointer { M in xi.withUnsafeBufferPointer { XI in xw.withUnsafeBufferPointer { XW in
+            out.samples.withUnsafeMutableBufferPointer { dstBuf in
+                let dst = UncheckedSendable(dstBuf)
+                let bgs = bg.map { b in b.samples.withUnsafeBufferPointer { UncheckedSendable($0) } }
+                let black = blackBackground.withUnsafeBufferPointer { UncheckedSendable($0) }
+                let fm = UncheckedSendable(full?.samples.withUnsafeMutableBufferPointer { $0.baseAddress })
+                StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
+                    var line = [Float](repeating: 0, count: mw)
+                    var m3 = [UInt16](repeating: 0, count: W * 3)
+                    var flag = [UInt8](repeating: 0, count: mw)
+                    for y in rows {
+                        let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down), t = s - f
+                        let (a, b, cc, d) = Kernels.cubicWeights(t)
+                        let r0 = min(max(Int(f) - 1, 0), mh - 1) * mw, r1 = min(max(Int(f), 0), mh - 1) * mw
+                        let r2 = min(max(Int(f) + 1, 0), mh - 1) * mw, r3 = min(max(Int(f) + 2, 0), mh - 1) * mw
+                        for i in 0..<mw { line[i] = a * M[r0 + i] + b * M[r1 + i] + cc * M[r2 + i] + d * M[r3 + i] }
+                        // Where all four taps are 0 (or 1) the pixel is background (or subject): copy
+                        // runs of those; blend only the transition.
+                        for j in 0..<mw { flag[j] = line[j] <= 0.001 ? 0 : (line[j] >= 0.999 ? 1 : 2) }
+                        let o = y * W * 3
+                        let bgRow = bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!
+                        @inline(__always) func cls(_ x: Int) -> UInt8 {
+                            let k = x * 4
+                            let a = flag[Int(XI[k])], b = flag[Int(XI[k + 1])], c = flag[Int(XI[k + 2])], d = flag[Int(XI[k + 3])]
+                            return a == b && b == c && c == d ? a : 2
+                        }
+                        var x = 0
+                        while x < W {
+                            let kind = cls(x)
+                            var e = x + 1
+                            while e < W && cls(e) == kind { e += 1 }
+                            let lo = o + x * 3, n = (e - x) * 3
+                            switch kind {
+                            case 0:
+                                (dst.value.baseAddress! + lo).update(from: bgRow + x * 3, count: n)
+                                if let p = fm.value { (p + y * W + x).update(repeating: 0, count: e - x) }
+                            case 1:
+                                (dst.value.baseAddress! + lo).update(from: src.baseAddress! + lo, count: n)
+                                if let p = fm.value { (p + y * W + x).update(repeating: 255, count: e - x) }
+                            default:
+                                for xx in x..<e {
+                                    let k = xx * 4
+                                    let v = XW[k] * line[Int(XI[k])] + XW[k + 1] * line[Int(XI[k + 1])]
+                                        + XW[k + 2] * line[Int(XI[k + 2])] + XW[k + 3] * line[Int(XI[k + 3])]
+                                    let mi = UInt16(min(max(v, 0), 1) * 256 + 0.5)
+                                    let q = (xx - x) * 3
+                                    m3[q] = mi; m3[q + 1] = mi; m3[q + 2] = mi
+                                    if let p = fm.value { p[y * W + xx] = UInt8(truncatingIfNeeded: (Int(mi) * 255 + 128) >> 8) }
+                                }
+                                let bgp = bgRow + x * 3
+                                m3.withUnsafeBufferPointer { m in
+                                    for i in 0..<n {
+                                        let fg = UInt16(src[lo + i]), bk = UInt16(bgp[i]), mm = m[i]
+                                        dst.value[lo + i] = UInt8(truncatingIfNeeded: (fg &* mm &+ bk &* (256 &- mm) &+ 128) >> 8)
+                                    }
+                                }
+                            }
+                            x = e
+                        }
+                    }
+                }
+            }}}}
+        }
+        outputBuffer = out
+        return (out, full)
+    }
+
+    /// One frame: subject depth (face box, or the fallback), cutoff, mask, composite.
+    public func process(color: Image<UInt8>, depth: Image<Float>, face: DetectedBox?, subject: SubjectSelection,
+                        keepMask: Bool = false) throws -> (frame: Image<UInt8>, mask: Image<UInt8>?, info: BackdropFrameInfo) {
+        var source: String
+        var subjectDepth: Float
+        switch subject {
+        case .point(let x, let y):
+            let box = DetectedBox(x: x - color.width / 40, y: y - color.width / 40, width: color.width / 20, height: color.width / 20)
+            guard let d = Self.faceDepth(depth, box: box, colorWidth: color.width, colorHeight: color.height) else {
+                throw BackdropError.noSubject(detail: "no valid depth around the point \(x),\(y)")
+            }
+            subjectDepth = d; source = "point \(x),\(y)"
+        case .face, .nearest:
+            if subject == .face, let face, let d = Self.faceDepth(depth, box: face, colorWidth: color.width, colorHeight: color.height) {
+                subjectDepth = d; source = "face"
+            } else if let r = Self.nearestRegionDepth(depth) {
+                subjectDepth = r.depth
+                source = (subject == .face ? (face == nil ? "no face found; fell back to " : "no valid depth in the face box; fell back to ") : "")
+                    + "the nearest large depth region (\(Int(r.fraction * 100)) % of the valid depth)"
+            } else {
+                throw BackdropError.noSubject(detail: "the depth frame has no valid values")
+            }
+        }
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        let cut = cutoff(subject: subjectDepth)
+        let m = mask(depth: depth, cutoff: cut, color: color)
+        let t1 = DispatchTime.now().uptimeNanoseconds
+        let out = composite(color: color, mask: m.mask, width: m.width, height: m.height, keepMask: keepMask)
+        let t2 = DispatchTime.now().uptimeNanoseconds
+        let info = BackdropFrameInfo(face: source == "face" ? face : nil, subjectSource: source, subjectDepth: subjectDepth, cutoff: cut,
+                                     maskMilliseconds: Double(t1 - t0) / 1e6, compositeMilliseconds: Double(t2 - t1) / 1e6)
+        return (out.frame, out.mask, info)
+    }
+}
