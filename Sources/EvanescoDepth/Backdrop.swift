@@ -72,10 +72,17 @@ public struct BackdropOptions: Sendable {
     public var gamma: Float = 0.55
     /// Temporal smoothing: weight of the newest cutoff and mask (1 = none).
     public var temporalWeight: Float = 0.5
+    /// Move the cutoff nearer, into the emptiest depth gap between the subject and subject +
+    /// offset, when there is a clear one (a chair or wall just behind the person is then cut off).
+    public var snapCutoffToGap = true
     /// Fill unknown depth inside the subject (holes at hair and edges) by a 3x3 majority vote.
     public var fillHoles = true
-    /// Refine the mask's edges with the colour frame (guided filter at depth resolution).
+    /// Decide the pixels between the subject's own depth and the cutoff (a chair back at shoulder
+    /// depth, say) by colour: each frame, colour histograms of the sure subject (within
+    /// `coreDepth` of its depth) and of the sure background (beyond the cutoff) vote on them.
     public var refineWithColor = false
+    /// Depth beyond the subject's that is subject for sure (metres).
+    public var coreDepth: Float = 0.08
     public init() {}
 }
 
@@ -180,10 +187,34 @@ public final class BackdropPipeline: @unchecked Sendable {
         return nil
     }
 
+    /// The cutoff snapped to a depth gap: with 1 cm bins of the valid depth, the emptiest bin
+    /// (3-bin average) between subject + 5 cm and `cutoff`, if it holds under a tenth of the
+    /// subject's own density (the mean of the bins within 5 cm of it); else `cutoff` unchanged.
+    public static func gapCutoff(_ depth: Image<Float>, subject: Float, cutoff: Float) -> Float {
+        let lo = subject - 0.05, n = Int(((cutoff + 0.02) - lo) * 100) + 1
+        guard n > 12, n < 2000 else { return cutoff }
+        var hist = [Float](repeating: 0, count: n)
+        depth.samples.withUnsafeBufferPointer { d in
+            for y in stride(from: 0, to: depth.height, by: 2) { for x in stride(from: 0, to: depth.width, by: 2) {
+                let v = d[y * depth.width + x]
+                if v > 0 { let b = Int((v - lo) * 100); if b >= 0 && b < n { hist[b] += 1 } }
+            }}
+        }
+        let peak = hist[0..<11].reduce(0, +) / 11
+        guard peak > 0 else { return cutoff }
+        var best = -1, bestV = Float.infinity
+        for b in 10..<(n - 3) {
+            let v = (hist[b - 1] + hist[b] + hist[b + 1]) / 3
+            if v < bestV { bestV = v; best = b }
+        }
+        return best >= 0 && bestV < 0.1 * peak ? lo + (Float(best) + 0.5) / 100 : cutoff
+    }
+
     /// Cutoff for this frame from the subject depth, smoothed over time (a jump of more than
     /// 0.5 m resets the smoothing: a new subject).
-    func cutoff(subject: Float) -> Float {
-        let raw = subject + options.cutoffOffset
+    func cutoff(subject: Float, depth: Image<Float>? = nil) -> Float {
+        var raw = subject + options.cutoffOffset
+        if options.snapCutoffToGap, let depth { raw = Self.gapCutoff(depth, subject: subject, cutoff: raw) }
         guard let p = previousCutoff, abs(p - raw) < 0.5 else { previousCutoff = raw; return raw }
         let c = options.temporalWeight * raw + (1 - options.temporalWeight) * p
         previousCutoff = c
@@ -194,7 +225,7 @@ public final class BackdropPipeline: @unchecked Sendable {
     public func reset() { previousCutoff = nil; previousMask = nil }
 
     /// The blurred, gamma-corrected mask at half the depth resolution (0...1), with its size.
-    public func mask(depth: Image<Float>, cutoff: Float, color: Image<UInt8>? = nil) -> (mask: [Float], width: Int, height: Int) {
+    public func mask(depth: Image<Float>, cutoff: Float, subject: Float? = nil, color: Image<UInt8>? = nil) -> (mask: [Float], width: Int, height: Int) {
         let w = depth.width, h = depth.height
         let hw = (w + 1) / 2, hh = (h + 1) / 2
         // Binary cut (1 = subject), holes marked 2, then holes decided by their known neighbours,
@@ -210,6 +241,9 @@ public final class BackdropPipeline: @unchecked Sendable {
             }
         }}
         let holes = options.fillHoles ? bin.reduce(0) { $0 + ($1 == 2 ? 1 : 0) } : 0
+        if options.refineWithColor, let color, let subject {
+            Self.colorVote(&bin, depth: depth, color: color, core: subject + options.coreDepth, cutoff: cutoff)
+        }
         if holes > 0 {
             let src = bin
             for y in 0..<h { for x in 0..<w where src[y * w + x] == 2 {
@@ -235,12 +269,8 @@ public final class BackdropPipeline: @unchecked Sendable {
         }
         // Gaussian blur at half resolution: sigma/2, less the spread the 2x2 average already adds.
         let sigma = options.blurSigmaAt640 * Float(w) / 640 / 2
-        var m = sigma > 0.3 ? Self.gaussian(half, hw, hh, sigma: (sigma * sigma - 0.25).squareRoot()) : half
-        if options.refineWithColor, let color {
-            let guide = color.luma(.rec601).areaResized(width: hw, height: hh).converted(to: Float.self)
-            let img = Image<Float>(width: hw, height: hh, channels: 1, samples: ContiguousArray(m))
-            m = Array(GuidedFilter(radius: max(2, hw / 80), epsilon: 2e-3, subsample: 1).apply(mask: img, guide: guide).samples)
-        }
+        let sigmaLeft = max(sigma * sigma - 0.25, 0).squareRoot()
+        var m = sigmaLeft > 0.3 ? Self.gaussian(half, hw, hh, sigma: sigmaLeft) : half
         // Temporal smoothing of the mask.
         if let p = previousMask, p.count == m.count, options.temporalWeight < 1 {
             let a = options.temporalWeight
@@ -253,6 +283,34 @@ public final class BackdropPipeline: @unchecked Sendable {
         let table = gammaTable.table
         for i in 0..<m.count { m[i] = table[Int(min(max(m[i], 0), 1) * 1024 + 0.5)] }
         return (m, hw, hh)
+    }
+
+    /// Colour vote on the depth band (core, cutoff]: 512-bin RGB histograms (3 bits a channel) of
+    /// the sure subject (0 < d <= core) and the sure background (d > cutoff); a band pixel stays
+    /// subject when its colour is likelier under the subject's histogram.
+    static func colorVote(_ bin: inout [UInt8], depth: Image<Float>, color: Image<UInt8>, core: Float, cutoff: Float) {
+        let w = depth.width, h = depth.height, W = color.width, H = color.height, c = color.channels
+        var codes = [UInt16](repeating: 0, count: w * h)
+        var fg = [Float](repeating: 1, count: 512), bg = [Float](repeating: 1, count: 512)
+        color.samples.withUnsafeBufferPointer { s in depth.samples.withUnsafeBufferPointer { d in
+            for y in 0..<h {
+                let sy = min(H - 1, (2 * y + 1) * H / (2 * h))
+                for x in 0..<w {
+                    let sx = min(W - 1, (2 * x + 1) * W / (2 * w))
+                    let o = (sy * W + sx) * c
+                    let r = Int(s[o]) >> 5, g = Int(s[o + min(1, c - 1)]) >> 5, b = Int(s[o + min(2, c - 1)]) >> 5
+                    let code = UInt16(r << 6 | g << 3 | b)
+                    codes[y * w + x] = code
+                    let v = d[y * w + x]
+                    if v > 0 && v <= core { fg[Int(code)] += 1 } else if v > cutoff { bg[Int(code)] += 1 }
+                }
+            }
+            let nf = fg.reduce(0, +), nb = bg.reduce(0, +)
+            for i in 0..<(w * h) where bin[i] == 1 && d[i] > core {
+                let k = Int(codes[i])
+                if fg[k] / nf < bg[k] / nb { bin[i] = 0 }
+            }
+        }}
     }
 
     /// Separable Gaussian with clamped edges.
@@ -417,8 +475,8 @@ public final class BackdropPipeline: @unchecked Sendable {
             }
         }
         let t0 = DispatchTime.now().uptimeNanoseconds
-        let cut = cutoff(subject: subjectDepth)
-        let m = mask(depth: depth, cutoff: cut, color: color)
+        let cut = cutoff(subject: subjectDepth, depth: depth)
+        let m = mask(depth: depth, cutoff: cut, subject: subjectDepth, color: color)
         let t1 = DispatchTime.now().uptimeNanoseconds
         let out = composite(color: color, mask: m.mask, width: m.width, height: m.height, keepMask: keepMask)
         let t2 = DispatchTime.now().uptimeNanoseconds
