@@ -14,7 +14,7 @@ struct Evanesco: ParsableCommand {
           evanesco demo
         """,
         version: "0.1.0",
-        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Faces.self, Demo.self]
+        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Demo.self]
     )
 }
 

@@ -1,0 +1,232 @@
+import EvanescoCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a frame stream failed.
+public enum FrameStreamError: Error, Equatable, CustomStringConvertible {
+    case cutMidFrame(source: String, completeFrames: Int, bytes: Int, frameBytes: Int)
+    case badSize(String)
+    case noFrames(source: String)
+    case sizeChanged(source: String, frame: Int, expected: String, got: String)
+
+    public var description: String {
+        switch self {
+        case .cutMidFrame(let s, let n, let b, let f):
+            "\(s): the stream ended in the middle of frame \(n + 1) (\(b) of \(f) bytes); the \(n) complete frames before it were processed and kept"
+        case .badSize(let s): "cannot read the size \"\(s)\"; write it as WIDTHxHEIGHT, e.g. 1280x720"
+        case .noFrames(let s): "\(s): no frames found (a video, a folder of images, an image, or - for raw frames on stdin)"
+        case .sizeChanged(let s, let i, let e, let g): "\(s): frame \(i + 1) is \(g), the earlier frames are \(e); all frames of a stream must have one size"
+        }
+    }
+
+    /// Parses "WxH".
+    public static func parseSize(_ s: String) throws -> (Int, Int) {
+        let p = s.lowercased().split(separator: "x")
+        guard p.count == 2, let w = Int(p[0]), let h = Int(p[1]), w > 0, h > 0, w <= 16384, h <= 16384 else { throw FrameStreamError.badSize(s) }
+        return (w, h)
+    }
+}
+
+/// A source of frames, read one at a time.
+public protocol FrameReader: AnyObject {
+    /// The next frame, or nil at the end.
+    func next() throws -> AnyImage?
+    /// Frames in the stream when known in advance (folders, lists, single images).
+    var knownCount: Int? { get }
+    var name: String { get }
+}
+
+/// Frames from image files (a folder's images sorted by name, or given paths). PFM files are read
+/// as float maps.
+public final class ImageFileReader: FrameReader {
+    let paths: [String]
+    var index = 0
+    public let name: String
+    public var knownCount: Int? { paths.count }
+
+    public init(paths: [String], name: String) { self.paths = paths; self.name = name }
+
+    /// A folder (its image files, sorted) or one file.
+    public convenience init(path: String) throws {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: path) }
+        if isDir.boolValue {
+            let exts: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "pfm"]
+            let files = try FileManager.default.contentsOfDirectory(atPath: path).filter { exts.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }.sorted()
+            guard !files.isEmpty else { throw FrameStreamError.noFrames(source: path) }
+            self.init(paths: files.map { path + "/" + $0 }, name: path)
+        } else {
+            self.init(paths: [path], name: path)
+        }
+    }
+
+    public func next() throws -> AnyImage? {
+        guard index < paths.count else { return nil }
+        defer { index += 1 }
+        let p = paths[index]
+        let bytes = try InputFile.read(p)
+        if bytes.starts(with: Array("Pf".utf8)) || bytes.starts(with: Array("PF".utf8)) { return .float32(try PFM.decode(bytes, path: p)) }
+        return try ImageCodecs.decode(bytes, path: p).image
+    }
+}
+
+/// Raw frames from a file descriptor (stdin): 8-bit RGB, 8-bit grey or 16-bit little-endian grey.
+public final class RawFrameReader: FrameReader {
+    public enum Layout: String, Sendable { case rgb24, gray, gray16le }
+    let fd: Int32
+    let width: Int, height: Int, layout: Layout
+    var delivered = 0
+    public let name: String
+    public var knownCount: Int? { nil }
+
+    public init(fd: Int32, width: Int, height: Int, layout: Layout, name: String = "stdin") {
+        self.fd = fd; self.width = width; self.height = height; self.layout = layout; self.name = name
+    }
+
+    public func next() throws -> AnyImage? {
+        let samples = width * height * (layout == .rgb24 ? 3 : 1)
+        let bytes = samples * (layout == .gray16le ? 2 : 1)
+        var buf = [UInt8](repeating: 0, count: bytes)
+        var got = 0
+        try buf.withUnsafeMutableBytes { raw in
+            while got < bytes {
+                let n = read(fd, raw.baseAddress! + got, bytes - got)
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 { throw ImageIOError.unreadable(path: name, reason: String(cString: strerror(errno))) }
+                if n == 0 { break }
+                got += n
+            }
+        }
+        if got == 0 { return nil }
+        if got < bytes { throw FrameStreamError.cutMidFrame(source: name, completeFrames: delivered, bytes: got, frameBytes: bytes) }
+        delivered += 1
+        switch layout {
+        case .rgb24: return .uint8(Image(width: width, height: height, channels: 3, samples: ContiguousArray(buf)))
+        case .gray: return .uint8(Image(width: width, height: height, channels: 1, samples: ContiguousArray(buf)))
+        case .gray16le:
+            return .uint16(Image<UInt16>(width: width, height: height, channels: 1) { d in
+                for i in 0..<samples { d[i] = UInt16(buf[2 * i]) | UInt16(buf[2 * i + 1]) << 8 }
+            })
+        }
+    }
+}
+
+/// Frames of a video through an ffmpeg subprocess, pulled one at a time.
+public final class VideoFrameReader: FrameReader {
+    let raw: RawFrameReader
+    let process: Process
+    let pipe: Pipe
+    let errBox = ErrorCollector()
+    public let info: VideoInfo
+    public var name: String { raw.name }
+    public var knownCount: Int? { nil }
+
+    public init(path: String, layout: RawFrameReader.Layout) throws {
+        info = try VideoIO.probe(path)
+        guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: exe)
+        process.arguments = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", layout.rawValue, "pipe:1"]
+        pipe = Pipe()
+        let err = Pipe()
+        process.standardOutput = pipe; process.standardError = err; process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let box = errBox
+        Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
+        raw = RawFrameReader(fd: pipe.fileHandleForReading.fileDescriptor, width: info.width, height: info.height, layout: layout, name: path)
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    public func next() throws -> AnyImage? {
+        if let f = try raw.next() { return f }
+        process.waitUntilExit()
+        while !errBox.done { usleep(1000) }
+        if process.terminationStatus != 0 {
+            throw VideoError.decodeFailed(path: name, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
+        }
+        return nil
+    }
+}
+
+/// A sink of frames.
+public protocol FrameWriter: AnyObject {
+    func write(_ frame: Image<UInt8>) throws
+    /// Completes the output (a video is moved into place); call it on errors too, to keep the
+    /// frames written so far.
+    func finish() throws
+    var written: Int { get }
+}
+
+/// Writes frames as numbered images in a folder (created if needed): frame00001.png, ...
+public final class DirectoryFrameWriter: FrameWriter {
+    let dir: String, ext: String, overwrite: Bool
+    public private(set) var written = 0
+    public init(dir: String, ext: String = "png", overwrite: Bool) throws {
+        self.dir = dir; self.ext = ext; self.overwrite = overwrite
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+    public func write(_ frame: Image<UInt8>) throws {
+        written += 1
+        try ImageCodecs.write(.uint8(frame), to: dir + String(format: "/frame%05d.", written) + ext, options: WriteOptions(overwrite: overwrite))
+    }
+    public func finish() throws {}
+}
+
+/// Writes one image (a single-frame job).
+public final class ImageFrameWriter: FrameWriter {
+    let path: String, overwrite: Bool
+    public private(set) var written = 0
+    public init(path: String, overwrite: Bool) { self.path = path; self.overwrite = overwrite }
+    public func write(_ frame: Image<UInt8>) throws {
+        guard written == 0 else {
+            throw ImageIOError.cannotWrite(path: path, reason: "the input has more than one frame; name a video (.mp4) or a folder as the output")
+        }
+        try ImageCodecs.write(.uint8(frame), to: path, options: WriteOptions(overwrite: overwrite))
+        written = 1
+    }
+    public func finish() throws {}
+}
+
+/// Raw 8-bit RGB frames to a file descriptor (stdout), e.g. for `ffmpeg -f rawvideo ... -f v4l2`.
+public final class RawFrameWriter: FrameWriter {
+    let fd: Int32
+    public private(set) var written = 0
+    public init(fd: Int32) { self.fd = fd; signal(SIGPIPE, SIG_IGN) }
+    public func write(_ frame: Image<UInt8>) throws {
+        let rgb = frame.withChannels(3)
+        try rgb.samples.withUnsafeBytes { b in
+            var sent = 0
+            while sent < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + sent, b.count - sent)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw ImageIOError.cannotWrite(path: "stdout", reason: "the reader closed the pipe") }
+                sent += n
+            }
+        }
+        written += 1
+    }
+    public func finish() throws {}
+}
+
+/// A video file through ffmpeg.
+public final class VideoFrameWriter: FrameWriter {
+    let path: String, fps: Double, overwrite: Bool
+    var writer: VideoWriter?
+    public private(set) var written = 0
+    public init(path: String, framesPerSecond: Double, overwrite: Bool) throws {
+        self.path = path; fps = framesPerSecond; self.overwrite = overwrite
+        if FileManager.default.fileExists(atPath: path) && !overwrite { throw ImageIOError.outputExists(path: path) }
+    }
+    public func write(_ frame: Image<UInt8>) throws {
+        if writer == nil { writer = try VideoWriter(path: path, width: frame.width, height: frame.height, framesPerSecond: fps, overwrite: overwrite) }
+        try writer!.append(frame)
+        written += 1
+    }
+    public func finish() throws { try writer?.finish(); writer = nil }
+}
