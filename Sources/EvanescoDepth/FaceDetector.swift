@@ -301,8 +301,9 @@ public struct CascadeClassifier: Sendable {
         }
         let classes: [DetectedBox] = sums.keys.sorted().map { k in
             let s = sums[k]!, inv = 1 / Double(s.n)
-            return DetectedBox(x: Int((Double(s.x) * inv).rounded()), y: Int((Double(s.y) * inv).rounded()),
-                               width: Int((Double(s.w) * inv).rounded()), height: Int((Double(s.h) * inv).rounded()), neighbors: s.n)
+            // cvRound: half to even.
+            func r(_ v: Int) -> Int { Int((Double(v) * inv).rounded(.toNearestOrEven)) }
+            return DetectedBox(x: r(s.x), y: r(s.y), width: r(s.w), height: r(s.h), neighbors: s.n)
         }
         var out: [DetectedBox] = []
         for (i, r1) in classes.enumerated() where r1.neighbors > minNeighbors {
