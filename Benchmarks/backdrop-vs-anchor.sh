@@ -6,7 +6,7 @@
 #   Benchmarks/backdrop-vs-anchor.sh [ROUNDS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shared=$(cd ../shared && pwd)
+source Benchmarks/lib.sh
 rounds=${1:-3}
 swift build -c release --product EvanescoBenchmarks >/dev/null
 out=$(mktemp -d)

@@ -5,26 +5,24 @@
 #   Benchmarks/portrait-vs-anchor.sh [PHOTO=depth/pug-iphone13pro/pug.heic] [EFFECT=blur] [ROUNDS=5] [FOCUS=0.5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shared=$(cd ../shared && pwd)
+source Benchmarks/lib.sh
 photo=$shared/data/${1:-depth/pug-iphone13pro/pug.heic}; effect=${2:-blur}; rounds=${3:-5}; focus=${4:-0.5}
 [ -f "$photo" ] || { echo "no photo at $photo" >&2; exit 2; }
 swift build -c release --product evanesco >/dev/null
 bin=$PWD/.build/release/evanesco
 out=$(mktemp -d)
 ours=() anchor=()
-elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))" "$1" "$(date +%s.%N)"; }
 for r in $(seq "$rounds"); do
     s=$(date +%s.%N); "$bin" portrait "$photo" -o "$out/ours.jpg" --effect "$effect" --focus "$focus" --quality 95 --report "$out/ours.json" --force 2>/dev/null
     ours+=("$(elapsed "$s")")
     s=$(date +%s.%N); python3 "$shared/bench/anchor_depth.py" "$photo" --effect "$effect" --focus "$focus" --out "$out/anchor.jpg" --json "$out/anchor.json" >/dev/null 2>&1
     anchor+=("$(elapsed "$s")")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 mo=$(median "${ours[@]}"); ma=$(median "${anchor[@]}")
 echo "$(basename "$photo") --effect $effect --focus $focus, $rounds alternated rounds (wall clock, whole command)"
 echo "  evanesco portrait: median ${mo} s   runs: ${ours[*]}"
 echo "  anchor_depth.py:   median ${ma} s   runs: ${anchor[*]}"
-echo "  ratio evanesco / anchor: $(python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 3))" "$mo" "$ma")"
+echo "  ratio evanesco / anchor: $(ratio "$mo" "$ma")"
 echo "  evanesco stages (last run): $(python3 -c "import json; print({k: round(v, 3) for k, v in json.load(open('$out/ours.json'))['timesSeconds'].items()})")"
 echo "  anchor stages (last run):   $(python3 -c "import json; print(json.load(open('$out/anchor.json'))['times_s'])")"
 rm -rf "$out"

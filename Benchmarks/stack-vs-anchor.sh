@@ -5,27 +5,25 @@
 #   Benchmarks/stack-vs-anchor.sh [BURST=pug-handheld] [ROUNDS=3] [ANCHOR_MERGE=sigma]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
 burst=${1:-pug-handheld}; rounds=${2:-3}; anchor_merge=${3:-sigma}
-shared=$(cd ../shared && pwd)
 dir=$shared/data/bursts/synthetic/$burst
 [ -d "$dir" ] || { echo "no burst at $dir" >&2; exit 2; }
 swift build -c release --product evanesco >/dev/null
 bin=$PWD/.build/release/evanesco
 out=$(mktemp -d)
 ours=() anchor=()
-elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))" "$1" "$(date +%s.%N)"; }
 for r in $(seq "$rounds"); do
     s=$(date +%s.%N); "$bin" stack "$dir/frames" -o "$out/ours.png" --report "$out/ours.json" --force --quiet >/dev/null
     ours+=("$(elapsed "$s")")
     s=$(date +%s.%N); python3 "$shared/bench/anchor_stack.py" "$dir/frames" --out "$out/anchor.png" --merge "$anchor_merge" --json "$out/anchor.json" >/dev/null 2>&1
     anchor+=("$(elapsed "$s")")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 mo=$(median "${ours[@]}"); ma=$(median "${anchor[@]}")
 echo "burst $burst, $rounds alternated rounds (wall clock, whole command)"
 echo "  evanesco stack (robust):          median ${mo} s   runs: ${ours[*]}"
 echo "  anchor_stack.py ($anchor_merge): median ${ma} s   runs: ${anchor[*]}"
-echo "  ratio evanesco / anchor: $(python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 3))" "$mo" "$ma")"
+echo "  ratio evanesco / anchor: $(ratio "$mo" "$ma")"
 echo "  evanesco stages (last run): $(python3 -c "import json; print(json.load(open('$out/ours.json'))['times_s'])")"
 for who in ours anchor; do
     align=$(python3 "$shared/bench/score.py" align --truth "$dir/truth.json" --report "$out/$who.json" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('align err mean/p90/max px', d['mean_px'], d['p90_px'], d['max_px'])")

@@ -138,9 +138,9 @@ public final class RegistrationReference: Sendable {
                         // object (a car, a person against the sky) take every point of their
                         // cells and drag the estimate. Ties at the cap are spread evenly.
                         var g = cand.map(\.g)
-                        let cap = 16 * quickSelect(&g, g.count / 2)
+                        let cap = 16 * Selection.kth(&g, g.count / 2)
                         var keys = cand.map { min($0.g, cap) }
-                        let kth = quickSelect(&keys, keys.count - quota)
+                        let kth = Selection.kth(&keys, keys.count - quota)
                         let above = cand.filter { min($0.g, cap) > kth }
                         let tied = cand.filter { min($0.g, cap) == kth }
                         let need = quota - above.count
@@ -413,7 +413,7 @@ public final class RegistrationReference: Sendable {
                 for i in 0..<n where !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - pts[i].t)) }
                 // Capped: when most points disagree (a wrong start locked onto a moving object),
                 // a scale grown from the same residuals would call everything an inlier.
-                let sigma = min(4, max(0.5, 1.4826 * quickMedian(&absr)))
+                let sigma = min(4, max(0.5, 1.4826 * Selection.median(&absr)))
                 let c2 = (4.685 * sigma) * (4.685 * sigma)
                 // 4. Tukey weights and normal equations over steepest-descent images, in one pass.
                 let partial = LockedAccumulator()
@@ -496,24 +496,6 @@ final class LockedAccumulator: @unchecked Sendable {
     var totals: ([Double], [Double], Double, Double, Int) { lock.lock(); defer { lock.unlock() }; return (a, b, wr2, wsum, inliers) }
 }
 
-/// Median by quickselect (reorders `v`).
-func quickMedian(_ v: inout [Float]) -> Float { v.isEmpty ? 0 : quickSelect(&v, v.count / 2) }
-
-/// The k-th smallest element (reorders `v`).
-func quickSelect(_ v: inout [Float], _ k: Int) -> Float {
-    var lo = 0, hi = v.count - 1
-    while lo < hi {
-        let pivot = v[(lo + hi) / 2]
-        var i = lo, j = hi
-        while i <= j {
-            while v[i] < pivot { i += 1 }
-            while v[j] > pivot { j -= 1 }
-            if i <= j { v.swapAt(i, j); i += 1; j -= 1 }
-        }
-        if k <= j { hi = j } else if k >= i { lo = i } else { break }
-    }
-    return v[k]
-}
 
 /// Solves a symmetric positive-definite system by Cholesky; nil when singular.
 func solveSymmetric(_ a: [Double], _ b: [Double], _ n: Int) -> [Double]? {

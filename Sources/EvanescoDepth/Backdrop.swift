@@ -138,25 +138,9 @@ public final class BackdropPipeline: @unchecked Sendable {
             }
         }
         guard vals.count >= 3 else { return nil }
-        return median(&vals)
+        return Selection.median(&vals)
     }
 
-    /// The upper median by quickselect (linear time; the array is reordered).
-    static func median(_ v: inout [Float]) -> Float {
-        let k = v.count / 2
-        var lo = 0, hi = v.count - 1
-        while lo < hi {
-            let pivot = v[(lo + hi) / 2]
-            var i = lo, j = hi
-            while i <= j {
-                while v[i] < pivot { i += 1 }
-                while v[j] > pivot { j -= 1 }
-                if i <= j { v.swapAt(i, j); i += 1; j -= 1 }
-            }
-            if k <= j { hi = j } else if k >= i { lo = i } else { break }
-        }
-        return v[k]
-    }
 
     /// The nearest large depth region: the nearest 5 cm depth slice from which a 30 cm band holds
     /// at least `minimumFraction` of the valid pixels; its median depth.
@@ -270,7 +254,7 @@ public final class BackdropPipeline: @unchecked Sendable {
         // Gaussian blur at half resolution: sigma/2, less the spread the 2x2 average already adds.
         let sigma = options.blurSigmaAt640 * Float(w) / 640 / 2
         let sigmaLeft = max(sigma * sigma - 0.25, 0).squareRoot()
-        var m = sigmaLeft > 0.3 ? Self.gaussian(half, hw, hh, sigma: sigmaLeft) : half
+        var m = sigmaLeft > 0.3 ? GaussianBlur.apply(half, width: hw, height: hh, sigma: sigmaLeft) : half
         // Temporal smoothing of the mask.
         if let p = previousMask, p.count == m.count, options.temporalWeight < 1 {
             let a = options.temporalWeight
@@ -313,42 +297,6 @@ public final class BackdropPipeline: @unchecked Sendable {
         }}
     }
 
-    /// Separable Gaussian with clamped edges.
-    static func gaussian(_ src: [Float], _ w: Int, _ h: Int, sigma: Float) -> [Float] {
-        let k = max(1, Int((3 * sigma).rounded(.up)))
-        var g = (-k...k).map { expf(-Float($0 * $0) / (2 * sigma * sigma)) }
-        let s = g.reduce(0, +); g = g.map { $0 / s }
-        var tmp = [Float](repeating: 0, count: w * h), out = [Float](repeating: 0, count: w * h)
-        src.withUnsafeBufferPointer { S in tmp.withUnsafeMutableBufferPointer { T in g.withUnsafeBufferPointer { G in
-            let t = UncheckedSendable(T)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
-                for y in rows {
-                    for x in 0..<w {
-                        var acc: Float = 0
-                        if x >= k && x + k < w {
-                            let o = y * w + x - k
-                            for j in 0...(2 * k) { acc += S[o + j] * G[j] }
-                        } else {
-                            for j in 0...(2 * k) { acc += S[y * w + min(max(x - k + j, 0), w - 1)] * G[j] }
-                        }
-                        t.value[y * w + x] = acc
-                    }
-                }
-            }
-        }}}
-        tmp.withUnsafeBufferPointer { T in out.withUnsafeMutableBufferPointer { O in g.withUnsafeBufferPointer { G in
-            let o = UncheckedSendable(O)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
-                for y in rows {
-                    for j in 0...(2 * k) {
-                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j]
-                        for x in 0..<w { o.value[y * w + x] += T[yy * w + x] * gw }
-                    }
-                }
-            }
-        }}}
-        return out
-    }
 
     /// The background scaled to fill the frame (cover, centre crop), cached per size.
     func backgroundFor(width: Int, height: Int) -> Image<UInt8>? {

@@ -213,44 +213,9 @@ struct Plane4: @unchecked Sendable {
         return Plane4(width: w, height: h, px: out)
     }
 
-    /// Separable Gaussian, edges clamped.
+    /// Separable Gaussian, edges clamped, truncated at 2.5 sigma (98.8 % of the mass; renormalised).
     func gaussian(sigma: Float) -> Plane4 {
-        let k = max(1, Int((2.5 * sigma).rounded(.up)))   // 98.8% of the mass; renormalised
-        var weights = (-k...k).map { expf(-Float($0 * $0) / (2 * sigma * sigma)) }
-        let sum = weights.reduce(0, +)
-        weights = weights.map { $0 / sum }
-        let w = width, h = height
-        var tmp = [SIMD4<Float>](repeating: .zero, count: w * h)
-        var out = [SIMD4<Float>](repeating: .zero, count: w * h)
-        px.withUnsafeBufferPointer { src in tmp.withUnsafeMutableBufferPointer { t in weights.withUnsafeBufferPointer { g in
-            let tt = UncheckedSendable(t)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
-                for y in rows {
-                    let row = y * w
-                    for x in 0..<w {
-                        var acc = SIMD4<Float>.zero
-                        if x >= k && x + k < w {
-                            for j in 0...(2 * k) { acc += src[row + x - k + j] * g[j] }
-                        } else {
-                            for j in 0...(2 * k) { acc += src[row + min(max(x - k + j, 0), w - 1)] * g[j] }
-                        }
-                        tt.value[row + x] = acc
-                    }
-                }
-            }
-        }}}
-        tmp.withUnsafeBufferPointer { src in out.withUnsafeMutableBufferPointer { o in weights.withUnsafeBufferPointer { g in
-            let oo = UncheckedSendable(o)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
-                for y in rows {
-                    for j in 0...(2 * k) {
-                        let yy = min(max(y - k + j, 0), h - 1), gw = g[j]
-                        for x in 0..<w { oo.value[y * w + x] += src[yy * w + x] * gw }
-                    }
-                }
-            }
-        }}}
-        return Plane4(width: w, height: h, px: out)
+        Plane4(width: width, height: height, px: GaussianBlur.apply(px, width: width, height: height, sigma: sigma, truncate: 2.5))
     }
 
     /// Divides the premultiplied colour by its weight.

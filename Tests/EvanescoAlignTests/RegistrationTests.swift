@@ -95,7 +95,7 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         for n in [1, 2, 3, 10, 101, 1000] {
             var v = (0..<n).map { _ -> Float in s = s &* 6364136223846793005 &+ 1; return Float(s >> 50) }
             let sorted = v.sorted()
-            #expect(quickMedian(&v) == sorted[n / 2])
+            #expect(Selection.median(&v) == sorted[n / 2])
         }
     }
 }

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Order statistics and separable filters shared by the pipelines.
+public enum Selection {
+    /// The k-th smallest element by quickselect (linear time on average; reorders `v`).
+    @inlinable
+    public static func kth(_ v: inout [Float], _ k: Int) -> Float {
+        var lo = 0, hi = v.count - 1
+        while lo < hi {
+            let pivot = v[(lo + hi) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while v[i] < pivot { i += 1 }
+                while v[j] > pivot { j -= 1 }
+                if i <= j { v.swapAt(i, j); i += 1; j -= 1 }
+            }
+            if k <= j { hi = j } else if k >= i { lo = i } else { break }
+        }
+        return v[k]
+    }
+
+    /// The upper median (0 for an empty array; reorders `v`).
+    @inlinable
+    public static func median(_ v: inout [Float]) -> Float { v.isEmpty ? 0 : kth(&v, v.count / 2) }
+}
+
+/// A sample a Gaussian can blur: Float planes and SIMD4 pixels.
+public protocol BlurSample {
+    static var zero: Self { get }
+    static func + (a: Self, b: Self) -> Self
+    static func * (a: Self, s: Float) -> Self
+}
+extension Float: BlurSample {}
+extension SIMD4: BlurSample where Scalar == Float {}
+
+public enum GaussianBlur {
+    /// Normalised weights for offsets -r...r, r = ceil(truncate * sigma).
+    @inlinable
+    public static func kernel(sigma: Float, truncate: Float) -> [Float] {
+        let k = max(1, Int((truncate * sigma).rounded(.up)))
+        let d = 2 * sigma * sigma
+        let g: [Float] = (-k...k).map { (i: Int) -> Float in expf(-Float(i * i) / d) }
+        let s = g.reduce(0, +)
+        return g.map { $0 / s }
+    }
+
+    /// Separable Gaussian over a width x height grid of samples, edges clamped; rows in strips.
+    @inlinable
+    public static func apply<T: BlurSample>(_ src: [T], width w: Int, height h: Int, sigma: Float, truncate: Float = 3) -> [T] {
+        let g = kernel(sigma: sigma, truncate: truncate), k = g.count / 2
+        var tmp = [T](repeating: .zero, count: w * h), out = [T](repeating: .zero, count: w * h)
+        src.withUnsafeBufferPointer { S in tmp.withUnsafeMutableBufferPointer { TP in g.withUnsafeBufferPointer { G in
+            let t = UncheckedSendable(TP)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
+                for y in rows {
+                    let row = y * w
+                    for x in 0..<w {
+                        var acc = T.zero
+                        if x >= k && x + k < w {
+                            for j in 0...(2 * k) { acc = acc + S[row + x - k + j] * G[j] }
+                        } else {
+                            for j in 0...(2 * k) { acc = acc + S[row + min(max(x - k + j, 0), w - 1)] * G[j] }
+                        }
+                        t.value[row + x] = acc
+                    }
+                }
+            }
+        }}}
+        tmp.withUnsafeBufferPointer { TB in out.withUnsafeMutableBufferPointer { O in g.withUnsafeBufferPointer { G in
+            let o = UncheckedSendable(O)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
+                for y in rows {
+                    for j in 0...(2 * k) {
+                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j]
+                        for x in 0..<w { o.value[y * w + x] = o.value[y * w + x] + TB[yy * w + x] * gw }
+                    }
+                }
+            }
+        }}}
+        return out
+    }
+}
