@@ -91,8 +91,8 @@ public enum DepthReader {
         let primary = try ctx.primaryHandle(path: path)
         let photo = try HEIFCodec.decode(primary, path: path, limits: options.limits, headerOnly: !options.decodePhoto)
         let o = photo.metadata.orientation
-        // libheif reports the stored (pre-irot) size; the photo's upright size swaps for 90-degree turns.
-        let (w, h) = o.swapsAxes ? (primary.height, primary.width) : (primary.width, primary.height)
+        // libheif reports the size after the item's irot/imir, i.e. the upright size.
+        let (w, h) = (primary.width, primary.height)
         var out = DepthPhoto(path: path, format: .heif, photo: options.decodePhoto ? photo : nil, width: w, height: h,
                              orientation: o, depth: nil, auxiliary: [], warnings: [])
         let orient: Orientation = options.sensorOrientation ? .up : o
