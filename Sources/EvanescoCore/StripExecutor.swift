@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// The one parallel executor hot loops use: it splits a row range into horizontal strips and runs
 /// them on all cores. Kernels describe *what* they compute for a strip of rows; this type decides
@@ -34,6 +35,16 @@ public enum StripExecutor {
 public struct UncheckedSendable<T>: @unchecked Sendable {
     public let value: T
     @inlinable public init(_ value: T) { self.value = value }
+}
+
+/// A value shared between strips or threads, read and changed under a lock.
+public final class LockedBox<T>: @unchecked Sendable {
+    private var v: T
+    private let lock = NSLock()
+    public init(_ v: T) { self.v = v }
+    public var value: T { lock.lock(); defer { lock.unlock() }; return v }
+    @discardableResult
+    public func update<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&v) }
 }
 
 #if canImport(Glibc)

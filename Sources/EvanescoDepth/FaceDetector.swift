@@ -206,7 +206,7 @@ public struct CascadeClassifier: Sendable {
         let normArea = Double((ww - 2) * (wh - 2))
         let n0 = stride + 1, n1 = stride + ww - 1, n2 = (wh - 1) * stride + 1, n3 = (wh - 1) * stride + ww - 1
         let rows = maxY / step + 1
-        let out = LockedHits()
+        let out = LockedBox([(Int, Int)]())
         sum.withUnsafeBufferPointer { S in sq.withUnsafeBufferPointer { Q in
         offs.withUnsafeBufferPointer { O in lbpOffs.withUnsafeBufferPointer { L in
         rects.withUnsafeBufferPointer { R in nodes.withUnsafeBufferPointer { N in weaks.withUnsafeBufferPointer { Wk in
@@ -273,10 +273,10 @@ public struct CascadeClassifier: Sendable {
                         x += passed == 0 ? 2 * step : step
                     }
                 }
-                out.append(local)
+                out.update { $0 += local }
             }
         }}}}}}}}}}
-        return out.hits
+        return out.value
     }
 
     /// OpenCV's groupRectangles: cluster boxes whose sides differ by at most eps * mean size,
@@ -317,13 +317,6 @@ public struct CascadeClassifier: Sendable {
         }
         return out
     }
-}
-
-/// Collects hits from strips.
-final class LockedHits: @unchecked Sendable {
-    private let lock = NSLock()
-    private(set) var hits: [(Int, Int)] = []
-    func append(_ h: [(Int, Int)]) { lock.lock(); hits += h; lock.unlock() }
 }
 
 extension Image where Sample == UInt8 {

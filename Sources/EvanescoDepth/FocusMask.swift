@@ -85,8 +85,7 @@ public struct NormalizedDisparity: Sendable {
         for yy in max(0, dy - r)...min(map.height - 1, dy + r) {
             for xx in max(0, dx - r)...min(map.width - 1, dx + r) { vals.append(map.samples[yy * map.width + xx]) }
         }
-        vals.sort()
-        return vals[vals.count / 2]
+        return Selection.median(&vals)
     }
 }
 

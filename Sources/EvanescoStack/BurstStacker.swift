@@ -328,12 +328,3 @@ extension FrameReport {
     }
 }
 
-/// A value shared between threads under a lock.
-final class LockedBox<T>: @unchecked Sendable {
-    private var v: T
-    private let lock = NSLock()
-    init(_ v: T) { self.v = v }
-    var value: T { lock.lock(); defer { lock.unlock() }; return v }
-    @discardableResult
-    func update<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&v) }
-}
