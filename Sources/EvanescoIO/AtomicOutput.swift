@@ -52,6 +52,27 @@ public enum AtomicOutput {
 
 /// Reads a whole input file with clear errors (never modifies it).
 public enum InputFile {
+    /// Expands folders into their files, sorted by name (hidden files ignored).
+    public static func expand(_ inputs: [String]) throws -> [String] {
+        var out: [String] = []
+        for input in inputs {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: input) }
+            if isDir.boolValue {
+                let names = try FileManager.default.contentsOfDirectory(atPath: input).filter { !$0.hasPrefix(".") }.sorted()
+                let files = names.map { (input as NSString).appendingPathComponent($0) }.filter {
+                    var d: ObjCBool = false
+                    return FileManager.default.fileExists(atPath: $0, isDirectory: &d) && !d.boolValue
+                }
+                if files.isEmpty { throw ImageIOError.unreadable(path: input, reason: "the folder holds no files") }
+                out += files
+            } else {
+                out.append(input)
+            }
+        }
+        return out
+    }
+
     public static func read(_ path: String) throws -> [UInt8] {
         var st = stat()
         guard stat(path, &st) == 0 else {

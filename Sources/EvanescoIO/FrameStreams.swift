@@ -48,18 +48,16 @@ public final class ImageFileReader: FrameReader {
 
     public init(paths: [String], name: String) { self.paths = paths; self.name = name }
 
-    /// A folder (its image files, sorted) or one file.
+    /// A folder (its image files by extension, sorted by name, hidden files ignored) or one file.
     public convenience init(path: String) throws {
+        let exts: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "pfm"]
+        var files = try InputFile.expand([path])
         var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: path) }
-        if isDir.boolValue {
-            let exts: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "pfm"]
-            let files = try FileManager.default.contentsOfDirectory(atPath: path).filter { exts.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }.sorted()
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
+            files = files.filter { exts.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
             guard !files.isEmpty else { throw FrameStreamError.noFrames(source: path) }
-            self.init(paths: files.map { path + "/" + $0 }, name: path)
-        } else {
-            self.init(paths: [path], name: path)
         }
+        self.init(paths: files, name: path)
     }
 
     public func next() throws -> AnyImage? {

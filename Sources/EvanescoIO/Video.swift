@@ -89,6 +89,17 @@ final class ErrorCollector: @unchecked Sendable {
 }
 
 public enum VideoIO {
+    /// True when the file's bytes say video container rather than an image.
+    public static func isVideo(_ path: String) -> Bool {
+        guard let h = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? h.close() }
+        let head = [UInt8](h.readData(ofLength: 32))
+        if case .other(let name) = FormatSniffer.sniff(head) {
+            return name.contains("video") || name.contains("ISO media") || name.contains("Matroska")
+        }
+        return false
+    }
+
     /// Size, frame count (counted, not estimated), rate and rotation of the first video stream.
     public static func probe(_ path: String) throws -> VideoInfo {
         guard FileManager.default.fileExists(atPath: path) else { throw ImageIOError.fileNotFound(path: path) }

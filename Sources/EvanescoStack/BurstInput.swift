@@ -13,41 +13,9 @@ public enum BurstInput {
         public var skipped: [(String, String)]
     }
 
-    /// Expands folders into their files, sorted by name (hidden files ignored).
-    public static func expand(_ inputs: [String]) throws -> [String] {
-        var out: [String] = []
-        for input in inputs {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: input) }
-            if isDir.boolValue {
-                let names = try FileManager.default.contentsOfDirectory(atPath: input).filter { !$0.hasPrefix(".") }.sorted()
-                let files = names.map { (input as NSString).appendingPathComponent($0) }.filter {
-                    var d: ObjCBool = false
-                    return FileManager.default.fileExists(atPath: $0, isDirectory: &d) && !d.boolValue
-                }
-                if files.isEmpty { throw ImageIOError.unreadable(path: input, reason: "the folder holds no files") }
-                out += files
-            } else {
-                out.append(input)
-            }
-        }
-        return out
-    }
-
-    /// True when the file's bytes say video container rather than an image.
-    public static func isVideo(_ path: String) -> Bool {
-        guard let h = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? h.close() }
-        let head = [UInt8](h.readData(ofLength: 32))
-        if case .other(let name) = FormatSniffer.sniff(head) {
-            return name.contains("video") || name.contains("ISO media") || name.contains("Matroska")
-        }
-        return false
-    }
-
     public static func load(_ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil) throws -> Loaded {
-        let files = try expand(inputs)
-        if files.count == 1, isVideo(files[0]) {
+        let files = try InputFile.expand(inputs)
+        if files.count == 1, VideoIO.isVideo(files[0]) {
             var frames: [BurstFrame] = []
             let start = Date()
             let info = try VideoIO.probe(files[0])

@@ -87,22 +87,17 @@ struct Backdrop: ParsableCommand {
     }
 
     func reader(_ src: String, isDepth: Bool, format: DepthFormat?) throws -> FrameReader {
+        // Raw and video depth: 16-bit unless the format says 8-bit disparity.
+        let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .mm16 || format == nil ? .gray16le : .gray)
         if src == "-" {
             let (w, h) = try FrameStreamError.parseSize(isDepth ? depthSize! : size!)
-            let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .mm16 || format == nil ? .gray16le : .gray)
             return RawFrameReader(fd: 0, width: w, height: h, layout: layout)
         }
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: src, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: src) }
-        if !isDir.boolValue, let head = FileHandle(forReadingAtPath: src)?.readData(ofLength: 64), case .other(let kind) = FormatSniffer.sniff([UInt8](head)),
-           kind.contains("video") || kind.contains("ISO media") || kind.contains("Matroska") || kind.contains("AVI") {
-            let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .mm16 || format == nil ? .gray16le : .gray)
-            return try VideoFrameReader(path: src, layout: layout)
-        }
-        if !isDir.boolValue, ImageFormat.forOutput(extension: URL(fileURLWithPath: src).pathExtension) == nil,
-           URL(fileURLWithPath: src).pathExtension.lowercased() != "pfm" {
-            // Not an image name: try it as a video.
-            let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .mm16 || format == nil ? .gray16le : .gray)
+        let ext = URL(fileURLWithPath: src).pathExtension
+        // A video by its bytes, or any file whose name is not an image's.
+        if !isDir.boolValue && (VideoIO.isVideo(src) || (ImageFormat.forOutput(extension: ext) == nil && ext.lowercased() != "pfm")) {
             return try VideoFrameReader(path: src, layout: layout)
         }
         return try ImageFileReader(path: src)
