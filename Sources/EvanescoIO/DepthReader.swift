@@ -66,14 +66,8 @@ public enum DepthReader {
         case .heif: result = try readHEIF(bytes, path: path, options: options)
         case .jpeg: result = try readJPEG(bytes, path: path, options: options)
         case .png, .tiff:
-            var photo = try ImageCodecs.decodeStored(bytes, path: path, options: ReadOptions(limits: options.limits), headerOnly: !options.decodePhoto)
-            let o = photo.metadata.orientation
-            if options.decodePhoto && !photo.metadata.orientationApplied && o != .up {
-                photo.image = photo.image.map(o); photo.metadata.orientationApplied = true
-            }
-            let (w, h) = o.swapsAxes ? (photo.storedHeight, photo.storedWidth) : (photo.storedWidth, photo.storedHeight)
-            result = DepthPhoto(path: path, format: photo.format, photo: options.decodePhoto ? photo : nil, width: w, height: h,
-                                orientation: o, depth: nil, auxiliary: [], warnings: [])
+            let photo: DecodedImage
+            (result, photo) = try primary(bytes, path: path, options: options)
             if let xmp = photo.metadata.xmp {
                 try readGoogle(bytes: bytes, xmp: xmp, extended: nil, into: &result, path: path, options: options, containerStart: nil)
             }
@@ -82,6 +76,18 @@ public enum DepthReader {
             throw DepthError.noDepth(path: path, found: result.auxiliary.map { $0.type })
         }
         return result
+    }
+
+    /// The primary image of a JPEG, PNG or TIFF (upright, through `ImageCodecs.decode`), or only
+    /// its header, as an empty `DepthPhoto` to fill.
+    static func primary(_ bytes: [UInt8], path: String, options: DepthReadOptions) throws -> (DepthPhoto, DecodedImage) {
+        let read = ReadOptions(limits: options.limits)
+        let photo = options.decodePhoto ? try ImageCodecs.decode(bytes, path: path, options: read)
+                                        : try ImageCodecs.probe(bytes: bytes, path: path, limits: options.limits)
+        let o = photo.metadata.orientation
+        let (w, h) = o.swapsAxes ? (photo.storedHeight, photo.storedWidth) : (photo.storedWidth, photo.storedHeight)
+        return (DepthPhoto(path: path, format: photo.format, photo: options.decodePhoto ? photo : nil, width: w, height: h,
+                           orientation: o, depth: nil, auxiliary: [], warnings: []), photo)
     }
 
     // MARK: HEIF
@@ -162,15 +168,8 @@ public enum DepthReader {
     // MARK: JPEG
 
     static func readJPEG(_ bytes: [UInt8], path: String, options: DepthReadOptions) throws -> DepthPhoto {
-        var photo = try ImageCodecs.decodeStored(bytes, path: path, options: ReadOptions(limits: options.limits), headerOnly: !options.decodePhoto)
-        let o = photo.metadata.orientation
-        if options.decodePhoto && !photo.metadata.orientationApplied && o != .up {
-            photo.image = photo.image.map(o); photo.metadata.orientationApplied = true
-        }
-        let (w, h) = o.swapsAxes ? (photo.storedHeight, photo.storedWidth) : (photo.storedWidth, photo.storedHeight)
-        var out = DepthPhoto(path: path, format: .jpeg, photo: options.decodePhoto ? photo : nil, width: w, height: h,
-                             orientation: o, depth: nil, auxiliary: [], warnings: [])
-        let orient: Orientation = options.sensorOrientation ? .up : o
+        var (out, photo) = try primary(bytes, path: path, options: options)
+        let orient: Orientation = options.sensorOrientation ? .up : out.orientation
 
         // Apple: MPF secondary images, each identified by its own XMP.
         let index = JPEGAuxiliary.mpfIndex(bytes)

@@ -133,9 +133,7 @@ struct Backdrop: ParsableCommand {
             let colorReader: FrameReader, depthReader: FrameReader
             var frameRate = fps ?? 30
             if let portrait {
-                var o = DepthReadOptions()
-                o.gdepthPolarity = .auto
-                let p = try DepthReader.read(portrait, options: o)
+                let p = try DepthReader.read(portrait)
                 guard let photo = p.photo, let d = p.depth else { throw DepthError.noDepth(path: portrait, found: []) }
                 let metres = d.converted(to: .depth)
                 colorReader = PreloadedReader(frames: [photo.image], name: portrait)

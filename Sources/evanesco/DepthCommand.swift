@@ -24,6 +24,13 @@ extension DepthKind: ExpressibleByArgument {}
 struct DepthSourceOptions: ParsableArguments {
     @Option(help: "GDepth polarity: spec (0 = near, Google's published encoding), near-high, or auto (spec unless the file's GFocus focal point fits the other reading). (default: auto)")
     var gdepthPolarity: GDepthPolarity = .auto
+
+    /// Read options with this polarity (the rest at their defaults).
+    var readOptions: DepthReadOptions {
+        var o = DepthReadOptions()
+        o.gdepthPolarity = gdepthPolarity
+        return o
+    }
 }
 
 struct DepthInfo: ParsableCommand {
@@ -37,10 +44,9 @@ struct DepthInfo: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            var o = DepthReadOptions()
+            var o = source.readOptions
             o.decodePhoto = false
             o.requireDepth = false
-            o.gdepthPolarity = source.gdepthPolarity
             let p = try DepthReader.read(photo, options: o)
             let info = DepthReport.describe(p)
             if json {
@@ -84,10 +90,9 @@ struct DepthExtract: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            var o = DepthReadOptions()
+            var o = source.readOptions
             o.decodePhoto = false
             o.sensorOrientation = raw
-            o.gdepthPolarity = source.gdepthPolarity
             let auxKind = aux.flatMap(AuxiliaryKind.init(rawValue:))
             let wantsMap = auxKind == nil || auxKind == .depth || auxKind == .disparity
             o.requireDepth = wantsMap

@@ -68,8 +68,7 @@ struct Portrait: ParsableCommand {
             func lap(_ name: String, _ start: Date) { times[name] = Date().timeIntervalSince(start) }
 
             var ts = Date()
-            var o = DepthReadOptions()
-            o.gdepthPolarity = source.gdepthPolarity
+            var o = source.readOptions
             if refine == .matte || refine == .auto { o.decodeAuxiliary = [.portrait] }
             let p = try DepthReader.read(photo, options: o)
             guard let decoded = p.photo, let depth = p.depth else { throw DepthError.noDepth(path: photo, found: []) }
