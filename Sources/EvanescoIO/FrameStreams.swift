@@ -121,19 +121,22 @@ public final class VideoFrameReader: FrameReader {
     public var name: String { raw.name }
     public var knownCount: Int? { nil }
 
-    public init(path: String, layout: RawFrameReader.Layout) throws {
-        info = try VideoIO.probe(path)
+    /// `filterArguments` go between the input and the output (e.g. a `-vf select=...`); `info`
+    /// saves a second ffprobe when the caller has probed already.
+    public init(path: String, layout: RawFrameReader.Layout, filterArguments: [String] = [], info: VideoInfo? = nil) throws {
+        self.info = try info ?? VideoIO.probe(path)
         guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
         process = Process()
         process.executableURL = URL(fileURLWithPath: exe)
-        process.arguments = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", layout.rawValue, "pipe:1"]
+        process.arguments = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0"] + filterArguments
+            + ["-f", "rawvideo", "-pix_fmt", layout.rawValue, "pipe:1"]
         pipe = Pipe()
         let err = Pipe()
         process.standardOutput = pipe; process.standardError = err; process.standardInput = FileHandle.nullDevice
         try process.run()
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
-        raw = RawFrameReader(fd: pipe.fileHandleForReading.fileDescriptor, width: info.width, height: info.height, layout: layout, name: path)
+        raw = RawFrameReader(fd: pipe.fileHandleForReading.fileDescriptor, width: self.info.width, height: self.info.height, layout: layout, name: path)
     }
 
     deinit {
@@ -142,13 +145,24 @@ public final class VideoFrameReader: FrameReader {
     }
 
     public func next() throws -> AnyImage? {
-        if let f = try raw.next() { return f }
+        do {
+            if let f = try raw.next() { return f }
+        } catch let e as FrameStreamError {
+            // A frame cut short: ffmpeg's own failure, if it failed, is the better message.
+            try finishProcess()
+            throw e
+        }
+        try finishProcess()
+        return nil
+    }
+
+    /// Waits for ffmpeg and turns a failed exit into `VideoError.decodeFailed`.
+    func finishProcess() throws {
         process.waitUntilExit()
         while !errBox.done { usleep(1000) }
         if process.terminationStatus != 0 {
             throw VideoError.decodeFailed(path: name, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
         }
-        return nil
     }
 }
 

@@ -147,58 +147,22 @@ public enum VideoIO {
         let info = try probe(path)
         let wanted = try indices(selection, count: info.frameCount)
         guard !wanted.isEmpty else { return 0 }
-        guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
-        var args = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0"]
+        var filter: [String] = []
         switch selection {
         case .all: break
         case .everyKth(let k):
-            args += ["-vf", "select='not(mod(n\\,\(k)))'", "-fps_mode", "passthrough"]
+            filter = ["-vf", "select='not(mod(n\\,\(k)))'", "-fps_mode", "passthrough"]
         case .evenlySpaced:
             // One select term per wanted frame; `n` is the decoded frame number.
             let expr = wanted.map { "eq(n\\,\($0))" }.joined(separator: "+")
-            args += ["-vf", "select='\(expr)'", "-fps_mode", "passthrough"]
+            filter = ["-vf", "select='\(expr)'", "-fps_mode", "passthrough"]
         }
-        args += ["-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"]
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out; p.standardError = err; p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let errBox = ErrorCollector()
-        Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
-        let fd = out.fileHandleForReading.fileDescriptor
-        let frameBytes = info.width * info.height * 3
+        // The reader stops ffmpeg when it is released (after the last wanted frame, or an error).
+        let reader = try VideoFrameReader(path: path, layout: .rgb24, filterArguments: filter, info: info)
         var delivered = 0
-        var failure: Error?
-        while delivered < wanted.count {
-            var complete = true
-            let img = Image<UInt8>(width: info.width, height: info.height, channels: 3) { buf in
-                var got = 0
-                let raw = UnsafeMutableRawPointer(buf.baseAddress!)
-                while got < frameBytes {
-                    let n = read(fd, raw + got, frameBytes - got)
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { break }
-                    got += n
-                }
-                if got < frameBytes {
-                    complete = false
-                    if got > 0 { buf.baseAddress!.update(repeating: 0, count: frameBytes) }
-                }
-            }
-            guard complete else { break }
-            do { try body(wanted[delivered], img) } catch { failure = error; break }
+        while delivered < wanted.count, let frame = try reader.next() {
+            try body(wanted[delivered], frame.uint8)
             delivered += 1
-        }
-        if failure != nil || delivered < wanted.count { p.terminate() }
-        // Drain what is left so ffmpeg can exit.
-        _ = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        while !errBox.done { usleep(1000) }
-        if let failure { throw failure }
-        if p.terminationStatus != 0 && delivered < wanted.count {
-            throw VideoError.decodeFailed(path: path, detail: errBox.text.isEmpty ? "exit \(p.terminationStatus)" : errBox.text)
         }
         return delivered
     }
