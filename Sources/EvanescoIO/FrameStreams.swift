@@ -175,15 +175,20 @@ public protocol FrameWriter: AnyObject {
     var written: Int { get }
 }
 
-/// Writes frames as numbered images in a folder (created if needed): frame00001.png, ...
+/// Writes frames as numbered images in a folder: frame00001.png, ... The folder is created with
+/// the first frame, so a job that fails before any frame leaves nothing behind.
 public final class DirectoryFrameWriter: FrameWriter {
     let dir: String, ext: String, overwrite: Bool
     public private(set) var written = 0
     public init(dir: String, ext: String = "png", overwrite: Bool) throws {
         self.dir = dir; self.ext = ext; self.overwrite = overwrite
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     }
     public func write(_ frame: Image<UInt8>) throws {
+        if written == 0 {
+            do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
+                throw ImageIOError.cannotWrite(path: dir, reason: error.localizedDescription)
+            }
+        }
         written += 1
         try ImageCodecs.write(.uint8(frame), to: dir + String(format: "/frame%05d.", written) + ext, options: WriteOptions(overwrite: overwrite))
     }

@@ -63,6 +63,10 @@ struct Portrait: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            // Both outputs are checked before any work, so a refusal never leaves one of them written.
+            for path in [output] + (saveMask.map { [$0] } ?? []) where !force && FileManager.default.fileExists(atPath: path) {
+                throw ImageIOError.outputExists(path: path)
+            }
             var times: [String: Double] = [:]
             let t0 = Date()
             func lap(_ name: String, _ start: Date) { times[name] = Date().timeIntervalSince(start) }

@@ -70,6 +70,13 @@ final class ErrBox: @unchecked Sendable {
         #expect(bg.status != 0 && bg.err.contains("missing.jpg") && bg.err.contains("no such file"))
         let fmt = try CLI.run(["backdrop", "--color", c, "--depth", d, "--depth-format", "disparity8:3,1", "-o", s.file("o4")])
         #expect(fmt.status != 0 && fmt.err.contains("disparity8:MIN,MAX"))
+        // 8-bit depth without its range: refused at the first frame, and no output folder is left.
+        let d8 = s.file("depth8")
+        try FileManager.default.createDirectory(atPath: d8, withIntermediateDirectories: true)
+        for k in 0..<3 { try ImageCodecs.write(.uint8(Image(width: 32, height: 24, channels: 1)), to: d8 + "/d\(k).png") }
+        let r8 = try CLI.run(["backdrop", "--color", c, "--depth", d8, "-o", s.file("o5"), "--subject", "nearest"])
+        #expect(r8.status != 0 && r8.err.contains("8-bit depth needs --depth-format disparity8:MIN,MAX"), "\(r8.err)")
+        #expect(!FileManager.default.fileExists(atPath: s.file("o5")))
     }
 
     @Test func stdinCutMidFrameKeepsCompleteFrames() throws {

@@ -94,6 +94,11 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         #expect(far.status != 0 && far.err.contains("outside the map's range"))
         let aux = try CLI.run(["depth", "extract", photo, "-o", s.file("m.png"), "--aux", "portrait"])
         #expect(aux.status != 0 && aux.err.contains("no portrait image"))
+        // An existing --save-mask file is refused before the main output is written.
+        FileManager.default.createFile(atPath: s.file("taken.png"), contents: Data([1, 2, 3]))
+        let taken = try CLI.run(["portrait", photo, "-o", s.file("fresh.jpg"), "--save-mask", s.file("taken.png")])
+        #expect(taken.status != 0 && taken.err.contains("already exists"))
+        #expect(!FileManager.default.fileExists(atPath: s.file("fresh.jpg")) && bytesOf(s.file("taken.png")) == [1, 2, 3])
         let info = try CLI.run(["depth", "info", s.file("nodepth.jpg")])
         #expect(info.status != 0 && info.out.contains("depth: none"))
     }
