@@ -238,13 +238,14 @@ public enum DepthReader {
         let orient: Orientation = options.sensorOrientation ? .up : out.orientation
 
         // Container items (Dynamic Depth, or the older GContainer).
-        var items: [(mime: String, semantic: String, uri: String?, bytes: [UInt8])] = []
+        // Embedded formats come from their bytes, never from the declared Mime.
+        var items: [(semantic: String, uri: String?, bytes: [UInt8])] = []
         let dd = main.elements(XMPNamespace.ddContainer, "Item").map {
-            (mime: $0.deepProperty(XMPNamespace.ddItem, "Mime"), semantic: $0.deepProperty(XMPNamespace.ddItem, "Semantic"),
+            (semantic: $0.deepProperty(XMPNamespace.ddItem, "Semantic"),
              length: $0.deepProperty(XMPNamespace.ddItem, "Length"), uri: $0.deepProperty(XMPNamespace.ddItem, "DataURI"))
         }
         let gc = main.elements(XMPNamespace.gContainer, "Item").map {
-            (mime: $0.deepProperty(XMPNamespace.gContainerItem, "Mime"), semantic: $0.deepProperty(XMPNamespace.gContainerItem, "Semantic"),
+            (semantic: $0.deepProperty(XMPNamespace.gContainerItem, "Semantic"),
              length: $0.deepProperty(XMPNamespace.gContainerItem, "Length"), uri: String?.none)
         }
         let directory = dd.isEmpty ? gc : dd
@@ -264,13 +265,13 @@ public enum DepthReader {
             }
             var at = bytes.count - total
             for (item, n) in zip(directory.dropFirst(), lengths) {
-                items.append((item.mime ?? "", item.semantic ?? "", item.uri, Array(bytes[at..<(at + n)])))
+                items.append((item.semantic ?? "", item.uri, Array(bytes[at..<(at + n)])))
                 at += n
             }
         }
 
         // Depth: Dynamic Depth DepthMap element, else GDepth properties with data in XMP or an item.
-        var format: String?, near: Double?, far: Double?, units: String?, data: [UInt8]?, mime: String?, source = ""
+        var format: String?, near: Double?, far: Double?, units: String?, data: [UInt8]?, source = ""
         var confidence: [UInt8]?
         if let dm = main.elements(XMPNamespace.ddCamera, "DepthMap").first ?? main.elements(XMPNamespace.ddDepthMap, "DepthMap").first {
             func p(_ n: String) -> String? { dm.deepProperty(XMPNamespace.ddDepthMap, n) }
@@ -278,21 +279,20 @@ public enum DepthReader {
             units = p("Units")
             let uri = p("DepthURI")
             let item = items.first { uri != nil && $0.uri == uri } ?? items.first { $0.semantic.lowercased() == "depth" }
-            data = item?.bytes; mime = item?.mime
+            data = item?.bytes
             source = "Dynamic Depth item \(uri ?? item?.semantic ?? "")"
             if let curi = p("ConfidenceURI") { confidence = items.first { $0.uri == curi }?.bytes }
             if data == nil { throw DepthError.damaged(path: path, detail: "the Dynamic Depth DepthMap refers to item \(uri ?? "?"), which is not in the container") }
         } else if value(XMPNamespace.gDepth, "Format") != nil || value(XMPNamespace.gDepth, "Data") != nil {
             format = value(XMPNamespace.gDepth, "Format"); near = value(XMPNamespace.gDepth, "Near").flatMap { Double($0) }
             far = value(XMPNamespace.gDepth, "Far").flatMap { Double($0) }; units = value(XMPNamespace.gDepth, "Units")
-            mime = value(XMPNamespace.gDepth, "Mime")
             if let b64 = value(XMPNamespace.gDepth, "Data") {
                 guard let d = Data(base64Encoded: b64, options: .ignoreUnknownCharacters), !d.isEmpty else {
                     throw DepthError.damaged(path: path, detail: "GDepth:Data is not valid base64")
                 }
                 data = Array(d); source = extended != nil && main.value(XMPNamespace.gDepth, "Data") == nil ? "GDepth (extended XMP)" : "GDepth (XMP)"
             } else if let item = items.first(where: { $0.semantic.lowercased() == "depth" }) {
-                data = item.bytes; mime = item.mime; source = "GContainer item Depth"
+                data = item.bytes; source = "GContainer item Depth"
             }
             if let c = value(XMPNamespace.gDepth, "Confidence") { confidence = Data(base64Encoded: c, options: .ignoreUnknownCharacters).map(Array.init) }
         }
@@ -340,7 +340,6 @@ public enum DepthReader {
             d.declaredRange = min(near, far)...max(near, far)
             d.rangeNotes = notes
             d.embeddedBytes = data; d.embeddedFormat = decoded.format
-            _ = mime
             out.depth = d
         }
         if let confidence, let img = try? decodeEmbedded(confidence, path: path, limits: options.limits) {
