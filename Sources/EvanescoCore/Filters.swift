@@ -52,16 +52,18 @@ public enum GaussianBlur {
         src.withUnsafeBufferPointer { S in tmp.withUnsafeMutableBufferPointer { TP in g.withUnsafeBufferPointer { G in
             let t = UncheckedSendable(TP)
             StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
+                let taps = 2 * k + 1, gp = G.baseAddress!
                 for y in rows {
-                    let row = y * w
+                    let row = y * w, sp = S.baseAddress! + row, tp = t.value.baseAddress! + row
                     for x in 0..<w {
                         var acc = T.zero
                         if x >= k && x + k < w {
-                            for j in 0...(2 * k) { acc = acc + S[row + x - k + j] * G[j] }
+                            let p = sp + (x - k)
+                            for j in 0..<taps { acc = acc + p[j] * gp[j] }
                         } else {
-                            for j in 0...(2 * k) { acc = acc + S[row + min(max(x - k + j, 0), w - 1)] * G[j] }
+                            for j in 0..<taps { acc = acc + sp[min(max(x - k + j, 0), w - 1)] * gp[j] }
                         }
-                        t.value[row + x] = acc
+                        tp[x] = acc
                     }
                 }
             }
@@ -70,9 +72,10 @@ public enum GaussianBlur {
             let o = UncheckedSendable(O)
             StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
                 for y in rows {
+                    let op = o.value.baseAddress! + y * w
                     for j in 0...(2 * k) {
-                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j]
-                        for x in 0..<w { o.value[y * w + x] = o.value[y * w + x] + TB[yy * w + x] * gw }
+                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j], ip = TB.baseAddress! + yy * w
+                        for x in 0..<w { op[x] = op[x] + ip[x] * gw }
                     }
                 }
             }

@@ -143,7 +143,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         table.weights.withUnsafeBufferPointer { lut in
             for i in 0..<(x1 - x0) {
                 let (sx, sy) = source(x0 + i)
-                let o = i * 3
+                let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                     valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
                     continue
@@ -155,9 +155,11 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                 let wx = lut[Int((cx - fx0) * steps + 0.5)], wy = lut[Int((cy - fy0) * steps + 0.5)]
                 // Tap positions inside the block (edges clamped to the frame, as in the direct path).
                 let c0: Int, c1: Int, c2: Int, c3: Int, r0: Int, r1: Int, r2: Int, r3: Int
+                // Wrapping arithmetic: every offset is inside the block converted above (the
+                // taps are clamped to the frame, and the block spans the segment's taps).
                 if ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h {
-                    c0 = (ix - 1 - colLo) * 3; c1 = c0 + 3; c2 = c0 + 6; c3 = c0 + 9
-                    r0 = (iy - 1 - rowLo) * stride; r1 = r0 + stride; r2 = r1 + stride; r3 = r2 + stride
+                    c0 = (ix &- 1 &- colLo) &* 3; c1 = c0 &+ 3; c2 = c0 &+ 6; c3 = c0 &+ 9
+                    r0 = (iy &- 1 &- rowLo) &* stride; r1 = r0 &+ stride; r2 = r1 &+ stride; r3 = r2 &+ stride
                 } else {
                     c0 = (max(ix - 1, 0) - colLo) * 3; c1 = (ix - colLo) * 3
                     c2 = (min(ix + 1, w - 1) - colLo) * 3; c3 = (min(ix + 2, w - 1) - colLo) * 3
