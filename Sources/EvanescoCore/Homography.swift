@@ -8,7 +8,7 @@ import Foundation
 /// frame's: `p_ref ~ H * (x, y, 1)`. `VNHomographicImageRegistrationRequest` reports a
 /// `warpTransform` in Core Image's bottom-left, +0.5-centred space; convert with
 /// ``convertedFromHalfPixelCentres()`` and a vertical flip of both sides.
-public struct Homography: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// Row-major elements.
     public var m: [Double]
 
@@ -94,5 +94,25 @@ public struct Homography: Sendable, Equatable, Hashable, Codable, CustomStringCo
 
     public var description: String {
         rows.map { "[" + $0.map { String(format: "%.6g", $0) }.joined(separator: ", ") + "]" }.joined(separator: " ")
+    }
+}
+
+/// Encoded as its three rows, `[[m0, m1, m2], [m3, m4, m5], [m6, m7, m8]]`, the form of the
+/// bench tools' reports and `truth.json`. Decoding refuses anything but 3 rows of 3 finite numbers.
+extension Homography: Codable {
+    public init(from decoder: Decoder) throws {
+        let rows = try decoder.singleValueContainer().decode([[Double]].self)
+        guard rows.count == 3, rows.allSatisfy({ $0.count == 3 }) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a homography is 3 rows of 3 numbers"))
+        }
+        guard rows.joined().allSatisfy(\.isFinite) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a homography's elements must be finite"))
+        }
+        self.init(rows: rows)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rows)
     }
 }

@@ -22,7 +22,7 @@ public enum BurstInput {
             let total = min(videoFrames, info.frameCount)
             try VideoIO.decodeFrames(files[0], selection: .evenlySpaced(videoFrames)) { index, img in
                 frames.append(BurstFrame(name: "\((files[0] as NSString).lastPathComponent)#\(index)", image: .uint8(img)))
-                progress?(StackProgress(stage: "decode", done: frames.count, total: total, elapsed: Date().timeIntervalSince(start)))
+                progress?(StackProgress(stage: .decode, done: frames.count, total: total, elapsed: Date().timeIntervalSince(start)))
             }
             return Loaded(frames: frames, skipped: [])
         }
@@ -38,7 +38,7 @@ public enum BurstInput {
                 let r = Result { try ImageCodecs.read(files[i]) }
                 results.update { $0[i] = r }
                 let d = done.update { $0 += 1; return $0 }
-                progress?(StackProgress(stage: "decode", done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
+                progress?(StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
             }
         }
         var frames: [BurstFrame] = [], skipped: [(String, String)] = []

@@ -4,16 +4,6 @@ import EvanescoCore
 import EvanescoIO
 import Foundation
 
-/// How frames are registered to the reference.
-public enum AlignMode: String, Sendable, Codable, CaseIterable {
-    /// Homography, falling back to translation (with the reason in the report) when it fails.
-    case auto
-    /// Frames are used as they are (a tripod burst).
-    case none
-    case translation
-    case homography
-}
-
 /// One frame of a burst, decoded.
 public struct BurstFrame: Sendable {
     public var name: String
@@ -22,54 +12,6 @@ public struct BurstFrame: Sendable {
     public init(name: String, image: AnyImage, metadata: ImageMetadata = ImageMetadata()) {
         self.name = name; self.image = image; self.metadata = metadata
     }
-}
-
-/// What happened to one frame, in the report schema of ../shared/bench (plus our own keys).
-public struct FrameReport: Sendable, Codable {
-    public var index: Int
-    public var source: String
-    /// Maps this frame's pixel coordinates to the reference's, row-major; nil if not aligned.
-    public var homography: [[Double]]?
-    public var used: Bool
-    /// "reference", "aligned", "as is", or "failed: <reason>".
-    public var status: String
-    public var model: String?
-    public var fallback: String?
-    public var residual: Double?
-    public var inlierFraction: Double?
-    public var gain: Double?
-    public var correlation: Double?
-    /// Seconds spent aligning this frame (pyramid + registration).
-    public var alignSeconds: Double?
-}
-
-/// Progress of a long stage, for a bar or a log line.
-public struct StackProgress: Sendable {
-    public var stage: String
-    public var done: Int
-    public var total: Int
-    public var elapsed: Double
-    public var remaining: Double? { done > 0 && done < total ? elapsed / Double(done) * Double(total - done) : nil }
-}
-
-public struct StackOptions: Sendable {
-    public var align: AlignMode = .auto
-    public var merge: MergeMethod = .robust
-    /// Index (in input order) of the reference frame; the output is in its coordinates.
-    public var reference = 0
-    /// Interpolation of the warp into the reference: Catmull-Rom by default (sharper than
-    /// bilinear and free of the phase shift of a = -0.75 bicubic).
-    public var interpolation: Interpolation = .catmullRom
-    /// Sigma-clip and robust kappa.
-    public var kappa: Float = 2.5
-    /// Winsorized: fraction replaced at each end.
-    public var winsorFraction: Float = 0.2
-    public var registration = RegistrationOptions()
-    /// Known registrations (frame -> reference), by frame index, instead of aligning: e.g. from
-    /// an earlier report, or ground truth. nil entries mark frames to leave out.
-    public var givenHomographies: [Homography?]?
-    public var progress: (@Sendable (StackProgress) -> Void)?
-    public init() {}
 }
 
 public enum StackError: Error, CustomStringConvertible, Equatable {
@@ -81,7 +23,7 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
-        case .referenceOutOfRange(let r, let n): "--reference \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
+        case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
         case .sizeMismatch(let f, let s, let r, let rs): "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or resize them first)"
         case .channelMismatch(let f): "\(f) has a different number of colour channels from the reference; convert the burst to one colour type first"
         }
@@ -91,28 +33,40 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
 /// The merged picture and everything measured on the way.
 public struct StackResult: Sendable {
     public var image: AnyImage
+    /// One entry per decoded frame, in input order.
     public var frames: [FrameReport]
-    /// Seconds per stage: align, warp, merge and their fused total "warp+merge" (warp and merge
-    /// run tile by tile together; their wall time is split by their shares of thread time).
-    /// Decode and encode are the caller's.
-    public var timings: [String: Double]
+    /// Seconds per stage. ``BurstStacker/stack(_:options:)`` fills align, warp, merge and their
+    /// fused wall time `warpMerge` (warp and merge run tile by tile together; their wall time is
+    /// split by their shares of thread time); ``BurstStacker/stack(contentsOf:options:)`` adds decode.
+    public var timings: StageTimings
+    /// The merge actually used (see ``StackOptions/meanForTwoFrames``).
     public var merge: MergeMethod
     public var align: AlignMode
     /// Burst-wide noise estimate (sample units) used by the robust merge.
     public var noiseSigma: Float?
     public var referenceIndex: Int
+    /// Decisions and problems to tell the user about, in order: skipped inputs, frames left out,
+    /// fallbacks, policy changes.
+    public var notices: [StackNotice]
+    /// Metadata of the reference frame (EXIF, ICC), for the output.
+    public var referenceMetadata: ImageMetadata
+    /// The decoded frames, when ``StackOptions/retainFrames`` is set.
+    public var decodedFrames: [BurstFrame]?
+    /// Inputs that could not be decoded (see ``notices``).
+    public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
+    /// Frames merged.
     public var usedFrames: Int { frames.filter(\.used).count }
 }
 
 public enum BurstStacker {
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.
-    public static func stack(_ frames: [BurstFrame], options: StackOptions = StackOptions()) throws -> StackResult {
+    public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws -> StackResult {
         guard !frames.isEmpty else { throw StackError.noFrames }
-        guard options.reference >= 0 && options.reference < frames.count else {
-            throw StackError.referenceOutOfRange(options.reference, count: frames.count)
+        guard requested.reference >= 0 && requested.reference < frames.count else {
+            throw StackError.referenceOutOfRange(requested.reference, count: frames.count)
         }
-        let ref = frames[options.reference]
+        let ref = frames[requested.reference]
         for f in frames {
             if f.image.width != ref.image.width || f.image.height != ref.image.height {
                 throw StackError.sizeMismatch(frame: f.name, size: "\(f.image.width)x\(f.image.height)",
@@ -120,13 +74,12 @@ public enum BurstStacker {
             }
             if f.image.channels != ref.image.channels { throw StackError.channelMismatch(frame: f.name) }
         }
-        var timings: [String: Double] = [:]
-        let t0 = Date()
-        let reports = align(frames, options: options)
-        timings["align"] = Date().timeIntervalSince(t0)
+        let (options, policyNotices) = requested.resolved(frames: frames.count, pixels: ref.image.width * ref.image.height)
+        var timings = StageTimings()
+        let reports = timings.measure(\.align) { align(frames, options: options) }
         let t1 = Date()
         let used = reports.filter(\.used).map(\.index)
-        let homographies: [Homography?] = used.map { i in reports[i].homography.map { Homography(rows: $0) } }
+        let homographies: [Homography?] = used.map { reports[$0].homography }
         let result: (AnyImage, Float?)
         let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
         switch ref.image {
@@ -141,34 +94,101 @@ public enum BurstStacker {
         // of the threads' time.
         let fused = Date().timeIntervalSince(t1), (warp, kernel) = split.value
         let warpShare = warp + kernel > 0 ? Double(warp) / Double(warp + kernel) : 0
-        timings["warp"] = fused * warpShare
-        timings["merge"] = fused * (1 - warpShare)
-        timings["warp+merge"] = fused
+        timings.warp = fused * warpShare
+        timings.merge = fused * (1 - warpShare)
+        timings.warpMerge = fused
+        var notices: [StackNotice] = []
+        for f in reports where !f.used { notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue)) }
+        for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
         return StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
-                           noiseSigma: result.1, referenceIndex: options.reference)
+                           noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
+                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil)
     }
+
+    /// Decodes `inputs` (image files, folders of images sorted by name, or one video of which
+    /// ``StackOptions/videoFrames`` evenly spaced frames are taken), then stacks them as
+    /// ``stack(_:options:)`` does. Inputs that cannot be decoded are skipped and reported in
+    /// ``StackResult/notices``.
+    ///
+    /// - Parameters:
+    ///   - inputs: Paths of image files, folders or one video.
+    ///   - options: How to align and merge; ``StackOptions/progress`` also hears the decode stage.
+    /// - Returns: The merged image, per-frame reports (indices among the decoded frames) and timings with `decode`.
+    /// - Throws: `ImageIOError` when an input does not exist, ``StackError/noFrames`` when none decodes,
+    ///   and what ``stack(_:options:)`` throws.
+    public static func stack(contentsOf inputs: [String], options: StackOptions = StackOptions()) throws -> StackResult {
+        let start = Date()
+        let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
+        let decode = Date().timeIntervalSince(start)
+        guard !loaded.frames.isEmpty else { throw StackError.noFrames }
+        var r = try stack(loaded.frames, options: options)
+        r.timings.decode = decode
+        r.notices.insert(contentsOf: loaded.skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)
+        return r
+    }
+
+    /// `frame` warped into the reference's coordinates exactly as the merge samples it (the same
+    /// sampler, interpolation and clamping), with 0 where the frame does not cover the reference.
+    ///
+    /// - Parameters:
+    ///   - frame: A decoded frame.
+    ///   - homography: Frame pixels to reference pixels (``FrameReport/homography``).
+    ///   - interpolation: The merge's interpolation.
+    ///   - mergedFrames: How many frames the merge had (it sets the tile width, and so which
+    ///     sampling path a tile takes).
+    /// - Returns: The aligned frame, in the frame's sample type (16-bit for float frames).
+    public static func aligned(_ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int) -> AnyImage {
+        switch frame.image {
+        case .uint8(let i): .uint8(aligned(i, homography, interpolation, mergedFrames))
+        case .uint16, .float32: .uint16(aligned(frame.image.uint16, homography, interpolation, mergedFrames))
+        }
+    }
+
+    static func aligned<S: PixelSample>(_ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int) -> Image<S> {
+        let w = image.width, c = image.channels, tileWidth = tileWidth(frames: n, channels: c)
+        let warper = TileWarper(frame: image, registration: h, interpolation: interpolation)
+        return Image<S>(width: w, height: image.height, channels: c) { dst in
+            StripExecutor.forEachStrip(rows: image.height, minimumRows: 8) { rows in
+                let tile = SampleTile.allocate(frames: 1, maxPixels: tileWidth, channels: c)
+                defer { tile.deallocate() }
+                for y in rows {
+                    var x0 = 0
+                    while x0 < w {
+                        let x1 = min(w, x0 + tileWidth)
+                        warper.sampleRow(y: y, x0: x0, x1: x1, into: tile.values, valid: tile.valid, block: tile.warpBlock)
+                        let o = (y * w + x0) * c
+                        for j in 0..<((x1 - x0) * c) { dst[o + j] = S(clampingRounded: tile.values[j]) }
+                        x0 = x1
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pixels per tile of the fused warp + merge: about 32 K floats per frame-stack tile.
+    static func tileWidth(frames n: Int, channels c: Int) -> Int { max(64, 4096 / max(1, n) / c * 8) }
 
     // MARK: Alignment
 
     static func align(_ frames: [BurstFrame], options: StackOptions) -> [FrameReport] {
         let refIndex = options.reference
         var reports = frames.enumerated().map { i, f in
-            FrameReport(index: i, source: f.name, homography: i == refIndex ? Homography.identity.rows : nil,
-                        used: i == refIndex, status: i == refIndex ? "reference" : "pending")
+            FrameReport(index: i, source: f.name, homography: i == refIndex ? Homography.identity : nil,
+                        used: i == refIndex, status: i == refIndex ? .reference : .pending)
         }
         if let given = options.givenHomographies {
             for i in reports.indices where i != refIndex {
                 if i < given.count, let h = given[i] {
-                    reports[i].homography = h.rows; reports[i].used = true; reports[i].status = "given"
+                    reports[i].homography = h; reports[i].used = true; reports[i].status = .given
                 } else {
-                    reports[i].status = "failed: no homography given for this frame"
+                    reports[i].fail("no homography given for this frame")
                 }
             }
             return reports
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {
-                reports[i].homography = Homography.identity.rows; reports[i].used = true; reports[i].status = "as is"
+                reports[i].homography = .identity; reports[i].used = true; reports[i].status = .asIs
             }
             return reports
         }
@@ -194,28 +214,26 @@ public enum BurstStacker {
             case .uint16(let img): pyramid = reference.framePyramid(img)
             case .float32(let img): pyramid = reference.framePyramid(img)
             }
-            var r = FrameReport(index: i, source: frames[i].name, homography: nil, used: false, status: "pending")
+            var r = FrameReport(index: i, source: frames[i].name)
             let primary: MotionModel = options.align == .translation ? .translation : .homography
             do {
-                let res = try reference.register(pyramid: pyramid, model: primary)
-                r.fill(res, status: "aligned")
+                r.fill(try reference.register(pyramid: pyramid, model: primary))
             } catch {
                 if options.align == .auto {
                     do {
-                        let res = try reference.register(pyramid: pyramid, model: .translation)
-                        r.fill(res, status: "aligned")
-                        r.fallback = "homography failed (\(error)); used translation"
+                        r.fill(try reference.register(pyramid: pyramid, model: .translation))
+                        r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
                     } catch let e2 {
-                        r.status = "failed: \(e2)"
+                        r.fail(String(describing: e2))
                     }
                 } else {
-                    r.status = "failed: \(error)"
+                    r.fail(String(describing: error))
                 }
             }
             r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
             box.update { $0[i] = r }
             let d = done.update { $0 += 1; return $0 }
-            options.progress?(StackProgress(stage: "align", done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
+            options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
         }
         return box.value
     }
@@ -242,7 +260,7 @@ public enum BurstStacker {
             sigma = s
             kernel = SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s)
         }
-        let tileWidth = max(64, 4096 / max(1, n) / c * 8)   // ~32 K floats per frame-stack tile
+        let tileWidth = tileWidth(frames: n, channels: c)
         let start = Date()
         let rowsDone = LockedBox(0)
         let out = Image<S>(width: w, height: h, channels: c) { dst in
@@ -273,7 +291,7 @@ public enum BurstStacker {
                     }
                     if let progress = options.progress {
                         let d = rowsDone.update { $0 += 1; return $0 }
-                        if d % 64 == 0 || d == h { progress(StackProgress(stage: "merge", done: d, total: h, elapsed: Date().timeIntervalSince(start))) }
+                        if d % 64 == 0 || d == h { progress(StackProgress(stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start))) }
                     }
                 }
             }
@@ -314,17 +332,3 @@ public enum BurstStacker {
         return max(S.fullScale / 255 * 0.5, 1.4826 * mads[mads.count / 2])
     }
 }
-
-extension FrameReport {
-    mutating func fill(_ r: RegistrationResult, status: String) {
-        homography = r.homography.rows
-        used = true
-        self.status = status
-        model = r.model.rawValue
-        residual = (r.residual * 1000).rounded() / 1000
-        inlierFraction = (r.inlierFraction * 1000).rounded() / 1000
-        gain = (r.gain * 10000).rounded() / 10000
-        correlation = (r.correlation * 10000).rounded() / 10000
-    }
-}
-

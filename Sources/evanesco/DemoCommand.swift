@@ -8,40 +8,71 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Make the pedestrians vanish from OpenCV's sample video (fetched once from Debian's opencv-doc package).",
         discussion: """
-        Needs no network beyond Debian's package mirror: the first run does `apt-get download opencv-doc`
-        and keeps vtest.avi in the cache folder ($XDG_CACHE_HOME/evanesco, or ~/.cache/evanesco).
-        Takes 20 evenly spaced frames, aligns and merges them (robust merge), and writes the clean
-        photo, a before/after sheet and the JSON report. Pass --video to use another clip.
+        Needs no network beyond Debian's package mirror: the first run does `apt-get download \
+        opencv-doc` and keeps vtest.avi in the cache folder ($XDG_CACHE_HOME/evanesco, or \
+        ~/.cache/evanesco). Takes 20 evenly spaced frames, aligns and merges them exactly as \
+        `evanesco stack` does, and writes the clean photo, a before/after sheet and the JSON \
+        report. Without --out, each run writes into a new folder (evanesco-demo, evanesco-demo-2, ...).
+
+        EXAMPLES:
+          evanesco demo
+          evanesco demo --out /tmp/demo --merge median --force
+          evanesco demo --video street.mp4 --frames 30
         """)
 
-    @Option(help: "Folder for the demo's outputs (created if missing).") var out = "evanesco-demo"
+    @Option(help: "Folder for the demo's outputs (created if missing; default: a new evanesco-demo folder).") var out: String?
     @Option(help: "Video to use instead of OpenCV's vtest.avi.") var video: String?
     @Option(help: "Frames to take from the video, evenly spaced.") var frames = 20
     @Option(help: "Merge method.") var merge: MergeMethod = .robust
+    @Flag(help: "Replace the demo's files if --out already holds them.") var force = false
+
+    func validate() throws {
+        if !(2...500).contains(frames) { throw ValidationError("--frames must be within 2...500") }
+    }
+
+    /// The output folder: --out, or the first of evanesco-demo, evanesco-demo-2, ... that does not exist.
+    func folder() -> String {
+        if let out { return out }
+        var n = 1
+        while true {
+            let name = n == 1 ? "evanesco-demo" : "evanesco-demo-\(n)"
+            if !FileManager.default.fileExists(atPath: name) { return name }
+            n += 1
+        }
+    }
 
     func run() throws {
         try reportingErrors {
+            let dir = folder()
+            let clean = dir + "/clean.jpg", sheet = dir + "/before-after.jpg", report = dir + "/report.json"
+            for p in [clean, sheet, report] where !force && FileManager.default.fileExists(atPath: p) {
+                throw ImageIOError.outputExists(path: p)
+            }
             let clip = try video ?? DemoAssets.pedestrianVideo()
-            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), !isDir.boolValue {
+                throw ValidationError("--out \(dir) is a file; give a folder")
+            }
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let info = try VideoIO.probe(clip)
-            Diagnostics.progress("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)")
-            let progress = ProgressPrinter(quiet: false)
-            let t0 = Date()
-            let loaded = try BurstInput.load([clip], videoFrames: frames, progress: progress.callback)
-            let decodeTime = Date().timeIntervalSince(t0)
+            let progress = ProgressDisplay(quiet: false)
+            progress.message("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)")
             var options = StackOptions()
-            options.merge = merge
-            options.progress = progress.callback
-            let result = try BurstStacker.stack(loaded.frames, options: options)
-            let clean = out + "/clean.jpg", sheet = out + "/before-after.jpg", report = out + "/report.json"
-            try ImageCodecs.write(result.image, to: clean, options: WriteOptions(quality: 95, overwrite: true))
-            let before = loaded.frames[result.referenceIndex].image.uint8, after = result.image.uint8
-            try ImageCodecs.write(.uint8(DemoSheet.sideBySide(before, after)), to: sheet, options: WriteOptions(quality: 92, overwrite: true))
-            var timings = result.timings
-            timings["decode"] = decodeTime; timings["total"] = Date().timeIntervalSince(t0)
-            try StackReport.write(result, timings: timings, skipped: loaded.skipped, inputs: [clip], output: clean, to: report, overwrite: true)
-            Diagnostics.progress(String(format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, loaded.frames.count,
-                                        result.merge.rawValue, timings["total"]!))
+            options.merge = merge; options.videoFrames = frames; options.progress = progress.stackCallback
+            options.retainFrames = true
+            let start = Date()
+            var result = try BurstStacker.stack(contentsOf: [clip], options: options)
+            progress.finish()
+            for n in result.notices { Diagnostics.warning(n.description) }
+            try result.timings.measure(\.encode) {
+                try ImageCodecs.write(result.image, to: clean, options: WriteOptions(quality: 95, overwrite: force))
+                let before = result.decodedFrames![result.referenceIndex].image.uint8, after = result.image.uint8
+                try ImageCodecs.write(.uint8(DemoSheet.sideBySide(before, after)), to: sheet, options: WriteOptions(quality: 92, overwrite: force))
+            }
+            result.timings.total = Date().timeIntervalSince(start)
+            try ReportFile.write(StackReport(result, inputs: [clip], output: clean), to: report, overwrite: force)
+            progress.message(String(format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, result.frames.count,
+                                    result.merge.rawValue, result.timings.total ?? 0))
             print("clean photo:  \(clean)")
             print("before/after: \(sheet)")
             print("report:       \(report)")
@@ -82,7 +113,7 @@ enum DemoAssets {
         let work = dir + "/download-\(getpid())"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        Diagnostics.progress("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...")
+        FileHandle.standardError.write(Data("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...\n".utf8))
         try shell("cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get download opencv-doc >/dev/null)",
                   failure: "could not download Debian's opencv-doc package; run `apt-get update`, or pass --video FILE")
         try shell("cd '\(work)' && dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -xO ./usr/share/doc/opencv-doc/examples/data/vtest.avi > vtest.avi && mv vtest.avi '\(target)'",

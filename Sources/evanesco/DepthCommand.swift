@@ -48,12 +48,8 @@ struct DepthInfo: ParsableCommand {
             o.decodePhoto = false
             o.requireDepth = false
             let p = try DepthReader.read(photo, options: o)
-            let info = DepthReport.describe(p)
-            if json {
-                print(try DepthReport.json(info))
-            } else {
-                print(DepthReport.text(info))
-            }
+            let summary = DepthSummary(p)
+            print(json ? try ReportJSON.string(summary) : summary.text)
             if p.depth == nil { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
         }
     }
@@ -90,6 +86,9 @@ struct DepthExtract: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            for path in [output, report].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
+                throw ImageIOError.outputExists(path: path)
+            }
             var o = source.readOptions
             o.decodePhoto = false
             o.sensorOrientation = raw
@@ -99,7 +98,7 @@ struct DepthExtract: ParsableCommand {
             if let auxKind, !wantsMap { o.decodeAuxiliary = [auxKind] }
             let p = try DepthReader.read(photo, options: o)
             let ext = URL(fileURLWithPath: output).pathExtension.lowercased()
-            var fields: [String: Any] = ["input": photo, "output": output]
+            var fields = ExtractReport(input: photo, output: output)
             if !wantsMap, let auxKind {
                 guard let a = p.auxiliary(auxKind) else {
                     throw DepthError.auxiliaryNotFound(path: photo, kind: auxKind.rawValue, available: p.auxiliary.map { $0.kind.rawValue })
@@ -109,7 +108,7 @@ struct DepthExtract: ParsableCommand {
                 } else {
                     try ImageCodecs.write(a.image, to: output, options: WriteOptions(overwrite: force))
                 }
-                fields["auxiliary"] = ["kind": a.kind.rawValue, "type": a.type, "width": a.image.width, "height": a.image.height, "source": a.source]
+                fields.auxiliary = DepthSummary.Auxiliary(kind: a.kind, type: a.type, width: a.image.width, height: a.image.height, source: a.source)
             } else {
                 guard var d = p.depth else { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
                 if raw {
@@ -121,14 +120,16 @@ struct DepthExtract: ParsableCommand {
                         }
                         try ImageCodecs.write(d.stored, to: output, options: WriteOptions(overwrite: force))
                     }
-                    fields["stored"] = d.storedFormat
+                    fields.stored = d.storedFormat
                 } else {
                     if let kind { d = d.converted(to: kind) }
-                    let r = d.finiteRange
+                    var r = d.finiteRange
                     var map = d.map
-                    if normalize, let r {
-                        let lo = r.min, span = max(r.max - r.min, .leastNormalMagnitude)
+                    if normalize, let range = r {
+                        let lo = range.min, span = max(range.max - range.min, .leastNormalMagnitude)
                         map.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = (m[i] - lo) / span } }
+                        // The PNG mapping and the report speak of the values written: 0...1 now.
+                        r = (min: 0, max: range.max > range.min ? 1 : 0)
                     }
                     switch ext {
                     case "pfm":
@@ -136,7 +137,7 @@ struct DepthExtract: ParsableCommand {
                     case "tif", "tiff":
                         try ImageCodecs.write(.float32(map), to: output, options: WriteOptions(bitDepth: 32, overwrite: force))
                     case "png":
-                        guard let r else { throw DepthError.badMetadata(path: photo, detail: "every value of the map is a hole") }
+                        guard let r else { throw DepthError.badMetadata(path: photo, detail: "every value of the depth map is a hole; there is nothing to write") }
                         let lo = r.min, span = max(r.max - r.min, .leastNormalMagnitude)
                         let q = Image<UInt16>(width: map.width, height: map.height, channels: 1) { dst in
                             map.samples.withUnsafeBufferPointer { s in
@@ -144,81 +145,37 @@ struct DepthExtract: ParsableCommand {
                             }
                         }
                         try ImageCodecs.write(.uint16(q), to: output, options: WriteOptions(bitDepth: 16, overwrite: force))
-                        fields["png16Mapping"] = "value = \(lo) + (v - 1) / 65534 * \(r.max - r.min); v = 0 is a hole"
+                        fields.png16Mapping = "value = \(lo) + (v - 1) / 65534 * \(r.max - r.min); v = 0 is a hole"
                         print("\(output): 16-bit PNG, \(d.kind.rawValue) \(lo)...\(r.max) \(d.units) mapped to 1...65535 (0 = hole)")
                     default:
                         throw ValidationError("name the output .pfm, .tif or .png (or use --raw for the stored samples)")
                     }
-                    fields["kind"] = d.kind.rawValue
-                    fields["units"] = d.units
-                    fields["range"] = r.map { [Double($0.min), Double($0.max)] } ?? []
-                    fields["normalized"] = normalize
-                    fields["holes"] = d.holeCount
+                    fields.kind = d.kind; fields.units = d.units; fields.range = r.map { [$0.min, $0.max] }
+                    fields.normalized = normalize; fields.holes = d.holeCount
                 }
-                fields["width"] = d.width; fields["height"] = d.height; fields["source"] = d.source
-                fields["orientationApplied"] = d.orientationApplied.rawValue
+                fields.width = d.width; fields.height = d.height; fields.source = d.source
+                fields.orientationApplied = d.orientationApplied.rawValue
             }
             for w in p.warnings { Diagnostics.warning("\(photo): \(w)") }
-            if let report {
-                let data = try JSONSerialization.data(withJSONObject: fields, options: [.prettyPrinted, .sortedKeys])
-                try AtomicOutput.write(Array(data) + [10], to: report, overwrite: true)
-            }
+            if let report { try ReportFile.write(fields, to: report, overwrite: force) }
         }
     }
 }
 
-/// The `depth info` description, shared with `portrait --report`.
-enum DepthReport {
-    static func describe(_ p: DepthPhoto) -> [String: Any] {
-        var out: [String: Any] = ["file": p.path, "format": p.format.name, "width": p.width, "height": p.height,
-                                  "orientation": p.orientation.rawValue, "orientationMeaning": p.orientation.summary,
-                                  "hasDepth": p.depth != nil, "warnings": p.warnings]
-        if let d = p.depth {
-            var dd: [String: Any] = ["kind": d.kind.rawValue, "width": d.width, "height": d.height, "units": d.units,
-                                     "storedFormat": d.storedFormat, "source": d.source, "encoding": d.encoding.summary,
-                                     "holes": d.holeCount, "rangeNotes": d.rangeNotes,
-                                     "orientationApplied": d.orientationApplied.rawValue]
-            if let r = d.finiteRange { dd["range"] = [Double(r.min), Double(r.max)] }
-            if let r = d.declaredRange { dd["declaredRange"] = [r.lowerBound, r.upperBound] }
-            if let a = d.accuracy { dd["accuracy"] = a.rawValue }
-            if let f = d.filtered { dd["filtered"] = f }
-            if let q = d.quality { dd["quality"] = q }
-            if let c = d.calibration, let data = try? JSONEncoder().encode(c), let obj = try? JSONSerialization.jsonObject(with: data) {
-                dd["calibration"] = obj
-            }
-            out["depth"] = dd
-        }
-        out["auxiliary"] = p.auxiliary.map { a -> [String: Any] in
-            ["kind": a.kind.rawValue, "type": a.type, "width": a.width, "height": a.height, "source": a.source]
-        }
-        return out
-    }
-
-    static func json(_ obj: [String: Any]) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self)
-    }
-
-    static func text(_ info: [String: Any]) -> String {
-        var lines = ["file: \(info["file"]!)", "format: \(info["format"]!), \(info["width"]!)x\(info["height"]!), orientation \(info["orientation"]!)"]
-        if let d = info["depth"] as? [String: Any] {
-            lines.append("depth: \(d["kind"]!) \(d["width"]!)x\(d["height"]!), \(d["storedFormat"]!), from \(d["source"]!)")
-            if let r = d["range"] as? [Double] { lines.append("  range: \(r[0]) ... \(r[1]) \(d["units"]!)") }
-            lines.append("  encoding: \(d["encoding"]!)")
-            for n in d["rangeNotes"] as? [String] ?? [] { lines.append("  \(n)") }
-            if let a = d["accuracy"] { lines.append("  accuracy: \(a)") }
-            if let f = d["filtered"] { lines.append("  filtered: \(f)") }
-            if let q = d["quality"] { lines.append("  quality: \(q)") }
-            if let c = d["calibration"] as? [String: Any] {
-                lines.append("  calibration: " + c.keys.sorted().map { "\($0)=\(c[$0]!)" }.joined(separator: "; ").replacingOccurrences(of: "\n", with: ""))
-            }
-            lines.append("  holes: \(d["holes"]!)")
-        } else {
-            lines.append("depth: none")
-        }
-        for a in info["auxiliary"] as? [[String: Any]] ?? [] {
-            lines.append("auxiliary: \(a["kind"]!) \(a["width"]!)x\(a["height"]!) (\(a["type"]!), \(a["source"]!))")
-        }
-        for w in info["warnings"] as? [String] ?? [] { lines.append("warning: \(w)") }
-        return lines.joined(separator: "\n")
-    }
+/// `depth extract --report`.
+struct ExtractReport: Encodable {
+    var input: String
+    var output: String
+    var auxiliary: DepthSummary.Auxiliary?
+    var stored: String?
+    var kind: DepthKind?
+    var units: String?
+    var range: [Float]?
+    var normalized: Bool?
+    var holes: Int?
+    var png16Mapping: String?
+    var width: Int?
+    var height: Int?
+    var source: String?
+    var orientationApplied: Int?
 }

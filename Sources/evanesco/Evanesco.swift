@@ -1,4 +1,6 @@
 import ArgumentParser
+import EvanescoCore
+import EvanescoIO
 import Foundation
 
 @main
@@ -32,8 +34,13 @@ func reportingErrors(_ body: () throws -> Void) throws {
 
 /// Diagnostics go to stderr, never stdout.
 enum Diagnostics {
-    nonisolated(unsafe) static var quiet = false
     static func error(_ message: String) { FileHandle.standardError.write(Data("evanesco: error: \(message)\n".utf8)) }
     static func warning(_ message: String) { FileHandle.standardError.write(Data("evanesco: warning: \(message)\n".utf8)) }
-    static func progress(_ message: String) { if !quiet { FileHandle.standardError.write(Data("\(message)\n".utf8)) } }
+}
+
+/// Reports as files: the one JSON convention (``ReportJSON``), written atomically.
+enum ReportFile {
+    static func write<T: Encodable>(_ report: T, to path: String, overwrite: Bool) throws {
+        try AtomicOutput.write(try ReportJSON.encode(report), to: path, overwrite: overwrite)
+    }
 }

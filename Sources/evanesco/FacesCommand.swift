@@ -37,13 +37,22 @@ struct Faces: ParsableCommand {
             let boxes = f.find(in: img)
             let ms = Date().timeIntervalSince(t0) * 1000
             if json {
-                let obj: [String: Any] = ["image": image, "cascade": c.path, "width": img.width, "height": img.height,
-                                          "milliseconds": ms, "faces": boxes.map { ["x": $0.x, "y": $0.y, "width": $0.width, "height": $0.height, "neighbors": $0.neighbors] }]
-                print(String(decoding: try JSONSerialization.data(withJSONObject: obj, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
+                print(try ReportJSON.string(FacesReport(image: image, cascade: c.path, width: img.width, height: img.height,
+                                                        milliseconds: ms, faces: boxes)))
             } else {
                 if boxes.isEmpty { print("\(image): no face found") }
                 for b in boxes { print("\(image): face at \(b.x),\(b.y) size \(b.width)x\(b.height) (\(b.neighbors) detections)") }
             }
         }
     }
+}
+
+/// `evanesco faces --json`.
+struct FacesReport: Encodable {
+    var image: String
+    var cascade: String
+    var width: Int
+    var height: Int
+    var milliseconds: Double
+    var faces: [DetectedBox]
 }

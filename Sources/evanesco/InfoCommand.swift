@@ -16,35 +16,59 @@ struct Info: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            var fields: [(String, Any)] = [("file", file)]
+            var info = FileInfo(file: file)
             do {
                 let d = try ImageCodecs.probe(file)
                 let o = d.metadata.orientation
                 let shown = (o.swapsAxes && !d.metadata.orientationApplied) ? (d.storedHeight, d.storedWidth) : (d.storedWidth, d.storedHeight)
-                fields += [("format", d.format.name), ("width", shown.0), ("height", shown.1),
-                           ("storedWidth", d.storedWidth), ("storedHeight", d.storedHeight),
-                           ("bitDepth", d.image.bitDepth), ("channels", d.image.channels),
-                           ("orientation", o.rawValue), ("orientationMeaning", o.summary),
-                           ("orientationAppliedByContainer", d.metadata.orientationApplied),
-                           ("exif", d.metadata.exif != nil), ("iccProfileBytes", d.metadata.icc?.count ?? 0),
-                           ("xmp", d.metadata.xmp != nil),
-                           ("hasDepth", d.auxiliary.contains { ["depth", "disparity", "gdepth", "dynamic-depth-container"].contains($0) }),
-                           ("auxiliary", d.auxiliary)]
+                info.format = d.format.name; info.width = shown.0; info.height = shown.1
+                info.storedWidth = d.storedWidth; info.storedHeight = d.storedHeight
+                info.bitDepth = d.image.bitDepth; info.channels = d.image.channels
+                info.orientation = o.rawValue; info.orientationMeaning = o.summary
+                info.orientationAppliedByContainer = d.metadata.orientationApplied
+                info.exif = d.metadata.exif != nil; info.iccProfileBytes = d.metadata.icc?.count ?? 0; info.xmp = d.metadata.xmp != nil
+                info.hasDepth = d.auxiliary.contains { ["depth", "disparity", "gdepth", "dynamic-depth-container"].contains($0) }
+                info.auxiliary = d.auxiliary
             } catch ImageIOError.unsupportedFormat(let path, let name) where name.contains("video") || name.contains("ISO media") {
                 let v = try VideoIO.probe(path)
-                fields += [("format", "video (\(name))"), ("width", v.width), ("height", v.height),
-                           ("frames", v.frameCount), ("framesPerSecond", v.framesPerSecond), ("rotation", v.rotationDegrees)]
+                info.format = "video (\(name))"; info.width = v.width; info.height = v.height
+                info.frames = v.frameCount; info.framesPerSecond = v.framesPerSecond; info.rotation = v.rotationDegrees
             }
-            if json {
-                let dict = Dictionary(uniqueKeysWithValues: fields)
-                let data = try JSONSerialization.data(withJSONObject: dict, options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
-            } else {
-                for (k, v) in fields {
-                    let value = (v as? [String]).map { $0.isEmpty ? "none" : $0.joined(separator: ", ") } ?? "\(v)"
-                    print("\(k): \(value)")
-                }
-            }
+            print(json ? try ReportJSON.string(info) : info.text)
         }
+    }
+}
+
+/// What `evanesco info` prints (`--json`: snake_case keys; absent fields are left out).
+struct FileInfo: Encodable {
+    var file: String
+    var format: String?
+    var width: Int?
+    var height: Int?
+    var storedWidth: Int?
+    var storedHeight: Int?
+    var bitDepth: Int?
+    var channels: Int?
+    var orientation: Int?
+    var orientationMeaning: String?
+    var orientationAppliedByContainer: Bool?
+    var exif: Bool?
+    var iccProfileBytes: Int?
+    var xmp: Bool?
+    var hasDepth: Bool?
+    var auxiliary: [String]?
+    var frames: Int?
+    var framesPerSecond: Double?
+    var rotation: Int?
+
+    var text: String {
+        var lines = ["file: \(file)"]
+        func add(_ k: String, _ v: Any?) { if let v { lines.append("\(k): \(v)") } }
+        add("format", format); add("width", width); add("height", height); add("stored width", storedWidth); add("stored height", storedHeight)
+        add("bit depth", bitDepth); add("channels", channels); add("orientation", orientation.map { "\($0) (\(orientationMeaning ?? ""))" })
+        add("orientation applied by container", orientationAppliedByContainer); add("exif", exif); add("icc profile bytes", iccProfileBytes)
+        add("xmp", xmp); add("has depth", hasDepth); add("auxiliary", auxiliary.map { $0.isEmpty ? "none" : $0.joined(separator: ", ") })
+        add("frames", frames); add("frames per second", framesPerSecond); add("rotation", rotation)
+        return lines.joined(separator: "\n")
     }
 }

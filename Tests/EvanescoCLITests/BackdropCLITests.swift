@@ -55,8 +55,8 @@ final class ErrBox: @unchecked Sendable {
         #expect(f0[20, 24, 0] == 250 && f0[60, 5, 0] == 0)   // person kept, wall black (no background given)
         let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("r.json")))) as! [String: Any]
         let frames = rep["frames"] as! [[String: Any]]
-        #expect(frames.count == 4 && abs((frames[0]["subjectDepth"] as! Double) - 1) < 0.03)
-        #expect(rep["depthFormat"] as? String == "mm16" && (rep["pipelineFps"] as! Double) > 0)
+        #expect(frames.count == 4 && abs((frames[0]["subject_depth"] as! Double) - 1) < 0.03)
+        #expect(rep["depth_format"] as? String == "mm16" && (rep["pipeline_fps"] as! Double) > 0)
     }
 
     @Test func mismatchedCountsAndBadSizes() throws {

@@ -50,10 +50,10 @@ func gradient(_ w: Int, _ h: Int) -> Image<UInt8> {
         try ImageCodecs.write(.uint16(gradient(40, 30).converted(to: UInt16.self)), to: s.file("a.png"))
         let r = try CLI.run(["info", s.file("a.png")])
         #expect(r.status == 0)
-        #expect(r.out.contains("format: PNG") && r.out.contains("width: 40") && r.out.contains("height: 30") && r.out.contains("bitDepth: 16"))
+        #expect(r.out.contains("format: PNG") && r.out.contains("width: 40") && r.out.contains("height: 30") && r.out.contains("bit depth: 16"))
         let j = try CLI.run(["info", s.file("a.png"), "--json"])
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as? [String: Any])
-        #expect(obj["width"] as? Int == 40 && obj["hasDepth"] as? Bool == false && obj["format"] as? String == "PNG")
+        #expect(obj["width"] as? Int == 40 && obj["has_depth"] as? Bool == false && obj["format"] as? String == "PNG")
     }
 
     @Test func convertRoundTripAndNoOverwrite() throws {

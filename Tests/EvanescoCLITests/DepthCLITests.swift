@@ -36,7 +36,7 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         let depth = obj["depth"] as! [String: Any]
         #expect(depth["kind"] as? String == "depth" && depth["width"] as? Int == 48 && depth["source"] as? String == "GDepth (XMP)")
         #expect(depth["range"] as? [Double] == [1, 4])
-        #expect(obj["hasDepth"] as? Bool == true)
+        #expect(obj["has_depth"] as? Bool == true)
     }
 
     @Test func extractWritesPFMTiffAndPNG() throws {
@@ -77,7 +77,7 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         #expect(spot[90, 30, 0] == 0 && spot[90, 30, 2] == 0)
         let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("blur.json")))) as! [String: Any]
         #expect(rep["focus"] as? Double == 1)
-        #expect((rep["timesSeconds"] as? [String: Double])?["total"] != nil)
+        #expect((rep["times_s"] as? [String: Double])?["total"] != nil)
         // Focus by point: the right half.
         let r = try CLI.run(["portrait", photo, "-o", s.file("p.png"), "--effect", "mask", "--focus-point", "80,30"])
         #expect(r.status == 0 && r.err.contains("focus 0.000"), "\(r.err)")

@@ -43,7 +43,7 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let r = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o)
         #expect(r.usedFrames == 7)
         for f in r.frames.dropFirst() {
-            let h = Homography(rows: try #require(f.homography))
+            let h = try #require(f.homography)
             let truth = Homography.translation(Self.shifts[f.index].0, Self.shifts[f.index].1)
             // Mean displacement error over a 9x7 grid spanning the frame (score.py's measure).
             var err = 0.0
@@ -92,15 +92,64 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let r = try BurstStacker.stack(frames, options: StackOptions())
         #expect(r.usedFrames == 6)
         let junk = r.frames[3]
-        #expect(!junk.used && junk.status.hasPrefix("failed:") && junk.homography == nil)
+        #expect(!junk.used && junk.status == .failed && junk.homography == nil && junk.reason != nil)
+        #expect(r.notices.contains { if case .frameLeftOut(source: "junk", _) = $0 { true } else { false } })
     }
 
     @Test func oneAndTwoFrames() throws {
         let one = try BurstStacker.stack([BurstFrame(name: "only", image: .uint8(Self.scene))])
         #expect(one.image == .uint8(Self.scene) && one.usedFrames == 1)
-        var o = StackOptions(); o.merge = .mean
-        let two = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false), options: o)
-        #expect(two.usedFrames == 2)
+        #expect(one.notices == [.singleFrame])
+        // Two frames cannot outvote anything: the policy merges them by their mean, and says so.
+        let two = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false))
+        #expect(two.usedFrames == 2 && two.merge == .mean)
+        #expect(two.notices == [.twoFramesMergedByMean(requested: .robust)])
+        var keep = StackOptions(); keep.merge = .median; keep.meanForTwoFrames = false
+        let kept = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false), options: keep)
+        #expect(kept.merge == .median && kept.notices.isEmpty)
+    }
+
+    @Test("Policies: half-resolution alignment above 8 MP unless a level is given")
+    func alignLevelPolicy() {
+        let o = StackOptions()
+        #expect(o.resolved(frames: 5, pixels: 12_000_000).options.registration.finestLevel == 1)
+        #expect(o.resolved(frames: 5, pixels: 640 * 480).options.registration.finestLevel == 0)
+        var given = StackOptions(); given.alignLevel = 0
+        #expect(given.resolved(frames: 5, pixels: 12_000_000).options.registration.finestLevel == 0)
+        #expect(o.resolved(frames: 5, pixels: 100).options.merge == .robust)
+    }
+
+    @Test("The report round-trips its homographies in the bench schema (rows, snake_case)")
+    func reportRoundTrip() throws {
+        let r = try BurstStacker.stack(burst(Self.scene, shifts: Array(Self.shifts.prefix(4))))
+        let bytes = try ReportJSON.encode(StackReport(r, inputs: ["a"], output: "o.png"))
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(obj["frames_used"] as? Int == 4 && (obj["times_s"] as? [String: Double])?["warp_merge"] != nil)
+        let frame1 = try #require((obj["frames"] as? [[String: Any]])?[1])
+        #expect((frame1["homography"] as? [[Double]])?.count == 3 && frame1["status"] as? String == "aligned")
+        let back = try StackReport.homographies(from: bytes, name: "report")
+        #expect(back.count == 4)
+        for i in 0..<4 { #expect(back[i] == r.frames[i].homography) }
+        // Given back, they stack to the same picture without aligning.
+        var o = StackOptions(); o.givenHomographies = back
+        #expect(try BurstStacker.stack(burst(Self.scene, shifts: Array(Self.shifts.prefix(4))), options: o).image == r.image)
+        #expect(throws: StackReportError.self) { try StackReport.homographies(from: Array(#"{"frames":[{"index":0,"homography":[[1,0],[0,1]]}]}"#.utf8), name: "x") }
+        #expect(throws: StackReportError.self) { try StackReport.homographies(from: Array(#"{"frames":[{"index":-3,"homography":null}]}"#.utf8), name: "x") }
+    }
+
+    @Test("aligned() gives the pixels the merge sampled: a one-frame-plus-reference mean is their average")
+    func alignedMatchesMerge() throws {
+        let frames = burst(Self.scene, shifts: [(0, 0), (2.5, -1.25)], occluder: false)
+        var o = StackOptions(); o.givenHomographies = [.identity, .translation(2.5, -1.25)]
+        let r = try BurstStacker.stack(frames, options: o)
+        let a = BurstStacker.aligned(frames[1], homography: .translation(2.5, -1.25), interpolation: .catmullRom, mergedFrames: 2).uint8
+        let ref = Self.scene, out = r.image.uint8
+        var worst = 0
+        for y in 10..<230 { for x in 10..<310 { for c in 0..<3 {
+            let mean = (Int(ref[x, y, c]) + Int(a[x, y, c]))
+            worst = max(worst, abs(2 * Int(out[x, y, c]) - mean))
+        }}}
+        #expect(worst <= 2, "worst \(worst)")   // rounding of the 8-bit aligned frame only
     }
 
     @Test func mismatchedSizesAndBadReference() {

@@ -86,12 +86,42 @@ public struct BackdropOptions: Sendable {
     public init() {}
 }
 
+/// Why the subject was not taken from a face.
+public enum SubjectFallback: String, Sendable, Codable {
+    /// No face was found in the frame (or none was held).
+    case noFace = "no_face"
+    /// A face was found but its box holds no valid depth.
+    case noDepthInFaceBox = "no_depth_in_face_box"
+    /// No face cascade could be loaded.
+    case noCascade = "no_cascade"
+}
+
+/// What one frame's subject depth was taken from.
+public enum SubjectSource: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The median depth in the face box.
+    case face
+    /// The median depth around a point of the colour frame.
+    case point(x: Int, y: Int)
+    /// The nearest depth region holding `percent` % of the valid depth; `fallback` says why a
+    /// face was not used when one was asked for.
+    case nearestRegion(percent: Int, fallback: SubjectFallback?)
+
+    public var description: String {
+        switch self {
+        case .face: "face"
+        case .point(let x, let y): "point \(x),\(y)"
+        case .nearestRegion(let p, let fb):
+            (fb.map { "\($0 == .noCascade ? "no face cascade" : $0 == .noFace ? "no face found" : "no valid depth in the face box"); fell back to " } ?? "")
+                + "the nearest large depth region (\(p) % of the valid depth)"
+        }
+    }
+}
+
 /// What one frame's cut was based on.
 public struct BackdropFrameInfo: Sendable, Codable {
     /// Face box in colour pixels (when a face was used).
     public var face: DetectedBox?
-    /// "face", "face (held from frame N)", "nearest region", "point", with the reason for a fallback.
-    public var subjectSource: String
+    public var subject: SubjectSource
     public var subjectDepth: Float
     public var cutoff: Float
     /// Milliseconds: mask (depth to blurred mask) and composite (upscale + blend).
@@ -111,7 +141,7 @@ public enum BackdropError: Error, Equatable, CustomStringConvertible {
 /// subject + 0.25 m, binary mask (0 < d <= cutoff, holes are background), Gaussian blur (clamped
 /// edges), gamma, bicubic upscale to the colour size, blend over the background. Stateful for
 /// video: the cutoff and mask are smoothed over time.
-public final class BackdropPipeline: @unchecked Sendable {
+public final class BackdropPipeline {
     public var options: BackdropOptions
     var previousCutoff: Float?
     var previousMask: [Float]?
@@ -130,9 +160,12 @@ public final class BackdropPipeline: @unchecked Sendable {
         let sx = Double(depth.width) / Double(colorWidth), sy = Double(depth.height) / Double(colorHeight)
         let x0 = Int((Double(box.x) + 0.25 * Double(box.width)) * sx), x1 = Int((Double(box.x) + 0.75 * Double(box.width)) * sx)
         let y0 = Int((Double(box.y) + 0.25 * Double(box.height)) * sy), y1 = Int((Double(box.y) + 0.75 * Double(box.height)) * sy)
+        // The box clipped to the map; a box wholly outside it has no depth.
+        let cx0 = max(0, x0), cx1 = min(depth.width - 1, max(x0, x1)), cy0 = max(0, y0), cy1 = min(depth.height - 1, max(y0, y1))
+        guard cx0 <= cx1, cy0 <= cy1 else { return nil }
         var vals: [Float] = []
-        for y in max(0, y0)...min(depth.height - 1, max(y0, y1)) {
-            for x in max(0, x0)...min(depth.width - 1, max(x0, x1)) {
+        for y in cy0...cy1 {
+            for x in cx0...cx1 {
                 let v = depth.samples[y * depth.width + x]
                 if v > 0 { vals.append(v) }
             }
@@ -230,6 +263,7 @@ public final class BackdropPipeline: @unchecked Sendable {
         }
         if holes > 0 {
             let src = bin
+            src.withUnsafeBufferPointer { src in bin.withUnsafeMutableBufferPointer { bin in
             for y in 0..<h { for x in 0..<w where src[y * w + x] == 2 {
                 var f = 0, k = 0
                 for yy in max(0, y - 1)...min(h - 1, y + 1) { for xx in max(0, x - 1)...min(w - 1, x + 1) {
@@ -238,11 +272,12 @@ public final class BackdropPipeline: @unchecked Sendable {
                 }}
                 bin[y * w + x] = k > 0 && f * 2 > k ? 1 : 0
             }}
+            }}
         } else if !options.fillHoles {
             for i in 0..<(w * h) where bin[i] == 2 { bin[i] = 0 }
         }
         var half = [Float](repeating: 0, count: hw * hh)
-        bin.withUnsafeBufferPointer { B in
+        bin.withUnsafeBufferPointer { B in half.withUnsafeMutableBufferPointer { half in
             for hy in 0..<hh {
                 let y0 = 2 * hy, y1 = min(2 * hy + 1, h - 1)
                 for hx in 0..<hw {
@@ -250,7 +285,7 @@ public final class BackdropPipeline: @unchecked Sendable {
                     half[hy * hw + hx] = Float(Int(B[y0 * w + x0]) + Int(B[y0 * w + x1]) + Int(B[y1 * w + x0]) + Int(B[y1 * w + x1])) * 0.25
                 }
             }
-        }
+        }}
         // Gaussian blur at half resolution: sigma/2, less the spread the 2x2 average already adds.
         let sigma = options.blurSigmaAt640 * Float(w) / 640 / 2
         let sigmaLeft = max(sigma * sigma - 0.25, 0).squareRoot()
@@ -258,14 +293,17 @@ public final class BackdropPipeline: @unchecked Sendable {
         // Temporal smoothing of the mask.
         if let p = previousMask, p.count == m.count, options.temporalWeight < 1 {
             let a = options.temporalWeight
-            for i in 0..<m.count { m[i] = a * m[i] + (1 - a) * p[i] }
+            m.withUnsafeMutableBufferPointer { m in p.withUnsafeBufferPointer { p in
+                for i in 0..<m.count { m[i] = a * m[i] + (1 - a) * p[i] }
+            }}
         }
         previousMask = m
-        // Gamma (CIGammaAdjust) through a table.
+        // Gamma (CIGammaAdjust) through a table of 1025 entries; the index is clamped to it.
         let g = options.gamma
         if gammaTable.gamma != g { gammaTable = (g, (0...1024).map { powf(Float($0) / 1024, g) }) }
-        let table = gammaTable.table
-        for i in 0..<m.count { m[i] = table[Int(min(max(m[i], 0), 1) * 1024 + 0.5)] }
+        gammaTable.table.withUnsafeBufferPointer { table in m.withUnsafeMutableBufferPointer { m in
+            for i in 0..<m.count { m[i] = table[Int(min(max(m[i], 0), 1) * 1024 + 0.5)] }
+        }}
         return (m, hw, hh)
     }
 
@@ -339,15 +377,18 @@ public final class BackdropPipeline: @unchecked Sendable {
                 let black = blackBackground.withUnsafeBufferPointer { UncheckedSendable($0) }
                 let fm = UncheckedSendable(full?.samples.withUnsafeMutableBufferPointer { $0.baseAddress })
                 StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
-                    var line = [Float](repeating: 0, count: mw)
-                    var m3 = [UInt16](repeating: 0, count: W * 3)
-                    var flag = [UInt8](repeating: 0, count: mw)
+                    // Per-strip scratch rows, as raw pointers: the inner loops index them per pixel.
+                    let line = UnsafeMutablePointer<Float>.allocate(capacity: mw)
+                    let m3 = UnsafeMutablePointer<UInt16>.allocate(capacity: W * 3)
+                    let flag = UnsafeMutablePointer<UInt8>.allocate(capacity: mw)
+                    defer { line.deallocate(); m3.deallocate(); flag.deallocate() }
                     for y in rows {
                         let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down), t = s - f
                         let (a, b, cc, d) = Kernels.cubicWeights(t)
                         let r0 = min(max(Int(f) - 1, 0), mh - 1) * mw, r1 = min(max(Int(f), 0), mh - 1) * mw
                         let r2 = min(max(Int(f) + 1, 0), mh - 1) * mw, r3 = min(max(Int(f) + 2, 0), mh - 1) * mw
-                        for i in 0..<mw { line[i] = a * M[r0 + i] + b * M[r1 + i] + cc * M[r2 + i] + d * M[r3 + i] }
+                        let mp = M.baseAddress!
+                        for i in 0..<mw { line[i] = a * mp[r0 &+ i] + b * mp[r1 &+ i] + cc * mp[r2 &+ i] + d * mp[r3 &+ i] }
                         // Where all four taps are 0 (or 1) the pixel is background (or subject): copy
                         // runs of those; blend only the transition.
                         for j in 0..<mw { flag[j] = line[j] <= 0.001 ? 0 : (line[j] >= 0.999 ? 1 : 2) }
@@ -382,11 +423,10 @@ public final class BackdropPipeline: @unchecked Sendable {
                                     if let p = fm.value { p[y * W + xx] = UInt8(truncatingIfNeeded: (Int(mi) * 255 + 128) >> 8) }
                                 }
                                 let bgp = bgRow + x * 3
-                                m3.withUnsafeBufferPointer { m in
-                                    for i in 0..<n {
-                                        let fg = UInt16(src[lo + i]), bk = UInt16(bgp[i]), mm = m[i]
-                                        dst.value[lo + i] = UInt8(truncatingIfNeeded: (fg &* mm &+ bk &* (256 &- mm) &+ 128) >> 8)
-                                    }
+                                let sp = src.baseAddress! + lo, dp = dst.value.baseAddress! + lo
+                                for i in 0..<n {
+                                    let fg = UInt16(sp[i]), bk = UInt16(bgp[i]), mm = m3[i]
+                                    dp[i] = UInt8(truncatingIfNeeded: (fg &* mm &+ bk &* (256 &- mm) &+ 128) >> 8)
                                 }
                             }
                             x = e
@@ -402,22 +442,26 @@ public final class BackdropPipeline: @unchecked Sendable {
     /// One frame: subject depth (face box, or the fallback), cutoff, mask, composite.
     public func process(color: Image<UInt8>, depth: Image<Float>, face: DetectedBox?, subject: SubjectSelection,
                         keepMask: Bool = false) throws -> (frame: Image<UInt8>, mask: Image<UInt8>?, info: BackdropFrameInfo) {
-        var source: String
+        var source: SubjectSource
         var subjectDepth: Float
         switch subject {
         case .point(let x, let y):
-            let box = DetectedBox(x: x - color.width / 40, y: y - color.width / 40, width: color.width / 20, height: color.width / 20)
+            guard x < color.width, y < color.height else {
+                throw BackdropError.noSubject(detail: "the point \(x),\(y) is outside the \(color.width)x\(color.height) colour frame")
+            }
+            let r = max(1, color.width / 40)
+            let box = DetectedBox(x: x - r, y: y - r, width: 2 * r, height: 2 * r)
             guard let d = Self.faceDepth(depth, box: box, colorWidth: color.width, colorHeight: color.height) else {
                 throw BackdropError.noSubject(detail: "no valid depth around the point \(x),\(y)")
             }
-            subjectDepth = d; source = "point \(x),\(y)"
+            subjectDepth = d; source = .point(x: x, y: y)
         case .face, .nearest:
             if subject == .face, let face, let d = Self.faceDepth(depth, box: face, colorWidth: color.width, colorHeight: color.height) {
-                subjectDepth = d; source = "face"
+                subjectDepth = d; source = .face
             } else if let r = Self.nearestRegionDepth(depth) {
                 subjectDepth = r.depth
-                source = (subject == .face ? (face == nil ? "no face found; fell back to " : "no valid depth in the face box; fell back to ") : "")
-                    + "the nearest large depth region (\(Int(r.fraction * 100)) % of the valid depth)"
+                let fallback: SubjectFallback? = subject == .face ? (face == nil ? .noFace : .noDepthInFaceBox) : nil
+                source = .nearestRegion(percent: Int(r.fraction * 100), fallback: fallback)
             } else {
                 throw BackdropError.noSubject(detail: "the depth frame has no valid values")
             }
@@ -428,7 +472,7 @@ public final class BackdropPipeline: @unchecked Sendable {
         let t1 = DispatchTime.now().uptimeNanoseconds
         let out = composite(color: color, mask: m.mask, width: m.width, height: m.height, keepMask: keepMask)
         let t2 = DispatchTime.now().uptimeNanoseconds
-        let info = BackdropFrameInfo(face: source == "face" ? face : nil, subjectSource: source, subjectDepth: subjectDepth, cutoff: cut,
+        let info = BackdropFrameInfo(face: source == .face ? face : nil, subject: source, subjectDepth: subjectDepth, cutoff: cut,
                                      maskMilliseconds: Double(t1 - t0) / 1e6, compositeMilliseconds: Double(t2 - t1) / 1e6)
         return (out.frame, out.mask, info)
     }

@@ -1,0 +1,252 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// Everything that decides how a colour + depth stream is cut, policies included.
+public struct BackdropSessionOptions: Sendable {
+    /// The per-frame pipeline's settings (cutoff offset, gamma, temporal smoothing, ...).
+    public var pipeline = BackdropOptions()
+    /// Where the subject is.
+    public var subject: SubjectSelection = .face
+    /// Run face detection every N frames and hold the box in between.
+    public var detectEvery = 10
+    /// How depth samples become metres; nil picks from the sample type (16-bit: mm16, float:
+    /// metres; 8-bit needs a ``DepthFormat/disparity8(min:max:)``).
+    public var depthFormat: DepthFormat?
+    /// Mask blur sigma in pixels of the depth frame; nil uses ``BackdropOptions/blurSigmaAt640``
+    /// (5.3 at 640 wide, scaled with the depth width).
+    public var blurRadius: Float?
+    /// Faces are searched on the colour frame scaled to this long side.
+    public var faceWorkingSize = 480
+    /// Smallest face searched, in pixels of that scaled frame.
+    public var faceMinSize = 30
+
+    public init() {}
+}
+
+/// One composited frame and its account.
+public struct BackdropFrame {
+    public var image: Image<UInt8>
+    /// The full-size mask, when asked for.
+    public var mask: Image<UInt8>?
+    public var report: BackdropFrameReport
+}
+
+/// What one frame's cut was based on and what it cost.
+public struct BackdropFrameReport: Sendable, Codable, Equatable {
+    public var frame: Int
+    public var subject: SubjectSource
+    public var subjectDepth: Float
+    public var cutoff: Float
+    /// Face box in colour pixels, when a face was used.
+    public var face: DetectedBox?
+    /// The frame the face box was detected in, when it was held from an earlier one.
+    public var faceHeldFromFrame: Int?
+    /// Seconds: decode (the caller's), detect, mask, effect (upscale + blend), encode (the caller's).
+    public var times: StageTimings
+
+    enum CodingKeys: String, CodingKey {
+        case frame, subject, subjectDepth, cutoff, face, faceHeldFromFrame
+        case times = "times_s"
+    }
+}
+
+/// The account of a whole stream (`evanesco backdrop --report`).
+public struct BackdropReport: Sendable, Codable, Equatable {
+    public var output: String?
+    public var frames: [BackdropFrameReport]
+    public var framesWritten: Int
+    /// Median per-frame pipeline time (mask + composite), milliseconds, and its rate.
+    public var pipelineMsMedian: Double
+    public var pipelineFps: Double
+    /// Frames written per second of wall clock, decode and encode included.
+    public var endToEndFps: Double
+    public var seconds: Double
+    public var depthFormat: String?
+    /// Why the stream stopped early, if it did (the complete frames before it were kept).
+    public var error: String?
+}
+
+/// The TrueDepth background-replacement sample as one object that owns a stream's state: the
+/// face-detection cadence and the held face box, the depth format (sniffed from the first frame
+/// when not given), the blur radius for the depth size, and the pipeline's temporal smoothing.
+/// Not thread-safe: one session per stream, fed from one thread.
+///
+/// ```swift
+/// var options = BackdropSessionOptions()
+/// options.depthFormat = .mm16
+/// let session = BackdropSession(options: options, background: beach, cascade: try CascadeClassifier.load())
+/// let frame = try session.process(color: colourFrame, depth: depthFrame)
+/// ```
+public final class BackdropSession {
+    public let options: BackdropSessionOptions
+    public private(set) var depthFormat: DepthFormat?
+    /// Frames processed so far.
+    public private(set) var frameIndex = 0
+    /// Why the last ``run(color:depth:to:progress:)`` stopped early, if it did.
+    public private(set) var failure: Error?
+    let pipeline: BackdropPipeline
+    let finder: FaceFinder?
+    var heldFace: DetectedBox?
+    var heldFrom = -1
+
+    /// - Parameters:
+    ///   - options: Subject, cadence, depth format, blur.
+    ///   - background: The new background (scaled to fill); nil for black, as the sample.
+    ///   - cascade: A face cascade; nil to use the nearest large depth region (the reports say so).
+    public init(options: BackdropSessionOptions = BackdropSessionOptions(), background: Image<UInt8>? = nil, cascade: CascadeClassifier?) {
+        self.options = options
+        self.depthFormat = options.depthFormat
+        pipeline = BackdropPipeline(options: options.pipeline, background: background)
+        finder = options.subject == .face ? cascade.map { c in
+            var f = FaceFinder(cascade: c)
+            f.workingSize = options.faceWorkingSize; f.minSize = options.faceMinSize
+            return f
+        } : nil
+    }
+
+    /// Depth in metres of a raw depth frame, deciding the format on the first frame.
+    ///
+    /// - Throws: ``BackdropSessionError/depthFormatNeeded(bits:)`` for 8-bit depth without a format.
+    public func metres(_ depth: AnyImage) throws -> Image<Float> {
+        if depthFormat == nil {
+            switch depth {
+            case .uint16: depthFormat = .mm16
+            case .float32: depthFormat = .metres
+            case .uint8: throw BackdropSessionError.depthFormatNeeded(bits: 8)
+            }
+        }
+        return depthFormat!.metres(depth)
+    }
+
+    /// Cuts the subject out of one frame and composites it.
+    ///
+    /// - Parameters:
+    ///   - color: The colour frame (any channel count; composited as RGB).
+    ///   - depth: The depth frame, raw (in ``depthFormat``) or already in metres as `.float32`.
+    ///   - keepMask: Also return the full-size mask.
+    /// - Returns: The composite, the mask if asked, and the frame's report.
+    /// - Throws: ``BackdropSessionError``, and `BackdropError.noSubject` when no subject can be found.
+    public func process(color: AnyImage, depth: AnyImage, keepMask: Bool = false) throws -> BackdropFrame {
+        var times = StageTimings()
+        let metres = try metres(depth)
+        let colour = color.uint8.withChannels(3)
+        if let b = options.blurRadius { pipeline.options.blurSigmaAt640 = b * 640 / Float(metres.width) }
+        var held: Int?
+        if let finder {
+            if heldFrom < 0 || frameIndex - heldFrom >= options.detectEvery {
+                heldFace = times.measure(\.detect) { finder.find(in: .uint8(colour)).first }
+                heldFrom = frameIndex
+            } else {
+                held = heldFrom
+            }
+        }
+        let selection: SubjectSelection = options.subject == .face && finder == nil ? .nearest : options.subject
+        let r = try pipeline.process(color: colour, depth: metres, face: heldFace, subject: selection, keepMask: keepMask)
+        var subject = r.info.subject
+        if options.subject == .face && finder == nil, case .nearestRegion(let p, _) = subject { subject = .nearestRegion(percent: p, fallback: .noCascade) }
+        times.mask = r.info.maskMilliseconds / 1000
+        times.effect = r.info.compositeMilliseconds / 1000
+        let report = BackdropFrameReport(frame: frameIndex, subject: subject, subjectDepth: r.info.subjectDepth, cutoff: r.info.cutoff,
+                                         face: r.info.face, faceHeldFromFrame: r.info.face == nil ? nil : held, times: times)
+        frameIndex += 1
+        return BackdropFrame(image: r.frame, mask: r.mask, report: report)
+    }
+
+    /// Runs a whole stream: reads frame pairs until both streams end, writes every composite,
+    /// and finishes the output even when a stream fails, so every complete frame is kept.
+    ///
+    /// - Parameters:
+    ///   - color: Colour frames.
+    ///   - depth: Depth frames, synchronised with `color` frame for frame.
+    ///   - output: Where composites go; ``FrameWriter/finish()`` is called in every case.
+    ///   - progress: Called after each frame with the frames done and the seconds elapsed.
+    /// - Returns: The report; its `error` holds why the stream stopped early, if it did.
+    public func run(color: FrameReader, depth: FrameReader, to output: FrameWriter,
+                    progress: ((_ frames: Int, _ elapsed: Double) -> Void)? = nil) -> BackdropReport {
+        var frames: [BackdropFrameReport] = []
+        let start = Date()
+        var failure: Error?
+        do {
+            if let a = color.knownCount, let b = depth.knownCount, a != b {
+                throw BackdropSessionError.frameCountsDiffer(color: a, depth: b)
+            }
+            while true {
+                var times = StageTimings()
+                let pair = try times.measure(\.decode) { (try color.next(), try depth.next()) }
+                if pair.0 == nil && pair.1 == nil { break }
+                guard let c = pair.0, let d = pair.1 else {
+                    throw BackdropSessionError.streamEnded(which: pair.0 == nil ? "colour" : "depth", after: frameIndex)
+                }
+                var f = try process(color: c, depth: d)
+                try times.measure(\.encode) { try output.write(f.image) }
+                f.report.times.decode = times.decode; f.report.times.encode = times.encode
+                frames.append(f.report)
+                progress?(frames.count, Date().timeIntervalSince(start))
+            }
+        } catch { failure = error }
+        do { try output.finish() } catch { if failure == nil { failure = error } }
+        self.failure = failure
+        let wall = Date().timeIntervalSince(start)
+        let pipeline = frames.map { (($0.times.mask ?? 0) + ($0.times.effect ?? 0)) * 1000 }.sorted()
+        let median = pipeline.isEmpty ? 0 : pipeline[pipeline.count / 2]
+        return BackdropReport(output: nil, frames: frames, framesWritten: output.written, pipelineMsMedian: median,
+                              pipelineFps: median > 0 ? 1000 / median : 0, endToEndFps: wall > 0 ? Double(output.written) / wall : 0,
+                              seconds: wall, depthFormat: depthFormat?.description, error: failure.map { String(describing: $0) })
+    }
+}
+
+/// Why a backdrop stream cannot go on.
+public enum BackdropSessionError: Error, Equatable, CustomStringConvertible {
+    case depthFormatNeeded(bits: Int)
+    case frameCountsDiffer(color: Int, depth: Int)
+    case streamEnded(which: String, after: Int)
+
+    public var description: String {
+        switch self {
+        case .depthFormatNeeded(let b):
+            "\(b)-bit depth needs its format: disparity8 with the disparity range in 1/m (it cannot be guessed)"
+        case .frameCountsDiffer(let c, let d):
+            "the colour stream has \(c) frames but the depth stream has \(d); the streams must be synchronised frame for frame"
+        case .streamEnded(let which, let n):
+            "the \(which) stream ended after \(n) frames while the other goes on; the streams must have the same number of frames (the \(n) complete frames were kept)"
+        }
+    }
+}
+
+extension SubjectSelection: LosslessStringConvertible {
+    /// Parses `face`, `nearest` or `X,Y` (colour pixels, non-negative).
+    public init?(_ description: String) {
+        switch description {
+        case "face": self = .face
+        case "nearest": self = .nearest
+        default:
+            let p = description.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard p.count == 2, let x = p[0], let y = p[1], x >= 0, y >= 0, x < 1 << 20, y < 1 << 20 else { return nil }
+            self = .point(x: x, y: y)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .face: "face"
+        case .nearest: "nearest"
+        case .point(let x, let y): "\(x),\(y)"
+        }
+    }
+}
+
+extension DepthFormat {
+    /// Parses `mm16`, `pfm` (float metres) or `disparity8:MIN,MAX` (finite, 0 <= MIN < MAX, in 1/m).
+    public init?(parsing s: String) {
+        switch s {
+        case "mm16": self = .mm16
+        case "pfm", "metres": self = .metres
+        default:
+            guard s.hasPrefix("disparity8:") else { return nil }
+            let p = s.dropFirst(11).split(separator: ",", omittingEmptySubsequences: false).map { Float($0) }
+            guard p.count == 2, let lo = p[0], let hi = p[1], lo.isFinite, hi.isFinite, lo >= 0, hi > lo else { return nil }
+            self = .disparity8(min: lo, max: hi)
+        }
+    }
+}

@@ -1,0 +1,334 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// What ``PortraitRenderer`` renders.
+public enum PortraitEffect: String, Sendable, Codable, CaseIterable {
+    /// The normalised disparity as grey (1 = nearest = white): the tutorial's "Depth" view.
+    case depth
+    /// The focus mask as grey: the tutorial's "Mask" view.
+    case mask
+    /// The photo through the mask over black (`CIBlendWithMask` over black).
+    case spotlight
+    /// The photo through the mask over its own luminance (`CIPhotoEffectMono` + `CIBlendWithMask`).
+    case color
+    /// Focal blur, strongest where the mask is 0 (`CIMaskedVariableBlur`).
+    case blur
+}
+
+/// How the upscaled mask is snapped to edges.
+public enum MaskRefinement: String, Sendable, Codable, CaseIterable {
+    /// Bicubic upscale only (the tutorial).
+    case none
+    /// A guided filter on the photo's luma.
+    case photo
+    /// A guided filter on Apple's portrait matte (an error if the file has none).
+    case matte
+    /// The matte when the file has one, else the photo.
+    case auto
+}
+
+/// A point of the upright photo, in pixels or as fractions of its size.
+public struct PhotoPoint: Sendable, Equatable, Codable, LosslessStringConvertible {
+    public var x: Double
+    public var y: Double
+    /// True when x and y are fractions 0...1 of the width and height.
+    public var fractional: Bool
+
+    public init(x: Double, y: Double, fractional: Bool = false) { self.x = x; self.y = y; self.fractional = fractional }
+
+    /// Parses `X,Y`: pixels (`1510,980`), or fractions when both are within 0...1 and one is
+    /// written with a decimal point (`0.4,0.3`). Refuses negative and non-finite numbers.
+    public init?(_ description: String) {
+        let parts = description.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, let x = Double(parts[0]), let y = Double(parts[1]), x.isFinite, y.isFinite, x >= 0, y >= 0 else { return nil }
+        self.init(x: x, y: y, fractional: x <= 1 && y <= 1 && (parts[0].contains(".") || parts[1].contains(".")))
+    }
+
+    public var description: String { fractional ? "\(x),\(y)" : "\(Int(x)),\(Int(y))" }
+
+    /// The point in pixels of a `width` x `height` photo.
+    public func pixels(width: Int, height: Int) -> (x: Double, y: Double) {
+        fractional ? (x * Double(width), y * Double(height)) : (x, y)
+    }
+}
+
+/// Where to focus.
+public enum FocusTarget: Sendable, Equatable {
+    /// Normalised disparity, 0 (farthest) ... 1 (nearest): the tutorial's slider.
+    case normalized(Float)
+    /// A distance in metres (only for maps with absolute accuracy or metric units).
+    case distance(metres: Double)
+    /// Whatever is at this point of the upright photo (the median of the map around it).
+    case point(PhotoPoint)
+}
+
+/// Every choice of a portrait rendering. The defaults are the tutorial's recipe.
+public struct PortraitSettings: Sendable, Equatable {
+    public var effect: PortraitEffect = .spotlight
+    public var focus: FocusTarget = .normalized(0.5)
+    /// Mask slope s (the ramp is 1/s wide).
+    public var slope: Float = 4
+    /// Mask width w (normalised disparity) of the in-focus band.
+    public var width: Float = 0.1
+    /// Largest blur radius in pixels (``PortraitEffect/blur``), at the photo's full size.
+    public var radius: Float = 15
+    /// Blur levels blended per pixel.
+    public var levels = 5
+    public var refine: MaskRefinement = .none
+    /// Gather background colour only, so the sharp subject does not bleed into the blur.
+    public var protectSubject = true
+
+    public init() {}
+
+    /// Checks every value, NaN and infinity included.
+    ///
+    /// - Throws: ``PortraitError/invalidSetting(name:detail:)`` naming the setting.
+    public func validate() throws(PortraitError) {
+        func bad(_ name: String, _ detail: String) -> PortraitError { .invalidSetting(name: name, detail: detail) }
+        switch focus {
+        case .normalized(let f): guard f.isFinite, (0...1).contains(f) else { throw bad("focus", "must be within 0...1 (normalised disparity, 1 = nearest)") }
+        case .distance(let d): guard d.isFinite, d > 0 else { throw bad("focus distance", "must be a positive number of metres") }
+        case .point(let p): guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else { throw bad("focus point", "must be X,Y with X, Y >= 0") }
+        }
+        guard slope.isFinite, slope > 0, slope <= 1000 else { throw bad("slope", "must be within (0, 1000]") }
+        guard width.isFinite, width >= 0, width <= 1 else { throw bad("width", "must be within 0...1") }
+        guard radius.isFinite, radius > 0, radius <= 500 else { throw bad("radius", "must be within (0, 500] pixels") }
+        guard (2...16).contains(levels) else { throw bad("levels", "must be within 2...16") }
+    }
+}
+
+/// Why a portrait could not be rendered.
+public enum PortraitError: Error, Equatable, CustomStringConvertible {
+    case invalidSetting(name: String, detail: String)
+    case noPhoto(path: String)
+
+    public var description: String {
+        switch self {
+        case .invalidSetting(let name, let detail): "\(name) \(detail)"
+        case .noPhoto(let path): "\(path): the photo itself was not decoded; read it with decodePhoto = true"
+        }
+    }
+}
+
+/// The machine-readable account of one rendering (`evanesco portrait --report`).
+public struct PortraitReport: Sendable, Codable, Equatable {
+    public struct Normalization: Sendable, Codable, Equatable {
+        public var disparityLow: Float
+        public var disparityHigh: Float
+        public var filledHoles: Int
+    }
+    public struct MaskStatistics: Sendable, Codable, Equatable {
+        public var mean: Double
+        public var fractionOverHalf: Double
+    }
+    public var input: String
+    public var effect: PortraitEffect
+    public var focus: Float
+    /// How the focus was found, in words.
+    public var focusFrom: String
+    public var slope: Float
+    public var width: Float
+    /// What the mask was refined with: "none", "photo luma" or "portrait matte".
+    public var refinedWith: String
+    public var radius: Float?
+    public var levels: Int?
+    public var protectSubject: Bool?
+    public var outputWidth: Int
+    public var outputHeight: Int
+    public var depth: DepthSummary.Depth?
+    public var normalization: Normalization
+    public var mask: MaskStatistics
+    public var times: StageTimings
+
+    enum CodingKeys: String, CodingKey {
+        case input, effect, focus, focusFrom, slope, width, refinedWith, radius, levels, protectSubject, outputWidth, outputHeight
+        case depth, normalization, mask
+        case times = "times_s"
+    }
+}
+
+/// One rendering: the image, the full-size mask and the report.
+public struct PortraitRendering: Sendable {
+    public var image: AnyImage
+    public var mask: Image<Float>
+    /// Metadata for the output: the photo's, without the ICC profile for the grey views.
+    public var metadata: ImageMetadata
+    public var report: PortraitReport
+}
+
+/// The "Image Depth Maps" tutorial as one object: holds a depth photo's decoded pixels, its
+/// normalised disparity and its portrait matte, and renders any ``PortraitSettings`` from them
+/// without decoding again, so a slider can re-render at preview size as fast as it moves.
+///
+/// ```swift
+/// let renderer = try PortraitRenderer(contentsOf: "IMG_0001.HEIC")
+/// var settings = PortraitSettings()
+/// settings.effect = .blur
+/// settings.focus = .point(PhotoPoint(x: 0.5, y: 0.45, fractional: true))
+/// let out = try renderer.render(settings)
+/// try ImageCodecs.write(out.image, to: "blur.jpg", options: WriteOptions(metadata: out.metadata))
+/// ```
+public final class PortraitRenderer: Sendable {
+    /// The photo as read (path, format, depth, auxiliary images).
+    public let photo: DepthPhoto
+    /// The upright photo's pixels (possibly scaled: see ``scaled(toLongSide:)``).
+    public let image: AnyImage
+    public let metadata: ImageMetadata
+    public let depth: DepthData
+    public let normalized: NormalizedDisparity
+    /// The portrait matte, if the file has one (and it was decoded).
+    public let matte: Image<Float>?
+    /// Photo pixels per pixel of the full-size photo (1 unless scaled for previews).
+    public let scale: Double
+    /// Seconds the read took (0 when built from a ``DepthPhoto``).
+    public let decodeSeconds: Double
+
+    /// A renderer for a photo already read with its pixels.
+    ///
+    /// - Parameter photo: Read by ``DepthReader`` with `decodePhoto` (and `.portrait` in
+    ///   `decodeAuxiliary` to refine with the matte).
+    /// - Throws: ``PortraitError/noPhoto(path:)``, `DepthError.noDepth`, or ``FocusError/noValidDepth(detail:)``
+    ///   when every value of the map is a hole.
+    public convenience init(_ photo: DepthPhoto) throws {
+        guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
+        guard let depth = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
+        let matte = photo.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
+        try self.init(photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
+                      normalized: NormalizedDisparity(depth), matte: matte, scale: 1, decodeSeconds: 0)
+    }
+
+    /// Reads a portrait photo (its pixels, depth and portrait matte) and prepares it for rendering.
+    ///
+    /// - Parameters:
+    ///   - path: A HEIC or JPEG portrait photo (Apple, GDepth, Dynamic Depth).
+    ///   - options: Read options; the photo and the portrait matte are always decoded.
+    /// - Throws: What ``DepthReader/read(_:options:)`` throws, and what ``init(_:)`` throws.
+    public convenience init(contentsOf path: String, options: DepthReadOptions = DepthReadOptions()) throws {
+        var o = options
+        o.decodePhoto = true; o.requireDepth = true; o.decodeAuxiliary.insert(.portrait)
+        let start = Date()
+        let p = try DepthReader.read(path, options: o)
+        let seconds = Date().timeIntervalSince(start)
+        guard let decoded = p.photo, let depth = p.depth else { throw DepthError.noDepth(path: path, found: p.auxiliary.map(\.type)) }
+        let matte = p.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
+        try self.init(photo: p, image: decoded.image, metadata: decoded.metadata, depth: depth,
+                      normalized: NormalizedDisparity(depth), matte: matte, scale: 1, decodeSeconds: seconds)
+    }
+
+    init(photo: DepthPhoto, image: AnyImage, metadata: ImageMetadata, depth: DepthData, normalized: NormalizedDisparity,
+         matte: Image<Float>?, scale: Double, decodeSeconds: Double) {
+        self.photo = photo; self.image = image; self.metadata = metadata; self.depth = depth
+        self.normalized = normalized; self.matte = matte; self.scale = scale; self.decodeSeconds = decodeSeconds
+    }
+
+    /// A renderer on the photo scaled down so that its long side is at most `longSide` (for
+    /// previews); the depth data is shared, and blur radii and focus points are scaled to match.
+    ///
+    /// - Parameter longSide: The preview's long side in pixels.
+    /// - Returns: `self` when the photo is already that small.
+    public func scaled(toLongSide longSide: Int) -> PortraitRenderer {
+        let long = max(image.width, image.height)
+        guard longSide > 0, long > longSide else { return self }
+        let s = Double(longSide) / Double(long)
+        let w = max(1, Int((Double(image.width) * s).rounded())), h = max(1, Int((Double(image.height) * s).rounded()))
+        let small: AnyImage
+        switch image {
+        case .uint8(let i): small = .uint8(i.resized(width: w, height: h, interpolation: .bilinear))
+        case .uint16(let i): small = .uint16(i.resized(width: w, height: h, interpolation: .bilinear))
+        case .float32(let i): small = .float32(i.resized(width: w, height: h, interpolation: .bilinear))
+        }
+        return PortraitRenderer(photo: photo, image: small, metadata: metadata, depth: depth, normalized: normalized,
+                                matte: matte, scale: s * scale, decodeSeconds: decodeSeconds)
+    }
+
+    /// The normalised focus value for `target`, and how it was found.
+    ///
+    /// - Parameter target: Where to focus.
+    /// - Returns: The focus (may lie slightly outside 0...1 for a distance at the map's edge) and a note.
+    /// - Throws: ``FocusError`` when a distance is asked of a relative map, or lies outside it, or the point is outside the photo.
+    public func focusValue(_ target: FocusTarget) throws(FocusError) -> (value: Float, note: String) {
+        switch target {
+        case .normalized(let f):
+            return (f, "normalised focus \(f)")
+        case .distance(let d):
+            if depth.accuracy == .relative { throw .relativeAccuracy(path: photo.path) }
+            let disp = Float(1 / d)
+            let f = normalized.normalize(disparity: disp)
+            guard f.isFinite, (-0.05...1.05).contains(f) else {
+                throw .outOfRange(detail: "\(photo.path): \(d) m is outside the map's range of \(String(format: "%.3g", 1 / Double(normalized.high)))...\(String(format: "%.3g", 1 / Double(normalized.low))) m")
+            }
+            return (f, "distance \(d) m (disparity \(disp) \(depth.kind == .disparity ? depth.units : "1/" + depth.units))")
+        case .point(let p):
+            let fullW = photo.width, fullH = photo.height
+            let (x, y) = p.pixels(width: fullW, height: fullH)
+            guard x < Double(fullW), y < Double(fullH) else {
+                throw .outOfRange(detail: "the focus point \(p) is outside the \(fullW)x\(fullH) photo")
+            }
+            let f = normalized.value(atPhotoPoint: x, y, photoWidth: fullW, photoHeight: fullH)
+            return (f, "point \(Int(x)),\(Int(y)): median normalised disparity around it")
+        }
+    }
+
+    /// Renders `settings`.
+    ///
+    /// - Parameter settings: Effect, focus, mask shape, blur, refinement.
+    /// - Returns: The image at this renderer's size, its mask and the report.
+    /// - Throws: ``PortraitError`` for an invalid setting, ``FocusError`` for a focus that cannot
+    ///   be placed, `DepthError.auxiliaryNotFound` for ``MaskRefinement/matte`` without a matte.
+    public func render(_ settings: PortraitSettings) throws -> PortraitRendering {
+        try settings.validate()
+        var times = StageTimings()
+        times.decode = decodeSeconds
+        let start = Date()
+        let (f, note) = try times.measure(\.normalize) { () throws(FocusError) in try focusValue(settings.focus) }
+        let W = image.width, H = image.height
+        var mask = times.measure(\.mask) {
+            FocusMask(focus: f, slope: settings.slope, width: settings.width).mask(normalized).upscaledMask(width: W, height: H)
+        }
+        var refinedWith = "none"
+        if settings.refine != .none && settings.effect != .depth {
+            if settings.refine == .matte && matte == nil {
+                throw DepthError.auxiliaryNotFound(path: photo.path, kind: "portrait matte (to refine with)", available: photo.auxiliary.map { $0.kind.rawValue })
+            }
+            mask = times.measure(\.refine) {
+                let guide: Image<Float>
+                if let matte, settings.refine != .photo {
+                    guide = matte.resized(width: W, height: H, interpolation: .bilinear)
+                    refinedWith = "portrait matte"
+                } else {
+                    guide = image.float32.luma(.rec709)
+                    refinedWith = "photo luma"
+                }
+                let depthPixel = max(1, W / max(1, normalized.map.width))
+                return GuidedFilter(radius: 2 * depthPixel, epsilon: 1e-3, subsample: max(1, depthPixel / 2)).apply(mask: mask, guide: guide)
+            }
+        }
+        let out: AnyImage = times.measure(\.effect) {
+            switch settings.effect {
+            case .depth: .uint8(DepthEffects.grey(normalized.map.upscaledMask(width: W, height: H), as: UInt8.self))
+            case .mask: .uint8(DepthEffects.grey(mask, as: UInt8.self))
+            case .spotlight: DepthEffects.spotlight(image, mask: mask)
+            case .color: DepthEffects.colorHighlight(image, mask: mask)
+            case .blur:
+                FocalBlur(radius: max(0.5, settings.radius * Float(scale)), levels: settings.levels, protectSubject: settings.protectSubject)
+                    .apply(image, mask: mask)
+            }
+        }
+        times.total = Date().timeIntervalSince(start) + decodeSeconds
+        var meta = metadata
+        if settings.effect == .depth || settings.effect == .mask { meta.icc = nil }
+        var over = 0, sum = 0.0
+        mask.samples.withUnsafeBufferPointer { m in for v in m { sum += Double(v); if v > 0.5 { over += 1 } } }
+        let n = Double(max(1, mask.samples.count))
+        let isBlur = settings.effect == .blur
+        let report = PortraitReport(
+            input: photo.path, effect: settings.effect, focus: f, focusFrom: note, slope: settings.slope, width: settings.width,
+            refinedWith: refinedWith, radius: isBlur ? settings.radius : nil, levels: isBlur ? settings.levels : nil,
+            protectSubject: isBlur ? settings.protectSubject : nil, outputWidth: W, outputHeight: H,
+            depth: DepthSummary(photo).depth,
+            normalization: .init(disparityLow: normalized.low, disparityHigh: normalized.high, filledHoles: normalized.filledHoles),
+            mask: .init(mean: sum / n, fractionOverHalf: Double(over) / n), times: times.rounded)
+        return PortraitRendering(image: out, mask: mask, metadata: meta, report: report)
+    }
+}

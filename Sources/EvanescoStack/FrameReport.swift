@@ -1,0 +1,69 @@
+import EvanescoAlign
+import EvanescoCore
+
+/// What became of one frame of a burst.
+public enum FrameStatus: String, Sendable, Codable, CaseIterable {
+    /// The reference frame itself.
+    case reference
+    /// Registered to the reference.
+    case aligned
+    /// Used unaligned (``AlignMode/none``).
+    case asIs = "as_is"
+    /// Registered by a homography the caller gave (``StackOptions/givenHomographies``).
+    case given
+    /// Left out; ``FrameReport/reason`` says why.
+    case failed
+    /// Not yet processed.
+    case pending
+}
+
+/// A registration model that failed and the one used instead.
+public struct AlignmentFallback: Sendable, Codable, Equatable, CustomStringConvertible {
+    public var from: MotionModel
+    public var to: MotionModel
+    public var reason: String
+    public init(from: MotionModel, to: MotionModel, reason: String) { self.from = from; self.to = to; self.reason = reason }
+    public var description: String { "\(from.rawValue) failed (\(reason)); used \(to.rawValue)" }
+}
+
+/// What happened to one frame, in the report schema of the bench tools (`frames[].index`,
+/// `frames[].homography` as a row-major 3x3 array) plus our own keys.
+public struct FrameReport: Sendable, Codable, Equatable {
+    public var index: Int
+    public var source: String
+    /// Maps this frame's pixel coordinates to the reference's; nil if not aligned.
+    public var homography: Homography?
+    public var used: Bool
+    public var status: FrameStatus
+    /// Why a frame failed, in words.
+    public var reason: String?
+    public var model: MotionModel?
+    public var fallback: AlignmentFallback?
+    /// Robust RMS photometric residual after alignment, grey levels.
+    public var residual: Double?
+    /// Fraction of the template texture that agrees after alignment.
+    public var inlierFraction: Double?
+    public var gain: Double?
+    public var correlation: Double?
+    /// Seconds spent aligning this frame (pyramid + registration).
+    public var alignSeconds: Double?
+
+    public init(index: Int, source: String, homography: Homography? = nil, used: Bool = false, status: FrameStatus = .pending) {
+        self.index = index; self.source = source; self.homography = homography; self.used = used; self.status = status
+    }
+
+    mutating func fill(_ r: RegistrationResult) {
+        homography = r.homography
+        used = true
+        status = .aligned
+        model = r.model
+        residual = (r.residual * 1000).rounded() / 1000
+        inlierFraction = (r.inlierFraction * 1000).rounded() / 1000
+        gain = (r.gain * 10000).rounded() / 10000
+        correlation = (r.correlation * 10000).rounded() / 10000
+    }
+
+    mutating func fail(_ why: String) {
+        used = false; status = .failed; reason = why
+    }
+}

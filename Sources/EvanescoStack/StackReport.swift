@@ -1,0 +1,89 @@
+import EvanescoAlign
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// The machine-readable account of a stack run (`evanesco stack --report`), in the bench tools'
+/// report schema (`frames[].index`, `frames[].homography`) with snake_case keys throughout.
+public struct StackReport: Sendable, Codable, Equatable {
+    public var tool = "evanesco stack"
+    public var inputs: [String]
+    public var output: String?
+    public var merge: MergeMethod
+    public var align: AlignMode
+    public var reference: Int
+    public var width: Int
+    public var height: Int
+    public var noiseSigma: Float?
+    public var framesUsed: Int
+    public var frames: [FrameReport]
+    public var notices: [String]
+    public var times: StageTimings
+
+    enum CodingKeys: String, CodingKey {
+        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices
+        case times = "times_s"
+    }
+
+    /// The report of `result`.
+    ///
+    /// - Parameters:
+    ///   - result: A finished stack.
+    ///   - inputs: What the user passed in.
+    ///   - output: Where the image was written, if it was.
+    public init(_ result: StackResult, inputs: [String], output: String?) {
+        self.inputs = inputs; self.output = output
+        merge = result.merge; align = result.align; reference = result.referenceIndex
+        width = result.image.width; height = result.image.height
+        noiseSigma = result.noiseSigma; framesUsed = result.usedFrames
+        frames = result.frames; notices = result.notices.map(\.description)
+        times = result.timings.rounded
+    }
+
+    /// Registrations from a report (ours, or the bench tools' `truth.json`), by frame index: its
+    /// homography, or nil where the report has none. Pass them as ``StackOptions/givenHomographies``.
+    ///
+    /// - Parameters:
+    ///   - bytes: The JSON document: `{"frames": [{"index": k, "homography": [[...], [...], [...]] or null}]}`.
+    ///   - name: The document's name, for messages.
+    /// - Returns: One entry per index up to the highest in the document.
+    /// - Throws: ``StackReportError`` when the document is not such a report, or an index is
+    ///   negative or above 100,000.
+    public static func homographies(from bytes: [UInt8], name: String) throws -> [Homography?] {
+        struct Doc: Decodable {
+            struct Frame: Decodable { var index: Int; var homography: Homography? }
+            var frames: [Frame]
+        }
+        let doc: Doc
+        do { doc = try JSONDecoder().decode(Doc.self, from: Data(bytes)) } catch {
+            throw StackReportError.notAReport(name: name, detail: Self.describe(error))
+        }
+        guard doc.frames.allSatisfy({ (0...100_000).contains($0.index) }) else {
+            throw StackReportError.notAReport(name: name, detail: "a frame index is negative or above 100000")
+        }
+        var out = [Homography?](repeating: nil, count: (doc.frames.map(\.index).max() ?? -1) + 1)
+        for f in doc.frames { out[f.index] = f.homography }
+        return out
+    }
+
+    static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let c): c.debugDescription + (c.codingPath.isEmpty ? "" : " at " + c.codingPath.map(\.stringValue).joined(separator: "."))
+        case DecodingError.keyNotFound(let k, _): "no \"\(k.stringValue)\""
+        case DecodingError.typeMismatch(_, let c): "wrong type at " + c.codingPath.map(\.stringValue).joined(separator: ".")
+        case DecodingError.valueNotFound(_, let c): "missing value at " + c.codingPath.map(\.stringValue).joined(separator: ".")
+        default: String(describing: error)
+        }
+    }
+}
+
+/// A registrations document that cannot be used.
+public enum StackReportError: Error, Equatable, CustomStringConvertible {
+    case notAReport(name: String, detail: String)
+    public var description: String {
+        switch self {
+        case .notAReport(let name, let detail):
+            "\(name): not a report with frames[].index and frames[].homography (\(detail)); give a stack report or a truth.json"
+        }
+    }
+}
