@@ -254,5 +254,13 @@ public struct DepthPhoto: Sendable {
     /// Things noticed while reading (a damaged MPF entry, a GUID mismatch accepted, ...).
     public var warnings: [String]
 
+    /// A depth photo from parts (for your own data: a render, a capture).
+    public init(path: String, format: ImageFormat, photo: DecodedImage?, width: Int, height: Int, orientation: Orientation = .up,
+                depth: DepthData?, auxiliary: [AuxiliaryImage] = [], warnings: [String] = []) {
+        self.path = path; self.format = format; self.photo = photo; self.width = width; self.height = height
+        self.orientation = orientation; self.depth = depth; self.auxiliary = auxiliary; self.warnings = warnings
+    }
+
+    /// The first auxiliary image of `kind`, if any.
     public func auxiliary(_ kind: AuxiliaryKind) -> AuxiliaryImage? { auxiliary.first { $0.kind == kind } }
 }

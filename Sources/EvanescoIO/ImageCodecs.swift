@@ -12,6 +12,14 @@ public struct DecodedImage: Sendable {
     public var storedHeight: Int
     /// Auxiliary images found (HEIF aux types such as "depth" or Apple matte URNs).
     public var auxiliary: [String] = []
+
+    /// An image already upright in memory, as if decoded (for building a ``DepthPhoto`` from your own data).
+    public init(image: AnyImage, format: ImageFormat, metadata: ImageMetadata = ImageMetadata(),
+                storedWidth: Int? = nil, storedHeight: Int? = nil, auxiliary: [String] = []) {
+        self.image = image; self.format = format; self.metadata = metadata
+        self.storedWidth = storedWidth ?? image.width; self.storedHeight = storedHeight ?? image.height
+        self.auxiliary = auxiliary
+    }
 }
 
 /// How to read.
