@@ -76,15 +76,18 @@ struct SigmaClipKernel: MergeKernel {
             }
             return
         }
+        // Offsets wrap: k < frames, p < pixels, so every one lies inside the tile's buffers.
+        let frameStride = t.stride, pixels = t.pixels
         for p in 0..<t.pixels {
-            let j = p * 3
-            let (m0, m1, m2) = (out[j], out[j + 1], out[j + 2])
-            let (t0, t1, t2) = (threshold[j], threshold[j + 1], threshold[j + 2])
+            let j = p &* 3
+            let (m0, m1, m2) = (out[j], out[j &+ 1], out[j &+ 2])
+            let (t0, t1, t2) = (threshold[j], threshold[j &+ 1], threshold[j &+ 2])
             var s0: Float = 0, s1: Float = 0, s2: Float = 0, n: Float = 0
-            for k in 0..<t.frames {
-                let v = t.values + k * t.stride + j
-                let keep = t.valid[k * t.pixels + p] != 0 && abs(v[0] - m0) <= t0 && abs(v[1] - m1) <= t1 && abs(v[2] - m2) <= t2
+            var v = t.values + j, ok = t.valid + p
+            for _ in 0..<t.frames {
+                let keep = ok[0] != 0 && abs(v[0] - m0) <= t0 && abs(v[1] - m1) <= t1 && abs(v[2] - m2) <= t2
                 if keep { s0 += v[0]; s1 += v[1]; s2 += v[2]; n += 1 }
+                v += frameStride; ok += pixels
             }
             if n > 0 { out[j] = s0 / n; out[j + 1] = s1 / n; out[j + 2] = s2 / n }
         }

@@ -55,8 +55,9 @@ public struct SampleTile {
         let c = channels
         for p in 0..<pixels {
             var n: Int32 = 0
-            for k in 0..<frames { n += Int32(valid[k * pixels + p]) }
-            for ch in 0..<c { counts[p * c + ch] = n }
+            var v = valid + p
+            for _ in 0..<frames { n &+= Int32(v[0]); v += pixels }
+            for ch in 0..<c { counts[p &* c &+ ch] = n }
         }
     }
 
@@ -65,9 +66,16 @@ public struct SampleTile {
         let c = channels
         for k in 0..<frames {
             let v = values + k * stride, d = dst + k * stride, ok = valid + k * pixels
-            for p in 0..<pixels {
-                let inf: Float = ok[p] != 0 ? 0 : .infinity
-                for ch in 0..<c { d[p * c + ch] = v[p * c + ch] + inf }
+            if c == 3 {
+                for p in 0..<pixels {
+                    let inf: Float = ok[p] != 0 ? 0 : .infinity, o = p &* 3
+                    d[o] = v[o] + inf; d[o &+ 1] = v[o &+ 1] + inf; d[o &+ 2] = v[o &+ 2] + inf
+                }
+            } else {
+                for p in 0..<pixels {
+                    let inf: Float = ok[p] != 0 ? 0 : .infinity
+                    for ch in 0..<c { d[p &* c &+ ch] = v[p &* c &+ ch] + inf }
+                }
             }
         }
     }
@@ -77,6 +85,8 @@ public struct SampleTile {
     func median(sorted s: UnsafeMutablePointer<Float>, _ j: Int) -> Float {
         let n = Int(counts[j])
         guard n > 0 else { return 0 }
-        return n & 1 == 1 ? s[((n - 1) / 2) * stride + j] : 0.5 * (s[(n / 2 - 1) * stride + j] + s[(n / 2) * stride + j])
+        // n <= frames, so every offset lies inside the sorted tile.
+        let h = n &>> 1
+        return n & 1 == 1 ? s[h &* stride &+ j] : 0.5 * (s[(h &- 1) &* stride &+ j] + s[h &* stride &+ j])
     }
 }

@@ -133,16 +133,17 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         guard rows <= TileWarperLimits.blockRows, cols <= (x1 - x0) + 80 else { return false }
         // Convert the block: row r of the block is source row rowLo + r, from column colLo.
         let stride = cols * 3 + 1
+        let n = cols * 3
         for r in 0..<rows {
             let s = src + ((rowLo + r) * w + colLo) * 3, d = block + r * stride
-            for j in 0..<(cols * 3) { d[j] = Float(s[j]) }
-            d[cols * 3] = 0
+            for j in 0..<n { d[j] = Float(s[j]) }
+            d[n] = 0
         }
         let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
         let steps = Float(CubicTable.steps)
         table.weights.withUnsafeBufferPointer { lut in
             for i in 0..<(x1 - x0) {
-                let (sx, sy) = source(x0 + i)
+                let (sx, sy) = source(x0 &+ i)
                 let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                     valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
@@ -169,7 +170,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                 let upper: SIMD4<Float> = wy[0] * Self.tapRow(block + r0, c0, c1, c2, c3, wx) + wy[1] * Self.tapRow(block + r1, c0, c1, c2, c3, wx)
                 let lower: SIMD4<Float> = wy[2] * Self.tapRow(block + r2, c0, c1, c2, c3, wx) + wy[3] * Self.tapRow(block + r3, c0, c1, c2, c3, wx)
                 let acc = upper + lower
-                out[o] = min(max(acc[0], 0), 255); out[o + 1] = min(max(acc[1], 0), 255); out[o + 2] = min(max(acc[2], 0), 255)
+                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
             }
         }
         return true
@@ -179,10 +180,10 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
     @inline(__always)
     static func tapRow(_ q: UnsafePointer<Float>, _ c0: Int, _ c1: Int, _ c2: Int, _ c3: Int, _ w: SIMD4<Float>) -> SIMD4<Float> {
         let raw = UnsafeRawPointer(q)
-        let p0 = raw.loadUnaligned(fromByteOffset: c0 * 4, as: SIMD4<Float>.self)
-        let p1 = raw.loadUnaligned(fromByteOffset: c1 * 4, as: SIMD4<Float>.self)
-        let p2 = raw.loadUnaligned(fromByteOffset: c2 * 4, as: SIMD4<Float>.self)
-        let p3 = raw.loadUnaligned(fromByteOffset: c3 * 4, as: SIMD4<Float>.self)
+        let p0 = raw.loadUnaligned(fromByteOffset: c0 &* 4, as: SIMD4<Float>.self)
+        let p1 = raw.loadUnaligned(fromByteOffset: c1 &* 4, as: SIMD4<Float>.self)
+        let p2 = raw.loadUnaligned(fromByteOffset: c2 &* 4, as: SIMD4<Float>.self)
+        let p3 = raw.loadUnaligned(fromByteOffset: c3 &* 4, as: SIMD4<Float>.self)
         let left: SIMD4<Float> = w[0] * p0 + w[1] * p1
         let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
         return left + right

@@ -181,14 +181,14 @@ public final class BackdropPipeline {
         var hist = [Int](repeating: 0, count: 400)   // 2.5 cm bins up to 10 m
         var valid = 0
         // Every other pixel of every other row: a fraction needs no more.
-        depth.samples.withUnsafeBufferPointer { d in
+        depth.samples.withUnsafeBufferPointer { d in hist.withUnsafeMutableBufferPointer { hist in
             for y in stride(from: 0, to: depth.height, by: 2) {
                 for x in stride(from: 0, to: depth.width, by: 2) {
-                    let v = d[y * depth.width + x]
-                    if v > 0 && v < 10 { hist[Int(v * 40)] += 1; valid += 1 }
+                    let v = d[y &* depth.width &+ x]
+                    if v > 0 && v < 10 { hist[Int(v * 40)] += 1; valid += 1 }   // bins 0..<400
                 }
             }
-        }
+        }}
         guard valid > 0 else { return nil }
         let need = Int(Float(valid) * minimumFraction)
         for start in 0..<388 {
@@ -211,12 +211,14 @@ public final class BackdropPipeline {
         let lo = subject - 0.05, n = Int(((cutoff + 0.02) - lo) * 100) + 1
         guard n > 12, n < 2000 else { return cutoff }
         var hist = [Float](repeating: 0, count: n)
-        depth.samples.withUnsafeBufferPointer { d in
+        let bins = Float(n)
+        depth.samples.withUnsafeBufferPointer { d in hist.withUnsafeMutableBufferPointer { hist in
             for y in stride(from: 0, to: depth.height, by: 2) { for x in stride(from: 0, to: depth.width, by: 2) {
-                let v = d[y * depth.width + x]
-                if v > 0 { let b = Int((v - lo) * 100); if b >= 0 && b < n { hist[b] += 1 } }
+                let v = d[y &* depth.width &+ x]
+                // Truncation toward zero: t in (-1, n) is bin 0..<n (NaN fails both tests).
+                if v > 0 { let t = (v - lo) * 100; if t > -1 && t < bins { hist[Int(t)] += 1 } }
             }}
-        }
+        }}
         let peak = hist[0..<11].reduce(0, +) / 11
         guard peak > 0 else { return cutoff }
         var best = -1, bestV = Float.infinity
