@@ -45,7 +45,7 @@ public struct StackOptions: Sendable {
     public var givenHomographies: [Homography?]?
     /// Frames taken from a video input, evenly spaced (``BurstStacker/stack(contentsOf:options:)``).
     public var videoFrames = 20
-    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:)``).
+    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:)``).
     public var retainFrames = false
     /// Called from any thread as stages advance.
     public var progress: (@Sendable (StackProgress) -> Void)?

@@ -159,7 +159,7 @@ public final class BackdropSession {
     /// - Parameters:
     ///   - color: Colour frames.
     ///   - depth: Depth frames, synchronised with `color` frame for frame.
-    ///   - output: Where composites go; ``FrameWriter/finish()`` is called in every case.
+    ///   - output: Where composites go; `FrameWriter.finish()` is called in every case.
     ///   - progress: Called after each frame with the frames done and the seconds elapsed.
     /// - Returns: The report; its `error` holds why the stream stopped early, if it did.
     public func run(color: FrameReader, depth: FrameReader, to output: FrameWriter,

@@ -181,12 +181,12 @@ public final class PortraitRenderer: Sendable {
     public let matte: Image<Float>?
     /// Photo pixels per pixel of the full-size photo (1 unless scaled for previews).
     public let scale: Double
-    /// Seconds the read took (0 when built from a ``DepthPhoto``).
+    /// Seconds the read took (0 when built from a `DepthPhoto`).
     public let decodeSeconds: Double
 
     /// A renderer for a photo already read with its pixels.
     ///
-    /// - Parameter photo: Read by ``DepthReader`` with `decodePhoto` (and `.portrait` in
+    /// - Parameter photo: Read by `DepthReader` with `decodePhoto` (and `.portrait` in
     ///   `decodeAuxiliary` to refine with the matte).
     /// - Throws: ``PortraitError/noPhoto(path:)``, `DepthError.noDepth`, or ``FocusError/noValidDepth(detail:)``
     ///   when every value of the map is a hole.
@@ -203,7 +203,7 @@ public final class PortraitRenderer: Sendable {
     /// - Parameters:
     ///   - path: A HEIC or JPEG portrait photo (Apple, GDepth, Dynamic Depth).
     ///   - options: Read options; the photo and the portrait matte are always decoded.
-    /// - Throws: What ``DepthReader/read(_:options:)`` throws, and what ``init(_:)`` throws.
+    /// - Throws: What `DepthReader.read(_:options:)` throws, and what ``init(_:)`` throws.
     public convenience init(contentsOf path: String, options: DepthReadOptions = DepthReadOptions()) throws {
         var o = options
         o.decodePhoto = true; o.requireDepth = true; o.decodeAuxiliary.insert(.portrait)
