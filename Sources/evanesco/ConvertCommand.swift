@@ -6,9 +6,10 @@ struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Convert an image to JPEG, PNG (8/16-bit) or TIFF (8/16-bit, 32-bit float), upright.",
         discussion: """
-        The input format is read from the file's bytes; the output format from OUT's extension.
+        The input format is read from the file's bytes; the output format from OUT's extension. \
         The EXIF orientation is applied to the pixels (and reset to 1 in carried EXIF).
-        Examples:
+
+        EXAMPLES:
           evanesco convert IMG_0001.HEIC out.jpg --quality 90 --keep-metadata
           evanesco convert scan.tif out.png --bit-depth 16
         """)

@@ -7,9 +7,10 @@ struct Depth: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read the depth/disparity map and mattes of a portrait photo.",
         discussion: """
-        Reads iPhone HEIC (depth item, mattes, gain map), iPhone JPEG (MPF images), Google GDepth
+        Reads iPhone HEIC (depth item, mattes, gain map), iPhone JPEG (MPF images), Google GDepth \
         (XMP + extended XMP) and Android Dynamic Depth / GContainer JPEGs.
-        Examples:
+
+        EXAMPLES:
           evanesco depth info IMG_0001.HEIC --json
           evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
           evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
@@ -36,7 +37,14 @@ struct DepthSourceOptions: ParsableArguments {
 struct DepthInfo: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "List the depth map (kind, size, range, accuracy, calibration) and every auxiliary image.")
+        abstract: "List the depth map (kind, size, range, accuracy, calibration) and every auxiliary image.",
+        discussion: """
+        --json prints the same facts with snake_case keys (has_depth, depth.stored_format, ...).
+
+        EXAMPLES:
+          evanesco depth info IMG_0001.HEIC
+          evanesco depth info portrait.jpg --json
+        """)
 
     @Argument(help: "Portrait photo (HEIC or JPEG).") var photo: String
     @Flag(help: "Print JSON.") var json = false
@@ -60,11 +68,16 @@ struct DepthExtract: ParsableCommand {
         commandName: "extract",
         abstract: "Write the depth/disparity map (or an auxiliary image) as a file.",
         discussion: """
-        Output by extension: .pfm and .tif hold the float values (holes are NaN); .png holds 16 bits,
-        the finite range mapped to 1...65535 with 0 for holes (the range is printed and goes to
-        --report). --raw writes the stored samples in sensor orientation as an 8/16-bit PNG; when the
-        map is an embedded PNG or JPEG and the output has that extension, its bytes are written
+        Output by extension: .pfm and .tif hold the float values (holes are NaN); .png holds 16 bits, \
+        the finite range mapped to 1...65535 with 0 for holes (the range is printed and goes to \
+        --report). --raw writes the stored samples in sensor orientation as an 8/16-bit PNG; when the \
+        map is an embedded PNG or JPEG and the output has that extension, its bytes are written \
         unchanged. Mattes and gain maps (--aux) are written as 8-bit images.
+
+        EXAMPLES:
+          evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
+          evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
+          evanesco depth extract portrait.jpg -o stored.png --raw
         """)
 
     @Argument(help: "Portrait photo (HEIC or JPEG).") var photo: String

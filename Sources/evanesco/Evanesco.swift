@@ -10,7 +10,8 @@ struct Evanesco: ParsableCommand {
         abstract: "Computational photography on Linux: burst stacking, depth photos, depth backgrounds.",
         discussion: """
         Results go to stdout or files; progress and diagnostics to stderr.
-        Examples:
+
+        EXAMPLES:
           evanesco info photo.heic
           evanesco convert photo.heic photo.png --bit-depth 16 --keep-metadata
           evanesco stack burst/ -o clean.jpg --report report.json

@@ -8,9 +8,12 @@ struct Faces: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find faces with an OpenCV cascade (Haar or LBP XML), in Swift.",
         discussion: """
-        The cascade defaults to Debian's opencv-data (apt-get install opencv-data):
+        The cascade defaults to Debian's opencv-data (apt-get install opencv-data): \
         /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml.
-        Example: evanesco faces group.jpg --json
+
+        EXAMPLES:
+          evanesco faces group.jpg --json
+          evanesco faces group.jpg --cascade lbpcascade_frontalface_improved.xml --min-neighbors 3
         """)
 
     @Argument(help: "Image file.") var image: String

@@ -6,7 +6,13 @@ import Foundation
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Describe an image or video: format, size, bit depth, orientation, metadata, depth and auxiliary images.",
-        discussion: "Reads only the headers. Example: evanesco info IMG_0001.HEIC --json")
+        discussion: """
+        Reads only the headers; --json prints the same fields with snake_case keys.
+
+        EXAMPLES:
+          evanesco info IMG_0001.HEIC
+          evanesco info clip.mp4 --json
+        """)
 
     @Argument(help: "Image (JPEG, PNG, HEIC, TIFF) or video file.")
     var file: String
