@@ -259,7 +259,7 @@ public final class BackdropPipeline {
                 }
             }
         }}
-        let holes = options.fillHoles ? bin.reduce(0) { $0 + ($1 == 2 ? 1 : 0) } : 0
+        let holes = options.fillHoles ? bin.withUnsafeBufferPointer { b in var n = 0; for v in b where v == 2 { n &+= 1 }; return n } : 0
         if options.refineWithColor, let color, let subject {
             Self.colorVote(&bin, depth: depth, color: color, core: subject + options.coreDepth, cutoff: cutoff)
         }
@@ -284,7 +284,9 @@ public final class BackdropPipeline {
                 let y0 = 2 * hy, y1 = min(2 * hy + 1, h - 1)
                 for hx in 0..<hw {
                     let x0 = 2 * hx, x1 = min(2 * hx + 1, w - 1)
-                    half[hy * hw + hx] = Float(Int(B[y0 * w + x0]) + Int(B[y0 * w + x1]) + Int(B[y1 * w + x0]) + Int(B[y1 * w + x1])) * 0.25
+                    // y0, y1 < h and x0, x1 < w: the offsets lie inside the w x h plane.
+                    let a = y0 &* w, b = y1 &* w
+                    half[hy &* hw &+ hx] = Float(Int(B[a &+ x0]) &+ Int(B[a &+ x1]) &+ Int(B[b &+ x0]) &+ Int(B[b &+ x1])) * 0.25
                 }
             }
         }}
