@@ -11,7 +11,7 @@ public enum CascadeError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound(let s):
-            "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or pass --cascade FILE.xml"
+            "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or give a cascade file"
         case .unreadable(let p, let d): "\(p): not a usable OpenCV cascade (\(d))"
         case .unsupported(let p, let d): "\(p): \(d)"
         }

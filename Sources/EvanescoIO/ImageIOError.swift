@@ -31,7 +31,7 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
         case .corrupt(let p, let f, let d): "\(p): the \(f) data is damaged (\(d))"
         case .dimensionsTooLarge(let p, let w, let h, let l): "\(p): the header claims \(w)x\(h) pixels, over the limit of \(l) pixels; the file is damaged or hostile (raise the limit with EVANESCO_MAX_PIXELS if it is genuine)"
         case .unsupportedLayout(let p, let d): "\(p): \(d)"
-        case .outputExists(let p): "\(p): already exists; pass --force to overwrite it or choose another name"
+        case .outputExists(let p): "\(p): already exists; choose another name, or allow overwriting it"
         case .cannotWrite(let p, let r): "\(p): cannot be written (\(r)); check that the folder exists and is writable"
         case .encodeFailed(let p, let f, let d): "\(p): \(f) encoding failed (\(d))"
         case .unknownOutputExtension(let p): "\(p): unknown output type; name it .jpg, .png or .tif"

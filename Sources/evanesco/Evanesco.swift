@@ -1,6 +1,8 @@
 import ArgumentParser
 import EvanescoCore
+import EvanescoDepth
 import EvanescoIO
+import EvanescoStack
 import Foundation
 
 @main
@@ -28,8 +30,19 @@ struct Evanesco: ParsableCommand {
 /// Runs a command body, turning any error into one line on stderr and exit status 1.
 func reportingErrors(_ body: () throws -> Void) throws {
     do { try body() } catch let e as ExitCode { throw e } catch {
-        Diagnostics.error(String(describing: error))
+        Diagnostics.error(commandLineMessage(error))
         throw ExitCode.failure
+    }
+}
+
+/// The library's message, with the option that does what it asks for: library errors name no flags.
+func commandLineMessage(_ error: Error) -> String {
+    switch error {
+    case ImageIOError.outputExists(let p): "\(p): already exists; pass --force to overwrite it or choose another name"
+    case CascadeError.notFound: String(describing: error).replacingOccurrences(of: "or give a cascade file", with: "or pass --cascade FILE.xml")
+    case StackError.referenceOutOfRange: "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
+    case FocusError.relativeAccuracy: String(describing: error) + " (--focus 0..1 or --focus-point X,Y)"
+    default: String(describing: error)
     }
 }
 
