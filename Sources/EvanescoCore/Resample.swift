@@ -12,6 +12,16 @@ public enum Interpolation: String, Sendable, CaseIterable, Codable {
     /// no phase-dependent shift. Keys' a = -0.75 (`bicubic`) misplaces a ramp by up to ~0.05 px at
     /// quarter-pixel phases, which matters when frames are aligned to 0.1 px and merged.
     case catmullRom
+
+    /// Keys' cubic parameter `a` of the cubic interpolations (-0.75 for ``bicubic``, -0.5 for
+    /// ``catmullRom``); nil for the others. Every cubic sampler takes its weights from here.
+    public var cubicParameter: Float? {
+        switch self {
+        case .bicubic: -0.75
+        case .catmullRom: -0.5
+        case .nearest, .bilinear: nil
+        }
+    }
 }
 
 /// Interpolation kernels shared by resizing, warps and the stacker's warper.
@@ -41,7 +51,7 @@ extension Image {
         // Taps along one axis: (first index per tap, weights), clamped to the edge.
         func taps(_ n: Int, _ size: Int, _ scale: Float) -> (idx: [Int32], w: [Float], k: Int) {
             let k = interpolation == .nearest ? 1 : interpolation == .bilinear ? 2 : 4
-            let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+            let a: Float = interpolation.cubicParameter ?? -0.75
             var idx = [Int32](repeating: 0, count: n * k), w = [Float](repeating: 0, count: n * k)
             for o in 0..<n {
                 let s = (Float(o) + 0.5) * scale - 0.5

@@ -90,7 +90,7 @@ extension Image {
             }
         case .bicubic, .catmullRom:
             let fx = sx.rounded(.down), fy = sy.rounded(.down)
-            let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+            let a: Float = interpolation.cubicParameter ?? -0.75
             let wx = Kernels.cubicWeights(sx - fx, a: a), wy = Kernels.cubicWeights(sy - fy, a: a)
             let ix = Int(fx), iy = Int(fy)
             let xs = (min(max(ix - 1, 0), sw - 1), min(max(ix, 0), sw - 1), min(max(ix + 1, 0), sw - 1), min(max(ix + 2, 0), sw - 1))

@@ -12,8 +12,8 @@ struct CubicTable: Sendable {
             return SIMD4(w.0, w.1, w.2, w.3)
         }
     }
-    static let catmullRom = CubicTable(a: -0.5)
-    static let keys = CubicTable(a: -0.75)
+    static let catmullRom = CubicTable(a: Interpolation.catmullRom.cubicParameter!)
+    static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)
 }
 
 enum TileWarperLimits {
@@ -69,7 +69,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
              _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, cubic: Bool) {
         let w = frame.width, h = frame.height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
-        let a: Float = interpolation == .catmullRom ? -0.5 : -0.75
+        let a: Float = interpolation.cubicParameter ?? -0.75
         // Numerators and denominator are affine in x: step them instead of recomputing.
         var nx = m[0] * Float(x0) + m[1] * fy + m[2], ny = m[3] * Float(x0) + m[4] * fy + m[5]
         var dd = m[6] * Float(x0) + m[7] * fy + m[8]
