@@ -18,11 +18,9 @@ public struct Image<Sample: PixelSample>: Sendable {
     public let height: Int
     public let channels: Int
     /// All samples, interleaved, `width * height * channels` of them.
-    /// Replacing it with an array of another length is a programming error (it traps): the size
-    /// is fixed by `width`, `height` and `channels`.
-    public var samples: ContiguousArray<Sample> {
-        didSet { precondition(samples.count == width * height * channels, "Image.samples must keep width * height * channels elements") }
-    }
+    /// Always `width * height * channels` long: change samples in place, never replace the array
+    /// with one of another length.
+    public var samples: ContiguousArray<Sample>
 
     /// A zero-filled image.
     public init(width: Int, height: Int, channels: Int) {
