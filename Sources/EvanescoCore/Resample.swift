@@ -108,3 +108,17 @@ extension Image {
         }
     }
 }
+
+/// ``Image/resized(width:height:interpolation:)`` as an ``ImageTransform``, to resize an
+/// ``AnyImage`` whatever its sample type: `image.map(Resize(width: w, height: h))`.
+public struct Resize: ImageTransform {
+    public var width: Int
+    public var height: Int
+    public var interpolation: Interpolation
+    public init(width: Int, height: Int, interpolation: Interpolation = .bilinear) {
+        self.width = width; self.height = height; self.interpolation = interpolation
+    }
+    public func apply<S: PixelSample>(_ image: Image<S>) -> Image<S> {
+        image.resized(width: width, height: height, interpolation: interpolation)
+    }
+}

@@ -183,6 +183,8 @@ public final class PortraitRenderer: Sendable {
     public let scale: Double
     /// Seconds the read took (0 when built from a `DepthPhoto`).
     public let decodeSeconds: Double
+    /// The depth map's description, as reports carry it.
+    let depthSummary: DepthSummary.Depth?
 
     /// A renderer for a photo already read with its pixels.
     ///
@@ -191,11 +193,7 @@ public final class PortraitRenderer: Sendable {
     /// - Throws: ``PortraitError/noPhoto(path:)``, `DepthError.noDepth`, or ``FocusError/noValidDepth(detail:)``
     ///   when every value of the map is a hole.
     public convenience init(_ photo: DepthPhoto) throws {
-        guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
-        guard let depth = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
-        let matte = photo.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
-        try self.init(photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
-                      normalized: NormalizedDisparity(depth), matte: matte, scale: 1, decodeSeconds: 0)
+        try self.init(read: photo, decodeSeconds: 0)
     }
 
     /// Reads a portrait photo (its pixels, depth and portrait matte) and prepares it for rendering.
@@ -209,17 +207,25 @@ public final class PortraitRenderer: Sendable {
         o.decodePhoto = true; o.requireDepth = true; o.decodeAuxiliary.insert(.portrait)
         let start = Date()
         let p = try DepthReader.read(path, options: o)
-        let seconds = Date().timeIntervalSince(start)
-        guard let decoded = p.photo, let depth = p.depth else { throw DepthError.noDepth(path: path, found: p.auxiliary.map(\.type)) }
-        let matte = p.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
-        try self.init(photo: p, image: decoded.image, metadata: decoded.metadata, depth: depth,
-                      normalized: NormalizedDisparity(depth), matte: matte, scale: 1, decodeSeconds: seconds)
+        try self.init(read: p, decodeSeconds: Date().timeIntervalSince(start))
+    }
+
+    /// The one path from a read photo: its pixels, depth, normalised disparity, matte and the
+    /// depth summary every report carries (computed once, not per render).
+    convenience init(read photo: DepthPhoto, decodeSeconds: Double) throws {
+        guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
+        guard let depth = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
+        let matte = photo.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
+        self.init(photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
+                  normalized: try NormalizedDisparity(depth), matte: matte, depthSummary: DepthSummary(photo).depth,
+                  scale: 1, decodeSeconds: decodeSeconds)
     }
 
     init(photo: DepthPhoto, image: AnyImage, metadata: ImageMetadata, depth: DepthData, normalized: NormalizedDisparity,
-         matte: Image<Float>?, scale: Double, decodeSeconds: Double) {
+         matte: Image<Float>?, depthSummary: DepthSummary.Depth?, scale: Double, decodeSeconds: Double) {
         self.photo = photo; self.image = image; self.metadata = metadata; self.depth = depth
-        self.normalized = normalized; self.matte = matte; self.scale = scale; self.decodeSeconds = decodeSeconds
+        self.normalized = normalized; self.matte = matte; self.depthSummary = depthSummary
+        self.scale = scale; self.decodeSeconds = decodeSeconds
     }
 
     /// A renderer on the photo scaled down so that its long side is at most `longSide` (for
@@ -232,14 +238,9 @@ public final class PortraitRenderer: Sendable {
         guard longSide > 0, long > longSide else { return self }
         let s = Double(longSide) / Double(long)
         let w = max(1, Int((Double(image.width) * s).rounded())), h = max(1, Int((Double(image.height) * s).rounded()))
-        let small: AnyImage
-        switch image {
-        case .uint8(let i): small = .uint8(i.resized(width: w, height: h, interpolation: .bilinear))
-        case .uint16(let i): small = .uint16(i.resized(width: w, height: h, interpolation: .bilinear))
-        case .float32(let i): small = .float32(i.resized(width: w, height: h, interpolation: .bilinear))
-        }
+        let small = image.map(Resize(width: w, height: h, interpolation: .bilinear))
         return PortraitRenderer(photo: photo, image: small, metadata: metadata, depth: depth, normalized: normalized,
-                                matte: matte, scale: s * scale, decodeSeconds: decodeSeconds)
+                                matte: matte, depthSummary: depthSummary, scale: s * scale, decodeSeconds: decodeSeconds)
     }
 
     /// The normalised focus value for `target`, and how it was found.
@@ -326,7 +327,7 @@ public final class PortraitRenderer: Sendable {
             input: photo.path, effect: settings.effect, focus: f, focusFrom: note, slope: settings.slope, width: settings.width,
             refinedWith: refinedWith, radius: isBlur ? settings.radius : nil, levels: isBlur ? settings.levels : nil,
             protectSubject: isBlur ? settings.protectSubject : nil, outputWidth: W, outputHeight: H,
-            depth: DepthSummary(photo).depth,
+            depth: depthSummary,
             normalization: .init(disparityLow: normalized.low, disparityHigh: normalized.high, filledHoles: normalized.filledHoles),
             mask: .init(mean: sum / n, fractionOverHalf: Double(over) / n), times: times.rounded)
         return PortraitRendering(image: out, mask: mask, metadata: meta, report: report)
