@@ -182,7 +182,7 @@ if opts.what == "backdrop" {
         let color = try ImageCodecs.read("\(dir)/\(shot)_color.jpg").image.uint8
         let dpath = FileManager.default.fileExists(atPath: "\(dir)/\(shot)_disparity8.png") ? "\(dir)/\(shot)_disparity8.png" : "\(dir)/\(shot)_disparity8.jpg"
         let disp = try ImageCodecs.read(dpath).image
-        let fmt = DepthFormat.disparity8(min: ranges[shot]!.0, max: ranges[shot]!.1)
+        let fmt = DepthEncoding.disparity8(min: Double(ranges[shot]!.0), max: Double(ranges[shot]!.1))
         let face = FaceFinder(cascade: cascade).find(in: .uint8(color)).first
         for (cw0, ch0, dw0, dh0) in [(640, 480, 320, 240), (1280, 720, 640, 480), (1920, 1080, 640, 480)] {
             let (cw, ch, dw, dh) = color.height > color.width ? (ch0, cw0, dh0, dw0) : (cw0, ch0, dw0, dh0)

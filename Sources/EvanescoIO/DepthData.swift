@@ -33,47 +33,6 @@ public struct CameraCalibration: Sendable, Codable, Equatable {
     }
 }
 
-/// How the stored samples of a map turn into float values.
-public enum DepthEncoding: Sendable, Equatable {
-    /// Apple: `float = floatMin + (v - intMin) / (intMax - intMin) * (floatMax - floatMin)`.
-    case linear(floatMin: Double, floatMax: Double, intMin: Double, intMax: Double)
-    /// Google RangeLinear: `d = near + n * (far - near)` with `n = v / intMax` (or `1 - v / intMax`
-    /// when `nearIsHigh`).
-    case rangeLinear(near: Double, far: Double, intMax: Double, nearIsHigh: Bool)
-    /// Google RangeInverse: `d = far * near / (far - n * (far - near))`, n as above.
-    case rangeInverse(near: Double, far: Double, intMax: Double, nearIsHigh: Bool)
-    /// Samples are already floats (Float16/Float32 storage).
-    case identity
-
-    public var summary: String {
-        switch self {
-        case .linear(let a, let b, let i, let j): "linear: FloatMin \(a) + (v - IntMin \(i)) / (IntMax \(j) - IntMin) * (FloatMax \(b) - FloatMin)"
-        case .rangeLinear(let n, let f, _, let hi): "RangeLinear near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
-        case .rangeInverse(let n, let f, _, let hi): "RangeInverse near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
-        case .identity: "stored as float"
-        }
-    }
-
-    /// Decodes one stored sample.
-    @inlinable
-    public func decode(_ v: Float) -> Float {
-        switch self {
-        case .linear(let fmin, let fmax, let imin, let imax):
-            return Float(fmin + (Double(v) - imin) / (imax - imin) * (fmax - fmin))
-        case .rangeLinear(let near, let far, let imax, let hi):
-            var n = Double(v) / imax
-            if hi { n = 1 - n }
-            return Float(near + n * (far - near))
-        case .rangeInverse(let near, let far, let imax, let hi):
-            var n = Double(v) / imax
-            if hi { n = 1 - n }
-            return Float(far * near / (far - n * (far - near)))
-        case .identity:
-            return v
-        }
-    }
-}
-
 /// A depth or disparity map with what the file says about it (AVDepthData's counterpart).
 public struct DepthData: Sendable {
     public var kind: DepthKind
@@ -150,24 +109,7 @@ public struct DepthData: Sendable {
     /// Decodes stored samples (first channel) with `encoding`; non-finite results and, for
     /// depth, values <= 0 become NaN holes.
     public static func decodeMap(_ stored: AnyImage, encoding: DepthEncoding, kind: DepthKind) -> Image<Float> {
-        func run<S: PixelSample>(_ img: Image<S>, table: [Float]?) -> Image<Float> {
-            let c = img.channels
-            return img.samples.withUnsafeBufferPointer { s in
-                Image<Float>(width: img.width, height: img.height, channels: 1) { d in
-                    for i in 0..<(img.width * img.height) {
-                        let raw = s[i * c].floatValue
-                        var v = table.map { $0[Int(raw)] } ?? encoding.decode(raw)
-                        if !v.isFinite || (kind == .depth && v <= 0) { v = .nan }
-                        d[i] = v
-                    }
-                }
-            }
-        }
-        switch stored {
-        case .uint8(let i): return run(i, table: (0..<256).map { encoding.decode(Float($0)) })
-        case .uint16(let i): return run(i, table: nil)
-        case .float32(let i): return run(i, table: nil)
-        }
+        encoding.decode(stored, hole: .nan) { v in !v.isFinite || (kind == .depth && v <= 0) }
     }
 }
 

@@ -6,14 +6,14 @@ import Foundation
 
 extension SubjectSelection: ExpressibleByArgument {}
 
-/// `--depth-format`: auto, or a ``DepthFormat``.
+/// `--depth-format`: auto, or a stream ``DepthEncoding`` (mm16, metres/pfm, disparity8:MIN,MAX).
 enum DepthFormatArgument: ExpressibleByArgument, Equatable {
     case auto
-    case format(DepthFormat)
+    case format(DepthEncoding)
     init?(argument: String) {
-        if argument == "auto" { self = .auto } else if let f = DepthFormat(parsing: argument) { self = .format(f) } else { return nil }
+        if argument == "auto" { self = .auto } else if let f = DepthEncoding(argument) { self = .format(f) } else { return nil }
     }
-    var format: DepthFormat? { if case .format(let f) = self { f } else { nil } }
+    var format: DepthEncoding? { if case .format(let f) = self { f } else { nil } }
     var defaultValueDescription: String { "auto" }
 }
 
@@ -89,9 +89,9 @@ struct Backdrop: ParsableCommand {
         if !(temporal > 0 && temporal <= 1) { throw ValidationError("--temporal must be within (0, 1]") }
     }
 
-    func reader(_ src: String, isDepth: Bool, format: DepthFormat?) throws -> FrameReader {
+    func reader(_ src: String, isDepth: Bool, format: DepthEncoding?) throws -> FrameReader {
         // Raw and video depth: 16-bit unless the format says 8-bit disparity.
-        let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .mm16 || format == nil ? .gray16le : .gray)
+        let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .millimetres16 || format == nil ? .gray16le : .gray)
         if src == "-" {
             let s = isDepth ? depthSize! : size!
             return RawFrameReader(fd: 0, width: s.width, height: s.height, layout: layout)
@@ -120,7 +120,7 @@ struct Backdrop: ParsableCommand {
             var options = BackdropSessionOptions()
             options.pipeline.cutoffOffset = cutoffOffset; options.pipeline.gamma = gamma; options.pipeline.refineWithColor = refine
             options.pipeline.snapCutoffToGap = !noGapSnap; options.pipeline.temporalWeight = temporal
-            options.subject = subject; options.detectEvery = detectEvery; options.depthFormat = depthFormat.format
+            options.subject = subject; options.detectEvery = detectEvery; options.depthEncoding = depthFormat.format
             options.blurRadius = blurRadius
             let bg = try background.map { try ImageCodecs.read($0).image.uint8 }
             var classifier: CascadeClassifier?
@@ -138,13 +138,13 @@ struct Backdrop: ParsableCommand {
                 guard let photo = p.photo, let d = p.depth else { throw DepthError.noDepth(path: portrait, found: []) }
                 colorReader = PreloadedReader(frames: [photo.image], name: portrait)
                 depthReader = PreloadedReader(frames: [.float32(d.converted(to: .depth).map)], name: portrait + " (depth)")
-                options.depthFormat = .metres
+                options.depthEncoding = .identity
                 if d.accuracy == .relative {
                     Diagnostics.warning("\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate")
                 }
             } else {
                 colorReader = try reader(color!, isDepth: false, format: nil)
-                depthReader = try reader(depth!, isDepth: true, format: options.depthFormat)
+                depthReader = try reader(depth!, isDepth: true, format: options.depthEncoding)
                 if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 { frameRate = v.info.framesPerSecond }
             }
             let session = BackdropSession(options: options, background: bg, cascade: classifier)

@@ -82,12 +82,18 @@ struct BackdropSynthetic {
 
     @Test("Depth formats: mm16, disparity8 with its range, metres with holes")
     func formats() {
-        let mm = DepthFormat.mm16.metres(.uint16(Image(width: 2, height: 1, channels: 1, samples: [0, 1500])))
+        let mm = DepthEncoding.millimetres16.metres(.uint16(Image(width: 2, height: 1, channels: 1, samples: [0, 1500])))
         #expect(mm.samples == [0, 1.5])
-        let d8 = DepthFormat.disparity8(min: 0.5, max: 3).metres(.uint8(Image(width: 2, height: 1, channels: 1, samples: [0, 255])))
+        let d8 = DepthEncoding.disparity8(min: 0.5, max: 3).metres(.uint8(Image(width: 2, height: 1, channels: 1, samples: [0, 255])))
         #expect(d8.samples == [2, 1 / Float(3)])
-        let f = DepthFormat.metres.metres(.float32(Image(width: 3, height: 1, channels: 1, samples: [.nan, -1, 2])))
+        let f = DepthEncoding.identity.metres(.float32(Image(width: 3, height: 1, channels: 1, samples: [.nan, -1, 2])))
         #expect(f.samples == [0, 0, 2])
+        // Disparity from 0 (infinitely far, unknown) and the 16-bit table path on a large frame.
+        let far = DepthEncoding.disparity8(min: 0, max: 2).metres(.uint8(Image(width: 3, height: 1, channels: 1, samples: [0, 51, 255])))
+        #expect(far.samples[0] == 0 && abs(far.samples[1] - 2.5) < 1e-5 && far.samples[2] == 0.5)
+        let big = Image<UInt16>(width: 300, height: 300, channels: 1, samples: ContiguousArray((0..<90_000).map { UInt16(truncatingIfNeeded: $0 &* 7919) }))
+        let viaTable = DepthEncoding.millimetres16.metres(.uint16(big))
+        #expect(viaTable.samples.indices.allSatisfy { viaTable.samples[$0] == Float(Double(big.samples[$0]) / 1000) })
     }
 
     @Test("The fused upscale + blend equals a plain bicubic upscale and blend")
@@ -150,7 +156,7 @@ struct BackdropReal {
             let dir = Shared.root + "/rgbd/truedepth-frames/"
             let color = try ImageCodecs.read(dir + "\(shot)_color.jpg").image.uint8
             let dpath = FileManager.default.fileExists(atPath: dir + "\(shot)_disparity8.png") ? dir + "\(shot)_disparity8.png" : dir + "\(shot)_disparity8.jpg"
-            let depth = DepthFormat.disparity8(min: Self.ranges[shot]!.0, max: Self.ranges[shot]!.1).metres(try ImageCodecs.read(dpath).image)
+            let depth = DepthEncoding.disparity8(min: Double(Self.ranges[shot]!.0), max: Double(Self.ranges[shot]!.1)).metres(try ImageCodecs.read(dpath).image)
             let mpath = FileManager.default.fileExists(atPath: dir + "\(shot)_portraitmatte.png") ? dir + "\(shot)_portraitmatte.png" : dir + "\(shot)_portraitmatte.jpg"
             let matte = try ImageCodecs.read(mpath).image.uint8.withChannels(1).resized(width: color.width, height: color.height, interpolation: .bilinear)
             let face = FaceFinder(cascade: cascade).find(in: .uint8(color)).first

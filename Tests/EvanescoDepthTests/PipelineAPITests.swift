@@ -83,7 +83,7 @@ struct BackdropSessionTests {
         let session = BackdropSession(options: o, cascade: nil)
         let (c, d) = Self.frames()
         let f = try session.process(color: c, depth: d, keepMask: true)
-        #expect(session.depthFormat == .mm16 && session.frameIndex == 1)
+        #expect(session.depthEncoding == .millimetres16 && session.frameIndex == 1)
         guard case .nearestRegion(_, .noCascade) = f.report.subject else { Issue.record("\(f.report.subject)"); return }
         #expect(abs(f.report.subjectDepth - 1) < 0.03)
         let mask = try #require(f.mask)
@@ -99,7 +99,8 @@ struct BackdropSessionTests {
         var o = BackdropSessionOptions(); o.subject = .point(x: 99_999_999, y: 99_999_999)
         #expect(throws: BackdropError.self) { try BackdropSession(options: o, cascade: nil).process(color: c, depth: Self.frames().1) }
         #expect(SubjectSelection("12,34") == .point(x: 12, y: 34) && SubjectSelection("12") == nil && SubjectSelection("-1,2") == nil)
-        #expect(DepthFormat(parsing: "disparity8:0.2,2") == .disparity8(min: 0.2, max: 2) && DepthFormat(parsing: "disparity8:nan,2") == nil)
-        #expect(DepthFormat(parsing: "disparity8:2,1") == nil && DepthFormat(parsing: "mm16") == .mm16)
+        #expect(DepthEncoding("disparity8:0.2,2") == .disparity8(min: 0.2, max: 2) && DepthEncoding("disparity8:nan,2") == nil
+                && DepthEncoding("disparity8:0.2,2")?.description == "disparity8:0.2,2.0" && DepthEncoding("pfm") == .identity)
+        #expect(DepthEncoding("disparity8:2,1") == nil && DepthEncoding("mm16") == .millimetres16 && DepthEncoding.millimetres16.description == "mm16")
     }
 }

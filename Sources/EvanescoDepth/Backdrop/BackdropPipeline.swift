@@ -2,57 +2,6 @@ import EvanescoCore
 import EvanescoIO
 import Foundation
 
-/// How a depth frame's samples become metres.
-public enum DepthFormat: Sendable, Equatable, CustomStringConvertible {
-    /// 16-bit depth in millimetres (0 = unknown), the Kinect/RealSense convention.
-    case mm16
-    /// 8-bit disparity: `1/m = min + v / 255 * (max - min)` (TrueDepth maps written as 8 bits).
-    case disparity8(min: Float, max: Float)
-    /// Float depth in metres (PFM or float TIFF); NaN, infinity and <= 0 are unknown.
-    case metres
-
-    public var description: String {
-        switch self {
-        case .mm16: "mm16"
-        case .disparity8(let a, let b): "disparity8:\(a),\(b)"
-        case .metres: "pfm (metres)"
-        }
-    }
-
-    /// Depth in metres of one decoded frame (first channel); unknown values become 0.
-    public func metres(_ frame: AnyImage) -> Image<Float> {
-        switch (self, frame) {
-        case (.disparity8(let lo, let hi), _):
-            let table = (0..<256).map { v -> Float in let d = lo + Float(v) / 255 * (hi - lo); return d > 0 ? 1 / d : 0 }
-            return Self.mapped(frame.uint8, table)
-        case (.mm16, .uint16(let i)):
-            return Self.convert(i) { Float($0) / 1000 }
-        case (.mm16, _):
-            return Self.convert(frame.uint16) { Float($0) / 1000 }
-        case (.metres, .float32(let i)):
-            return Self.convert(i) { $0.isFinite && $0 > 0 ? $0 : 0 }
-        case (.metres, _):
-            return Self.convert(frame.float32) { $0.isFinite && $0 > 0 ? $0 : 0 }
-        }
-    }
-
-    static func mapped(_ img: Image<UInt8>, _ table: [Float]) -> Image<Float> {
-        let c = img.channels
-        return Image<Float>(width: img.width, height: img.height, channels: 1) { d in
-            img.samples.withUnsafeBufferPointer { s in table.withUnsafeBufferPointer { t in
-                for i in 0..<(img.width * img.height) { d[i] = t[Int(s[i * c])] }
-            }}
-        }
-    }
-
-    static func convert<S: PixelSample>(_ img: Image<S>, _ f: (S) -> Float) -> Image<Float> {
-        let c = img.channels
-        return Image<Float>(width: img.width, height: img.height, channels: 1) { d in
-            img.samples.withUnsafeBufferPointer { s in for i in 0..<(img.width * img.height) { d[i] = f(s[i * c]) } }
-        }
-    }
-}
-
 /// Where the subject is.
 public enum SubjectSelection: Sendable, Equatable {
     /// A face from the cascade (the sample's choice); falls back to the nearest large region.

@@ -10,9 +10,10 @@ public struct BackdropSessionOptions: Sendable {
     public var subject: SubjectSelection = .face
     /// Run face detection every N frames and hold the box in between.
     public var detectEvery = 10
-    /// How depth samples become metres; nil picks from the sample type (16-bit: mm16, float:
-    /// metres; 8-bit needs a ``DepthFormat/disparity8(min:max:)``).
-    public var depthFormat: DepthFormat?
+    /// How depth samples become metres; nil picks from the sample type (16-bit:
+    /// ``DepthEncoding/millimetres16``, float: ``DepthEncoding/identity`` (metres); 8-bit needs a
+    /// ``DepthEncoding/disparity8(min:max:)``).
+    public var depthEncoding: DepthEncoding?
     /// Mask blur sigma in pixels of the depth frame; nil uses ``BackdropOptions/blurSigmaAt640``
     /// (5.3 at 640 wide, scaled with the depth width).
     public var blurRadius: Float?
@@ -74,13 +75,14 @@ public struct BackdropReport: Sendable, Codable, Equatable {
 ///
 /// ```swift
 /// var options = BackdropSessionOptions()
-/// options.depthFormat = .mm16
+/// options.depthEncoding = .millimetres16
 /// let session = BackdropSession(options: options, background: beach, cascade: try CascadeClassifier.load())
 /// let frame = try session.process(color: colourFrame, depth: depthFrame)
 /// ```
 public final class BackdropSession {
     public let options: BackdropSessionOptions
-    public private(set) var depthFormat: DepthFormat?
+    /// The depth frames' encoding, given or decided on the first frame.
+    public private(set) var depthEncoding: DepthEncoding?
     /// Frames processed so far.
     public private(set) var frameIndex = 0
     /// Why the last ``run(color:depth:to:progress:)`` stopped early, if it did.
@@ -96,7 +98,7 @@ public final class BackdropSession {
     ///   - cascade: A face cascade; nil to use the nearest large depth region (the reports say so).
     public init(options: BackdropSessionOptions = BackdropSessionOptions(), background: Image<UInt8>? = nil, cascade: CascadeClassifier?) {
         self.options = options
-        self.depthFormat = options.depthFormat
+        self.depthEncoding = options.depthEncoding
         pipeline = BackdropPipeline(options: options.pipeline, background: background)
         finder = options.subject == .face ? cascade.map { c in
             var f = FaceFinder(cascade: c)
@@ -109,21 +111,22 @@ public final class BackdropSession {
     ///
     /// - Throws: ``BackdropSessionError/depthFormatNeeded(bits:)`` for 8-bit depth without a format.
     public func metres(_ depth: AnyImage) throws -> Image<Float> {
-        if depthFormat == nil {
-            switch depth {
-            case .uint16: depthFormat = .mm16
-            case .float32: depthFormat = .metres
-            case .uint8: throw BackdropSessionError.depthFormatNeeded(bits: 8)
-            }
+        let encoding: DepthEncoding
+        switch (depthEncoding, depth) {
+        case (let e?, _): encoding = e
+        case (nil, .uint16): encoding = .millimetres16
+        case (nil, .float32): encoding = .identity
+        case (nil, .uint8): throw BackdropSessionError.depthFormatNeeded(bits: 8)
         }
-        return depthFormat!.metres(depth)
+        depthEncoding = encoding
+        return encoding.metres(depth)
     }
 
     /// Cuts the subject out of one frame and composites it.
     ///
     /// - Parameters:
     ///   - color: The colour frame (any channel count; composited as RGB).
-    ///   - depth: The depth frame, raw (in ``depthFormat``) or already in metres as `.float32`.
+    ///   - depth: The depth frame, raw (in ``depthEncoding``) or already in metres as `.float32`.
     ///   - keepMask: Also return the full-size mask.
     /// - Returns: The composite, the mask if asked, and the frame's report.
     /// - Throws: ``BackdropSessionError``, and `BackdropError.noSubject` when no subject can be found.
@@ -192,7 +195,7 @@ public final class BackdropSession {
         let median = pipeline.isEmpty ? 0 : pipeline[pipeline.count / 2]
         return BackdropReport(output: nil, frames: frames, framesWritten: output.written, pipelineMsMedian: median,
                               pipelineFps: median > 0 ? 1000 / median : 0, endToEndFps: wall > 0 ? Double(output.written) / wall : 0,
-                              seconds: wall, depthFormat: depthFormat?.description, error: failure.map { String(describing: $0) })
+                              seconds: wall, depthFormat: depthEncoding?.description, error: failure.map { String(describing: $0) })
     }
 }
 
@@ -232,21 +235,6 @@ extension SubjectSelection: LosslessStringConvertible {
         case .face: "face"
         case .nearest: "nearest"
         case .point(let x, let y): "\(x),\(y)"
-        }
-    }
-}
-
-extension DepthFormat {
-    /// Parses `mm16`, `pfm` (float metres) or `disparity8:MIN,MAX` (finite, 0 <= MIN < MAX, in 1/m).
-    public init?(parsing s: String) {
-        switch s {
-        case "mm16": self = .mm16
-        case "pfm", "metres": self = .metres
-        default:
-            guard s.hasPrefix("disparity8:") else { return nil }
-            let p = s.dropFirst(11).split(separator: ",", omittingEmptySubsequences: false).map { Float($0) }
-            guard p.count == 2, let lo = p[0], let hi = p[1], lo.isFinite, hi.isFinite, lo >= 0, hi > lo else { return nil }
-            self = .disparity8(min: lo, max: hi)
         }
     }
 }
