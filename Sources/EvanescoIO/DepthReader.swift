@@ -185,11 +185,7 @@ public enum DepthReader {
                 out.warnings.append("MPF image \(n + 2) is not a JPEG; skipped")
                 continue
             }
-            let xmp = try segs.metadata(in: sub).xmp.map { try parseXMP($0, path: subPath) }
-            let type = xmp?.value(XMPNamespace.apdi, "AuxiliaryImageType")
-            let subtype = xmp?.value(XMPNamespace.apdi, "AuxiliaryImageSubType")
-            let kind = AuxiliaryKind.classify(subtype ?? type ?? "other")
-            let typeName = subtype ?? type ?? "mpf-image"
+            let (xmp, typeName, kind) = try mpfImageType(sub, segments: segs, path: subPath)
             if (kind == .disparity || kind == .depth) && out.depth == nil, let xmp {
                 guard let fmin = xmp.double(XMPNamespace.apdi, "FloatMinValue"), let fmax = xmp.double(XMPNamespace.apdi, "FloatMaxValue") else {
                     throw DepthError.badMetadata(path: subPath, detail: "apdi:FloatMinValue/FloatMaxValue missing")
@@ -223,6 +219,40 @@ public enum DepthReader {
             let extended = try segs.flatMap { try extendedXMP(bytes, segments: $0, path: path, warnings: &out.warnings) }
             try readGoogle(bytes: bytes, xmp: xmp, extended: extended, into: &out, path: path, options: options,
                            containerStart: max(mpfEnd, 0))
+        }
+        return out
+    }
+
+    /// What an MPF image's own XMP says it is: `apdi:AuxiliaryImageSubType` when present (Apple
+    /// files the portrait matte as type "depth" with sub-type "portraiteffectsmatte"), else
+    /// `apdi:AuxiliaryImageType` ("disparity", "depth", a matte URN), else "mpf-image".
+    static func mpfImageType(_ sub: [UInt8], segments: JPEGSegments, path: String) throws -> (xmp: XMPDocument?, type: String, kind: AuxiliaryKind) {
+        let xmp = try segments.metadata(in: sub).xmp.map { try parseXMP($0, path: path) }
+        let type = xmp?.value(XMPNamespace.apdi, "AuxiliaryImageType")
+        let subtype = xmp?.value(XMPNamespace.apdi, "AuxiliaryImageSubType")
+        return (xmp, subtype ?? type ?? "mpf-image", AuxiliaryKind.classify(subtype ?? type ?? "other"))
+    }
+
+    /// What a JPEG carries besides its primary image, from headers only (nothing is decoded): each
+    /// MPF image by its own XMP type, damaged MPF entries, and in the main XMP a GDepth map
+    /// (`gdepth`), a GImage (`gimage`) or a Dynamic Depth or GContainer directory
+    /// (`dynamic-depth-container`). The same parse ``read(bytes:path:options:)`` uses; an XMP
+    /// packet that does not parse lists as `unreadable-xmp` instead of failing the read.
+    static func auxiliaryNames(jpeg bytes: [UInt8], xmp: [UInt8]?) -> [String] {
+        let index = JPEGAuxiliary.mpfIndex(bytes)
+        var out: [String] = index.entries.enumerated().map { n, e in
+            let sub = Array(bytes[e.offset..<(e.offset + e.size)])
+            guard let segs = try? JPEGSegments(sub) else { return "mpf-image" }
+            return (try? mpfImageType(sub, segments: segs, path: "MPF image \(n + 2)").type) ?? "unreadable-xmp"
+        }
+        out += Array(repeating: "mpf-image-damaged", count: index.damaged)
+        if let xmp {
+            guard let main = try? parseXMP(xmp, path: "") else { return out + ["unreadable-xmp"] }
+            if main.value(XMPNamespace.gDepth, "Format") != nil || main.value(XMPNamespace.gDepth, "Mime") != nil { out.append("gdepth") }
+            if main.value(XMPNamespace.gImage, "Mime") != nil { out.append("gimage") }
+            if !main.elements(XMPNamespace.ddContainer, "Item").isEmpty || !main.elements(XMPNamespace.gContainer, "Item").isEmpty {
+                out.append("dynamic-depth-container")
+            }
         }
         return out
     }

@@ -104,10 +104,10 @@ public enum ImageCodecs {
                 }
                 let ch = h.colorspace == 2 ? 1 : 3
                 return DecodedImage(image: .uint8(Image(width: 0, height: 0, channels: ch)), format: .jpeg, metadata: meta,
-                                    storedWidth: h.width, storedHeight: h.height, auxiliary: JPEGAuxiliary.list(bytes, xmp: meta.xmp))
+                                    storedWidth: h.width, storedHeight: h.height, auxiliary: DepthReader.auxiliaryNames(jpeg: bytes, xmp: meta.xmp))
             }
             var d = try JPEGCodec.decode(bytes, path: path, limits: options.limits)
-            d.auxiliary = JPEGAuxiliary.list(bytes, xmp: d.metadata.xmp)
+            d.auxiliary = DepthReader.auxiliaryNames(jpeg: bytes, xmp: d.metadata.xmp)
             return d
         case .png: return try PNGCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
         case .heif: return try HEIFCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)

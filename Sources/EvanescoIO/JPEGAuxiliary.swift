@@ -46,16 +46,6 @@ public enum JPEGAuxiliary {
         return (out, count - 1 - out.count)
     }
 
-    /// What an embedded JPEG's own XMP says it is: `apdi:AuxiliaryImageSubType` when present
-    /// (Apple files the portrait matte as type "depth" with sub-type "portraiteffectsmatte"),
-    /// else `apdi:AuxiliaryImageType` ("disparity", "depth", a matte URN).
-    public static func auxiliaryType(ofEmbeddedJPEG b: ArraySlice<UInt8>) -> String? {
-        let bytes = Array(b)
-        guard let segs = try? JPEGSegments(bytes), let xmp = segs.metadata(in: bytes).xmp else { return nil }
-        let text = String(decoding: xmp, as: UTF8.self)
-        return XMPLite.value(of: "AuxiliaryImageSubType", in: text) ?? XMPLite.value(of: "AuxiliaryImageType", in: text)
-    }
-
     /// The byte after the primary image's EOI: the first FF D9 after the start of scan (entropy-
     /// coded data stuffs every FF with 00, so no earlier FF D9 can occur there).
     public static func primaryEnd(_ bytes: [UInt8]) -> Int? {
@@ -66,21 +56,6 @@ public enum JPEGAuxiliary {
             i += 1
         }
         return nil
-    }
-
-    static func list(_ bytes: [UInt8], xmp: [UInt8]?) -> [String] {
-        let index = mpfIndex(bytes)
-        var out: [String] = index.entries.map { e in
-            auxiliaryType(ofEmbeddedJPEG: bytes[e.offset..<(e.offset + e.size)]) ?? "mpf-image"
-        }
-        out += Array(repeating: "mpf-image-damaged", count: index.damaged)
-        if let xmp {
-            let s = String(decoding: xmp, as: UTF8.self)
-            if s.contains("GDepth:") || s.contains("xmlns:GDepth") { out.append("gdepth") }
-            if s.contains("GImage:") || s.contains("xmlns:GImage") { out.append("gimage") }
-            if s.contains("Container:Directory") || s.contains("GContainer:Directory") { out.append("dynamic-depth-container") }
-        }
-        return out
     }
 }
 
@@ -98,20 +73,5 @@ struct TIFFStructureReader {
         guard o >= 0, o + 4 <= e.count else { return nil }
         let b = (Int(e[o]), Int(e[o + 1]), Int(e[o + 2]), Int(e[o + 3]))
         return littleEndian ? b.0 | b.1 << 8 | b.2 << 16 | b.3 << 24 : b.0 << 24 | b.1 << 16 | b.2 << 8 | b.3
-    }
-}
-
-/// Minimal, non-expanding look-up of one XMP property by local name, in attribute form
-/// (`ns:Name="v"`) or element form (`<ns:Name>v</ns:Name>`). No entity expansion and no
-/// recursion, so hostile packets cost linear time.
-enum XMPLite {
-    static func value(of name: String, in xmp: String) -> String? {
-        for (open, close) in [(":\(name)=\"", "\""), (":\(name)='", "'"), (":\(name)>", "<")] {
-            if let r = xmp.range(of: open), let end = xmp[r.upperBound...].range(of: close) {
-                let v = xmp[r.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
-                if !v.isEmpty { return v }
-            }
-        }
-        return nil
     }
 }
