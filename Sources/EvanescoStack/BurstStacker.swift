@@ -146,7 +146,7 @@ public enum BurstStacker {
 
     static func aligned<S: PixelSample>(_ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int) -> Image<S> {
         let w = image.width, c = image.channels, tileWidth = tileWidth(frames: n, channels: c)
-        let warper = TileWarper(frame: image, registration: h, interpolation: interpolation)
+        let warper = RowSampler(frame: image, homography: h, interpolation: interpolation)
         return Image<S>(width: w, height: image.height, channels: c) { dst in
             StripExecutor.forEachStrip(rows: image.height, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: 1, maxPixels: tileWidth, channels: c)
@@ -245,7 +245,7 @@ public enum BurstStacker {
     static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], options: StackOptions,
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
         let w = images[0].width, h = images[0].height, c = images[0].channels, n = images.count
-        let warpers = zip(images, homographies).map { TileWarper(frame: $0, registration: $1, interpolation: options.interpolation) }
+        let warpers = zip(images, homographies).map { RowSampler(frame: $0, homography: $1, interpolation: options.interpolation) }
         let network = SortingNetwork(size: n)
         var sigma: Float? = nil
         let kernel: any MergeKernel
@@ -302,7 +302,7 @@ public enum BurstStacker {
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each
     /// sample's median absolute deviation across frames. Moving things are a minority of frames
     /// at most pixels, so the median of MADs reflects sensor and compression noise.
-    static func estimateNoise<S>(_ warpers: [TileWarper<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork) -> Float {
+    static func estimateNoise<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork) -> Float {
         let n = warpers.count
         guard n >= 3 else { return S.fullScale / 255 * 2 }
         let tile = SampleTile.allocate(frames: n, maxPixels: 256, channels: c)

@@ -1,3 +1,5 @@
+import EvanescoCore
+
 /// One tile of the aligned burst: a row segment of `pixels` pixels seen through every frame.
 /// `values[k * length + j]` is sample j (pixel j / channels, channel j % channels) of frame k,
 /// in the input's own scale (0...255 or 0...65535), 0 where frame k does not cover the pixel;
@@ -16,9 +18,9 @@ public struct SampleTile {
     /// Work space for the kernels: `frames * stride` floats, and one value per sample.
     public let scratch: UnsafeMutablePointer<Float>
     public let perSample: UnsafeMutablePointer<Float>
-    /// Source rows converted to Float for the warper (see TileWarper.blockRows).
+    /// Source rows converted to Float for the sampler (see RowSampler.blockCapacity).
     let warpBlock: UnsafeMutablePointer<Float>
-    static func warpBlockCapacity(_ maxPixels: Int, _ channels: Int) -> Int { TileWarperLimits.blockRows * (maxPixels + 80) * channels + 8 }
+    static func warpBlockCapacity(_ maxPixels: Int, _ channels: Int) -> Int { RowSampler<Float>.blockCapacity(pixels: maxPixels, channels: channels) }
 
     /// Allocates a tile able to hold `maxPixels` pixels.
     static func allocate(frames: Int, maxPixels: Int, channels: Int) -> SampleTile {

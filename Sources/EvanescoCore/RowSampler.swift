@@ -1,44 +1,71 @@
-import EvanescoCore
-
 /// Cubic weights for taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1: looking them up costs two
-/// loads instead of ~25 flops per axis, and the 1/256-px worst-case phase error is far below the
+/// loads instead of ~25 flops per axis, and the 1/256-px worst-case phase error is far below a
 /// registration's accuracy.
+@usableFromInline
 struct CubicTable: Sendable {
-    static let steps = 128
-    let weights: [SIMD4<Float>]
+    @usableFromInline static let steps = 128
+    @usableFromInline let weights: [SIMD4<Float>]
     init(a: Float) {
         weights = (0...CubicTable.steps).map { i in
             let w = Kernels.cubicWeights(Float(i) / Float(CubicTable.steps), a: a)
             return SIMD4(w.0, w.1, w.2, w.3)
         }
     }
-    static let catmullRom = CubicTable(a: Interpolation.catmullRom.cubicParameter!)
-    static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)
+    @usableFromInline static let catmullRom = CubicTable(a: Interpolation.catmullRom.cubicParameter!)
+    @usableFromInline static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)
 }
 
-enum TileWarperLimits {
-    /// Source rows a tile may span to use the converted-block path (rotation up to ~1 degree
-    /// over a 544-px tile); wider spans take the direct path.
-    static let blockRows = 16
-}
+/// The one warp sampler: samples a frame along row segments of an output grid through the
+/// inverse of a homography. ``Image/warped(by:width:height:interpolation:)`` runs it row by row;
+/// the burst stacker runs it tile by tile, so the pixels a merge samples and the pixels
+/// `--save-frames` writes are the same.
+///
+/// An output pixel is valid when its source position lies inside `[0, w-1] x [0, h-1]` (to
+/// 1/1000 px); taps beyond the edge are clamped. Values are floats on the sample's own scale;
+/// cubic overshoot is clamped to 0...255 and 0...65535 for integer samples, never for float
+/// samples (depth maps and linear light are not bounded by 1).
+public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
+    /// The frame sampled.
+    public let frame: Image<Sample>
+    /// Output -> frame, row-major; nil when the frame is the output grid (identity).
+    @usableFromInline let m: [Float]?
+    public let interpolation: Interpolation
 
-/// Samples one frame along a row segment of the reference frame, through the homography that
-/// maps reference pixels to this frame's pixels (the inverse of the registration result).
-struct TileWarper<S: PixelSample>: @unchecked Sendable {
-    let frame: Image<S>
-    /// Reference -> frame, row-major; nil for the reference itself (identity).
-    let m: [Float]?
-    let interpolation: Interpolation
+    /// Source rows a segment may span to use the converted-block path (a rotation up to ~1
+    /// degree over a 544-px segment); wider spans take the direct path.
+    public static var blockRows: Int { 16 }
 
-    init(frame: Image<S>, registration: Homography?, interpolation: Interpolation) {
+    /// Floats of work space ``sampleRow(y:x0:x1:into:valid:block:)`` needs for segments of up to
+    /// `pixels` pixels of `channels` channels.
+    public static func blockCapacity(pixels: Int, channels: Int) -> Int { blockRows * (pixels + 80) * channels + 8 }
+
+    /// - Parameters:
+    ///   - frame: The frame to sample.
+    ///   - homography: Maps the frame's pixels to the output's (the registration convention);
+    ///     nil or identity samples the frame as it is. A singular homography samples nothing.
+    ///   - interpolation: The sampler.
+    @inlinable
+    public init(frame: Image<Sample>, homography: Homography?, interpolation: Interpolation) {
         self.frame = frame
         self.interpolation = interpolation
-        if let h = registration, h != .identity, let inv = h.inverse { m = inv.m.map { Float($0) } } else { m = nil }
+        if let h = homography, h != .identity {
+            m = h.inverse.map { $0.m.map { Float($0) } } ?? [0, 0, -1e9, 0, 0, -1e9, 0, 0, 1]
+        } else {
+            m = nil
+        }
     }
 
-    /// Writes pixels x0..<x1 of reference row y into `out` (channels interleaved) and validity.
-    func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
-                   block: UnsafeMutablePointer<Float>? = nil) {
+    /// Writes pixels `x0..<x1` of output row `y` into `out` (channels interleaved) and 1 or 0
+    /// into `valid`, one per pixel.
+    ///
+    /// - Parameters:
+    ///   - out: Room for `(x1 - x0) * channels` floats.
+    ///   - valid: Room for `x1 - x0` bytes.
+    ///   - block: Optional work space of ``blockCapacity(pixels:channels:)`` floats; with it,
+    ///     8-bit RGB cubic sampling converts the few source rows a segment touches once.
+    @inlinable
+    public func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
+                          block: UnsafeMutablePointer<Float>? = nil) {
         let c = frame.channels, w = frame.width
         frame.samples.withUnsafeBufferPointer { src in
             guard let m else {
@@ -48,53 +75,63 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                 return
             }
             let p = src.baseAddress!
-            if S.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
+            if Sample.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
                 let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
                 if let block, rowCubicRGB8Block(bytes, m, y, x0, x1, out, valid, block) { return }
                 // (A segment spanning too many source rows falls through to the general path.)
             }
             switch (c, interpolation) {
-            case (3, .bilinear), (3, .nearest): row(p, m, y, x0, x1, out, valid, channels: 3, cubic: false)
-            case (3, _): row(p, m, y, x0, x1, out, valid, channels: 3, cubic: true)
-            case (_, .bilinear), (_, .nearest): row(p, m, y, x0, x1, out, valid, channels: c, cubic: false)
-            default: row(p, m, y, x0, x1, out, valid, channels: c, cubic: true)
+            case (3, .nearest): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 0)
+            case (3, .bilinear): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 1)
+            case (3, _): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 2)
+            case (_, .nearest): row(p, m, y, x0, x1, out, valid, channels: c, kind: 0)
+            case (_, .bilinear): row(p, m, y, x0, x1, out, valid, channels: c, kind: 1)
+            default: row(p, m, y, x0, x1, out, valid, channels: c, kind: 2)
             }
         }
     }
 
-    /// The per-pixel loop; `channels` and `cubic` are constants at each call site above, so the
-    /// optimiser specialises this inlined body for them.
-    @inline(__always)
-    func row(_ src: UnsafePointer<S>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
-             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, cubic: Bool) {
+    /// The per-pixel loop; `channels` and `kind` (0 nearest, 1 bilinear, 2 cubic) are constants
+    /// at each call site above, so the optimiser specialises this inlined body for them.
+    @inlinable @inline(__always)
+    func row(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, kind: Int) {
         let w = frame.width, h = frame.height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let a: Float = interpolation.cubicParameter ?? -0.75
+        let (m0, m3, m6) = (m[0], m[3], m[6])
         // Numerators and denominator are affine in x: step them instead of recomputing.
-        var nx = m[0] * Float(x0) + m[1] * fy + m[2], ny = m[3] * Float(x0) + m[4] * fy + m[5]
-        var dd = m[6] * Float(x0) + m[7] * fy + m[8]
-        let projective = m[6] != 0 || m[7] != 0
+        var nx = m0 * Float(x0) + m[1] * fy + m[2], ny = m3 * Float(x0) + m[4] * fy + m[5]
+        var dd = m6 * Float(x0) + m[7] * fy + m[8]
+        let projective = m6 != 0 || m[7] != 0
         for i in 0..<(x1 - x0) {
-            let sx = projective ? nx / dd : nx, sy = projective ? ny / dd : ny
-            nx += m[0]; ny += m[3]; dd += m[6]
-            let o = i * c
+            var sx = nx, sy = ny
+            if projective { if dd > 1e-12 { sx = nx / dd; sy = ny / dd } else { sx = -1e9; sy = -1e9 } }
+            nx += m0; ny += m3; dd += m6
+            let o = i &* c
             guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                 valid[i] = 0
-                for ch in 0..<c { out[o + ch] = 0 }
+                for ch in 0..<c { out[o &+ ch] = 0 }
                 continue
             }
             valid[i] = 1
             let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
+            if kind == 0 {
+                let p = src + (Int(cy + 0.5) * w + Int(cx + 0.5)) * c
+                for ch in 0..<c { out[o &+ ch] = p[ch].floatValue }
+                continue
+            }
             let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
             let tx = cx - fx0, ty = cy - fy0
             let ix = Int(fx0), iy = Int(fy0)
-            if !cubic {
+            if kind == 1 {
                 let ix1 = min(ix + 1, w - 1), iy1 = min(iy + 1, h - 1)
                 let p00 = src + (iy * w + ix) * c, p01 = src + (iy * w + ix1) * c
                 let p10 = src + (iy1 * w + ix) * c, p11 = src + (iy1 * w + ix1) * c
-                let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
                 for ch in 0..<c {
-                    out[o + ch] = w00 * p00[ch].floatValue + w01 * p01[ch].floatValue + w10 * p10[ch].floatValue + w11 * p11[ch].floatValue
+                    let top = p00[ch].floatValue + (p01[ch].floatValue - p00[ch].floatValue) * tx
+                    let bottom = p10[ch].floatValue + (p11[ch].floatValue - p10[ch].floatValue) * tx
+                    out[o &+ ch] = top + (bottom - top) * ty
                 }
             } else {
                 let wx = Kernels.cubicWeights(tx, a: a), wy = Kernels.cubicWeights(ty, a: a)
@@ -106,7 +143,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                             + wx.2 * src[(r + xs.2) * c + ch].floatValue + wx.3 * src[(r + xs.3) * c + ch].floatValue
                     }
                     let v = wy.0 * line(rows.0) + wy.1 * line(rows.1) + wy.2 * line(rows.2) + wy.3 * line(rows.3)
-                    out[o + ch] = min(max(v, 0), S.fullScale)
+                    out[o &+ ch] = Sample.self == Float.self ? v : min(max(v, 0), Sample.fullScale)
                 }
             }
         }
@@ -115,6 +152,7 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
     /// 8-bit RGB cubic, reading taps from the few source rows the segment touches,
     /// converted to Float once (a vectorised loop) so that each tap is one 4-float load.
     /// Returns false (nothing written) when the segment spans too many source rows.
+    @inlinable
     func rowCubicRGB8Block(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
                            _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
                            _ block: UnsafeMutablePointer<Float>) -> Bool {
@@ -124,13 +162,16 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         let projective = m6 != 0 || m[7] != 0
         @inline(__always) func source(_ x: Int) -> (Float, Float) {
             let fx = Float(x), d = m6 * fx + m8
-            return projective ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (m0 * fx + m2, m3 * fx + m5)
+            guard projective else { return (m0 * fx + m2, m3 * fx + m5) }
+            return d > 1e-12 ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (-1e9, -1e9)
         }
         let (ax, ay) = source(x0), (bx, by) = source(x1 - 1)
+        // A segment that leaves the frame's projective half-plane takes the direct path.
+        guard ax > -1e8, bx > -1e8 else { return false }
         let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 1), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 2)
         let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 1), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 2)
         let rows = rowHi - rowLo + 1, cols = colHi - colLo + 1
-        guard rows <= TileWarperLimits.blockRows, cols <= (x1 - x0) + 80 else { return false }
+        guard rows <= Self.blockRows, cols <= (x1 - x0) + 80 else { return false }
         // Convert the block: row r of the block is source row rowLo + r, from column colLo.
         let stride = cols * 3 + 1
         let n = cols * 3
@@ -141,12 +182,12 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         }
         let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
         let steps = Float(CubicTable.steps)
-        table.weights.withUnsafeBufferPointer { lut in
+        return table.weights.withUnsafeBufferPointer { lut in
             for i in 0..<(x1 - x0) {
                 let (sx, sy) = source(x0 &+ i)
                 let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
-                    valid[i] = 0; out[o] = 0; out[o + 1] = 0; out[o + 2] = 0
+                    valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
                     continue
                 }
                 valid[i] = 1
@@ -172,12 +213,12 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
                 let acc = upper + lower
                 out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
             }
+            return true
         }
-        return true
     }
 
     /// Four RGB taps of a Float row, weighted (each tap one unaligned 4-float load).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func tapRow(_ q: UnsafePointer<Float>, _ c0: Int, _ c1: Int, _ c2: Int, _ c3: Int, _ w: SIMD4<Float>) -> SIMD4<Float> {
         let raw = UnsafeRawPointer(q)
         let p0 = raw.loadUnaligned(fromByteOffset: c0 &* 4, as: SIMD4<Float>.self)
@@ -188,5 +229,4 @@ struct TileWarper<S: PixelSample>: @unchecked Sendable {
         let right: SIMD4<Float> = w[2] * p2 + w[3] * p3
         return left + right
     }
-
 }
