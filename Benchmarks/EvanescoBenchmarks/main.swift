@@ -9,6 +9,7 @@ import EvanescoCore
 import EvanescoDepth
 import EvanescoIO
 import Foundation
+import EvanescoFaces
 
 struct Options {
     var what = "all"

@@ -35,8 +35,12 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// degree over a 544-px segment); wider spans take the direct path.
     public static var blockRows: Int { 16 }
 
-    /// Floats of work space ``sampleRow(y:x0:x1:into:valid:block:)`` needs for segments of up to
-    /// `pixels` pixels of `channels` channels.
+    /// Floats of work space ``sampleRow(y:x0:x1:into:valid:block:)`` needs.
+    ///
+    /// - Parameters:
+    ///   - pixels: The longest segment sampled.
+    ///   - channels: The frame's channels.
+    /// - Returns: A float count for the `block` argument.
     public static func blockCapacity(pixels: Int, channels: Int) -> Int { blockRows * (pixels + 80) * channels + 8 }
 
     /// - Parameters:
@@ -59,6 +63,9 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// into `valid`, one per pixel.
     ///
     /// - Parameters:
+    ///   - y: The output row.
+    ///   - x0: The segment's first output column.
+    ///   - x1: One past its last column.
     ///   - out: Room for `(x1 - x0) * channels` floats.
     ///   - valid: Room for `x1 - x0` bytes.
     ///   - block: Optional work space of ``blockCapacity(pixels:channels:)`` floats; with it,

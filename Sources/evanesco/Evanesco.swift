@@ -4,6 +4,7 @@ import EvanescoDepth
 import EvanescoIO
 import EvanescoStack
 import Foundation
+import EvanescoFaces
 
 @main
 struct Evanesco: ParsableCommand {

@@ -3,6 +3,7 @@ import EvanescoCore
 import EvanescoDepth
 import EvanescoIO
 import Foundation
+import EvanescoFaces
 
 struct Faces: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import Testing
 import EvanescoCore
 import EvanescoIO
 @testable import EvanescoDepth
+import EvanescoFaces
 
 enum Shared {
     static let root: String = {

@@ -3,6 +3,7 @@ import Testing
 import EvanescoCore
 import EvanescoIO
 @testable import EvanescoDepth
+import EvanescoFaces
 
 /// A 96x64 photo whose left half is near (disparity 1) and right half far (disparity 0.25),
 /// with a 48x32 map; grey 200 on the left, 60 on the right.

@@ -73,7 +73,7 @@ import EvanescoCore
             let full = bytesOf(SharedData.path(rel))
             let ext = (rel as NSString).pathExtension
             // In an Apple JPEG the primary image ends where the MPF secondaries begin: cut inside it.
-            let primaryEnd = JPEGAuxiliary.mpfEntries(full).first?.offset ?? full.count
+            let primaryEnd = MPFIndex.entries(full).first?.offset ?? full.count
             for frac in [0.001, 0.05, 0.5, 0.9, 0.999] {
                 let p = t.file("cut-\(frac).\(ext)")
                 try? FileManager.default.removeItem(atPath: p)

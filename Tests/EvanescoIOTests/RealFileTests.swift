@@ -26,7 +26,7 @@ struct RealFiles {
         #expect(d.auxiliary == ["disparity", "portraiteffectsmatte"])
         // MPF entries are byte-exact with exiftool's extractions.
         let bytes = bytesOf(path)
-        let entries = JPEGAuxiliary.mpfEntries(bytes)
+        let entries = MPFIndex.entries(bytes)
         #expect(entries.count == 2)
         let golden2 = bytesOf(SharedData.path("depth/truedepth-iphone/derived/jpeg_depth_data.MPImage2_disparity.jpg"))
         let golden3 = bytesOf(SharedData.path("depth/truedepth-iphone/derived/jpeg_depth_data.MPImage3_portraitmatte.jpg"))

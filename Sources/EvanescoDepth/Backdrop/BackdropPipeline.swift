@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import EvanescoFaces
 
 /// Where the subject is.
 public enum SubjectSelection: Sendable, Equatable {

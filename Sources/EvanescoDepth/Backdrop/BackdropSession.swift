@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import EvanescoFaces
 
 /// Everything that decides how a colour + depth stream is cut, policies included.
 public struct BackdropSessionOptions: Sendable {
@@ -11,8 +12,8 @@ public struct BackdropSessionOptions: Sendable {
     /// Run face detection every N frames and hold the box in between.
     public var detectEvery = 10
     /// How depth samples become metres; nil picks from the sample type (16-bit:
-    /// ``DepthEncoding/millimetres16``, float: ``DepthEncoding/identity`` (metres); 8-bit needs a
-    /// ``DepthEncoding/disparity8(min:max:)``).
+    /// `DepthEncoding.millimetres16`, float: `.identity` (metres); 8-bit needs a
+    /// `.disparity8(min:max:)` with the stream's disparity range).
     public var depthEncoding: DepthEncoding?
     /// Mask blur sigma in pixels of the depth frame; nil uses ``BackdropOptions/blurSigmaAt640``
     /// (5.3 at 640 wide, scaled with the depth width).

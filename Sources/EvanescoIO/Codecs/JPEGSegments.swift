@@ -1,18 +1,18 @@
 /// The marker segments of a JPEG file up to the start of scan (where APPn metadata lives).
 /// A bounds-checked reader: lengths that run past the end give a typed error, never a crash.
-public struct JPEGSegments: Sendable {
-    public struct Segment: Sendable {
+package struct JPEGSegments: Sendable {
+    package struct Segment: Sendable {
         /// The marker's second byte (0xE1 = APP1, ...).
-        public var marker: UInt8
+        package var marker: UInt8
         /// Offset of the payload (after the 2-byte length) in the file.
-        public var payloadOffset: Int
-        public var payloadLength: Int
+        package var payloadOffset: Int
+        package var payloadLength: Int
     }
-    public var segments: [Segment]
+    package var segments: [Segment]
 
-    public enum ParseError: Error, Equatable { case notJPEG, truncated(at: Int), badMarker(at: Int) }
+    package enum ParseError: Error, Equatable { case notJPEG, truncated(at: Int), badMarker(at: Int) }
 
-    public init(_ data: [UInt8]) throws(ParseError) {
+    package init(_ data: [UInt8]) throws(ParseError) {
         guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { throw .notJPEG }
         var segs: [Segment] = []
         var p = 2
@@ -35,7 +35,7 @@ public struct JPEGSegments: Sendable {
     }
 
     /// Payloads of APPn segments whose payload starts with `signature`, signature stripped.
-    public func payloads(app n: UInt8, signature: [UInt8], in data: [UInt8]) -> [ArraySlice<UInt8>] {
+    package func payloads(app n: UInt8, signature: [UInt8], in data: [UInt8]) -> [ArraySlice<UInt8>] {
         segments.filter { $0.marker == 0xE0 + n }.compactMap { s in
             guard s.payloadLength >= signature.count,
                   data[s.payloadOffset..<(s.payloadOffset + signature.count)].elementsEqual(signature) else { return nil }
@@ -49,7 +49,7 @@ public struct JPEGSegments: Sendable {
 
     /// EXIF (TIFF-structured, without the "Exif\0\0" prefix), XMP packet and ICC profile
     /// (reassembled from its numbered APP2 chunks).
-    public func metadata(in data: [UInt8]) -> (exif: [UInt8]?, xmp: [UInt8]?, icc: [UInt8]?) {
+    package func metadata(in data: [UInt8]) -> (exif: [UInt8]?, xmp: [UInt8]?, icc: [UInt8]?) {
         let exif = payloads(app: 1, signature: Self.exifSignature, in: data).first.map(Array.init)
         let xmp = payloads(app: 1, signature: Self.xmpSignature, in: data).first.map(Array.init)
         var chunks: [(Int, ArraySlice<UInt8>)] = []
@@ -62,7 +62,7 @@ public struct JPEGSegments: Sendable {
 
     /// Inserts APP1 EXIF and APP2 ICC segments right after SOI (and the JFIF APP0, if present)
     /// of an encoded JPEG, for writers (TurboJPEG cannot emit markers itself).
-    public static func inserting(exif: [UInt8]?, icc: [UInt8]?, into jpeg: [UInt8]) -> [UInt8] {
+    package static func inserting(exif: [UInt8]?, icc: [UInt8]?, into jpeg: [UInt8]) -> [UInt8] {
         var extra: [UInt8] = []
         func segment(_ marker: UInt8, _ payload: [UInt8]) {
             let len = payload.count + 2

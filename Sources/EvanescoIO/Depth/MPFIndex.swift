@@ -1,23 +1,23 @@
 /// One secondary image in a JPEG's MPF index (CIPA DC-007).
-public struct MPFEntry: Sendable, Equatable {
+package struct MPFEntry: Sendable, Equatable {
     /// Byte range of the image in the file.
-    public var offset: Int
-    public var size: Int
+    package var offset: Int
+    package var size: Int
     /// MP type code from the entry's attribute field (e.g. 0x030000 = baseline primary).
-    public var typeCode: UInt32
+    package var typeCode: UInt32
 }
 
-/// What a JPEG carries besides its primary image: MPF secondary images (Apple stores depth,
-/// mattes and gain maps there, each named by its own XMP `apdi:AuxiliaryImageType`) and Google's
-/// XMP depth (GDepth) or Dynamic Depth containers.
-public enum JPEGAuxiliary {
+/// A JPEG's Multi-Picture Format index: where its secondary images are (Apple stores depth,
+/// mattes and gain maps there, each named by its own XMP `apdi:AuxiliaryImageType`). A parser
+/// internal of ``DepthReader``.
+package enum MPFIndex {
     /// The MPF entries after the primary image, bounds-checked against the file. Offsets in the
     /// index are relative to the MPF header (the byte after "MPF\0").
-    public static func mpfEntries(_ bytes: [UInt8]) -> [MPFEntry] { mpfIndex(bytes).entries }
+    package static func entries(_ bytes: [UInt8]) -> [MPFEntry] { read(bytes).entries }
 
     /// The MPF entries that lie inside the file, and how many more the index declares that do
     /// not (a truncated or damaged file).
-    public static func mpfIndex(_ bytes: [UInt8]) -> (entries: [MPFEntry], damaged: Int) {
+    package static func read(_ bytes: [UInt8]) -> (entries: [MPFEntry], damaged: Int) {
         guard let segs = try? JPEGSegments(bytes) else { return ([], 0) }
         let sig = Array("MPF".utf8) + [0]
         guard let seg = segs.segments.first(where: {
@@ -48,7 +48,7 @@ public enum JPEGAuxiliary {
 
     /// The byte after the primary image's EOI: the first FF D9 after the start of scan (entropy-
     /// coded data stuffs every FF with 00, so no earlier FF D9 can occur there).
-    public static func primaryEnd(_ bytes: [UInt8]) -> Int? {
+    package static func primaryEnd(_ bytes: [UInt8]) -> Int? {
         guard let segs = try? JPEGSegments(bytes), let sos = segs.segments.last, sos.marker == 0xDA else { return nil }
         var i = sos.payloadOffset + sos.payloadLength
         while i + 1 < bytes.count {

@@ -20,16 +20,16 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
 }
 
 /// What the first bytes say.
-public enum SniffResult: Equatable, Sendable {
+package enum SniffResult: Equatable, Sendable {
     case image(ImageFormat)
     /// A format we recognise but do not decode (named).
     case other(String)
     case unknown
 }
 
-public enum FormatSniffer {
+package enum FormatSniffer {
     /// Identifies the format from the leading bytes (at least 12 are needed for HEIF).
-    public static func sniff<C: Collection>(_ b: C) -> SniffResult where C.Element == UInt8, C.Index == Int {
+    package static func sniff<C: Collection>(_ b: C) -> SniffResult where C.Element == UInt8, C.Index == Int {
         let a = Array(b.prefix(32))
         func starts(_ p: [UInt8], at o: Int = 0) -> Bool { a.count >= o + p.count && Array(a[o..<(o + p.count)]) == p }
         if starts([0xFF, 0xD8, 0xFF]) { return .image(.jpeg) }

@@ -122,21 +122,21 @@ public struct XMPDocument: Sendable {
 }
 
 /// Namespace URIs used by depth photos.
-public enum XMPNamespace {
-    public static let apdi = "http://ns.apple.com/pixeldatainfo/1.0/"
-    public static let depthData = "http://ns.apple.com/depthData/1.0/"
-    public static let gDepth = "http://ns.google.com/photos/1.0/depthmap/"
-    public static let gImage = "http://ns.google.com/photos/1.0/image/"
-    public static let gFocus = "http://ns.google.com/photos/1.0/focus/"
-    public static let xmpNote = "http://ns.adobe.com/xmp/note/"
-    public static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-    public static let ddDevice = "http://ns.google.com/photos/dd/1.0/device/"
-    public static let ddContainer = "http://ns.google.com/photos/dd/1.0/container/"
-    public static let ddItem = "http://ns.google.com/photos/dd/1.0/item/"
-    public static let ddCamera = "http://ns.google.com/photos/dd/1.0/camera/"
-    public static let ddDepthMap = "http://ns.google.com/photos/dd/1.0/depthmap/"
-    public static let gContainer = "http://ns.google.com/photos/1.0/container/"
-    public static let gContainerItem = "http://ns.google.com/photos/1.0/container/item/"
+package enum XMPNamespace {
+    package static let apdi = "http://ns.apple.com/pixeldatainfo/1.0/"
+    package static let depthData = "http://ns.apple.com/depthData/1.0/"
+    package static let gDepth = "http://ns.google.com/photos/1.0/depthmap/"
+    package static let gImage = "http://ns.google.com/photos/1.0/image/"
+    package static let gFocus = "http://ns.google.com/photos/1.0/focus/"
+    package static let xmpNote = "http://ns.adobe.com/xmp/note/"
+    package static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    package static let ddDevice = "http://ns.google.com/photos/dd/1.0/device/"
+    package static let ddContainer = "http://ns.google.com/photos/dd/1.0/container/"
+    package static let ddItem = "http://ns.google.com/photos/dd/1.0/item/"
+    package static let ddCamera = "http://ns.google.com/photos/dd/1.0/camera/"
+    package static let ddDepthMap = "http://ns.google.com/photos/dd/1.0/depthmap/"
+    package static let gContainer = "http://ns.google.com/photos/1.0/container/"
+    package static let gContainerItem = "http://ns.google.com/photos/1.0/container/item/"
 }
 
 extension StringProtocol {

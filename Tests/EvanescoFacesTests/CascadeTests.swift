@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import EvanescoCore
-@testable import EvanescoDepth
+@testable import EvanescoFaces
 
 @Suite("Cascade classifier")
 struct CascadeTests {

@@ -172,7 +172,7 @@ public enum DepthReader {
         let orient: Orientation = options.sensorOrientation ? .up : out.orientation
 
         // Apple: MPF secondary images, each identified by its own XMP.
-        let index = JPEGAuxiliary.mpfIndex(bytes)
+        let index = MPFIndex.read(bytes)
         if index.damaged > 0 {
             out.warnings.append("\(index.damaged) MPF image(s) point outside the file (truncated or damaged) and were skipped")
         }
@@ -239,7 +239,7 @@ public enum DepthReader {
     /// (`dynamic-depth-container`). The same parse ``read(bytes:path:options:)`` uses; an XMP
     /// packet that does not parse lists as `unreadable-xmp` instead of failing the read.
     static func auxiliaryNames(jpeg bytes: [UInt8], xmp: [UInt8]?) -> [String] {
-        let index = JPEGAuxiliary.mpfIndex(bytes)
+        let index = MPFIndex.read(bytes)
         var out: [String] = index.entries.enumerated().map { n, e in
             let sub = Array(bytes[e.offset..<(e.offset + e.size)])
             guard let segs = try? JPEGSegments(sub) else { return "mpf-image" }
@@ -289,7 +289,7 @@ public enum DepthReader {
                 return n
             }
             let total = lengths.reduce(0, +)
-            let primaryEnd = max(containerStart ?? 0, JPEGAuxiliary.primaryEnd(bytes) ?? 2)
+            let primaryEnd = max(containerStart ?? 0, MPFIndex.primaryEnd(bytes) ?? 2)
             guard total <= bytes.count - primaryEnd else {
                 throw DepthError.damaged(path: path, detail: "the \(containerName) items need \(total) bytes after the primary image, which ends at byte \(primaryEnd) of \(bytes.count) (truncated?)")
             }
