@@ -125,29 +125,36 @@ public struct GreyPyramid: Sendable {
     static func smooth(_ img: Image<Float>) -> Image<Float> {
         let w = img.width, h = img.height
         guard w >= 5, h >= 5 else { return img }
-        let horizontal: Image<Float> = img.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: w, height: h, channels: 1) { d in
+        // Raw pointers and wrapping offsets: every offset below is clamped into the w x h plane.
+        let horizontal: Image<Float> = img.samples.withUnsafeBufferPointer { sb in
+            Image<Float>(width: w, height: h, channels: 1) { db in
+                let s = sb.baseAddress!, d = UncheckedSendable(db.baseAddress!)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
+                    let d = d.value
                     for y in rows {
-                        let r = y * w
-                        @inline(__always) func at(_ x: Int) -> Float { s[r + min(max(x, 0), w - 1)] }
+                        let r = y &* w
+                        @inline(__always) func at(_ x: Int) -> Float { s[r &+ min(max(x, 0), w - 1)] }
                         for x in [0, 1, w - 2, w - 1] {
-                            d[r + x] = (at(x - 2) + 4 * at(x - 1) + 6 * at(x) + 4 * at(x + 1) + at(x + 2)) * (1 / 16)
+                            d[r &+ x] = (at(x - 2) + 4 * at(x - 1) + 6 * at(x) + 4 * at(x + 1) + at(x + 2)) * (1 / 16)
                         }
+                        let p = s + r, q = d + r
                         for x in 2..<(w - 2) {
-                            d[r + x] = (s[r + x - 2] + 4 * s[r + x - 1] + 6 * s[r + x] + 4 * s[r + x + 1] + s[r + x + 2]) * (1 / 16)
+                            q[x] = (p[x &- 2] + 4 * p[x &- 1] + 6 * p[x] + 4 * p[x &+ 1] + p[x &+ 2]) * (1 / 16)
                         }
                     }
                 }
             }
         }
-        return horizontal.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: w, height: h, channels: 1) { d in
+        return horizontal.samples.withUnsafeBufferPointer { sb in
+            Image<Float>(width: w, height: h, channels: 1) { db in
+                let s = sb.baseAddress!, d = UncheckedSendable(db.baseAddress!)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
+                    let d = d.value
                     for y in rows {
-                        let r = (max(y - 2, 0) * w, max(y - 1, 0) * w, y * w, min(y + 1, h - 1) * w, min(y + 2, h - 1) * w)
+                        let r0 = s + max(y - 2, 0) * w, r1 = s + max(y - 1, 0) * w, r2 = s + y * w
+                        let r3 = s + min(y + 1, h - 1) * w, r4 = s + min(y + 2, h - 1) * w, q = d + y * w
                         for x in 0..<w {
-                            d[r.2 + x] = (s[r.0 + x] + 4 * s[r.1 + x] + 6 * s[r.2 + x] + 4 * s[r.3 + x] + s[r.4 + x]) * (1 / 16)
+                            q[x] = (r0[x] + 4 * r1[x] + 6 * r2[x] + 4 * r3[x] + r4[x]) * (1 / 16)
                         }
                     }
                 }

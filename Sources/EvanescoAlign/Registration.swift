@@ -351,6 +351,7 @@ public final class RegistrationReference: Sendable {
     static func sample(_ img: Image<Float>, at pts: UnsafeBufferPointer<TemplatePoint>, through w: Homography,
                        into smp: UnsafeMutableBufferPointer<Float>) {
         let m = w.m.map { Float($0) }
+        let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
         let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
         img.samples.withUnsafeBufferPointer { src in
             let shared = UncheckedSendable((pts, src, smp))
@@ -358,13 +359,15 @@ public final class RegistrationReference: Sendable {
                 let (pts, src, smp) = shared.value
                 for i in range {
                     let x = pts[i].x, y = pts[i].y
-                    let d = m[6] * x + m[7] * y + m[8]
-                    let qx = (m[0] * x + m[1] * y + m[2]) / d, qy = (m[3] * x + m[4] * y + m[5]) / d
+                    let d = m6 * x + m7 * y + m8
+                    let qx = (m0 * x + m1 * y + m2) / d, qy = (m3 * x + m4 * y + m5) / d
                     guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else { smp[i] = .nan; continue }
-                    let fx = qx.rounded(.down), fy = qy.rounded(.down)
-                    let ax = qx - fx, ay = qy - fy
-                    let o = Int(fy) * iw + Int(fx)
-                    let top = src[o] + (src[o + 1] - src[o]) * ax, bot = src[o + iw] + (src[o + iw + 1] - src[o + iw]) * ax
+                    // Non-negative and inside the frame: truncation is the floor, and the four taps
+                    // (o, o + 1, o + iw, o + iw + 1) lie inside the image.
+                    let ix = Int(qx), iy = Int(qy)
+                    let ax = qx - Float(ix), ay = qy - Float(iy)
+                    let o = iy &* iw &+ ix
+                    let top = src[o] + (src[o &+ 1] - src[o]) * ax, bot = src[o &+ iw] + (src[o &+ iw &+ 1] - src[o &+ iw]) * ax
                     smp[i] = top + (bot - top) * ay
                 }
             }
@@ -422,6 +425,10 @@ public final class RegistrationReference: Sendable {
                     let (pts, _, smp, wts) = shared.value
                     var a = [Double](repeating: 0, count: 36 + 8), b = [Double](repeating: 0, count: 8)
                     var wr2 = 0.0, wsum = 0.0, inl = 0
+                    // The accumulators through raw pointers: the arrays' bounds and uniqueness
+                    // checks would run on every one of the 44 updates per point.
+                    a.withUnsafeMutableBufferPointer { ab in b.withUnsafeMutableBufferPointer { bb in
+                    let a = ab.baseAddress!, b = bb.baseAddress!
                     for i in range {
                         guard !smp[i].isNaN else { wts[i] = 0; continue }
                         let r = (smp[i] - off) * ig - pts[i].t
@@ -443,11 +450,12 @@ public final class RegistrationReference: Sendable {
                             for q in 0..<8 {
                                 let wq = Double(wt * v[q])
                                 b[q] += wq * Double(r)
-                                for u in q..<8 { a[k] += wq * Double(v[u]); k += 1 }
+                                for u in q..<8 { a[k] += wq * Double(v[u]); k &+= 1 }
                             }
                         }
                         wr2 += Double(wt * r * r); wsum += Double(wt)
                     }
+                    }}
                     partial.add(a, b, wr2, wsum, inl)
                 }
                 let (packed, b, wr2, wsum, inliers) = partial.totals

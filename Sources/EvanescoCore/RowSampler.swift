@@ -128,9 +128,9 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 for ch in 0..<c { out[o &+ ch] = p[ch].floatValue }
                 continue
             }
-            let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
-            let tx = cx - fx0, ty = cy - fy0
-            let ix = Int(fx0), iy = Int(fy0)
+            // cx, cy >= 0: truncation is the floor (and needs no libm call).
+            let ix = Int(cx), iy = Int(cy)
+            let tx = cx - Float(ix), ty = cy - Float(iy)
             if kind == 1 {
                 let ix1 = min(ix + 1, w - 1), iy1 = min(iy + 1, h - 1)
                 let p00 = src + (iy * w + ix) * c, p01 = src + (iy * w + ix1) * c
@@ -199,9 +199,8 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 }
                 valid[i] = 1
                 let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
-                let fx0 = cx.rounded(.down), fy0 = cy.rounded(.down)
-                let ix = Int(fx0), iy = Int(fy0)
-                let wx = lut[Int((cx - fx0) * steps + 0.5)], wy = lut[Int((cy - fy0) * steps + 0.5)]
+                let ix = Int(cx), iy = Int(cy)   // cx, cy >= 0: truncation is the floor
+                let wx = lut[Int((cx - Float(ix)) * steps + 0.5)], wy = lut[Int((cy - Float(iy)) * steps + 0.5)]
                 // Tap positions inside the block (edges clamped to the frame, as in the direct path).
                 let c0: Int, c1: Int, c2: Int, c3: Int, r0: Int, r1: Int, r2: Int, r3: Int
                 // Wrapping arithmetic: every offset is inside the block converted above (the

@@ -214,19 +214,29 @@ public final class BackdropPipeline {
             Self.colorVote(&bin, depth: depth, color: color, core: subject + options.coreDepth, cutoff: cutoff)
         }
         if holes > 0 {
+            // Each hole takes the majority of its known 3x3 neighbours (ties and no neighbours: 0).
             let src = bin
-            src.withUnsafeBufferPointer { src in bin.withUnsafeMutableBufferPointer { bin in
-            for y in 0..<h { for x in 0..<w where src[y * w + x] == 2 {
-                var f = 0, k = 0
-                for yy in max(0, y - 1)...min(h - 1, y + 1) { for xx in max(0, x - 1)...min(w - 1, x + 1) {
-                    let u = src[yy * w + xx]
-                    if u != 2 { k += 1; f += Int(u) }
-                }}
-                bin[y * w + x] = k > 0 && f * 2 > k ? 1 : 0
-            }}
+            src.withUnsafeBufferPointer { sb in bin.withUnsafeMutableBufferPointer { bb in
+                let s = sb.baseAddress!, b = bb.baseAddress!
+                for y in 0..<h {
+                    let ylo = max(0, y - 1), yhi = min(h - 1, y + 1), row = y &* w
+                    for x in 0..<w where s[row &+ x] == 2 {
+                        let xlo = max(0, x - 1), xhi = min(w - 1, x + 1)
+                        var f = 0, k = 0
+                        // ylo...yhi and xlo...xhi are inside the plane: wrapping offsets cannot overflow.
+                        for yy in ylo...yhi {
+                            let r = yy &* w
+                            for xx in xlo...xhi {
+                                let u = Int(s[r &+ xx])
+                                if u != 2 { k &+= 1; f &+= u }
+                            }
+                        }
+                        b[row &+ x] = k > 0 && f &* 2 > k ? 1 : 0
+                    }
+                }
             }}
         } else if !options.fillHoles {
-            for i in 0..<(w * h) where bin[i] == 2 { bin[i] = 0 }
+            bin.withUnsafeMutableBufferPointer { b in for i in 0..<b.count where b[i] == 2 { b[i] = 0 } }
         }
         var half = [Float](repeating: 0, count: hw * hh)
         bin.withUnsafeBufferPointer { B in half.withUnsafeMutableBufferPointer { half in
@@ -314,17 +324,26 @@ public final class BackdropPipeline {
         let bg = backgroundFor(width: W, height: H)
         let sx = Float(mw) / Float(W), sy = Float(mh) / Float(H)
         var xi = [Int32](repeating: 0, count: W * 4), xw = [Float](repeating: 0, count: W * 4)
+        // Each output column's first tap, as a window index i = floor + 1 in 0...mw; xFirst[i] is the
+        // first output column whose window index is i or more (the index only grows with x), so a
+        // run of equal windows in mask space is a run of output columns.
+        var xFirst = [Int](repeating: W, count: mw + 2)
+        var next = 0
         for x in 0..<W {
             let s = (Float(x) + 0.5) * sx - 0.5, f = s.rounded(.down), t = s - f
             let (a, b, cc, d) = Kernels.cubicWeights(t)
-            for (j, wt) in [a, b, cc, d].enumerated() { xi[x * 4 + j] = Int32(min(max(Int(f) - 1 + j, 0), mw - 1)); xw[x * 4 + j] = wt }
+            let base = Int(f)
+            for j in 0..<4 { xi[x * 4 + j] = Int32(min(max(base - 1 + j, 0), mw - 1)) }
+            xw[x * 4] = a; xw[x * 4 + 1] = b; xw[x * 4 + 2] = cc; xw[x * 4 + 3] = d
+            let i = min(max(Int(f), -1), mw - 1) + 1
+            while next <= i { xFirst[next] = x; next += 1 }
         }
         var out = outputBuffer.flatMap { $0.width == W && $0.height == H && $0.channels == 3 ? $0 : nil } ?? Image<UInt8>(width: W, height: H, channels: 3)
         outputBuffer = nil
         var full: Image<UInt8>? = keepMask ? Image<UInt8>(width: W, height: H, channels: 1) : nil
         let blackBackground = [UInt8](repeating: 0, count: bg == nil ? W * 3 : 0)
         src3.samples.withUnsafeBufferPointer { src in
-            mask.withUnsafeBufferPointer { M in xi.withUnsafeBufferPointer { XI in xw.withUnsafeBufferPointer { XW in
+            mask.withUnsafeBufferPointer { M in xi.withUnsafeBufferPointer { XI in xw.withUnsafeBufferPointer { XW in xFirst.withUnsafeBufferPointer { XF in
             out.samples.withUnsafeMutableBufferPointer { dstBuf in
                 let dst = UncheckedSendable(dstBuf)
                 let bgs = bg.map { b in b.samples.withUnsafeBufferPointer { UncheckedSendable($0) } }
@@ -335,7 +354,9 @@ public final class BackdropPipeline {
                     let line = UnsafeMutablePointer<Float>.allocate(capacity: mw)
                     let m3 = UnsafeMutablePointer<UInt16>.allocate(capacity: W * 3)
                     let flag = UnsafeMutablePointer<UInt8>.allocate(capacity: mw)
-                    defer { line.deallocate(); m3.deallocate(); flag.deallocate() }
+                    let window = UnsafeMutablePointer<UInt8>.allocate(capacity: mw + 1)
+                    defer { line.deallocate(); m3.deallocate(); flag.deallocate(); window.deallocate() }
+                    let xf = XF.baseAddress!
                     for y in rows {
                         let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down), t = s - f
                         let (a, b, cc, d) = Kernels.cubicWeights(t)
@@ -346,48 +367,50 @@ public final class BackdropPipeline {
                         // Where all four taps are 0 (or 1) the pixel is background (or subject): copy
                         // runs of those; blend only the transition.
                         for j in 0..<mw { flag[j] = line[j] <= 0.001 ? 0 : (line[j] >= 0.999 ? 1 : 2) }
-                        let o = y * W * 3
-                        let bgRow = bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!
-                        @inline(__always) func cls(_ x: Int) -> UInt8 {
-                            let k = x * 4
-                            let a = flag[Int(XI[k])], b = flag[Int(XI[k + 1])], c = flag[Int(XI[k + 2])], d = flag[Int(XI[k + 3])]
-                            return a == b && b == c && c == d ? a : 2
+                        // window[i]: the class of the four taps starting at column i - 1 (clamped).
+                        for i in 0...mw {
+                            let p = flag[max(i &- 2, 0)], q = flag[max(i &- 1, 0)], r = flag[min(i, mw &- 1)], u = flag[min(i &+ 1, mw &- 1)]
+                            window[i] = p == q && q == r && r == u ? p : 2
                         }
-                        var x = 0
-                        while x < W {
-                            let kind = cls(x)
-                            var e = x + 1
-                            while e < W && cls(e) == kind { e += 1 }
-                            let lo = o + x * 3, n = (e - x) * 3
+                        let o = y &* W &* 3
+                        let bgRow = bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!
+                        var i = 0
+                        while xf[i] < W {
+                            let kind = window[i]
+                            var k = i &+ 1
+                            while xf[k] < W && window[k] == kind { k &+= 1 }
+                            let x = xf[i], e = xf[k]
+                            i = k
+                            guard e > x else { continue }
+                            let lo = o &+ x &* 3, n = (e &- x) &* 3
                             switch kind {
                             case 0:
-                                (dst.value.baseAddress! + lo).update(from: bgRow + x * 3, count: n)
-                                if let p = fm.value { (p + y * W + x).update(repeating: 0, count: e - x) }
+                                (dst.value.baseAddress! + lo).update(from: bgRow + (x &* 3), count: n)
+                                if let p = fm.value { (p + (y &* W &+ x)).update(repeating: 0, count: e &- x) }
                             case 1:
                                 (dst.value.baseAddress! + lo).update(from: src.baseAddress! + lo, count: n)
-                                if let p = fm.value { (p + y * W + x).update(repeating: 255, count: e - x) }
+                                if let p = fm.value { (p + (y &* W &+ x)).update(repeating: 255, count: e &- x) }
                             default:
                                 for xx in x..<e {
-                                    let k = xx * 4
-                                    let v = XW[k] * line[Int(XI[k])] + XW[k + 1] * line[Int(XI[k + 1])]
-                                        + XW[k + 2] * line[Int(XI[k + 2])] + XW[k + 3] * line[Int(XI[k + 3])]
+                                    let k = xx &* 4
+                                    let v = XW[k] * line[Int(XI[k])] + XW[k &+ 1] * line[Int(XI[k &+ 1])]
+                                        + XW[k &+ 2] * line[Int(XI[k &+ 2])] + XW[k &+ 3] * line[Int(XI[k &+ 3])]
                                     let mi = UInt16(min(max(v, 0), 1) * 256 + 0.5)
-                                    let q = (xx - x) * 3
-                                    m3[q] = mi; m3[q + 1] = mi; m3[q + 2] = mi
-                                    if let p = fm.value { p[y * W + xx] = UInt8(truncatingIfNeeded: (Int(mi) * 255 + 128) >> 8) }
+                                    let q = (xx &- x) &* 3
+                                    m3[q] = mi; m3[q &+ 1] = mi; m3[q &+ 2] = mi
+                                    if let p = fm.value { p[y &* W &+ xx] = UInt8(truncatingIfNeeded: (Int(mi) &* 255 &+ 128) >> 8) }
                                 }
-                                let bgp = bgRow + x * 3
+                                let bgp = bgRow + (x &* 3)
                                 let sp = src.baseAddress! + lo, dp = dst.value.baseAddress! + lo
                                 for i in 0..<n {
                                     let fg = UInt16(sp[i]), bk = UInt16(bgp[i]), mm = m3[i]
                                     dp[i] = UInt8(truncatingIfNeeded: (fg &* mm &+ bk &* (256 &- mm) &+ 128) >> 8)
                                 }
                             }
-                            x = e
                         }
                     }
                 }
-            }}}}
+            }}}}}
         }
         outputBuffer = out
         return (out, full)
