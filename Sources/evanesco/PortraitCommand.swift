@@ -25,9 +25,12 @@ struct Portrait: ParsableCommand {
           evanesco portrait IMG_0001.HEIC -o blur.jpg --effect blur --focus-point 0.5,0.45
           evanesco portrait IMG_0001.HEIC -o spot.jpg --effect spotlight --focus 0.8 --refine auto
           evanesco portrait IMG_0001.HEIC -o mask.png --effect mask --focus-distance 1.2 --report r.json
+          evanesco portrait photo.jpg --depth-map photo-depth.png -o blur.jpg --effect blur --focus-point 0.3,0.6
         """)
 
-    @Argument(help: "Portrait photo with depth (HEIC or JPEG).") var photo: String
+    @Argument(help: "Portrait photo with depth (HEIC or JPEG), or any photo with --depth-map.") var photo: String
+    @Option(help: "A separate depth or disparity map for the photo (PNG, JPEG, TIFF or PFM, the photo's shape).") var depthMap: String?
+    @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.") var depthKind: DepthKind = .disparity
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
     @Option(help: "depth, mask, spotlight, color or blur.") var effect: PortraitEffect = .spotlight
     @Option(help: "Focus as normalised disparity, 0 (farthest) ... 1 (nearest). (default: 0.5)") var focus: Float?
@@ -73,7 +76,8 @@ struct Portrait: ParsableCommand {
             for path in [output, saveMask, report].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
                 throw ImageIOError.outputExists(path: path)
             }
-            let renderer = try PortraitRenderer(contentsOf: photo, options: source.readOptions)
+            let renderer = try depthMap.map { try PortraitRenderer(DepthReader.read(photo: photo, depthMap: $0, kind: depthKind)) }
+                ?? PortraitRenderer(contentsOf: photo, options: source.readOptions)
             for w in renderer.photo.warnings { Diagnostics.warning("\(photo): \(w)") }
             var r = try renderer.render(settings)
             try r.report.times.measure(\.encode) {

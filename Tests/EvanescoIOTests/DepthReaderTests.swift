@@ -192,6 +192,37 @@ struct DepthReaderTests {
     }
 }
 
+@Suite("A photo with a separate depth map")
+struct DepthMapPairTests {
+    @Test("8-bit disparity maps read as v/255 with 0 as a hole; 16-bit and PFM depth; shapes must match")
+    func pairs() throws {
+        let dir = TempDir()
+        try ImageCodecs.write(.uint8(smoothImage(80, 60)), to: dir.file("photo.png"))
+        let map8 = Image<UInt8>(width: 40, height: 30, channels: 1) { d in for i in 0..<d.count { d[i] = UInt8(i % 256) } }
+        try ImageCodecs.write(.uint8(map8), to: dir.file("disp.png"))
+        let p = try DepthReader.read(photo: dir.file("photo.png"), depthMap: dir.file("disp.png"))
+        let d = try #require(p.depth)
+        #expect(d.kind == .disparity && d.accuracy == .relative && d.units == "relative" && p.width == 80 && p.height == 60)
+        #expect(d.map.width == 40 && d.map.height == 30)
+        #expect(d.map.samples[0].isNaN && d.map.samples[51] == Float(51.0 / 255) && d.map.samples[255] == 1)
+        // 16-bit depth: v / 65535, 0 is a hole (depth <= 0).
+        let map16 = Image<UInt16>(width: 80, height: 60, channels: 1) { d in for i in 0..<d.count { d[i] = UInt16(i * 13) } }
+        try ImageCodecs.write(.uint16(map16), to: dir.file("depth16.png"))
+        let q = try #require(try DepthReader.read(photo: dir.file("photo.png"), depthMap: dir.file("depth16.png"), kind: .depth).depth)
+        #expect(q.kind == .depth && q.map.samples[0].isNaN && q.map.samples[100] == Float(1300.0 / 65535))
+        // Float metres from a PFM are absolute.
+        let metres = Image<Float>(width: 8, height: 6, channels: 1, samples: ContiguousArray((0..<48).map { 1 + Float($0) / 10 }))
+        try Data(PFM.encode(metres)).write(to: URL(fileURLWithPath: dir.file("depth.pfm")))
+        let f = try #require(try DepthReader.read(photo: dir.file("photo.png"), depthMap: dir.file("depth.pfm"), kind: .depth).depth)
+        #expect(f.accuracy == .absolute && f.units == "m" && f.map.samples == metres.samples)
+        // A map of another shape, and a map without any value, are refused with what to do.
+        try ImageCodecs.write(.uint8(Image(width: 30, height: 30, channels: 1)), to: dir.file("square.png"))
+        #expect(throws: DepthError.self) { try DepthReader.read(photo: dir.file("photo.png"), depthMap: dir.file("square.png")) }
+        try ImageCodecs.write(.uint8(Image(width: 40, height: 30, channels: 1)), to: dir.file("zero.png"))
+        #expect(throws: DepthError.self) { try DepthReader.read(photo: dir.file("photo.png"), depthMap: dir.file("zero.png")) }
+    }
+}
+
 @Suite("XMP parser")
 struct XMPTests {
     @Test("Namespaces resolve by URI, not prefix; attributes, elements and rdf:Seq lists read")

@@ -501,3 +501,58 @@ extension ImageCodecs {
         try decodeStored(bytes, path: path, options: ReadOptions(limits: limits), headerOnly: true)
     }
 }
+
+extension DepthReader {
+    /// A photo and a separate depth or disparity map (a depth camera's frame, a depth-estimation
+    /// model's output, a stereo disparity map), read as one ``DepthPhoto`` so that everything built
+    /// for portrait photos works on the pair.
+    ///
+    /// 8- and 16-bit maps are read as relative values in 0...1 (sample / 255 or / 65535); PFM and
+    /// float TIFF maps as they are. Disparity 0 and depth <= 0 are holes. The map may be smaller
+    /// than the photo (it is scaled with the mask), but it must have the photo's shape.
+    ///
+    /// - Parameters:
+    ///   - path: The photo (JPEG, PNG, TIFF or HEIC), read upright.
+    ///   - mapPath: The map (PNG, JPEG, TIFF or PFM; the first channel is used), upright like the photo.
+    ///   - kind: Whether larger values are nearer (``DepthKind/disparity``, as most depth-model
+    ///     and stereo outputs) or farther (``DepthKind/depth``).
+    ///   - limits: Decode limits for both files.
+    /// - Returns: The photo with the map as its depth (relative accuracy, unless the map is float depth).
+    /// - Throws: `ImageIOError` for unreadable files, ``DepthError/unsupported(path:detail:)`` when
+    ///   the map's shape differs from the photo's or the map has no usable value.
+    public static func read(photo path: String, depthMap mapPath: String, kind: DepthKind = .disparity,
+                            limits: DecodeLimits = .standard) throws -> DepthPhoto {
+        let photo = try ImageCodecs.read(path, options: ReadOptions(limits: limits))
+        let mapBytes = try InputFile.read(mapPath)
+        let stored: AnyImage
+        if mapPath.lowercased().hasSuffix(".pfm") {
+            stored = .float32(try PFM.decode(mapBytes, path: mapPath, limits: limits))
+        } else {
+            stored = try ImageCodecs.decode(mapBytes, path: mapPath, options: ReadOptions(limits: limits)).image.firstChannel
+        }
+        let encoding: DepthEncoding
+        switch stored {
+        case .uint8: encoding = .linear(floatMin: 0, floatMax: 1, intMin: 0, intMax: 255)
+        case .uint16: encoding = .linear(floatMin: 0, floatMax: 1, intMin: 0, intMax: 65535)
+        case .float32: encoding = .identity
+        }
+        var map = DepthData.decodeMap(stored, encoding: encoding, kind: kind)
+        if kind == .disparity {
+            // Disparity 0 is "infinitely far or unknown": a hole, as in stereo ground truth.
+            map.samples.withUnsafeMutableBufferPointer { m in for i in m.indices where !(m[i] > 0) { m[i] = .nan } }
+        }
+        let (pw, ph) = (photo.image.width, photo.image.height), (mw, mh) = (map.width, map.height)
+        guard abs(Double(pw) / Double(ph) - Double(mw) / Double(mh)) <= 0.02 * Double(pw) / Double(ph) else {
+            throw DepthError.unsupported(path: mapPath, detail: "the depth map is \(mw)x\(mh) but the photo is \(pw)x\(ph); give a map of the photo's shape (rotated or cropped the same way)")
+        }
+        guard map.samples.contains(where: { $0.isFinite }) else {
+            throw DepthError.unsupported(path: mapPath, detail: "the depth map has no usable value (all zero or unknown)")
+        }
+        let relative = stored.bitDepth <= 16
+        let depth = DepthData(kind: kind, map: map, stored: stored, storedFormat: stored.bitDepth == 32 ? "float" : "\(stored.bitDepth)-bit",
+                              encoding: encoding, units: relative ? "relative" : (kind == .depth ? "m" : "1/m"),
+                              accuracy: relative ? .relative : .absolute, source: mapPath)
+        return DepthPhoto(path: path, format: photo.format, photo: photo, width: pw, height: ph, orientation: photo.metadata.orientation,
+                          depth: depth, auxiliary: [], warnings: [])
+    }
+}
