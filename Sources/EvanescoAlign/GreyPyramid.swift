@@ -1,15 +1,18 @@
 import EvanescoCore
 
 /// A luma pyramid for registration: level 0 is the input's luma (0...255 scale, Float), each
-/// further level halves the size by 2x2 averaging. Every level is lightly smoothed with a 3x3
-/// binomial filter, which tames sensor noise and JPEG blocking before gradients are taken.
+/// further level halves the size by 2x2 averaging. Every level is lightly smoothed with a 5x5
+/// binomial filter (1 4 6 4 1 each way), which tames sensor noise and JPEG blocking before gradients are taken.
 /// Levels below `baseLevel` are not built (they hold empty images): level 1 is then made from
 /// the pixels in one pass, which saves the full-resolution passes for large frames.
 public struct GreyPyramid: Sendable {
+    /// The levels, finest first; levels below ``baseLevel`` are empty images.
     public let levels: [Image<Float>]
+    /// The finest level actually built (0, or 1 for large frames).
     public let baseLevel: Int
     /// Size of the image the pyramid was built from.
     public let width: Int
+    /// Height of the image the pyramid was built from.
     public let height: Int
 
     /// Builds levels until the longer side would drop below `minSide`.

@@ -24,6 +24,7 @@ public enum LumaWeights: Sendable {
     /// Rec.709 / sRGB primaries (0.2126, 0.7152, 0.0722): relative luminance of linear RGB.
     case rec709
 
+    /// The (red, green, blue) weights, summing to 1.
     public var weights: (Float, Float, Float) {
         switch self {
         case .rec601: (0.299, 0.587, 0.114)

@@ -33,6 +33,8 @@ public protocol BlurSample {
 extension Float: BlurSample {}
 extension SIMD4: BlurSample where Scalar == Float {}
 
+/// Separable Gaussian blur of float planes (CIGaussianBlur's counterpart), edges clamped, run in
+/// strips on all cores.
 public enum GaussianBlur {
     /// Normalised weights for offsets -r...r, r = ceil(truncate * sigma).
     @inlinable

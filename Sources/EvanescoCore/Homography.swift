@@ -12,12 +12,19 @@ public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible
     /// Row-major elements.
     public var m: [Double]
 
+    /// A homography from its nine entries, row-major.
+    ///
+    /// - Parameter m: h00 h01 h02 h10 h11 h12 h20 h21 h22.
     public init(_ m: [Double]) {
         precondition(m.count == 9, "a homography has 9 elements")
         self.m = m
     }
+    /// A homography from its three rows (the JSON form reports use).
+    ///
+    /// - Parameter rows: Three rows of three entries.
     public init(rows: [[Double]]) { self.init(rows.flatMap { $0 }) }
 
+    /// The transform that maps every point to itself.
     public static let identity = Homography([1, 0, 0, 0, 1, 0, 0, 0, 1])
 
     /// `x' = x + tx, y' = y + ty` (VNTranslationalImageRegistrationRequest's alignmentTransform,
@@ -36,6 +43,7 @@ public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible
         return .affine(c, -s, cx - c * cx + s * cy, s, c, cy - s * cx - c * cy)
     }
 
+    /// The three rows, as reports write them.
     public var rows: [[Double]] { [Array(m[0..<3]), Array(m[3..<6]), Array(m[6..<9])] }
 
     /// True when the last row is (0, 0, 1).
@@ -81,6 +89,7 @@ public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible
     public func convertedToHalfPixelCentres() -> Homography {
         .translation(0.5, 0.5) * self * .translation(-0.5, -0.5)
     }
+    /// The inverse of ``convertedToHalfPixelCentres()``: `T(-0.5) * H * T(+0.5)`.
     public func convertedFromHalfPixelCentres() -> Homography {
         .translation(-0.5, -0.5) * self * .translation(0.5, 0.5)
     }

@@ -14,8 +14,11 @@
 ///
 /// Storage is a `ContiguousArray`, which is copy-on-write: copies are O(1) until one is mutated.
 public struct Image<Sample: PixelSample>: Sendable {
+    /// Width in pixels.
     public let width: Int
+    /// Height in pixels.
     public let height: Int
+    /// Samples per pixel (1 grey, 3 RGB, 4 RGBA).
     public let channels: Int
     /// All samples, interleaved, `width * height * channels` of them.
     /// Always `width * height * channels` long: change samples in place, never replace the array
@@ -56,6 +59,7 @@ public struct Image<Sample: PixelSample>: Sendable {
     @inlinable public var pixelCount: Int { width * height }
     @inlinable public var isEmpty: Bool { width == 0 || height == 0 }
 
+    /// Sample `c` of the pixel at column `x`, row `y` (bounds-checked).
     @inlinable
     public subscript(x: Int, y: Int, c: Int) -> Sample {
         get { samples[(y * width + x) * channels + c] }
@@ -80,9 +84,13 @@ public enum AnyImage: Sendable, Equatable {
     case uint16(Image<UInt16>)
     case float32(Image<Float>)
 
+    /// Width in pixels.
     public var width: Int { switch self { case .uint8(let i): i.width; case .uint16(let i): i.width; case .float32(let i): i.width } }
+    /// Height in pixels.
     public var height: Int { switch self { case .uint8(let i): i.height; case .uint16(let i): i.height; case .float32(let i): i.height } }
+    /// Samples per pixel.
     public var channels: Int { switch self { case .uint8(let i): i.channels; case .uint16(let i): i.channels; case .float32(let i): i.channels } }
+    /// Bits per sample: 8, 16 or 32 (float).
     public var bitDepth: Int { switch self { case .uint8: 8; case .uint16: 16; case .float32: 32 } }
 
     /// The image as 8-bit samples (rounded; floats clamped to 0...1).

@@ -14,6 +14,7 @@ public enum Orientation: Int, Sendable, CaseIterable, Codable {
     /// True when width and height swap.
     public var swapsAxes: Bool { rawValue >= 5 }
 
+    /// A short description for `info` ("rotate 90 CW", ...).
     public var summary: String {
         switch self {
         case .up: "normal"
@@ -45,6 +46,10 @@ public enum Orientation: Int, Sendable, CaseIterable, Codable {
 }
 
 extension Orientation: ImageTransform {
+    /// Turns a stored image upright.
+    ///
+    /// - Parameter image: The image as stored.
+    /// - Returns: The image as displayed.
     public func apply<S: PixelSample>(_ image: Image<S>) -> Image<S> { image.oriented(self) }
 }
 

@@ -112,12 +112,23 @@ extension Image {
 /// ``Image/resized(width:height:interpolation:)`` as an ``ImageTransform``, to resize an
 /// ``AnyImage`` whatever its sample type: `image.map(Resize(width: w, height: h))`.
 public struct Resize: ImageTransform {
+    /// Target width in pixels.
     public var width: Int
+    /// Target height in pixels.
     public var height: Int
+    /// The resampling filter.
     public var interpolation: Interpolation
+    /// - Parameters:
+    ///   - width: Target width.
+    ///   - height: Target height.
+    ///   - interpolation: The resampling filter.
     public init(width: Int, height: Int, interpolation: Interpolation = .bilinear) {
         self.width = width; self.height = height; self.interpolation = interpolation
     }
+    /// Resizes one image.
+    ///
+    /// - Parameter image: The image.
+    /// - Returns: The image at the target size.
     public func apply<S: PixelSample>(_ image: Image<S>) -> Image<S> {
         image.resized(width: width, height: height, interpolation: interpolation)
     }

@@ -33,7 +33,9 @@ public enum StripExecutor {
 /// Wraps a value that is safe to share for the duration of a strip run (each strip writes to its
 /// own rows) but that the type system cannot prove Sendable, such as buffer pointers.
 public struct UncheckedSendable<T>: @unchecked Sendable {
+    /// The wrapped value.
     public let value: T
+    /// - Parameter value: The value to share.
     @inlinable public init(_ value: T) { self.value = value }
 }
 
@@ -41,8 +43,14 @@ public struct UncheckedSendable<T>: @unchecked Sendable {
 public final class LockedBox<T>: @unchecked Sendable {
     private var v: T
     private let lock = NSLock()
+    /// - Parameter v: The initial value.
     public init(_ v: T) { self.v = v }
+    /// The current value, read under the lock.
     public var value: T { lock.lock(); defer { lock.unlock() }; return v }
+    /// Changes the value under the lock.
+    ///
+    /// - Parameter body: The change.
+    /// - Returns: What `body` returns.
     @discardableResult
     public func update<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&v) }
 }

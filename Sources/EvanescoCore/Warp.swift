@@ -7,6 +7,9 @@ public struct WarpResult<Sample: PixelSample>: Sendable {
     /// borders never darken a stack.
     public var validity: Image<UInt8>
 
+    /// - Parameters:
+    ///   - image: The warped image.
+    ///   - validity: 255 where the image is valid, 0 elsewhere.
     @inlinable
     public init(image: Image<Sample>, validity: Image<UInt8>) {
         self.image = image; self.validity = validity

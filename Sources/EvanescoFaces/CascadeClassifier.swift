@@ -20,9 +20,16 @@ public enum CascadeError: Error, Equatable, CustomStringConvertible {
 
 /// A face (or object) found by a cascade, in pixels of the image searched.
 public struct DetectedBox: Sendable, Equatable, Codable {
+    /// The box's top-left corner and size, in pixels.
     public var x: Int, y: Int, width: Int, height: Int
     /// How many raw detections were grouped into this one.
     public var neighbors: Int
+    /// - Parameters:
+    ///   - x: Left edge.
+    ///   - y: Top edge.
+    ///   - width: Width.
+    ///   - height: Height.
+    ///   - neighbors: Raw detections grouped into the box.
     public init(x: Int, y: Int, width: Int, height: Int, neighbors: Int = 0) {
         self.x = x; self.y = y; self.width = width; self.height = height; self.neighbors = neighbors
     }
@@ -35,9 +42,13 @@ public struct DetectedBox: Sendable, Equatable, Codable {
 /// rejection), Haar features are normalised by the window's standard deviation, and the raw
 /// hits are grouped (`groupRectangles`, eps 0.2).
 public struct CascadeClassifier: Sendable {
+    /// The feature type of a cascade.
     public enum Feature: String, Sendable { case haar, lbp }
+    /// Haar or LBP.
     public let feature: Feature
+    /// The detection window the cascade was trained on, in pixels.
     public let windowWidth: Int, windowHeight: Int
+    /// The file the cascade came from.
     public let path: String
 
     struct Node { var left: Int32, right: Int32, feature: Int32, threshold: Float, subset: Int32 }
@@ -70,6 +81,13 @@ public struct CascadeClassifier: Sendable {
         throw CascadeError.notFound(searched: defaultSearchPaths)
     }
 
+    /// Parses an OpenCV cascade XML document (untrusted: sizes and counts are checked).
+    ///
+    /// - Parameters:
+    ///   - xml: The file's bytes.
+    ///   - path: The file's name, for messages.
+    /// - Throws: ``CascadeError`` when the document is not a cascade, uses an unsupported feature
+    ///   type, or declares impossible sizes.
     public init(xml: [UInt8], path: String) throws {
         self.path = path
         var limits = XMPDocument.Limits()

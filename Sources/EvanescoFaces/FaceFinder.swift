@@ -21,15 +21,25 @@ extension Image where Sample == UInt8 {
 /// on the long side by area averaging, histogram-equalised, then the cascade; boxes come back
 /// in the input's pixels, largest first.
 public struct FaceFinder: Sendable {
+    /// The cascade run on each image.
     public var cascade: CascadeClassifier
+    /// Images are scaled down so that their long side is at most this (faster, and what the cascade's
+    /// window sizes suit).
     public var workingSize = 640
+    /// Scale step between search scales (OpenCV's `scaleFactor`).
     public var scaleFactor = 1.1
+    /// Raw detections a box needs to be kept (OpenCV's `minNeighbors`).
     public var minNeighbors = 5
     /// Smallest face, in working-size pixels.
     public var minSize = 40
 
+    /// - Parameter cascade: The cascade to run.
     public init(cascade: CascadeClassifier) { self.cascade = cascade }
 
+    /// Finds faces in an image.
+    ///
+    /// - Parameter image: Any image; colour is turned grey (Rec.601).
+    /// - Returns: Boxes in the input's pixels, largest first; empty when there is none.
     public func find(in image: AnyImage) -> [DetectedBox] {
         let grey = image.uint8.luma(.rec601)
         let s = min(1, Double(workingSize) / Double(max(grey.width, grey.height)))

@@ -73,6 +73,11 @@ public enum InputFile {
         return out
     }
 
+    /// Reads a whole input file, refusing what is not a regular file (a folder, a FIFO, a device).
+    ///
+    /// - Parameter path: The file.
+    /// - Returns: Its bytes.
+    /// - Throws: `ImageIOError.fileNotFound` or `.unreadable` with the reason.
     public static func read(_ path: String) throws -> [UInt8] {
         var st = stat()
         guard stat(path, &st) == 0 else {

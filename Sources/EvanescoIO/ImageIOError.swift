@@ -58,13 +58,18 @@ public struct DecodeLimits: Sendable {
     /// Largest side accepted.
     public var maxSide: Int
 
+    /// - Parameters:
+    ///   - maxPixels: Largest pixel count accepted.
+    ///   - maxSide: Largest side accepted.
     public init(maxPixels: Int = DecodeLimits.defaultMaxPixels, maxSide: Int = 65535) {
         self.maxPixels = maxPixels; self.maxSide = maxSide
     }
+    /// 400 MP, or `$EVANESCO_MAX_PIXELS` when set to a positive number.
     public static let defaultMaxPixels: Int = {
         if let s = ProcessInfo.processInfo.environment["EVANESCO_MAX_PIXELS"], let v = Int(s), v > 0 { return v }
         return 400_000_000
     }()
+    /// The default limits.
     public static let standard = DecodeLimits()
 
     func check(width: Int, height: Int, path: String) throws {

@@ -7,12 +7,23 @@ import Foundation
 /// name), or one video file (N evenly spaced frames through ffmpeg). Files that cannot be decoded
 /// are reported and skipped.
 public enum BurstInput {
+    /// The frames that decoded and the inputs that did not.
     public struct Loaded: Sendable {
+        /// Decoded frames, in input order.
         public var frames: [BurstFrame]
         /// (input, reason) for every input left out.
         public var skipped: [(String, String)]
     }
 
+    /// Decodes `inputs`: image files, folders of images (sorted by name) or one video.
+    ///
+    /// - Parameters:
+    ///   - inputs: Paths; folders are expanded, a single video is sampled.
+    ///   - videoFrames: Frames to take from a video, evenly spaced.
+    ///   - progress: Called after each frame is decoded (stage `.decode`).
+    /// - Returns: The decoded frames and the skipped inputs with their reasons.
+    /// - Throws: `ImageIOError` when an input does not exist or nothing can be listed; a file that
+    ///   exists but does not decode is skipped, not thrown.
     public static func load(_ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil) throws -> Loaded {
         let files = try InputFile.expand(inputs)
         if files.count == 1, VideoIO.isVideo(files[0]) {

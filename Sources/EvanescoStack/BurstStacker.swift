@@ -6,14 +6,22 @@ import Foundation
 
 /// One frame of a burst, decoded.
 public struct BurstFrame: Sendable {
+    /// A name for reports and messages (usually the file name).
     public var name: String
+    /// The decoded pixels, upright.
     public var image: AnyImage
+    /// EXIF, ICC and XMP of the file, kept for the output when this is the reference.
     public var metadata: ImageMetadata
+    /// - Parameters:
+    ///   - name: A name for reports.
+    ///   - image: The decoded pixels.
+    ///   - metadata: The file's metadata.
     public init(name: String, image: AnyImage, metadata: ImageMetadata = ImageMetadata()) {
         self.name = name; self.image = image; self.metadata = metadata
     }
 }
 
+/// Why a burst cannot be stacked. Every case says what to do.
 public enum StackError: Error, CustomStringConvertible, Equatable {
     case noFrames
     case referenceOutOfRange(Int, count: Int)
@@ -32,6 +40,7 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
 
 /// The merged picture and everything measured on the way.
 public struct StackResult: Sendable {
+    /// The merged picture, in the frames' sample type.
     public var image: AnyImage
     /// One entry per decoded frame, in input order.
     public var frames: [FrameReport]
@@ -41,9 +50,11 @@ public struct StackResult: Sendable {
     public var timings: StageTimings
     /// The merge actually used (see ``StackOptions/meanForTwoFrames``).
     public var merge: MergeMethod
+    /// The alignment mode that was asked for.
     public var align: AlignMode
     /// Burst-wide noise estimate (sample units) used by the robust merge.
     public var noiseSigma: Float?
+    /// Index (in ``frames``) of the frame the others were aligned to.
     public var referenceIndex: Int
     /// Decisions and problems to tell the user about, in order: skipped inputs, frames left out,
     /// fallbacks, policy changes.
@@ -58,6 +69,8 @@ public struct StackResult: Sendable {
     public var usedFrames: Int { frames.filter(\.used).count }
 }
 
+/// Aligns and merges bursts: the counterpart of the tutorial's Vision registration plus Metal
+/// merge kernels, streamed tile by tile so memory stays at the decoded frames.
 public enum BurstStacker {
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.

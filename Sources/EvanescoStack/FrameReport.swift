@@ -19,9 +19,16 @@ public enum FrameStatus: String, Sendable, Codable, CaseIterable {
 
 /// A registration model that failed and the one used instead.
 public struct AlignmentFallback: Sendable, Codable, Equatable, CustomStringConvertible {
+    /// The model that failed.
     public var from: MotionModel
+    /// The model used instead.
     public var to: MotionModel
+    /// Why the first model failed.
     public var reason: String
+    /// - Parameters:
+    ///   - from: The model that failed.
+    ///   - to: The model used instead.
+    ///   - reason: Why.
     public init(from: MotionModel, to: MotionModel, reason: String) { self.from = from; self.to = to; self.reason = reason }
     public var description: String { "\(from.rawValue) failed (\(reason)); used \(to.rawValue)" }
 }
@@ -29,25 +36,34 @@ public struct AlignmentFallback: Sendable, Codable, Equatable, CustomStringConve
 /// What happened to one frame, in the report schema of the bench tools (`frames[].index`,
 /// `frames[].homography` as a row-major 3x3 array) plus our own keys.
 public struct FrameReport: Sendable, Codable, Equatable {
+    /// Position of the frame among the decoded frames.
     public var index: Int
+    /// The frame's file, or the video and frame number.
     public var source: String
     /// Maps this frame's pixel coordinates to the reference's; nil if not aligned.
     public var homography: Homography?
+    /// Whether the frame was merged.
     public var used: Bool
+    /// What happened to the frame.
     public var status: FrameStatus
     /// Why a frame failed, in words.
     public var reason: String?
+    /// The motion model of the registration that was used, when the frame was aligned.
     public var model: MotionModel?
+    /// Set when the homography failed and a translation was used.
     public var fallback: AlignmentFallback?
     /// Robust RMS photometric residual after alignment, grey levels.
     public var residual: Double?
     /// Fraction of the template texture that agrees after alignment.
     public var inlierFraction: Double?
+    /// Exposure gain of the frame relative to the reference (frame = gain x reference + offset).
     public var gain: Double?
+    /// Robust correlation of the aligned frame with the reference's texture.
     public var correlation: Double?
     /// Seconds spent aligning this frame (pyramid + registration).
     public var alignSeconds: Double?
 
+    /// Creates a report; the stacker fills the registration fields as it goes.
     public init(index: Int, source: String, homography: Homography? = nil, used: Bool = false, status: FrameStatus = .pending) {
         self.index = index; self.source = source; self.homography = homography; self.used = used; self.status = status
     }

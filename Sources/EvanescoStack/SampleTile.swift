@@ -6,17 +6,25 @@ import EvanescoCore
 /// `valid[k * pixels + p]` is 1 where it does. The reference frame always covers every pixel.
 /// Frame k's samples start at `k * stride` (stride: a multiple of 8, so vectors align).
 public struct SampleTile {
+    /// Frames in the tile.
     public let frames: Int
+    /// Pixels in the segment.
     public let pixels: Int
+    /// Channels per pixel.
     public let channels: Int
+    /// Floats between the starts of two frames' samples (a multiple of 8).
     public let stride: Int
+    /// Samples per frame: `pixels * channels`.
     public var length: Int { pixels * channels }
+    /// Frame k's samples start at `values + k * stride`.
     public let values: UnsafeMutablePointer<Float>
+    /// `valid[k * pixels + p]` is 1 where frame k covers pixel p.
     public let valid: UnsafeMutablePointer<UInt8>
     /// Valid frames per sample (length entries).
     public let counts: UnsafeMutablePointer<Int32>
     /// Work space for the kernels: `frames * stride` floats, and one value per sample.
     public let scratch: UnsafeMutablePointer<Float>
+    /// One float per sample, for a kernel's intermediate results.
     public let perSample: UnsafeMutablePointer<Float>
     /// Source rows converted to Float for the sampler (see RowSampler.blockCapacity).
     let warpBlock: UnsafeMutablePointer<Float>

@@ -3,9 +3,14 @@
 /// Applied to a tile it sorts every sample position at once: each comparator is a vectorisable
 /// min/max over a whole row segment, which beats per-sample `sort()` by far.
 public struct SortingNetwork: Sendable {
+    /// Number of values sorted.
     public let size: Int
+    /// Compare-exchange pairs (i, j), i < j, in the order they run.
     public let pairs: [(Int, Int)]
 
+    /// Builds Batcher's odd-even merge network for `n` values.
+    ///
+    /// - Parameter n: Values per sort (frames in a burst).
     public init(size n: Int) {
         precondition(n >= 1)
         size = n

@@ -50,6 +50,7 @@ public struct StackOptions: Sendable {
     /// Called from any thread as stages advance.
     public var progress: (@Sendable (StackProgress) -> Void)?
 
+    /// The defaults: automatic alignment, the robust merge, Catmull-Rom sampling, frame 0 as reference.
     public init() {}
 
     /// The options that apply to a burst of `count` frames of `pixels` pixels each: the
@@ -83,11 +84,19 @@ public enum StackStage: String, Sendable, Codable, CaseIterable {
 
 /// Progress of a long stage, for a bar or a log line.
 public struct StackProgress: Sendable {
+    /// The stage running.
     public var stage: StackStage
+    /// Steps done in the stage (frames, or rows for the merge).
     public var done: Int
+    /// Steps in the stage.
     public var total: Int
     /// Seconds since the stage started.
     public var elapsed: Double
+    /// - Parameters:
+    ///   - stage: The stage running.
+    ///   - done: Steps done.
+    ///   - total: Steps in the stage.
+    ///   - elapsed: Seconds since the stage started.
     public init(stage: StackStage, done: Int, total: Int, elapsed: Double) {
         self.stage = stage; self.done = done; self.total = total; self.elapsed = elapsed
     }

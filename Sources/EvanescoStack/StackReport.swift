@@ -6,18 +6,31 @@ import Foundation
 /// The machine-readable account of a stack run (`evanesco stack --report`), in the bench tools'
 /// report schema (`frames[].index`, `frames[].homography`) with snake_case keys throughout.
 public struct StackReport: Sendable, Codable, Equatable {
+    /// The program that wrote the report.
     public var tool = "evanesco stack"
+    /// The inputs as given.
     public var inputs: [String]
+    /// The output file, when one was written.
     public var output: String?
+    /// The merge actually used.
     public var merge: MergeMethod
+    /// The alignment mode asked for.
     public var align: AlignMode
+    /// Index of the reference frame.
     public var reference: Int
+    /// Output width in pixels.
     public var width: Int
+    /// Output height in pixels.
     public var height: Int
+    /// Burst-wide noise estimate used by the robust merge (sample units).
     public var noiseSigma: Float?
+    /// Frames merged.
     public var framesUsed: Int
+    /// One entry per decoded frame.
     public var frames: [FrameReport]
+    /// The notices, as sentences.
     public var notices: [String]
+    /// Seconds per stage (`times_s` in JSON).
     public var times: StageTimings
 
     enum CodingKeys: String, CodingKey {

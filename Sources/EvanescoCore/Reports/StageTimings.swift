@@ -30,6 +30,7 @@ public struct StageTimings: Sendable, Codable, Equatable {
     /// The whole run.
     public var total: Double?
 
+    /// No stage measured yet.
     public init() {}
 
     /// Runs `body`, adds its wall-clock time to `stage` and returns its result.

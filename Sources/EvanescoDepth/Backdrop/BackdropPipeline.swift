@@ -19,6 +19,7 @@ public struct BackdropOptions: Sendable {
     public var cutoffOffset: Float = 0.25
     /// Gaussian sigma of the mask, in depth pixels of a 640-wide map (scaled with the depth width).
     public var blurSigmaAt640: Float = 5.3
+    /// Gamma applied to the blurred mask (CIGammaAdjust's `inputPower`); below 1 widens the subject.
     public var gamma: Float = 0.55
     /// Temporal smoothing: weight of the newest cutoff and mask (1 = none).
     public var temporalWeight: Float = 0.5
@@ -33,6 +34,7 @@ public struct BackdropOptions: Sendable {
     public var refineWithColor = false
     /// Depth beyond the subject's that is subject for sure (metres).
     public var coreDepth: Float = 0.08
+    /// The sample's settings, plus gap snapping and hole filling.
     public init() {}
 }
 
@@ -71,14 +73,19 @@ public enum SubjectSource: Sendable, Equatable, Codable, CustomStringConvertible
 public struct BackdropFrameInfo: Sendable, Codable {
     /// Face box in colour pixels (when a face was used).
     public var face: DetectedBox?
+    /// Where the subject depth came from.
     public var subject: SubjectSource
+    /// The subject's depth in metres.
     public var subjectDepth: Float
+    /// Depths beyond this (metres) were replaced.
     public var cutoff: Float
     /// Milliseconds: mask (depth to blurred mask) and composite (upscale + blend).
     public var maskMilliseconds: Double
+    /// Milliseconds of the composite (upscale + blend).
     public var compositeMilliseconds: Double
 }
 
+/// Why a frame could not be cut.
 public enum BackdropError: Error, Equatable, CustomStringConvertible {
     case noSubject(detail: String)
     public var description: String {
@@ -92,6 +99,7 @@ public enum BackdropError: Error, Equatable, CustomStringConvertible {
 /// edges), gamma, bicubic upscale to the colour size, blend over the background. Stateful for
 /// video: the cutoff and mask are smoothed over time.
 public final class BackdropPipeline {
+    /// The settings; they may change between frames (the session scales the blur to the depth size).
     public var options: BackdropOptions
     var previousCutoff: Float?
     var previousMask: [Float]?
@@ -99,6 +107,9 @@ public final class BackdropPipeline {
     var gammaTable: (gamma: Float, table: [Float]) = (.nan, [])
     let backgroundSource: Image<UInt8>?
 
+    /// - Parameters:
+    ///   - options: The settings.
+    ///   - background: The new background, scaled to fill each frame; nil for black, as the sample.
     public init(options: BackdropOptions = BackdropOptions(), background: Image<UInt8>? = nil) {
         self.options = options
         self.backgroundSource = background.map { $0.withChannels(3) }

@@ -23,22 +23,29 @@ public struct BackdropSessionOptions: Sendable {
     /// Smallest face searched, in pixels of that scaled frame.
     public var faceMinSize = 30
 
+    /// The defaults: a face as subject, detection every 10 frames, the format sniffed.
     public init() {}
 }
 
 /// One composited frame and its account.
 public struct BackdropFrame {
+    /// The composite, RGB, the colour frame's size.
     public var image: Image<UInt8>
     /// The full-size mask, when asked for.
     public var mask: Image<UInt8>?
+    /// What the cut was based on and what it cost.
     public var report: BackdropFrameReport
 }
 
 /// What one frame's cut was based on and what it cost.
 public struct BackdropFrameReport: Sendable, Codable, Equatable {
+    /// The frame's index in the stream, from 0.
     public var frame: Int
+    /// Where the subject depth came from.
     public var subject: SubjectSource
+    /// The subject's depth in metres.
     public var subjectDepth: Float
+    /// Depths beyond this (metres) were replaced.
     public var cutoff: Float
     /// Face box in colour pixels, when a face was used.
     public var face: DetectedBox?
@@ -55,15 +62,21 @@ public struct BackdropFrameReport: Sendable, Codable, Equatable {
 
 /// The account of a whole stream (`evanesco backdrop --report`).
 public struct BackdropReport: Sendable, Codable, Equatable {
+    /// The output as given (file, folder, video or `-`).
     public var output: String?
+    /// One report per frame written.
     public var frames: [BackdropFrameReport]
+    /// Frames written.
     public var framesWritten: Int
     /// Median per-frame pipeline time (mask + composite), milliseconds, and its rate.
     public var pipelineMsMedian: Double
+    /// Frames per second the pipeline alone could sustain (1000 / ``pipelineMsMedian``).
     public var pipelineFps: Double
     /// Frames written per second of wall clock, decode and encode included.
     public var endToEndFps: Double
+    /// Wall-clock seconds of the whole stream.
     public var seconds: Double
+    /// The depth encoding used (given or sniffed), e.g. `mm16`.
     public var depthFormat: String?
     /// Why the stream stopped early, if it did (the complete frames before it were kept).
     public var error: String?
@@ -81,6 +94,7 @@ public struct BackdropReport: Sendable, Codable, Equatable {
 /// let frame = try session.process(color: colourFrame, depth: depthFrame)
 /// ```
 public final class BackdropSession {
+    /// The options the session was made with.
     public let options: BackdropSessionOptions
     /// The depth frames' encoding, given or decided on the first frame.
     public private(set) var depthEncoding: DepthEncoding?

@@ -14,13 +14,20 @@ import EvanescoCore
 /// around it; the darker or brighter fringe that a plain blur leaves beside the subject's edge is
 /// gone. In-focus pixels (mask 1) are returned unchanged.
 public struct FocalBlur: Sendable {
+    /// Largest blur radius in pixels (where the mask is 0).
     public var radius: Float = 15
+    /// Blur levels blended per pixel (at least 2).
     public var levels = 5
+    /// Gather background colour only, so the sharp subject does not bleed into the blur.
     public var protectSubject = true
     /// Weight of in-focus pixels in the gather when `protectSubject` (they still contribute a
     /// little, so a region with no background at all stays defined).
     public var subjectWeight: Float = 0.02
 
+    /// - Parameters:
+    ///   - radius: Largest blur radius in pixels.
+    ///   - levels: Blur levels blended per pixel.
+    ///   - protectSubject: Keep the subject's colour out of the blur.
     public init(radius: Float = 15, levels: Int = 5, protectSubject: Bool = true) {
         self.radius = radius; self.levels = max(2, levels); self.protectSubject = protectSubject
     }

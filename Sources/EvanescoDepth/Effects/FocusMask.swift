@@ -23,6 +23,7 @@ public struct NormalizedDisparity: Sendable {
     public var map: Image<Float>
     /// The disparity values that map to 0 and 1.
     public var low: Float
+    /// The disparity value that maps to 1 (see ``low``).
     public var high: Float
     /// Holes that were filled.
     public var filledHoles: Int
@@ -94,14 +95,25 @@ public struct NormalizedDisparity: Sendable {
 /// `mask1 = clamp(-s*d + s*(focus + filterWidth/2))`, `mask = min(mask0, mask1)`, over normalised
 /// disparity `d`. The mask is 1 on a band of width `w` around `focus` and ramps to 0 over `1/s`.
 public struct FocusMask: Sendable {
+    /// Normalised disparity in focus, 0 (farthest) ... 1 (nearest).
     public var focus: Float
+    /// Slope s: the mask ramps from 1 to 0 over 1/s.
     public var slope: Float = 4
+    /// Width w of the band held at 1.
     public var width: Float = 0.1
 
+    /// - Parameters:
+    ///   - focus: Normalised disparity in focus.
+    ///   - slope: Slope s.
+    ///   - width: Width w.
     public init(focus: Float, slope: Float = 4, width: Float = 0.1) {
         self.focus = focus; self.slope = slope; self.width = width
     }
 
+    /// The mask at one normalised disparity.
+    ///
+    /// - Parameter d: Normalised disparity.
+    /// - Returns: 0...1.
     @inlinable
     public func value(_ d: Float) -> Float {
         let fw = 2 / slope + width

@@ -10,8 +10,13 @@ public struct GuidedFilter: Sendable {
     public var radius: Int
     /// Regularisation (guide values in 0...1): larger keeps the mask smoother.
     public var epsilon: Float
+    /// The mask and guide are filtered at 1/subsample of their size (the fast guided filter).
     public var subsample: Int
 
+    /// - Parameters:
+    ///   - radius: Window radius in full-resolution pixels (at least 1).
+    ///   - epsilon: Regularisation.
+    ///   - subsample: Subsampling factor (at least 1).
     public init(radius: Int, epsilon: Float = 1e-3, subsample: Int = 2) {
         self.radius = max(1, radius); self.epsilon = epsilon; self.subsample = max(1, subsample)
     }

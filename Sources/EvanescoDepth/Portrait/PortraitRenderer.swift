@@ -30,11 +30,17 @@ public enum MaskRefinement: String, Sendable, Codable, CaseIterable {
 
 /// A point of the upright photo, in pixels or as fractions of its size.
 public struct PhotoPoint: Sendable, Equatable, Codable, LosslessStringConvertible {
+    /// Column, in pixels or as a fraction of the width.
     public var x: Double
+    /// Row, in pixels or as a fraction of the height.
     public var y: Double
     /// True when x and y are fractions 0...1 of the width and height.
     public var fractional: Bool
 
+    /// - Parameters:
+    ///   - x: Column.
+    ///   - y: Row.
+    ///   - fractional: Whether x and y are fractions 0...1.
     public init(x: Double, y: Double, fractional: Bool = false) { self.x = x; self.y = y; self.fractional = fractional }
 
     /// Parses `X,Y`: pixels (`1510,980`), or fractions when both are within 0...1 and one is
@@ -65,7 +71,9 @@ public enum FocusTarget: Sendable, Equatable {
 
 /// Every choice of a portrait rendering. The defaults are the tutorial's recipe.
 public struct PortraitSettings: Sendable, Equatable {
+    /// The effect rendered.
     public var effect: PortraitEffect = .spotlight
+    /// What is in focus.
     public var focus: FocusTarget = .normalized(0.5)
     /// Mask slope s (the ramp is 1/s wide).
     public var slope: Float = 4
@@ -75,10 +83,12 @@ public struct PortraitSettings: Sendable, Equatable {
     public var radius: Float = 15
     /// Blur levels blended per pixel.
     public var levels = 5
+    /// How the mask's edges are refined when it is scaled to the photo.
     public var refine: MaskRefinement = .none
     /// Gather background colour only, so the sharp subject does not bleed into the blur.
     public var protectSubject = true
 
+    /// The tutorial's recipe: spotlight at normalised focus 0.5, slope 4, width 0.1.
     public init() {}
 
     /// Checks every value, NaN and infinity included.
@@ -113,32 +123,53 @@ public enum PortraitError: Error, Equatable, CustomStringConvertible {
 
 /// The machine-readable account of one rendering (`evanesco portrait --report`).
 public struct PortraitReport: Sendable, Codable, Equatable {
+    /// How the disparity was normalised.
     public struct Normalization: Sendable, Codable, Equatable {
+        /// The disparity that maps to 0.
         public var disparityLow: Float
+        /// The disparity that maps to 1.
         public var disparityHigh: Float
+        /// Holes filled from their neighbours.
         public var filledHoles: Int
     }
+    /// What the mask covers.
     public struct MaskStatistics: Sendable, Codable, Equatable {
+        /// Mean mask value.
         public var mean: Double
+        /// Fraction of the photo with mask above 0.5 ("in focus").
         public var fractionOverHalf: Double
     }
+    /// The photo's path.
     public var input: String
+    /// The effect rendered.
     public var effect: PortraitEffect
+    /// The focus as normalised disparity, however it was given.
     public var focus: Float
     /// How the focus was found, in words.
     public var focusFrom: String
+    /// Mask slope s.
     public var slope: Float
+    /// Mask width w.
     public var width: Float
     /// What the mask was refined with: "none", "photo luma" or "portrait matte".
     public var refinedWith: String
+    /// Blur radius (blur only).
     public var radius: Float?
+    /// Blur levels (blur only).
     public var levels: Int?
+    /// Whether the blur protected the subject (blur only).
     public var protectSubject: Bool?
+    /// Output width in pixels.
     public var outputWidth: Int
+    /// Output height in pixels.
     public var outputHeight: Int
+    /// The photo's depth map, summarised.
     public var depth: DepthSummary.Depth?
+    /// How the disparity was normalised.
     public var normalization: Normalization
+    /// What the mask covers.
     public var mask: MaskStatistics
+    /// Seconds per stage (`times_s` in JSON).
     public var times: StageTimings
 
     enum CodingKeys: String, CodingKey {
@@ -150,10 +181,13 @@ public struct PortraitReport: Sendable, Codable, Equatable {
 
 /// One rendering: the image, the full-size mask and the report.
 public struct PortraitRendering: Sendable {
+    /// The rendered photo (or the depth or mask view).
     public var image: AnyImage
+    /// The full-size focus mask, 0...1.
     public var mask: Image<Float>
     /// Metadata for the output: the photo's, without the ICC profile for the grey views.
     public var metadata: ImageMetadata
+    /// What was rendered and what it cost.
     public var report: PortraitReport
 }
 
@@ -174,8 +208,11 @@ public final class PortraitRenderer: Sendable {
     public let photo: DepthPhoto
     /// The upright photo's pixels (possibly scaled: see ``scaled(toLongSide:)``).
     public let image: AnyImage
+    /// The photo's metadata (EXIF, ICC), for outputs.
     public let metadata: ImageMetadata
+    /// The photo's depth map.
     public let depth: DepthData
+    /// Its disparity normalised to 0...1, holes filled.
     public let normalized: NormalizedDisparity
     /// The portrait matte, if the file has one (and it was decoded).
     public let matte: Image<Float>?

@@ -5,10 +5,13 @@ import EvanescoCore
 public struct DecodedImage: Sendable {
     /// Pixels, upright when `metadata.orientationApplied`.
     public var image: AnyImage
+    /// The format the bytes were in.
     public var format: ImageFormat
+    /// EXIF, ICC, XMP and the orientation.
     public var metadata: ImageMetadata
     /// Size as stored in the file (before orientation).
     public var storedWidth: Int
+    /// Height as stored in the file (before orientation).
     public var storedHeight: Int
     /// Auxiliary images found (HEIF aux types such as "depth" or Apple matte URNs).
     public var auxiliary: [String] = []
@@ -26,7 +29,11 @@ public struct DecodedImage: Sendable {
 public struct ReadOptions: Sendable {
     /// Apply the EXIF/TIFF orientation so pixels come back upright (default true).
     public var applyOrientation = true
+    /// Size limits checked before any pixel is decoded.
     public var limits = DecodeLimits.standard
+    /// - Parameters:
+    ///   - applyOrientation: Return pixels upright.
+    ///   - limits: Size limits.
     public init(applyOrientation: Bool = true, limits: DecodeLimits = .standard) {
         self.applyOrientation = applyOrientation; self.limits = limits
     }
@@ -47,6 +54,13 @@ public struct WriteOptions: Sendable {
     /// zlib level for PNG and TIFF's deflate (0...9; TIFF uses 1...9).
     public var pngCompression = 6
 
+    /// - Parameters:
+    ///   - format: Format; nil picks it from the extension.
+    ///   - quality: JPEG quality 1...100.
+    ///   - bitDepth: 8, 16 or 32; nil keeps the image's.
+    ///   - metadata: EXIF and ICC to carry.
+    ///   - overwrite: Replace an existing file.
+    ///   - pngCompression: zlib level 0...9.
     public init(format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
                 overwrite: Bool = false, pngCompression: Int = 6) {
         self.format = format; self.quality = quality; self.bitDepth = bitDepth; self.metadata = metadata

@@ -13,6 +13,11 @@ public struct ImageMetadata: Sendable, Equatable {
     /// Whether the decoder already applied `orientation` to the pixels.
     public var orientationApplied = false
 
+    /// - Parameters:
+    ///   - exif: The EXIF block (TIFF structure, without the `Exif\0\0` header).
+    ///   - icc: The ICC profile.
+    ///   - xmp: The XMP packet.
+    ///   - orientation: The orientation the file declares.
     public init(exif: [UInt8]? = nil, icc: [UInt8]? = nil, xmp: [UInt8]? = nil, orientation: Orientation = .up) {
         self.exif = exif; self.icc = icc; self.xmp = xmp; self.orientation = orientation
     }

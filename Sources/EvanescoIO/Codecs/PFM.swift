@@ -4,6 +4,10 @@ import EvanescoCore
 /// size, a scale whose sign gives the byte order (negative = little-endian), then rows of 32-bit
 /// floats from the bottom row up. Infinity and NaN are allowed (unknown values).
 public enum PFM {
+    /// Encodes a one-channel float image as a little-endian PFM (`Pf`), rows bottom to top as the format wants.
+    ///
+    /// - Parameter image: The map (the first channel is written).
+    /// - Returns: The file's bytes.
     public static func encode(_ image: Image<Float>) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3, "PFM holds 1 or 3 channels")
         var out = Array("\(image.channels == 1 ? "Pf" : "PF")\n\(image.width) \(image.height)\n-1.0\n".utf8)
@@ -20,6 +24,14 @@ public enum PFM {
         return out
     }
 
+    /// Decodes a PFM (`Pf` grey or `PF` colour; colour keeps its first channel).
+    ///
+    /// - Parameters:
+    ///   - bytes: The file's bytes.
+    ///   - path: The file's name, for messages.
+    ///   - limits: Size limits.
+    /// - Returns: The map, rows top to bottom.
+    /// - Throws: `ImageIOError` when the header is malformed, the size exceeds the limits or the data is short.
     public static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits = .standard) throws -> Image<Float> {
         // Three whitespace-separated header tokens after the magic, then one whitespace byte.
         var i = 0

@@ -16,10 +16,13 @@ public struct CameraCalibration: Sendable, Codable, Equatable {
     public var intrinsics: [Double]?
     /// The image size the intrinsics refer to.
     public var referenceWidth: Int?
+    /// Height of the image the intrinsics refer to.
     public var referenceHeight: Int?
     /// Pixel size in millimetres.
     public var pixelSize: Double?
+    /// Radial lens distortion lookup table, as stored.
     public var lensDistortion: [Double]?
+    /// Its inverse, as stored.
     public var inverseLensDistortion: [Double]?
     /// Lens distortion centre (x, y) at the reference size.
     public var lensDistortionCenter: [Double]?
@@ -35,6 +38,7 @@ public struct CameraCalibration: Sendable, Codable, Equatable {
 
 /// A depth or disparity map with what the file says about it (AVDepthData's counterpart).
 public struct DepthData: Sendable {
+    /// Disparity or depth.
     public var kind: DepthKind
     /// Float values, one channel. Holes (unknown values) are NaN.
     public var map: Image<Float>
@@ -42,12 +46,17 @@ public struct DepthData: Sendable {
     public var stored: AnyImage
     /// "8-bit", "16-bit", "float16" or "float32".
     public var storedFormat: String
+    /// How the stored samples became ``map``'s values.
     public var encoding: DepthEncoding
     /// "1/m" for Apple disparity, "m" for depth, or what the file declares.
     public var units: String
+    /// Relative or absolute, when the file says.
     public var accuracy: DepthAccuracy?
+    /// Whether the map was filtered (holes filled, edges smoothed), when the file says.
     public var filtered: Bool?
+    /// The quality the file declares ("high", "low").
     public var quality: String?
+    /// Camera calibration, when the file has one.
     public var calibration: CameraCalibration?
     /// Where it came from: "HEIF depth item", "JPEG MPF image 2", "GDepth (extended XMP)", ...
     public var source: String
@@ -59,11 +68,15 @@ public struct DepthData: Sendable {
     public var orientationApplied: Orientation = .up
     /// The embedded file the map was decoded from (JPEG/PNG bytes), when there is one.
     public var embeddedBytes: [UInt8]?
+    /// The embedded file's format.
     public var embeddedFormat: ImageFormat?
 
+    /// Map width in pixels.
     public var width: Int { map.width }
+    /// Map height in pixels.
     public var height: Int { map.height }
 
+    /// A map with everything known about it (readers fill this; see also ``init(floatMap:kind:units:accuracy:source:)``).
     public init(kind: DepthKind, map: Image<Float>, stored: AnyImage, storedFormat: String, encoding: DepthEncoding,
                 units: String, accuracy: DepthAccuracy? = nil, filtered: Bool? = nil, quality: String? = nil,
                 calibration: CameraCalibration? = nil, source: String, declaredRange: ClosedRange<Double>? = nil,
@@ -164,32 +177,40 @@ public enum AuxiliaryKind: String, Sendable, Codable, CaseIterable {
 
 /// An auxiliary image (matte, gain map, confidence, original) with its type as the file names it.
 public struct AuxiliaryImage: Sendable {
+    /// What the image is.
     public var kind: AuxiliaryKind
     /// The type string in the file (URN, apdi type, semantic).
     public var type: String
     /// Pixels (grey for mattes), in the photo's orientation unless read raw. Empty when only
     /// listed (not decoded).
     public var image: AnyImage
+    /// Width in pixels (known even when not decoded).
     public var width: Int
+    /// Height in pixels (known even when not decoded).
     public var height: Int
     /// Where it came from.
     public var source: String
     /// The embedded file's bytes, when it is a file inside the file (MPF, GDepth, container item).
     public var embeddedBytes: [UInt8]?
+    /// The embedded file's format.
     public var embeddedFormat: ImageFormat?
 }
 
 /// A photo with its depth and auxiliary images.
 public struct DepthPhoto: Sendable {
+    /// The file read.
     public var path: String
+    /// Its container format.
     public var format: ImageFormat
     /// The primary image, upright (only when decoding was asked for).
     public var photo: DecodedImage?
     /// Upright size of the primary image.
     public var width: Int
+    /// Upright height of the primary image.
     public var height: Int
     /// The photo's orientation (EXIF, or HEIF irot/imir as reflected in EXIF).
     public var orientation: Orientation
+    /// The depth or disparity map, if the file has one.
     public var depth: DepthData?
     /// Every auxiliary image found; decoded when asked for (see `DepthReadOptions.auxiliary`).
     public var auxiliary: [AuxiliaryImage]

@@ -45,21 +45,40 @@ public struct DepthReadOptions: Sendable {
     public var sensorOrientation = false
     /// Auxiliary kinds to decode; the others are only listed with their sizes.
     public var decodeAuxiliary: Set<AuxiliaryKind> = []
+    /// How GDepth maps are read.
     public var gdepthPolarity = GDepthPolarity.auto
     /// Require a depth map (throw `DepthError.noDepth` when absent).
     public var requireDepth = true
+    /// Size limits for the photo and every embedded image.
     public var limits = DecodeLimits.standard
+    /// Decode the photo and require depth; auxiliary images are listed, not decoded.
     public init() {}
 }
 
 /// Reads depth, disparity and auxiliary images from iPhone HEIC and JPEG (MPF) photos, Google
 /// GDepth JPEGs (XMP and extended XMP) and Android Dynamic Depth JPEGs (container items).
 public enum DepthReader {
+    /// Reads a portrait photo's depth and auxiliary images (AVDepthData's and
+    /// `CGImageSourceCopyAuxiliaryDataInfoAtIndex`'s counterpart).
+    ///
+    /// - Parameters:
+    ///   - path: A HEIC, JPEG, PNG or TIFF file.
+    ///   - options: What to decode.
+    /// - Returns: The photo, its depth and its auxiliary images, with warnings for damaged parts skipped.
+    /// - Throws: ``DepthError`` (no depth when required, bad metadata, damaged embedded data) and `ImageIOError`.
     public static func read(_ path: String, options: DepthReadOptions = DepthReadOptions()) throws -> DepthPhoto {
         let bytes = try InputFile.read(path)
         return try read(bytes: bytes, path: path, options: options)
     }
 
+    /// Reads a portrait photo already in memory.
+    ///
+    /// - Parameters:
+    ///   - bytes: The file's bytes.
+    ///   - path: A name for messages and ``DepthPhoto/path``.
+    ///   - options: What to decode.
+    /// - Returns: The photo, its depth and its auxiliary images.
+    /// - Throws: ``DepthError`` and `ImageIOError`, as ``read(_:options:)``.
     public static func read(bytes: [UInt8], path: String, options: DepthReadOptions = DepthReadOptions()) throws -> DepthPhoto {
         var result: DepthPhoto
         switch try ImageCodecs.format(of: bytes, path: path) {

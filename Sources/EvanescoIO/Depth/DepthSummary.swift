@@ -5,45 +5,82 @@ import EvanescoCore
 public struct DepthSummary: Sendable, Codable, Equatable {
     /// The depth map's description.
     public struct Depth: Sendable, Codable, Equatable {
+        /// Disparity or depth.
         public var kind: DepthKind
+        /// Map width.
         public var width: Int
+        /// Map height.
         public var height: Int
+        /// Units of the values ("1/m", "m", "relative").
         public var units: String
+        /// How the samples are stored ("8-bit", "float16", ...).
         public var storedFormat: String
+        /// Where the map was found.
         public var source: String
+        /// The encoding's ``DepthEncoding/summary``.
         public var encoding: String
+        /// Unknown values.
         public var holes: Int
+        /// Smallest and largest finite value.
         public var range: [Float]?
+        /// The range the metadata declares.
         public var declaredRange: [Double]?
+        /// How the range was cross-checked.
         public var rangeNotes: [String]
+        /// Relative or absolute.
         public var accuracy: DepthAccuracy?
+        /// Whether the map was filtered.
         public var filtered: Bool?
+        /// The declared quality.
         public var quality: String?
+        /// Camera calibration.
         public var calibration: CameraCalibration?
+        /// EXIF orientation code applied to the stored map.
         public var orientationApplied: Int
     }
 
     /// One auxiliary image's description.
     public struct Auxiliary: Sendable, Codable, Equatable {
+        /// What the image is.
         public var kind: AuxiliaryKind
+        /// Its type as the file names it.
         public var type: String
+        /// Width in pixels.
         public var width: Int
+        /// Height in pixels.
         public var height: Int
+        /// Where it was found.
         public var source: String
+        /// - Parameters:
+        ///   - kind: What the image is.
+        ///   - type: Its type in the file.
+        ///   - width: Width.
+        ///   - height: Height.
+        ///   - source: Where it was found.
         public init(kind: AuxiliaryKind, type: String, width: Int, height: Int, source: String) {
             self.kind = kind; self.type = type; self.width = width; self.height = height; self.source = source
         }
     }
 
+    /// The file.
     public var file: String
+    /// Its container format.
     public var format: String
+    /// Upright photo width.
     public var width: Int
+    /// Upright photo height.
     public var height: Int
+    /// EXIF orientation code.
     public var orientation: Int
+    /// What the orientation does, in words.
     public var orientationMeaning: String
+    /// Whether a depth or disparity map was found.
     public var hasDepth: Bool
+    /// The map's description.
     public var depth: Depth?
+    /// Every auxiliary image.
     public var auxiliary: [Auxiliary]
+    /// Damaged parts that were skipped.
     public var warnings: [String]
 
     /// The summary of `p`.

@@ -23,13 +23,23 @@ public enum XMPError: Error, Equatable, CustomStringConvertible {
 
 /// One XML element of an XMP packet, with names resolved to namespace URIs.
 public struct XMLElement: Sendable {
+    /// The element's namespace URI.
     public var namespace: String
+    /// Its local name.
     public var name: String
     /// Attributes as (namespace URI, local name, value); unprefixed attributes have namespace "".
     public var attributes: [(namespace: String, name: String, value: String)]
+    /// Child elements, in order.
     public var children: [XMLElement]
+    /// Character data directly inside the element, entities decoded.
     public var text: String
 
+    /// The value of attribute `name` in namespace `ns`.
+    ///
+    /// - Parameters:
+    ///   - ns: Namespace URI ("" for unprefixed attributes).
+    ///   - name: Local name.
+    /// - Returns: The value, or nil.
     public func attribute(_ ns: String, _ name: String) -> String? {
         attributes.first { $0.namespace == ns && $0.name == name }?.value
     }
@@ -74,21 +84,39 @@ public struct XMLElement: Sendable {
 /// DOCTYPE and ENTITY declarations and undefined entities, bounds size, depth and element
 /// count, and never recurses, so a hostile packet costs linear time and bounded memory.
 public struct XMPDocument: Sendable {
+    /// The document's root element.
     public var root: XMLElement
 
+    /// Bounds on hostile input.
     public struct Limits: Sendable {
+        /// Largest packet accepted.
         public var maxBytes = 64 << 20
+        /// Deepest element nesting accepted.
         public var maxDepth = 64
+        /// Most elements accepted.
         public var maxElements = 200_000
+        /// 64 MB, depth 64, 200,000 elements.
         public init() {}
     }
 
+    /// Parses a packet.
+    ///
+    /// - Parameters:
+    ///   - bytes: UTF-8 XML.
+    ///   - limits: Bounds.
+    /// - Throws: ``XMPError`` for malformed, forbidden or oversized input.
     public init(_ bytes: [UInt8], limits: Limits = Limits()) throws(XMPError) {
         guard bytes.count <= limits.maxBytes else { throw .tooLarge(bytes: bytes.count, limit: limits.maxBytes) }
         var p = XMLParser(bytes: bytes, limits: limits)
         root = try p.parse()
     }
 
+    /// Parses a packet given as a string.
+    ///
+    /// - Parameters:
+    ///   - text: XML.
+    ///   - limits: Bounds.
+    /// - Throws: ``XMPError``.
     public init(_ text: String, limits: Limits = Limits()) throws(XMPError) {
         try self.init(Array(text.utf8), limits: limits)
     }
@@ -102,6 +130,12 @@ public struct XMPDocument: Sendable {
         return found
     }
 
+    /// A property read as a number.
+    ///
+    /// - Parameters:
+    ///   - ns: Namespace URI.
+    ///   - name: Local name.
+    /// - Returns: The value, or nil when absent or not a finite number.
     public func double(_ ns: String, _ name: String) -> Double? {
         value(ns, name).flatMap { Double($0.trimmingWhitespace) }
     }
@@ -118,6 +152,12 @@ public struct XMPDocument: Sendable {
         return parts.isEmpty ? nil : parts
     }
 
+    /// Every element `name` in namespace `ns`, in document order.
+    ///
+    /// - Parameters:
+    ///   - ns: Namespace URI.
+    ///   - name: Local name.
+    /// - Returns: The elements.
     public func elements(_ ns: String, _ name: String) -> [XMLElement] { root.elements(ns, name) }
 }
 
@@ -140,6 +180,7 @@ package enum XMPNamespace {
 }
 
 extension StringProtocol {
+    /// The string without leading and trailing white space.
     public var trimmingWhitespace: String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s = s.dropFirst() }

@@ -46,6 +46,9 @@ public final class ImageFileReader: FrameReader {
     public let name: String
     public var knownCount: Int? { paths.count }
 
+    /// - Parameters:
+    ///   - paths: The image files, in order.
+    ///   - name: A name for messages.
     public init(paths: [String], name: String) { self.paths = paths; self.name = name }
 
     /// A folder (its image files by extension, sorted by name, hidden files ignored) or one file.
@@ -72,6 +75,7 @@ public final class ImageFileReader: FrameReader {
 
 /// Raw frames from a file descriptor (stdin): 8-bit RGB, 8-bit grey or 16-bit little-endian grey.
 public final class RawFrameReader: FrameReader {
+    /// The raw frame layout.
     public enum Layout: String, Sendable { case rgb24, gray, gray16le }
     let fd: Int32
     let width: Int, height: Int, layout: Layout
@@ -79,6 +83,12 @@ public final class RawFrameReader: FrameReader {
     public let name: String
     public var knownCount: Int? { nil }
 
+    /// - Parameters:
+    ///   - fd: The file descriptor to read.
+    ///   - width: Frame width.
+    ///   - height: Frame height.
+    ///   - layout: Sample layout.
+    ///   - name: A name for messages.
     public init(fd: Int32, width: Int, height: Int, layout: Layout, name: String = "stdin") {
         self.fd = fd; self.width = width; self.height = height; self.layout = layout; self.name = name
     }
@@ -117,6 +127,7 @@ public final class VideoFrameReader: FrameReader {
     let process: Process
     let pipe: Pipe
     let errBox = ErrorCollector()
+    /// What ffprobe says about the video.
     public let info: VideoInfo
     public var name: String { raw.name }
     public var knownCount: Int? { nil }
@@ -180,6 +191,11 @@ public protocol FrameWriter: AnyObject {
 public final class DirectoryFrameWriter: FrameWriter {
     let dir: String, ext: String, overwrite: Bool
     public private(set) var written = 0
+    /// - Parameters:
+    ///   - dir: The folder (created if missing).
+    ///   - ext: Image extension of the frames.
+    ///   - overwrite: Replace frames already there.
+    /// - Throws: `ImageIOError` when the folder cannot be made or holds frames and `overwrite` is false.
     public init(dir: String, ext: String = "png", overwrite: Bool) throws {
         self.dir = dir; self.ext = ext; self.overwrite = overwrite
     }
@@ -199,6 +215,9 @@ public final class DirectoryFrameWriter: FrameWriter {
 public final class ImageFrameWriter: FrameWriter {
     let path: String, overwrite: Bool
     public private(set) var written = 0
+    /// - Parameters:
+    ///   - path: The image file.
+    ///   - overwrite: Replace an existing file.
     public init(path: String, overwrite: Bool) { self.path = path; self.overwrite = overwrite }
     public func write(_ frame: Image<UInt8>) throws {
         guard written == 0 else {
@@ -214,6 +233,7 @@ public final class ImageFrameWriter: FrameWriter {
 public final class RawFrameWriter: FrameWriter {
     let fd: Int32
     public private(set) var written = 0
+    /// - Parameter fd: The file descriptor to write (SIGPIPE is ignored so a closed reader is an error, not a kill).
     public init(fd: Int32) { self.fd = fd; signal(SIGPIPE, SIG_IGN) }
     public func write(_ frame: Image<UInt8>) throws {
         let rgb = frame.withChannels(3)
@@ -236,6 +256,11 @@ public final class VideoFrameWriter: FrameWriter {
     let path: String, fps: Double, overwrite: Bool
     var writer: VideoWriter?
     public private(set) var written = 0
+    /// - Parameters:
+    ///   - path: The video file (its extension picks the container).
+    ///   - framesPerSecond: Frame rate.
+    ///   - overwrite: Replace an existing file.
+    /// - Throws: `VideoError.toolMissing` without ffmpeg, `ImageIOError.outputExists`.
     public init(path: String, framesPerSecond: Double, overwrite: Bool) throws {
         self.path = path; fps = framesPerSecond; self.overwrite = overwrite
         if FileManager.default.fileExists(atPath: path) && !overwrite { throw ImageIOError.outputExists(path: path) }

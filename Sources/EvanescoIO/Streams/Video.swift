@@ -38,9 +38,13 @@ public enum FrameSelection: Sendable, Equatable {
 public struct VideoInfo: Sendable, Equatable {
     /// Displayed size (after the rotation ffmpeg applies).
     public var width: Int
+    /// Displayed height.
     public var height: Int
+    /// Frames in the stream (counted when the container does not say).
     public var frameCount: Int
+    /// Average frame rate.
     public var framesPerSecond: Double
+    /// Rotation the container declares (0, 90, 180, 270).
     public var rotationDegrees: Int
 }
 
@@ -88,6 +92,7 @@ final class ErrorCollector: @unchecked Sendable {
     }
 }
 
+/// Videos through ffmpeg and ffprobe subprocesses: probing, frame extraction, sniffing.
 public enum VideoIO {
     /// True when the file's bytes say video container rather than an image.
     public static func isVideo(_ path: String) -> Bool {
@@ -182,10 +187,21 @@ public final class VideoWriter {
     let process: Process
     let input: Pipe
     let errBox = ErrorCollector()
+    /// Frame size in pixels.
     public let width: Int, height: Int
     let finalPath: String, tempPath: String, overwrite: Bool
     var finished = false
 
+    /// Starts an encoder writing H.264 to a temporary file renamed on ``finish()``.
+    ///
+    /// - Parameters:
+    ///   - path: The output video.
+    ///   - width: Frame width.
+    ///   - height: Frame height.
+    ///   - framesPerSecond: Frame rate.
+    ///   - overwrite: Replace an existing file.
+    ///   - crf: x264 quality (lower is better).
+    /// - Throws: `VideoError.toolMissing` without ffmpeg, `ImageIOError.outputExists`.
     public init(path: String, width: Int, height: Int, framesPerSecond: Double, overwrite: Bool = false, crf: Int = 18) throws {
         guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
         let url = URL(fileURLWithPath: path)
