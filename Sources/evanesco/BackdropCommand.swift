@@ -135,12 +135,10 @@ struct Backdrop: ParsableCommand {
             let colorReader: FrameReader, depthReader: FrameReader
             var frameRate = fps ?? 30
             if let portrait {
-                let p = try DepthReader.read(portrait)
-                guard let photo = p.photo, let d = p.depth else { throw DepthError.noDepth(path: portrait, found: []) }
-                colorReader = PreloadedReader(frames: [photo.image], name: portrait)
-                depthReader = PreloadedReader(frames: [.float32(d.converted(to: .depth).map)], name: portrait + " (depth)")
-                options.depthEncoding = .identity
-                if d.accuracy == .relative {
+                let still = try PortraitFrames(DepthReader.read(portrait))
+                colorReader = still.color; depthReader = still.depth
+                options.depthEncoding = still.depthEncoding
+                if still.relativeAccuracy {
                     Diagnostics.warning("\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate")
                 }
             } else {
@@ -172,11 +170,3 @@ struct Backdrop: ParsableCommand {
     }
 }
 
-/// Frames already in memory (a portrait photo's colour and depth).
-final class PreloadedReader: FrameReader {
-    var frames: [AnyImage]
-    let name: String
-    var knownCount: Int? { frames.count }
-    init(frames: [AnyImage], name: String) { self.frames = frames; self.name = name }
-    func next() throws -> AnyImage? { frames.isEmpty ? nil : frames.removeFirst() }
-}

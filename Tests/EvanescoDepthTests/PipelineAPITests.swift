@@ -104,4 +104,21 @@ struct BackdropSessionTests {
                 && DepthEncoding("disparity8:0.2,2")?.description == "disparity8:0.2,2.0" && DepthEncoding("pfm") == .identity)
         #expect(DepthEncoding("disparity8:2,1") == nil && DepthEncoding("mm16") == .millimetres16 && DepthEncoding.millimetres16.description == "mm16")
     }
+
+    @Test("A portrait photo as a one-frame stream: depth in metres from disparity, the accuracy flagged")
+    func portraitFrames() throws {
+        let still = try PortraitFrames(splitPhoto(accuracy: .relative))
+        #expect(still.relativeAccuracy && still.depthEncoding == .identity && still.color.knownCount == 1)
+        guard case .float32(let metres)? = try still.depth.next() else { Issue.record("depth is not float"); return }
+        // Disparity 1 (1/m) is 1 m, disparity 0.25 is 4 m.
+        #expect(metres.width == 48 && metres[0, 0, 0] == 1 && metres[47, 0, 0] == 4)
+        #expect(try still.depth.next() == nil)
+        var noDepth = splitPhoto(); noDepth.depth = nil
+        #expect(throws: DepthError.self) { try PortraitFrames(noDepth) }
+        // Cut at the near half: the far half is replaced, the near half kept.
+        var o = BackdropSessionOptions(); o.subject = .nearest; o.depthEncoding = still.depthEncoding
+        let f = try BackdropSession(options: o, cascade: nil).process(color: try #require(try still.color.next()), depth: .float32(metres), keepMask: true)
+        let mask = try #require(f.mask)
+        #expect(mask[10, 32, 0] == 255 && mask[90, 32, 0] == 0)
+    }
 }

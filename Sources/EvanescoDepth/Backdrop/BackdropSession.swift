@@ -253,3 +253,35 @@ extension SubjectSelection: LosslessStringConvertible {
         }
     }
 }
+
+/// A portrait photo as a one-frame colour + depth stream (`evanesco backdrop --portrait`): the
+/// upright photo, and its depth converted to metres (disparity inverted) at the map's size.
+///
+/// ```swift
+/// let still = try PortraitFrames(DepthReader.read("IMG_0001.HEIC"))
+/// var options = BackdropSessionOptions()
+/// options.depthEncoding = still.depthEncoding
+/// let report = BackdropSession(options: options, cascade: nil).run(color: still.color, depth: still.depth, to: writer)
+/// ```
+public struct PortraitFrames {
+    /// The photo, one frame.
+    public let color: MemoryFrameReader
+    /// Its depth in float metres, one frame.
+    public let depth: MemoryFrameReader
+    /// How ``depth``'s samples read: float metres.
+    public let depthEncoding = DepthEncoding.identity
+    /// The photo's depth has relative accuracy: its metres are a guess, so metric settings such as
+    /// the cutoff offset are approximate.
+    public let relativeAccuracy: Bool
+
+    /// - Parameter photo: A photo read with its pixels and depth.
+    /// - Throws: `DepthError.noDepth` when the photo has no depth, `PortraitError.noPhoto` when its
+    ///   pixels were not decoded.
+    public init(_ photo: DepthPhoto) throws {
+        guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
+        guard let d = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
+        color = MemoryFrameReader(frames: [decoded.image], name: photo.path)
+        depth = MemoryFrameReader(frames: [.float32(d.converted(to: .depth).map)], name: photo.path + " (depth)")
+        relativeAccuracy = d.accuracy == .relative
+    }
+}

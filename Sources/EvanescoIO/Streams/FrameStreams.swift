@@ -272,3 +272,16 @@ public final class VideoFrameWriter: FrameWriter {
     }
     public func finish() throws { try writer?.finish(); writer = nil }
 }
+
+/// Frames already in memory (a still photo as a one-frame stream, frames made by code).
+public final class MemoryFrameReader: FrameReader {
+    var frames: ArraySlice<AnyImage>
+    public let name: String
+    public var knownCount: Int? { frames.count }
+
+    /// - Parameters:
+    ///   - frames: The frames, in order.
+    ///   - name: A name for messages.
+    public init(frames: [AnyImage], name: String) { self.frames = frames[...]; self.name = name }
+    public func next() throws -> AnyImage? { frames.popFirst() }
+}
