@@ -58,9 +58,12 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
     case diverged(String)
     case poorMatch(inlierFraction: Double)
     case structureless(slope: Double)
+    /// The images are smaller than ``RegistrationReference/minimumSide`` on a side.
+    case tooSmall(width: Int, height: Int)
 
     public var description: String {
         switch self {
+        case .tooSmall(let w, let h): "\(w)x\(h) pixels is too small to register (\(RegistrationReference.minimumSide) on each side at least)"
         case .sizeMismatch(let f, let r): "frame is \(f) but the reference is \(r)"
         case .tooLittleTexture: "the reference has too little texture to align against"
         case .noOverlap: "the frame does not overlap the reference enough"
@@ -89,6 +92,8 @@ struct TemplateLevel: Sendable {
 /// The reference frame, prepared once: its pyramid and template points per level.
 /// Register any number of frames against it, from several threads at once.
 public final class RegistrationReference: Sendable {
+    /// The smallest image side registration works on.
+    public static let minimumSide = 16
     /// The reference's luma pyramid.
     public let pyramid: GreyPyramid
     let templates: [TemplateLevel]
@@ -205,6 +210,9 @@ public final class RegistrationReference: Sendable {
     public func register(pyramid fp: GreyPyramid, model: MotionModel, initial: Homography? = nil) throws -> RegistrationResult {
         guard fp.width == width, fp.height == height else {
             throw RegistrationError.sizeMismatch(frame: "\(fp.width)x\(fp.height)", reference: "\(width)x\(height)")
+        }
+        guard min(width, height) >= Self.minimumSide, !pyramid.levels.isEmpty, !fp.levels.isEmpty else {
+            throw RegistrationError.tooSmall(width: width, height: height)
         }
         let top = min(pyramid.levels.count, fp.levels.count) - 1
         let finest = min(max(options.finestLevel, pyramid.baseLevel, fp.baseLevel), top)

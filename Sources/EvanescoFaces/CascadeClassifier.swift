@@ -105,36 +105,60 @@ public struct CascadeClassifier: Sendable {
         case "LBP": feature = .lbp
         case let t: throw CascadeError.unsupported(path: path, detail: "feature type \(t ?? "?") is not supported (HAAR and LBP are)")
         }
-        guard let w = text(cascade, "width").flatMap(Int.init), let h = text(cascade, "height").flatMap(Int.init), w > 2, h > 2, w < 1000, h < 1000 else {
-            throw CascadeError.unreadable(path: path, detail: "window width/height missing")
+        guard let w = FileNumber.int(text(cascade, "width"), in: 3...999), let h = FileNumber.int(text(cascade, "height"), in: 3...999) else {
+            throw CascadeError.unreadable(path: path, detail: "the window width/height is missing or not within 3...999")
         }
         windowWidth = w; windowHeight = h
-        func numbers(_ s: String) -> [Double] { s.split { $0.isWhitespace }.compactMap { Double($0) } }
+        // Every number in the file must be finite; integers (indices, rectangle corners) must be
+        // whole and in range before they are converted.
+        func numbers(_ s: String, _ what: String) throws -> [Double] {
+            let v = s.split { $0.isWhitespace }.map { FileNumber.double($0) }
+            guard v.allSatisfy({ $0 != nil }) else { throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number") }
+            return v.map { $0! }
+        }
+        func index(_ v: Double, _ range: ClosedRange<Int>, _ what: String) throws -> Int32 {
+            guard let i = FileNumber.int(exactly: v, in: range) else {
+                throw CascadeError.unreadable(path: path, detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
+            }
+            return Int32(i)
+        }
 
         guard let stagesEl = child(cascade, "stages"), let featuresEl = child(cascade, "features") else {
             throw CascadeError.unreadable(path: path, detail: "no <stages> or <features>")
         }
         let perNode = feature == .haar ? 4 : 3 + 8
         for st in stagesEl.children {
-            guard let thr = text(st, "stageThreshold").flatMap(Double.init), let wc = child(st, "weakClassifiers") else {
+            guard let thr = FileNumber.double(text(st, "stageThreshold")), let wc = child(st, "weakClassifiers") else {
                 throw CascadeError.unreadable(path: path, detail: "a stage without threshold or weak classifiers")
             }
             let start = weaks.count
             for weak in wc.children {
-                let n = numbers(text(weak, "internalNodes") ?? ""), l = numbers(text(weak, "leafValues") ?? "")
-                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty else {
+                let n = try numbers(text(weak, "internalNodes") ?? "", "internalNodes")
+                let l = try numbers(text(weak, "leafValues") ?? "", "leafValues")
+                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty, n.count / perNode < 10_000, l.count < 10_000 else {
                     throw CascadeError.unreadable(path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
                 }
+                guard nodes.count < 1_000_000 else { throw CascadeError.unreadable(path: path, detail: "more than 1,000,000 nodes") }
                 weaks.append(Weak(node: Int32(nodes.count), leaf: Int32(leaves.count)))
-                for k in stride(from: 0, to: n.count, by: perNode) {
-                    var node = Node(left: Int32(n[k]), right: Int32(n[k + 1]), feature: Int32(n[k + 2]), threshold: 0, subset: -1)
+                let m = n.count / perNode
+                for (i, k) in stride(from: 0, to: n.count, by: perNode).enumerated() {
+                    // A child is a later node of the same tree (i < child < m) or a leaf (-leaf <= 0):
+                    // the evaluation walks forward only, so it always ends, and never leaves the tree.
+                    let children = try [n[k], n[k + 1]].map { v -> Int32 in
+                        v > 0 ? try index(v, (i + 1)...max(i + 1, m - 1), "a node's child") : try index(v, -(l.count - 1)...0, "a node's leaf")
+                    }
+                    if children.contains(where: { $0 > 0 && Int($0) >= m }) {
+                        throw CascadeError.unreadable(path: path, detail: "a node's child points past its tree")
+                    }
+                    var node = Node(left: children[0], right: children[1], feature: try index(n[k + 2], 0...1_000_000, "a feature index"),
+                                    threshold: 0, subset: -1)
                     if feature == .haar { node.threshold = Float(n[k + 3]) } else {
                         node.subset = Int32(subsets.count)
-                        subsets += (0..<8).map { Int32(truncatingIfNeeded: Int64(n[k + 3 + $0])) }
+                        subsets += try (0..<8).map { Int32(truncatingIfNeeded: Int64(try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word"))) }
                     }
                     nodes.append(node)
                 }
-                leaves += l.map(Float.init)
+                leaves += l.map { Float($0) }
             }
             stages.append(Stage(weakStart: Int32(start), weakCount: Int32(weaks.count - start), threshold: Float(thr)))
         }
@@ -145,17 +169,19 @@ public struct CascadeClassifier: Sendable {
                 guard let rs = child(f, "rects") else { throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects") }
                 var got: [HaarRect] = []
                 for r in rs.children {
-                    let v = numbers(r.text)
+                    let v = try numbers(r.text, "a Haar rect")
                     guard v.count == 5 else { throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers") }
-                    got.append(HaarRect(x: Int32(v[0]), y: Int32(v[1]), w: Int32(v[2]), h: Int32(v[3]), weight: Float(v[4])))
+                    got.append(HaarRect(x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
+                                        w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"), weight: Float(v[4])))
                 }
                 guard (1...3).contains(got.count) else { throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects") }
                 while got.count < 3 { got.append(HaarRect(x: 0, y: 0, w: 0, h: 0, weight: 0)) }
                 rects += got
             } else {
-                let v = numbers(text(f, "rect") ?? "")
+                let v = try numbers(text(f, "rect") ?? "", "an LBP rect")
                 guard v.count == 4 else { throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers") }
-                rects.append(HaarRect(x: Int32(v[0]), y: Int32(v[1]), w: Int32(v[2]), h: Int32(v[3]), weight: 1))
+                rects.append(HaarRect(x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
+                                      w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"), weight: 1))
             }
         }
         let featureCount = rects.count / rectsPerFeature
@@ -170,9 +196,19 @@ public struct CascadeClassifier: Sendable {
     }
 
     /// Finds objects in a grey image. Boxes are in the image's pixels.
+    ///
+    /// - Parameters:
+    ///   - grey: A one-channel image.
+    ///   - scaleFactor: Scale step between searched sizes, clamped to 1.01...4 (NaN uses 1.1): a
+    ///     smaller step would search thousands of scales.
+    ///   - minNeighbors: Raw hits a box needs to be kept.
+    ///   - minSize: Smallest window searched, in pixels.
+    ///   - maxSize: Largest window searched, in pixels.
+    /// - Returns: The grouped boxes; empty for a multi-channel image.
     public func detect(_ grey: Image<UInt8>, scaleFactor: Double = 1.1, minNeighbors: Int = 3,
                        minSize: Int = 0, maxSize: Int = .max) -> [DetectedBox] {
-        precondition(grey.channels == 1 && scaleFactor > 1)
+        guard grey.channels == 1 else { return [] }
+        let scaleFactor = scaleFactor.isNaN ? 1.1 : min(max(scaleFactor, 1.01), 4)
         var raw: [DetectedBox] = []
         var factor = 1.0
         while true {

@@ -27,9 +27,13 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case referenceOutOfRange(Int, count: Int)
     case sizeMismatch(frame: String, size: String, reference: String, referenceSize: String)
     case channelMismatch(frame: String)
+    /// Frames smaller than ``BurstStacker/minimumAlignedSide`` on a side cannot be registered.
+    case tooSmallToAlign(width: Int, height: Int)
 
     public var description: String {
         switch self {
+        case .tooSmallToAlign(let w, let h):
+            "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
         case .sizeMismatch(let f, let s, let r, let rs): "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or resize them first)"
@@ -72,6 +76,10 @@ public struct StackResult: Sendable {
 /// Aligns and merges bursts: the counterpart of the tutorial's Vision registration plus Metal
 /// merge kernels, streamed tile by tile so memory stays at the decoded frames.
 public enum BurstStacker {
+    /// The smallest frame side registration works on (its coarse search needs a few pyramid
+    /// levels of texture).
+    public static let minimumAlignedSide = RegistrationReference.minimumSide
+
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.
     public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws -> StackResult {
@@ -86,6 +94,9 @@ public enum BurstStacker {
                                               reference: ref.name, referenceSize: "\(ref.image.width)x\(ref.image.height)")
             }
             if f.image.channels != ref.image.channels { throw StackError.channelMismatch(frame: f.name) }
+        }
+        if requested.align != .none && frames.count > 1 && min(ref.image.width, ref.image.height) < minimumAlignedSide {
+            throw StackError.tooSmallToAlign(width: ref.image.width, height: ref.image.height)
         }
         let (options, policyNotices) = requested.resolved(frames: frames.count, pixels: ref.image.width * ref.image.height)
         var timings = StageTimings()

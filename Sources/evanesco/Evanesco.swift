@@ -26,7 +26,50 @@ struct Evanesco: ParsableCommand {
         version: "0.1.0",
         subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Demo.self]
     )
+
+    /// Parses, refuses NaN and infinity in every numeric option (they pass every `<`/`>` range
+    /// check a command's `validate()` makes), then runs.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try NumericOptions.refuseNonFinite(in: command)
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
+
+/// The one check of numeric command-line values: every `Float`/`Double` option of every command
+/// (and of its option groups) must be finite. Found by reflection, so an option added later is
+/// covered without anyone remembering to.
+enum NumericOptions {
+    static func refuseNonFinite(in arguments: Any) throws {
+        for child in Mirror(reflecting: arguments).children {
+            guard let label = child.label else { continue }
+            let name = "--" + label.drop { $0 == "_" }.reduce(into: "") { s, c in
+                if c.isUppercase { s += "-" + c.lowercased() } else { s.append(c) }
+            }
+            if let option = child.value as? FiniteCheckable, let bad = option.nonFiniteValue {
+                throw ValidationError("\(name) must be a finite number, not \(bad)")
+            }
+            if let group = child.value as? NestedArguments { try refuseNonFinite(in: group.nested) }
+        }
+    }
+}
+
+/// A parsed option whose value may hold a float.
+protocol FiniteCheckable { var nonFiniteValue: String? { get } }
+/// An option group whose options are checked too.
+protocol NestedArguments { var nested: Any { get } }
+/// Values that are, or hold, floats.
+protocol FloatHolding { var nonFinite: String? { get } }
+extension Float: FloatHolding { var nonFinite: String? { isFinite ? nil : "\(self)" } }
+extension Double: FloatHolding { var nonFinite: String? { isFinite ? nil : "\(self)" } }
+extension Optional: FloatHolding where Wrapped: FloatHolding { var nonFinite: String? { self?.nonFinite } }
+extension Array: FloatHolding where Element: FloatHolding { var nonFinite: String? { lazy.compactMap(\.nonFinite).first } }
+extension Option: FiniteCheckable where Value: FloatHolding { var nonFiniteValue: String? { wrappedValue.nonFinite } }
+extension OptionGroup: NestedArguments { var nested: Any { wrappedValue } }
 
 /// Runs a command body, turning any error into one line on stderr and exit status 1.
 func reportingErrors(_ body: () throws -> Void) throws {
@@ -42,6 +85,7 @@ func commandLineMessage(_ error: Error) -> String {
     case ImageIOError.outputExists(let p): "\(p): already exists; pass --force to overwrite it or choose another name"
     case CascadeError.notFound: String(describing: error).replacingOccurrences(of: "or give a cascade file", with: "or pass --cascade FILE.xml")
     case StackError.referenceOutOfRange: "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
+    case StackError.tooSmallToAlign: String(describing: error) + " (--align none)"
     case FocusError.relativeAccuracy: String(describing: error) + " (--focus 0..1 or --focus-point X,Y)"
     default: String(describing: error)
     }

@@ -19,14 +19,14 @@ struct Faces: ParsableCommand {
 
     @Argument(help: "Image file.") var image: String
     @Option(help: "Cascade XML file.") var cascade: String?
-    @Option(help: "Scale step between searched sizes.") var scaleFactor: Double = 1.1
+    @Option(help: "Scale step between searched sizes, 1.01...4.") var scaleFactor: Double = 1.1
     @Option(help: "Raw detections a face needs.") var minNeighbors: Int = 5
     @Option(help: "Smallest face, in pixels of the image scaled to 640 on its long side.") var minSize: Int = 40
     @Option(help: "Search the image scaled to this long side (0: as is).") var workingSize: Int = 640
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        if scaleFactor <= 1 || scaleFactor > 4 { throw ValidationError("--scale-factor must be within (1, 4]") }
+        if !(scaleFactor >= 1.01 && scaleFactor <= 4) { throw ValidationError("--scale-factor must be within 1.01...4 (smaller steps search thousands of sizes)") }
         if minNeighbors < 0 { throw ValidationError("--min-neighbors must be >= 0") }
     }
 

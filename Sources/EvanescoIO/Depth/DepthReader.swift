@@ -302,14 +302,14 @@ public enum DepthReader {
         if directory.count > 1 {
             // Items follow the primary image back to back; the last one ends at the end of the file.
             let lengths = try directory.dropFirst().map { item -> Int in
-                guard let s = item.length?.trimmingWhitespace, let n = Int(s), n >= 0 else {
+                guard let n = FileNumber.int(item.length, in: 0...Int(Int32.max)) else {
                     throw DepthError.badMetadata(path: path, detail: "\(containerName) item \(item.semantic ?? "?") has no valid Length")
                 }
                 return n
             }
-            let total = lengths.reduce(0, +)
             let primaryEnd = max(containerStart ?? 0, MPFIndex.primaryEnd(bytes) ?? 2)
-            guard total <= bytes.count - primaryEnd else {
+            guard let total = FileNumber.sum(lengths), total <= bytes.count - primaryEnd else {
+                let total = FileNumber.sum(lengths).map(String.init) ?? "more than \(Int.max)"
                 throw DepthError.damaged(path: path, detail: "the \(containerName) items need \(total) bytes after the primary image, which ends at byte \(primaryEnd) of \(bytes.count) (truncated?)")
             }
             var at = bytes.count - total
@@ -324,7 +324,7 @@ public enum DepthReader {
         var confidence: [UInt8]?
         if let dm = main.elements(XMPNamespace.ddCamera, "DepthMap").first ?? main.elements(XMPNamespace.ddDepthMap, "DepthMap").first {
             func p(_ n: String) -> String? { dm.deepProperty(XMPNamespace.ddDepthMap, n) }
-            format = p("Format"); near = p("Near").flatMap { Double($0) }; far = p("Far").flatMap { Double($0) }
+            format = p("Format"); near = FileNumber.double(p("Near")); far = FileNumber.double(p("Far"))
             units = p("Units")
             let uri = p("DepthURI")
             let item = items.first { uri != nil && $0.uri == uri } ?? items.first { $0.semantic.lowercased() == "depth" }
@@ -333,8 +333,8 @@ public enum DepthReader {
             if let curi = p("ConfidenceURI") { confidence = items.first { $0.uri == curi }?.bytes }
             if data == nil { throw DepthError.damaged(path: path, detail: "the Dynamic Depth DepthMap refers to item \(uri ?? "?"), which is not in the container") }
         } else if value(XMPNamespace.gDepth, "Format") != nil || value(XMPNamespace.gDepth, "Data") != nil {
-            format = value(XMPNamespace.gDepth, "Format"); near = value(XMPNamespace.gDepth, "Near").flatMap { Double($0) }
-            far = value(XMPNamespace.gDepth, "Far").flatMap { Double($0) }; units = value(XMPNamespace.gDepth, "Units")
+            format = value(XMPNamespace.gDepth, "Format"); near = FileNumber.double(value(XMPNamespace.gDepth, "Near"))
+            far = FileNumber.double(value(XMPNamespace.gDepth, "Far")); units = value(XMPNamespace.gDepth, "Units")
             if let b64 = value(XMPNamespace.gDepth, "Data") {
                 guard let d = Data(base64Encoded: b64, options: .ignoreUnknownCharacters), !d.isEmpty else {
                     throw DepthError.damaged(path: path, detail: "GDepth:Data is not valid base64")
@@ -364,9 +364,11 @@ public enum DepthReader {
             if options.gdepthPolarity == .auto {
                 // GFocus (Lens Blur) gives the focal point and its distance: pick the polarity that
                 // puts that distance at that point.
-                if let fx = value(XMPNamespace.gFocus, "FocalPointX").flatMap(Double.init),
-                   let fy = value(XMPNamespace.gFocus, "FocalPointY").flatMap(Double.init),
-                   let fd = value(XMPNamespace.gFocus, "FocalDistance").flatMap(Double.init), fd > 0 {
+                // A focal point outside the image or a distance that is not a positive finite
+                // number is ignored (the spec polarity is then used).
+                if let fx = FileNumber.double(value(XMPNamespace.gFocus, "FocalPointX"), in: 0...1),
+                   let fy = FileNumber.double(value(XMPNamespace.gFocus, "FocalPointY"), in: 0...1),
+                   let fd = FileNumber.double(value(XMPNamespace.gFocus, "FocalDistance"), in: 1e-6...1e9) {
                     let x = min(max(Int(fx * Double(stored.width)), 0), stored.width - 1)
                     let y = min(max(Int(fy * Double(stored.height)), 0), stored.height - 1)
                     let v: Float = switch stored {
@@ -503,8 +505,8 @@ public enum DepthReader {
             // Stored column-major (simd_float3x3 columns): transpose to row-major.
             c.intrinsics = [k[0], k[3], k[6], k[1], k[4], k[7], k[2], k[5], k[8]]
         }
-        c.referenceWidth = x.double(ns, "IntrinsicMatrixReferenceWidth").map { Int($0) }
-        c.referenceHeight = x.double(ns, "IntrinsicMatrixReferenceHeight").map { Int($0) }
+        c.referenceWidth = FileNumber.int(exactly: x.double(ns, "IntrinsicMatrixReferenceWidth"), in: 1...1_000_000)
+        c.referenceHeight = FileNumber.int(exactly: x.double(ns, "IntrinsicMatrixReferenceHeight"), in: 1...1_000_000)
         c.pixelSize = x.double(ns, "PixelSize")
         c.lensDistortion = x.doubles(ns, "LensDistortionCoefficients")
         c.inverseLensDistortion = x.doubles(ns, "InverseLensDistortionCoefficients")

@@ -137,19 +137,29 @@ public struct XMPDocument: Sendable {
     ///   - name: Local name.
     /// - Returns: The value, or nil when absent or not a finite number.
     public func double(_ ns: String, _ name: String) -> Double? {
-        value(ns, name).flatMap { Double($0.trimmingWhitespace) }
+        FileNumber.double(value(ns, name))
     }
 
     /// A numeric list property ("1, 2, 3" or space separated), as Apple writes matrices.
+    ///
+    /// - Parameters:
+    ///   - ns: Namespace URI.
+    ///   - name: Local name.
+    /// - Returns: The numbers, or nil when absent or when any item is not a finite number (a
+    ///   list with a hole in it would shift every later entry).
     public func doubles(_ ns: String, _ name: String) -> [Double]? {
         // An rdf:Seq/Bag/Alt of rdf:li items, or one string of numbers.
+        let texts: [String]
         if let e = elements(ns, name).first, !e.children.isEmpty {
-            let items = e.elements(XMPNamespace.rdf, "li").compactMap { Double($0.text.trimmingWhitespace) }
-            return items.isEmpty ? nil : items
+            texts = e.elements(XMPNamespace.rdf, "li").map(\.text)
+        } else if let v = value(ns, name) {
+            texts = v.split { $0 == "," || $0.isWhitespace }.map(String.init)
+        } else {
+            return nil
         }
-        guard let v = value(ns, name) else { return nil }
-        let parts = v.split { $0 == "," || $0.isWhitespace }.compactMap { Double($0) }
-        return parts.isEmpty ? nil : parts
+        let items = texts.map { FileNumber.double($0) }
+        guard !items.isEmpty, items.allSatisfy({ $0 != nil }) else { return nil }
+        return items.map { $0! }
     }
 
     /// Every element `name` in namespace `ns`, in document order.
