@@ -25,7 +25,8 @@ public enum AtomicOutput {
         // which pick a format from the name (ffmpeg) still can.
         let ext = url.pathExtension.isEmpty ? "tmp" : url.pathExtension
         let temp = dir + "/." + url.deletingPathExtension().lastPathComponent + ".evanesco-\(UUID().uuidString.prefix(8)).\(ext)"
-        defer { unlink(temp) }
+        Cleanup.add(file: temp)
+        defer { unlink(temp); Cleanup.remove(file: temp) }
         try produce(temp)
         if overwrite {
             guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
@@ -36,6 +37,58 @@ public enum AtomicOutput {
                 // File systems without hard links: fall back to a checked rename.
                 if FileManager.default.fileExists(atPath: path) { throw ImageIOError.outputExists(path: path) }
                 guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+            }
+        }
+    }
+
+    /// Checks every output of a run together, before any work, so that a refusal never comes
+    /// after something was written: each file's folder exists, no output is a folder, an input,
+    /// or another output, and none exists unless `overwrite`; each directory output is a folder
+    /// or can be made.
+    ///
+    /// - Parameters:
+    ///   - files: Output files (nil entries are ignored; `-` is standard output).
+    ///   - directories: Output folders.
+    ///   - inputs: Files the run reads; an output may never be one of them, even with `overwrite`.
+    ///   - overwrite: Whether existing output files may be replaced.
+    /// - Throws: `ImageIOError.outputExists`, `.outputIsInput` or `.cannotWrite`.
+    public static func check(files: [String?], directories: [String?] = [], inputs: [String], overwrite: Bool) throws {
+        let outs = files.compactMap { $0 }.filter { $0 != "-" }
+        let dirs = directories.compactMap { $0 }
+        func identity(_ p: String) -> String {
+            var st = stat()
+            if stat(p, &st) == 0 { return "\(st.st_dev):\(st.st_ino)" }
+            return URL(fileURLWithPath: p).standardizedFileURL.path
+        }
+        let inputIDs = Set(InputFile.expandedQuietly(inputs).map(identity))
+        var seen: [String: String] = [:]
+        for p in outs + dirs {
+            let id = identity(p)
+            if inputIDs.contains(id) { throw ImageIOError.outputIsInput(path: p) }
+            if let other = seen[id] { throw ImageIOError.cannotWrite(path: p, reason: "it is also given as the output \(other)") }
+            seen[id] = p
+        }
+        for p in outs {
+            let dir = URL(fileURLWithPath: p).deletingLastPathComponent().path
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw ImageIOError.cannotWrite(path: p, reason: "folder \(dir) does not exist")
+            }
+            if FileManager.default.fileExists(atPath: p, isDirectory: &isDir) {
+                if isDir.boolValue { throw ImageIOError.cannotWrite(path: p, reason: "it is a directory") }
+                if !overwrite { throw ImageIOError.outputExists(path: p) }
+            }
+            guard access(dir, W_OK) == 0 else { throw ImageIOError.cannotWrite(path: p, reason: "folder \(dir) is not writable") }
+        }
+        for d in dirs {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: d, isDirectory: &isDir) {
+                if !isDir.boolValue { throw ImageIOError.cannotWrite(path: d, reason: "it is a file, not a folder") }
+            } else {
+                let parent = URL(fileURLWithPath: d).deletingLastPathComponent().path
+                guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDir), isDir.boolValue else {
+                    throw ImageIOError.cannotWrite(path: d, reason: "folder \(parent) does not exist")
+                }
             }
         }
     }
@@ -71,6 +124,11 @@ public enum InputFile {
             }
         }
         return out
+    }
+
+    /// Like ``expand(_:)``, but keeps what cannot be listed as it is (for checks, not for reading).
+    static func expandedQuietly(_ inputs: [String]) -> [String] {
+        inputs.flatMap { (try? expand([$0])) ?? [$0] }
     }
 
     /// Reads a whole input file, refusing what is not a regular file (a folder, a FIFO, a device).

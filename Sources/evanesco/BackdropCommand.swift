@@ -107,17 +107,28 @@ struct Backdrop: ParsableCommand {
         return try ImageFileReader(path: src)
     }
 
+    /// Video outputs by extension, image outputs by extension, `-` for stdout; anything else is a folder of frames.
+    static let videoExtensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
+    var outputExtension: String { URL(fileURLWithPath: output).pathExtension.lowercased() }
+    var outputIsImage: Bool { output != "-" && ImageFormat.forOutput(extension: outputExtension) != nil }
+    var outputIsFrameFolder: Bool { output != "-" && !outputIsImage && !Self.videoExtensions.contains(outputExtension) }
+
     func writer(frameRate: Double) throws -> FrameWriter {
         if output == "-" { return RawFrameWriter(fd: 1) }
         let ext = URL(fileURLWithPath: output).pathExtension.lowercased()
-        if ["mp4", "mkv", "mov", "m4v", "avi", "webm"].contains(ext) { return try VideoFrameWriter(path: output, framesPerSecond: frameRate, overwrite: force) }
+        if Self.videoExtensions.contains(ext) { return try VideoFrameWriter(path: output, framesPerSecond: frameRate, overwrite: force) }
         if ImageFormat.forOutput(extension: ext) != nil { return ImageFrameWriter(path: output, overwrite: force) }
         return try DirectoryFrameWriter(dir: output, overwrite: force)
     }
 
     func run() throws {
         try reportingErrors {
-            if let report, !force, FileManager.default.fileExists(atPath: report) { throw ImageIOError.outputExists(path: report) }
+            let inputs = [color, depth, portrait, background, cascade].compactMap { $0 }.filter { $0 != "-" }
+            if outputIsFrameFolder {
+                try AtomicOutput.check(files: [report], directories: [output], inputs: inputs, overwrite: force)
+            } else {
+                try AtomicOutput.check(files: [output, report], inputs: inputs, overwrite: force)
+            }
             var options = BackdropSessionOptions()
             options.pipeline.cutoffOffset = cutoffOffset; options.pipeline.gamma = gamma; options.pipeline.refineWithColor = refine
             options.pipeline.snapCutoffToGap = !noGapSnap; options.pipeline.temporalWeight = temporal
@@ -145,6 +156,10 @@ struct Backdrop: ParsableCommand {
                 colorReader = try reader(color!, isDepth: false, format: nil)
                 depthReader = try reader(depth!, isDepth: true, format: options.depthEncoding)
                 if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 { frameRate = v.info.framesPerSecond }
+            }
+            // One image cannot hold several frames: refuse before the first one is written.
+            if outputIsImage && (colorReader.knownCount ?? 2) > 1 {
+                throw ValidationError("-o \(output) is one image, but \(colorReader.name) has several frames; give a folder or a video (.mp4) as the output")
             }
             let session = BackdropSession(options: options, background: bg, cascade: classifier)
             let out = try writer(frameRate: frameRate)

@@ -29,6 +29,7 @@ struct Convert: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            try AtomicOutput.check(files: [output], inputs: [input], overwrite: force)
             let d = try ImageCodecs.read(input)
             let opts = WriteOptions(quality: quality, bitDepth: bitDepth, metadata: keepMetadata ? d.metadata : nil, overwrite: force)
             try ImageCodecs.write(d.image, to: output, options: opts)

@@ -45,8 +45,8 @@ struct Demo: ParsableCommand {
         try reportingErrors {
             let dir = folder()
             let clean = dir + "/clean.jpg", sheet = dir + "/before-after.jpg", report = dir + "/report.json"
-            for p in [clean, sheet, report] where !force && FileManager.default.fileExists(atPath: p) {
-                throw ImageIOError.outputExists(path: p)
+            if FileManager.default.fileExists(atPath: dir) {
+                try AtomicOutput.check(files: [clean, sheet, report], inputs: [video].compactMap { $0 }, overwrite: force)
             }
             let clip = try video ?? DemoAssets.pedestrianVideo()
             var isDir: ObjCBool = false

@@ -99,9 +99,7 @@ struct DepthExtract: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            for path in [output, report].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
-                throw ImageIOError.outputExists(path: path)
-            }
+            try AtomicOutput.check(files: [output, report], inputs: [photo], overwrite: force)
             var o = source.readOptions
             o.decodePhoto = false
             o.sensorOrientation = raw

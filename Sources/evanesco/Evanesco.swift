@@ -33,6 +33,7 @@ struct Evanesco: ParsableCommand {
         do {
             var command = try parseAsRoot()
             try NumericOptions.refuseNonFinite(in: command)
+            Cleanup.installSignalHandlers()
             try command.run()
         } catch {
             exit(withError: error)

@@ -73,9 +73,7 @@ struct Portrait: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Every output is checked before any work, so a refusal never leaves one of them written.
-            for path in [output, saveMask, report].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
-                throw ImageIOError.outputExists(path: path)
-            }
+            try AtomicOutput.check(files: [output, saveMask, report], inputs: [photo, depthMap].compactMap { $0 }, overwrite: force)
             let renderer = try depthMap.map { try PortraitRenderer(DepthReader.read(photo: photo, depthMap: $0, kind: depthKind)) }
                 ?? PortraitRenderer(contentsOf: photo, options: source.readOptions)
             for w in renderer.photo.warnings { Diagnostics.warning("\(photo): \(w)") }

@@ -58,9 +58,7 @@ struct Stack: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Refuse before any work if an output would be clobbered.
-            for p in [output, report].compactMap({ $0 }) where FileManager.default.fileExists(atPath: p) && !force {
-                throw ImageIOError.outputExists(path: p)
-            }
+            try AtomicOutput.check(files: [output, report], directories: [saveFrames], inputs: inputs + [homographies].compactMap { $0 }, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
             var options = StackOptions()
             options.align = align; options.merge = merge; options.reference = reference

@@ -45,7 +45,7 @@ enum JPEGCodec {
     static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits) throws -> DecodedImage {
         let d = try TurboJPEGDecompressor()
         let hdr = try header(d, bytes, path: path)
-        try limits.check(width: hdr.width, height: hdr.height, path: path)
+        try limits.check(width: hdr.width, height: hdr.height, path: path, bytesPerPixel: 4, sourceBytes: bytes.count, format: "JPEG")
         let isGray = hdr.colorspace == Int32(TJCS_GRAY.rawValue)
         let isCMYK = hdr.colorspace == Int32(TJCS_CMYK.rawValue) || hdr.colorspace == Int32(TJCS_YCCK.rawValue)
         let channels = isGray ? 1 : isCMYK ? 4 : 3

@@ -27,7 +27,7 @@ enum PNGCodec {
         return try bytes.withUnsafeBufferPointer { buf in
             guard evn_png_read_begin(&r.io, buf.baseAddress, buf.count) == 0 else { throw classify(r.error, path: path) }
             let w = Int(png_get_image_width(r.io.png, r.io.info)), h = Int(png_get_image_height(r.io.png, r.io.info))
-            try limits.check(width: w, height: h, path: path)
+            try limits.check(width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: headerOnly ? nil : bytes.count, format: "PNG")
             let channels = Int(png_get_channels(r.io.png, r.io.info))
             let depth = Int(png_get_bit_depth(r.io.png, r.io.info))
             guard [1, 3, 4].contains(channels), depth == 8 || depth == 16 else {

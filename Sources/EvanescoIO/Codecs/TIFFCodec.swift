@@ -8,7 +8,11 @@ final class TIFFHandle {
     let bytes: [UInt8]
     init(bytes: [UInt8]) { self.bytes = bytes }
     deinit { if let tif { TIFFClose(tif) } }
-    var error: String { stringFromCBuffer(io.error) }
+    /// libtiff's message without the "memory: " name of the in-memory stream it prefixes.
+    var error: String {
+        let m = stringFromCBuffer(io.error)
+        return m.hasPrefix("memory: ") ? String(m.dropFirst(8)) : m
+    }
 }
 
 /// Owns a TIFF* opened for writing; `close()` flushes it, deinit closes it if an error came first.
@@ -51,7 +55,8 @@ enum TIFFCodec {
         _ = evn_tiff_get_u16_defaulted(tif, UInt32(TIFFTAG_ORIENTATION), &orient)
         if evn_tiff_get_u16(tif, UInt32(TIFFTAG_PHOTOMETRIC), &photo) == 0 { photo = spp >= 3 ? UInt16(PHOTOMETRIC_RGB) : UInt16(PHOTOMETRIC_MINISBLACK) }
         let width = Int(w), height = Int(h)
-        try limits.check(width: width, height: height, path: path)
+        try limits.check(width: width, height: height, path: path, bytesPerPixel: max(1, Int(spp)) * max(1, Int(bps) / 8),
+                         sourceBytes: headerOnly ? nil : bytes.count, format: "TIFF")
         var meta = ImageMetadata()
         meta.orientation = Orientation(rawValue: Int(orient)) ?? .up
         var count: UInt32 = 0, data: UnsafeMutableRawPointer? = nil

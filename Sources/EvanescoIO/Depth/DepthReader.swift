@@ -53,6 +53,12 @@ public struct DepthReadOptions: Sendable {
     public var limits = DecodeLimits.standard
     /// Decode the photo and require depth; auxiliary images are listed, not decoded.
     public init() {}
+
+    /// Limits for images inside a photo (depth, mattes, GDepth maps): never more pixels than the
+    /// photo itself (at least 4 MP), so a small file cannot declare a huge hidden map.
+    func embeddedLimits(photoWidth: Int, photoHeight: Int) -> DecodeLimits {
+        limits.tightened(toPixels: max(photoWidth * photoHeight, 1 << 22))
+    }
 }
 
 /// Reads depth, disparity and auxiliary images from iPhone HEIC and JPEG (MPF) photos, Google
@@ -121,10 +127,11 @@ public enum DepthReader {
         var out = DepthPhoto(path: path, format: .heif, photo: options.decodePhoto ? photo : nil, width: w, height: h,
                              orientation: o, depth: nil, auxiliary: [], warnings: [])
         let orient: Orientation = options.sensorOrientation ? .up : o
+        let embeddedLimits = options.embeddedLimits(photoWidth: w, photoHeight: h)
 
         if let id = primary.depthImageIDs.first {
             let dh = try primary.depthHandle(id, path: path)
-            let (stored, bits) = try dh.decodeMonochrome(path: path, limits: options.limits, ignoreTransformations: true)
+            let (stored, bits) = try dh.decodeMonochrome(path: path, limits: embeddedLimits, ignoreTransformations: true)
             let intMax = Double((1 << bits) - 1)
             let xmpBytes = dh.metadata(type: "mime").first
             let xmp = try xmpBytes.map { try parseXMP($0, path: path) }
@@ -176,7 +183,7 @@ public enum DepthReader {
                                      width: handle.width, height: handle.height, source: "HEIF auxiliary item")
             if orient.swapsAxes { swap(&aux.width, &aux.height) }
             if options.decodeAuxiliary.contains(kind) {
-                let (img, _) = try handle.decodeMonochrome(path: path, limits: options.limits, ignoreTransformations: true)
+                let (img, _) = try handle.decodeMonochrome(path: path, limits: embeddedLimits, ignoreTransformations: true)
                 aux.image = img.map(orient)
             }
             out.auxiliary.append(aux)
@@ -189,6 +196,7 @@ public enum DepthReader {
     static func readJPEG(_ bytes: [UInt8], path: String, options: DepthReadOptions) throws -> DepthPhoto {
         var (out, photo) = try primary(bytes, path: path, options: options)
         let orient: Orientation = options.sensorOrientation ? .up : out.orientation
+        let embeddedLimits = options.embeddedLimits(photoWidth: out.width, photoHeight: out.height)
 
         // Apple: MPF secondary images, each identified by its own XMP.
         let index = MPFIndex.read(bytes)
@@ -211,7 +219,7 @@ public enum DepthReader {
                 }
                 let imin = xmp.double(XMPNamespace.apdi, "IntMinValue") ?? 0, imax = xmp.double(XMPNamespace.apdi, "IntMaxValue") ?? 255
                 guard imax != imin else { throw DepthError.badMetadata(path: subPath, detail: "apdi:IntMinValue equals IntMaxValue") }
-                let decoded = try decodeEmbedded(sub, path: subPath, limits: options.limits)
+                let decoded = try decodeEmbedded(sub, path: subPath, limits: embeddedLimits)
                 let k: DepthKind = kind == .depth ? .depth : .disparity
                 var d = makeDepth(stored: decoded.image.firstChannel, bits: decoded.image.bitDepth,
                                   encoding: .linear(floatMin: fmin, floatMax: fmax, intMin: imin, intMax: imax), kind: k,
@@ -225,11 +233,11 @@ public enum DepthReader {
             }
             var aux = AuxiliaryImage(kind: kind, type: typeName, image: .uint8(Image(width: 0, height: 0, channels: 1)),
                                      width: 0, height: 0, source: "JPEG MPF image \(n + 2)", embeddedBytes: sub, embeddedFormat: .jpeg)
-            if let hdr = try? ImageCodecs.decodeStored(sub, path: subPath, options: ReadOptions(limits: options.limits), headerOnly: true) {
+            if let hdr = try? ImageCodecs.decodeStored(sub, path: subPath, options: ReadOptions(limits: embeddedLimits), headerOnly: true) {
                 (aux.width, aux.height) = orient.swapsAxes ? (hdr.storedHeight, hdr.storedWidth) : (hdr.storedWidth, hdr.storedHeight)
             }
             if options.decodeAuxiliary.contains(kind) {
-                aux.image = try decodeEmbedded(sub, path: subPath, limits: options.limits).image.firstChannel.map(orient)
+                aux.image = try decodeEmbedded(sub, path: subPath, limits: embeddedLimits).image.firstChannel.map(orient)
             }
             out.auxiliary.append(aux)
         }
@@ -285,6 +293,7 @@ public enum DepthReader {
         let ext = try extended.map { try parseXMP($0, path: path + " (extended XMP)") }
         func value(_ ns: String, _ name: String) -> String? { main.value(ns, name) ?? ext?.value(ns, name) }
         let orient: Orientation = options.sensorOrientation ? .up : out.orientation
+        let embeddedLimits = options.embeddedLimits(photoWidth: out.width, photoHeight: out.height)
 
         // Container items (Dynamic Depth, or the older GContainer).
         // Embedded formats come from their bytes, never from the declared Mime.
@@ -349,7 +358,7 @@ public enum DepthReader {
             guard let near, let far, near > 0, far > 0, near.isFinite, far.isFinite else {
                 throw DepthError.badMetadata(path: path, detail: "\(source): Near/Far missing or not positive")
             }
-            let decoded = try decodeEmbedded(data, path: "\(path) (\(source))", limits: options.limits)
+            let decoded = try decodeEmbedded(data, path: "\(path) (\(source))", limits: embeddedLimits)
             let stored = decoded.image.firstChannel
             let intMax = decoded.image.bitDepth == 16 ? 65535.0 : 255.0
             let linear = (format ?? "RangeInverse").lowercased() == "rangelinear"
@@ -393,7 +402,7 @@ public enum DepthReader {
             d.embeddedBytes = data; d.embeddedFormat = decoded.format
             out.depth = d
         }
-        if let confidence, let img = try? decodeEmbedded(confidence, path: path, limits: options.limits) {
+        if let confidence, let img = try? decodeEmbedded(confidence, path: path, limits: embeddedLimits) {
             out.auxiliary.append(AuxiliaryImage(kind: .confidence, type: "confidence", image: img.image.firstChannel.map(orient),
                                                 width: img.image.width, height: img.image.height, source: "GDepth/Dynamic Depth confidence",
                                                 embeddedBytes: confidence, embeddedFormat: img.format))

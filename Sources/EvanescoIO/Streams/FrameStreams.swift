@@ -145,6 +145,7 @@ public final class VideoFrameReader: FrameReader {
         let err = Pipe()
         process.standardOutput = pipe; process.standardError = err; process.standardInput = FileHandle.nullDevice
         try process.run()
+        Cleanup.add(child: process.processIdentifier)
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
         raw = RawFrameReader(fd: pipe.fileHandleForReading.fileDescriptor, width: self.info.width, height: self.info.height, layout: layout, name: path)
@@ -153,6 +154,7 @@ public final class VideoFrameReader: FrameReader {
     deinit {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        Cleanup.remove(child: process.processIdentifier)
     }
 
     public func next() throws -> AnyImage? {

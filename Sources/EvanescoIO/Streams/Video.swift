@@ -224,7 +224,9 @@ public final class VideoWriter {
         input = Pipe()
         let err = Pipe()
         process.standardInput = input; process.standardError = err; process.standardOutput = FileHandle.nullDevice
+        Cleanup.add(file: tempPath)
         try process.run()
+        Cleanup.add(child: process.processIdentifier)
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
     }
@@ -235,6 +237,8 @@ public final class VideoWriter {
             process.waitUntilExit()
             unlink(tempPath)
         }
+        Cleanup.remove(child: process.processIdentifier)
+        Cleanup.remove(file: tempPath)
     }
 
     /// Appends one frame (converted to 8-bit RGB).

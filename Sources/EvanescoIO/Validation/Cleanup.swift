@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+
+/// What a run must undo if it is interrupted: temporary files not yet renamed into place and
+/// child processes (ffmpeg) still running. ``AtomicOutput`` and the video streams register here;
+/// ``installSignalHandlers()`` makes SIGINT and SIGTERM remove the files and stop the children
+/// before the process exits (status 130 or 143), so an interrupted run leaves nothing behind.
+public enum Cleanup {
+    static let lock = NSLock()
+    nonisolated(unsafe) static var files: Set<String> = []
+    nonisolated(unsafe) static var children: Set<pid_t> = []
+    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    /// Registers a temporary file to remove if the run is interrupted.
+    package static func add(file path: String) { lock.lock(); files.insert(path); lock.unlock() }
+    /// The file was renamed into place or removed: nothing to undo.
+    package static func remove(file path: String) { lock.lock(); files.remove(path); lock.unlock() }
+    /// Registers a child process to stop if the run is interrupted.
+    package static func add(child pid: pid_t) { lock.lock(); children.insert(pid); lock.unlock() }
+    /// The child has exited.
+    package static func remove(child pid: pid_t) { lock.lock(); children.remove(pid); lock.unlock() }
+
+    /// Removes every registered temporary file and stops every registered child.
+    public static func run() {
+        lock.lock()
+        let f = files, c = children
+        files = []; children = []
+        lock.unlock()
+        // Children first (ffmpeg may still be writing a temporary file): SIGTERM, half a second
+        // to exit, then SIGKILL; the files go once nothing can write them any more.
+        for pid in c { kill(pid, SIGTERM) }
+        let deadline = Date().addingTimeInterval(0.5)
+        var running = c
+        while !running.isEmpty && Date() < deadline {
+            running = running.filter { waitpid($0, nil, WNOHANG) == 0 }
+            if !running.isEmpty { usleep(10_000) }
+        }
+        for pid in running { kill(pid, SIGKILL); waitpid(pid, nil, 0) }
+        for path in f { unlink(path) }
+    }
+
+    /// Handles SIGINT and SIGTERM (for a command-line tool): cleans up, then exits with 128 +
+    /// the signal number. Call once, early.
+    public static func installSignalHandlers() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                run()
+                signal(sig, SIG_DFL)
+                exit(128 + sig)
+            }
+            source.resume()
+            lock.lock(); sources.append(source); lock.unlock()
+        }
+    }
+}
