@@ -5,11 +5,14 @@ import Foundation
 /// Why a cascade could not be loaded.
 public enum CascadeError: Error, Equatable, CustomStringConvertible {
     case notFound(searched: [String])
+    /// The cascade file given does not exist.
+    case fileNotFound(path: String)
     case unreadable(path: String, detail: String)
     case unsupported(path: String, detail: String)
 
     public var description: String {
         switch self {
+        case .fileNotFound(let p): "\(p): no such cascade file; check the path (OpenCV cascades are XML files such as haarcascade_frontalface_default.xml)"
         case .notFound(let s):
             "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or give a cascade file"
         case .unreadable(let p, let d): "\(p): not a usable OpenCV cascade (\(d))"
@@ -72,7 +75,7 @@ public struct CascadeClassifier: Sendable {
     /// Loads `path`, or the first of `defaultSearchPaths` that exists.
     public static func load(_ path: String? = nil) throws -> CascadeClassifier {
         if let path {
-            guard FileManager.default.fileExists(atPath: path) else { throw CascadeError.notFound(searched: [path]) }
+            guard FileManager.default.fileExists(atPath: path) else { throw CascadeError.fileNotFound(path: path) }
             return try CascadeClassifier(xml: try InputFile.read(path), path: path)
         }
         for p in defaultSearchPaths where FileManager.default.fileExists(atPath: p) {

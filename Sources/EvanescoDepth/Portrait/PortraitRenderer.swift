@@ -254,8 +254,15 @@ public final class PortraitRenderer: Sendable {
         guard let depth = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
         let matte = photo.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
         self.init(photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
-                  normalized: try NormalizedDisparity(depth), matte: matte, depthSummary: DepthSummary(photo).depth,
+                  normalized: try Self.normalize(depth, path: photo.path), matte: matte, depthSummary: DepthSummary(photo).depth,
                   scale: 1, decodeSeconds: decodeSeconds)
+    }
+
+    /// The normalised disparity, with the photo named in the error when the map has no value.
+    static func normalize(_ depth: DepthData, path: String) throws -> NormalizedDisparity {
+        do { return try NormalizedDisparity(depth) } catch FocusError.noValidDepth(let detail) {
+            throw FocusError.noValidDepth(detail: "\(path): \(detail)")
+        }
     }
 
     init(photo: DepthPhoto, image: AnyImage, metadata: ImageMetadata, depth: DepthData, normalized: NormalizedDisparity,

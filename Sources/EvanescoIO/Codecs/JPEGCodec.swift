@@ -31,6 +31,8 @@ enum JPEGCodec {
         var w: Int32 = 0, h: Int32 = 0, ss: Int32 = 0, cs: Int32 = 0
         let r = bytes.withUnsafeBufferPointer { tjDecompressHeader3(d.handle, $0.baseAddress, UInt($0.count), &w, &h, &ss, &cs) }
         guard r == 0 else { throw classify(d.lastError, path: path) }
+        // libjpeg-turbo reports 0x0 when the data ends before the frame header (SOF).
+        guard w > 0, h > 0 else { throw ImageIOError.truncated(path: path, format: "JPEG", detail: "the file ends before its frame header (SOF)") }
         return Header(width: Int(w), height: Int(h), subsampling: ss, colorspace: cs)
     }
 

@@ -11,12 +11,12 @@ public enum XMPError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .tooLarge(let b, let l): "the XMP packet is \(b) bytes, over the limit of \(l)"
-        case .tooDeep(let l): "the XMP nests elements deeper than \(l) levels"
-        case .tooManyElements(let l): "the XMP has more than \(l) elements"
-        case .declarationRefused: "the XMP contains a DOCTYPE/ENTITY declaration, which is refused (entity expansion)"
-        case .undefinedEntity(let e): "the XMP uses the undefined entity &\(e);"
-        case .malformed(let o, let r): "the XMP is not well-formed XML at byte \(o): \(r)"
+        case .tooLarge(let b, let l): "the XML packet is \(b) bytes, over the limit of \(l)"
+        case .tooDeep(let l): "the XML nests elements deeper than \(l) levels"
+        case .tooManyElements(let l): "the XML has more than \(l) elements"
+        case .declarationRefused: "the XML contains a DOCTYPE/ENTITY declaration, which is refused (entity expansion)"
+        case .undefinedEntity(let e): "the XML uses the undefined entity &\(e);"
+        case .malformed(let o, let r): "the XML is not well-formed XML at byte \(o): \(r)"
         }
     }
 }
