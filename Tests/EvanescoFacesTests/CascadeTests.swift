@@ -41,7 +41,7 @@ struct CascadeTests {
         #expect(throws: CascadeError.self) { try CascadeClassifier(xml: Self.tinyCascade(root: "haarcascade_old"), path: "old.xml") }
         #expect(throws: CascadeError.self) { try CascadeClassifier(xml: Array("<cascade><stageType>BOOST".utf8), path: "cut.xml") }
         #expect(CascadeError.notFound(searched: ["/x"]).description.contains("apt-get install opencv-data"))
-        #expect(throws: CascadeError.notFound(searched: ["/nonexistent.xml"])) { try CascadeClassifier.load("/nonexistent.xml") }
+        #expect(throws: CascadeError.fileNotFound(path: "/nonexistent.xml")) { try CascadeClassifier.load("/nonexistent.xml") }
     }
 
     @Test("groupRectangles: near-identical hits merge, lone hits are dropped, a box inside a stronger one goes")
