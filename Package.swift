@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "EvanescoDepth", targets: ["EvanescoDepth"]),
         .library(name: "EvanescoFaces", targets: ["EvanescoFaces"]),
         .executable(name: "evanesco", targets: ["evanesco"]),
+        // Test support: the fuzz targets' bodies (FuzzTesting/ and the regression replay use them).
+        .library(name: "EvanescoFuzzEntries", targets: ["EvanescoFuzzEntries"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -34,6 +36,7 @@ let package = Package(
         .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),
         .target(name: "EvanescoDepth", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
+        .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces"]),
         .executableTarget(name: "evanesco",
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack"]),
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
+        .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries"], resources: [.copy("Regressions")]),
         .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO"]),
     ],
     swiftLanguageModes: [.v6]
