@@ -66,6 +66,13 @@ elif target == "FuzzXMP":
             put(f"{os.path.basename(f)}-{k}.xml", b[a:e + 12]); k += 1; i = e
 elif target == "FuzzCascade":
     files = real("faces/cascades/*.xml") + sorted(glob.glob("/usr/share/opencv4/*cascades/*frontalface*.xml"))
+    # Small cascades too: the real ones are ~1 MB and parse slowly, so most executions use these.
+    for ft, feat, nodes in [("HAAR", "<_><rects><_>0 0 2 4 -1.</_><_>2 0 2 4 1.</_></rects><tilted>0</tilted></_>", "0 -1 0 0.01"),
+                            ("LBP", "<_><rect>0 0 1 1</rect></_>", "0 -1 0 -1 -1 -1 -1 -1 -1 -1")]:
+        put(f"tiny-{ft}.xml", f"""<?xml version="1.0"?><opencv_storage><cascade><stageType>BOOST</stageType><featureType>{ft}</featureType>
+<height>4</height><width>4</width><stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>-0.5</stageThreshold>
+<weakClassifiers><_><internalNodes>{nodes}</internalNodes><leafValues>-1 1</leafValues></_></weakClassifiers></_></stages>
+<features>{feat}</features></cascade></opencv_storage>""".encode())
 elif target == "FuzzRawFrames":
     put("rgb.raw", bytes([3, 2, 0]) + bytes(range(256))[:36]); put("g16.raw", bytes([4, 4, 2]) + bytes(64))
 elif target == "FuzzHomographies":
@@ -76,7 +83,7 @@ for f in files: shutil.copy(f, os.path.join(seeds, os.path.basename(f)))
 os.remove(tmp) if target not in ("FuzzPNG",) else None
 PY
 
-case $target in FuzzDepthJPEG|FuzzHEIF|FuzzJPEG) maxlen=2000000;; FuzzCascade) maxlen=1000000;; *) maxlen=65536;; esac
+case $target in FuzzDepthJPEG|FuzzHEIF|FuzzJPEG) maxlen=2000000;; *) maxlen=65536;; esac
 log=$work/run.log
 set +e
 "$bin" "$corpus" "$seeds" -max_total_time="$seconds" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
