@@ -119,11 +119,12 @@ public struct CascadeClassifier: Sendable {
             guard v.allSatisfy({ $0 != nil }) else { throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number") }
             return v.map { $0! }
         }
+        // Ranges passed here fit Int32, except the LBP subset words (read as UInt32 bit patterns).
         func index(_ v: Double, _ range: ClosedRange<Int>, _ what: String) throws -> Int32 {
             guard let i = FileNumber.int(exactly: v, in: range) else {
                 throw CascadeError.unreadable(path: path, detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
             }
-            return Int32(i)
+            return Int32(truncatingIfNeeded: i)
         }
 
         guard let stagesEl = child(cascade, "stages"), let featuresEl = child(cascade, "features") else {
@@ -157,7 +158,7 @@ public struct CascadeClassifier: Sendable {
                                     threshold: 0, subset: -1)
                     if feature == .haar { node.threshold = Float(n[k + 3]) } else {
                         node.subset = Int32(subsets.count)
-                        subsets += try (0..<8).map { Int32(truncatingIfNeeded: Int64(try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word"))) }
+                        subsets += try (0..<8).map { try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word") }
                     }
                     nodes.append(node)
                 }
