@@ -101,6 +101,16 @@ for v in ["nan,1", "99999999,99999999", "-1,-1", "1e300,0", "inf,inf"]:
 for v in ["disparity8:nan,2", "disparity8:2,1", "disparity8:0,inf", "mm17"]:
     run("CLI values (NaN, infinity, out of range)", ["backdrop", "--color", "photo.png", "--depth", "photo.png", "--depth-format", v, "-o", "bd.jpg", "--force"])
 
+# --- Normal commands on every sample photo ---------------------------------------------------------
+if have_shared:
+    import glob as _g
+    photos = sorted(_g.glob(shared("depth/**/*.heic"), recursive=True) + _g.glob(shared("depth/**/*.jpg"), recursive=True))
+    for ph in photos:
+        for cmd in (["depth", "extract", ph, "-o", "x.png", "--normalize", "--force"], ["depth", "extract", ph, "-o", "x.pfm", "--force"],
+                    ["depth", "extract", ph, "-o", "x.tif", "--as", "depth", "--force"], ["depth", "info", ph, "--json"],
+                    ["portrait", ph, "-o", "x.jpg", "--effect", "blur", "--force"], ["portrait", ph, "-o", "x.jpg", "--effect", "mask", "--focus-point", "0.5,0.5", "--force"]):
+            run("Normal commands on every sample photo", cmd, timeout=120)
+
 # --- Tiny and odd frames -----------------------------------------------------------------------
 for (w, h) in [(1, 1), (2, 1), (1, 2), (3, 3), (15, 15), (16, 16), (4000, 1), (1, 4000)]:
     names = []
