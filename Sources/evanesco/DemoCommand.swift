@@ -45,14 +45,12 @@ struct Demo: ParsableCommand {
         try reportingErrors {
             let dir = folder()
             let clean = dir + "/clean.jpg", sheet = dir + "/before-after.jpg", report = dir + "/report.json"
-            if FileManager.default.fileExists(atPath: dir) {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
+                guard isDir.boolValue else { throw ValidationError("--out \(dir) is a file; give a folder") }
                 try AtomicOutput.check(files: [clean, sheet, report], inputs: [video].compactMap { $0 }, overwrite: force)
             }
             let clip = try video ?? DemoAssets.pedestrianVideo()
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), !isDir.boolValue {
-                throw ValidationError("--out \(dir) is a file; give a folder")
-            }
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let info = try VideoIO.probe(clip)
             let progress = ProgressDisplay(quiet: false)

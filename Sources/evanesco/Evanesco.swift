@@ -94,7 +94,11 @@ func commandLineMessage(_ error: Error) -> String {
 
 /// Diagnostics go to stderr, never stdout.
 enum Diagnostics {
-    static func error(_ message: String) { FileHandle.standardError.write(Data("evanesco: error: \(message)\n".utf8)) }
+    /// One line, whatever a library underneath put in the message.
+    static func error(_ message: String) {
+        let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+        FileHandle.standardError.write(Data("evanesco: error: \(line)\n".utf8))
+    }
     static func warning(_ message: String) { FileHandle.standardError.write(Data("evanesco: warning: \(message)\n".utf8)) }
 }
 

@@ -91,12 +91,15 @@ final class HeifDecodedImage {
 
 enum HEIFCodec {
     static func error(_ e: heif_error, path: String) -> ImageIOError {
-        let msg = e.message.map { String(cString: $0) } ?? "libheif error \(e.code.rawValue)"
+        let msg = (e.message.map { String(cString: $0) } ?? "libheif error \(e.code.rawValue)")
+            .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingWhitespace
         if e.code == heif_error_Invalid_input && (e.subcode == heif_suberror_End_of_data) {
             return .truncated(path: path, format: "HEIF", detail: msg)
         }
         if e.code == heif_error_Memory_allocation_error || e.subcode == heif_suberror_Security_limit_exceeded {
-            return .dimensionsTooLarge(path: path, width: 0, height: 0, limit: DecodeLimits.defaultMaxPixels)
+            // libheif's own limits refused a declared size before decoding; it gives no numbers we
+            // could check ourselves, so its message is passed on.
+            return .corrupt(path: path, format: "HEIF", detail: "it declares an image beyond libheif's security limits (\(msg)); the file is damaged or hostile")
         }
         let lower = msg.lowercased()
         if lower.contains("end of data") || lower.contains("truncat") || lower.contains("premature") {
