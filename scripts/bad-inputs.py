@@ -120,6 +120,18 @@ for (w, h) in [(1, 1), (2, 1), (1, 2), (3, 3), (15, 15), (16, 16), (4000, 1), (1
     for align in ["auto", "homography", "translation", "none"]:
         run("Tiny and degenerate frames", ["stack", *names, "-o", f"s{w}x{h}.png", "--force", "--align", align, "--quiet"], timeout=60)
 
+# --- Streams that do not match ----------------------------------------------------------------------
+png("tall.png", 16, 200); png("wide.png", 300, 20)
+for depth in ["tall.png", "wide.png"]:
+    run("Streams that do not match", ["backdrop", "--color", "photo.png", "--depth", depth, "--depth-format", "disparity8:0,2",
+                                      "--subject", "nearest", "-o", "mm.jpg", "--force"], expect=(1,), must_not_exist=["mm.jpg"])
+open("raw.bin", "wb").write(os.urandom(1000))
+run("Streams that do not match", ["backdrop", "--color", "-", "--size", "64x48", "--depth", "photo.png", "--depth-format",
+                                  "disparity8:0,2", "--subject", "nearest", "-o", "mm-dir"], stdin=open("raw.bin", "rb").read(), expect=(1,))
+open("fake.mp4", "wb").write(os.urandom(100))
+run("Streams that do not match", ["stack", "fake.mp4", "-o", "fs.png"], expect=(1,), must_not_exist=["fs.png"])
+run("Streams that do not match", ["backdrop", "--color", "fake.mp4", "--depth", "fake.mp4", "-o", "fo.mp4"], expect=(1,), must_not_exist=["fo.mp4"])
+
 # --- Truncated, damaged and lying headers -------------------------------------------------------
 good_png = png("g.png", 200, 150)
 subprocess.run([EVANESCO, "convert", "g.png", "g.jpg", "--force"], capture_output=True)

@@ -24,6 +24,8 @@ public struct BurstFrame: Sendable {
 /// Why a burst cannot be stacked. Every case says what to do.
 public enum StackError: Error, CustomStringConvertible, Equatable {
     case noFrames
+    /// Every input was left out; each with its reason.
+    case noUsableInput(reasons: [String])
     case referenceOutOfRange(Int, count: Int)
     case sizeMismatch(frame: String, size: String, reference: String, referenceSize: String)
     case channelMismatch(frame: String)
@@ -35,6 +37,7 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
         case .tooSmallToAlign(let w, let h):
             "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
+        case .noUsableInput(let r): "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
         case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
         case .sizeMismatch(let f, let s, let r, let rs): "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or resize them first)"
         case .channelMismatch(let f): "\(f) has a different number of colour channels from the reference; convert the burst to one colour type first"
@@ -144,7 +147,9 @@ public enum BurstStacker {
         let start = Date()
         let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
         let decode = Date().timeIntervalSince(start)
-        guard !loaded.frames.isEmpty else { throw StackError.noFrames }
+        guard !loaded.frames.isEmpty else {
+            throw loaded.skipped.isEmpty ? StackError.noFrames : StackError.noUsableInput(reasons: loaded.skipped.prefix(5).map { $0.1.hasPrefix($0.0) ? $0.1 : "\($0.0): \($0.1)" })
+        }
         var r = try stack(loaded.frames, options: options)
         r.timings.decode = decode
         r.notices.insert(contentsOf: loaded.skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)

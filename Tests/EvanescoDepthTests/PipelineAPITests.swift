@@ -97,6 +97,11 @@ struct BackdropSessionTests {
         let (c, _) = Self.frames()
         let d8 = AnyImage.uint8(Image<UInt8>(width: 60, height: 45, channels: 1))
         #expect(throws: BackdropSessionError.depthFormatNeeded(bits: 8)) { try BackdropSession(cascade: nil).process(color: c, depth: d8) }
+        // A depth map of another shape would give a silently wrong cut.
+        let tall = AnyImage.uint16(Image(width: 10, height: 60, channels: 1))
+        #expect(throws: BackdropSessionError.shapesDiffer(color: "\(c.width)x\(c.height)", depth: "10x60")) {
+            try BackdropSession(cascade: nil).process(color: c, depth: tall)
+        }
         var o = BackdropSessionOptions(); o.subject = .point(x: 99_999_999, y: 99_999_999)
         #expect(throws: BackdropError.self) { try BackdropSession(options: o, cascade: nil).process(color: c, depth: Self.frames().1) }
         #expect(SubjectSelection("12,34") == .point(x: 12, y: 34) && SubjectSelection("12") == nil && SubjectSelection("-1,2") == nil)

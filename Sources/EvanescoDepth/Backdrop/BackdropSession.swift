@@ -144,9 +144,16 @@ public final class BackdropSession {
     ///   - depth: The depth frame, raw (in ``depthEncoding``) or already in metres as `.float32`.
     ///   - keepMask: Also return the full-size mask.
     /// - Returns: The composite, the mask if asked, and the frame's report.
-    /// - Throws: ``BackdropSessionError``, and `BackdropError.noSubject` when no subject can be found.
+    /// - Throws: ``BackdropSessionError`` (a depth format that cannot be guessed, frames of
+    ///   different shapes), and `BackdropError.noSubject` when no subject can be found.
     public func process(color: AnyImage, depth: AnyImage, keepMask: Bool = false) throws -> BackdropFrame {
         var times = StageTimings()
+        // The depth may be smaller than the colour, but it must cover the same view: a cut made
+        // on a map of another shape would be silently wrong.
+        let (cw, ch, dw, dh) = (Double(color.width), Double(color.height), Double(depth.width), Double(depth.height))
+        guard cw > 0, ch > 0, dw > 0, dh > 0, abs(cw / ch - dw / dh) <= 0.02 * cw / ch else {
+            throw BackdropSessionError.shapesDiffer(color: "\(color.width)x\(color.height)", depth: "\(depth.width)x\(depth.height)")
+        }
         let metres = try metres(depth)
         let colour = color.uint8.withChannels(3)
         if let b = options.blurRadius { pipeline.options.blurSigmaAt640 = b * 640 / Float(metres.width) }
@@ -219,9 +226,13 @@ public enum BackdropSessionError: Error, Equatable, CustomStringConvertible {
     case depthFormatNeeded(bits: Int)
     case frameCountsDiffer(color: Int, depth: Int)
     case streamEnded(which: String, after: Int)
+    /// The colour and depth frames do not show the same field of view (their shapes differ).
+    case shapesDiffer(color: String, depth: String)
 
     public var description: String {
         switch self {
+        case .shapesDiffer(let c, let d):
+            "the colour frames are \(c) but the depth frames are \(d): they must have the same shape (the depth may be smaller); crop or rotate them alike"
         case .depthFormatNeeded(let b):
             "\(b)-bit depth needs its format: disparity8 with the disparity range in 1/m (it cannot be guessed)"
         case .frameCountsDiffer(let c, let d):
