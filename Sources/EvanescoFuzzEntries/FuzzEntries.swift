@@ -22,10 +22,7 @@ public enum FuzzEntries {
         },
         "FuzzDepthJPEG": { start, count in
         // MPF images and their XMP, extended XMP, GDepth and Dynamic Depth containers.
-        let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
-        var o = DepthReadOptions()
-        o.requireDepth = false; o.limits = fuzzLimits; o.decodeAuxiliary = Set(AuxiliaryKind.allCases)
-        _ = try? DepthReader.read(bytes: bytes, path: "fuzz.jpg", options: o)
+        readDepth(UnsafeRawBufferPointer(start: start, count: count), path: "fuzz.jpg")
         },
         "FuzzEXIF": { start, count in
         let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
@@ -33,10 +30,7 @@ public enum FuzzEntries {
         },
         "FuzzHEIF": { start, count in
         // Apple HEIC depth through libheif: the depth item, its XMP and the auxiliary images.
-        let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
-        var o = DepthReadOptions()
-        o.requireDepth = false; o.limits = fuzzLimits; o.decodeAuxiliary = Set(AuxiliaryKind.allCases)
-        _ = try? DepthReader.read(bytes: bytes, path: "fuzz.heic", options: o)
+        readDepth(UnsafeRawBufferPointer(start: start, count: count), path: "fuzz.heic")
         },
         "FuzzHomographies": { start, count in
         let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
@@ -90,6 +84,13 @@ public enum FuzzEntries {
         }
         },
     ]
+
+    /// Reads a depth photo with every auxiliary image decoded, depth not required.
+    static func readDepth(_ b: UnsafeRawBufferPointer, path: String) {
+        var o = DepthReadOptions()
+        o.requireDepth = false; o.limits = fuzzLimits; o.decodeAuxiliary = Set(AuxiliaryKind.allCases)
+        _ = try? DepthReader.read(bytes: [UInt8](b), path: path, options: o)
+    }
 
     /// Runs one target on one input.
     ///

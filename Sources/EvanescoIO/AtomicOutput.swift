@@ -12,15 +12,7 @@ public enum AtomicOutput {
     /// `path`. Throws `outputExists` before doing any work when `path` exists and `!overwrite`.
     public static func write(to path: String, overwrite: Bool, _ produce: (String) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-            throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist")
-        }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
-            if isDir.boolValue { throw ImageIOError.cannotWrite(path: path, reason: "it is a directory") }
-            if !overwrite { throw ImageIOError.outputExists(path: path) }
-        }
+        let dir = try checkFile(path, overwrite: overwrite)
         // Hidden, in the same folder (so rename is atomic), keeping the extension so that tools
         // which pick a format from the name (ffmpeg) still can.
         let ext = url.pathExtension.isEmpty ? "tmp" : url.pathExtension
@@ -69,15 +61,7 @@ public enum AtomicOutput {
             seen[id] = p
         }
         for p in outs {
-            let dir = URL(fileURLWithPath: p).deletingLastPathComponent().path
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-                throw ImageIOError.cannotWrite(path: p, reason: "folder \(dir) does not exist")
-            }
-            if FileManager.default.fileExists(atPath: p, isDirectory: &isDir) {
-                if isDir.boolValue { throw ImageIOError.cannotWrite(path: p, reason: "it is a directory") }
-                if !overwrite { throw ImageIOError.outputExists(path: p) }
-            }
+            let dir = try checkFile(p, overwrite: overwrite)
             guard access(dir, W_OK) == 0 else { throw ImageIOError.cannotWrite(path: p, reason: "folder \(dir) is not writable") }
         }
         for d in dirs {
@@ -91,6 +75,21 @@ public enum AtomicOutput {
                 }
             }
         }
+    }
+
+    /// The one check of an output file: its folder exists, it is not a folder, and it does not
+    /// exist unless `overwrite`. Returns the folder.
+    static func checkFile(_ path: String, overwrite: Bool) throws -> String {
+        let dir = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+            throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist")
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
+            if isDir.boolValue { throw ImageIOError.cannotWrite(path: path, reason: "it is a directory") }
+            if !overwrite { throw ImageIOError.outputExists(path: path) }
+        }
+        return dir
     }
 
     /// Writes bytes atomically.
