@@ -87,7 +87,7 @@ case $target in FuzzDepthJPEG|FuzzHEIF|FuzzJPEG) maxlen=2000000;; *) maxlen=6553
 log=$work/run.log
 set +e
 "$bin" "$corpus" "$seeds" -max_total_time="$seconds" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$findings/" -print_final_stats=1 -jobs=1 >"$log" 2>&1
+    -artifact_prefix="$findings/" -print_final_stats=1 >"$log" 2>&1
 status=$?
 set -e
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
