@@ -45,7 +45,7 @@ let package = Package(
                           path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore"]),
-        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO"]),
+        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG"]),
         .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign"]),
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack"]),
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
