@@ -122,7 +122,8 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         case .singleFrame: "only one usable frame: the output is that frame, nothing can be removed"
         case .twoFramesMergedByMean(let m):
             "two frames cannot outvote a moving object (asked for \(m.rawValue)); merged by their mean: use 3 or more frames"
-        case .inputSkipped(let input, let reason): "skipped \(input): \(reason)"
+        // Reasons from the codecs already start with the file's name.
+        case .inputSkipped(let input, let reason): reason.hasPrefix(input) ? "skipped \(reason)" : "skipped \(input): \(reason)"
         case .frameLeftOut(let source, let reason): "left out \(source): \(reason)"
         case .fellBack(let source, let reason): "\(source): \(reason)"
         }

@@ -82,8 +82,9 @@ struct Stack: ParsableCommand {
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             result.timings.total = Date().timeIntervalSince(start)
             if let report { try ReportFile.write(StackReport(result, inputs: inputs, output: output), to: report, overwrite: force) }
-            print(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@) in %.2f s", output, image.width, image.height,
-                         result.usedFrames, result.frames.count + result.skippedInputs, result.merge.rawValue, result.align.rawValue, result.timings.total ?? 0))
+            let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
+            print(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
+                         result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
             if let saved { print("frames saved in \(saved)") }
         }
     }
