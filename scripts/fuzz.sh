@@ -21,6 +21,7 @@ bin=$root/FuzzTesting/.build/release/$target
 evanesco=$root/.build/release/evanesco
 work=$root/.build/fuzz/$target
 corpus=$work/corpus; seeds=$work/seeds; findings=$work/findings
+rm -rf "$findings"   # only this run's findings are reported (kept ones live in the regressions folder)
 mkdir -p "$corpus" "$seeds" "$findings"
 
 # Seeds: real files where they exist, and small files made by the release binary.
@@ -91,6 +92,11 @@ set +e
 status=$?
 set -e
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+# A binary without coverage counters fuzzes blind: refuse to count such a run.
+if ! grep -q "Loaded 1 modules" "$log"; then
+    echo "fuzz.sh: $target ran without coverage instrumentation (rebuild FuzzTesting: rm -rf FuzzTesting/.build); not counted" >&2
+    exit 3
+fi
 echo "fuzz.sh: $target: ${runs:-?} executions in $seconds s, exit $status (log: $log)"
 if ls "$findings"/* >/dev/null 2>&1; then
     keep=$root/Tests/EvanescoFuzzRegressionTests/Regressions/$target
