@@ -114,11 +114,11 @@ struct Backdrop: ParsableCommand {
     var outputIsFrameFolder: Bool { output != "-" && !outputIsImage && !Self.videoExtensions.contains(outputExtension) }
 
     func writer(frameRate: Double) throws -> FrameWriter {
+        // The same classification the up-front output check used, so the two cannot disagree.
         if output == "-" { return RawFrameWriter(fd: 1) }
-        let ext = URL(fileURLWithPath: output).pathExtension.lowercased()
-        if Self.videoExtensions.contains(ext) { return try VideoFrameWriter(path: output, framesPerSecond: frameRate, overwrite: force) }
-        if ImageFormat.forOutput(extension: ext) != nil { return ImageFrameWriter(path: output, overwrite: force) }
-        return try DirectoryFrameWriter(dir: output, overwrite: force)
+        if outputIsImage { return ImageFrameWriter(path: output, overwrite: force) }
+        if outputIsFrameFolder { return try DirectoryFrameWriter(dir: output, overwrite: force) }
+        return try VideoFrameWriter(path: output, framesPerSecond: frameRate, overwrite: force)
     }
 
     func run() throws {
