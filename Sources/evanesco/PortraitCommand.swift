@@ -21,18 +21,29 @@ struct Portrait: ParsableCommand {
         matte when the file has one, else to the photo's edges (guided filter). The blur gathers \
         background colour only, so the subject does not bleed into it; --plain-blur turns that off.
 
+        --effect lens renders a real lens's depth of field instead of the tutorial's masked blur: \
+        every point becomes the aperture's shape (--blades, --blade-rotation) at its own circle of \
+        confusion c = A * |d - focus| (d the normalised disparity), depth-ordered so a blurred \
+        background stays behind the sharp subject and a blurred foreground spreads over it, in \
+        linear light with clipped highlights boosted (--highlights) so bokeh stays bright. A is \
+        --aperture (pixels; 40 at 12 MP by default, scaled with the photo) or comes from \
+        --f-number (full-frame equivalent) through the file's calibration and absolute depth. The \
+        portrait matte, when the file has one, sharpens the subject's edge.
+
         EXAMPLES:
           evanesco portrait IMG_0001.HEIC -o blur.jpg --effect blur --focus-point 0.5,0.45
           evanesco portrait IMG_0001.HEIC -o spot.jpg --effect spotlight --focus 0.8 --refine auto
           evanesco portrait IMG_0001.HEIC -o mask.png --effect mask --focus-distance 1.2 --report r.json
           evanesco portrait photo.jpg --depth-map photo-depth.png -o blur.jpg --effect blur --focus-point 0.3,0.6
+          evanesco portrait IMG_0001.HEIC -o lens.jpg --effect lens --focus-point 0.5,0.45 --aperture 60 --blades 6
+          evanesco portrait selfie.heic -o lens.jpg --effect lens --focus-point 0.5,0.4 --f-number 2.8 --cat-eye
         """)
 
     @Argument(help: "Portrait photo with depth (HEIC or JPEG), or any photo with --depth-map.") var photo: String
     @Option(help: "A separate depth or disparity map for the photo (PNG, JPEG, TIFF or PFM, the photo's shape).") var depthMap: String?
     @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.") var depthKind: DepthKind = .disparity
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "depth, mask, spotlight, color or blur.") var effect: PortraitEffect = .spotlight
+    @Option(help: "depth, mask, spotlight, color, blur or lens.") var effect: PortraitEffect = .spotlight
     @Option(help: "Focus as normalised disparity, 0 (farthest) ... 1 (nearest). (default: 0.5)") var focus: Float?
     @Option(help: "Focus distance in metres.") var focusDistance: Double?
     @Option(help: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1).") var focusPoint: PhotoPoint?
@@ -42,6 +53,12 @@ struct Portrait: ParsableCommand {
     @Option(help: "Blur levels blended per pixel.") var levels: Int = 5
     @Option(help: "Mask upscaling: none (bicubic, the tutorial), photo, matte, auto.") var refine: MaskRefinement = .none
     @Flag(help: "Blur without protecting the subject (the tutorial's plain variable blur).") var plainBlur = false
+    @Option(help: "Lens: blur diameter in pixels for the photo's whole disparity range. (default: 40 at 12 MP, scaled)") var aperture: Float?
+    @Option(help: "Lens: full-frame-equivalent f-number (needs absolute depth and the camera's calibration).") var fNumber: Double?
+    @Option(help: "Lens: diaphragm blades, 0 for a circle or 3...16.") var blades: Int = 0
+    @Option(help: "Lens: rotation of the blades in degrees.") var bladeRotation: Float = 0
+    @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
+    @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights: Float = 2
     @Option(help: "JPEG quality, 1-100.") var quality: Int = 92
     @Option(help: "Also write the full-size mask as an 8-bit image.") var saveMask: String?
     @Option(help: "Write a JSON report (depth, focus, timings).") var report: String?
@@ -52,6 +69,8 @@ struct Portrait: ParsableCommand {
         var s = PortraitSettings()
         s.effect = effect; s.slope = slope; s.width = width; s.radius = radius; s.levels = levels
         s.refine = refine; s.protectSubject = !plainBlur
+        s.aperture = aperture; s.fNumber = fNumber; s.shape = ApertureShape(blades: blades, rotation: bladeRotation)
+        s.catEye = catEye ? 0.6 : 0; s.highlights = highlights
         if let d = focusDistance { s.focus = .distance(metres: d) } else if let p = focusPoint { s.focus = .point(p) } else { s.focus = .normalized(focus ?? 0.5) }
         return s
     }

@@ -14,6 +14,9 @@ public enum PortraitEffect: String, Sendable, Codable, CaseIterable {
     case color
     /// Focal blur, strongest where the mask is 0 (`CIMaskedVariableBlur`).
     case blur
+    /// A real lens's depth of field: each point blurred into the aperture's shape at its own
+    /// circle of confusion, depth-ordered, in linear light (``LensBlur``).
+    case lens
 }
 
 /// How the upscaled mask is snapped to edges.
@@ -87,6 +90,19 @@ public struct PortraitSettings: Sendable, Equatable {
     public var refine: MaskRefinement = .none
     /// Gather background colour only, so the sharp subject does not bleed into the blur.
     public var protectSubject = true
+    /// Lens blur: blur diameter in pixels of the full-size photo for a normalised disparity
+    /// difference of 1 (the largest blur the photo can have). Nil: 40 at 12 MP, scaled with the
+    /// photo's diagonal. Exclusive with ``fNumber``.
+    public var aperture: Float?
+    /// Lens blur: a full-frame-equivalent f-number, turned into a blur diameter through the file's
+    /// calibration (focal length, pixel size) and absolute depth. Exclusive with ``aperture``.
+    public var fNumber: Double?
+    /// Lens blur: the aperture's shape (blades, rotation).
+    public var shape = ApertureShape()
+    /// Lens blur: cat-eye vignetting strength, 0 (off) ... 1.
+    public var catEye: Float = 0
+    /// Lens blur: gain on clipped highlights, 1 (none) ... 16.
+    public var highlights: Float = 2
 
     /// The tutorial's recipe: spotlight at normalised focus 0.5, slope 4, width 0.1.
     public init() {}
@@ -105,6 +121,13 @@ public struct PortraitSettings: Sendable, Equatable {
         guard width.isFinite, width >= 0, width <= 1 else { throw bad("width", "must be within 0...1") }
         guard radius.isFinite, radius > 0, radius <= 500 else { throw bad("radius", "must be within (0, 500] pixels") }
         guard (2...16).contains(levels) else { throw bad("levels", "must be within 2...16") }
+        if aperture != nil && fNumber != nil { throw bad("aperture", "and f-number are exclusive: give one") }
+        if let a = aperture { guard a.isFinite, a > 0, a <= 1000 else { throw bad("aperture", "must be within (0, 1000] pixels") } }
+        if let n = fNumber { guard n.isFinite, n >= 0.5, n <= 64 else { throw bad("f-number", "must be within 0.5...64") } }
+        guard shape.blades == 0 || (3...16).contains(shape.blades) else { throw bad("blades", "must be 0 (a circle) or 3...16") }
+        guard shape.rotation.isFinite, abs(shape.rotation) <= 360 else { throw bad("blade rotation", "must be within -360...360 degrees") }
+        guard catEye.isFinite, (0...1).contains(catEye) else { throw bad("cat eye", "must be within 0...1") }
+        guard highlights.isFinite, (1...16).contains(highlights) else { throw bad("highlights", "must be within 1...16 (1 = no boost)") }
     }
 }
 
@@ -112,11 +135,13 @@ public struct PortraitSettings: Sendable, Equatable {
 public enum PortraitError: Error, Equatable, CustomStringConvertible {
     case invalidSetting(name: String, detail: String)
     case noPhoto(path: String)
+    case noPhysicalAperture(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .invalidSetting(let name, let detail): "\(name) \(detail)"
         case .noPhoto(let path): "\(path): the photo itself was not decoded; read it with decodePhoto = true"
+        case .noPhysicalAperture(let path, let reason): "\(path): an f-number needs \(reason); give the blur size in pixels (aperture) instead"
         }
     }
 }
@@ -171,12 +196,36 @@ public struct PortraitReport: Sendable, Codable, Equatable {
     public var mask: MaskStatistics
     /// Seconds per stage (`times_s` in JSON).
     public var times: StageTimings
+    /// The lens (lens blur only).
+    public var lens: LensReport?
 
     enum CodingKeys: String, CodingKey {
         case input, effect, focus, focusFrom, slope, width, refinedWith, radius, levels, protectSubject, outputWidth, outputHeight
-        case depth, normalization, mask
+        case depth, normalization, mask, lens
         case times = "times_s"
     }
+}
+
+/// The lens a lens-blur rendering used.
+public struct LensReport: Sendable, Codable, Equatable {
+    /// Blur diameter in pixels of the full-size photo for a normalised disparity difference of 1.
+    public var aperturePixels: Float
+    /// Where the aperture came from: "default", "aperture" or "f-number".
+    public var apertureFrom: String
+    /// The full-frame-equivalent f-number asked for, if any.
+    public var fNumber: Double?
+    /// The camera's focal length in millimetres (from the calibration), with an f-number.
+    public var focalLengthMM: Double?
+    /// Its full-frame equivalent, with an f-number.
+    public var equivalentFocalLengthMM: Double?
+    /// The aperture's shape.
+    public var shape: ApertureShape
+    /// Cat-eye strength.
+    public var catEye: Float
+    /// Highlight gain.
+    public var highlights: Float
+    /// What the renderer did.
+    public var statistics: LensStatistics
 }
 
 /// One rendering: the image, the full-size mask and the report.
@@ -328,6 +377,9 @@ public final class PortraitRenderer: Sendable {
         let start = Date()
         let (f, note) = try times.measure(\.normalize) { () throws(FocusError) in try focusValue(settings.focus) }
         let W = image.width, H = image.height
+        if settings.effect == .lens {
+            return try renderLens(settings, focus: f, note: note, times: times, start: start)
+        }
         var mask = times.measure(\.mask) {
             FocusMask(focus: f, slope: settings.slope, width: settings.width).mask(normalized).upscaledMask(width: W, height: H)
         }
@@ -358,6 +410,7 @@ public final class PortraitRenderer: Sendable {
             case .blur:
                 FocalBlur(radius: max(0.5, settings.radius * Float(scale)), levels: settings.levels, protectSubject: settings.protectSubject)
                     .apply(image, mask: mask)
+            case .lens: image   // rendered by renderLens
             }
         }
         times.total = Date().timeIntervalSince(start) + decodeSeconds
@@ -373,7 +426,7 @@ public final class PortraitRenderer: Sendable {
             protectSubject: isBlur ? settings.protectSubject : nil, outputWidth: W, outputHeight: H,
             depth: depthSummary,
             normalization: .init(disparityLow: normalized.low, disparityHigh: normalized.high, filledHoles: normalized.filledHoles),
-            mask: .init(mean: sum / n, fractionOverHalf: Double(over) / n), times: times.rounded)
+            mask: .init(mean: sum / n, fractionOverHalf: Double(over) / n), times: times.rounded, lens: nil)
         return PortraitRendering(image: out, mask: mask, metadata: meta, report: report)
     }
 }
