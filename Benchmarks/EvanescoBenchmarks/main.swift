@@ -15,6 +15,8 @@ struct Options {
     var what = "all"
     var repeats = 9
     var json: String?
+    /// lens-oracle: folder for the fast and exact renderings of each crop.
+    var save: String?
     var shared = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared").path
 }
@@ -27,9 +29,10 @@ while !args.isEmpty {
     case "--repeat": opts.repeats = Int(args.removeFirst()) ?? 9
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
-    case "decode", "warp", "align", "all", "backdrop": opts.what = a
+    case "--save": opts.save = args.removeFirst()
+    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE] [--shared DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|align|backdrop|lens|lens-oracle|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
         exit(2)
     }
 }
@@ -216,6 +219,77 @@ if opts.what == "backdrop" {
         print("backdrop \(key): \(String(format: "%.3f", m)) ms/frame (median over shots), \(String(format: "%.0f", 1000 / m)) fps")
     }
 }
+/// A lens-blur set-up on a real depth photo: the renderer, its full-size signed blur diameters for
+/// the default aperture, focused at `focus` (fractions of the photo).
+func lensSetup(_ path: String, focus: (Double, Double)) throws -> (PortraitRenderer, Image<Float>, Float) {
+    let r = try PortraitRenderer(contentsOf: path)
+    let f = try r.focusValue(.point(PhotoPoint(x: focus.0, y: focus.1, fractional: true))).value
+    let a = PortraitRenderer.defaultAperture(width: r.image.width, height: r.image.height)
+    var c = r.normalized.map.resized(width: r.image.width, height: r.image.height, interpolation: .bilinear)
+    c.samples.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] = a * (p[i] - f) } }
+    return (r, c, f)
+}
+
+let lensPhotos: [(String, (Double, Double))] = [
+    ("depth/pug-iphone13pro/pug.heic", (0.55, 0.55)),
+    ("depth/truedepth-iphone/heic_face_data.heic", (0.5, 0.4)),
+    ("depth/truedepth-iphone/heic_depth_data.heic", (0.5, 0.4)),
+    ("depth/gdepth-lensblur/lensblur_gdepth_compound.jpg", (0.5, 0.5)),
+]
+
+if opts.what == "lens-oracle" {
+    // The fast lens renderer against the exact one (each pixel its own disc) on 1 MP crops of the
+    // real depth photos (the whole photo when it is smaller), at the default aperture for the
+    // photo's full size, focused at the crop's centre. PSNR of the 8-bit renderings.
+    var worst = 99.0
+    for (rel, focus) in lensPhotos {
+        let path = opts.shared + "/data/" + rel
+        guard FileManager.default.fileExists(atPath: path) else { print("lens-oracle: \(rel) is absent, skipped"); continue }
+        let (r, c, _) = try lensSetup(path, focus: focus)
+        let photo = r.image.uint8
+        let side = 1024
+        let cw = min(side, photo.width), ch = min(side, photo.height)
+        let x0 = max(0, min(photo.width - cw, Int(focus.0 * Double(photo.width)) - cw / 2))
+        let y0 = max(0, min(photo.height - ch, Int(focus.1 * Double(photo.height)) - ch / 2))
+        let crop = photo.cropped(x: x0, y: y0, width: cw, height: ch), ccrop = c.cropped(x: x0, y: y0, width: cw, height: ch)
+        for (name, lens) in [("circle", LensBlur()), ("6 blades", LensBlur(shape: ApertureShape(blades: 6))), ("cat eye", LensBlur(catEye: 0.6))] {
+            let t0 = now()
+            let fast = lens.apply(.uint8(crop), coc: ccrop).image.uint8
+            let t1 = now()
+            let exact = ReferenceLensBlur.render(crop, coc: ccrop, lens: lens)
+            let t2 = now()
+            var se = 0.0
+            for i in 0..<fast.samples.count { let d = Double(fast.samples[i]) - Double(exact.samples[i]); se += d * d }
+            let p = 10 * log10(255 * 255 / max(se / Double(fast.samples.count), 1e-12))
+            worst = min(worst, p)
+            print(String(format: "lens-oracle %@ %dx%d %@: PSNR %.2f dB (fast %.0f ms, exact %.0f ms)", (rel as NSString).lastPathComponent, cw, ch, name, p, (t1 - t0) * 1000, (t2 - t1) * 1000))
+            if let dir = opts.save {
+                let base = dir + "/" + ((rel as NSString).lastPathComponent as NSString).deletingPathExtension + "-" + name.replacingOccurrences(of: " ", with: "")
+                try ImageCodecs.write(.uint8(fast), to: base + "-fast.png", options: WriteOptions(overwrite: true))
+                try ImageCodecs.write(.uint8(exact), to: base + "-exact.png", options: WriteOptions(overwrite: true))
+            }
+        }
+    }
+    print(String(format: "lens-oracle: worst PSNR %.2f dB (required: 35)", worst))
+    if worst < 35 { exit(1) }
+}
+
+if opts.what == "lens" || opts.what == "all" {
+    // Rendering only (decoded photo cached, as a studio slider would have it): lens blur at
+    // apertures 10, 40 and 80 px against today's focal blur, alternated.
+    let path = opts.shared + "/data/depth/pug-iphone13pro/pug.heic"
+    if FileManager.default.fileExists(atPath: path) {
+        let r = try PortraitRenderer(contentsOf: path)
+        var blur = PortraitSettings(); blur.effect = .blur; blur.focus = .point(PhotoPoint(x: 0.5, y: 0.5, fractional: true))
+        for a: Float in [10, 40, 80] {
+            var lens = blur; lens.effect = .lens; lens.aperture = a
+            try compare("lens pug 12 MP aperture \(Int(a))", "lens", { _ = try r.render(lens) }, "blur radius 15", { _ = try r.render(blur) })
+        }
+    } else {
+        print("lens: skipped, \(path) is absent")
+    }
+}
+
 if let json = opts.json {
     let data = try JSONEncoder().encode(rows)
     try AtomicOutput.write([UInt8](data), to: json, overwrite: true)

@@ -1,18 +1,27 @@
 import EvanescoCore
 
 /// The pixels a layer is made of, read on the fly from the working grid: a pixel's colour goes to
-/// the in-focus layer by its in-focus fraction and to its own layer by the rest.
+/// the in-focus layer by its in-focus fraction and to its own layer by the rest. A layer also
+/// takes the pixels of the layer just in front of it (`LensLayers.Partition.continuation`), so
+/// that where one surface crosses from one layer to the next, what lies behind the nearer
+/// layer's soft edge is the surface itself, blurred evenly, and no seam shows.
 struct LayerSource: @unchecked Sendable {
     let base: UnsafeMutablePointer<SIMD4<Float>>
     let sharp: UnsafeMutablePointer<Float>
     let layerOf: UnsafePointer<Int32>
+    let sharpLayer: Int32
     let width: Int, height: Int
 
     @inline(__always)
-    func value(_ i: Int, layer: Int32, isSharp: Bool) -> SIMD4<Float> {
+    func value(_ i: Int, layer: Int32) -> SIMD4<Float> {
         let s = sharp[i]
-        if isSharp { return s > 0 ? base[i] * s : .zero }
-        return layerOf[i] == layer && s < 1 ? base[i] * (1 - s) : .zero
+        let own = layerOf[i]
+        var f: Float = 0
+        if layer == sharpLayer { f = s } else if own == layer { f = 1 - s }
+        // The continuation: the next nearer layer's share of this pixel.
+        let next = layer + 1
+        if next == sharpLayer { f += s } else if own == next { f += 1 - s }
+        return f > 0 ? base[i] * f : .zero
     }
 }
 
@@ -63,7 +72,7 @@ extension LensBlur {
     /// every output pixel, the sum over the kernel's rows of a prefix-sum difference (the full run)
     /// plus the edge pixels. The kernel is the point-spread function, so the gather reads it
     /// point-reflected (it matters for odd blade counts and cat's eyes).
-    static func gather(_ src: LayerSource, layer: Int, isSharp: Bool, kernel: LensKernel, reach: Int,
+    static func gather(_ src: LayerSource, layer: Int, kernel: LensKernel, reach: Int,
                        x0: Int, y0: Int, x1: Int, y1: Int, into out: UnsafeMutablePointer<SIMD4<Float>>) {
         let W = src.width, H = src.height
         let tw = x1 - x0, th = y1 - y0
@@ -86,7 +95,7 @@ extension LensBlur {
             }
             for i in 0..<ww {
                 let x = wx0 + i
-                let v = x >= 0 && x < W ? src.value(y * W + x, layer: l32, isSharp: isSharp) : .zero
+                let v = x >= 0 && x < W ? src.value(y * W + x, layer: l32) : .zero
                 if v.w != 0 { anyPixel = true }
                 row[i] = v
                 run += v

@@ -144,7 +144,16 @@ public struct LensBlur: Sendable {
         let part = LensLayers.Partition(maxDiameter: largest)
         let L = part.count
         var layerOf = [Int32](repeating: 0, count: N)
-        cw.samples.withUnsafeBufferPointer { p in for i in 0..<N { layerOf[i] = Int32(part.layer(p[i])) } }
+        // Each layer is blurred at the mean diameter of its pixels (exact for a flat layer).
+        var sumD = [Double](repeating: 0, count: L), weight = [Double](repeating: 0, count: L)
+        cw.samples.withUnsafeBufferPointer { p in
+            for i in 0..<N {
+                let l = part.layer(p[i])
+                layerOf[i] = Int32(l)
+                let w = Double(1 - sharp[i])
+                sumD[l] += w * Double(abs(p[i])); weight[l] += w
+            }
+        }
 
         // Tiles and the layers present in each.
         let comp = LensLayers.Compositor(width: Ws, height: Hs)
@@ -165,6 +174,9 @@ public struct LensBlur: Sendable {
         let behindSharp: UnsafeMutablePointer<SIMD4<Float>>? = k > 1 ? .allocate(capacity: N) : nil
         let q: UnsafeMutablePointer<SIMD4<Float>>? = k > 1 ? .allocate(capacity: N) : nil
         let transmission: UnsafeMutablePointer<Float>? = k > 1 ? .allocate(capacity: N) : nil
+        // Zeroed: the full-resolution pass samples them bilinearly, one pixel past a detail tile.
+        behindSharp?.initialize(repeating: .zero, count: N)
+        q?.initialize(repeating: .zero, count: N)
         transmission?.initialize(repeating: 1, count: N)
         defer { behindSharp?.deallocate(); q?.deallocate(); transmission?.deallocate() }
         // Split grids: tiles (dilated by one) that hold in-focus pixels get the full-resolution detail.
@@ -176,14 +188,15 @@ public struct LensBlur: Sendable {
 
         var layersPresent = 0
         layerOf.withUnsafeBufferPointer { layerOfP in
-            let ctx = LayerSource(base: base, sharp: sharp, layerOf: layerOfP.baseAddress!, width: Ws, height: Hs)
+            let ctx = LayerSource(base: base, sharp: sharp, layerOf: layerOfP.baseAddress!, sharpLayer: Int32(part.sharp), width: Ws, height: Hs)
             for l in 0..<L {
                 var here = [Bool](repeating: false, count: tx * ty)
                 var any = false
                 for t in 0..<(tx * ty) where present[t * L + l] { here[t] = true; any = true }
                 guard any else { continue }
                 layersPresent += 1
-                let kernels = KernelSet(diameter: part.diameter(ofLayer: l), shape: shape, catEye: catEye, width: Ws, height: Hs)
+                let diameter = l == part.sharp ? 0 : weight[l] > 0 ? Float(sumD[l] / weight[l]) : part.diameter(ofLayer: l)
+                let kernels = KernelSet(diameter: diameter, shape: shape, catEye: catEye, width: Ws, height: Hs)
                 let foot = comp.dilate(here, by: (kernels.reach + T - 1) / T)
                 let tiles = (0..<foot.count).filter { foot[$0] }
                 let tl = UncheckedSendable(tiles), bl = UncheckedSendable(blurred)
@@ -191,19 +204,15 @@ public struct LensBlur: Sendable {
                     for ti in range {
                         let r = comp.rect(tl.value[ti])
                         let kernel = kernels.kernel(atX: (r.x0 + r.x1) / 2, y: (r.y0 + r.y1) / 2)
-                        Self.gather(ctx, layer: l, isSharp: l == part.sharp, kernel: kernel, reach: kernels.reach,
+                        Self.gather(ctx, layer: l, kernel: kernel, reach: kernels.reach,
                                     x0: r.x0, y0: r.y0, x1: r.x1, y1: r.y1, into: bl.value)
                     }
                 }
-                if k > 1, l == part.sharp, let g = behindSharp, let qv = q {
-                    // What lay behind the in-focus layer, and Q, for the full-resolution pass (in
-                    // every tile that pass reads them).
-                    for t in 0..<(tx * ty) where detail[t] {
+                if k > 1, l == part.sharp, let g = behindSharp {
+                    // What lays behind the in-focus layer (the footprint's is written by `lay`).
+                    for t in 0..<(tx * ty) where detail[t] && !foot[t] {
                         let r = comp.rect(t)
-                        for y in r.y0..<r.y1 { for i in (y * Ws + r.x0)..<(y * Ws + r.x1) {
-                            let b = acc[i], s = foot[t] ? blurred[i] : .zero
-                            g[i] = b; qv[i] = b * s.w - s
-                        }}
+                        for y in r.y0..<r.y1 { (g + y * Ws + r.x0).update(from: acc + y * Ws + r.x0, count: r.x1 - r.x0) }
                     }
                 }
                 if k > 1, l > part.sharp, let tv = transmission {
@@ -212,11 +221,23 @@ public struct LensBlur: Sendable {
                         for y in r.y0..<r.y1 { for i in (y * Ws + r.x0)..<(y * Ws + r.x1) { tv[i] *= max(0, 1 - blurred[i].w) } }
                     }
                 }
-                comp.lay(blurred, footprint: foot, band: band)
+                comp.lay(blurred, footprint: foot, band: band, behind: k > 1 && l == part.sharp ? behindSharp : nil)
+                if k > 1, l == part.sharp, let g = behindSharp, let qv = q {
+                    // Q = S.a * G0 - S, for the full-resolution pass.
+                    for t in 0..<(tx * ty) where detail[t] {
+                        let r = comp.rect(t)
+                        for y in r.y0..<r.y1 { for i in (y * Ws + r.x0)..<(y * Ws + r.x1) {
+                            let s = foot[t] ? blurred[i] : .zero
+                            qv[i] = g[i] * s.w - s
+                        }}
+                    }
+                }
             }
         }
         let filledLayers = comp.filledLayers
-        comp.normalize()
+        // On the full grid the colour is normalised here; on a split grid after the full-resolution
+        // detail is added (its alpha counts too).
+        if k == 1 { comp.normalize() }
 
         // Output pass at full resolution.
         let counter = LockedBox(0)
@@ -256,6 +277,7 @@ public struct LensBlur: Sendable {
                                             } else {
                                                 mask[i] = 0
                                             }
+                                            v = v.w > 1e-6 ? v / v.w : .zero
                                         }
                                         if C >= 3 {
                                             dst[o] = ToneTables.output(v.x, enc, enc8, as: S.self)

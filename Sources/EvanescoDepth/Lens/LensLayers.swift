@@ -96,9 +96,13 @@ package enum LensLayers {
         /// `band` pixels (partial occlusion: a blurred edge shows what lies behind it). Where no
         /// farther content is that close, the hole stays open and the final normalisation lets the
         /// layers around it close it (a continuous surface split between layers shows no seam).
-        package func lay(_ layer: UnsafePointer<SIMD4<Float>>, footprint: [Bool], band: Int) {
+        ///
+        /// - Parameter behind: When given, receives for every pixel of the footprint what lay
+        ///   behind the layer there (the accumulator, completed where it was filled).
+        package func lay(_ layer: UnsafePointer<SIMD4<Float>>, footprint: [Bool], band: Int,
+                         behind: UnsafeMutablePointer<SIMD4<Float>>? = nil) {
             let tiles = (0..<footprint.count).filter { footprint[$0] }
-            let a = UncheckedSendable(acc), tl = UncheckedSendable(tiles), W = width, H = height
+            let a = UncheckedSendable(acc), tl = UncheckedSendable(tiles), W = width, H = height, bh = UncheckedSendable(behind)
             let filled = LockedBox(0)
             StripExecutor.forEachStrip(rows: tiles.count, minimumRows: 1) { range in
                 var tilesFilled = 0
@@ -133,12 +137,13 @@ package enum LensLayers {
                         for x in r.x0..<r.x1 {
                             let i = y * W + x
                             let l = layer[i]
-                            if l.w <= 1e-6 { continue }
                             var b = a.value[i]
+                            if l.w <= 1e-6 { bh.value?[i] = b; continue }
                             if let fw = fillWindow, b.w < 0.999 {
                                 let c = fw.px[(y - fw.y0) * fw.w + (x - fw.x0)]
                                 if c.w > 0 { b += c * max(0, 1 - b.w) }
                             }
+                            bh.value?[i] = b
                             a.value[i] = l + b * max(0, 1 - l.w)
                         }
                     }
