@@ -95,6 +95,10 @@ for opt in ["--slope", "--width", "--radius", "--focus", "--levels"]:
     for v in ["nan", "inf", "1e40", "-1"]:
         if have_shared:
             run("CLI values (NaN, infinity, out of range)", ["portrait", shared("depth/pug-iphone13pro/pug.heic"), "-o", "p.jpg", "--force", opt, v])
+for opt in ["--aperture", "--f-number", "--highlights", "--blade-rotation", "--blades"]:
+    for v in ["nan", "inf", "1e40", "-1", "2"]:
+        if have_shared:
+            run("CLI values (NaN, infinity, out of range)", ["portrait", shared("depth/pug-iphone13pro/pug.heic"), "-o", "p.jpg", "--force", "--effect", "lens", opt, v])
 for v in ["nan", "1.0001", "0", "inf", "5"]:
     run("CLI values (NaN, infinity, out of range)", ["faces", "photo.png", "--scale-factor", v], timeout=20)
 for v in ["nan,1", "99999999,99999999", "-1,-1", "1e300,0", "inf,inf"]:
@@ -109,7 +113,9 @@ if have_shared:
     for ph in photos:
         for cmd in (["depth", "extract", ph, "-o", "x.png", "--normalize", "--force"], ["depth", "extract", ph, "-o", "x.pfm", "--force"],
                     ["depth", "extract", ph, "-o", "x.tif", "--as", "depth", "--force"], ["depth", "info", ph, "--json"],
-                    ["portrait", ph, "-o", "x.jpg", "--effect", "blur", "--force"], ["portrait", ph, "-o", "x.jpg", "--effect", "mask", "--focus-point", "0.5,0.5", "--force"]):
+                    ["portrait", ph, "-o", "x.jpg", "--effect", "blur", "--force"], ["portrait", ph, "-o", "x.jpg", "--effect", "mask", "--focus-point", "0.5,0.5", "--force"],
+                    ["portrait", ph, "-o", "x.jpg", "--effect", "lens", "--focus-point", "0.5,0.5", "--blades", "7", "--cat-eye", "--force"],
+                    ["portrait", ph, "-o", "x.jpg", "--effect", "lens", "--f-number", "4", "--force"]):
             run("Normal commands on every sample photo", cmd, timeout=120)
 
 # --- Tiny and odd frames -----------------------------------------------------------------------
@@ -223,7 +229,7 @@ for kw in [dict(fx="-1.0e+300"), dict(fx="nan"), dict(fy="inf"), dict(fd="nan"),
            dict(near="0"), dict(near="10", far="1"), dict(near="1e308", far="1e-308"), dict(data=b"not a png")]:
     open("gd.jpg", "wb").write(with_xmp(good_jpg, gdepth(**kw)))
     for cmd in (["depth", "info", "gd.jpg"], ["depth", "extract", "gd.jpg", "-o", "gd.png", "--force"],
-                ["portrait", "gd.jpg", "-o", "gdp.jpg", "--force", "--effect", "blur"]):
+                ["portrait", "gd.jpg", "-o", "gdp.jpg", "--force", "--effect", "blur"], ["portrait", "gd.jpg", "-o", "gdp.jpg", "--force", "--effect", "lens"]):
         run("Numbers from files (XMP, GFocus, ranges)", cmd)
 def dd(lengths):
     items = "".join(f'<rdf:li rdf:parseType="Resource"><Container:Item Item:Semantic="{s}" Item:Mime="image/jpeg" Item:Length="{n}"/></rdf:li>'

@@ -4,6 +4,9 @@
 #   stacking:   20 frames of vtest.avi (pedestrians), `evanesco demo`
 #   depth:      aloeL.jpg with its stereo ground-truth disparity aloeGT.png, focal blur on the pot
 #   background: the same pair, cut behind the nearest region, over starry_night.jpg
+#   lens blur:  the aloe pair, the tutorial's focal blur against --effect lens; and, when
+#               ../shared/data is beside the checkout, pug.heic (pillow_heif's test photo, BSD-3)
+#               with both effects, downscaled
 #   scripts/readme-pictures.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,4 +31,19 @@ pair() {  # before after output
 }
 pair "$data/aloeL.jpg" "$out/blur.jpg" docs/images/portrait-blur.jpg
 pair "$data/aloeL.jpg" "$out/backdrop.jpg" docs/images/backdrop.jpg
-echo "readme-pictures: docs/images/stack.jpg, portrait-blur.jpg, backdrop.jpg"
+"$bin" portrait "$data/aloeL.jpg" --depth-map "$data/aloeGT.png" -o "$out/lens.jpg" --effect lens --focus-point 0.68,0.8 --aperture 100 --blades 6
+pair "$out/blur.jpg" "$out/lens.jpg" docs/images/aloe-blur-lens.jpg
+made="stack.jpg, portrait-blur.jpg, backdrop.jpg, aloe-blur-lens.jpg"
+pug=$(cd "$(dirname "$0")/../.." && pwd)/shared/data/depth/pug-iphone13pro/pug.heic
+if [ -f "$pug" ]; then
+    "$bin" portrait "$pug" -o "$out/pug-blur.jpg" --effect blur --focus-point 0.5,0.5
+    "$bin" portrait "$pug" -o "$out/pug-lens.jpg" --effect lens --focus-point 0.5,0.5
+    pair "$out/pug-blur.jpg" "$out/pug-lens.jpg" docs/images/pug-blur-lens.jpg
+    # 1:1 crops at the subject's edge, where the two differ most.
+    ffmpeg -loglevel error -y -i "$out/pug-blur.jpg" -i "$out/pug-lens.jpg" -filter_complex \
+        "[0]crop=800:600:2150:1650[a];[1]crop=800:600:2150:1650[b];[a][b]hstack,scale=800:-2" -frames:v 1 -q:v 3 docs/images/pug-blur-lens-crop.jpg
+    made="$made, pug-blur-lens.jpg, pug-blur-lens-crop.jpg"
+else
+    echo "readme-pictures: ../shared/data is absent; the pug pictures were not made" >&2
+fi
+echo "readme-pictures: docs/images/: $made"

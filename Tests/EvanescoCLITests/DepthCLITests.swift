@@ -83,6 +83,35 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         #expect(r.status == 0 && r.err.contains("focus 0.000"), "\(r.err)")
     }
 
+    @Test("portrait --effect lens: the near half stays sharp, the far half blurs, the report names the lens; bad lens values are refused")
+    func portraitLens() throws {
+        let s = Scratch()
+        let photo = try gdepthPhoto(s)
+        let r = try CLI.run(["portrait", photo, "-o", s.file("lens.png"), "--effect", "lens", "--focus-distance", "1", "--aperture", "30",
+                             "--blades", "6", "--blade-rotation", "10", "--cat-eye", "--highlights", "3", "--report", s.file("lens.json")])
+        #expect(r.status == 0, "\(r.err)")
+        let out = try ImageCodecs.read(s.file("lens.png")).image.uint8, original = try ImageCodecs.read(s.file("plain.jpg")).image.uint8
+        // Left half (1 m, in focus) unchanged away from the edge; the right half (4 m) is blurred.
+        for x in [2, 20] { for c in 0..<3 { #expect(out[x, 30, c] == original[x, 30, c]) } }
+        var changed = 0
+        for x in 60..<96 { if out[x, 30, 0] != original[x, 30, 0] || out[x, 30, 1] != original[x, 30, 1] { changed += 1 } }
+        #expect(changed > 20, "\(changed) of 36 pixels of the far half changed")
+        let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("lens.json")))) as! [String: Any]
+        let lens = try #require(rep["lens"] as? [String: Any])
+        #expect(lens["aperture_pixels"] as? Double == 30 && lens["aperture_from"] as? String == "aperture" && lens["cat_eye"] != nil)
+        #expect((lens["shape"] as? [String: Any])?["blades"] as? Int == 6)
+        #expect(rep["effect"] as? String == "lens")
+        for bad in [["--blades", "2"], ["--aperture", "0"], ["--aperture", "10", "--f-number", "2"], ["--highlights", "0.5"], ["--aperture", "nan"]] {
+            let b = try CLI.run(["portrait", photo, "-o", s.file("bad.png"), "--effect", "lens"] + bad)
+            #expect(b.status != 0 && b.err.hasPrefix("Error: --\(bad[0].dropFirst(2))"), "\(bad): \(b.err)")
+            #expect(!FileManager.default.fileExists(atPath: s.file("bad.png")))
+        }
+        // An f-number needs the camera's calibration, which this photo lacks: said, nothing written.
+        let f = try CLI.run(["portrait", photo, "-o", s.file("f.png"), "--effect", "lens", "--f-number", "2.8"])
+        #expect(f.status != 0 && f.err.contains("f-number needs") && f.err.contains("calibration"), "\(f.err)")
+        #expect(!FileManager.default.fileExists(atPath: s.file("f.png")))
+    }
+
     @Test func clearErrors() throws {
         let s = Scratch()
         try ImageCodecs.write(.uint8(gradient(32, 32)), to: s.file("nodepth.jpg"))

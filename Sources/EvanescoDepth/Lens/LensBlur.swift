@@ -47,9 +47,13 @@ public struct LensBlur: Sendable {
     /// Optical vignetting: 0 is off; otherwise, at the photo's corners, the aperture is cut by a
     /// circle shifted by this many radii (0...1), so bokeh toward the corners becomes cat's eyes.
     public var catEye: Float = 0
-    /// Gain applied to clipped highlights before the blur (1 = none): linear light of pixels whose
-    /// brightest channel is above 85 % is multiplied up to this factor at full scale.
+    /// Gain applied to clipped highlights before the blur (1 = none): an inverse tone curve on
+    /// pixels whose brightest channel is within the top 3 % of the scale, multiplying their linear
+    /// light by up to this factor at full scale. Flat clipped areas stay white; a clipped point
+    /// light spreads into a bright disc instead of a grey one.
     public var highlights: Float = 2
+    /// Where the highlight boost starts, as a fraction of full scale.
+    static let highlightThreshold: Float = 0.97
     /// Photos with more pixels than this are rendered on a grid halved (or quartered) until they fit.
     public var fullResolutionLimit = 4_200_000
 
@@ -105,7 +109,7 @@ public struct LensBlur: Sendable {
         let k = gridDivisor(width: W, height: H)
         let Ws = (W + k - 1) / k, Hs = (H + k - 1) / k, N = Ws * Hs
         let tables = ToneTables(S.self)
-        let boostFrom = 0.85 * S.fullScale, gain = max(1, highlights)
+        let boostFrom = Self.highlightThreshold * S.fullScale, gain = max(1, highlights)
 
         // Blur diameter on the working grid, in working pixels (corner-aligned resampling).
         var cw = Self.resample(coc, width: Ws, height: Hs)

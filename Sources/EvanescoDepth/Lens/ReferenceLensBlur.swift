@@ -18,7 +18,7 @@ package enum ReferenceLensBlur {
         let lin = SRGB.linearTable8
         var base = [SIMD4<Float>](repeating: .zero, count: N)
         photo.samples.withUnsafeBufferPointer { src in lin.withUnsafeBufferPointer { l in
-            for i in 0..<N { base[i] = LensBlur.linear(src, i * C, C, l, boostFrom: 0.85 * 255, gain: max(1, lens.highlights)) }
+            for i in 0..<N { base[i] = LensBlur.linear(src, i * C, C, l, boostFrom: LensBlur.highlightThreshold * 255, gain: max(1, lens.highlights)) }
         }}
         var largest: Float = 0
         for v in coc.samples where v.isFinite { largest = max(largest, abs(v)) }

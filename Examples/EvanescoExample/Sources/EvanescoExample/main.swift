@@ -1,6 +1,6 @@
 // The three systems of Evanesco through its public API, on data this program makes itself:
 //   1. stack a hand-held burst with a moving object and check that the object is gone;
-//   2. render a portrait effect (focal blur) from a photo + depth map;
+//   2. render portrait effects (focal blur, lens blur) from a photo + depth map;
 //   3. replace the background of one colour + depth frame.
 // Usage: swift run EvanescoExample [OUTPUT_DIR]    (default: a new temporary folder)
 import EvanescoCore
@@ -56,6 +56,14 @@ settings.radius = 8
 let portrait = try renderer.render(settings)
 try ImageCodecs.write(portrait.image, to: outDir + "/portrait-blur.png", options: WriteOptions(overwrite: true))
 print("portrait: focus \(portrait.report.focus) (\(portrait.report.focusFrom)), \(Int(portrait.report.mask.fractionOverHalf * 100)) % in focus")
+// The same focus through a six-bladed lens: the near half stays as it is, the far half blurs.
+settings.effect = .lens
+settings.aperture = 16
+settings.shape = ApertureShape(blades: 6)
+let lens = try renderer.render(settings)
+try ImageCodecs.write(lens.image, to: outDir + "/portrait-lens.png", options: WriteOptions(overwrite: true))
+print("lens: aperture \(lens.report.lens?.aperturePixels ?? 0) px, \(lens.report.lens?.statistics.layers ?? 0) depth layers")
+guard lens.image.uint8[40, 120, 0] == truth[40, 120, 0] else { fatalError("the in-focus half changed") }
 
 // 3. Background replacement: a person at 1 m in the middle of a 3 m room, 16-bit millimetres.
 let depthFrame = Image<UInt16>(width: 160, height: 120, channels: 1) { d in
