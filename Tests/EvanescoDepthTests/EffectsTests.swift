@@ -153,22 +153,12 @@ struct EffectsTests {
     @Test("Golden images of each effect on the self-made scene (regenerate with EVANESCO_UPDATE_GOLDEN=1)")
     func golden() throws {
         let (photo, mask) = Self.scene()
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden").path
-        let update = ProcessInfo.processInfo.environment["EVANESCO_UPDATE_GOLDEN"] == "1"
-        let renders: [(String, Image<UInt8>)] = [
+        try checkGolden([
             ("spotlight", DepthEffects.spotlight(.uint8(photo), mask: mask).uint8),
             ("color", DepthEffects.colorHighlight(.uint8(photo), mask: mask).uint8),
             ("blur", FocalBlur(radius: 6).apply(.uint8(photo), mask: mask).uint8),
             ("blur-plain", FocalBlur(radius: 6, protectSubject: false).apply(.uint8(photo), mask: mask).uint8),
             ("mask", DepthEffects.grey(mask, as: UInt8.self)),
-        ]
-        for (name, img) in renders {
-            let path = "\(dir)/\(name).png"
-            if update { try ImageCodecs.write(.uint8(img), to: path, options: WriteOptions(overwrite: true)); continue }
-            let g = try ImageCodecs.read(path).image.uint8
-            #expect(g.width == img.width && g.height == img.height && g.channels == img.channels, "\(name)")
-            let worst = zip(g.samples, img.samples).map { abs(Int($0) - Int($1)) }.max() ?? 0
-            #expect(worst <= 1, "\(name): differs from its golden image by \(worst)")
-        }
+        ])
     }
 }

@@ -196,24 +196,14 @@ struct LensBlurTests {
     @Test("Golden images of each lens option on the self-made scene (regenerate with EVANESCO_UPDATE_GOLDEN=1)")
     func golden() throws {
         let (photo, coc) = lensScene(96, 72, aperture: 16)
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden").path
-        let update = ProcessInfo.processInfo.environment["EVANESCO_UPDATE_GOLDEN"] == "1"
-        let renders: [(String, LensBlur)] = [
+        let options: [(String, LensBlur)] = [
             ("lens-circle", LensBlur()),
             ("lens-blades6", LensBlur(shape: ApertureShape(blades: 6))),
             ("lens-blades5-rot20", LensBlur(shape: ApertureShape(blades: 5, rotation: 20))),
             ("lens-cateye", LensBlur(catEye: 0.8)),
             ("lens-highlights1", LensBlur(highlights: 1)),
         ]
-        for (name, lens) in renders {
-            let img = lens.apply(.uint8(photo), coc: coc).image.uint8
-            let path = "\(dir)/\(name).png"
-            if update { try ImageCodecs.write(.uint8(img), to: path, options: WriteOptions(overwrite: true)); continue }
-            let g = try ImageCodecs.read(path).image.uint8
-            #expect(g.width == img.width && g.height == img.height && g.channels == img.channels, "\(name)")
-            let worst = zip(g.samples, img.samples).map { abs(Int($0) - Int($1)) }.max() ?? 0
-            #expect(worst <= 1, "\(name): differs from its golden image by \(worst)")
-        }
+        try checkGolden(options.map { ($0.0, $0.1.apply(.uint8(photo), coc: coc).image.uint8) })
     }
 
     @Test("Settings: aperture and f-number exclusive, blades, cat eye, highlights and NaN refused")

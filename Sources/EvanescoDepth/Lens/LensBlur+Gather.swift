@@ -154,28 +154,32 @@ extension LensBlur {
             }
         }
     }
+}
 
-    /// Bilinear sample of a working-grid plane at full-resolution pixel (x, y), grid divisor k.
+/// The four working-grid pixels and weights of a bilinear sample at full-resolution pixel (x, y)
+/// (grid divisor k, pixel centres aligned), computed once and used on every plane of the grid.
+struct GridTaps {
+    let i00: Int, i01: Int, i10: Int, i11: Int
+    let tx: Float, ty: Float
+
     @inline(__always)
-    static func bilinear(_ p: UnsafeBufferPointer<Float>, _ w: Int, _ h: Int, _ x: Int, _ y: Int, _ k: Int) -> Float {
+    init(x: Int, y: Int, divisor k: Int, width w: Int, height h: Int) {
         let fx = min(max((Float(x) + 0.5) / Float(k) - 0.5, 0), Float(w - 1))
         let fy = min(max((Float(y) + 0.5) / Float(k) - 0.5, 0), Float(h - 1))
         let x0 = Int(fx), y0 = Int(fy), x1 = min(x0 + 1, w - 1), y1 = min(y0 + 1, h - 1)
-        let tx = fx - Float(x0), ty = fy - Float(y0)
-        let top = p[y0 * w + x0] + (p[y0 * w + x1] - p[y0 * w + x0]) * tx
-        let bot = p[y1 * w + x0] + (p[y1 * w + x1] - p[y1 * w + x0]) * tx
+        i00 = y0 * w + x0; i01 = y0 * w + x1; i10 = y1 * w + x0; i11 = y1 * w + x1
+        tx = fx - Float(x0); ty = fy - Float(y0)
+    }
+
+    @inline(__always)
+    func sample(_ p: UnsafePointer<Float>) -> Float {
+        let top = p[i00] + (p[i01] - p[i00]) * tx, bot = p[i10] + (p[i11] - p[i10]) * tx
         return top + (bot - top) * ty
     }
 
-    /// ``bilinear(_:_:_:_:_:_:)`` for a grid of SIMD4 pixels.
     @inline(__always)
-    static func bilinear4(_ p: UnsafeMutablePointer<SIMD4<Float>>, _ w: Int, _ h: Int, _ x: Int, _ y: Int, _ k: Int) -> SIMD4<Float> {
-        let fx = min(max((Float(x) + 0.5) / Float(k) - 0.5, 0), Float(w - 1))
-        let fy = min(max((Float(y) + 0.5) / Float(k) - 0.5, 0), Float(h - 1))
-        let x0 = Int(fx), y0 = Int(fy), x1 = min(x0 + 1, w - 1), y1 = min(y0 + 1, h - 1)
-        let tx = fx - Float(x0), ty = fy - Float(y0)
-        let top = p[y0 * w + x0] + (p[y0 * w + x1] - p[y0 * w + x0]) * tx
-        let bot = p[y1 * w + x0] + (p[y1 * w + x1] - p[y1 * w + x0]) * tx
+    func sample(_ p: UnsafePointer<SIMD4<Float>>) -> SIMD4<Float> {
+        let top = p[i00] + (p[i01] - p[i00]) * tx, bot = p[i10] + (p[i11] - p[i10]) * tx
         return top + (bot - top) * ty
     }
 }

@@ -129,7 +129,7 @@ public struct LensBlur: Sendable {
                             for y in (ys * k)..<min(ys * k + k, H) {
                                 for x in (xs * k)..<min(xs * k + k, W) {
                                     acc += Self.linear(src, (y * W + x) * C, C, lin, boostFrom: boostFrom, gain: gain)
-                                    let c = k == 1 ? cws[y * Ws + x] : Self.bilinear(cws, Ws, Hs, x, y, k) * Float(k)
+                                    let c = k == 1 ? cws[y * Ws + x] : GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs).sample(cws.baseAddress!) * Float(k)
                                     if abs(c) < 1 { inFocus += 1 }
                                     n += 1
                                 }
@@ -265,17 +265,18 @@ public struct LensBlur: Sendable {
                                             let f: Float = abs(cws[i]) < 1 ? 1 : 0
                                             mask[i] = f; if f > 0 { sharpHere += 1 }
                                         } else {
-                                            v = Self.bilinear4(a.value, Ws, Hs, x, y, k)
+                                            let taps = GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs)
+                                            v = taps.sample(a.value)
                                             let t = (y / k / T) * tx + (x / k) / T
                                             if det[t], let gb = g.value, let qb = qv.value, let tb = tr.value {
-                                                let c = Self.bilinear(cws, Ws, Hs, x, y, k) * Float(k)
+                                                let c = taps.sample(cws.baseAddress!) * Float(k)
                                                 let f: Float = abs(c) < 1 ? 1 : 0
                                                 mask[i] = f; if f > 0 { sharpHere += 1 }
-                                                let trans = Self.bilinear(UnsafeBufferPointer(start: tb, count: N), Ws, Hs, x, y, k)
-                                                var d = Self.bilinear4(qb, Ws, Hs, x, y, k)
+                                                let trans = taps.sample(tb)
+                                                var d = taps.sample(qb)
                                                 if f > 0 {
                                                     let p = Self.linear(src, o, C, lin, boostFrom: boostFrom, gain: gain)
-                                                    d += p - Self.bilinear4(gb, Ws, Hs, x, y, k)
+                                                    d += p - taps.sample(gb)
                                                 }
                                                 v += d * trans
                                             } else {
