@@ -3,6 +3,7 @@ import EvanescoIO
 import Foundation
 import Testing
 @testable import EvanescoDepth
+@testable import EvanescoIO
 
 /// Linear light of a 16-bit sRGB sample.
 private func lin16(_ v: UInt16) -> Double { Double(SRGB.toLinear(Float(v) / 65535)) }
@@ -244,6 +245,42 @@ struct LensBlurTests {
         #expect(psnr(out, photo) < 30)
         s.aperture = nil; s.fNumber = 2.8
         #expect(throws: PortraitError.self) { try renderer.render(s) }
+    }
+}
+
+@Suite("Lens blur and the portrait matte")
+struct LensMatteTests {
+    @Test("The portrait matte snaps a coarse depth map's edge to the subject: background beside the subject blurs, the subject stays sharp")
+    func matteSharpensTheEdge() throws {
+        let w = 160, h = 96
+        let subject = { (x: Int, y: Int) in x >= 60 && x < 100 && y >= 20 && y < 80 }
+        let photo = Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for y in 0..<h { for x in 0..<w {
+                let o = 3 * (y * w + x)
+                if subject(x, y) { d[o] = 60; d[o + 1] = 50; d[o + 2] = 40 } else { d[o] = UInt8(150 + (x * 37 + y * 11) % 100); d[o + 1] = 170; d[o + 2] = 200 }
+            }}
+        }
+        // A coarse map (1/8 size) whose subject block is one cell wider on every side than the subject.
+        let map = Image<Float>(width: w / 8, height: h / 8, channels: 1) { d in
+            for y in 0..<(h / 8) { for x in 0..<(w / 8) { d[y * (w / 8) + x] = (x >= 6 && x < 13 && y >= 1 && y < 11) ? 2 : 0.5 } }
+        }
+        let matte = Image<UInt8>(width: w, height: h, channels: 1) { d in for y in 0..<h { for x in 0..<w { d[y * w + x] = subject(x, y) ? 255 : 0 } } }
+        func render(withMatte: Bool) throws -> PortraitRendering {
+            let aux = withMatte ? [AuxiliaryImage(kind: .portrait, type: "portrait matte", image: .uint8(matte), width: w, height: h, source: "test")] : []
+            let dp = DepthPhoto(path: "subject.png", format: .png, photo: DecodedImage(image: .uint8(photo), format: .png),
+                                width: w, height: h, depth: DepthData(floatMap: map, kind: .disparity, units: "1/m", accuracy: .absolute, source: "test"),
+                                auxiliary: aux)
+            var s = PortraitSettings(); s.effect = .lens; s.aperture = 20; s.focus = .normalized(1)
+            return try PortraitRenderer(dp).render(s)
+        }
+        let coarse = try render(withMatte: false), snapped = try render(withMatte: true)
+        #expect(coarse.report.refinedWith == "none" && snapped.report.refinedWith == "portrait matte")
+        // Background pixels 2-4 px left of the subject: in focus with the coarse map, blurred with the matte.
+        var coarseSharp = 0, snappedSharp = 0
+        for y in 30..<70 { for x in 56..<59 { coarseSharp += coarse.mask[x, y, 0] > 0 ? 1 : 0; snappedSharp += snapped.mask[x, y, 0] > 0 ? 1 : 0 } }
+        #expect(coarseSharp > 100 && snappedSharp == 0, "in focus beside the subject: \(coarseSharp) with the coarse map, \(snappedSharp) with the matte")
+        // The subject itself stays sharp (its pixels unchanged) with the matte, 3 px inside its edge.
+        for y in 30..<70 { for x in [63, 96] { #expect(snapped.image.uint8[x, y, 0] == 60, "\(x),\(y)") } }
     }
 }
 
