@@ -30,6 +30,8 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// Output -> frame, row-major; nil when the frame is the output grid (identity).
     @usableFromInline let m: [Float]?
     public let interpolation: Interpolation
+    /// A local correction on top of the homography (local alignment), or nil.
+    public let offsets: DisplacementField?
 
     /// Source rows a segment may span to use the converted-block path (a rotation up to ~1
     /// degree over a 544-px segment); wider spans take the direct path.
@@ -48,14 +50,16 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - homography: Maps the frame's pixels to the output's (the registration convention);
     ///     nil or identity samples the frame as it is. A singular homography samples nothing.
     ///   - interpolation: The sampler.
+    ///   - offsets: A local correction: output pixel `p` samples the frame at `H^-1 (p + d(p))`.
     @inlinable
-    public init(frame: Image<Sample>, homography: Homography?, interpolation: Interpolation) {
+    public init(frame: Image<Sample>, homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil) {
         self.frame = frame
         self.interpolation = interpolation
+        self.offsets = offsets
         if let h = homography, h != .identity {
             m = h.inverse.map { $0.m.map { Float($0) } } ?? [0, 0, -1e9, 0, 0, -1e9, 0, 0, 1]
         } else {
-            m = nil
+            m = offsets == nil ? nil : [1, 0, 0, 0, 1, 0, 0, 0, 1]
         }
     }
 
@@ -111,9 +115,15 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         var nx = m0 * Float(x0) + m[1] * fy + m[2], ny = m3 * Float(x0) + m[4] * fy + m[5]
         var dd = m6 * Float(x0) + m[7] * fy + m[8]
         let projective = m6 != 0 || m[7] != 0
+        let (m1, m4, m7) = (m[1], m[4], m[7])
         for i in 0..<(x1 - x0) {
-            var sx = nx, sy = ny
-            if projective { if dd > 1e-12 { sx = nx / dd; sy = ny / dd } else { sx = -1e9; sy = -1e9 } }
+            var sx = nx, sy = ny, den = dd
+            if let f = offsets {
+                // Homography of p + d(p): the numerators and the denominator are affine in p.
+                let d = f.value(atX: x0 &+ i, y: y)
+                sx += m0 * d.x + m1 * d.y; sy += m3 * d.x + m4 * d.y; den += m6 * d.x + m7 * d.y
+            }
+            if projective || offsets != nil { if den > 1e-12 { sx /= den; sy /= den } else { sx = -1e9; sy = -1e9 } }
             nx += m0; ny += m3; dd += m6
             let o = i &* c
             guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
@@ -167,14 +177,32 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
         let projective = m6 != 0 || m[7] != 0
+        let (m1, m4, m7) = (m[1], m[4], m[7])
         @inline(__always) func source(_ x: Int) -> (Float, Float) {
-            let fx = Float(x), d = m6 * fx + m8
-            guard projective else { return (m0 * fx + m2, m3 * fx + m5) }
-            return d > 1e-12 ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (-1e9, -1e9)
+            let fx = Float(x)
+            var nx = m0 * fx + m2, ny = m3 * fx + m5, d = m6 * fx + m8
+            if let f = offsets {
+                let o = f.value(atX: x, y: y)
+                nx += m0 * o.x + m1 * o.y; ny += m3 * o.x + m4 * o.y; d += m6 * o.x + m7 * o.y
+            } else if !projective {
+                return (nx, ny)
+            }
+            return d > 1e-12 ? (nx / d, ny / d) : (-1e9, -1e9)
         }
-        let (ax, ay) = source(x0), (bx, by) = source(x1 - 1)
+        var (ax, ay) = source(x0), (bx, by) = source(x1 - 1)
         // A segment that leaves the frame's projective half-plane takes the direct path.
         guard ax > -1e8, bx > -1e8 else { return false }
+        if offsets != nil {
+            // A local correction bends the segment's source positions: bound them all (the block
+            // must hold every tap the loop below reads).
+            var lo = (min(ax, bx), min(ay, by)), hi = (max(ax, bx), max(ay, by))
+            for x in x0..<x1 {
+                let (sx, sy) = source(x)
+                guard sx > -1e8 else { return false }
+                lo = (min(lo.0, sx), min(lo.1, sy)); hi = (max(hi.0, sx), max(hi.1, sy))
+            }
+            (ax, ay, bx, by) = (lo.0, lo.1, hi.0, hi.1)
+        }
         let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 1), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 2)
         let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 1), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 2)
         let rows = rowHi - rowLo + 1, cols = colHi - colLo + 1

@@ -70,6 +70,8 @@ public struct StackResult: Sendable {
     public var referenceMetadata: ImageMetadata
     /// The decoded frames, when ``StackOptions/retainFrames`` is set.
     public var decodedFrames: [BurstFrame]?
+    /// Each frame's local alignment (in ``frames`` order; nil where none was applied).
+    public var localFields: [DisplacementField?] = []
     /// Inputs that could not be decoded (see ``notices``).
     public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
     /// Frames merged.
@@ -103,18 +105,19 @@ public enum BurstStacker {
         }
         let (options, policyNotices) = requested.resolved(frames: frames.count, pixels: ref.image.width * ref.image.height)
         var timings = StageTimings()
-        let reports = timings.measure(\.align) { align(frames, options: options) }
+        let (reports, fields) = timings.measure(\.align) { align(frames, options: options) }
         let t1 = Date()
         let used = reports.filter(\.used).map(\.index)
         let homographies: [Homography?] = used.map { reports[$0].homography }
+        let offsets: [DisplacementField?] = used.map { fields[$0] }
         let result: (AnyImage, Float?)
         let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
         switch ref.image {
         case .uint8:
-            let r = merge(used.map { frames[$0].image.uint8 }, homographies, options: options, threadTime: split)
+            let r = merge(used.map { frames[$0].image.uint8 }, homographies, offsets, options: options, threadTime: split)
             result = (.uint8(r.0), r.1)
         case .uint16, .float32:
-            let r = merge(used.map { frames[$0].image.uint16 }, homographies, options: options, threadTime: split)
+            let r = merge(used.map { frames[$0].image.uint16 }, homographies, offsets, options: options, threadTime: split)
             result = (.uint16(r.0), r.1)
         }
         // Warping and merging run fused, tile by tile; their wall time is split by their shares
@@ -129,7 +132,7 @@ public enum BurstStacker {
         for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
         return StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
-                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil)
+                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil, localFields: fields)
     }
 
     /// Decodes `inputs` (image files, folders of images sorted by name, or one video of which
@@ -166,16 +169,18 @@ public enum BurstStacker {
     ///   - mergedFrames: How many frames the merge had (it sets the tile width, and so which
     ///     sampling path a tile takes).
     /// - Returns: The aligned frame, in the frame's sample type (16-bit for float frames).
-    public static func aligned(_ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int) -> AnyImage {
+    ///   - local: The frame's local alignment (``StackResult/localFields``), if any.
+    public static func aligned(_ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int,
+                               local: DisplacementField? = nil) -> AnyImage {
         switch frame.image {
-        case .uint8(let i): .uint8(aligned(i, homography, interpolation, mergedFrames))
-        case .uint16, .float32: .uint16(aligned(frame.image.uint16, homography, interpolation, mergedFrames))
+        case .uint8(let i): .uint8(aligned(i, homography, interpolation, mergedFrames, local))
+        case .uint16, .float32: .uint16(aligned(frame.image.uint16, homography, interpolation, mergedFrames, local))
         }
     }
 
-    static func aligned<S: PixelSample>(_ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int) -> Image<S> {
+    static func aligned<S: PixelSample>(_ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int, _ local: DisplacementField?) -> Image<S> {
         let w = image.width, c = image.channels, tileWidth = tileWidth(frames: n, channels: c)
-        let warper = RowSampler(frame: image, homography: h, interpolation: interpolation)
+        let warper = RowSampler(frame: image, homography: h, interpolation: interpolation, offsets: local)
         return Image<S>(width: w, height: image.height, channels: c) { dst in
             StripExecutor.forEachStrip(rows: image.height, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: 1, maxPixels: tileWidth, channels: c)
@@ -199,7 +204,8 @@ public enum BurstStacker {
 
     // MARK: Alignment
 
-    static func align(_ frames: [BurstFrame], options: StackOptions) -> [FrameReport] {
+    static func align(_ frames: [BurstFrame], options: StackOptions) -> ([FrameReport], [DisplacementField?]) {
+        let none = [DisplacementField?](repeating: nil, count: frames.count)
         let refIndex = options.reference
         var reports = frames.enumerated().map { i, f in
             FrameReport(index: i, source: f.name, homography: i == refIndex ? Homography.identity : nil,
@@ -213,15 +219,15 @@ public enum BurstStacker {
                     reports[i].fail("no homography given for this frame")
                 }
             }
-            return reports
+            return (reports, none)
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {
                 reports[i].homography = .identity; reports[i].used = true; reports[i].status = .asIs
             }
-            return reports
+            return (reports, none)
         }
-        guard frames.count > 1 else { return reports }
+        guard frames.count > 1 else { return (reports, none) }
         let refStart = Date()
         let reference: RegistrationReference
         switch frames[refIndex].image {
@@ -232,6 +238,7 @@ public enum BurstStacker {
         reports[refIndex].alignSeconds = (Date().timeIntervalSince(refStart) * 1000).rounded() / 1000
         let others = frames.indices.filter { $0 != refIndex }
         let box = LockedBox(reports)
+        let fieldBox = LockedBox(none)
         let start = Date()
         let done = LockedBox(0)
         for n in 0..<others.count {
@@ -259,22 +266,50 @@ public enum BurstStacker {
                     r.fail(String(describing: error))
                 }
             }
+            var field: DisplacementField? = nil
+            if r.used, let h = r.homography, options.align == .local || options.align == .auto {
+                (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
+            }
             r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
             box.update { $0[i] = r }
+            fieldBox.update { $0[i] = field }
             let d = done.update { $0 += 1; return $0 }
             options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
         }
-        return box.value
+        return (box.value, fieldBox.value)
+    }
+
+    /// The local alignment of a registered frame: always with ``AlignMode/local``; with `.auto`
+    /// only when a coarse field (two pyramid levels above the finest) shows parallax, so bursts
+    /// that one homography aligns are merged exactly as before.
+    static func localAlignment(reference: RegistrationReference, frame: GreyPyramid, homography h: Homography,
+                               options: StackOptions) -> (LocalFrameReport, DisplacementField?) {
+        let lo = options.localAlignment
+        if options.align == .local {
+            let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
+            let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo,
+                                               finestLevel: min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2))
+            return (LocalFrameReport(used: true, decision: "asked for (--align local)", field: la.statistics, coarse: coarse.statistics), la.field)
+        }
+        let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
+        let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
+        let p50 = coarse.statistics.p50Px
+        guard p50 >= lo.parallaxThreshold else {
+            return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(lo.parallaxThreshold) px", field: nil, coarse: coarse.statistics), nil)
+        }
+        let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
+        return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(lo.parallaxThreshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
     }
 
     // MARK: Merge
 
     /// Streams the merge over tiles: for each row segment every frame is warped into a small
     /// buffer and merged at once, so no warped frame is ever held whole.
-    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], options: StackOptions,
+    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
         let w = images[0].width, h = images[0].height, c = images[0].channels, n = images.count
-        let warpers = zip(images, homographies).map { RowSampler(frame: $0, homography: $1, interpolation: options.interpolation) }
+        let warpers = images.indices.map { RowSampler(frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
+                                                      offsets: $0 < offsets.count ? offsets[$0] : nil) }
         let network = SortingNetwork(size: n)
         var sigma: Float? = nil
         let kernel: any MergeKernel

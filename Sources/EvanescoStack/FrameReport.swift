@@ -62,6 +62,8 @@ public struct FrameReport: Sendable, Codable, Equatable {
     public var correlation: Double?
     /// Seconds spent aligning this frame (pyramid + registration).
     public var alignSeconds: Double?
+    /// The local alignment (``AlignMode/local``, or `.auto` on a frame with parallax).
+    public var local: LocalFrameReport?
 
     /// Creates a report; the stacker fills the registration fields as it goes.
     public init(index: Int, source: String, homography: Homography? = nil, used: Bool = false, status: FrameStatus = .pending) {
@@ -82,4 +84,17 @@ public struct FrameReport: Sendable, Codable, Equatable {
     mutating func fail(_ why: String) {
         used = false; status = .failed; reason = why
     }
+}
+
+/// A frame's local alignment, as reports carry it.
+public struct LocalFrameReport: Sendable, Codable, Equatable {
+    /// Whether the field was applied (always with `--align local`; with `auto`, when the coarse
+    /// look showed parallax).
+    public var used: Bool
+    /// Why, in words.
+    public var decision: String
+    /// The field applied, summarised (nil when not applied).
+    public var field: LocalFieldStatistics?
+    /// The coarse look (two pyramid levels above the finest) that `auto` decides on.
+    public var coarse: LocalFieldStatistics?
 }

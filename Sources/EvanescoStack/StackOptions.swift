@@ -11,13 +11,20 @@ public enum AlignMode: String, Sendable, Codable, CaseIterable {
     case translation
     /// A 3x3 projective warp per frame (`VNHomographicImageRegistrationRequest`).
     case homography
+    /// A homography plus a per-cell local correction (``LocalAligner``) on every frame: near and
+    /// far things that moved differently (parallax) are aligned too. `.auto` turns it on for the
+    /// frames whose coarse field shows parallax.
+    case local
 }
 
 /// Everything that decides how a burst is stacked, policies included, so that every front end
 /// (the CLI, the studio, your code) stacks the same burst the same way.
 public struct StackOptions: Sendable {
-    /// Registration model; `.auto` falls back from homography to translation per frame.
+    /// Registration model; `.auto` falls back from homography to translation per frame, and adds
+    /// local alignment to the frames that show parallax.
     public var align: AlignMode = .auto
+    /// Tuning of the local alignment (``AlignMode/local``, and `.auto` where there is parallax).
+    public var localAlignment = LocalAlignmentOptions()
     /// Merge method; `.robust` is the best measured (see ``MergeMethod``).
     public var merge: MergeMethod = .robust
     /// Index (in input order, among the decoded frames) of the reference frame; the output is in its coordinates.

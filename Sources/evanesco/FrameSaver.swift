@@ -14,7 +14,8 @@ enum FrameSaver {
             try ImageCodecs.write(f.image, to: folder + String(format: "/decoded_%03d.png", i), options: WriteOptions(pngCompression: 1))
             let rep = r.frames[i]
             guard rep.used, let h = rep.homography else { continue }
-            let aligned = BurstStacker.aligned(f, homography: h, interpolation: interpolation, mergedFrames: r.usedFrames)
+            let aligned = BurstStacker.aligned(f, homography: h, interpolation: interpolation, mergedFrames: r.usedFrames,
+                                               local: i < r.localFields.count ? r.localFields[i] : nil)
             try ImageCodecs.write(aligned, to: folder + String(format: "/aligned_%03d.png", i), options: WriteOptions(pngCompression: 1))
         }
         return folder

@@ -15,17 +15,21 @@ struct Stack: ParsableCommand {
         discussion: """
         INPUT is image files, a folder of images (sorted by name) or one video file. Frames that \
         cannot be decoded or aligned are reported on stderr and left out. Two frames are merged by \
-        their mean, since two cannot outvote a moving object.
+        their mean, since two cannot outvote a moving object. A hand-held burst whose near and far \
+        things moved differently (parallax) gets local alignment on top of its homography: \
+        automatically where a coarse look finds parallax, on every frame with --align local; the \
+        report's frames[].local says what was done.
 
         EXAMPLES:
           evanesco stack burst/*.jpg -o clean.jpg
           evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
           evanesco stack tripod/ --align none --merge median -o clean.tif --bit-depth 16
+          evanesco stack desk-handheld/ --align local -o clean.jpg --report report.json
         """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "auto (homography, falling back to translation), none, translation or homography.") var align: AlignMode = .auto
+    @Option(help: "auto (homography, falling back to translation, plus local alignment on frames with parallax), none, translation, homography or local (homography plus a per-cell correction on every frame).") var align: AlignMode = .auto
     @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge: MergeMethod = .robust
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = 20

@@ -1,0 +1,385 @@
+import EvanescoCore
+import Foundation
+
+/// Tuning of ``LocalAligner``.
+public struct LocalAlignmentOptions: Sendable, Equatable {
+    /// Cell size of the displacement field in full-resolution pixels (0: 16 up to 2 MP, 32 above).
+    public var cell = 0
+    /// Radius of the window each cell is matched with, in full-resolution pixels (0: the cell
+    /// size, at least 12); at coarse levels it never drops under 4 level pixels.
+    public var windowRadius = 0
+    /// Cell size of the detail pass at the finest level (0: half the cell size; -1: no detail pass).
+    public var detailCell = 0
+    /// Window radius of the detail pass (0: 1.5 times the detail cell size).
+    public var detailWindowRadius = 0
+    /// Largest displacement searched, in full-resolution pixels.
+    public var searchRadius: Float = 12
+    /// A frame counts as having parallax when the median of its textured cells' displacement
+    /// lengths, measured coarsely, reaches this many pixels. (Measured: at most 0.16 px on the
+    /// synthetic bursts without parallax, at least 0.39 px on the one with up to 6 px of it.)
+    public var parallaxThreshold: Float = 0.25
+
+    public init() {}
+
+    /// The detail pass's cell size for a `width` x `height` frame (0: none).
+    public func detailCellSize(width: Int, height: Int) -> Int {
+        detailCell < 0 ? 0 : detailCell > 0 ? detailCell : cellSize(width: width, height: height) / 2
+    }
+
+    /// The cell size for a `width` x `height` frame.
+    public func cellSize(width: Int, height: Int) -> Int {
+        cell > 0 ? cell : (width * height > 2_000_000 ? 32 : 16)
+    }
+}
+
+/// The displacement field's statistics, over the cells with texture (`local` in reports).
+public struct LocalFieldStatistics: Sendable, Codable, Equatable {
+    /// Cell size in pixels.
+    public var cell: Int
+    /// Cells in the field.
+    public var cells: Int
+    /// Cells with enough texture to be measured (the rest take their neighbours' values).
+    public var texturedCells: Int
+    /// Mean displacement length, pixels.
+    public var meanPx: Float
+    /// Median displacement length, pixels.
+    public var p50Px: Float
+    /// 90th percentile of the displacement lengths, pixels.
+    public var p90Px: Float
+    /// Largest displacement length, pixels.
+    public var maxPx: Float
+}
+
+/// A frame's local alignment: the field and what it measured.
+public struct LocalAlignment: Sendable {
+    /// The correction on top of the frame's homography (reference pixels).
+    public var field: DisplacementField
+    /// Its statistics.
+    public var statistics: LocalFieldStatistics
+}
+
+/// Local alignment after the global registration (HDR+-style coarse-to-fine tiles): the frame is
+/// warped into the reference by its homography, and for every cell of a grid a residual shift is
+/// found, coarse to fine over the luma pyramid, by a zero-mean block search at the coarsest level
+/// and robust Lucas-Kanade (shift plus brightness offset, Huber weights) at the finer ones. Cells
+/// without texture take their neighbours' shifts, and a median over each cell's neighbours after
+/// every level removes outliers (a moving object cannot drag its cell far from the others).
+public enum LocalAligner {
+    /// Estimates the field of `frame` against `reference` given its homography, coarse to fine
+    /// down to `finestLevel` (the whole pyramid when nil).
+    ///
+    /// - Parameters:
+    ///   - reference: The reference's pyramid.
+    ///   - frame: The frame's pyramid (the same levels).
+    ///   - homography: Frame pixels to reference pixels.
+    ///   - options: Tuning.
+    ///   - finestLevel: Stop at this pyramid level (a coarse look for parallax), or go to the finest.
+    /// - Returns: The field in full-resolution reference pixels and its statistics.
+    public static func estimate(reference: GreyPyramid, frame: GreyPyramid, homography: Homography,
+                                options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil) -> LocalAlignment {
+        let W = reference.width, H = reference.height
+        let cell = options.cellSize(width: W, height: H)
+        var field = DisplacementField(width: W, height: H, cell: cell)
+        let finest = max(reference.baseLevel, min(finestLevel ?? 0, reference.levels.count - 1))
+        var coarsest = finest
+        while coarsest + 1 < min(reference.levels.count, frame.levels.count)
+                && options.searchRadius / Float(1 << coarsest) > 3 { coarsest += 1 }
+        var textured = [Bool](repeating: false, count: field.dx.count)
+        for level in stride(from: coarsest, through: finest, by: -1) {
+            let s = 1 / Float(1 << level)
+            let ref = reference.levels[level], fr = frame.levels[level]
+            guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
+            let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
+            let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
+            let radius = max(4, Int((Float(windowRadius) * s).rounded()))
+            let search = level == coarsest ? Int((options.searchRadius * s).rounded(.up)) : 0
+            let cols = field.columns
+            let dxIn = field.dx, dyIn = field.dy
+            let out = LockedBox((dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
+                                 confidence: [Float](repeating: 0, count: dxIn.count)))
+            StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
+                var local: [(Int, Float, Float, Bool, Float, Float)] = []
+                for j in rowRange {
+                    for i in 0..<cols {
+                        let idx = j * cols + i
+                        let cx = ((Float(i) + 0.5) * Float(cell) - 0.5 + 0.5) * s - 0.5
+                        let cy = ((Float(j) + 0.5) * Float(cell) - 0.5 + 0.5) * s - 0.5
+                        var d = SIMD2(dxIn[idx], dyIn[idx]) * s
+                        let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
+                        guard win.count > 0 else { local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0)); continue }
+                        if search > 0 { d = win.blockSearch(around: d, radius: search) }
+                        let (refined, ok, residual, confidence) = win.lucasKanade(from: d, iterations: level == finest ? 4 : 3)
+                        if ok { d = refined }
+                        let limit = options.searchRadius * s + 2
+                        if (d * d).sum() > limit * limit { d = d / (d * d).sum().squareRoot() * limit }
+                        local.append((idx, d.x / s, d.y / s, ok, residual, confidence))
+                    }
+                }
+                out.update { o in for (idx, x, y, ok, res, conf) in local { o.dx[idx] = x; o.dy[idx] = y; o.textured[idx] = ok; o.residual[idx] = res; o.confidence[idx] = conf } }
+            }
+            let o = out.value
+            // Cells this level measured take the new value; cells without texture here keep what
+            // the coarser level found. Cells that match nowhere (something moved through them
+            // in this frame or in the reference) are not measurements: they take their
+            // neighbours' shifts.
+            var res = o.residual.enumerated().filter { o.textured[$0.offset] && $0.element.isFinite }.map(\.element)
+            let limit = res.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&res))
+            for i in field.dx.indices {
+                if o.textured[i] {
+                    field.dx[i] = o.dx[i]; field.dy[i] = o.dy[i]
+                    textured[i] = o.residual[i] <= limit
+                }
+            }
+            fillUntextured(&field, textured)
+            smoothByConfidence(&field, confidence: textured.indices.map { textured[$0] ? o.confidence[$0] : 0 })
+            medianFilter(&field)
+        }
+        // Detail: a finer grid refined at the finest level with small windows, each starting from
+        // the coarse field (and held near it by the prior), so the field follows depth changes
+        // that the large windows average out. A cell that matches badly keeps the coarse value.
+        let fineCell = options.detailCellSize(width: W, height: H)
+        if finestLevel == nil, fineCell > 0, fineCell < cell {
+            let level = finest, s = 1 / Float(1 << level)
+            let ref = reference.levels[level], fr = frame.levels[level]
+            let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
+            var fine = DisplacementField(width: W, height: H, cell: fineCell)
+            for j in 0..<fine.rows { for i in 0..<fine.columns {
+                let v = field.value(atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()), y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
+                fine.dx[j * fine.columns + i] = v.x; fine.dy[j * fine.columns + i] = v.y
+            }}
+            let start = fine
+            let radius = max(4, Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
+            let cols = fine.columns
+            let results = LockedBox([(Int, SIMD2<Float>)]())
+            StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
+                var local: [(Int, SIMD2<Float>)] = []
+                var cand: [(Int, SIMD2<Float>, Float)] = []
+                for j in rowRange { for i in 0..<cols {
+                    let idx = j * cols + i
+                    let cx = ((Float(i) + 0.5) * Float(fineCell)) * s - 0.5, cy = ((Float(j) + 0.5) * Float(fineCell)) * s - 0.5
+                    let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
+                    guard win.count > 0 else { continue }
+                    let d0 = SIMD2(start.dx[idx], start.dy[idx]) * s
+                    let (d, ok, r, _) = win.lucasKanade(from: d0, iterations: 4, prior: 0.5)
+                    if ok { cand.append((idx, d / s, r)) }
+                }}
+                for (idx, d, _) in cand { local.append((idx, d)) }
+                results.update { $0.append(contentsOf: local) }
+            }
+            for (idx, d) in results.value { fine.dx[idx] = d.x; fine.dy[idx] = d.y }
+            medianFilter(&fine)
+            return LocalAlignment(field: fine, statistics: statistics(field, textured))
+        }
+        return LocalAlignment(field: field, statistics: statistics(field, textured))
+    }
+
+    /// Untextured cells take the median of their textured neighbours, growing outwards.
+    static func fillUntextured(_ f: inout DisplacementField, _ textured: [Bool]) {
+        var known = textured
+        if !known.contains(true) { f.dx = f.dx.map { _ in 0 }; f.dy = f.dy.map { _ in 0 }; return }
+        var pending = (0..<known.count).filter { !known[$0] }
+        while !pending.isEmpty {
+            var next: [Int] = [], updates: [(Int, Float, Float)] = []
+            for idx in pending {
+                let i = idx % f.columns, j = idx / f.columns
+                var xs: [Float] = [], ys: [Float] = []
+                for jj in max(0, j - 1)...min(f.rows - 1, j + 1) { for ii in max(0, i - 1)...min(f.columns - 1, i + 1) where known[jj * f.columns + ii] {
+                    xs.append(f.dx[jj * f.columns + ii]); ys.append(f.dy[jj * f.columns + ii])
+                }}
+                if xs.isEmpty { next.append(idx) } else { updates.append((idx, Selection.median(&xs), Selection.median(&ys))) }
+            }
+            if updates.isEmpty { break }
+            for (idx, x, y) in updates { f.dx[idx] = x; f.dy[idx] = y; known[idx] = true }
+            pending = next
+        }
+    }
+
+    /// Each cell becomes the confidence-weighted mean of itself (weighted 4x) and its 8
+    /// neighbours: a cell with little texture follows its textured neighbours, a textured cell
+    /// mostly keeps its own measurement.
+    static func smoothByConfidence(_ f: inout DisplacementField, confidence: [Float]) {
+        let c = f.columns, r = f.rows
+        var dx = f.dx, dy = f.dy
+        for j in 0..<r { for i in 0..<c {
+            var sx: Float = 0, sy: Float = 0, sw: Float = 0
+            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) {
+                let k = jj * c + ii
+                let w = min(confidence[k], 50) * (k == j * c + i ? 4 : 1) + 1e-3
+                sx += w * f.dx[k]; sy += w * f.dy[k]; sw += w
+            }}
+            dx[j * c + i] = sx / sw; dy[j * c + i] = sy / sw
+        }}
+        f.dx = dx; f.dy = dy
+    }
+
+    /// Median of each component over the cells within `reach` (a 3x3 or 5x5 neighbourhood).
+    static func medianFilter(_ f: inout DisplacementField, reach n: Int = 1) {
+        let c = f.columns, r = f.rows
+        guard c * r > 1 else { return }
+        var dx = f.dx, dy = f.dy
+        var xs: [Float] = [], ys: [Float] = []
+        for j in 0..<r { for i in 0..<c {
+            xs.removeAll(keepingCapacity: true); ys.removeAll(keepingCapacity: true)
+            for jj in max(0, j - n)...min(r - 1, j + n) { for ii in max(0, i - n)...min(c - 1, i + n) {
+                xs.append(f.dx[jj * c + ii]); ys.append(f.dy[jj * c + ii])
+            }}
+            dx[j * c + i] = Selection.median(&xs); dy[j * c + i] = Selection.median(&ys)
+        }}
+        f.dx = dx; f.dy = dy
+    }
+
+    static func statistics(_ f: DisplacementField, _ textured: [Bool]) -> LocalFieldStatistics {
+        var lengths: [Float] = []
+        for i in f.dx.indices where textured[i] { lengths.append((f.dx[i] * f.dx[i] + f.dy[i] * f.dy[i]).squareRoot()) }
+        lengths.sort()
+        let mean = lengths.isEmpty ? 0 : lengths.reduce(0, +) / Float(lengths.count)
+        let p90 = lengths.isEmpty ? 0 : lengths[min(lengths.count - 1, Int(Float(lengths.count) * 0.9))]
+        let p50 = lengths.isEmpty ? 0 : lengths[lengths.count / 2]
+        func r(_ v: Float) -> Float { (v * 1000).rounded() / 1000 }
+        return LocalFieldStatistics(cell: f.cell, cells: f.dx.count, texturedCells: lengths.count, meanPx: r(mean), p50Px: r(p50), p90Px: r(p90), maxPx: r(lengths.last ?? 0))
+    }
+}
+
+/// One cell's window: reference pixels, their gradients, and the warped frame to match.
+struct Window {
+    let ref: Image<Float>, warped: WarpResult<Float>
+    let x0: Int, y0: Int, x1: Int, y1: Int
+    var count: Int { (x1 - x0) * (y1 - y0) }
+
+    /// The pixels within `radius` of the (possibly half-integer) centre, symmetric about it, so
+    /// that a shift varying across the window is measured at the cell's centre.
+    init(ref: Image<Float>, warped: WarpResult<Float>, cx: Float, cy: Float, radius: Int) {
+        self.ref = ref; self.warped = warped
+        let r = Float(radius)
+        x0 = max(1, Int((cx - r).rounded(.up))); y0 = max(1, Int((cy - r).rounded(.up)))
+        x1 = min(ref.width - 1, Int((cx + r).rounded(.down)) + 1); y1 = min(ref.height - 1, Int((cy + r).rounded(.down)) + 1)
+    }
+
+    /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD.
+    func blockSearch(around d: SIMD2<Float>, radius: Int) -> SIMD2<Float> {
+        let w = ref.width, r = ref.samples, p = warped.image.samples, v = warped.validity.samples
+        let bx = Int(d.x.rounded()), by = Int(d.y.rounded())
+        var best = Float.infinity, bestShift = d
+        let n = Float(count)
+        var refMean: Float = 0
+        for y in y0..<y1 { for x in x0..<x1 { refMean += r[y * w + x] } }
+        refMean /= n
+        for sy in (by - radius)...(by + radius) {
+            for sx in (bx - radius)...(bx + radius) {
+                guard y0 + sy >= 0, y1 - 1 + sy < warped.image.height, x0 + sx >= 0, x1 - 1 + sx < w else { continue }
+                var sum: Float = 0, sum2: Float = 0, cross: Float = 0, valid = 0
+                for y in y0..<y1 {
+                    let ro = y * w, fo = (y + sy) * w + sx
+                    for x in x0..<x1 where v[fo + x] != 0 {
+                        let f = p[fo + x], g = r[ro + x] - refMean
+                        sum += f; sum2 += f * f; cross += f * g; valid += 1
+                    }
+                }
+                guard Float(valid) > 0.6 * n else { continue }
+                // Zero-mean SSD up to terms that do not depend on the shift, per valid pixel.
+                let fm = sum / Float(valid)
+                let cost = (sum2 - fm * sum - 2 * cross) / Float(valid) + 0.5 * Float((sx - bx) * (sx - bx) + (sy - by) * (sy - by))
+                if cost < best { best = cost; bestShift = SIMD2(Float(sx), Float(sy)) }
+            }
+        }
+        return bestShift
+    }
+
+    /// Gauss-Newton on shift + brightness offset with Huber then Tukey weights, reference
+    /// gradients (the inverse-compositional approximation), held near `start` by a prior.
+    /// Returns whether the window had texture and coverage, the match's residual (RMS grey
+    /// levels) and the texture (the structure tensor's smaller eigenvalue per pixel).
+    func lucasKanade(from start: SIMD2<Float>, iterations: Int, prior priorWeight: Float = 0.05) -> (SIMD2<Float>, Bool, Float, Float) {
+        ref.samples.withUnsafeBufferPointer { rb in warped.image.samples.withUnsafeBufferPointer { pb in
+            warped.validity.samples.withUnsafeBufferPointer { vb in
+                lucasKanade(from: start, iterations: iterations, priorWeight: priorWeight, r: rb.baseAddress!, p: pb.baseAddress!, v: vb.baseAddress!)
+            }
+        }}
+    }
+
+    func lucasKanade(from start: SIMD2<Float>, iterations: Int, priorWeight: Float, r: UnsafePointer<Float>, p: UnsafePointer<Float>,
+                     v: UnsafePointer<UInt8>) -> (SIMD2<Float>, Bool, Float, Float) {
+        let w = ref.width, fw = warped.image.width, fh = warped.image.height
+        var d = start, bias: Float = 0
+        // Texture: the smaller eigenvalue of the gradient structure tensor, per pixel.
+        var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
+        for y in y0..<y1 { for x in x0..<x1 {
+            let i = y * w + x
+            let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
+            sxx += gx * gx; sxy += gx * gy; syy += gy * gy
+        }}
+        let n = Float(count)
+        let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
+        let minEig = tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
+        guard minEig > 0.05 else { return (start, false, .infinity, 0) }
+        // The shift is the same for the whole window: one set of bilinear weights, one offset.
+        // `visit` calls `body(reference index, warped value)` for every pixel whose four taps are valid.
+        @inline(__always) func visit(_ d: SIMD2<Float>, _ body: (Int, Float) -> Void) {
+            let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
+            guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return }
+            let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
+            let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
+            let ya = max(y0, -oy), yb = min(y1, fh - 1 - oy), xa = max(x0, -ox), xb = min(x1, fw - 1 - ox)
+            guard ya < yb, xa < xb else { return }
+            for y in ya..<yb {
+                let row = (y + oy) * fw + ox
+                for x in xa..<xb {
+                    let j = row + x
+                    guard v[j] != 0, v[j + 1] != 0, v[j + fw] != 0, v[j + fw + 1] != 0 else { continue }
+                    body(y * w + x, w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1])
+                }
+            }
+        }
+        // A prior toward the start (the coarser level's answer): a window with little texture in
+        // one direction moves little in it, instead of wandering.
+        let prior: Float = priorWeight * n
+        let huber: Float = 8
+        // Huber weights first, then Tukey's (zero beyond 12 grey levels): once the window is
+        // nearly aligned, pixels of something that moved carry no weight at all.
+        let tukeyC: Float = 12
+        for it in 0..<iterations {
+            let tukey = it >= 1
+            // Normal equations of [dx, dy, b].
+            var a00: Float = 0, a01: Float = 0, a02: Float = 0, a11: Float = 0, a12: Float = 0, a22: Float = 0
+            var b0: Float = 0, b1: Float = 0, b2: Float = 0
+            var used = 0
+            let b = bias
+            visit(d) { i, f in
+                let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
+                let e = f - r[i] - b
+                var wt: Float = abs(e) <= huber ? 1 : huber / abs(e)
+                if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
+                a00 += wt * gx * gx; a01 += wt * gx * gy; a02 += wt * gx; a11 += wt * gy * gy; a12 += wt * gy; a22 += wt
+                b0 += wt * gx * e; b1 += wt * gy * e; b2 += wt * e
+                used += 1
+            }
+            guard Float(used) > 0.6 * n else { return (start, false, .infinity, 0) }
+            // The prior adds prior * |d + step - start|^2.
+            a00 += prior; a11 += prior
+            b0 += prior * (d.x - start.x); b1 += prior * (d.y - start.y)
+            // Solve the 3x3 system (symmetric) by Cramer's rule; the step is minus the solution.
+            let c00 = a11 * a22 - a12 * a12, c01 = a02 * a12 - a01 * a22, c02 = a01 * a12 - a02 * a11
+            let det3 = a00 * c00 + a01 * c01 + a02 * c02
+            guard abs(det3) > 1e-9 else { return (start, false, .infinity, 0) }
+            let c11 = a00 * a22 - a02 * a02, c12 = a01 * a02 - a00 * a12, c22 = a00 * a11 - a01 * a01
+            let sx = (c00 * b0 + c01 * b1 + c02 * b2) / det3
+            let sy = (c01 * b0 + c11 * b1 + c12 * b2) / det3
+            let sb = (c02 * b0 + c12 * b1 + c22 * b2) / det3
+            d -= SIMD2(sx, sy); bias += sb
+            // One level refines by little: the coarser level had it within a pixel or so.
+            let moved = d - start
+            if (moved * moved).sum() > 4 { d = start + moved / (moved * moved).sum().squareRoot() * 2 }
+            if sx * sx + sy * sy < 1e-4 { break }
+        }
+        guard d.x.isFinite, d.y.isFinite else { return (start, false, .infinity, 0) }
+        // The match's residual: root mean square of the (capped) differences at the result.
+        var sum: Float = 0, used = 0
+        let b = bias
+        visit(d) { i, f in
+            let e = min(abs(f - r[i] - b), 50)
+            sum += e * e; used += 1
+        }
+        guard used > 0 else { return (start, false, .infinity, 0) }
+        return (d, true, (sum / Float(used)).squareRoot(), minEig)
+    }
+}

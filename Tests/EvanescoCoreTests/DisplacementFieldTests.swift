@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import EvanescoCore
+
+@Suite struct DisplacementFieldTests {
+    static func textured(_ w: Int, _ h: Int) -> Image<UInt8> {
+        Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for y in 0..<h { for x in 0..<w {
+                let v = 128 + 60 * sinf(Float(x) * 0.21) * cosf(Float(y) * 0.17) + 40 * sinf(Float(x + 2 * y) * 0.05)
+                for c in 0..<3 { d[(y * w + x) * 3 + c] = UInt8(clampingRounded: v + Float(c) * 10) }
+            }}
+        }
+    }
+
+    @Test("A constant field is a translation: the sampler gives the same pixels as the shifted homography, on every path", arguments: [8, 12, 16, 20])
+    func constantFieldIsATranslation(cell: Int) {
+        let img = Self.textured(200, 150)
+        var f = DisplacementField(width: 200, height: 150, cell: cell)
+        for i in f.dx.indices { f.dx[i] = 2.5; f.dy[i] = -1.25 }
+        // Output p samples H^-1 (p + d): with H = T(3, 1), that is p + (2.5, -1.25) - (3, 1).
+        let h = Homography.translation(3, 1)
+        for interp in [Interpolation.bilinear, .catmullRom] {
+            let a = RowSampler(frame: img, homography: h, interpolation: interp, offsets: f)
+            let b = RowSampler(frame: img, homography: .translation(0.5, 2.25), interpolation: interp)
+            let block = UnsafeMutablePointer<Float>.allocate(capacity: RowSampler<UInt8>.blockCapacity(pixels: 200, channels: 3))
+            defer { block.deallocate() }
+            var outA = [Float](repeating: 0, count: 600), outB = outA
+            var vA = [UInt8](repeating: 0, count: 200), vB = vA
+            var worst: Float = 0
+            for y in 0..<150 {
+                a.sampleRow(y: y, x0: 0, x1: 200, into: &outA, valid: &vA, block: block)
+                b.sampleRow(y: y, x0: 0, x1: 200, into: &outB, valid: &vB, block: block)
+                for x in 0..<200 where vA[x] != 0 || vB[x] != 0 {
+                    #expect(vA[x] == vB[x])
+                    for c in 0..<3 { worst = max(worst, abs(outA[x * 3 + c] - outB[x * 3 + c])) }
+                }
+            }
+            #expect(worst < 0.01, "cell \(cell), \(interp): \(worst)")
+        }
+    }
+
+    @Test("The field is bilinear between cell centres and clamped beyond them")
+    func bilinearBetweenCentres() {
+        var f = DisplacementField(width: 40, height: 20, cell: 10)   // 4 x 2 cells, centres at x 4.5, 14.5, 24.5, 34.5; y 4.5, 14.5
+        for j in 0..<2 { for i in 0..<4 { f.dx[j * 4 + i] = Float(i); f.dy[j * 4 + i] = Float(j) * 2 } }
+        #expect(f.value(atX: 0, y: 0) == SIMD2(0, 0))
+        #expect(f.value(atX: 39, y: 19) == SIMD2(3, 2))
+        let m = f.value(atX: 19, y: 9)     // a quarter of the way... x: (19.5 / 10 - 0.5) = 1.45; y: 0.45
+        #expect(abs(m.x - 1.45) < 1e-5 && abs(m.y - 0.9) < 1e-5)
+    }
+}

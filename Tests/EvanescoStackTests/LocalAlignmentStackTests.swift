@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import EvanescoAlign
+import EvanescoCore
+@testable import EvanescoStack
+
+/// A burst with parallax: each frame sees the scene through its own smooth shift field (near
+/// things move more than far ones, in a direction per frame) plus a global translation, and a
+/// moving occluder.
+func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
+    let w = scene.width, h = scene.height
+    return (0..<n).map { k in
+        let angle = Float(k) * 2.1, magnitude: Float = k == 0 ? 0 : 3
+        let global = SIMD2<Float>(Float(k % 3) - 1, Float(k % 2)) * (k == 0 ? 0 : 1)
+        var f = Image<UInt8>(width: w, height: h, channels: 3) { out in
+            for y in 0..<h { for x in 0..<w {
+                // Depth in -1...1 over smooth hills (no homography can follow it): the shift is proportional.
+                let depth = sinf(Float(x) / 45) * cosf(Float(y) / 35)
+                let s = SIMD2(cosf(angle), sinf(angle)) * magnitude * depth + global
+                let sx = min(max(Float(x) - s.x, 0), Float(w - 1)), sy = min(max(Float(y) - s.y, 0), Float(h - 1))
+                let ix = min(Int(sx), w - 2), iy = min(Int(sy), h - 2), tx = sx - Float(ix), ty = sy - Float(iy)
+                for c in 0..<3 {
+                    func p(_ xx: Int, _ yy: Int) -> Float { Float(scene[xx, yy, c]) }
+                    let top = p(ix, iy) + (p(ix + 1, iy) - p(ix, iy)) * tx, bot = p(ix, iy + 1) + (p(ix + 1, iy + 1) - p(ix, iy + 1)) * tx
+                    out[(y * w + x) * 3 + c] = UInt8(clampingRounded: top + (bot - top) * ty)
+                }
+            }}
+        }
+        if k > 0 {
+            let x0 = 20 + k * 25
+            for y in 100..<140 { for x in x0..<(x0 + 30) where x < w { for c in 0..<3 { f[x, y, c] = UInt8((x * 7 + y * 3 + c * 50) % 256) } } }
+        }
+        return BurstFrame(name: "p\(k)", image: .uint8(f))
+    }
+}
+
+@Suite struct LocalAlignmentStacking {
+    static let scene = texturedScene(320, 240)
+
+    /// Mean absolute error against the clean scene inside a 24 px margin.
+    static func error(_ img: Image<UInt8>) -> Double {
+        var sum = 0.0, n = 0
+        for y in 24..<216 { for x in 24..<296 { for c in 0..<3 { sum += Double(abs(Int(img[x, y, c]) - Int(scene[x, y, c]))); n += 1 } } }
+        return sum / Double(n)
+    }
+
+    @Test("With parallax, --align local aligns what one homography cannot, and auto turns it on (the report says so)")
+    func parallaxAligned() throws {
+        let frames = parallaxBurst(Self.scene, frames: 7)
+        var global = StackOptions(); global.align = .homography
+        var local = StackOptions(); local.align = .local
+        let g = try BurstStacker.stack(frames, options: global), l = try BurstStacker.stack(frames, options: local)
+        let eg = Self.error(g.image.uint8), el = Self.error(l.image.uint8)
+        #expect(el < 0.5 * eg && el < 2.5, "mean error: homography \(eg), local \(el)")
+        let auto = try BurstStacker.stack(frames, options: StackOptions())
+        #expect(auto.frames.dropFirst().allSatisfy { $0.local?.used == true }, "\(auto.frames.map { $0.local?.decision ?? "-" })")
+        #expect(abs(Self.error(auto.image.uint8) - el) < 0.2)
+        let stats = try #require(l.frames[3].local?.field)
+        #expect(stats.cells > 0 && stats.p90Px > 1 && stats.maxPx < 8)
+        #expect(l.localFields.count == 7 && l.localFields[0] == nil && l.localFields[3] != nil)
+        // The report carries it, in snake_case.
+        let json = String(decoding: try ReportJSON.encode(StackReport(l, inputs: ["x"], output: "y")), as: UTF8.self)
+        #expect(json.contains("\"local\"") && json.contains("\"p90_px\"") && json.contains("\"decision\""))
+    }
+
+    @Test("Without parallax auto leaves local alignment off: the stack is exactly the homography stack")
+    func noParallaxNoChange() throws {
+        let frames = burst(Self.scene, shifts: [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75)])
+        var h = StackOptions(); h.align = .homography
+        let a = try BurstStacker.stack(frames, options: StackOptions()), b = try BurstStacker.stack(frames, options: h)
+        #expect(a.frames.dropFirst().allSatisfy { $0.local?.used == false })
+        #expect(a.image == b.image)
+    }
+}
