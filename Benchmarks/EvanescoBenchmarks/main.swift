@@ -30,7 +30,7 @@ while !args.isEmpty {
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
-    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle": opts.what = a
+    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle", "local": opts.what = a
     default:
         FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|align|backdrop|lens|lens-oracle|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
         exit(2)
@@ -287,6 +287,26 @@ if opts.what == "lens" || opts.what == "all" {
         }
     } else {
         print("lens: skipped, \(path) is absent")
+    }
+}
+
+if opts.what == "local" || opts.what == "all" {
+    // Local alignment of one frame against the reference: the coarse look auto makes on every
+    // frame, and the full field (coarse to fine plus the detail pass).
+    for (name, dir) in [("motorcycle-parallax 741x500", "/data/bursts/synthetic/motorcycle-parallax/frames"),
+                        ("lowlight-handheld 1080x720", "/data/bursts/lowlight-handheld"),
+                        ("pug-handheld 4032x3024", "/data/bursts/synthetic/pug-handheld/frames")] {
+        let path = opts.shared + dir
+        guard let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(),
+              files.count >= 2 else { print("local: \(name) is absent, skipped"); continue }
+        let f0 = try ImageCodecs.read(path + "/" + files[0]).image.uint8, f1 = try ImageCodecs.read(path + "/" + files[1]).image.uint8
+        var ro = RegistrationOptions(); ro.finestLevel = f0.width * f0.height > 8_000_000 ? 1 : 0
+        let ref = RegistrationReference(f0, options: ro)
+        let pyr = ref.framePyramid(f1)
+        let h = try ref.register(pyramid: pyr, model: .homography).homography
+        let coarse = min(ref.pyramid.levels.count - 1, ref.pyramid.baseLevel + 2)
+        try timeIt("local: coarse look, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h, finestLevel: coarse) }
+        try timeIt("local: full field, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h) }
     }
 }
 

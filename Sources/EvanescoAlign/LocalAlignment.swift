@@ -15,9 +15,11 @@ public struct LocalAlignmentOptions: Sendable, Equatable {
     /// Largest displacement searched, in full-resolution pixels.
     public var searchRadius: Float = 12
     /// A frame counts as having parallax when the median of its textured cells' displacement
-    /// lengths, measured coarsely, reaches this many pixels. (Measured: at most 0.16 px on the
-    /// synthetic bursts without parallax, at least 0.39 px on the one with up to 6 px of it.)
-    public var parallaxThreshold: Float = 0.25
+    /// lengths, measured coarsely at pyramid level L, reaches this many pixels of level L (so
+    /// `threshold * 2^L` full-resolution pixels: a coarse level measures in its own pixels).
+    /// Measured at level 2 on the synthetic bursts: at most 0.041 level pixels without parallax,
+    /// at least 0.098 with up to 6 px of it; pug-handheld (12 MP, level 3): 0.043 without.
+    public var parallaxThreshold: Float = 0.07
 
     public init() {}
 
@@ -160,7 +162,7 @@ public enum LocalAligner {
                     let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
                     guard win.count > 0 else { continue }
                     let d0 = SIMD2(start.dx[idx], start.dy[idx]) * s
-                    let (d, ok, r, _) = win.lucasKanade(from: d0, iterations: 4, prior: 0.5)
+                    let (d, ok, r, _) = win.lucasKanade(from: d0, iterations: 3, prior: 0.5)
                     if ok { cand.append((idx, d / s, r)) }
                 }}
                 for (idx, d, _) in cand { local.append((idx, d)) }
@@ -299,8 +301,7 @@ struct Window {
 
     func lucasKanade(from start: SIMD2<Float>, iterations: Int, priorWeight: Float, r: UnsafePointer<Float>, p: UnsafePointer<Float>,
                      v: UnsafePointer<UInt8>) -> (SIMD2<Float>, Bool, Float, Float) {
-        let w = ref.width, fw = warped.image.width, fh = warped.image.height
-        var d = start, bias: Float = 0
+        let w = ref.width
         // Texture: the smaller eigenvalue of the gradient structure tensor, per pixel.
         var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
         for y in y0..<y1 { for x in x0..<x1 {
@@ -312,59 +313,26 @@ struct Window {
         let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
         let minEig = tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
         guard minEig > 0.05 else { return (start, false, .infinity, 0) }
-        // The shift is the same for the whole window: one set of bilinear weights, one offset.
-        // `visit` calls `body(reference index, warped value)` for every pixel whose four taps are valid.
-        @inline(__always) func visit(_ d: SIMD2<Float>, _ body: (Int, Float) -> Void) {
-            let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
-            guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return }
-            let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
-            let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
-            let ya = max(y0, -oy), yb = min(y1, fh - 1 - oy), xa = max(x0, -ox), xb = min(x1, fw - 1 - ox)
-            guard ya < yb, xa < xb else { return }
-            for y in ya..<yb {
-                let row = (y + oy) * fw + ox
-                for x in xa..<xb {
-                    let j = row + x
-                    guard v[j] != 0, v[j + 1] != 0, v[j + fw] != 0, v[j + fw + 1] != 0 else { continue }
-                    body(y * w + x, w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1])
-                }
-            }
-        }
         // A prior toward the start (the coarser level's answer): a window with little texture in
         // one direction moves little in it, instead of wandering.
         let prior: Float = priorWeight * n
-        let huber: Float = 8
-        // Huber weights first, then Tukey's (zero beyond 12 grey levels): once the window is
-        // nearly aligned, pixels of something that moved carry no weight at all.
-        let tukeyC: Float = 12
+        var d = start, bias: Float = 0
         for it in 0..<iterations {
-            let tukey = it >= 1
-            // Normal equations of [dx, dy, b].
-            var a00: Float = 0, a01: Float = 0, a02: Float = 0, a11: Float = 0, a12: Float = 0, a22: Float = 0
-            var b0: Float = 0, b1: Float = 0, b2: Float = 0
-            var used = 0
-            let b = bias
-            visit(d) { i, f in
-                let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
-                let e = f - r[i] - b
-                var wt: Float = abs(e) <= huber ? 1 : huber / abs(e)
-                if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
-                a00 += wt * gx * gx; a01 += wt * gx * gy; a02 += wt * gx; a11 += wt * gy * gy; a12 += wt * gy; a22 += wt
-                b0 += wt * gx * e; b1 += wt * gy * e; b2 += wt * e
-                used += 1
-            }
-            guard Float(used) > 0.6 * n else { return (start, false, .infinity, 0) }
+            // Huber weights first, then Tukey's: once the window is nearly aligned, pixels of
+            // something that moved carry no weight at all.
+            var a = accumulate(d, bias, tukey: it >= 1, r: r, p: p, v: v)
+            guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
             // The prior adds prior * |d + step - start|^2.
-            a00 += prior; a11 += prior
-            b0 += prior * (d.x - start.x); b1 += prior * (d.y - start.y)
+            a.a00 += prior; a.a11 += prior
+            a.b0 += prior * (d.x - start.x); a.b1 += prior * (d.y - start.y)
             // Solve the 3x3 system (symmetric) by Cramer's rule; the step is minus the solution.
-            let c00 = a11 * a22 - a12 * a12, c01 = a02 * a12 - a01 * a22, c02 = a01 * a12 - a02 * a11
-            let det3 = a00 * c00 + a01 * c01 + a02 * c02
+            let c00 = a.a11 * a.a22 - a.a12 * a.a12, c01 = a.a02 * a.a12 - a.a01 * a.a22, c02 = a.a01 * a.a12 - a.a02 * a.a11
+            let det3 = a.a00 * c00 + a.a01 * c01 + a.a02 * c02
             guard abs(det3) > 1e-9 else { return (start, false, .infinity, 0) }
-            let c11 = a00 * a22 - a02 * a02, c12 = a01 * a02 - a00 * a12, c22 = a00 * a11 - a01 * a01
-            let sx = (c00 * b0 + c01 * b1 + c02 * b2) / det3
-            let sy = (c01 * b0 + c11 * b1 + c12 * b2) / det3
-            let sb = (c02 * b0 + c12 * b1 + c22 * b2) / det3
+            let c11 = a.a00 * a.a22 - a.a02 * a.a02, c12 = a.a01 * a.a02 - a.a00 * a.a12, c22 = a.a00 * a.a11 - a.a01 * a.a01
+            let sx = (c00 * a.b0 + c01 * a.b1 + c02 * a.b2) / det3
+            let sy = (c01 * a.b0 + c11 * a.b1 + c12 * a.b2) / det3
+            let sb = (c02 * a.b0 + c12 * a.b1 + c22 * a.b2) / det3
             d -= SIMD2(sx, sy); bias += sb
             // One level refines by little: the coarser level had it within a pixel or so.
             let moved = d - start
@@ -373,13 +341,48 @@ struct Window {
         }
         guard d.x.isFinite, d.y.isFinite else { return (start, false, .infinity, 0) }
         // The match's residual: root mean square of the (capped) differences at the result.
-        var sum: Float = 0, used = 0
-        let b = bias
-        visit(d) { i, f in
-            let e = min(abs(f - r[i] - b), 50)
-            sum += e * e; used += 1
-        }
+        let final = accumulate(d, bias, tukey: true, r: r, p: p, v: v)
+        let used = final.used, sum = final.squaredResidual
         guard used > 0 else { return (start, false, .infinity, 0) }
         return (d, true, (sum / Float(used)).squareRoot(), minEig)
+    }
+
+    /// The weighted normal equations of shift + offset at shift `d` over the window's pixels
+    /// whose four bilinear taps are valid, and the sum of squared (capped) residuals. The shift is
+    /// the same for the whole window: one set of bilinear weights, one offset.
+    struct Sums { var a00: Float = 0, a01: Float = 0, a02: Float = 0, a11: Float = 0, a12: Float = 0, a22: Float = 0
+                  var b0: Float = 0, b1: Float = 0, b2: Float = 0, used = 0, squaredResidual: Float = 0 }
+
+    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool, r: UnsafePointer<Float>, p: UnsafePointer<Float>,
+                    v: UnsafePointer<UInt8>) -> Sums {
+        var s = Sums()
+        let w = ref.width, fw = warped.image.width, fh = warped.image.height
+        let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
+        guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return s }
+        let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
+        let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
+        let ya = max(y0, -oy), yb = min(y1, fh - 1 - oy), xa = max(x0, -ox), xb = min(x1, fw - 1 - ox)
+        guard ya < yb, xa < xb else { return s }
+        let huber: Float = 8, tukeyC: Float = 12
+        for y in ya..<yb {
+            let row = (y + oy) * fw + ox, rrow = y * w
+            for x in xa..<xb {
+                let j = row + x
+                guard v[j] != 0, v[j + 1] != 0, v[j + fw] != 0, v[j + fw + 1] != 0 else { continue }
+                let f = w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1]
+                let i = rrow + x
+                let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
+                let e = f - r[i] - bias
+                let ae = abs(e)
+                var wt: Float = ae <= huber ? 1 : huber / ae
+                if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
+                s.a00 += wt * gx * gx; s.a01 += wt * gx * gy; s.a02 += wt * gx; s.a11 += wt * gy * gy; s.a12 += wt * gy; s.a22 += wt
+                s.b0 += wt * gx * e; s.b1 += wt * gy * e; s.b2 += wt * e
+                s.used += 1
+                let capped = min(ae, 50)
+                s.squaredResidual += capped * capped
+            }
+        }
+        return s
     }
 }

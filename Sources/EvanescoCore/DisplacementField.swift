@@ -26,7 +26,7 @@ public struct DisplacementField: Sendable, Equatable, Codable {
     }
 
     /// Cell coordinate of output coordinate `v` (fractional, clamped to the grid).
-    @inlinable
+    @inlinable @inline(__always)
     func cellCoordinate(_ v: Float, _ count: Int) -> (Int, Int, Float) {
         let f = min(max((v + 0.5) / Float(cell) - 0.5, 0), Float(count - 1))
         let i = Int(f)
@@ -34,17 +34,13 @@ public struct DisplacementField: Sendable, Equatable, Codable {
     }
 
     /// The displacement at output pixel (x, y).
-    @inlinable
+    @inlinable @inline(__always)
     public func value(atX x: Int, y: Int) -> SIMD2<Float> {
         let (c0, c1, tx) = cellCoordinate(Float(x), columns), (r0, r1, ty) = cellCoordinate(Float(y), rows)
-        return dx.withUnsafeBufferPointer { px in dy.withUnsafeBufferPointer { py in
-            @inline(__always) func at(_ p: UnsafeBufferPointer<Float>) -> Float {
-                let top = p[r0 * columns + c0] + (p[r0 * columns + c1] - p[r0 * columns + c0]) * tx
-                let bottom = p[r1 * columns + c0] + (p[r1 * columns + c1] - p[r1 * columns + c0]) * tx
-                return top + (bottom - top) * ty
-            }
-            return SIMD2(at(px), at(py))
-        }}
+        let i00 = r0 * columns + c0, i01 = r0 * columns + c1, i10 = r1 * columns + c0, i11 = r1 * columns + c1
+        let top = SIMD2(dx[i00], dy[i00]) + (SIMD2(dx[i01], dy[i01]) - SIMD2(dx[i00], dy[i00])) * tx
+        let bottom = SIMD2(dx[i10], dy[i10]) + (SIMD2(dx[i11], dy[i11]) - SIMD2(dx[i10], dy[i10])) * tx
+        return top + (bottom - top) * ty
     }
 
     /// The largest displacement length in the field.

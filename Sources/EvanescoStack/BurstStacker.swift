@@ -293,12 +293,12 @@ public enum BurstStacker {
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
         let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
-        let p50 = coarse.statistics.p50Px
-        guard p50 >= lo.parallaxThreshold else {
-            return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(lo.parallaxThreshold) px", field: nil, coarse: coarse.statistics), nil)
+        let p50 = coarse.statistics.p50Px, threshold = lo.parallaxThreshold * Float(1 << coarseLevel)
+        guard p50 >= threshold else {
+            return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil, coarse: coarse.statistics), nil)
         }
         let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
-        return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(lo.parallaxThreshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
+        return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
     }
 
     // MARK: Merge
