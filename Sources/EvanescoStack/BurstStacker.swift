@@ -168,8 +168,8 @@ public enum BurstStacker {
     ///   - interpolation: The merge's interpolation.
     ///   - mergedFrames: How many frames the merge had (it sets the tile width, and so which
     ///     sampling path a tile takes).
-    /// - Returns: The aligned frame, in the frame's sample type (16-bit for float frames).
     ///   - local: The frame's local alignment (``StackResult/localFields``), if any.
+    /// - Returns: The aligned frame, in the frame's sample type (16-bit for float frames).
     public static func aligned(_ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int,
                                local: DisplacementField? = nil) -> AnyImage {
         switch frame.image {

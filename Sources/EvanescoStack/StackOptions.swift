@@ -11,7 +11,7 @@ public enum AlignMode: String, Sendable, Codable, CaseIterable {
     case translation
     /// A 3x3 projective warp per frame (`VNHomographicImageRegistrationRequest`).
     case homography
-    /// A homography plus a per-cell local correction (``LocalAligner``) on every frame: near and
+    /// A homography plus a per-cell local correction (`LocalAligner`) on every frame: near and
     /// far things that moved differently (parallax) are aligned too. `.auto` turns it on for the
     /// frames whose coarse field shows parallax.
     case local
@@ -52,7 +52,7 @@ public struct StackOptions: Sendable {
     public var givenHomographies: [Homography?]?
     /// Frames taken from a video input, evenly spaced (``BurstStacker/stack(contentsOf:options:)``).
     public var videoFrames = 20
-    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:)``).
+    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:local:)``).
     public var retainFrames = false
     /// Called from any thread as stages advance.
     public var progress: (@Sendable (StackProgress) -> Void)?
