@@ -72,6 +72,8 @@ public struct StackResult: Sendable {
     public var decodedFrames: [BurstFrame]?
     /// Each frame's local alignment (in ``frames`` order; nil where none was applied).
     public var localFields: [DisplacementField?] = []
+    /// The per-pixel maps, when ``StackOptions/collectMaps`` is set.
+    public var maps: StackMaps?
     /// Inputs that could not be decoded (see ``notices``).
     public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
     /// Frames merged.
@@ -112,12 +114,17 @@ public enum BurstStacker {
         let offsets: [DisplacementField?] = used.map { fields[$0] }
         let result: (AnyImage, Float?)
         let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
+        let w = ref.image.width, h = ref.image.height
+        var maps: StackMaps? = options.collectMaps
+            ? StackMaps(kept: Image(width: w, height: h, channels: 1), provenance: Image(width: w, height: h, channels: 1),
+                        localShift: StackMaps.localShift(fields, width: w, height: h), tolerance: 0, mergedFrames: used.count, frames: frames.count)
+            : nil
         switch ref.image {
         case .uint8:
-            let r = merge(used.map { frames[$0].image.uint8 }, homographies, offsets, options: options, threadTime: split)
+            let r = merge(used.map { frames[$0].image.uint8 }, homographies, offsets, options: options, threadTime: split, maps: &maps, frameIndex: used)
             result = (.uint8(r.0), r.1)
         case .uint16, .float32:
-            let r = merge(used.map { frames[$0].image.uint16 }, homographies, offsets, options: options, threadTime: split)
+            let r = merge(used.map { frames[$0].image.uint16 }, homographies, offsets, options: options, threadTime: split, maps: &maps, frameIndex: used)
             result = (.uint16(r.0), r.1)
         }
         // Warping and merging run fused, tile by tile; their wall time is split by their shares
@@ -132,7 +139,7 @@ public enum BurstStacker {
         for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
         return StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
-                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil, localFields: fields)
+                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil, localFields: fields, maps: maps)
     }
 
     /// Decodes `inputs` (image files, folders of images sorted by name, or one video of which
@@ -307,6 +314,15 @@ public enum BurstStacker {
     /// buffer and merged at once, so no warped frame is ever held whole.
     static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
+        var none: StackMaps? = nil
+        return merge(images, homographies, offsets, options: options, threadTime: threadTime, maps: &none, frameIndex: Array(images.indices))
+    }
+
+    /// The merge, also filling `maps` (when given) tile by tile; `frameIndex[k]` is merged frame
+    /// k's index in the report.
+    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
+                                      threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>?, maps: inout StackMaps?,
+                                      frameIndex: [Int]) -> (Image<S>, Float?) {
         let w = images[0].width, h = images[0].height, c = images[0].channels, n = images.count
         let warpers = images.indices.map { RowSampler(frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
                                                       offsets: $0 < offsets.count ? offsets[$0] : nil) }
@@ -327,6 +343,13 @@ public enum BurstStacker {
         let tileWidth = tileWidth(frames: n, channels: c)
         let start = Date()
         let rowsDone = LockedBox(0)
+        // Maps: a frame agrees with the result within 3 x the noise (at least 2 % of full scale).
+        let tolerance = maps == nil ? 0 : max(3 * (sigma ?? estimateNoise(warpers, width: w, height: h, channels: c, network: network)), 0.02 * S.fullScale)
+        maps?.tolerance = tolerance
+        let keptMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
+        let provenanceMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
+        defer { keptMap?.deallocate(); provenanceMap?.deallocate() }
+        let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
         let out = Image<S>(width: w, height: h, channels: c) { dst in
             StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c)
@@ -347,6 +370,10 @@ public enum BurstStacker {
                         let c1 = DispatchTime.now().uptimeNanoseconds
                         t.countValid()
                         kernel.merge(t, into: merged)
+                        if let kp = km.value, let pp = pm.value {
+                            StackMaps.record(t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
+                                             kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
+                        }
                         let c2 = DispatchTime.now().uptimeNanoseconds
                         warpNs += c1 - c0; kernelNs += c2 - c1
                         let o = (y * w + x0) * c
@@ -359,6 +386,10 @@ public enum BurstStacker {
                     }
                 }
             }
+        }
+        if let kp = keptMap, let pp = provenanceMap {
+            maps?.kept = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = kp[i] } }
+            maps?.provenance = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = pp[i] } }
         }
         return (out, sigma)
     }

@@ -25,6 +25,8 @@ public struct StackOptions: Sendable {
     public var align: AlignMode = .auto
     /// Tuning of the local alignment (``AlignMode/local``, and `.auto` where there is parallax).
     public var localAlignment = LocalAlignmentOptions()
+    /// Also compute the per-pixel maps (``StackResult/maps``): frames kept, provenance, local shift.
+    public var collectMaps = false
     /// Merge method; `.robust` is the best measured (see ``MergeMethod``).
     public var merge: MergeMethod = .robust
     /// Index (in input order, among the decoded frames) of the reference frame; the output is in its coordinates.

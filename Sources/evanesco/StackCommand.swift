@@ -24,7 +24,7 @@ struct Stack: ParsableCommand {
           evanesco stack burst/*.jpg -o clean.jpg
           evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
           evanesco stack tripod/ --align none --merge median -o clean.tif --bit-depth 16
-          evanesco stack desk-handheld/ --align local -o clean.jpg --report report.json
+          evanesco stack desk-handheld/ --align local -o clean.jpg --report report.json --save-maps maps/
         """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
@@ -42,6 +42,8 @@ struct Stack: ParsableCommand {
     @Option(help: "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or a truth.json.")
     var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
+    @Option(help: "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values.")
+    var saveMaps: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -62,13 +64,18 @@ struct Stack: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Refuse before any work if an output would be clobbered.
-            try AtomicOutput.check(files: [output, report], directories: [saveFrames], inputs: inputs + [homographies].compactMap { $0 }, overwrite: force)
+            var isDir: ObjCBool = false
+            let mapFiles = saveMaps.map { dir in StackMaps.fileNames.map { (dir as NSString).appendingPathComponent($0) } } ?? []
+            let mapsDirExists = saveMaps.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue } ?? false
+            try AtomicOutput.check(files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
+                                   inputs: inputs + [homographies].compactMap { $0 }, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
             var options = StackOptions()
             options.align = align; options.merge = merge; options.reference = reference
             options.interpolation = interpolation; options.kappa = kappa; options.alignLevel = alignLevel
             options.videoFrames = frames; options.progress = progress.stackCallback
             options.retainFrames = saveFrames != nil
+            options.collectMaps = saveMaps != nil
             if let path = homographies {
                 options.givenHomographies = try StackReport.homographies(from: InputFile.read(path), name: path)
             }
@@ -84,12 +91,20 @@ struct Stack: ParsableCommand {
                                                                                overwrite: force, pngCompression: 1))
             }
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
+            if let dir = saveMaps, let maps = result.maps {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                for (name, picture) in maps.pictures() {
+                    try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: force, pngCompression: 1))
+                }
+                try ReportFile.write(maps.legend(names: result.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"), overwrite: force)
+            }
             result.timings.total = Date().timeIntervalSince(start)
             if let report { try ReportFile.write(StackReport(result, inputs: inputs, output: output), to: report, overwrite: force) }
             let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
             print(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
                          result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
             if let saved { print("frames saved in \(saved)") }
+            if let saveMaps { print("maps saved in \(saveMaps)") }
         }
     }
 }

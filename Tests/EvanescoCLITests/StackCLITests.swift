@@ -68,6 +68,30 @@ import EvanescoIO
         #expect(r.out.contains("frames saved in"))
     }
 
+    @Test("--save-maps writes the maps and their legend: the moving block's path keeps fewer frames; existing maps are refused first")
+    func savesMaps() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s)
+        let r = try CLI.run(["stack", dir, "-o", s.file("clean.png"), "--save-maps", s.file("maps")])
+        #expect(r.status == 0 && r.out.contains("maps saved in"), "\(r.err)")
+        let files = Set((try? FileManager.default.contentsOfDirectory(atPath: s.file("maps"))) ?? [])
+        #expect(files == ["kept.png", "kept-16.png", "provenance.png", "provenance-16.png", "provenance-legend.png",
+                          "local-shift.png", "local-shift-16.png", "maps.json"])
+        let kept = try ImageCodecs.read(s.file("maps/kept-16.png")).image.uint16
+        // The block crosses x 20...165 on rows 60...89 in one frame each: 4 of 5 frames are kept
+        // there; away from it (and the frames' edges) all 5.
+        #expect(kept[100, 75, 0] == 4 && kept[100, 120, 0] == 5, "\(kept[100, 75, 0]), \(kept[100, 120, 0])")
+        let prov = try ImageCodecs.read(s.file("maps/provenance-16.png")).image.uint16
+        #expect((1...5).contains(Int(prov[100, 75, 0])))
+        let legend = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("maps/maps.json")))) as! [String: Any]
+        #expect((legend["frames"] as? [[String: Any]])?.count == 5 && legend["merged_frames"] as? Int == 5)
+        let shift = try ImageCodecs.read(s.file("maps/local-shift-16.png")).image.uint16
+        #expect(shift.samples.allSatisfy { $0 == 0 }, "no parallax, no local alignment")
+        // A second run into the same folder is refused before any work (the main output is new).
+        let again = try CLI.run(["stack", dir, "-o", s.file("clean2.png"), "--save-maps", s.file("maps")])
+        #expect(again.status != 0 && again.err.contains("already exists") && !FileManager.default.fileExists(atPath: s.file("clean2.png")), "\(again.err)")
+    }
+
     @Test func refusesMismatchedSizesAndExistingOutput() throws {
         let s = Scratch()
         let dir = try writeBurst(s, count: 3)

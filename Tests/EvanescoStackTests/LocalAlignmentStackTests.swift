@@ -63,6 +63,25 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         #expect(json.contains("\"local\"") && json.contains("\"p90_px\"") && json.contains("\"decision\""))
     }
 
+    @Test("The maps: the occluder's path keeps fewer frames, provenance names merged frames, the local shift shows the parallax")
+    func maps() throws {
+        var o = StackOptions(); o.align = .local; o.collectMaps = true
+        let r = try BurstStacker.stack(parallaxBurst(Self.scene, frames: 7), options: o)
+        let m = try #require(r.maps)
+        #expect(m.mergedFrames == 7 && m.frames == 7 && m.kept.width == 320)
+        // Frame k's occluder covers x 20 + 25k ..< 50 + 25k on rows 100..<140: at x = 90 only
+        // frame 2's, so six of seven frames are kept there; far from it all seven.
+        #expect(m.kept[90, 120, 0] == 6 && m.kept[160, 40, 0] == 7, "\(m.kept[90, 120, 0]) \(m.kept[160, 40, 0])")
+        #expect(m.provenance.samples.allSatisfy { (1...7).contains(Int($0)) })
+        // The shift field's amplitude is 3 px (depth +-1): its median over the frames is of that order.
+        var big = 0
+        for v in m.localShift.samples where v > 100 { big += 1 }
+        #expect(big > m.localShift.samples.count / 4, "\(big) of \(m.localShift.samples.count) pixels moved more than 1 px")
+        let pics = m.pictures()
+        #expect(pics.map(\.name) == Array(StackMaps.fileNames.dropLast()))
+        #expect(pics.first { $0.name == "provenance-legend.png" }?.image.width == 7 * 24)
+    }
+
     @Test("Without parallax auto leaves local alignment off: the stack is exactly the homography stack")
     func noParallaxNoChange() throws {
         let frames = burst(Self.scene, shifts: [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75)])
