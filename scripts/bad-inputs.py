@@ -123,7 +123,7 @@ for (w, h) in [(1, 1), (2, 1), (1, 2), (3, 3), (15, 15), (16, 16), (4000, 1), (1
     names = []
     for k in range(3):
         n = f"t{w}x{h}_{k}.png"; png(n, w, h, fill=None if w * h > 4 else 40 * k); names.append(n)
-    for align in ["auto", "homography", "translation", "none"]:
+    for align in ["auto", "homography", "translation", "none", "local"]:
         run("Tiny and degenerate frames", ["stack", *names, "-o", f"s{w}x{h}.png", "--force", "--align", align, "--quiet"], timeout=60)
 
 # --- Streams that do not match ----------------------------------------------------------------------
@@ -271,6 +271,11 @@ run("Outputs (no overwrite, nothing left)", ["stack", "t16x16_0.png", "t16x16_1.
     unchanged=["keep.png"], must_not_exist=["st.png"])
 run("Outputs (no overwrite, nothing left)", ["stack", "t16x16_0.png", "t16x16_1.png", "t16x16_2.png", "-o", "st.png", "--save-frames", "keep.png"],
     unchanged=["keep.png"], must_not_exist=["st.png"])
+run("Outputs (no overwrite, nothing left)", ["stack", "t16x16_0.png", "t16x16_1.png", "t16x16_2.png", "-o", "st.png", "--save-maps", "keep.png"],
+    unchanged=["keep.png"], must_not_exist=["st.png"])
+os.makedirs("maps-taken", exist_ok=True); open("maps-taken/kept.png", "w").write("mine")
+run("Outputs (no overwrite, nothing left)", ["stack", "t16x16_0.png", "t16x16_1.png", "t16x16_2.png", "-o", "st.png", "--save-maps", "maps-taken"],
+    unchanged=["maps-taken/kept.png"], must_not_exist=["st.png"])
 if have_shared:
     shutil.copy(shared("depth/truedepth-iphone/jpeg_depth_data.jpg"), "v.jpg")
     run("Outputs (no overwrite, nothing left)", ["depth", "extract", "v.jpg", "-o", "d.pfm", "--report", "v.jpg"], unchanged=["v.jpg"], must_not_exist=["d.pfm"])
