@@ -317,11 +317,15 @@ struct Window {
         // one direction moves little in it, instead of wandering.
         let prior: Float = priorWeight * n
         var d = start, bias: Float = 0
+        // The residual of the last iteration's accumulation (at the shift it started from: the
+        // steps have converged to a small fraction of a pixel by then).
+        var lastResidual: Float = .infinity
         for it in 0..<iterations {
             // Huber weights first, then Tukey's: once the window is nearly aligned, pixels of
             // something that moved carry no weight at all.
             var a = accumulate(d, bias, tukey: it >= 1, r: r, p: p, v: v)
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
+            lastResidual = (a.squaredResidual / Float(a.used)).squareRoot()
             // The prior adds prior * |d + step - start|^2.
             a.a00 += prior; a.a11 += prior
             a.b0 += prior * (d.x - start.x); a.b1 += prior * (d.y - start.y)
@@ -340,11 +344,7 @@ struct Window {
             if sx * sx + sy * sy < 1e-4 { break }
         }
         guard d.x.isFinite, d.y.isFinite else { return (start, false, .infinity, 0) }
-        // The match's residual: root mean square of the (capped) differences at the result.
-        let final = accumulate(d, bias, tukey: true, r: r, p: p, v: v)
-        let used = final.used, sum = final.squaredResidual
-        guard used > 0 else { return (start, false, .infinity, 0) }
-        return (d, true, (sum / Float(used)).squareRoot(), minEig)
+        return (d, true, lastResidual, minEig)
     }
 
     /// The weighted normal equations of shift + offset at shift `d` over the window's pixels
