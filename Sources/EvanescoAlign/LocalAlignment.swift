@@ -87,11 +87,13 @@ public enum LocalAligner {
         while coarsest + 1 < min(reference.levels.count, frame.levels.count)
                 && options.searchRadius / Float(1 << coarsest) > 3 { coarsest += 1 }
         var textured = [Bool](repeating: false, count: field.dx.count)
+        var finestWarp: WarpResult<Float>? = nil
         for level in stride(from: coarsest, through: finest, by: -1) {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
             guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
             let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
+            if level == finest { finestWarp = warped }
             let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
             let radius = max(4, Int((Float(windowRadius) * s).rounded()))
             let search = level == coarsest ? Int((options.searchRadius * s).rounded(.up)) : 0
@@ -104,8 +106,7 @@ public enum LocalAligner {
                 for j in rowRange {
                     for i in 0..<cols {
                         let idx = j * cols + i
-                        let cx = ((Float(i) + 0.5) * Float(cell) - 0.5 + 0.5) * s - 0.5
-                        let cy = ((Float(j) + 0.5) * Float(cell) - 0.5 + 0.5) * s - 0.5
+                        let cx = (Float(i) + 0.5) * Float(cell) * s - 0.5, cy = (Float(j) + 0.5) * Float(cell) * s - 0.5
                         var d = SIMD2(dxIn[idx], dyIn[idx]) * s
                         let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
                         guard win.count > 0 else { local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0)); continue }
@@ -138,41 +139,38 @@ public enum LocalAligner {
         }
         // Detail: a finer grid refined at the finest level with small windows, each starting from
         // the coarse field (and held near it by the prior), so the field follows depth changes
-        // that the large windows average out. A cell that matches badly keeps the coarse value.
+        // that the large windows average out. A cell without texture or coverage keeps the coarse value.
         let fineCell = options.detailCellSize(width: W, height: H)
-        if finestLevel == nil, fineCell > 0, fineCell < cell {
-            let level = finest, s = 1 / Float(1 << level)
-            let ref = reference.levels[level], fr = frame.levels[level]
-            let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
-            var fine = DisplacementField(width: W, height: H, cell: fineCell)
-            for j in 0..<fine.rows { for i in 0..<fine.columns {
-                let v = field.value(atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()), y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
-                fine.dx[j * fine.columns + i] = v.x; fine.dy[j * fine.columns + i] = v.y
-            }}
-            let start = fine
-            let radius = max(4, Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
-            let cols = fine.columns
-            let results = LockedBox([(Int, SIMD2<Float>)]())
-            StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
-                var local: [(Int, SIMD2<Float>)] = []
-                var cand: [(Int, SIMD2<Float>, Float)] = []
-                for j in rowRange { for i in 0..<cols {
-                    let idx = j * cols + i
-                    let cx = ((Float(i) + 0.5) * Float(fineCell)) * s - 0.5, cy = ((Float(j) + 0.5) * Float(fineCell)) * s - 0.5
-                    let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
-                    guard win.count > 0 else { continue }
-                    let d0 = SIMD2(start.dx[idx], start.dy[idx]) * s
-                    let (d, ok, r, _) = win.lucasKanade(from: d0, iterations: 3, prior: 0.5)
-                    if ok { cand.append((idx, d / s, r)) }
-                }}
-                for (idx, d, _) in cand { local.append((idx, d)) }
-                results.update { $0.append(contentsOf: local) }
-            }
-            for (idx, d) in results.value { fine.dx[idx] = d.x; fine.dy[idx] = d.y }
-            medianFilter(&fine)
-            return LocalAlignment(field: fine, statistics: statistics(field, textured))
+        guard finestLevel == nil, fineCell > 0, fineCell < cell, let warped = finestWarp else {
+            return LocalAlignment(field: field, statistics: statistics(field, textured))
         }
-        return LocalAlignment(field: field, statistics: statistics(field, textured))
+        let s = 1 / Float(1 << finest), ref = reference.levels[finest]
+        var fine = DisplacementField(width: W, height: H, cell: fineCell)
+        for j in 0..<fine.rows { for i in 0..<fine.columns {
+            let v = field.value(atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()), y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
+            fine.dx[j * fine.columns + i] = v.x; fine.dy[j * fine.columns + i] = v.y
+        }}
+        let start = fine
+        let radius = max(4, Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
+        let cols = fine.columns
+        let results = LockedBox([(Int, SIMD2<Float>)]())
+        StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
+            var local: [(Int, SIMD2<Float>)] = []
+            for j in rowRange { for i in 0..<cols {
+                let idx = j * cols + i
+                let cx = (Float(i) + 0.5) * Float(fineCell) * s - 0.5, cy = (Float(j) + 0.5) * Float(fineCell) * s - 0.5
+                let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
+                guard win.count > 0 else { continue }
+                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(start.dx[idx], start.dy[idx]) * s, iterations: 3, prior: 0.5)
+                if ok { local.append((idx, d / s)) }
+            }}
+            results.update { $0.append(contentsOf: local) }
+        }
+        var measured = [Bool](repeating: false, count: fine.dx.count)
+        for (idx, d) in results.value { fine.dx[idx] = d.x; fine.dy[idx] = d.y; measured[idx] = true }
+        medianFilter(&fine)
+        // The statistics describe the field applied, over the cells the detail pass measured.
+        return LocalAlignment(field: fine, statistics: statistics(fine, measured))
     }
 
     /// Untextured cells take the median of their textured neighbours, growing outwards.
@@ -214,15 +212,15 @@ public enum LocalAligner {
         f.dx = dx; f.dy = dy
     }
 
-    /// Median of each component over the cells within `reach` (a 3x3 or 5x5 neighbourhood).
-    static func medianFilter(_ f: inout DisplacementField, reach n: Int = 1) {
+    /// Median of each component over each cell's 3x3 neighbourhood.
+    static func medianFilter(_ f: inout DisplacementField) {
         let c = f.columns, r = f.rows
         guard c * r > 1 else { return }
         var dx = f.dx, dy = f.dy
         var xs: [Float] = [], ys: [Float] = []
         for j in 0..<r { for i in 0..<c {
             xs.removeAll(keepingCapacity: true); ys.removeAll(keepingCapacity: true)
-            for jj in max(0, j - n)...min(r - 1, j + n) { for ii in max(0, i - n)...min(c - 1, i + n) {
+            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) {
                 xs.append(f.dx[jj * c + ii]); ys.append(f.dy[jj * c + ii])
             }}
             dx[j * c + i] = Selection.median(&xs); dy[j * c + i] = Selection.median(&ys)

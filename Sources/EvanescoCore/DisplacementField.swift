@@ -42,11 +42,4 @@ public struct DisplacementField: Sendable, Equatable, Codable {
         let bottom = SIMD2(dx[i10], dy[i10]) + (SIMD2(dx[i11], dy[i11]) - SIMD2(dx[i10], dy[i10])) * tx
         return top + (bottom - top) * ty
     }
-
-    /// The largest displacement length in the field.
-    public var maxMagnitude: Float {
-        var m: Float = 0
-        for i in dx.indices { m = max(m, (dx[i] * dx[i] + dy[i] * dy[i]).squareRoot()) }
-        return m
-    }
 }

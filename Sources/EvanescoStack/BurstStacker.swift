@@ -294,9 +294,7 @@ public enum BurstStacker {
         let lo = options.localAlignment
         if options.align == .local {
             let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
-            let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo,
-                                               finestLevel: min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2))
-            return (LocalFrameReport(used: true, decision: "asked for (--align local)", field: la.statistics, coarse: coarse.statistics), la.field)
+            return (LocalFrameReport(used: true, decision: "asked for (--align local)", field: la.statistics, coarse: nil), la.field)
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
         let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)

@@ -95,6 +95,7 @@ public struct LocalFrameReport: Sendable, Codable, Equatable {
     public var decision: String
     /// The field applied, summarised (nil when not applied).
     public var field: LocalFieldStatistics?
-    /// The coarse look (two pyramid levels above the finest) that `auto` decides on.
+    /// The coarse look (two pyramid levels above the finest) that `auto` decides on (nil with
+    /// `--align local`, which does not look first).
     public var coarse: LocalFieldStatistics?
 }
