@@ -118,11 +118,15 @@ public struct LensBlur: Sendable {
         let base = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: N)
         let sharp = UnsafeMutablePointer<Float>.allocate(capacity: N)
         defer { base.deallocate(); sharp.deallocate() }
-        // Pass 1: linear premultiplied colour and the in-focus fraction, box-averaged onto the grid.
+        // Pass 1: linear premultiplied colour and the in-focus fraction, box-averaged onto the grid;
+        // the full-resolution in-focus mask (returned, and read by the output pass) on the way.
+        var inFocus = Image<Float>(width: W, height: H, channels: 1)
+        let counter = LockedBox(0)
         photo.samples.withUnsafeBufferPointer { src in tables.toLinear.withUnsafeBufferPointer { lin in
-            cw.samples.withUnsafeBufferPointer { cws in
-                let b = UncheckedSendable(base), sh = UncheckedSendable(sharp)
+            cw.samples.withUnsafeBufferPointer { cws in inFocus.samples.withUnsafeMutableBufferPointer { maskBuf in
+                let b = UncheckedSendable(base), sh = UncheckedSendable(sharp), mk = UncheckedSendable(maskBuf)
                 StripExecutor.forEachStrip(rows: Hs, minimumRows: 8) { rows in
+                    var sharpHere = 0
                     for ys in rows {
                         for xs in 0..<Ws {
                             var acc = SIMD4<Float>.zero, inFocus: Float = 0, n: Float = 0
@@ -130,16 +134,20 @@ public struct LensBlur: Sendable {
                                 for x in (xs * k)..<min(xs * k + k, W) {
                                     acc += Self.linear(src, (y * W + x) * C, C, lin, boostFrom: boostFrom, gain: gain)
                                     let c = k == 1 ? cws[y * Ws + x] : GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs).sample(cws.baseAddress!) * Float(k)
-                                    if abs(c) < 1 { inFocus += 1 }
+                                    let f: Float = abs(c) < 1 ? 1 : 0
+                                    mk.value[y * W + x] = f
+                                    inFocus += f
                                     n += 1
                                 }
                             }
                             b.value[ys * Ws + xs] = acc / n
                             sh.value[ys * Ws + xs] = inFocus / n
+                            sharpHere += Int(inFocus)
                         }
                     }
+                    counter.update { $0 += sharpHere }
                 }
-            }
+            }}
         }}
 
         // The partition and each pixel's layer.
@@ -244,43 +252,32 @@ public struct LensBlur: Sendable {
         if k == 1 { comp.normalize() }
 
         // Output pass at full resolution.
-        let counter = LockedBox(0)
-        var inFocus = Image<Float>(width: W, height: H, channels: 1)
-        let out: Image<S> = inFocus.samples.withUnsafeMutableBufferPointer { maskBuf in
-            let mk = UncheckedSendable(maskBuf)
-            return Image<S>(width: W, height: H, channels: C) { dst in
+        let out: Image<S> = inFocus.samples.withUnsafeBufferPointer { mask in
+            Image<S>(width: W, height: H, channels: C) { dst in
                 photo.samples.withUnsafeBufferPointer { src in tables.toLinear.withUnsafeBufferPointer { lin in
                     ToneTables.fromLinear.withUnsafeBufferPointer { enc in ToneTables.encode8.withUnsafeBufferPointer { enc8 in
-                        cw.samples.withUnsafeBufferPointer { cws in detail.withUnsafeBufferPointer { det in
+                        detail.withUnsafeBufferPointer { det in
                             let a = UncheckedSendable(acc), g = UncheckedSendable(behindSharp), qv = UncheckedSendable(q), tr = UncheckedSendable(transmission)
                             StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
-                                let mask = mk.value
-                                var sharpHere = 0
                                 for y in rows {
                                     for x in 0..<W {
                                         let i = y * W + x, o = i * C
                                         var v: SIMD4<Float>
                                         if k == 1 {
                                             v = a.value[i]
-                                            let f: Float = abs(cws[i]) < 1 ? 1 : 0
-                                            mask[i] = f; if f > 0 { sharpHere += 1 }
                                         } else {
                                             let taps = GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs)
                                             v = taps.sample(a.value)
                                             let t = (y / k / T) * tx + (x / k) / T
+                                            // (Pixels in focus lie in detail tiles only: their working pixel is in focus in part.)
                                             if det[t], let gb = g.value, let qb = qv.value, let tb = tr.value {
-                                                let c = taps.sample(cws.baseAddress!) * Float(k)
-                                                let f: Float = abs(c) < 1 ? 1 : 0
-                                                mask[i] = f; if f > 0 { sharpHere += 1 }
                                                 let trans = taps.sample(tb)
                                                 var d = taps.sample(qb)
-                                                if f > 0 {
+                                                if mask[i] > 0 {
                                                     let p = Self.linear(src, o, C, lin, boostFrom: boostFrom, gain: gain)
                                                     d += p - taps.sample(gb)
                                                 }
                                                 v += d * trans
-                                            } else {
-                                                mask[i] = 0
                                             }
                                             v = v.w > 1e-6 ? v / v.w : .zero
                                         }
@@ -295,9 +292,8 @@ public struct LensBlur: Sendable {
                                         }
                                     }
                                 }
-                                counter.update { $0 += sharpHere }
                             }
-                        }}
+                        }
                     }}
                 }}
             }
