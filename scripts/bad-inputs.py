@@ -96,7 +96,7 @@ for opt in ["--slope", "--width", "--radius", "--focus", "--levels"]:
         if have_shared:
             run("CLI values (NaN, infinity, out of range)", ["portrait", shared("depth/pug-iphone13pro/pug.heic"), "-o", "p.jpg", "--force", opt, v])
 for opt in ["--aperture", "--f-number", "--highlights", "--blade-rotation", "--blades"]:
-    for v in ["nan", "inf", "1e40", "-1", "2"]:
+    for v in ["nan", "inf", "1e40", "-1", "0", "2"]:
         if have_shared:
             run("CLI values (NaN, infinity, out of range)", ["portrait", shared("depth/pug-iphone13pro/pug.heic"), "-o", "p.jpg", "--force", "--effect", "lens", opt, v])
 for v in ["nan", "1.0001", "0", "inf", "5"]:
