@@ -2,7 +2,8 @@
 # Installs the Debian packages Evanesco builds, tests and runs with, if any are missing.
 # Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
 set -euo pipefail
-packages=(pkg-config libturbojpeg0-dev libpng-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps)
+packages=(pkg-config libturbojpeg0-dev libpng-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps
+          chromium chromium-driver)   # the last two: a real browser and its WebDriver server, for the studio's browser tests
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,11 +31,14 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case channelMismatch(frame: String)
     /// Frames smaller than ``BurstStacker/minimumAlignedSide`` on a side cannot be registered.
     case tooSmallToAlign(width: Int, height: Int)
+    /// ``StackOptions/cancellation`` was cancelled; nothing was produced.
+    case cancelled
 
     public var description: String {
         switch self {
         case .tooSmallToAlign(let w, let h):
             "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
+        case .cancelled: "the stack was cancelled before it finished"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r): "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
         case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
@@ -108,6 +111,7 @@ public enum BurstStacker {
         let (options, policyNotices) = requested.resolved(frames: frames.count, pixels: ref.image.width * ref.image.height)
         var timings = StageTimings()
         let (reports, fields) = timings.measure(\.align) { align(frames, options: options) }
+        if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         let t1 = Date()
         let used = reports.filter(\.used).map(\.index)
         let homographies: [Homography?] = used.map { reports[$0].homography }
@@ -134,6 +138,7 @@ public enum BurstStacker {
         timings.warp = fused * warpShare
         timings.merge = fused * (1 - warpShare)
         timings.warpMerge = fused
+        if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         var notices: [StackNotice] = []
         for f in reports where !f.used { notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue)) }
         for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
@@ -249,6 +254,7 @@ public enum BurstStacker {
         let start = Date()
         let done = LockedBox(0)
         for n in 0..<others.count {
+            if options.cancellation?.isCancelled == true { break }
             let i = others[n]
             let frameStart = Date()
             let pyramid: GreyPyramid
@@ -357,6 +363,7 @@ public enum BurstStacker {
                 var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
                 defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
                 for y in rows {
+                    if options.cancellation?.isCancelled == true { break }
                     var x0 = 0
                     while x0 < w {
                         let x1 = min(w, x0 + tileWidth)

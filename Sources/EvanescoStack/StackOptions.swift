@@ -58,6 +58,9 @@ public struct StackOptions: Sendable {
     public var retainFrames = false
     /// Called from any thread as stages advance.
     public var progress: (@Sendable (StackProgress) -> Void)?
+    /// Checked between frames and rows: once cancelled, the stack stops and throws
+    /// ``StackError/cancelled`` (a studio's cancel button, a server shutting down).
+    public var cancellation: StackCancellation?
 
     /// The defaults: automatic alignment, the robust merge, Catmull-Rom sampling, frame 0 as reference.
     public init() {}
@@ -137,4 +140,14 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         case .fellBack(let source, let reason): "\(source): \(reason)"
         }
     }
+}
+
+/// A flag another thread sets to stop a running stack (see ``StackOptions/cancellation``).
+public final class StackCancellation: @unchecked Sendable {
+    private let flag = LockedBox(false)
+    public init() {}
+    /// Asks the stack to stop at its next frame or row.
+    public func cancel() { flag.update { $0 = true } }
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { flag.value }
 }

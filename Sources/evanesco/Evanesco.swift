@@ -21,10 +21,11 @@ struct Evanesco: ParsableCommand {
           evanesco depth info IMG_0001.HEIC --json
           evanesco portrait IMG_0001.HEIC -o blur.jpg --effect blur --focus-point 0.5,0.4
           evanesco backdrop --color cam.mp4 --depth depth.mkv --background beach.jpg -o out.mp4
+          evanesco studio ~/Pictures
           evanesco demo
         """,
         version: "0.1.0",
-        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Demo.self]
+        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, StudioCommand.self, Demo.self]
     )
 
     /// Parses, refuses NaN and infinity in every numeric option (they pass every `<`/`>` range
@@ -33,7 +34,8 @@ struct Evanesco: ParsableCommand {
         do {
             var command = try parseAsRoot()
             try NumericOptions.refuseNonFinite(in: command)
-            Cleanup.installSignalHandlers()
+            // The studio is a server: it stops on SIGINT/SIGTERM by itself, cleanly, and cleans up.
+            if !(command is StudioCommand) { Cleanup.installSignalHandlers() }
             try command.run()
         } catch {
             exit(withError: error)

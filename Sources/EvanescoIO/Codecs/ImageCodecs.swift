@@ -129,6 +129,39 @@ public enum ImageCodecs {
         }
     }
 
+    /// Encodes to bytes in memory, JPEG or PNG (a server's previews and downloads): the same
+    /// encoders, metadata and bit-depth rules as ``write(_:to:options:)``.
+    ///
+    /// - Parameters:
+    ///   - image: The pixels.
+    ///   - format: `.jpeg` or `.png`.
+    ///   - options: Quality, bit depth, metadata, compression (`overwrite` is not used).
+    ///   - path: A name for error messages.
+    /// - Throws: `ImageIOError.encodeFailed` for an empty image, a bit depth the format cannot
+    ///   hold, or another format.
+    public static func encode(_ image: AnyImage, format: ImageFormat, options: WriteOptions = WriteOptions(), path: String = "image") throws -> [UInt8] {
+        guard image.width > 0, image.height > 0 else {
+            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "the image is empty")
+        }
+        switch format {
+        case .jpeg:
+            if let b = options.bitDepth, b != 8 { throw ImageIOError.encodeFailed(path: path, format: "JPEG", detail: "JPEG holds 8-bit samples only; write PNG or TIFF for \(b)-bit") }
+            let bytes = try JPEGCodec.encode(image.uint8, quality: options.quality, path: path)
+            let meta = options.metadata
+            return JPEGSegments.inserting(exif: meta?.exifForUprightPixels, icc: meta?.icc, into: bytes)
+        case .png:
+            let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
+            if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
+            return depth == 8
+                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, icc: options.metadata?.icc,
+                                      exif: options.metadata?.exifForUprightPixels, path: path)
+                : try PNGCodec.encode(image.uint16, level: options.pngCompression, icc: options.metadata?.icc,
+                                      exif: options.metadata?.exifForUprightPixels, path: path)
+        default:
+            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "only JPEG and PNG are encoded in memory; write TIFF to a file")
+        }
+    }
+
     /// Encodes and writes atomically (temporary file + rename); never overwrites an existing file
     /// unless `options.overwrite`.
     public static func write(_ image: AnyImage, to path: String, options: WriteOptions = WriteOptions()) throws {
@@ -143,21 +176,8 @@ public enum ImageCodecs {
             throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "bit depth \(b) is not 8, 16 or 32")
         }
         switch format {
-        case .jpeg:
-            if let b = options.bitDepth, b != 8 { throw ImageIOError.encodeFailed(path: path, format: "JPEG", detail: "JPEG holds 8-bit samples only; write PNG or TIFF for \(b)-bit") }
-            let bytes = try JPEGCodec.encode(image.uint8, quality: options.quality, path: path)
-            let meta = options.metadata
-            let out = JPEGSegments.inserting(exif: meta?.exifForUprightPixels, icc: meta?.icc, into: bytes)
-            try AtomicOutput.write(out, to: path, overwrite: options.overwrite)
-        case .png:
-            let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
-            if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
-            let bytes = depth == 8
-                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, icc: options.metadata?.icc,
-                                      exif: options.metadata?.exifForUprightPixels, path: path)
-                : try PNGCodec.encode(image.uint16, level: options.pngCompression, icc: options.metadata?.icc,
-                                      exif: options.metadata?.exifForUprightPixels, path: path)
-            try AtomicOutput.write(bytes, to: path, overwrite: options.overwrite)
+        case .jpeg, .png:
+            try AtomicOutput.write(try encode(image, format: format, options: options, path: path), to: path, overwrite: options.overwrite)
         case .tiff:
             let depth = options.bitDepth ?? image.bitDepth
             try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in

@@ -1,0 +1,179 @@
+import EvanescoCore
+import EvanescoIO
+import EvanescoStack
+import Foundation
+import Hummingbird
+
+/// A burst opened in the studio: its frames decoded once (a folder of images, or evenly spaced
+/// frames of a video), their thumbnails, and the last stack's result and maps.
+final class BurstStudioSession: Sendable {
+    let id: String
+    let source: FileRef
+    let frames: [BurstFrame]
+    let skipped: [SkippedInput]
+    let thumbnails: [[UInt8]]
+    let state = LockedBox(Stacked?.none)
+
+    struct Stacked: Sendable {
+        var result: StackResult
+        var pictures: [String: AnyImage]
+        var previews: [String: [UInt8]]
+    }
+
+    init(id: String, source: FileRef, path: String) throws {
+        self.id = id; self.source = source
+        let loaded = try BurstInput.load([path])
+        guard !loaded.frames.isEmpty else {
+            throw StackError.noUsableInput(reasons: loaded.skipped.map { "\(($0.0 as NSString).lastPathComponent): \($0.1)" })
+        }
+        frames = loaded.frames
+        skipped = loaded.skipped.map { SkippedInput(name: ($0.0 as NSString).lastPathComponent, reason: $0.1) }
+        thumbnails = try frames.map { try ImageCodecs.encode(preview($0.image, longSide: 200), format: .jpeg, options: WriteOptions(quality: 80)) }
+    }
+}
+
+struct SkippedInput: Codable, Sendable { var name: String; var reason: String }
+
+/// An image scaled so that its long side is at most `longSide`, 8-bit for display.
+func preview(_ image: AnyImage, longSide: Int) -> AnyImage {
+    let long = max(image.width, image.height)
+    let small: AnyImage
+    if long > longSide {
+        let s = Double(longSide) / Double(long)
+        small = image.map(Resize(width: max(1, Int(Double(image.width) * s)), height: max(1, Int(Double(image.height) * s)), interpolation: .bilinear))
+    } else { small = image }
+    return .uint8(small.uint8)
+}
+
+/// The burst-stacking camera app as a workspace: a frame strip with thumbnails and per-frame
+/// status, a reference frame to click, align and merge choices, a stack with live progress and
+/// a cancel button, the result with before/after, 1:1 and the per-pixel maps, downloads.
+final class BurstWorkspace: Sendable {
+    let lane = WorkLane("burst")
+    let sessions = StudioRegistry<BurstStudioSession>(prefix: "burst")
+    let previewLongSide: Int
+
+    init(previewLongSide: Int) { self.previewLongSide = previewLongSide }
+
+    struct Opened: Codable {
+        var session: String
+        var name: String
+        var frames: [FrameInfo]
+        var skipped: [SkippedInput]
+    }
+    struct FrameInfo: Codable { var index: Int; var name: String; var width: Int; var height: Int }
+    struct StackRequest: Codable { var reference: Int?; var align: String?; var merge: String? }
+    struct Report: Codable {
+        var frames: [FrameReport]
+        var usedFrames: Int
+        var merge: String
+        var align: String
+        var reference: Int
+        var noiseSigma: Float?
+        var timings: StageTimings
+        var notices: [String]
+        var width: Int, height: Int
+        var legend: StackMaps.Legend?
+    }
+
+    static let pictureNames = ["result", "reference", "kept", "provenance", "shift", "legend"]
+
+    func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
+        router.post("/api/burst/open") { request, _ -> Response in
+            let ref = try await decodeBody(request, as: FileRef.self)
+            let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
+            let s = try await libraryCall(self.lane) { try self.sessions.add { try BurstStudioSession(id: $0, source: ref, path: path) } }
+            self.sessions.keep(newest: 3)
+            return try jsonResponse(Opened(session: s.id, name: ref.path == "." ? studio.catalog.roots[ref.root].name : ref.path,
+                                           frames: s.frames.enumerated().map { FrameInfo(index: $0, name: ($1.name as NSString).lastPathComponent,
+                                                                                         width: $1.image.width, height: $1.image.height) },
+                                           skipped: s.skipped))
+        }
+        router.get("/api/burst/:id/thumb") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let i = try queryInt(request, "index", range: 0...(s.frames.count - 1))
+            return imageResponse(s.thumbnails[i], type: "image/jpeg")
+        }
+        router.post("/api/burst/:id/stack") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let body = try await decodeBody(request, as: StackRequest.self)
+            var options = StackOptions()
+            options.reference = body.reference ?? 0
+            guard (0..<s.frames.count).contains(options.reference) else {
+                throw HTTPError(.badRequest, message: "reference \(options.reference) is not a frame of this burst (0...\(s.frames.count - 1))")
+            }
+            if let a = body.align {
+                guard let m = AlignMode(rawValue: a) else { throw HTTPError(.badRequest, message: "align=\(a) is not one of \(AlignMode.allCases.map(\.rawValue).joined(separator: ", "))") }
+                options.align = m
+            }
+            if let m = body.merge {
+                guard let mm = MergeMethod(rawValue: m) else { throw HTTPError(.badRequest, message: "merge=\(m) is not one of \(MergeMethod.allCases.map(\.rawValue).joined(separator: ", "))") }
+                options.merge = mm
+            }
+            options.collectMaps = true
+            let asked = options
+            let job = studio.startJob(workspace: "burst", lane: self.lane) { job in
+                var o = asked
+                o.cancellation = job.cancellation
+                o.progress = { job.progress($0) }
+                s.state.update { $0 = nil }
+                let result = try BurstStacker.stack(s.frames, options: o)
+                var pictures: [String: AnyImage] = ["result": result.image, "reference": s.frames[result.referenceIndex].image]
+                if let maps = result.maps {
+                    for (name, image) in maps.pictures() {
+                        switch name {
+                        case "kept.png": pictures["kept"] = image
+                        case "provenance.png": pictures["provenance"] = image
+                        case "local-shift.png": pictures["shift"] = image
+                        case "provenance-legend.png": pictures["legend"] = image
+                        default: break
+                        }
+                    }
+                }
+                s.state.update { $0 = BurstStudioSession.Stacked(result: result, pictures: pictures, previews: [:]) }
+            }
+            return try jsonResponse(["job": job.id])
+        }
+        router.get("/api/burst/:id/report") { _, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            let r = st.result
+            return try jsonResponse(Report(frames: r.frames, usedFrames: r.usedFrames, merge: r.merge.rawValue, align: r.align.rawValue,
+                                           reference: r.referenceIndex, noiseSigma: r.noiseSigma, timings: r.timings.rounded,
+                                           notices: r.notices.map(\.description), width: r.image.width, height: r.image.height,
+                                           legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent })))
+        }
+        // A picture of the result: preview size (cached) or full size (for 1:1).
+        router.get("/api/burst/:id/image") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let which = request.uri.queryParameters.get("which") ?? "result"
+            guard Self.pictureNames.contains(which) else { throw HTTPError(.badRequest, message: "which=\(which) is not one of \(Self.pictureNames.joined(separator: ", "))") }
+            let full = request.uri.queryParameters.get("size") == "full"
+            guard let st = s.state.value, let picture = st.pictures[which] else {
+                throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
+            }
+            let key = which + (full ? "-full" : "")
+            if let cached = st.previews[key] { return imageResponse(cached, type: "image/jpeg") }
+            let long = self.previewLongSide
+            let bytes = try await libraryCall(self.lane) {
+                try ImageCodecs.encode(full || which == "legend" ? .uint8(picture.uint8) : preview(picture, longSide: long), format: .jpeg, options: WriteOptions(quality: 90))
+            }
+            s.state.update { $0?.previews[key] = bytes }
+            return imageResponse(bytes, type: "image/jpeg")
+        }
+        router.get("/api/burst/:id/download") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            let format = request.uri.queryParameters.get("format") ?? "jpeg"
+            let choices: [String: (String, Int?)] = ["jpeg": ("jpg", nil), "png16": ("png", 16), "tiff": ("tif", nil)]
+            guard let (ext, bits) = choices[format] else { throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png16 or tiff") }
+            let base = s.source.path == "." ? "burst" : (s.source.path as NSString).lastPathComponent
+            let name = "\((base as NSString).deletingPathExtension)-stacked.\(ext)"
+            let out = studio.downloadPath(name)
+            try await libraryCall(self.lane) {
+                try ImageCodecs.write(st.result.image, to: out, options: WriteOptions(quality: 95, bitDepth: bits, metadata: st.result.referenceMetadata))
+            }
+            return try fileResponse(out, name: name, attachment: true)
+        }
+    }
+}

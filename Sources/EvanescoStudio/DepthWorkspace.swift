@@ -1,0 +1,147 @@
+import EvanescoCore
+import EvanescoDepth
+import EvanescoIO
+import Foundation
+import Hummingbird
+
+/// A depth photo opened in the studio: decoded once, at full size for exports and at preview
+/// size for the slider, so no slider step decodes the photo again.
+final class DepthStudioSession: Sendable {
+    let id: String
+    let source: FileRef
+    let path: String
+    let full: PortraitRenderer
+    let preview: PortraitRenderer
+    let summary: DepthSummary
+    /// Mattes the file carries, at preview size, grey PNG.
+    let mattes: [String: [UInt8]]
+    let original: [UInt8]
+    /// The newest render asked for: an older one still waiting is dropped, not rendered.
+    let newest = LockedBox(0)
+
+    init(id: String, source: FileRef, path: String, previewLongSide: Int) throws {
+        self.id = id; self.source = source; self.path = path
+        var o = DepthReadOptions()
+        o.decodePhoto = true; o.requireDepth = true
+        o.decodeAuxiliary = [.portrait, .skin, .hair, .teeth, .glasses, .sky]
+        let photo = try DepthReader.read(path, options: o)
+        full = try PortraitRenderer(photo)
+        preview = full.scaled(toLongSide: previewLongSide)
+        summary = DepthSummary(photo)
+        let w = preview.image.width, h = preview.image.height
+        var m: [String: [UInt8]] = [:]
+        for a in photo.auxiliary where a.image.width > 0 && [.portrait, .skin, .hair, .teeth, .glasses, .sky].contains(a.kind) && m[a.kind.rawValue] == nil {
+            let grey = a.image.float32.luma(.rec709).resized(width: w, height: h, interpolation: .bilinear)
+            m[a.kind.rawValue] = try ImageCodecs.encode(.uint8(DepthEffects.grey(grey, as: UInt8.self)), format: .png, options: WriteOptions(pngCompression: 1))
+        }
+        mattes = m
+        original = try ImageCodecs.encode(preview.image, format: .jpeg, options: WriteOptions(quality: 88))
+    }
+}
+
+/// The "Image Depth Maps" tutorial as a workspace: Original / Depth / Mask / Filtered views,
+/// Spotlight / Color / Blur (and a real lens) effects, a focus slider that re-renders while it
+/// moves, click to focus, mattes as overlays, the depth facts, and full-size export.
+final class DepthWorkspace: Sendable {
+    let lane = WorkLane("depth")
+    let sessions = StudioRegistry<DepthStudioSession>(prefix: "depth")
+    let previewLongSide: Int
+
+    init(previewLongSide: Int) { self.previewLongSide = previewLongSide }
+
+    struct Opened: Codable {
+        var session: String
+        var name: String
+        var width: Int, height: Int
+        var previewWidth: Int, previewHeight: Int
+        var mattes: [String]
+        var depth: DepthSummary
+    }
+
+    /// The settings a request asks for, each checked (finite, in range) before the library sees it.
+    static func settings(_ request: Request) throws -> (view: String, settings: PortraitSettings) {
+        let view = request.uri.queryParameters.get("view") ?? "filtered"
+        guard ["original", "depth", "mask", "filtered"].contains(view) else {
+            throw HTTPError(.badRequest, message: "view=\(view) is not original, depth, mask or filtered")
+        }
+        var s = PortraitSettings()
+        let effect = request.uri.queryParameters.get("effect") ?? "spotlight"
+        guard let e = PortraitEffect(rawValue: effect), ![.depth, .mask].contains(e) else {
+            throw HTTPError(.badRequest, message: "effect=\(effect) is not spotlight, color, blur or lens")
+        }
+        s.effect = view == "depth" ? .depth : view == "mask" ? .mask : e
+        s.focus = .normalized(try queryFloat(request, "focus", default: 0.5, range: 0...1))
+        s.slope = try queryFloat(request, "slope", default: 4, range: 0.1...100)
+        s.width = try queryFloat(request, "width", default: 0.1, range: 0...1)
+        s.radius = try queryFloat(request, "radius", default: 15, range: 0.5...200)
+        if request.uri.queryParameters.get("aperture") != nil { s.aperture = try queryFloat(request, "aperture", default: 40, range: 0...400) }
+        let refine = request.uri.queryParameters.get("refine") ?? "none"
+        guard let r = MaskRefinement(rawValue: refine) else { throw HTTPError(.badRequest, message: "refine=\(refine) is not none, photo, matte or auto") }
+        s.refine = r
+        return (view, s)
+    }
+
+    func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
+        router.post("/api/depth/open") { request, _ -> Response in
+            let ref = try await decodeBody(request, as: FileRef.self)
+            let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
+            let long = self.previewLongSide
+            let s = try await libraryCall(self.lane) {
+                try self.sessions.add { id in try DepthStudioSession(id: id, source: ref, path: path, previewLongSide: long) }
+            }
+            // Decoded photos are large: keep the last four opened.
+            self.sessions.keep(newest: 4)
+            return try jsonResponse(Opened(session: s.id, name: (ref.path as NSString).lastPathComponent,
+                                           width: s.full.image.width, height: s.full.image.height,
+                                           previewWidth: s.preview.image.width, previewHeight: s.preview.image.height,
+                                           mattes: s.mattes.keys.sorted(), depth: s.summary))
+        }
+        router.get("/api/depth/:id/render") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let (view, settings) = try Self.settings(request)
+            let seq = try queryInt(request, "seq", default: 0, range: 0...Int.max)
+            s.newest.update { $0 = max($0, seq) }
+            if view == "original" { return imageResponse(s.original, type: "image/jpeg") }
+            let start = Date()
+            let bytes: [UInt8]? = try await libraryCall(self.lane) {
+                // A newer request arrived while this one waited: drop it.
+                if seq < s.newest.value { return nil }
+                let r = try s.preview.render(settings)
+                return try ImageCodecs.encode(r.image, format: .jpeg, options: WriteOptions(quality: 85))
+            }
+            guard let bytes else { return Response(status: .noContent, headers: [.init("X-Dropped")!: "superseded by a newer request"]) }
+            let ms = String(format: "%.1f", Date().timeIntervalSince(start) * 1000)
+            return imageResponse(bytes, type: "image/jpeg", headers: [.init("X-Render-Ms")!: ms])
+        }
+        router.get("/api/depth/:id/focus-at") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let x = try queryFloat(request, "x", default: 0.5, range: 0...1), y = try queryFloat(request, "y", default: 0.5, range: 0...1)
+            let point = PhotoPoint(x: Double(min(x, 0.9999)), y: Double(min(y, 0.9999)), fractional: true)
+            let f = try await libraryCall(self.lane) { try s.full.focusValue(.point(point)) }
+            return try jsonResponse(FocusAnswer(focus: min(1, max(0, f.value)), note: f.note))
+        }
+        router.get("/api/depth/:id/matte") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let kind = try queryString(request, "kind")
+            guard let png = s.mattes[kind] else { throw HTTPError(.notFound, message: "the photo carries no \(kind) matte (it has: \(s.mattes.keys.sorted().joined(separator: ", ")))") }
+            return imageResponse(png, type: "image/png")
+        }
+        // Full resolution, written by the library's own writer (metadata kept), then sent.
+        router.get("/api/depth/:id/export") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let (_, settings) = try Self.settings(request)
+            let format = request.uri.queryParameters.get("format") ?? "jpeg"
+            guard let ext = ["jpeg": "jpg", "png": "png", "tiff": "tif"][format] else { throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png or tiff") }
+            let base = ((s.source.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let name = "\(base)-\(settings.effect.rawValue).\(ext)"
+            let out = studio.downloadPath(name)
+            try await libraryCall(self.lane) {
+                let r = try s.full.render(settings)
+                try ImageCodecs.write(r.image, to: out, options: WriteOptions(quality: 95, metadata: r.metadata))
+            }
+            return try fileResponse(out, name: name, attachment: true)
+        }
+    }
+
+    struct FocusAnswer: Codable { var focus: Float; var note: String }
+}

@@ -1,0 +1,180 @@
+// The burst workspace: frames, reference, align/merge, stack with live progress and cancel,
+// the result against the reference (split slider), 1:1 with pan, the per-pixel maps, downloads.
+import { api, query, followJob, seconds, showError, setStatus, showBlob } from './api.js';
+
+export class BurstWorkspace {
+  constructor(root) {
+    this.root = root;
+    this.q = (id) => root.querySelector(`[data-testid=${id}]`);
+    this.session = null;
+    this.reference = 0;
+    this.job = null;
+    this.zoomed = false;
+    this.q('stack-button').addEventListener('click', () => this.stack());
+    this.q('cancel-button').addEventListener('click', () => this.cancel());
+    this.q('split-slider').addEventListener('input', () => this.split());
+    this.q('map-select').addEventListener('change', () => this.showPictures());
+    this.q('zoom-button').addEventListener('click', () => { this.zoomed = !this.zoomed; this.showPictures(); });
+    this.setUpPan();
+  }
+
+  async open(entry) {
+    this.root.querySelector('.title').textContent = `Decoding ${entry.path}…`;
+    this.clearResult();
+    const opened = await api('/api/burst/open', { method: 'POST', body: { root: entry.root, path: entry.path } });
+    this.session = opened.session;
+    this.frames = opened.frames;
+    this.reference = 0;
+    this.root.querySelector('.title').textContent = `${opened.name}: ${opened.frames.length} frames`;
+    if (opened.skipped.length) showError(opened.skipped.map((s) => `${s.name}: ${s.reason}`).join('\n'));
+    this.renderStrip(null);
+    this.q('stack-button').disabled = false;
+  }
+
+  clearResult() {
+    for (const id of ['result-image', 'before-image']) { const img = this.q(id); img.removeAttribute('src'); }
+    for (const id of ['download-jpeg', 'download-png16', 'download-tiff']) { this.q(id).classList.add('disabled'); this.q(id).removeAttribute('href'); }
+    this.q('zoom-button').disabled = true;
+    this.q('map-legend').hidden = true;
+    this.q('burst-report').textContent = '';
+    this.q('stack-progress').textContent = '';
+    this.q('stack-progress-bar').value = 0;
+  }
+
+  renderStrip(report) {
+    const strip = this.q('frame-strip');
+    strip.replaceChildren();
+    for (const f of this.frames) {
+      const r = report ? report.frames[f.index] : null;
+      const el = document.createElement('div');
+      el.className = 'frame';
+      el.setAttribute('data-testid', 'frame-item');
+      el.dataset.index = f.index;
+      const img = document.createElement('img');
+      img.src = `/api/burst/${this.session}/thumb?index=${f.index}`;
+      img.alt = f.name;
+      const name = document.createElement('div'); name.className = 'name'; name.textContent = f.name; name.title = f.name;
+      const st = document.createElement('div'); st.className = 'state'; st.setAttribute('data-testid', 'frame-status');
+      if (f.index === this.reference) { el.classList.add('reference'); st.textContent = 'reference'; }
+      if (r && f.index !== this.reference) {
+        if (r.used) {
+          const residual = r.residual !== undefined && r.residual !== null ? `, residual ${Number(r.residual).toFixed(2)}` : '';
+          st.textContent = `${r.status}${residual}${r.local && r.local.used ? ', local' : ''}`;
+        } else {
+          el.classList.add('refused');
+          st.textContent = `refused: ${r.reason || r.status}`;
+          st.title = r.reason || '';
+        }
+      } else if (!r && f.index !== this.reference) {
+        st.textContent = `${f.width}×${f.height}`;
+      }
+      el.append(img, name, st);
+      el.title = 'Click to make this the reference frame';
+      el.addEventListener('click', () => { this.reference = f.index; this.renderStrip(this.report); });
+      strip.append(el);
+    }
+  }
+
+  async stack() {
+    showError(null);
+    const pressed = performance.now();
+    this.q('stack-button').disabled = true;
+    this.q('cancel-button').disabled = false;
+    this.q('stack-progress').textContent = 'starting…';
+    try {
+      const { job } = await api(`/api/burst/${this.session}/stack`, {
+        method: 'POST',
+        body: { reference: this.reference, align: this.q('align-select').value, merge: this.q('merge-select').value },
+      });
+      this.job = job;
+      let firstProgress = null;
+      const end = await followJob(job, (type, e) => {
+        if (type === 'queued') this.q('stack-progress').textContent = e.message || 'queued';
+        if (type === 'started') this.q('stack-progress').textContent = 'started';
+        if (type === 'progress') {
+          if (firstProgress === null) { firstProgress = performance.now() - pressed; this.root.dataset.firstProgressMs = firstProgress.toFixed(0); }
+          const left = e.remaining ? `, ${seconds(e.remaining)} left` : '';
+          this.q('stack-progress').textContent = `${e.stage}: ${e.done}/${e.total}${left}`;
+          const weights = { align: [0, 0.6], merge: [0.6, 0.4] };
+          const [base, span] = weights[e.stage] || [0, 1];
+          this.q('stack-progress-bar').value = base + span * (e.total ? e.done / e.total : 0);
+        }
+      });
+      if (end.type === 'done') {
+        this.q('stack-progress').textContent = 'done';
+        this.q('stack-progress-bar').value = 1;
+        await this.showResult();
+      } else if (end.type === 'cancelled') {
+        this.q('stack-progress').textContent = 'cancelled';
+      } else {
+        this.q('stack-progress').textContent = 'failed';
+        showError(end.data.message);
+      }
+    } catch (err) {
+      showError(err.message);
+    } finally {
+      this.job = null;
+      this.q('stack-button').disabled = false;
+      this.q('cancel-button').disabled = true;
+    }
+  }
+
+  async cancel() {
+    if (this.job) await api(`/api/jobs/${this.job}/cancel`, { method: 'POST' }).catch((e) => showError(e.message));
+  }
+
+  async showResult() {
+    this.report = await api(`/api/burst/${this.session}/report`);
+    this.reference = this.report.reference;
+    this.renderStrip(this.report);
+    const r = this.report;
+    const notices = r.notices.length ? `<br>${r.notices.map((n) => escapeHTML(n)).join('<br>')}` : '';
+    this.q('burst-report').innerHTML = `${r.usedFrames} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
+      + `${r.width}×${r.height}, ${seconds(r.timings.total || ((r.timings.align || 0) + (r.timings.warpMerge || 0)))}${notices}`;
+    for (const [id, format] of [['download-jpeg', 'jpeg'], ['download-png16', 'png16'], ['download-tiff', 'tiff']]) {
+      const a = this.q(id);
+      a.href = `/api/burst/${this.session}/download?format=${format}`;
+      a.classList.remove('disabled');
+    }
+    this.q('zoom-button').disabled = false;
+    await this.showPictures();
+    setStatus(`stacked ${r.usedFrames} frames`);
+  }
+
+  async showPictures() {
+    if (!this.report) return;
+    const which = this.q('map-select').value;
+    const size = this.zoomed ? 'full' : 'preview';
+    this.q('zoom-button').textContent = this.zoomed ? 'Fit' : '1:1';
+    this.q('burst-viewer').classList.toggle('zoomed', this.zoomed);
+    const get = async (w) => (await api(`/api/burst/${this.session}/image?${query({ which: w, size })}`, { raw: true })).blob();
+    try {
+      const [after, before] = await Promise.all([get(which), get('reference')]);
+      await Promise.all([showBlob(this.q('result-image'), after), showBlob(this.q('before-image'), before)]);
+      this.split();
+      const legend = this.q('map-legend');
+      if (which === 'provenance') {
+        await showBlob(legend, await get('legend'));
+        legend.hidden = false;
+      } else legend.hidden = true;
+    } catch (err) { showError(err.message); }
+  }
+
+  /** The result on the right of the split, the reference frame on the left. */
+  split() {
+    const v = this.q('split-slider').value;
+    this.q('result-image').style.clipPath = `inset(0 0 0 ${v}%)`;
+  }
+
+  setUpPan() {
+    const viewer = this.q('burst-viewer');
+    let drag = null;
+    viewer.addEventListener('pointerdown', (ev) => { if (!this.zoomed) return; drag = { x: ev.clientX, y: ev.clientY, l: viewer.scrollLeft, t: viewer.scrollTop }; viewer.setPointerCapture(ev.pointerId); });
+    viewer.addEventListener('pointermove', (ev) => { if (!drag) return; viewer.scrollLeft = drag.l - (ev.clientX - drag.x); viewer.scrollTop = drag.t - (ev.clientY - drag.y); });
+    viewer.addEventListener('pointerup', () => { drag = null; });
+  }
+}
+
+export function escapeHTML(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import EvanescoIO
+import EvanescoStudio
+import Foundation
+
+struct StudioCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "studio",
+        abstract: "Open the studio: the burst, depth and backdrop apps as one local web app.",
+        discussion: """
+        Serves a page on this machine that lists the images, folders and videos under PATH... \
+        (folders of images are bursts) and opens them in three workspaces: Burst (align and \
+        merge with live progress, before/after, per-pixel maps, downloads), Depth (the Image \
+        Depth Maps tutorial's views and effects with a live focus slider) and Backdrop (replace \
+        the background behind a person). Files can also be dropped on the page.
+
+        When ready it prints one line on stdout, `studio: http://HOST:PORT/?token=TOKEN`, and \
+        opens it with xdg-open unless --no-open. Every request but the page itself needs the \
+        token; Host and Origin are checked and only files under PATH... are served. Ctrl-C \
+        stops it and removes its temporary files.
+
+        EXAMPLES:
+          evanesco studio ~/Pictures
+          evanesco studio burst/ IMG_0001.HEIC --port 8750 --no-open
+        """)
+
+    @Argument(help: "Files and folders to show (default: the current folder).") var paths: [String] = []
+    @Option(help: "Address to listen on (127.0.0.1: this machine only).") var host = "127.0.0.1"
+    @Option(help: "Port, 0 for any free one.") var port = 0
+    @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
+    @Flag(help: "Do not open a browser.") var noOpen = false
+
+    func validate() throws {
+        if !(0...65535).contains(port) { throw ValidationError("--port must be within 0...65535") }
+        if !(1...65536).contains(maxUploadMb) { throw ValidationError("--max-upload-mb must be within 1...65536") }
+        for p in paths where !FileManager.default.fileExists(atPath: p) {
+            throw ValidationError("\(p) does not exist; give files or folders the studio should show")
+        }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
+            config.host = host; config.port = port; config.maxUploadBytes = maxUploadMb << 20
+            let studio = try Studio(config)
+            let open = !noOpen
+            let done = DispatchSemaphore(value: 0)
+            let failure = LockedResult()
+            Task.detached {
+                do {
+                    try await studio.run { url in
+                        FileHandle.standardOutput.write(Data("studio: \(url)\n".utf8))
+                        if open { Self.openBrowser(url) }
+                    }
+                } catch { failure.set(error) }
+                done.signal()
+            }
+            done.wait()
+            // ffmpeg children of an export still running, temporary outputs not yet renamed.
+            Cleanup.run()
+            if let e = failure.error { throw e }
+        }
+    }
+
+    static func openBrowser(_ url: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["xdg-open", url]
+        p.standardOutput = FileHandle.nullDevice; p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { Diagnostics.warning("could not start xdg-open (\(error)); open the URL above in a browser") }
+    }
+}
+
+/// An error handed from the server's task to the command's thread.
+final class LockedResult: @unchecked Sendable {
+    private let lock = NSLock()
+    private var e: Error?
+    func set(_ error: Error) { lock.lock(); e = error; lock.unlock() }
+    var error: Error? { lock.lock(); defer { lock.unlock() }; return e }
+}

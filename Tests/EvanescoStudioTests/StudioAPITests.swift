@@ -1,0 +1,429 @@
+import EvanescoCore
+import EvanescoIO
+import EvanescoStack
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HTTPTypes
+import Testing
+@testable import EvanescoStudio
+
+let tokenHeader = HTTPField.Name("X-Evanesco-Token")!
+let authorized: HTTPFields = [tokenHeader: "t0ken"]
+let fromPage: HTTPFields = [tokenHeader: "t0ken", .origin: "http://localhost:8750", .contentType: "application/json"]
+
+func json(_ body: ByteBuffer) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+}
+func errorMessage(_ r: TestResponse) -> String {
+    (json(r.body)["error"] as? [String: Any])?["message"] as? String ?? ""
+}
+func with(_ h: HTTPFields, _ name: HTTPField.Name, _ value: String) -> HTTPFields {
+    var c = h
+    c[name] = value
+    return c
+}
+func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
+
+@Suite struct StudioSecurity {
+    @Test func healthNeedsTheToken() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            try await client.execute(uri: "/api/health", method: .get) { r in
+                #expect(r.status == .unauthorized)
+                #expect(errorMessage(r).contains("token"))
+            }
+            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "wrong"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "t0ke"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health", method: .get, headers: [.authorization: "token t0ken"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health", method: .get, headers: [.cookie: "evanesco-token=t0ken"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health?token=t0ken", method: .get) { #expect($0.status == .ok) }
+        }
+    }
+
+    @Test func thePageSetsTheCookieOnlyForTheRightToken() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            try await client.execute(uri: "/?token=t0ken", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.contentType]?.hasPrefix("text/html") == true)
+                #expect(r.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
+                let cookie = r.headers[.setCookie] ?? ""
+                #expect(cookie.contains("evanesco-token=t0ken") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+                #expect(String(buffer: r.body).contains("data-testid=\"workspace-burst\""))
+            }
+            try await client.execute(uri: "/?token=nope", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.setCookie] == nil)
+            }
+            for name in ["studio.js", "api.js", "burst.js", "depth.js", "backdrop.js", "studio.css"] {
+                try await client.execute(uri: "/static/\(name)", method: .get) { r in
+                    #expect(r.status == .ok, "\(name)")
+                    #expect(r.body.readableBytes ?? 0 > 500, "\(name)")
+                }
+            }
+            try await client.execute(uri: "/static/Package.swift", method: .get) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/static/..%2f..%2fPackage.swift", method: .get) { #expect($0.status == .forbidden) }
+        }
+    }
+
+    @Test func traversalIsRefused() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        // A symbolic link inside the root that leads out of it.
+        try FileManager.default.createSymbolicLink(atPath: s.file("root/escape.txt"), withDestinationPath: s.file("secret.txt"))
+        try FileManager.default.createSymbolicLink(atPath: s.file("root/outside"), withDestinationPath: s.dir)
+        try await Application(router: studio.router()).test(.router) { client in
+            let attempts = ["../secret.txt", "burst/../../secret.txt", "%2e%2e/secret.txt", "%252e%252e%252fsecret.txt", "..%2fsecret.txt",
+                            s.file("secret.txt"), "/etc/passwd", "escape.txt", "outside/secret.txt", "burst/..", "./plain.png"]
+            for a in attempts {
+                let q = a.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? a
+                try await client.execute(uri: "/api/file?root=0&path=\(q)", method: .get, headers: authorized) { r in
+                    #expect(r.status == .forbidden, "\(a): \(r.status)")
+                    #expect(String(buffer: r.body ?? ByteBuffer()).contains("secret") == false || a.contains("secret"))
+                }
+            }
+            // Raw dots in the URL's path are refused before any route.
+            try await client.execute(uri: "/api/../api/health", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/%2e%2e/health", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/file?root=7&path=plain.png", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
+            // A file under the root is served, byte for byte.
+            try await client.execute(uri: "/api/file?root=0&path=plain.png", method: .get, headers: authorized) { r in
+                #expect(r.status == .ok)
+                #expect(Data(buffer: r.body) == FileManager.default.contents(atPath: s.file("root/plain.png")))
+            }
+            try await client.execute(uri: "/api/file?root=0&path=missing.png", method: .get, headers: authorized) { #expect($0.status == .notFound) }
+        }
+    }
+
+    @Test func changesNeedTheStudiosOwnOrigin() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        let body = buffer(#"{"root":0,"path":"burst"}"#)
+        try await Application(router: studio.router()).test(.router) { client in
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: authorized, body: body) { #expect($0.status == .forbidden) }
+            let evil = with(fromPage, .origin, "http://evil.example")
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: evil, body: body) { r in
+                #expect(r.status == .forbidden)
+                #expect(errorMessage(r).contains("Origin"))
+            }
+            let rebinding = with(fromPage, .origin, "http://127.0.0.1.evil.example:8750")
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: rebinding, body: body) { #expect($0.status == .forbidden) }
+            let crossSite = with(fromPage, HTTPField.Name("Sec-Fetch-Site")!, "cross-site")
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: crossSite, body: body) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: body) { #expect($0.status == .ok) }
+        }
+    }
+
+    @Test func hostAndOriginNames() {
+        let g = StudioGuard<BasicRequestContext>(token: "x", host: "127.0.0.1")
+        #expect(g.hostAllowed("127.0.0.1:8750") && g.hostAllowed("localhost:1") && g.hostAllowed("[::1]:80") && g.hostAllowed("LOCALHOST"))
+        #expect(!g.hostAllowed("evil.example:8750") && !g.hostAllowed("127.0.0.1.nip.io") && !g.hostAllowed(nil) && !g.hostAllowed(""))
+        #expect(g.originAllowed("http://localhost:8750") && g.originAllowed("http://127.0.0.1:1"))
+        #expect(!g.originAllowed("https://localhost:8750") && !g.originAllowed("http://localhost.evil:1") && !g.originAllowed("null"))
+        #expect(StudioGuard<BasicRequestContext>.same("abc", "abc") && !StudioGuard<BasicRequestContext>.same("abc", "abd") && !StudioGuard<BasicRequestContext>.same("abc", "ab"))
+    }
+
+    /// Over a real socket: a Host header naming another machine (DNS rebinding) is refused.
+    @Test func dnsRebindingIsRefusedOnTheWire() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.live) { client in
+            let port = client.port!
+            let good = try RawHTTP.get(port: port, path: "/api/health", host: "127.0.0.1:\(port)", headers: ["X-Evanesco-Token: t0ken"])
+            #expect(good.hasPrefix("HTTP/1.1 200"), "\(good)")
+            let evil = try RawHTTP.get(port: port, path: "/api/health", host: "evil.example:\(port)", headers: ["X-Evanesco-Token: t0ken"])
+            #expect(evil.hasPrefix("HTTP/1.1 403"), "\(evil)")
+            #expect(evil.contains("Host"))
+        }
+    }
+}
+
+@Suite struct StudioFilesAndUploads {
+    @Test func listsBurstsDepthPhotosAndImages() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            try await client.execute(uri: "/api/files", method: .get, headers: authorized) { r in
+                #expect(r.status == .ok)
+                let entries = json(r.body)["entries"] as? [[String: Any]] ?? []
+                let byPath = Dictionary(entries.map { ($0["path"] as! String, $0) }, uniquingKeysWith: { a, _ in a })
+                #expect(byPath["burst"]?["kind"] as? String == "burst" && byPath["burst"]?["frames"] as? Int == 3)
+                #expect(byPath["portrait.jpg"]?["kind"] as? String == "depth")
+                #expect(byPath["plain.png"]?["kind"] as? String == "image")
+                #expect(byPath["burst/frame01.png"]?["kind"] as? String == "image")
+                #expect(entries.allSatisfy { !($0["path"] as! String).contains("secret") })
+            }
+        }
+    }
+
+    @Test func uploadsAreCheckedBoundedAndListed() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s) { $0.maxUploadBytes = 200_000; $0.maxUploads = 2 }
+        defer { studio.shutdown() }
+        let png = try ImageCodecs.encode(.uint8(StudioFixtures.burstFrame(1)), format: .png)
+        let upload = with(fromPage, .contentType, "application/octet-stream")
+        try await Application(router: studio.router()).test(.router) { client in
+            // Not an image, though it says so.
+            try await client.execute(uri: "/api/upload?name=bad.jpg", method: .post, headers: upload, body: buffer("this is not a JPEG")) { r in
+                #expect(r.status == .unprocessableContent)
+                #expect(errorMessage(r).hasPrefix("bad.jpg: "))
+            }
+            // Truncated: the library's own one-line error.
+            try await client.execute(uri: "/api/upload?name=cut.png", method: .post, headers: upload,
+                                     body: ByteBuffer(bytes: png.prefix(png.count / 2))) { r in
+                #expect(r.status == .unprocessableContent)
+                let m = errorMessage(r)
+                #expect(m.hasPrefix("cut.png: ") && !m.contains("\n"))
+            }
+            try await client.execute(uri: "/api/upload?name=notes.txt", method: .post, headers: upload, body: buffer("hello")) { #expect($0.status == .unsupportedMediaType) }
+            try await client.execute(uri: "/api/upload?name=big.png", method: .post, headers: upload,
+                                     body: ByteBuffer(bytes: [UInt8](repeating: 0, count: 300_000))) { r in
+                #expect(r.status == .contentTooLarge)
+                #expect(errorMessage(r).contains("MB"))
+            }
+            // A good one is kept, under a cleaned name, and listed.
+            try await client.execute(uri: "/api/upload?name=..%2F..%2Fnice%20frame.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+                #expect(r.status == .created)
+                let e = json(r.body)
+                #expect(e["path"] as? String == "nice_frame.png" && e["kind"] as? String == "image" && e["root"] as? Int == 1)
+            }
+            try await client.execute(uri: "/api/files", method: .get, headers: authorized) { r in
+                let entries = json(r.body)["entries"] as? [[String: Any]] ?? []
+                #expect(entries.contains { $0["root"] as? Int == 1 && $0["path"] as? String == "nice_frame.png" })
+            }
+            try await client.execute(uri: "/api/file?root=1&path=nice_frame.png", method: .get, headers: authorized) { r in
+                #expect(r.status == .ok && Array(buffer: r.body) == png)
+            }
+            // Refused uploads did not count; the count limit does.
+            try await client.execute(uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { #expect($0.status == .created) }
+            try await client.execute(uri: "/api/upload?name=third.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+                #expect(r.status == .tooManyRequests)
+                #expect(errorMessage(r).contains("2 uploads"))
+            }
+            // The server keeps serving.
+            try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
+        }
+        let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads").sorted()
+        #expect(kept == ["nice_frame.png", "second.png"])
+        studio.shutdown()
+        #expect(!FileManager.default.fileExists(atPath: studio.temporaryDirectory))
+    }
+}
+
+@Suite struct StudioWorkspaces {
+    /// Reads a job's server-sent events to the end.
+    static func events(_ client: some TestClientProtocol, job: String) async throws -> [String] {
+        try await client.execute(uri: "/api/jobs/\(job)/events", method: .get, headers: authorized) { r in
+            #expect(r.headers[.contentType] == "text/event-stream")
+            return String(buffer: r.body ?? ByteBuffer()).components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
+        }
+    }
+
+    @Test func stacksABurstAsTheLibraryDoes() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
+                #expect(r.status == .ok)
+                let o = json(r.body)
+                #expect((o["frames"] as? [[String: Any]])?.map { $0["name"] as! String } == ["frame00.png", "frame01.png", "frame02.png"])
+                return o["session"] as! String
+            }
+            try await client.execute(uri: "/api/burst/\(session)/thumb?index=2", method: .get, headers: authorized) { r in
+                let img = try ImageCodecs.decode(Array(buffer: r.body), path: "thumb").image
+                #expect(max(img.width, img.height) == 192)
+            }
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
+            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer(#"{"reference":7}"#)) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer(#"{"merge":"average"}"#)) { r in
+                #expect(r.status == .badRequest)
+                #expect(errorMessage(r).contains("median"))
+            }
+            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage,
+                                                       body: buffer(#"{"reference":1,"align":"auto","merge":"median"}"#)) { json($0.body)["job"] as! String }
+            let events = try await Self.events(client, job: job)
+            #expect(events.first == "queued" && events.contains("started") && events.contains("progress") && events.last == "done", "\(events)")
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
+                let o = json(r.body)
+                #expect(o["usedFrames"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median", "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
+                #expect((o["legend"] as? [String: Any])?["mergedFrames"] as? Int == 3)
+            }
+            // The download is the library's result, sample for sample.
+            var options = StackOptions()
+            options.reference = 1; options.merge = .median
+            let expected = try BurstStacker.stack((0..<3).map { BurstFrame(name: "\($0)", image: .uint8(StudioFixtures.burstFrame($0))) }, options: options).image.uint8
+            try await client.execute(uri: "/api/burst/\(session)/download?format=png16", method: .get, headers: authorized) { r in
+                #expect(r.headers[.contentDisposition]?.contains("attachment; filename=\"burst-stacked.png\"") == true)
+                let got = try ImageCodecs.decode(Array(buffer: r.body), path: "download").image
+                guard case .uint16(let g16) = got else { Issue.record("not 16-bit"); return }
+                #expect(g16.width == expected.width && g16.height == expected.height)
+                #expect(g16.samples.map { UInt8((Int($0) + 128) / 257) } == Array(expected.samples))
+                // The moving square is gone: where frame 1 had it, the background shows.
+                let background = StudioFixtures.burstFrame(2)
+                let i = (55 * 192 + 60) * 3
+                #expect(expected.samples[i] == background.samples[i])
+            }
+            for which in ["result", "reference", "kept", "provenance", "shift", "legend"] {
+                try await client.execute(uri: "/api/burst/\(session)/image?which=\(which)", method: .get, headers: authorized) { r in
+                    #expect(r.status == .ok, "\(which)")
+                    #expect(r.headers[.contentType] == "image/jpeg")
+                }
+            }
+            try await client.execute(uri: "/api/burst/\(session)/image?which=../x", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/burst/\(session)/download?format=gif", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+        }
+    }
+
+    @Test func aCancelledStackSaysSo() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) {
+                json($0.body)["session"] as! String
+            }
+            // Hold the burst lane so the stack is still queued when it is cancelled.
+            let gate = DispatchSemaphore(value: 0)
+            studio.burst.lane.start { gate.wait() }
+            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer("{}")) {
+                json($0.body)["job"] as! String
+            }
+            try await client.execute(uri: "/api/jobs/\(job)/cancel", method: .post, headers: fromPage) { #expect($0.status == .ok) }
+            gate.signal()
+            let events = try await Self.events(client, job: job)
+            #expect(events == ["queued", "cancelled"], "\(events)")
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
+            try await client.execute(uri: "/api/jobs/nope/cancel", method: .post, headers: fromPage) { #expect($0.status == .notFound) }
+        }
+    }
+
+    @Test func rendersDepthPreviewsFocusAndExports() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { r in
+                #expect(r.status == .ok)
+                return json(r.body)
+            }
+            let session = o["session"] as! String
+            #expect(o["width"] as? Int == 320 && o["previewWidth"] as? Int == 160 && o["previewHeight"] as? Int == 120)
+            #expect(((o["depth"] as? [String: Any])?["depth"] as? [String: Any])?["source"] as? String == "GDepth (XMP)")
+            // Click on the left (near) half, then the right (far) half.
+            let near: Double = try await client.execute(uri: "/api/depth/\(session)/focus-at?x=0.2&y=0.5", method: .get, headers: authorized) { json($0.body)["focus"] as! Double }
+            let far: Double = try await client.execute(uri: "/api/depth/\(session)/focus-at?x=0.8&y=0.5", method: .get, headers: authorized) { json($0.body)["focus"] as! Double }
+            #expect(near > 0.9 && far < 0.1, "near \(near), far \(far)")
+            // The mask view at focus near: white on the left, black on the right, at preview size.
+            func mask(_ focus: Double) async throws -> Image<UInt8> {
+                try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=\(focus)&seq=1", method: .get, headers: authorized) { r in
+                    #expect(r.status == .ok && r.headers[HTTPField.Name("X-Render-Ms")!] != nil)
+                    return try ImageCodecs.decode(Array(buffer: r.body), path: "mask").image.uint8
+                }
+            }
+            let m = try await mask(near)
+            #expect(m.width == 160 && m.height == 120)
+            #expect(m.samples[60 * 160 + 20] > 240 && m.samples[60 * 160 + 140] < 15)
+            let m2 = try await mask(far)
+            #expect(m2.samples[60 * 160 + 20] < 15 && m2.samples[60 * 160 + 140] > 240)
+            // A request older than one already seen is dropped, not rendered.
+            try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.5&seq=0", method: .get, headers: authorized) { #expect($0.status == .noContent) }
+            for bad in ["focus=nan", "focus=inf", "focus=2", "slope=-1", "effect=mask", "view=x", "refine=magic"] {
+                try await client.execute(uri: "/api/depth/\(session)/render?\(bad)&seq=5", method: .get, headers: authorized) { r in
+                    #expect(r.status == .badRequest, "\(bad)")
+                }
+            }
+            for effect in ["spotlight", "color", "blur", "lens"] {
+                try await client.execute(uri: "/api/depth/\(session)/render?effect=\(effect)&focus=0.9&seq=9", method: .get, headers: authorized) { r in
+                    #expect(r.status == .ok, "\(effect)")
+                }
+            }
+            try await client.execute(uri: "/api/depth/\(session)/export?effect=blur&focus=0.9&format=png", method: .get, headers: authorized) { r in
+                #expect(r.headers[.contentDisposition]?.contains("portrait-blur.png") == true)
+                let img = try ImageCodecs.decode(Array(buffer: r.body), path: "export").image
+                #expect(img.width == 320 && img.height == 240)
+            }
+            try await client.execute(uri: "/api/depth/\(session)/matte?kind=hair", method: .get, headers: authorized) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"plain.png"}"#)) { r in
+                #expect(r.status == .unprocessableContent)
+                #expect(errorMessage(r).contains("plain.png"))
+            }
+        }
+    }
+
+    @Test func replacesTheBackgroundOfAPortrait() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await Application(router: studio.router()).test(.router) { client in
+            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
+                                                           body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)) { r in
+                #expect(r.status == .ok)
+                let o = json(r.body)
+                #expect(o["frames"] as? Int == 1 && o["width"] as? Int == 320)
+                return o["session"] as! String
+            }
+            // The nearest region (left half, 1 m) is kept; behind the cutoff it is the background (black).
+            let composite: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5", method: .get, headers: authorized) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[HTTPField.Name("X-Backdrop")!]?.contains("cutoff") == true)
+                return try ImageCodecs.decode(Array(buffer: r.body), path: "composite").image.uint8
+            }
+            let w = composite.width
+            #expect(composite.samples[(120 * w + 60) * 3] > 20)       // the near half, photo kept
+            #expect(composite.samples[(120 * w + 280) * 3] < 10)      // the far half, black
+            let mask: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5&view=mask", method: .get, headers: authorized) {
+                try ImageCodecs.decode(Array(buffer: $0.body), path: "mask").image.uint8
+            }
+            #expect(mask.samples[120 * mask.width + 60] > 200 && mask.samples[120 * mask.width + 280] < 30)
+            // With plain.png as the background, the far half shows it.
+            let withBackground: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5&bgRoot=0&bgPath=plain.png", method: .get, headers: authorized) {
+                try ImageCodecs.decode(Array(buffer: $0.body), path: "bg").image.uint8
+            }
+            #expect(withBackground.samples[(120 * w + 280) * 3] > 20)
+            try await client.execute(uri: "/api/backdrop/\(session)/render?bgRoot=0&bgPath=../secret.txt", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/backdrop/\(session)/render?gamma=0", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: fromPage) { json($0.body)["job"] as! String }
+            let events = try await Self.events(client, job: job)
+            #expect(events.last == "done", "\(events)")
+            try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
+                let img = try ImageCodecs.decode(Array(buffer: r.body), path: "export").image
+                #expect(img.width == 320 && img.height == 240)
+            }
+        }
+    }
+}
+
+/// A bare HTTP/1.1 request over a socket, to send a Host header no client library would.
+enum RawHTTP {
+    static func get(port: Int, path: String, host: String, headers: [String]) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let c = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard c == 0 else { throw POSIXError(.ECONNREFUSED) }
+        let request = (["GET \(path) HTTP/1.1", "Host: \(host)", "Connection: close"] + headers).joined(separator: "\r\n") + "\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var out = [UInt8](), chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { break }
+            out += chunk[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

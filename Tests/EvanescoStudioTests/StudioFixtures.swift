@@ -1,0 +1,81 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+@testable import EvanescoStudio
+
+/// A folder the tests fill and remove.
+final class StudioScratch: @unchecked Sendable {
+    let dir: String
+    init() {
+        dir = NSTemporaryDirectory() + "/evanesco-studio-test-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
+    func file(_ name: String) -> String { dir + "/" + name }
+    func folder(_ name: String) -> String {
+        try? FileManager.default.createDirectory(atPath: file(name), withIntermediateDirectories: true)
+        return file(name)
+    }
+}
+
+enum StudioFixtures {
+    /// A textured background (the same in every frame) with a dark square that moves: stacked,
+    /// the square vanishes. Frame `k` has the square at x = 10 + 40 k.
+    static func burstFrame(_ k: Int, width w: Int = 192, height h: Int = 128) -> Image<UInt8> {
+        Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for y in 0..<h {
+                for x in 0..<w {
+                    let inSquare = x >= 10 + 40 * k && x < 40 + 40 * k && y >= 40 && y < 70
+                    // Smooth texture of incommensurate waves: detail everywhere, repeating nowhere (so it registers).
+                    let fx = Double(x), fy = Double(y)
+                    let t = 50 * sin(fx * 0.21 + fy * 0.05) + 40 * sin(fy * 0.17 - fx * 0.07) + 25 * sin((fx + 2 * fy) * 0.093)
+                    for c in 0..<3 {
+                        let v = 128 + t * (1 - 0.2 * Double(c))
+                        d[(y * w + x) * 3 + c] = inSquare ? 5 : UInt8(max(0, min(255, v.rounded())))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes a burst of `count` frames into `dir` as PNG.
+    static func writeBurst(_ dir: String, count: Int = 3) throws {
+        for k in 0..<count {
+            try ImageCodecs.write(.uint8(burstFrame(k)), to: dir + String(format: "/frame%02d.png", k))
+        }
+    }
+
+    /// A GDepth portrait JPEG: a 320x240 gradient photo; depth near (1 m) on the left half, far
+    /// (4 m) on the right (RangeLinear, 255 = far), as a PNG in the XMP.
+    static func depthPhoto(_ path: String) throws {
+        let w = 320, h = 240
+        let depth = Image<UInt8>(width: 80, height: 60, channels: 1) { d in for y in 0..<60 { for x in 0..<80 { d[y * 80 + x] = x < 40 ? 0 : 255 } } }
+        let b64 = Data(try ImageCodecs.encode(.uint8(depth), format: .png)).base64EncodedString()
+        let xmp = """
+        <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
+        <rdf:Description xmlns:GDepth="http://ns.google.com/photos/1.0/depthmap/" GDepth:Format="RangeLinear" \
+        GDepth:Near="1" GDepth:Far="4" GDepth:Mime="image/png" GDepth:Data="\(b64)"/></rdf:RDF></x:xmpmeta>
+        """
+        let photo = Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for y in 0..<h { for x in 0..<w { d[(y * w + x) * 3] = UInt8(x * 255 / w); d[(y * w + x) * 3 + 1] = UInt8(y * 255 / h); d[(y * w + x) * 3 + 2] = 128 } }
+        }
+        let jpeg = try ImageCodecs.encode(.uint8(photo), format: .jpeg, options: WriteOptions(quality: 95))
+        let payload = Array("http://ns.adobe.com/xap/1.0/".utf8) + [0] + Array(xmp.utf8)
+        let len = payload.count + 2
+        let out = Array(jpeg[0..<2]) + [0xFF, 0xE1, UInt8(len >> 8), UInt8(len & 0xFF)] + payload + Array(jpeg[2...])
+        FileManager.default.createFile(atPath: path, contents: Data(out))
+    }
+
+    /// A studio over a scratch folder holding `burst/` (3 frames), `portrait.jpg` (depth),
+    /// `plain.png`, and `secret.txt` beside it (outside the root).
+    static func studio(_ s: StudioScratch, configure: (inout StudioConfiguration) -> Void = { _ in }) throws -> Studio {
+        let root = s.folder("root")
+        try writeBurst(s.folder("root/burst"))
+        try depthPhoto(root + "/portrait.jpg")
+        try ImageCodecs.write(.uint8(burstFrame(0)), to: root + "/plain.png")
+        FileManager.default.createFile(atPath: s.file("secret.txt"), contents: Data("secret".utf8))
+        var c = StudioConfiguration(paths: [root], token: "t0ken")
+        configure(&c)
+        return try Studio(c)
+    }
+}
