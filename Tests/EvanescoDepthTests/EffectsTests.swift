@@ -123,6 +123,13 @@ struct EffectsTests {
         #expect(width > 2.56 * r * 0.7 && width < 2.56 * r * 1.3, "10-90 % width \(width)")
     }
 
+    @Test("Focal blur with a small radius (a preview's scaled radius): no NaN sigma, a flat area stays flat", arguments: [Float(0.5), 0.9, 1.9, 3.8])
+    func smallRadius(r: Float) {
+        let flat = Image<UInt8>(width: 64, height: 48, channels: 3, samples: ContiguousArray(repeating: 77, count: 64 * 48 * 3))
+        let out = FocalBlur(radius: r, levels: 5).apply(.uint8(flat), mask: Image<Float>(width: 64, height: 48, channels: 1)).uint8
+        #expect(out.samples.allSatisfy { abs(Int($0) - 77) <= 1 })
+    }
+
     @Test("Focal blur protects the subject: no dark fringe around a dark subject, unlike the plain blur")
     func noHalo() {
         let (photo, mask) = Self.scene()

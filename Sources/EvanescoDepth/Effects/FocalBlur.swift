@@ -59,7 +59,8 @@ public struct FocalBlur: Sendable {
             while pyramid.count < k { pyramid.append(pyramid.last!.halved()) }
             let f = 1 << k
             // Box averaging and bilinear upsampling already spread ~0.5 pyramid pixels.
-            let sigma = max(((r / Float(f)) * (r / Float(f)) - 0.25).squareRoot(), 0.3)
+            // max(0, ...) first: a small radius would take the root of a negative (NaN, which max() keeps).
+            let sigma = max(max(0, (r / Float(f)) * (r / Float(f)) - 0.25).squareRoot(), 0.3)
             var b = pyramid[k - 1].gaussian(sigma: sigma)
             b.normalize()
             blurred.append((b, f))
