@@ -18,6 +18,19 @@ final class DepthStudioSession: Sendable {
     let original: [UInt8]
     /// The newest render asked for: an older one still waiting is dropped, not rendered.
     let newest = LockedBox(0)
+    /// Smaller renderers for dragging (blur and lens cost more per pixel), made once each.
+    let smaller = LockedBox([Int: PortraitRenderer]())
+
+    /// The renderer for a preview whose long side is at most `longSide`, snapped to a few sizes
+    /// so that only a handful are ever made.
+    func renderer(longSide: Int) -> PortraitRenderer {
+        let previewLong = max(preview.image.width, preview.image.height)
+        guard let size = [512, 768, 1024, 1280].last(where: { $0 <= longSide }), size < previewLong else { return preview }
+        if let r = smaller.value[size] { return r }
+        let r = full.scaled(toLongSide: size)
+        smaller.update { $0[size] = r }
+        return r
+    }
 
     init(id: String, source: FileRef, path: String, previewLongSide: Int) throws {
         self.id = id; self.source = source; self.path = path
@@ -100,13 +113,15 @@ final class DepthWorkspace: Sendable {
             let s = try self.sessions.get(context.parameters.get("id"))
             let (view, settings) = try Self.settings(request)
             let seq = try queryInt(request, "seq", default: 0, range: 0...Int.max)
+            // While a slider moves the page may ask for a smaller preview, then the full one on release.
+            let long = try queryInt(request, "size", default: self.previewLongSide, range: 64...100_000)
             s.newest.update { $0 = max($0, seq) }
             if view == "original" { return imageResponse(s.original, type: "image/jpeg") }
             let start = Date()
             let bytes: [UInt8]? = try await libraryCall(self.lane) {
                 // A newer request arrived while this one waited: drop it.
                 if seq < s.newest.value { return nil }
-                let r = try s.preview.render(settings)
+                let r = try s.renderer(longSide: long).render(settings)
                 return try ImageCodecs.encode(r.image, format: .jpeg, options: WriteOptions(quality: 85))
             }
             guard let bytes else { return Response(status: .noContent, headers: [.init("X-Dropped")!: "superseded by a newer request"]) }

@@ -33,15 +33,31 @@ export class DepthWorkspace {
       const input = this.q(`${name}-slider`);
       input.addEventListener('input', (ev) => {
         root.querySelector(`output[data-for=${name}]`).textContent = Number(input.value).toFixed(name === 'focus' ? 3 : name === 'radius' ? 0 : 2);
+        this.dragging = true;
         this.request(ev.timeStamp || performance.now());
+      });
+      // Released: the last preview again at full preview size if it was drawn smaller.
+      input.addEventListener('change', () => {
+        this.dragging = false;
+        if (this.dragSize() < this.previewLongSide) this.request(performance.now());
       });
     }
     this.q('preview-image').addEventListener('click', (ev) => this.focusAt(ev));
     this.q('export-button').addEventListener('click', () => this.export());
   }
 
+  /** Long side of previews while a slider moves: the effects that cost more per pixel are
+   * drawn smaller while dragging, so the preview keeps up with the hand. */
+  dragSize() {
+    const filtered = this.view === 'filtered';
+    if (filtered && this.effect === 'lens') return 768;
+    if (filtered && this.effect === 'blur') return 1024;
+    return this.previewLongSide || 1600;
+  }
+
   params() {
     return {
+      size: this.dragging ? this.dragSize() : (this.previewLongSide || 1600),
       view: this.view, effect: this.effect,
       focus: this.q('focus-slider').value, slope: this.q('slope-slider').value,
       width: this.q('width-slider').value, radius: this.q('radius-slider').value,
@@ -52,6 +68,7 @@ export class DepthWorkspace {
     this.root.querySelector('.title').textContent = `Decoding ${entry.path}…`;
     const o = await api('/api/depth/open', { method: 'POST', body: { root: entry.root, path: entry.path } });
     this.session = o.session;
+    this.previewLongSide = Math.max(o.previewWidth, o.previewHeight);
     this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, preview ${o.previewWidth}×${o.previewHeight}`;
     this.renderInfo(o);
     this.renderMattes(o.mattes);
@@ -113,12 +130,13 @@ export class DepthWorkspace {
     this.inFlight = true;
     const seq = ++this.seq;
     try {
-      const response = await api(`/api/depth/${this.session}/render?${query({ ...this.params(), seq })}`, { raw: true });
+      const params = this.params();
+      const response = await api(`/api/depth/${this.session}/render?${query({ ...params, seq })}`, { raw: true });
       if (response.status === 200) {
         const serverMs = Number(response.headers.get('X-Render-Ms') || 0);
         await showBlob(this.q('preview-image'), await response.blob());
         const ms = performance.now() - inputTime;
-        window.studioTimings.push({ ms, serverMs, seq });
+        window.studioTimings.push({ ms, serverMs, seq, effect: this.effect, view: this.view, size: params.size });
         this.q('render-ms').textContent = `preview ${ms.toFixed(0)} ms (render ${serverMs.toFixed(0)} ms)`;
         this.root.dataset.rendered = String(seq);
       }
@@ -148,7 +166,6 @@ export class DepthWorkspace {
 
   export() {
     const p = { ...this.params(), format: this.q('export-format').value };
-    if (p.view === 'depth') p.effect = this.effect;
     const a = document.createElement('a');
     a.href = `/api/depth/${this.session}/export?${query(p)}`;
     a.download = '';
