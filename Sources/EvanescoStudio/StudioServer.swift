@@ -73,10 +73,13 @@ public final class Studio: Sendable {
         return router
     }
 
-    /// Serves until SIGINT or SIGTERM, then stops cleanly and removes the temporary files.
+    /// Serves until SIGINT or SIGTERM (unless `handlesSignals` is false: the caller then stops
+    /// the process itself, after ``shutdown()``), then removes the temporary files.
     ///
-    /// - Parameter ready: Called once listening, with the URL to open (token included).
-    public func run(ready: @escaping @Sendable (String) -> Void) async throws {
+    /// - Parameters:
+    ///   - handlesSignals: Stop gracefully on SIGINT and SIGTERM.
+    ///   - ready: Called once listening, with the URL to open (token included).
+    public func run(handlesSignals: Bool = true, ready: @escaping @Sendable (String) -> Void) async throws {
         let host = configuration.host, token = configuration.token
         let app = Application(
             router: router(),
@@ -88,7 +91,7 @@ public final class Studio: Sendable {
             },
             logger: { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
         defer { shutdown() }
-        do { try await app.runService() } catch let e as IOError {
+        do { try await app.runService(gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : []) } catch let e as IOError {
             throw StudioError.cannotBind(host: host, port: configuration.port, detail: e.description)
         }
     }

@@ -44,11 +44,26 @@ struct StudioCommand: ParsableCommand {
             config.host = host; config.port = port; config.maxUploadBytes = maxUploadMb << 20
             let studio = try Studio(config)
             let open = !noOpen
+            // Ctrl-C and SIGTERM stop the studio at once, even with a browser's connections still
+            // open: running jobs are cancelled, ffmpeg children stopped, temporary files removed.
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler {
+                    studio.shutdown()
+                    Cleanup.run()
+                    Foundation.exit(0)
+                }
+                source.resume()
+                sources.append(source)
+            }
+            defer { sources.forEach { $0.cancel() } }
             let done = DispatchSemaphore(value: 0)
             let failure = LockedResult()
             Task.detached {
                 do {
-                    try await studio.run { url in
+                    try await studio.run(handlesSignals: false) { url in
                         FileHandle.standardOutput.write(Data("studio: \(url)\n".utf8))
                         if open { Self.openBrowser(url) }
                     }

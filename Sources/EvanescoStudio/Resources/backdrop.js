@@ -33,7 +33,9 @@ export class BackdropWorkspace {
     for (const id of ['clip-color', 'clip-depth']) {
       const sel = this.q(id), was = sel.value;
       sel.replaceChildren();
-      for (const e of files.entries.filter((x) => x.kind === 'video' || x.kind === 'burst')) sel.append(new Option(e.path, `${e.root}:${e.path}`));
+      for (const e of files.entries.filter((x) => x.kind === 'video' || x.kind === 'burst')) {
+        sel.append(new Option(e.path === '.' ? files.roots[e.root].name : e.path, `${e.root}:${e.path}`));
+      }
       if ([...sel.options].some((o) => o.value === was)) sel.value = was;
     }
   }

@@ -1,0 +1,245 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+import Testing
+
+/// `evanesco studio` as a user starts it: a process whose one line on stdout is the URL, stopped
+/// with Ctrl-C (SIGINT). Its temporary files go into a folder of the test's own (TMPDIR).
+final class StudioProcess: @unchecked Sendable {
+    let process = Process()
+    let url: String
+    let tmp: String
+    private let out = Pipe()
+
+    init(_ paths: [String], tmp: String, extra: [String] = []) throws {
+        self.tmp = tmp
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = ["studio"] + paths + ["--no-open", "--port", "0"] + extra
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp
+        process.environment = env
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line, read byte by byte so nothing after it is swallowed.
+        var line = [UInt8]()
+        let h = out.fileHandleForReading
+        while true {
+            let b = h.readData(ofLength: 1)
+            if b.isEmpty || b.first == 10 { break }
+            line += b
+        }
+        url = String(decoding: line, as: UTF8.self)
+    }
+
+    /// SIGINT, as Ctrl-C sends; returns the exit status and anything more it printed on stdout.
+    func interrupt() -> (status: Int32, rest: String) {
+        kill(process.processIdentifier, SIGINT)
+        let rest = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: rest, as: UTF8.self))
+    }
+}
+
+enum StudioData {
+    static let shared: String = {
+        if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("shared/data").path
+    }()
+    static var pug: String? {
+        let p = shared + "/depth/pug-iphone13pro/pug.heic"
+        return FileManager.default.fileExists(atPath: p) ? p : nil
+    }
+    /// A TrueDepth selfie, for the backdrop screenshot.
+    static var face: String? {
+        let p = shared + "/depth/truedepth-iphone/heic_face_data.heic"
+        return FileManager.default.fileExists(atPath: p) ? p : nil
+    }
+    /// The pug timing needs the release build: a debug build renders ~20x slower.
+    static var release: Bool { CLI.binary.contains("/release/") }
+
+    /// A smooth, non-repeating texture with a dark square that moves from frame to frame.
+    static func frame(_ k: Int, width w: Int = 160, height h: Int = 120) -> Image<UInt8> {
+        Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for y in 0..<h {
+                for x in 0..<w {
+                    let fx = Double(x), fy = Double(y)
+                    let t = 45 * sin(fx * 0.19 + fy * 0.06) + 40 * sin(fy * 0.15 - fx * 0.08) + 25 * sin((fx + 2 * fy) * 0.087)
+                    let square = x >= 8 + 36 * k && x < 36 + 36 * k && y >= 40 && y < 70
+                    for c in 0..<3 { d[(y * w + x) * 3 + c] = square ? 5 : UInt8(max(0, min(255, 128 + t * (1 - 0.25 * Double(c))))) }
+                }
+            }
+        }
+    }
+
+    /// p-th percentile (0...100) of `values`, nearest rank.
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        let s = values.sorted()
+        return s[min(s.count - 1, max(0, Int((p / 100 * Double(s.count)).rounded(.up)) - 1))]
+    }
+}
+
+/// The studio in a real browser (Debian's chromium, driven over W3C WebDriver). With
+/// EVANESCO_SCREENSHOTS=DIR it also saves a screenshot of each workspace there (the README's).
+@Suite("Studio in a real browser", .serialized, .enabled(if: WebDriver.available, WebDriver.absent))
+struct StudioBrowser {
+    @Test("Each workspace works in chromium: stack a burst, drag the focus slider, click to focus, a bad upload's message, Ctrl-C cleans up")
+    func studioInChromium() async throws {
+        let s = Scratch()
+        try FileManager.default.createDirectory(atPath: s.file("photos/burst"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: s.file("tmp"), withIntermediateDirectories: true)
+        for k in 0..<4 { try ImageCodecs.write(.uint8(StudioData.frame(k)), to: s.file("photos/burst/f\(k).png")) }
+        let small = try gdepthPhoto(s, name: "photos/portrait.jpg")
+        try ImageCodecs.write(.uint8(gradient(200, 150)), to: s.file("photos/beach.png"))
+        FileManager.default.createFile(atPath: s.file("broken.jpg"), contents: Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 16]) + Data("JFIF".utf8) + Data(count: 40))
+        let shots = ProcessInfo.processInfo.environment["EVANESCO_SCREENSHOTS"]
+        var roots = [s.file("photos")]
+        let pug = StudioData.release ? StudioData.pug : nil
+        if let pug { roots.append(pug) }
+        let pedestrians = StudioData.shared + "/bursts/vtest-pedestrians/frames"
+        if shots != nil, StudioData.release, FileManager.default.fileExists(atPath: pedestrians), let face = StudioData.face {
+            roots += [pedestrians, face]
+        }
+        let studio = try StudioProcess(roots, tmp: s.file("tmp"))
+        #expect(studio.url.range(of: #"^studio: http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{48}$"#, options: .regularExpression) != nil, "\(studio.url)")
+        let url = String(studio.url.dropFirst("studio: ".count))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: s.file("tmp")).count == 1)
+
+        let browser = try await WebDriver()
+        do {
+            // Without the token the page says what to do.
+            try await browser.open(url.components(separatedBy: "?")[0])
+            try await browser.wait("document.body.dataset.ready === 'error'", what: "the page to notice the missing token")
+            let noToken = try await browser.run("return document.querySelector('[data-testid=error-message]').textContent;") as? String ?? ""
+            #expect(noToken.contains("token"))
+
+            try await browser.open(url)
+            try await browser.wait("document.body.dataset.ready === 'true'", what: "the file list")
+            #expect(try await browser.run("return location.search;") as? String == "", "the token stays out of the address bar")
+            let paths = try await browser.run("return [...document.querySelectorAll('[data-testid=file-item]')].map(e => e.dataset.path + ':' + e.dataset.kind);") as? [String] ?? []
+            #expect(paths.contains("burst:burst") && paths.contains("portrait.jpg:depth") && paths.contains("beach.png:image"), "\(paths)")
+
+            // Burst: open, stack, see the result; progress within 1 s of pressing Stack.
+            try await browser.click("[data-testid=file-item][data-path=burst]")
+            try await browser.wait("!document.querySelector('[data-testid=workspace-burst]').hidden && document.querySelectorAll('[data-testid=frame-item]').length === 4", what: "the frame strip")
+            try await browser.click("[data-testid=frame-item][data-index='1']")
+            try await browser.wait("document.querySelector('[data-testid=frame-item][data-index=\"1\"]').classList.contains('reference')", what: "frame 1 as the reference")
+            try await browser.click("[data-testid=stack-button]")
+            try await browser.wait("document.querySelector('[data-testid=result-image]').naturalWidth > 0 && document.querySelector('[data-testid=stack-progress]').textContent === 'done'", seconds: 120, what: "the stacked result")
+            let first = Double(try await browser.run("return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || '-1';") as? String ?? "-1") ?? -1
+            #expect(first >= 0 && first < 1000, "first progress after \(first) ms")
+            let statuses = try await browser.run("return [...document.querySelectorAll('[data-testid=frame-status]')].map(e => e.textContent);") as? [String] ?? []
+            #expect(statuses.count == 4 && statuses[1] == "reference" && statuses.filter { $0.hasPrefix("aligned") || $0.hasPrefix("as") }.count >= 2, "\(statuses)")
+            #expect(try await browser.run("return document.querySelector('[data-testid=result-image]').naturalWidth;") as? Int == 160)
+            // The merged picture has no square where frame 1 had it: sample it through a canvas.
+            let dark = try await browser.run("""
+                const img = document.querySelector('[data-testid=result-image]');
+                const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+                const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+                return g.getImageData(56, 55, 1, 1).data[0];
+                """) as? Int ?? 0
+            #expect(dark > 40, "the moving square should have vanished (red \(dark))")
+            try await browser.run("const s = document.querySelector('[data-testid=map-select]'); s.value = 'provenance'; s.dispatchEvent(new Event('change'));")
+            try await browser.wait("!document.querySelector('[data-testid=map-legend]').hidden", what: "the provenance legend")
+            let href = try await browser.run("return document.querySelector('[data-testid=download-png16]').getAttribute('href');") as? String ?? ""
+            #expect(href.contains("format=png16"))
+            if let shots, roots.count > 3 {
+                try await browser.click("[data-testid=file-item][data-root='2'][data-path='.']")
+                try await browser.wait("document.querySelectorAll('[data-testid=frame-item]').length >= 10", seconds: 60, what: "the pedestrian frames")
+                try await browser.click("[data-testid=stack-button]")
+                try await browser.wait("document.querySelector('[data-testid=stack-progress]').textContent === 'done' && document.querySelector('[data-testid=result-image]').naturalWidth > 160", seconds: 120, what: "the pedestrians stacked")
+                try await browser.run("const s = document.querySelector('[data-testid=map-select]'); s.value = 'result'; s.dispatchEvent(new Event('change'));")
+                try await Task.sleep(for: .milliseconds(800))
+                try await browser.screenshot(to: shots + "/studio-burst.png")
+            }
+
+            // Depth: open, drag the focus slider, the preview changes; click to focus.
+            try await browser.click("[data-testid=file-item][data-path='portrait.jpg']")
+            try await browser.wait("!document.querySelector('[data-testid=workspace-depth]').hidden && document.querySelector('[data-testid=preview-image]').naturalWidth > 0", what: "the depth preview")
+            let facts = try await browser.run("return document.querySelector('[data-testid=depth-info]').textContent;") as? String ?? ""
+            #expect(facts.contains("GDepth") && facts.contains("48×32"), "\(facts)")
+            try await browser.click("[data-testid=view-mask]")
+            let pixels = """
+                const img = document.querySelector('[data-testid=preview-image]');
+                const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+                const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+                const d = g.getImageData(0, 0, c.width, c.height).data; let left = 0, right = 0;
+                for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) { if (x < c.width / 2) left += d[(y * c.width + x) * 4]; else right += d[(y * c.width + x) * 4]; }
+                return [left / (c.width * c.height / 2), right / (c.width * c.height / 2)];
+                """
+            try await browser.run("window.studioTimings = [];")
+            try await browser.drag("[data-testid=focus-slider]", from: 0.5, to: 0.98, steps: 12, milliseconds: 600)
+            try await browser.wait("window.studioTimings.length > 0 && Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9", what: "previews while dragging")
+            try await Task.sleep(for: .milliseconds(500))
+            let near = try await browser.run(pixels) as? [Double] ?? []
+            try await browser.drag("[data-testid=focus-slider]", from: 0.98, to: 0.02, steps: 12, milliseconds: 600)
+            try await browser.wait("Number(document.querySelector('[data-testid=focus-slider]').value) < 0.1", what: "the slider at the far end")
+            try await Task.sleep(for: .milliseconds(500))
+            let far = try await browser.run(pixels) as? [Double] ?? []
+            // Focus near: the near (left) half is in the mask; focus far: the right half is.
+            #expect(near.count == 2 && far.count == 2 && near[0] > 200 && near[1] < 40 && far[0] < 40 && far[1] > 200, "near \(near), far \(far)")
+            // Click on the left (near) half: the slider moves to the near end.
+            try await browser.click("[data-testid=preview-image]", at: 0.2, 0.5)
+            try await browser.wait("Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9", what: "click to focus")
+            try await browser.click("[data-testid=view-filtered]")
+            try await browser.click("[data-testid=effect-blur]")
+            try await browser.wait("document.querySelector('[data-testid=render-ms]').textContent !== ''", what: "a blurred preview")
+
+            if pug != nil {
+                try await browser.click("[data-testid=file-item][data-path='pug.heic']")
+                try await browser.wait("document.querySelector('[data-testid=preview-image]').naturalWidth >= 1200", seconds: 60, what: "the pug preview")
+                var report: [String] = []
+                for effect in ["spotlight", "blur", "lens"] {
+                    try await browser.click("[data-testid=effect-\(effect)]")
+                    try await Task.sleep(for: .milliseconds(600))
+                    try await browser.run("window.studioTimings = [];")
+                    try await browser.drag("[data-testid=focus-slider]", from: 0.1, to: 0.9, steps: 40, milliseconds: 4000)
+                    try await Task.sleep(for: .milliseconds(800))
+                    let timings = try await browser.run("return window.studioTimings.filter(t => t.effect === '\(effect)').map(t => t.ms);") as? [Double] ?? []
+                    let p95 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 95), p50 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 50)
+                    report.append(String(format: "%@: %d previews, median %.0f ms, p95 %.0f ms", effect, timings.count, p50, p95))
+                    #expect(timings.count >= 10 && p95 <= 100, "pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews")
+                }
+                let line = "studio focus slider on pug.heic: " + report.joined(separator: "; ")
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+                if let out = ProcessInfo.processInfo.environment["EVANESCO_STUDIO_TIMINGS"] { try line.write(toFile: out, atomically: true, encoding: .utf8) }
+                try await browser.click("[data-testid=effect-blur]")
+                try await browser.run("const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; f.dispatchEvent(new Event('input')); f.dispatchEvent(new Event('change'));")
+                try await Task.sleep(for: .milliseconds(1500))
+                if let shots { try await browser.screenshot(to: shots + "/studio-depth.png") }
+            } else {
+                FileHandle.standardError.write(Data("studio browser test: the pug.heic slider timing runs on the release binary (EVANESCO_BIN=.build/release/evanesco) with ../shared/data present; not this time\n".utf8))
+            }
+
+            // Backdrop: open the portrait here, a background, the composite and the mask.
+            try await browser.click("[data-testid=tab-backdrop]")
+            try await browser.click("[data-testid=file-item][data-path='\(roots.count > 3 ? "heic_face_data.heic" : "portrait.jpg")']")
+            try await browser.wait("document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0", seconds: 60, what: "the backdrop composite")
+            try await browser.run("const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o => o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));")
+            try await browser.wait("document.querySelector('[data-testid=backdrop-progress]').textContent.includes('cutoff')", what: "the backdrop facts")
+            try await Task.sleep(for: .milliseconds(800))
+            if let shots { try await browser.screenshot(to: shots + "/studio-backdrop.png") }
+            _ = small
+
+            // A bad upload: the library's one-line message in the page, and the studio keeps serving.
+            try await browser.type("[data-testid=upload-input]", s.file("broken.jpg"))
+            try await browser.wait("!document.querySelector('[data-testid=error-message]').hidden", what: "the upload's error message")
+            let message = try await browser.run("return document.querySelector('[data-testid=error-message]').textContent;") as? String ?? ""
+            #expect(message.hasPrefix("broken.jpg: ") && !message.contains("\n"), "\(message)")
+            try await browser.click("[data-testid=tab-burst]")
+            try await browser.wait("!document.querySelector('[data-testid=workspace-burst]').hidden", what: "the burst workspace again")
+            #expect(try await browser.run("return (await fetch('/api/health')).status;") as? Int == 200)
+        } catch {
+            await browser.quit()
+            _ = studio.interrupt()
+            throw error
+        }
+        await browser.quit()
+
+        // Ctrl-C: exits 0, prints nothing more, leaves no temporary files.
+        let end = studio.interrupt()
+        #expect(end.status == 0 && end.rest.isEmpty, "status \(end.status), stdout \(end.rest)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: s.file("tmp")).isEmpty)
+    }
+}

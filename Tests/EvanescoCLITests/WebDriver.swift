@@ -1,0 +1,227 @@
+import Dispatch
+import Foundation
+import Testing
+
+/// A W3C WebDriver client for Debian's `chromium` and `chromium-driver`: starts chromedriver on a
+/// free port, opens a headless session, and speaks the protocol's JSON over HTTP.
+final class WebDriver: @unchecked Sendable {
+    static let chromium = ["/usr/bin/chromium", "/usr/lib/chromium/chromium"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let driver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static var available: Bool { chromium != nil && driver != nil }
+    static let absent: Comment = "SKIPPED: chromium and chromium-driver are not installed (scripts/install-deps.sh installs them); the studio's browser tests did not run"
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    let process: Process
+    let port: Int
+    var session = ""
+
+    init(width: Int = 1440, height: Int = 960) async throws {
+        port = try Self.freePort()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.driver!)
+        process.arguments = ["--port=\(port)"] + (ProcessInfo.processInfo.environment["EVANESCO_WEBDRIVER_LOG"].map { ["--verbose", "--log-path=\($0)"] } ?? [])
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready when /status says so.
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            if let s = try? await call("GET", "/status"), (s["ready"] as? Bool) == true { break }
+            if Date() > deadline { process.terminate(); throw Failure(description: "chromedriver did not start") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let caps: [String: Any] = ["capabilities": ["alwaysMatch": [
+            "browserName": "chrome",
+            "goog:chromeOptions": ["binary": Self.chromium!,
+                                   "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                            "--window-size=\(width),\(height)", "--hide-scrollbars"]],
+        ]]]
+        let r = try await call("POST", "/session", caps)
+        guard let id = r["sessionId"] as? String else { throw Failure(description: "no WebDriver session: \(r)") }
+        session = id
+    }
+
+    func quit() async {
+        _ = try? await call("DELETE", "/session/\(session)")
+        // chromedriver may ignore SIGTERM: give it a second, then SIGKILL.
+        process.terminate()
+        for _ in 0..<20 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET); addr.sin_port = 0; addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// One protocol call; returns the response's `value` (or the whole object for /status-like replies).
+    @discardableResult
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
+        let data = try await HTTP1.request(method, port: port, path: path, body: try body.map { try JSONSerialization.data(withJSONObject: $0) })
+        let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        if let v = obj["value"] as? [String: Any], let e = v["error"] as? String {
+            throw Failure(description: "WebDriver \(method) \(path): \(e): \(v["message"] as? String ?? "")")
+        }
+        if let v = obj["value"] as? [String: Any] { return v }
+        return obj
+    }
+
+    func value(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
+        let data = try await HTTP1.request(method, port: port, path: "/session/\(session)" + path,
+                                           body: try JSONSerialization.data(withJSONObject: body ?? [:]))
+        let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        if let v = obj["value"] as? [String: Any], let e = v["error"] as? String {
+            throw Failure(description: "WebDriver \(method) \(path): \(e): \(v["message"] as? String ?? "")")
+        }
+        return obj["value"]
+    }
+
+    func open(_ url: String) async throws { _ = try await value("POST", "/url", ["url": url]) }
+
+    /// Runs `script` in the page (a function body; `arguments` are `args`) and returns its result.
+    @discardableResult
+    func run(_ script: String, _ args: [Any] = []) async throws -> Any? {
+        try await value("POST", "/execute/async", ["script": """
+            const done = arguments[arguments.length - 1];
+            Promise.resolve((async (...a) => { \(script) })(...Array.from(arguments).slice(0, -1))).then(done, (e) => done({ __error: String(e) }));
+            """, "args": args])
+    }
+
+    /// The element id of the first match of `css`.
+    func find(_ css: String) async throws -> String {
+        let v = try await value("POST", "/element", ["using": "css selector", "value": css]) as? [String: Any] ?? [:]
+        guard let id = v.values.first as? String else { throw Failure(description: "no element \(css)") }
+        return id
+    }
+
+    func click(_ css: String) async throws {
+        _ = try await value("POST", "/element/\(try await find(css))/click")
+    }
+
+    /// Types into an element; for `<input type=file>`, the text is a file path and the file is chosen.
+    func type(_ css: String, _ text: String) async throws {
+        _ = try await value("POST", "/element/\(try await find(css))/value", ["text": text])
+    }
+
+    /// Waits until `condition` (a JavaScript expression) is true in the page.
+    func wait(_ condition: String, seconds: Double = 30, what: String) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try await run("return !!(\(condition));")) as? Bool == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Failure(description: "timed out after \(seconds) s waiting for \(what) (\(condition))")
+    }
+
+    /// Real pointer input: press on the element at a fraction of its width, move through
+    /// `steps` positions to another fraction over `milliseconds`, release.
+    func drag(_ css: String, from a: Double, to b: Double, steps: Int, milliseconds: Int, y: Double = 0.5) async throws {
+        let id = try await find(css)
+        let rect = try await value("GET", "/element/\(id)/rect") as? [String: Any] ?? [:]
+        let w = rect["width"] as? Double ?? 100, h = rect["height"] as? Double ?? 10
+        func offset(_ f: Double) -> Int { Int((f - 0.5) * (w - 16)) }
+        var actions: [[String: Any]] = [
+            ["type": "pointerMove", "duration": 0, "origin": ["element-6066-11e4-a52e-4f735466cecf": id], "x": offset(a), "y": Int((y - 0.5) * h)],
+            ["type": "pointerDown", "button": 0],
+        ]
+        for k in 1...steps {
+            let f = a + (b - a) * Double(k) / Double(steps)
+            actions.append(["type": "pointerMove", "duration": milliseconds / steps,
+                            "origin": ["element-6066-11e4-a52e-4f735466cecf": id], "x": offset(f), "y": Int((y - 0.5) * h)])
+        }
+        actions.append(["type": "pointerUp", "button": 0])
+        _ = try await value("POST", "/actions", ["actions": [["type": "pointer", "id": "mouse", "parameters": ["pointerType": "mouse"], "actions": actions]]])
+        _ = try await value("DELETE", "/actions")
+    }
+
+    /// Clicks at a fraction of an element's size.
+    func click(_ css: String, at x: Double, _ y: Double) async throws {
+        let id = try await find(css)
+        let rect = try await value("GET", "/element/\(id)/rect") as? [String: Any] ?? [:]
+        let w = rect["width"] as? Double ?? 100, h = rect["height"] as? Double ?? 100
+        let origin = ["element-6066-11e4-a52e-4f735466cecf": id]
+        _ = try await value("POST", "/actions", ["actions": [["type": "pointer", "id": "mouse", "parameters": ["pointerType": "mouse"], "actions": [
+            ["type": "pointerMove", "duration": 0, "origin": origin, "x": Int((x - 0.5) * w), "y": Int((y - 0.5) * h)],
+            ["type": "pointerDown", "button": 0], ["type": "pointerUp", "button": 0],
+        ]]]])
+        _ = try await value("DELETE", "/actions")
+    }
+
+    /// A PNG of the window.
+    func screenshot(to path: String) async throws {
+        guard let b64 = try await value("GET", "/screenshot") as? String, let data = Data(base64Encoded: b64) else {
+            throw Failure(description: "no screenshot")
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+}
+
+/// HTTP/1.1 over a socket to 127.0.0.1, Connection: close. (Foundation's URLSession on Linux
+/// refuses chromedriver's replies: they write "Content-Length:249" without a space.)
+enum HTTP1 {
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    static func request(_ method: String, port: Int, path: String, body: Data?) async throws -> Data {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Data, Error>) in
+            DispatchQueue.global().async { c.resume(with: Result { try blocking(method, port: port, path: path, body: body) }) }
+        }
+    }
+
+    static func blocking(_ method: String, port: Int, path: String, body: Data?) throws -> Data {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "no socket") }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET); addr.sin_port = in_port_t(UInt16(port).bigEndian); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
+        let b = body ?? Data()
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(b.count)\r\n"
+        if body != nil { head += "Content-Type: application/json\r\n" }
+        let out = Array((head + "\r\n").utf8) + [UInt8](b)
+        var sent = 0
+        while sent < out.count {
+            let n = out[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw Failure(description: "send failed") }
+            sent += n
+        }
+        // Read the head, then exactly Content-Length bytes (chromedriver keeps the connection open).
+        var reply = [UInt8](), chunk = [UInt8](repeating: 0, count: 65536)
+        var split: Int? = nil, expected: Int? = nil
+        while true {
+            if split == nil, let i = reply.indices.first(where: { i in i + 3 < reply.count && reply[i] == 13 && reply[i + 1] == 10 && reply[i + 2] == 13 && reply[i + 3] == 10 }) {
+                split = i
+                let head = String(decoding: reply[..<i], as: UTF8.self).lowercased()
+                if let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }) {
+                    expected = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+                }
+            }
+            if let split, let expected, reply.count - split - 4 >= expected { break }
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { break }
+            reply += chunk[0..<n]
+        }
+        guard let split else { throw Failure(description: "no HTTP reply from 127.0.0.1:\(port)\(path)") }
+        let headers = String(decoding: reply[..<split], as: UTF8.self).lowercased()
+        var payload = Array(reply[(split + 4)...])
+        if headers.contains("transfer-encoding: chunked") || headers.contains("transfer-encoding:chunked") {
+            var plain = [UInt8](), i = 0
+            while i < payload.count {
+                guard let eol = payload[i...].firstIndex(of: 13), let size = Int(String(decoding: payload[i..<eol], as: UTF8.self), radix: 16) else { break }
+                if size == 0 { break }
+                plain += payload[(eol + 2)..<min(payload.count, eol + 2 + size)]
+                i = eol + 2 + size + 2
+            }
+            payload = plain
+        }
+        return Data(payload)
+    }
+}
