@@ -106,7 +106,11 @@ struct StudioBrowser {
         let url = String(studio.url.dropFirst("studio: ".count))
         #expect(try FileManager.default.contentsOfDirectory(atPath: s.file("tmp")).count == 1)
 
-        let browser = try await WebDriver()
+        let browser: WebDriver
+        do { browser = try await WebDriver() } catch {
+            _ = studio.interrupt()
+            throw error
+        }
         do {
             // Without the token the page says what to do.
             try await browser.open(url.components(separatedBy: "?")[0])

@@ -25,7 +25,7 @@ final class WebDriver: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         // Ready when /status says so.
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(90)
         while true {
             if let s = try? await call("GET", "/status"), (s["ready"] as? Bool) == true { break }
             if Date() > deadline { process.terminate(); throw Failure(description: "chromedriver did not start") }
@@ -179,6 +179,9 @@ enum HTTP1 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "no socket") }
         defer { close(fd) }
+        // No call waits forever: a page that stops answering fails the test instead of hanging it.
+        var limit = timeval(tv_sec: path == "/status" ? 5 : 150, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET); addr.sin_port = in_port_t(UInt16(port).bigEndian); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }

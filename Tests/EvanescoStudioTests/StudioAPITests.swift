@@ -404,6 +404,53 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
     }
 }
 
+extension StudioWorkspaces {
+    /// A colour + depth clip as two folders of frames (16-bit millimetre depth): preview any
+    /// frame, then export the video through ffmpeg.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg"), "SKIPPED: ffmpeg is not installed (scripts/install-deps.sh installs it)"))
+    func playsAndExportsAClip() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        let color = s.folder("root/clip-color"), depth = s.folder("root/clip-depth")
+        for k in 0..<3 {
+            try ImageCodecs.write(.uint8(StudioFixtures.burstFrame(0)), to: color + "/c\(k).png")
+            // Near (1 m) on a band that moves right by 20 px a frame; far (4 m) elsewhere.
+            let d = Image<UInt16>(width: 192, height: 128, channels: 1) { p in
+                for y in 0..<128 { for x in 0..<192 { p[y * 192 + x] = x >= 20 * k && x < 20 * k + 80 ? 1000 : 4000 } }
+            }
+            try ImageCodecs.write(.uint16(d), to: depth + "/d\(k).png")
+        }
+        try await Application(router: studio.router()).test(.router) { client in
+            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
+                                                           body: buffer(#"{"color":{"root":0,"path":"clip-color"},"depth":{"root":0,"path":"clip-depth"}}"#)) { r in
+                #expect(r.status == .ok, "\(errorMessage(r))")
+                let o = json(r.body)
+                #expect(o["frames"] as? Int == 3 && o["width"] as? Int == 192 && o["truncated"] as? Bool == false)
+                return o["session"] as? String ?? ""
+            }
+            // The kept band follows the near region from frame to frame.
+            for k in [0, 2] {
+                let mask: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?view=mask&blur=0&frame=\(k)", method: .get, headers: authorized) {
+                    try ImageCodecs.decode(Array(buffer: $0.body), path: "mask").image.uint8
+                }
+                #expect(mask.samples[64 * 192 + 20 * k + 40] > 200 && mask.samples[64 * 192 + 170] < 30, "frame \(k)")
+            }
+            try await client.execute(uri: "/api/backdrop/\(session)/render?frame=3", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export", method: .post, headers: fromPage) { json($0.body)["job"] as? String ?? "" }
+            let events = try await Self.events(client, job: job)
+            #expect(events.last == "done", "\(events)")
+            try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
+                #expect(r.headers[.contentType] == "video/mp4")
+                let file = s.file("out.mp4")
+                FileManager.default.createFile(atPath: file, contents: Data(buffer: r.body))
+                let frames = try VideoIO.probe(file).frameCount
+                #expect(frames == 3)
+            }
+        }
+    }
+}
+
 /// A bare HTTP/1.1 request over a socket, to send a Host header no client library would.
 enum RawHTTP {
     static func get(port: Int, path: String, host: String, headers: [String]) throws -> String {
