@@ -180,19 +180,38 @@ public final class Studio: Sendable {
         }
         var kept = false
         defer { if !kept { uploads.update { $0 -= 1 } } }
-        let body: ByteBuffer
-        do { body = try await request.body.collect(upTo: limit) } catch {
-            throw HTTPError(.contentTooLarge, message: "the file is larger than \(limit >> 20) MB, the studio's upload limit (--max-upload-mb)")
-        }
-        guard body.readableBytes > 0 else { throw HTTPError(.badRequest, message: "\(name) is empty") }
         let dir = catalog.roots[catalog.uploadsIndex].real
-        var stored = clean, n = 1
-        while FileManager.default.fileExists(atPath: dir + "/" + stored) {
-            n += 1
-            stored = ((clean as NSString).deletingPathExtension) + "-\(n)." + (clean as NSString).pathExtension
+        var stored = clean
+        // Streamed to a hidden temporary file (memory stays at one chunk), counted against the
+        // limit as it arrives, renamed into place only once complete.
+        let temp = dir + "/.upload-" + UUID().uuidString
+        guard FileManager.default.createFile(atPath: temp, contents: nil), let out = FileHandle(forWritingAtPath: temp) else {
+            throw HTTPError(.internalServerError, message: "cannot write the upload into \(dir)")
+        }
+        var received = 0
+        do {
+            defer { try? out.close() }
+            for try await chunk in request.body {
+                received += chunk.readableBytes
+                if received > limit {
+                    throw HTTPError(.contentTooLarge, message: "the file is larger than \(limit >> 20) MB, the studio's upload limit (--max-upload-mb)")
+                }
+                try out.write(contentsOf: Data(buffer: chunk))
+            }
+            guard received > 0 else { throw HTTPError(.badRequest, message: "\(name) is empty") }
+            // link() never replaces: two uploads of one name at once get name and name-2.
+            var n = 1
+            while link(temp, dir + "/" + stored) != 0 {
+                guard errno == EEXIST, n < 10_000 else { throw HTTPError(.internalServerError, message: "cannot store \(stored) in \(dir)") }
+                n += 1
+                stored = ((clean as NSString).deletingPathExtension) + "-\(n)." + (clean as NSString).pathExtension
+            }
+            unlink(temp)
+        } catch {
+            unlink(temp)
+            throw error
         }
         let path = dir + "/" + stored
-        try AtomicOutput.write(Array(buffer: body), to: path, overwrite: false)
         do {
             try await burst.lane.run {
                 if kind == "video" { _ = try VideoIO.probe(path) } else { _ = try ImageCodecs.read(path) }

@@ -168,7 +168,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
 
     @Test func uploadsAreCheckedBoundedAndListed() async throws {
         let s = StudioScratch()
-        let studio = try StudioFixtures.studio(s) { $0.maxUploadBytes = 200_000; $0.maxUploads = 2 }
+        let studio = try StudioFixtures.studio(s) { $0.maxUploadBytes = 200_000; $0.maxUploads = 3 }
         defer { studio.shutdown() }
         let png = try ImageCodecs.encode(.uint8(StudioFixtures.burstFrame(1)), format: .png)
         let upload = with(fromPage, .contentType, "application/octet-stream")
@@ -206,15 +206,19 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             // Refused uploads did not count; the count limit does.
             try await client.execute(uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { #expect($0.status == .created) }
+            // The same name again is kept beside it, never over it.
+            try await client.execute(uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+                #expect(r.status == .created && json(r.body)["path"] as? String == "second-2.png")
+            }
             try await client.execute(uri: "/api/upload?name=third.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
                 #expect(r.status == .tooManyRequests)
-                #expect(errorMessage(r).contains("2 uploads"))
+                #expect(errorMessage(r).contains("3 uploads"))
             }
             // The server keeps serving.
             try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
         }
         let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads").sorted()
-        #expect(kept == ["nice_frame.png", "second.png"])
+        #expect(kept == ["nice_frame.png", "second-2.png", "second.png"])
         studio.shutdown()
         #expect(!FileManager.default.fileExists(atPath: studio.temporaryDirectory))
     }
