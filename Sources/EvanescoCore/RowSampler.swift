@@ -43,7 +43,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - pixels: The longest segment sampled.
     ///   - channels: The frame's channels.
     /// - Returns: A float count for the `block` argument.
-    public static func blockCapacity(pixels: Int, channels: Int) -> Int { blockRows * (pixels + 80) * channels + 8 }
+    public static func blockCapacity(pixels: Int, channels: Int) -> Int { blockRows * ((pixels + 80) * channels + 1) + 8 }
 
     /// - Parameters:
     ///   - frame: The frame to sample.
@@ -203,8 +203,11 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             }
             (ax, ay, bx, by) = (lo.0, lo.1, hi.0, hi.1)
         }
-        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 1), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 2)
-        let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 1), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 2)
+        // One pixel of margin beyond the taps of the end points: between them the source
+        // positions can dip an ulp past an end point's (a projective division is not monotonic
+        // in floating point), and across an integer that is one more row or column of taps.
+        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 2), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 3)
+        let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 2), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 3)
         let rows = rowHi - rowLo + 1, cols = colHi - colLo + 1
         guard rows <= Self.blockRows, cols <= (x1 - x0) + 80 else { return false }
         // Convert the block: row r of the block is source row rowLo + r, from column colLo.

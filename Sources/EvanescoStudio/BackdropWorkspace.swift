@@ -61,7 +61,8 @@ final class BackdropWorkspace: Sendable {
 
     static func reader(_ path: String, isDepth: Bool) throws -> FrameReader {
         var isDir: ObjCBool = false
-        FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+        guard exists else { throw ImageIOError.fileNotFound(path: path) }
         if !isDir.boolValue && VideoIO.isVideo(path) { return try VideoFrameReader(path: path, layout: isDepth ? .gray16le : .rgb24) }
         return try ImageFileReader(path: path)
     }

@@ -92,7 +92,7 @@ struct StudioBrowser {
         for k in 0..<4 { try ImageCodecs.write(.uint8(StudioData.frame(k)), to: s.file("photos/burst/f\(k).png")) }
         let small = try gdepthPhoto(s, name: "photos/portrait.jpg")
         try ImageCodecs.write(.uint8(gradient(200, 150)), to: s.file("photos/beach.png"))
-        FileManager.default.createFile(atPath: s.file("broken.jpg"), contents: Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 16]) + Data("JFIF".utf8) + Data(count: 40))
+        _ = FileManager.default.createFile(atPath: s.file("broken.jpg"), contents: Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 16]) + Data("JFIF".utf8) + Data(count: 40))
         let shots = ProcessInfo.processInfo.environment["EVANESCO_SCREENSHOTS"]
         var roots = [s.file("photos")]
         let pug = StudioData.release ? StudioData.pug : nil
