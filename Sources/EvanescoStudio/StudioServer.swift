@@ -25,6 +25,8 @@ public final class Studio: Sendable {
     let depth: DepthWorkspace
     let backdrop: BackdropWorkspace
     let uploads = LockedBox(0)
+    /// Listing and upload checks: their own lane, so they never wait behind a stack or an export.
+    let files = WorkLane("files")
 
     /// - Parameter configuration: Paths, address, limits, token.
     /// - Throws: ``StudioError/pathNotFound(_:)`` for a path that does not exist.
@@ -145,7 +147,7 @@ public final class Studio: Sendable {
     func addFileRoutes(_ router: Router<BasicRequestContext>) {
         router.get("/api/health") { _, _ in try jsonResponse(["status": "ok", "version": "1"]) }
         router.get("/api/files") { _, _ in
-            let list = try await self.burst.lane.run { self.catalog.list() }
+            let list = try await self.files.run { self.catalog.list() }
             return try jsonResponse(FileList(roots: self.catalog.roots, entries: list,
                                              maxUploadBytes: self.configuration.maxUploadBytes, maxUploads: self.configuration.maxUploads))
         }
@@ -213,7 +215,7 @@ public final class Studio: Sendable {
         }
         let path = dir + "/" + stored
         do {
-            try await burst.lane.run {
+            try await files.run {
                 if kind == "video" { _ = try VideoIO.probe(path) } else { _ = try ImageCodecs.read(path) }
             }
         } catch {
