@@ -83,18 +83,23 @@ public final class Studio: Sendable {
     ///   - ready: Called once listening, with the URL to open (token included).
     public func run(handlesSignals: Bool = true, ready: @escaping @Sendable (String) -> Void) async throws {
         let host = configuration.host, token = configuration.token
+        let listening = LockedBox(false)
         let app = Application(
             router: router(),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "evanesco-studio"),
             onServerRunning: { channel in
+                listening.update { $0 = true }
                 let port = channel.localAddress?.port ?? 0
                 let shown = host.contains(":") ? "[\(host)]" : host
                 ready("http://\(shown):\(port)/?token=\(token)")
             },
             logger: { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
         defer { shutdown() }
-        do { try await app.runService(gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : []) } catch let e as IOError {
-            throw StudioError.cannotBind(host: host, port: configuration.port, detail: e.description)
+        do { try await app.runService(gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : []) } catch {
+            // Whatever stops it before it listens (a port in use, a host that is not an address
+            // of this machine) is a bind failure, said with what to do.
+            if !listening.value { throw StudioError.cannotBind(host: host, port: configuration.port, detail: String(describing: error)) }
+            throw error
         }
     }
 

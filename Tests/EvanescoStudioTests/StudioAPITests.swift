@@ -131,6 +131,18 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         #expect(StudioGuard<BasicRequestContext>.same("abc", "abc") && !StudioGuard<BasicRequestContext>.same("abc", "abd") && !StudioGuard<BasicRequestContext>.same("abc", "ab"))
     }
 
+    @Test func aHostThatIsNotThisMachineIsABindErrorAndLeavesNoFiles() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s) { $0.host = "999.1.1.1" }
+        await #expect {
+            try await studio.run(handlesSignals: false) { _ in }
+        } throws: { error in
+            guard case StudioError.cannotBind(let host, _, _) = error else { return false }
+            return host == "999.1.1.1" && "\(error)".contains("--host")
+        }
+        #expect(!FileManager.default.fileExists(atPath: studio.temporaryDirectory))
+    }
+
     /// Over a real socket: a Host header naming another machine (DNS rebinding) is refused.
     @Test func dnsRebindingIsRefusedOnTheWire() async throws {
         let s = StudioScratch()
