@@ -21,15 +21,35 @@ final class WebDriver: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.driver!)
         process.arguments = ["--port=\(port)"] + (ProcessInfo.processInfo.environment["EVANESCO_WEBDRIVER_LOG"].map { ["--verbose", "--log-path=\($0)"] } ?? [])
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        // Its own output goes to a file that a failure to start quotes.
+        let log = NSTemporaryDirectory() + "chromedriver-\(port).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let logHandle = FileHandle(forWritingAtPath: log)
+        process.standardOutput = logHandle ?? FileHandle.nullDevice
+        process.standardError = logHandle ?? FileHandle.nullDevice
         try process.run()
-        // Ready when /status says so.
-        let deadline = Date().addingTimeInterval(90)
-        while true {
-            if let s = try? await call("GET", "/status"), (s["ready"] as? Bool) == true { break }
-            if Date() > deadline { process.terminate(); throw Failure(description: "chromedriver did not start") }
-            try await Task.sleep(for: .milliseconds(100))
+        // Ready when /status says so. The wait runs on a thread of its own: under a full parallel
+        // suite the cooperative threads can all be busy with other tests for minutes, and a
+        // deadline checked from a starved task would expire without chromedriver being slow.
+        let port = port, process = process
+        let ready: Bool = await withCheckedContinuation { c in
+            Thread {
+                let deadline = Date().addingTimeInterval(60)
+                while process.isRunning && Date() < deadline {
+                    if let d = try? HTTP1.blocking("GET", port: port, path: "/status", body: nil),
+                       let o = (try? JSONSerialization.jsonObject(with: d)) as? [String: Any],
+                       ((o["value"] as? [String: Any])?["ready"] as? Bool) == true { c.resume(returning: true); return }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+                c.resume(returning: false)
+            }.start()
+        }
+        guard ready else {
+            let running = process.isRunning
+            if running { process.terminate() }
+            process.waitUntilExit()
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
+            throw Failure(description: "chromedriver did not start on port \(port) (\(running ? "no ready /status in 60 s" : "it exited with status \(process.terminationStatus)")): \(said)")
         }
         let caps: [String: Any] = ["capabilities": ["alwaysMatch": [
             "browserName": "chrome",
@@ -112,10 +132,14 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Waits until `condition` (a JavaScript expression) is true in the page.
+    /// It gives up after `seconds` and at least 5 polls a second's worth of asking: inside a
+    /// parallel suite this task can be starved for minutes, which is not the page being slow.
     func wait(_ condition: String, seconds: Double = 30, what: String) async throws {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        var polls = 0
+        while Date() < deadline || Double(polls) < seconds * 5 {
             if (try await run("return !!(\(condition));")) as? Bool == true { return }
+            polls += 1
             try await Task.sleep(for: .milliseconds(50))
         }
         throw Failure(description: "timed out after \(seconds) s waiting for \(what) (\(condition))")
