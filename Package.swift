@@ -59,10 +59,13 @@ let package = Package(
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries"], resources: [.copy("Regressions")]),
+        // Test support: an HTTP/1.1 client over a socket, for the tests that talk to a real
+        // server (the studio's API tests and the browser test's WebDriver).
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         .testTarget(name: "EvanescoStudioTests",
-                    dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO",
-                                   .product(name: "HummingbirdTesting", package: "hummingbird")]),
-        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO"]),
+                    dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
+                                   .product(name: "Hummingbird", package: "hummingbird")]),
+        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "HTTPTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

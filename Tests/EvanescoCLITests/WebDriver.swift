@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPTestSupport
 import Testing
 
 /// A W3C WebDriver client for Debian's `chromium` and `chromium-driver`: starts chromedriver on a
@@ -36,8 +37,8 @@ final class WebDriver: @unchecked Sendable {
             Thread {
                 let deadline = Date().addingTimeInterval(60)
                 while process.isRunning && Date() < deadline {
-                    if let d = try? HTTP1.blocking("GET", port: port, path: "/status", body: nil),
-                       let o = (try? JSONSerialization.jsonObject(with: d)) as? [String: Any],
+                    if let d = try? HTTP1.blocking("GET", port: port, path: "/status", timeout: 5),
+                       let o = (try? JSONSerialization.jsonObject(with: Data(d.body))) as? [String: Any],
                        ((o["value"] as? [String: Any])?["ready"] as? Bool) == true { c.resume(returning: true); return }
                     Thread.sleep(forTimeInterval: 0.1)
                 }
@@ -85,7 +86,8 @@ final class WebDriver: @unchecked Sendable {
     /// One protocol call; returns the response's `value` (or the whole object for /status-like replies).
     @discardableResult
     func call(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
-        let data = try await HTTP1.request(method, port: port, path: path, body: try body.map { try JSONSerialization.data(withJSONObject: $0) })
+        let data = Data(try await HTTP1.request(method, port: port, path: path, headers: body == nil ? [] : [("Content-Type", "application/json")],
+                                               body: try body.map { [UInt8](try JSONSerialization.data(withJSONObject: $0)) }).body)
         let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         if let v = obj["value"] as? [String: Any], let e = v["error"] as? String {
             throw Failure(description: "WebDriver \(method) \(path): \(e): \(v["message"] as? String ?? "")")
@@ -95,8 +97,8 @@ final class WebDriver: @unchecked Sendable {
     }
 
     func value(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
-        let data = try await HTTP1.request(method, port: port, path: "/session/\(session)" + path,
-                                           body: try JSONSerialization.data(withJSONObject: body ?? [:]))
+        let data = Data(try await HTTP1.request(method, port: port, path: "/session/\(session)" + path, headers: [("Content-Type", "application/json")],
+                                                body: [UInt8](try JSONSerialization.data(withJSONObject: body ?? [:]))).body)
         let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         if let v = obj["value"] as? [String: Any], let e = v["error"] as? String {
             throw Failure(description: "WebDriver \(method) \(path): \(e): \(v["message"] as? String ?? "")")
@@ -185,70 +187,5 @@ final class WebDriver: @unchecked Sendable {
             throw Failure(description: "no screenshot")
         }
         try data.write(to: URL(fileURLWithPath: path))
-    }
-}
-
-/// HTTP/1.1 over a socket to 127.0.0.1, Connection: close. (Foundation's URLSession on Linux
-/// refuses chromedriver's replies: they write "Content-Length:249" without a space.)
-enum HTTP1 {
-    struct Failure: Error, CustomStringConvertible { var description: String }
-
-    static func request(_ method: String, port: Int, path: String, body: Data?) async throws -> Data {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Data, Error>) in
-            DispatchQueue.global().async { c.resume(with: Result { try blocking(method, port: port, path: path, body: body) }) }
-        }
-    }
-
-    static func blocking(_ method: String, port: Int, path: String, body: Data?) throws -> Data {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "no socket") }
-        defer { close(fd) }
-        // No call waits forever: a page that stops answering fails the test instead of hanging it.
-        var limit = timeval(tv_sec: path == "/status" ? 5 : 150, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET); addr.sin_port = in_port_t(UInt16(port).bigEndian); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard ok == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
-        let b = body ?? Data()
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(b.count)\r\n"
-        if body != nil { head += "Content-Type: application/json\r\n" }
-        let out = Array((head + "\r\n").utf8) + [UInt8](b)
-        var sent = 0
-        while sent < out.count {
-            let n = out[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { throw Failure(description: "send failed") }
-            sent += n
-        }
-        // Read the head, then exactly Content-Length bytes (chromedriver keeps the connection open).
-        var reply = [UInt8](), chunk = [UInt8](repeating: 0, count: 65536)
-        var split: Int? = nil, expected: Int? = nil
-        while true {
-            if split == nil, let i = reply.indices.first(where: { i in i + 3 < reply.count && reply[i] == 13 && reply[i + 1] == 10 && reply[i + 2] == 13 && reply[i + 3] == 10 }) {
-                split = i
-                let head = String(decoding: reply[..<i], as: UTF8.self).lowercased()
-                if let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }) {
-                    expected = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
-                }
-            }
-            if let split, let expected, reply.count - split - 4 >= expected { break }
-            let n = recv(fd, &chunk, chunk.count, 0)
-            if n <= 0 { break }
-            reply += chunk[0..<n]
-        }
-        guard let split else { throw Failure(description: "no HTTP reply from 127.0.0.1:\(port)\(path)") }
-        let headers = String(decoding: reply[..<split], as: UTF8.self).lowercased()
-        var payload = Array(reply[(split + 4)...])
-        if headers.contains("transfer-encoding: chunked") || headers.contains("transfer-encoding:chunked") {
-            var plain = [UInt8](), i = 0
-            while i < payload.count {
-                guard let eol = payload[i...].firstIndex(of: 13), let size = Int(String(decoding: payload[i..<eol], as: UTF8.self), radix: 16) else { break }
-                if size == 0 { break }
-                plain += payload[(eol + 2)..<min(payload.count, eol + 2 + size)]
-                i = eol + 2 + size + 2
-            }
-            payload = plain
-        }
-        return Data(payload)
     }
 }

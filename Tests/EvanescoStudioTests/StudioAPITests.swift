@@ -3,7 +3,6 @@ import EvanescoIO
 import EvanescoStack
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import HTTPTypes
 import Testing
 @testable import EvanescoStudio
@@ -30,7 +29,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             try await client.execute(uri: "/api/health", method: .get) { r in
                 #expect(r.status == .unauthorized)
                 #expect(errorMessage(r).contains("token"))
@@ -48,7 +47,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             try await client.execute(uri: "/?token=t0ken", method: .get) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[.contentType]?.hasPrefix("text/html") == true)
@@ -79,14 +78,14 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         // A symbolic link inside the root that leads out of it.
         try FileManager.default.createSymbolicLink(atPath: s.file("root/escape.txt"), withDestinationPath: s.file("secret.txt"))
         try FileManager.default.createSymbolicLink(atPath: s.file("root/outside"), withDestinationPath: s.dir)
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let attempts = ["../secret.txt", "burst/../../secret.txt", "%2e%2e/secret.txt", "%252e%252e%252fsecret.txt", "..%2fsecret.txt",
                             s.file("secret.txt"), "/etc/passwd", "escape.txt", "outside/secret.txt", "burst/..", "./plain.png"]
             for a in attempts {
                 let q = a.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? a
                 try await client.execute(uri: "/api/file?root=0&path=\(q)", method: .get, headers: authorized) { r in
                     #expect(r.status == .forbidden, "\(a): \(r.status)")
-                    #expect(String(buffer: r.body ?? ByteBuffer()).contains("secret") == false || a.contains("secret"))
+                    #expect(String(buffer: r.body).contains("secret") == false || a.contains("secret"))
                 }
             }
             // Raw dots in the URL's path are refused before any route.
@@ -107,7 +106,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         let body = buffer(#"{"root":0,"path":"burst"}"#)
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             try await client.execute(uri: "/api/burst/open", method: .post, headers: authorized, body: body) { #expect($0.status == .forbidden) }
             let evil = with(fromPage, .origin, "http://evil.example")
             try await client.execute(uri: "/api/burst/open", method: .post, headers: evil, body: body) { r in
@@ -148,8 +147,8 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.live) { client in
-            let port = client.port!
+        try await StudioFixtures.serve(studio) { client in
+            let port = client.port
             let good = try RawHTTP.get(port: port, path: "/api/health", host: "127.0.0.1:\(port)", headers: ["X-Evanesco-Token: t0ken"])
             #expect(good.hasPrefix("HTTP/1.1 200"), "\(good)")
             let evil = try RawHTTP.get(port: port, path: "/api/health", host: "evil.example:\(port)", headers: ["X-Evanesco-Token: t0ken"])
@@ -164,7 +163,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             try await client.execute(uri: "/api/files", method: .get, headers: authorized) { r in
                 #expect(r.status == .ok)
                 let entries = json(r.body)["entries"] as? [[String: Any]] ?? []
@@ -184,7 +183,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         defer { studio.shutdown() }
         let png = try ImageCodecs.encode(.uint8(StudioFixtures.burstFrame(1)), format: .png)
         let upload = with(fromPage, .contentType, "application/octet-stream")
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             // Not an image, though it says so.
             try await client.execute(uri: "/api/upload?name=bad.jpg", method: .post, headers: upload, body: buffer("this is not a JPEG")) { r in
                 #expect(r.status == .unprocessableContent)
@@ -228,20 +227,20 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             // The server keeps serving.
             try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
+            let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads").sorted()
+            #expect(kept == ["nice_frame.png", "second-2.png", "second.png"])
         }
-        let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads").sorted()
-        #expect(kept == ["nice_frame.png", "second-2.png", "second.png"])
-        studio.shutdown()
+        // Stopped, the studio leaves nothing behind.
         #expect(!FileManager.default.fileExists(atPath: studio.temporaryDirectory))
     }
 }
 
 @Suite struct StudioWorkspaces {
     /// Reads a job's server-sent events to the end.
-    static func events(_ client: some TestClientProtocol, job: String) async throws -> [String] {
+    static func events(_ client: StudioClient, job: String) async throws -> [String] {
         try await client.execute(uri: "/api/jobs/\(job)/events", method: .get, headers: authorized) { r in
             #expect(r.headers[.contentType] == "text/event-stream")
-            return String(buffer: r.body ?? ByteBuffer()).components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
+            return String(buffer: r.body).components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
         }
     }
 
@@ -249,7 +248,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
                 #expect(r.status == .ok)
                 let o = json(r.body)
@@ -305,7 +304,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) {
                 json($0.body)["session"] as! String
             }
@@ -328,7 +327,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { r in
                 #expect(r.status == .ok)
                 return json(r.body)
@@ -381,7 +380,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
                                                            body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)) { r in
                 #expect(r.status == .ok)
@@ -437,7 +436,7 @@ extension StudioWorkspaces {
             }
             try ImageCodecs.write(.uint16(d), to: depth + "/d\(k).png")
         }
-        try await Application(router: studio.router()).test(.router) { client in
+        try await StudioFixtures.serve(studio) { client in
             let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
                                                            body: buffer(#"{"color":{"root":0,"path":"clip-color"},"depth":{"root":0,"path":"clip-depth"}}"#)) { r in
                 #expect(r.status == .ok, "\(errorMessage(r))")

@@ -1,6 +1,9 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import HTTPTestSupport
+import Hummingbird
+import HTTPTypes
 @testable import EvanescoStudio
 
 /// A folder the tests fill and remove.
@@ -77,5 +80,57 @@ enum StudioFixtures {
         var c = StudioConfiguration(paths: [root], token: "t0ken")
         configure(&c)
         return try Studio(c)
+    }
+}
+
+/// A reply as the API tests read it.
+struct TestResponse {
+    let status: HTTPResponse.Status
+    let headers: HTTPFields
+    let body: ByteBuffer
+}
+
+/// Requests to a studio served on a real socket, written exactly as given (raw paths included).
+struct StudioClient: Sendable {
+    let port: Int
+
+    @discardableResult
+    func execute<R>(uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil,
+                    _ check: (TestResponse) async throws -> R) async throws -> R {
+        let reply = try await HTTP1.request(method.rawValue, port: port, path: uri, headers: headers.map { ($0.name.rawName, $0.value) },
+                                            body: body.map { Array(buffer: $0) })
+        var fields = HTTPFields()
+        for h in reply.headers { if let name = HTTPField.Name(h.name) { fields.append(HTTPField(name: name, value: h.value)) } }
+        return try await check(TestResponse(status: .init(code: reply.status), headers: fields, body: ByteBuffer(bytes: reply.body)))
+    }
+}
+
+extension StudioFixtures {
+    /// Serves `studio` on a free port of 127.0.0.1 while `body` runs, then stops it as the CLI
+    /// does at Ctrl-C (its temporary folder is removed).
+    static func serve(_ studio: Studio, _ body: (StudioClient) async throws -> Void) async throws {
+        let (ports, sink) = AsyncStream.makeStream(of: Int.self)
+        let server = Task {
+            defer { sink.finish() }
+            try await studio.run(handlesSignals: false) { url in
+                // http://127.0.0.1:PORT/?token=...
+                sink.yield(Int(url.split(separator: ":")[2].prefix { $0.isNumber }) ?? 0)
+                sink.finish()
+            }
+        }
+        var next = ports.makeAsyncIterator()
+        guard let port = await next.next() else {
+            try await server.value
+            throw HTTP1.Failure(description: "the studio stopped before it listened")
+        }
+        do {
+            try await body(StudioClient(port: port))
+        } catch {
+            server.cancel()
+            _ = try? await server.value
+            throw error
+        }
+        server.cancel()
+        try await server.value
     }
 }
