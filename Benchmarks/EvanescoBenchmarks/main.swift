@@ -8,6 +8,7 @@ import EvanescoAlign
 import EvanescoCore
 import EvanescoDepth
 import EvanescoIO
+import EvanescoStack
 import Foundation
 import EvanescoFaces
 
@@ -136,6 +137,28 @@ if opts.what == "warp" || opts.what == "all" {
     let h = Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 1e-7, -2e-7, 1])
     try compare("warp 12 MP RGB8 homography", "bilinear + mask", { _ = img.warped(by: h, width: 4032, height: 3024) },
                 "nearest + mask", { _ = img.warped(by: h, width: 4032, height: 3024, interpolation: .nearest) })
+    // The stacker's own path, one core: Catmull-Rom RGB8 through RowSampler in the stacker's
+    // 544-px row segments (its tile width at 20 frames), the figure issue 11 asks for per pixel.
+    do {
+        let seg = BurstStacker.tileWidth(frames: 20, channels: 3)
+        let sampler = RowSampler(frame: img, homography: h, interpolation: .catmullRom)
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: seg * 3), valid = UnsafeMutablePointer<UInt8>.allocate(capacity: seg)
+        let cache = RowSampler<UInt8>.Cache(pixels: seg)
+        defer { out.deallocate(); valid.deallocate() }
+        var runs: [Double] = []
+        for _ in 0...opts.repeats {
+            let t = now()
+            var x0 = 0
+            while x0 < 4032 {
+                let x1 = min(4032, x0 + seg)
+                for y in 0..<3024 { sampler.sampleRow(y: y, x0: x0, x1: x1, into: out, valid: valid, cache: cache) }
+                x0 = x1
+            }
+            runs.append(now() - t)
+        }
+        let ns = median(Array(runs.dropFirst())) * 1e9 / Double(4032 * 3024)
+        print("warp 12 MP RGB8, stack path, 1 core   Catmull-Rom, \(seg)-px segments   " + String(format: "%.2f ns per output pixel", ns))
+    }
     try compare("resize 12 MP RGB8 to 1/4", "bilinear", { _ = img.resized(width: 1008, height: 756) },
                 "bicubic", { _ = img.resized(width: 1008, height: 756, interpolation: .bicubic) })
 }

@@ -33,17 +33,72 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// A local correction on top of the homography (local alignment), or nil.
     public let offsets: DisplacementField?
 
-    /// Source rows a segment may span to use the converted-block path (a rotation up to ~1
-    /// degree over a 544-px segment); wider spans take the direct path.
-    public static var blockRows: Int { 16 }
+    /// Source rows one output row segment may span to use the converted-row path (a rotation up
+    /// to ~1 degree over a 544-px segment); wider spans take the direct path.
+    public static var cacheRows: Int { Cache.rows }
 
-    /// Floats of work space ``sampleRow(y:x0:x1:into:valid:block:)`` needs.
-    ///
-    /// - Parameters:
-    ///   - pixels: The longest segment sampled.
-    ///   - channels: The frame's channels.
-    /// - Returns: A float count for the `block` argument.
-    public static func blockCapacity(pixels: Int, channels: Int) -> Int { blockRows * ((pixels + 80) * channels + 1) + 8 }
+    /// Source rows converted to Float once and kept for the next output rows: 8-bit RGB cubic
+    /// sampling reads every tap from here as one 4-float load. Walking a column segment down
+    /// consecutive output rows, each source row is converted about once instead of once per
+    /// output row that touches it (4 to 6 times). Any call order is correct (rows are keyed by
+    /// source row and frame, and the column window moves when a segment leaves it); the walk
+    /// down a segment is what makes it fast. One cache per thread; it may serve several frames
+    /// in turn, but each frame walking its own cache is the point.
+    public final class Cache: @unchecked Sendable {
+        /// Ring slots (a power of two): rows one segment may span.
+        public static var rows: Int { 16 }
+        let capacityColumns: Int
+        @usableFromInline let stride: Int
+        @usableFromInline let storage: UnsafeMutablePointer<Float>
+        /// The source row held in each slot, or -1.
+        var held: [Int]
+        /// The first source column held, and how many.
+        @usableFromInline var colLo = 0
+        var cols = 0
+        /// The frame whose rows are held (its samples' address and size).
+        var source: UnsafeRawPointer? = nil
+        var sourceWidth = 0
+
+        /// - Parameter pixels: The longest output segment sampled through it.
+        public init(pixels: Int) {
+            capacityColumns = max(1, pixels) + 80 + 64
+            stride = capacityColumns * 3 + 1
+            storage = .allocate(capacity: Self.rows * stride + 8)
+            storage.initialize(repeating: 0, count: Self.rows * stride + 8)
+            held = Array(repeating: -1, count: Self.rows)
+        }
+        deinit { storage.deallocate() }
+
+        /// Forgets every row held: call it when a frame the cache served may have been freed
+        /// (another could be allocated at its address).
+        public func invalidate() { source = nil }
+
+        /// Makes columns `lo...hi` of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`) present.
+        /// False when the columns do not fit (the caller takes the direct path).
+        @usableFromInline
+        func prepare(_ src: UnsafePointer<UInt8>, w: Int, lo: Int, hi: Int, rowLo: Int, rowHi: Int) -> Bool {
+            guard hi - lo + 1 <= capacityColumns, rowHi - rowLo + 1 <= Self.rows else { return false }
+            let raw = UnsafeRawPointer(src)
+            if raw != source || w != sourceWidth || lo < colLo || hi >= colLo + cols {
+                // A new window: half the slack on each side, so a segment drifting with a
+                // rotation stays inside for many rows.
+                source = raw; sourceWidth = w
+                colLo = max(0, lo - (capacityColumns - (hi - lo + 1)) / 2)
+                cols = min(w, colLo + capacityColumns) - colLo
+                if hi >= colLo + cols { colLo = max(0, hi + 1 - capacityColumns); cols = min(w, colLo + capacityColumns) - colLo }
+                for i in held.indices { held[i] = -1 }
+            }
+            let n = cols * 3
+            for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
+                let slot = r & (Self.rows - 1)
+                let s = src + (r * w + colLo) * 3, d = storage + slot * stride
+                for j in 0..<n { d[j] = Float(s[j]) }
+                d[n] = 0
+                held[slot] = r
+            }
+            return true
+        }
+    }
 
     /// - Parameters:
     ///   - frame: The frame to sample.
@@ -72,11 +127,11 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - x1: One past its last column.
     ///   - out: Room for `(x1 - x0) * channels` floats.
     ///   - valid: Room for `x1 - x0` bytes.
-    ///   - block: Optional work space of ``blockCapacity(pixels:channels:)`` floats; with it,
-    ///     8-bit RGB cubic sampling converts the few source rows a segment touches once.
+    ///   - cache: Optional converted source rows (see ``Cache``), made for segments of at
+    ///     least `x1 - x0` pixels; 8-bit RGB cubic sampling reads its taps from there.
     @inlinable
     public func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
-                          block: UnsafeMutablePointer<Float>? = nil) {
+                          cache: Cache? = nil) {
         let c = frame.channels, w = frame.width
         frame.samples.withUnsafeBufferPointer { src in
             guard let m else {
@@ -88,7 +143,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let p = src.baseAddress!
             if Sample.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
                 let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
-                if let block, rowCubicRGB8Block(bytes, m, y, x0, x1, out, valid, block) { return }
+                if let cache, rowCubicRGB8Cached(bytes, m, y, x0, x1, out, valid, cache) { return }
                 // (A segment spanning too many source rows falls through to the general path.)
             }
             switch (c, interpolation) {
@@ -166,13 +221,13 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         }
     }
 
-    /// 8-bit RGB cubic, reading taps from the few source rows the segment touches,
-    /// converted to Float once (a vectorised loop) so that each tap is one 4-float load.
-    /// Returns false (nothing written) when the segment spans too many source rows.
+    /// 8-bit RGB cubic, reading taps from the source rows the segment touches, converted to
+    /// Float in `cache` (once per source row while a segment walks down) so that each tap is one
+    /// 4-float load. Returns false (nothing written) when the segment spans too many source rows.
     @inlinable
-    func rowCubicRGB8Block(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
-                           _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
-                           _ block: UnsafeMutablePointer<Float>) -> Bool {
+    func rowCubicRGB8Cached(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+                            _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
+                            _ cache: Cache) -> Bool {
         let w = frame.width, h = frame.height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
@@ -208,16 +263,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         // in floating point), and across an integer that is one more row or column of taps.
         let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 2), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 3)
         let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 2), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 3)
-        let rows = rowHi - rowLo + 1, cols = colHi - colLo + 1
-        guard rows <= Self.blockRows, cols <= (x1 - x0) + 80 else { return false }
-        // Convert the block: row r of the block is source row rowLo + r, from column colLo.
-        let stride = cols * 3 + 1
-        let n = cols * 3
-        for r in 0..<rows {
-            let s = src + ((rowLo + r) * w + colLo) * 3, d = block + r * stride
-            for j in 0..<n { d[j] = Float(s[j]) }
-            d[n] = 0
-        }
+        guard cache.prepare(src, w: w, lo: colLo, hi: colHi, rowLo: rowLo, rowHi: rowHi) else { return false }
+        // Source row r is in slot r & mask, from column cache.colLo.
+        let stride = cache.stride, mask = Cache.rows - 1, block = cache.storage
+        let colBase = cache.colLo
         let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
         let steps = Float(CubicTable.steps)
         return table.weights.withUnsafeBufferPointer { lut in
@@ -237,13 +286,14 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 // Wrapping arithmetic: every offset is inside the block converted above (the
                 // taps are clamped to the frame, and the block spans the segment's taps).
                 if ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h {
-                    c0 = (ix &- 1 &- colLo) &* 3; c1 = c0 &+ 3; c2 = c0 &+ 6; c3 = c0 &+ 9
-                    r0 = (iy &- 1 &- rowLo) &* stride; r1 = r0 &+ stride; r2 = r1 &+ stride; r3 = r2 &+ stride
+                    c0 = (ix &- 1 &- colBase) &* 3; c1 = c0 &+ 3; c2 = c0 &+ 6; c3 = c0 &+ 9
+                    r0 = ((iy &- 1) & mask) &* stride; r1 = (iy & mask) &* stride
+                    r2 = ((iy &+ 1) & mask) &* stride; r3 = ((iy &+ 2) & mask) &* stride
                 } else {
-                    c0 = (max(ix - 1, 0) - colLo) * 3; c1 = (ix - colLo) * 3
-                    c2 = (min(ix + 1, w - 1) - colLo) * 3; c3 = (min(ix + 2, w - 1) - colLo) * 3
-                    r0 = (max(iy - 1, 0) - rowLo) * stride; r1 = (iy - rowLo) * stride
-                    r2 = (min(iy + 1, h - 1) - rowLo) * stride; r3 = (min(iy + 2, h - 1) - rowLo) * stride
+                    c0 = (max(ix - 1, 0) - colBase) * 3; c1 = (ix - colBase) * 3
+                    c2 = (min(ix + 1, w - 1) - colBase) * 3; c3 = (min(ix + 2, w - 1) - colBase) * 3
+                    r0 = (max(iy - 1, 0) & mask) * stride; r1 = (iy & mask) * stride
+                    r2 = (min(iy + 1, h - 1) & mask) * stride; r3 = (min(iy + 2, h - 1) & mask) * stride
                 }
                 let upper: SIMD4<Float> = wy[0] * Self.tapRow(block + r0, c0, c1, c2, c3, wx) + wy[1] * Self.tapRow(block + r1, c0, c1, c2, c3, wx)
                 let lower: SIMD4<Float> = wy[2] * Self.tapRow(block + r2, c0, c1, c2, c3, wx) + wy[3] * Self.tapRow(block + r3, c0, c1, c2, c3, wx)

@@ -44,14 +44,16 @@ extension Image {
                 StripExecutor.forEachStrip(rows: outH, minimumRows: 8) { rows in
                     let mk = mb.value.baseAddress!, d = dst.baseAddress!
                     let row = UnsafeMutablePointer<Float>.allocate(capacity: outW * c)
-                    let block = UnsafeMutablePointer<Float>.allocate(capacity: RowSampler<Sample>.blockCapacity(pixels: 512, channels: c))
-                    defer { row.deallocate(); block.deallocate() }
+                    defer { row.deallocate() }
+                    // Segments of at most 512 pixels, each with its own cache of converted source
+                    // rows, kept as the strip walks down (the 8-bit RGB cubic path reads it).
+                    let cached = Sample.self == UInt8.self && c == 3 && interpolation.cubicParameter != nil
+                    let caches = cached ? (0..<((outW + 511) / 512)).map { _ in RowSampler<Sample>.Cache(pixels: 512) } : []
                     for y in rows {
-                        // Segments of at most 512 pixels keep the 8-bit RGB cubic block path usable.
                         var x0 = 0
                         while x0 < outW {
                             let x1 = min(outW, x0 + 512)
-                            sampler.sampleRow(y: y, x0: x0, x1: x1, into: row + x0 * c, valid: mk + y * outW + x0, block: block)
+                            sampler.sampleRow(y: y, x0: x0, x1: x1, into: row + x0 * c, valid: mk + y * outW + x0, cache: cached ? caches[x0 / 512] : nil)
                             x0 = x1
                         }
                         let o = y * outW * c

@@ -197,22 +197,24 @@ public enum BurstStacker {
             StripExecutor.forEachStrip(rows: image.height, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: 1, maxPixels: tileWidth, channels: c)
                 defer { tile.deallocate() }
-                for y in rows {
-                    var x0 = 0
-                    while x0 < w {
-                        let x1 = min(w, x0 + tileWidth)
-                        warper.sampleRow(y: y, x0: x0, x1: x1, into: tile.values, valid: tile.valid, block: tile.warpBlock)
+                let cache = RowSampler<S>.Cache(pixels: tileWidth)
+                // Down each column segment of the strip, so converted source rows are reused.
+                var x0 = 0
+                while x0 < w {
+                    let x1 = min(w, x0 + tileWidth)
+                    for y in rows {
+                        warper.sampleRow(y: y, x0: x0, x1: x1, into: tile.values, valid: tile.valid, cache: cache)
                         let o = (y * w + x0) * c
                         for j in 0..<((x1 - x0) * c) { dst[o + j] = S(clampingRounded: tile.values[j]) }
-                        x0 = x1
                     }
+                    x0 = x1
                 }
             }
         }
     }
 
     /// Pixels per tile of the fused warp + merge: about 32 K floats per frame-stack tile.
-    static func tileWidth(frames n: Int, channels c: Int) -> Int { max(64, 4096 / max(1, n) / c * 8) }
+    public static func tileWidth(frames n: Int, channels c: Int) -> Int { max(64, 4096 / max(1, n) / c * 8) }
 
     // MARK: Alignment
 
@@ -354,23 +356,27 @@ public enum BurstStacker {
         let provenanceMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
         defer { keptMap?.deallocate(); provenanceMap?.deallocate() }
         let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
+        let segments = (w + tileWidth - 1) / tileWidth
         let out = Image<S>(width: w, height: h, channels: c) { dst in
             StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c)
                 defer { tile.deallocate() }
                 let merged = UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c)
                 defer { merged.deallocate() }
+                // One cache of converted source rows per frame: the strip is walked down each
+                // column segment in turn, so each source row is converted about once.
+                let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
                 var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
                 defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
-                for y in rows {
-                    if options.cancellation?.isCancelled == true { break }
-                    var x0 = 0
-                    while x0 < w {
-                        let x1 = min(w, x0 + tileWidth)
+                var x0 = 0
+                while x0 < w {
+                    let x1 = min(w, x0 + tileWidth)
+                    for y in rows {
+                        if options.cancellation?.isCancelled == true { break }
                         let t = tile.resized(pixels: x1 - x0)
                         let c0 = DispatchTime.now().uptimeNanoseconds
                         for k in 0..<n {
-                            warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, block: t.warpBlock)
+                            warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
                         }
                         let c1 = DispatchTime.now().uptimeNanoseconds
                         t.countValid()
@@ -383,12 +389,15 @@ public enum BurstStacker {
                         warpNs += c1 - c0; kernelNs += c2 - c1
                         let o = (y * w + x0) * c
                         for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
-                        x0 = x1
+                        // Progress in rows: a row of every segment is one row of the picture.
+                        if let progress = options.progress {
+                            let d = rowsDone.update { $0 += 1; return $0 }
+                            if d % (64 * segments) == 0 || d == h * segments {
+                                progress(StackProgress(stage: .merge, done: d / segments, total: h, elapsed: Date().timeIntervalSince(start)))
+                            }
+                        }
                     }
-                    if let progress = options.progress {
-                        let d = rowsDone.update { $0 += 1; return $0 }
-                        if d % 64 == 0 || d == h { progress(StackProgress(stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start))) }
-                    }
+                    x0 = x1
                 }
             }
         }

@@ -26,9 +26,6 @@ public struct SampleTile {
     public let scratch: UnsafeMutablePointer<Float>
     /// One float per sample, for a kernel's intermediate results.
     public let perSample: UnsafeMutablePointer<Float>
-    /// Source rows converted to Float for the sampler (see RowSampler.blockCapacity).
-    let warpBlock: UnsafeMutablePointer<Float>
-    static func warpBlockCapacity(_ maxPixels: Int, _ channels: Int) -> Int { RowSampler<Float>.blockCapacity(pixels: maxPixels, channels: channels) }
 
     /// Allocates a tile able to hold `maxPixels` pixels.
     static func allocate(frames: Int, maxPixels: Int, channels: Int) -> SampleTile {
@@ -41,13 +38,12 @@ public struct SampleTile {
         return SampleTile(frames: frames, pixels: maxPixels, channels: channels, stride: stride,
                           values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
                           counts: .allocate(capacity: stride), scratch: floats(frames * stride),
-                          perSample: floats(stride),
-                          warpBlock: floats(warpBlockCapacity(maxPixels, channels)))
+                          perSample: floats(stride))
     }
 
     func resized(pixels p: Int) -> SampleTile {
         SampleTile(frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
-                   scratch: scratch, perSample: perSample, warpBlock: warpBlock)
+                   scratch: scratch, perSample: perSample)
     }
 
     /// Sorts every sample position's frame values in `buffer` (frames x stride).
@@ -56,7 +52,7 @@ public struct SampleTile {
     }
 
     func deallocate() {
-        for p in [values, scratch, perSample, warpBlock] { UnsafeMutableRawPointer(p).deallocate() }
+        for p in [values, scratch, perSample] { UnsafeMutableRawPointer(p).deallocate() }
         valid.deallocate(); counts.deallocate()
     }
 

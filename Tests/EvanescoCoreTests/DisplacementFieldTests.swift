@@ -22,14 +22,13 @@ import Testing
         for interp in [Interpolation.bilinear, .catmullRom] {
             let a = RowSampler(frame: img, homography: h, interpolation: interp, offsets: f)
             let b = RowSampler(frame: img, homography: .translation(0.5, 2.25), interpolation: interp)
-            let block = UnsafeMutablePointer<Float>.allocate(capacity: RowSampler<UInt8>.blockCapacity(pixels: 200, channels: 3))
-            defer { block.deallocate() }
+            let cacheA = RowSampler<UInt8>.Cache(pixels: 200), cacheB = RowSampler<UInt8>.Cache(pixels: 200)
             var outA = [Float](repeating: 0, count: 600), outB = outA
             var vA = [UInt8](repeating: 0, count: 200), vB = vA
             var worst: Float = 0
             for y in 0..<150 {
-                a.sampleRow(y: y, x0: 0, x1: 200, into: &outA, valid: &vA, block: block)
-                b.sampleRow(y: y, x0: 0, x1: 200, into: &outB, valid: &vB, block: block)
+                a.sampleRow(y: y, x0: 0, x1: 200, into: &outA, valid: &vA, cache: cacheA)
+                b.sampleRow(y: y, x0: 0, x1: 200, into: &outB, valid: &vB, cache: cacheB)
                 for x in 0..<200 where vA[x] != 0 || vB[x] != 0 {
                     #expect(vA[x] == vB[x])
                     for c in 0..<3 { worst = max(worst, abs(outA[x * 3 + c] - outB[x * 3 + c])) }
@@ -39,8 +38,8 @@ import Testing
         }
     }
 
-    @Test("The cubic block path reads only its block and agrees with the direct path on near-identity projective maps (where source rows can dip an ulp across an integer: run it under ASan)")
-    func blockPathEqualsDirectPath() {
+    @Test("The cubic cached-row path reads only its rows and agrees with the direct path on near-identity projective maps (where source rows can dip an ulp across an integer: run it under ASan), walked down segments or across rows, one frame or two sharing a cache")
+    func cachedPathEqualsDirectPath() {
         let w = 192, h = 128
         let img = Self.textured(w, h)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -48,21 +47,30 @@ import Testing
             state ^= state << 13; state ^= state >> 7; state ^= state << 17
             return Double(state % 2_000_001) / 1_000_000 - 1
         }
-        // Exactly the capacity the stacker allocates, so a read past it is a read past the block.
-        let block = UnsafeMutablePointer<Float>.allocate(capacity: RowSampler<UInt8>.blockCapacity(pixels: 96, channels: 3))
-        defer { block.deallocate() }
+        // A second frame (the first moved up a row, its last row repeated): a cache serving both
+        // in turn must never hand one frame's rows to the other.
+        let other = Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for i in 0..<(w * h * 3) { d[i] = img.samples[min(i + w * 3, (h - 1) * w * 3 + i % (w * 3))] }
+        }
+        // Exactly the capacity the stacker allocates, so a read past it is a read past the rows.
+        let cache = RowSampler<UInt8>.Cache(pixels: 96)
         var a = [Float](repeating: 0, count: 96 * 3), b = a
         var va = [UInt8](repeating: 0, count: 96), vb = va
         var worst: Float = 0, compared = 0, disagreements = 0
-        for _ in 0..<80 {
+        for trial in 0..<80 {
             let hm = Homography([1 + 0.002 * next(), 0.002 * next(), 3 * next(),
                                  0.002 * next(), 1 + 0.002 * next(), 3 * next(),
                                  2e-5 * next(), 2e-5 * next(), 1])
-            let sampler = RowSampler(frame: img, homography: hm, interpolation: .catmullRom)
-            for y in 0..<h {
-                for x0 in [0, 96] {
-                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &a, valid: &va, block: block)
-                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &b, valid: &vb, block: nil)
+            let samplers = [RowSampler(frame: img, homography: hm, interpolation: .catmullRom),
+                            RowSampler(frame: other, homography: hm, interpolation: .catmullRom)]
+            // Down each segment (the stacker's walk), across rows (the window moves every call),
+            // and alternating frames.
+            let order: [(Int, Int)] = trial % 3 == 0 ? [0, 96].flatMap { x0 in (0..<h).map { (x0, $0) } }
+                                                     : (0..<h).flatMap { y in [0, 96].map { ($0, y) } }
+            for (x0, y) in order {
+                for sampler in trial % 3 == 2 ? samplers : [samplers[0]] {
+                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &a, valid: &va, cache: cache)
+                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &b, valid: &vb, cache: nil)
                     for x in 0..<96 {
                         if va[x] != vb[x] { disagreements += 1; continue }
                         guard va[x] != 0 else { continue }
