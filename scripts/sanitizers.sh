@@ -15,9 +15,10 @@ for kind in "${kinds[@]}"; do
     start=$(date +%s)
     # halt_on_error: the first report fails the run; detect_leaks stays on for ASan.
     # Foundation's and XCTest's own leaks on Linux are suppressed (scripts/lsan.supp), ours are not.
-    if ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0 \
-       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-       swift test --sanitize="$kind" --build-path ".build-$kind" "${skip[@]}" >"$log" 2>&1 &&
+    # Exported: both runs below (the suite, then the browser test) need them.
+    export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    if swift test --sanitize="$kind" --build-path ".build-$kind" "${skip[@]}" >"$log" 2>&1 &&
        { [ "$kind" = thread ] || swift test --sanitize="$kind" --build-path ".build-$kind" --skip-build --filter StudioBrowser >>"$log" 2>&1; }; then
         echo "sanitizers: $kind clean ($(grep -o 'Test run with [0-9]* tests' "$log" | awk '{n += $4} END {print n}') tests, $(( $(date +%s) - start )) s)"
     else
