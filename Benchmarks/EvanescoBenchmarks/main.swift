@@ -31,9 +31,9 @@ while !args.isEmpty {
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
-    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle", "local": opts.what = a
+    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|align|backdrop|lens|lens-oracle|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|align|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
         exit(2)
     }
 }
@@ -330,6 +330,28 @@ if opts.what == "local" || opts.what == "all" {
         let coarse = min(ref.pyramid.levels.count - 1, ref.pyramid.baseLevel + 2)
         try timeIt("local: coarse look, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h, finestLevel: coarse) }
         try timeIt("local: full field, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h) }
+    }
+}
+
+if opts.what == "stack" {
+    // The fused warp + merge of a whole burst from decoded frames (no decode, no encode): the
+    // library call the CLI makes, robust merge, default alignment; medians of opts.repeats runs.
+    for (name, dir) in [("pug-handheld 20 x 12 MP", "/data/bursts/synthetic/pug-handheld/frames"),
+                        ("motorcycle-handheld 20 x 741x500", "/data/bursts/synthetic/motorcycle-handheld/frames")] {
+        let path = opts.shared + dir
+        guard let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(),
+              files.count >= 2 else { print("stack: \(name) is absent, skipped"); continue }
+        let frames = try files.map { BurstFrame(name: $0, image: try ImageCodecs.read(path + "/" + $0).image) }
+        var total: [Double] = [], warp: [Double] = [], merge: [Double] = [], fused: [Double] = [], align: [Double] = []
+        for _ in 0..<opts.repeats {
+            let t = now()
+            let r = try BurstStacker.stack(frames)
+            total.append(now() - t)
+            warp.append(r.timings.warp ?? 0); merge.append(r.timings.merge ?? 0); fused.append(r.timings.warpMerge ?? 0); align.append(r.timings.align ?? 0)
+        }
+        let px = Double(frames[0].image.width * frames[0].image.height * frames.count)
+        print(String(format: "stack %@: total %.3f s, align %.3f s, warp+merge wall %.3f s (warp %.3f s = %.1f ns per pixel per frame of thread time, merge %.3f s)",
+                     name, median(total), median(align), median(fused), median(warp), median(warp) * 1e9 / px * Double(ProcessInfo.processInfo.activeProcessorCount), median(merge)))
     }
 }
 
