@@ -37,13 +37,20 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// to ~1 degree over a 544-px segment); wider spans take the direct path.
     public static var cacheRows: Int { Cache.rows }
 
-    /// Source rows converted to Float once and kept for the next output rows: 8-bit RGB cubic
-    /// sampling reads every tap from here as one 4-float load. Walking a column segment down
-    /// consecutive output rows, each source row is converted about once instead of once per
-    /// output row that touches it (4 to 6 times). Any call order is correct (rows are keyed by
-    /// source row and frame, and the column window moves when a segment leaves it); the walk
-    /// down a segment is what makes it fast. One cache per thread; it may serve several frames
-    /// in turn, but each frame walking its own cache is the point.
+    /// Rows kept between calls for 8-bit RGB cubic sampling, walking a column segment down
+    /// consecutive output rows.
+    ///
+    /// Without a local correction it holds each source row already interpolated horizontally
+    /// at the segment's output columns (the first of two separable passes: for a homography,
+    /// the output points that land on source row r form a line, so the source column for
+    /// output column x on row r is exact); an output row is then one vertical 4-tap pass over
+    /// these rows, 4 loads a pixel instead of 16. With a local correction it holds the source
+    /// rows converted to Float, and every tap is one 4-float load.
+    ///
+    /// Any call order is correct (rows are keyed by source row, frame, segment and map, and the
+    /// window moves when a segment leaves it); the walk down a segment is what makes it fast.
+    /// One cache per thread; it may serve several frames in turn, but each frame walking its own
+    /// cache is the point.
     public final class Cache: @unchecked Sendable {
         /// Ring slots (a power of two): rows one segment may span.
         public static var rows: Int { 16 }
@@ -58,16 +65,27 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         /// The frame whose rows are held (its samples' address and size).
         var source: UnsafeRawPointer? = nil
         var sourceWidth = 0
+        /// What the slots hold: 0 nothing, 1 converted source rows, 2 horizontal-pass rows (for
+        /// `segment` and `map`).
+        var mode = 0
+        var segment = 0..<0
+        var map: [Float] = []
+        let capacityPixels: Int
+        /// One source row's columns converted to Float, for the horizontal pass.
+        let scratch: UnsafeMutablePointer<Float>
 
         /// - Parameter pixels: The longest output segment sampled through it.
         public init(pixels: Int) {
+            capacityPixels = max(1, pixels)
             capacityColumns = max(1, pixels) + 80 + 64
-            stride = capacityColumns * 3 + 1
+            stride = max(capacityColumns * 3 + 1, capacityPixels * 4)
             storage = .allocate(capacity: Self.rows * stride + 8)
             storage.initialize(repeating: 0, count: Self.rows * stride + 8)
+            scratch = .allocate(capacity: capacityColumns * 3 + 8)
+            scratch.initialize(repeating: 0, count: capacityColumns * 3 + 8)
             held = Array(repeating: -1, count: Self.rows)
         }
-        deinit { storage.deallocate() }
+        deinit { storage.deallocate(); scratch.deallocate() }
 
         /// Forgets every row held: call it when a frame the cache served may have been freed
         /// (another could be allocated at its address).
@@ -79,10 +97,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         func prepare(_ src: UnsafePointer<UInt8>, w: Int, lo: Int, hi: Int, rowLo: Int, rowHi: Int) -> Bool {
             guard hi - lo + 1 <= capacityColumns, rowHi - rowLo + 1 <= Self.rows else { return false }
             let raw = UnsafeRawPointer(src)
-            if raw != source || w != sourceWidth || lo < colLo || hi >= colLo + cols {
+            if mode != 1 || raw != source || w != sourceWidth || lo < colLo || hi >= colLo + cols {
                 // A new window: half the slack on each side, so a segment drifting with a
                 // rotation stays inside for many rows.
-                source = raw; sourceWidth = w
+                source = raw; sourceWidth = w; mode = 1
                 colLo = max(0, lo - (capacityColumns - (hi - lo + 1)) / 2)
                 cols = min(w, colLo + capacityColumns) - colLo
                 if hi >= colLo + cols { colLo = max(0, hi + 1 - capacityColumns); cols = min(w, colLo + capacityColumns) - colLo }
@@ -95,6 +113,67 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 for j in 0..<n { d[j] = Float(s[j]) }
                 d[n] = 0
                 held[slot] = r
+            }
+            return true
+        }
+
+        /// Makes the horizontal pass of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`)
+        /// present for output columns `x0..<x1` under the output-to-frame map `m`: slot r holds,
+        /// at output column x, 4 floats (RGB and 0) interpolated along source row r at the source
+        /// column of the output point on row r. False when a row's line is degenerate or the
+        /// rows do not fit (the caller takes another path).
+        @usableFromInline
+        func preparePass(_ src: UnsafePointer<UInt8>, w: Int, h: Int, x0: Int, x1: Int, m: [Float],
+                         rowLo: Int, rowHi: Int, lut: UnsafeBufferPointer<SIMD4<Float>>) -> Bool {
+            guard x1 - x0 <= capacityPixels, rowHi - rowLo + 1 <= Self.rows else { return false }
+            let raw = UnsafeRawPointer(src)
+            if mode != 2 || raw != source || w != sourceWidth || segment != x0..<x1 || map != m {
+                source = raw; sourceWidth = w; mode = 2; segment = x0..<x1; map = m
+                for i in held.indices { held[i] = -1 }
+            }
+            let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+            let projective = m6 != 0 || m7 != 0
+            let maxX = Float(w - 1), steps = Float(CubicTable.steps)
+            for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
+                let fr = Float(r)
+                // Output points on source row r: y = a + b x (sy = r solved for y).
+                let den = m4 - fr * m7
+                guard abs(den) > 1e-6 else { held[r & (Self.rows - 1)] = -1; return false }
+                let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
+                let d = storage + (r & (Self.rows - 1)) * stride
+                @inline(__always) func sourceX(_ xi: Int) -> Float {
+                    let x = Float(xi), y = a + b * x
+                    let n = m0 * x + m1 * y + m2
+                    guard projective else { return n }
+                    let q = m6 * x + m7 * y + m8
+                    return q > 1e-12 ? n / q : -1
+                }
+                // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
+                // converted to Float once (a vectorised loop), so each tap is one 4-float load.
+                let sa = min(max(sourceX(x0), 0), maxX), sb = min(max(sourceX(x1 - 1), 0), maxX)
+                let lo = max(0, Int(min(sa, sb)) - 2), hi = min(w - 1, Int(max(sa, sb)) + 3)
+                guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
+                let n = (hi - lo + 1) * 3
+                let s = src + (r * w + lo) * 3
+                for j in 0..<n { scratch[j] = Float(s[j]) }
+                scratch[n] = 0
+                let row = UnsafeRawPointer(scratch)
+                @inline(__always) func tap(_ col: Int) -> SIMD4<Float> {
+                    row.loadUnaligned(fromByteOffset: (col &- lo) &* 12, as: SIMD4<Float>.self)
+                }
+                for i in 0..<(x1 - x0) {
+                    let cx = min(max(sourceX(x0 &+ i), Float(lo)), Float(hi))
+                    let ix = Int(cx)
+                    let wx = lut[Int((cx - Float(ix)) * steps + 0.5)]
+                    let v: SIMD4<Float>
+                    if ix >= 1 && ix + 2 < w {
+                        v = (wx[0] * tap(ix &- 1) + wx[1] * tap(ix)) + (wx[2] * tap(ix &+ 1) + wx[3] * tap(ix &+ 2))
+                    } else {
+                        v = (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix)) + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
+                    }
+                    UnsafeMutableRawPointer(d + i &* 4).storeBytes(of: v, as: SIMD4<Float>.self)
+                }
+                held[r & (Self.rows - 1)] = r
             }
             return true
         }
@@ -143,6 +222,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let p = src.baseAddress!
             if Sample.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
                 let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
+                if let cache, offsets == nil, rowCubicRGB8TwoPass(bytes, m, y, x0, x1, out, valid, cache) { return }
                 if let cache, rowCubicRGB8Cached(bytes, m, y, x0, x1, out, valid, cache) { return }
                 // (A segment spanning too many source rows falls through to the general path.)
             }
@@ -298,6 +378,66 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 let upper: SIMD4<Float> = wy[0] * Self.tapRow(block + r0, c0, c1, c2, c3, wx) + wy[1] * Self.tapRow(block + r1, c0, c1, c2, c3, wx)
                 let lower: SIMD4<Float> = wy[2] * Self.tapRow(block + r2, c0, c1, c2, c3, wx) + wy[3] * Self.tapRow(block + r3, c0, c1, c2, c3, wx)
                 let acc = upper + lower
+                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
+            }
+            return true
+        }
+    }
+
+    /// 8-bit RGB cubic in two separable passes (see ``Cache``): the horizontal pass of the
+    /// source rows this output row needs comes from `cache` (computed once per source row while
+    /// a segment walks down), then one vertical 4-tap pass per pixel. Validity is decided on the
+    /// exact source position, as on the other paths. Returns false (nothing written) when the
+    /// segment spans too many source rows or leaves the map's half-plane.
+    @inlinable
+    func rowCubicRGB8TwoPass(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+                             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
+                             _ cache: Cache) -> Bool {
+        let w = frame.width, h = frame.height
+        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
+        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
+        let projective = m6 != 0 || m[7] != 0
+        @inline(__always) func source(_ x: Int) -> (Float, Float) {
+            let fx = Float(x)
+            let nx = m0 * fx + m2, ny = m3 * fx + m5
+            guard projective else { return (nx, ny) }
+            let d = m6 * fx + m8
+            return d > 1e-12 ? (nx / d, ny / d) : (-1e9, -1e9)
+        }
+        let (_, ay) = source(x0), (_, by) = source(x1 - 1)
+        guard ay > -1e8, by > -1e8, ay.isFinite, by.isFinite else { return false }
+        // Rows of the vertical taps, with one row of margin (see rowCubicRGB8Cached).
+        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 2), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 3)
+        let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
+        return table.weights.withUnsafeBufferPointer { lut in
+            guard cache.preparePass(src, w: w, h: h, x0: x0, x1: x1, m: m, rowLo: rowLo, rowHi: rowHi, lut: lut) else { return false }
+            let stride = cache.stride, mask = Cache.rows - 1
+            let rows = UnsafeRawPointer(cache.storage)
+            let steps = Float(CubicTable.steps)
+            for i in 0..<(x1 - x0) {
+                let (sx, sy) = source(x0 &+ i)
+                let o = i &* 3
+                guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+                    valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
+                    continue
+                }
+                valid[i] = 1
+                let cy = min(max(sy, 0), maxY)
+                let iy = Int(cy)   // cy >= 0: truncation is the floor
+                let wy = lut[Int((cy - Float(iy)) * steps + 0.5)]
+                let r0: Int, r1: Int, r2: Int, r3: Int
+                if iy >= 1 && iy + 2 < h {
+                    r0 = (iy &- 1) & mask; r1 = iy & mask; r2 = (iy &+ 1) & mask; r3 = (iy &+ 2) & mask
+                } else {
+                    r0 = max(iy - 1, 0) & mask; r1 = iy & mask; r2 = min(iy + 1, h - 1) & mask; r3 = min(iy + 2, h - 1) & mask
+                }
+                // Every row read is in rowLo...rowHi (the taps of sy, clamped), prepared above.
+                let col = i &* 16
+                let v0 = rows.loadUnaligned(fromByteOffset: r0 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v1 = rows.loadUnaligned(fromByteOffset: r1 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v2 = rows.loadUnaligned(fromByteOffset: r2 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v3 = rows.loadUnaligned(fromByteOffset: r3 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
                 out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
             }
             return true
