@@ -254,42 +254,54 @@ public enum BurstStacker {
         let box = LockedBox(reports)
         let fieldBox = LockedBox(none)
         let start = Date()
-        let done = LockedBox(0)
-        for n in 0..<others.count {
-            if options.cancellation?.isCancelled == true { break }
-            let i = others[n]
-            let frameStart = Date()
-            let pyramid: GreyPyramid
-            switch frames[i].image {
-            case .uint8(let img): pyramid = reference.framePyramid(img)
-            case .uint16(let img): pyramid = reference.framePyramid(img)
-            case .float32(let img): pyramid = reference.framePyramid(img)
-            }
-            var r = FrameReport(index: i, source: frames[i].name)
-            let primary: MotionModel = options.align == .translation ? .translation : .homography
-            do {
-                r.fill(try reference.register(pyramid: pyramid, model: primary))
-            } catch {
-                if options.align == .auto {
-                    do {
-                        r.fill(try reference.register(pyramid: pyramid, model: .translation))
-                        r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
-                    } catch let e2 {
-                        r.fail(String(describing: e2))
+        let done = LockedBox(0), next = LockedBox(0)
+        // Frames are registered two (one per core) at a time: a small frame's registration runs
+        // on one core (its point loops only split above 8192 points), and each frame is
+        // independent of the others given the reference. Results land by index, so the order in
+        // which frames finish does not matter.
+        let workers = max(1, min(StripExecutor.threadCount, others.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                if options.cancellation?.isCancelled == true { break }
+                let n = next.update { v -> Int in defer { v += 1 }; return v }
+                guard n < others.count else { break }
+                let i = others[n]
+                let frameStart = Date()
+                let pyramid: GreyPyramid
+                switch frames[i].image {
+                case .uint8(let img): pyramid = reference.framePyramid(img)
+                case .uint16(let img): pyramid = reference.framePyramid(img)
+                case .float32(let img): pyramid = reference.framePyramid(img)
+                }
+                var r = FrameReport(index: i, source: frames[i].name)
+                let primary: MotionModel = options.align == .translation ? .translation : .homography
+                do {
+                    r.fill(try reference.register(pyramid: pyramid, model: primary))
+                } catch {
+                    if options.align == .auto {
+                        do {
+                            r.fill(try reference.register(pyramid: pyramid, model: .translation))
+                            r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
+                        } catch let e2 {
+                            r.fail(String(describing: e2))
+                        }
+                    } else {
+                        r.fail(String(describing: error))
                     }
-                } else {
-                    r.fail(String(describing: error))
+                }
+                var field: DisplacementField? = nil
+                if r.used, let h = r.homography, options.align == .local || options.align == .auto {
+                    (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
+                }
+                r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
+                box.update { $0[i] = r }
+                fieldBox.update { $0[i] = field }
+                // Under the counter's lock, so progress never goes backwards.
+                done.update { d in
+                    d += 1
+                    options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
                 }
             }
-            var field: DisplacementField? = nil
-            if r.used, let h = r.homography, options.align == .local || options.align == .auto {
-                (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
-            }
-            r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
-            box.update { $0[i] = r }
-            fieldBox.update { $0[i] = field }
-            let d = done.update { $0 += 1; return $0 }
-            options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
         }
         return (box.value, fieldBox.value)
     }
