@@ -1,5 +1,5 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift run -c release EvanescoBenchmarks [decode|warp|all] [--repeat N] [--json FILE]
+//   swift run -c release EvanescoBenchmarks [decode|warp|align|local|stack|backdrop|lens|lens-oracle|all] [--repeat N] [--json FILE]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
 import CHeif
