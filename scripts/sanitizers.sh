@@ -20,7 +20,7 @@ for kind in "${kinds[@]}"; do
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
     if swift test --sanitize="$kind" --build-path ".build-$kind" "${skip[@]}" >"$log" 2>&1 &&
        { [ "$kind" = thread ] || swift test --sanitize="$kind" --build-path ".build-$kind" --skip-build --filter StudioBrowser >>"$log" 2>&1; }; then
-        echo "sanitizers: $kind clean ($(grep -o 'Test run with [0-9]* tests' "$log" | awk '{n += $4} END {print n}') tests, $(( $(date +%s) - start )) s)"
+        echo "sanitizers: $kind clean ($(grep -oE 'Test run with [0-9]+ tests?' "$log" | awk '{n += $4} END {print n}') tests, $(( $(date +%s) - start )) s)"
     else
         grep -m 20 -E "ERROR: (Address|Thread)Sanitizer|WARNING: ThreadSanitizer|SUMMARY|✘" "$log" >&2 || tail -30 "$log" >&2
         echo "sanitizers: $kind FAILED (log: $log)" >&2
