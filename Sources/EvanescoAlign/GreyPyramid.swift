@@ -38,6 +38,15 @@ public struct GreyPyramid: Sendable {
     @_specialize(exported: true, where S == UInt16)
     @_specialize(exported: true, where S == Float)
     public static func luma255<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
+        // Called from generic code (a pyramid of any sample type), the specialisations above
+        // are not reached: 8-bit frames, the common case, take a concrete copy of the loop
+        // instead of a witness call per sample.
+        if let bytes = img as? Image<UInt8> { return luma255Body(bytes) }
+        return luma255Body(img)
+    }
+
+    @inline(__always)
+    static func luma255Body<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         let c = img.channels, n = img.pixelCount, k = 255 / S.fullScale, w = img.width
         return img.samples.withUnsafeBufferPointer { s in
             Image<Float>(width: img.width, height: img.height, channels: 1) { d in

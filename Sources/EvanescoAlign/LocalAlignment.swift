@@ -257,7 +257,17 @@ struct Window {
 
     /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD.
     func blockSearch(around d: SIMD2<Float>, radius: Int) -> SIMD2<Float> {
-        let w = ref.width, r = ref.samples, p = warped.image.samples, v = warped.validity.samples
+        ref.samples.withUnsafeBufferPointer { rb in warped.image.samples.withUnsafeBufferPointer { pb in
+            warped.validity.samples.withUnsafeBufferPointer { vb in
+                blockSearch(around: d, radius: radius, r: rb.baseAddress!, p: pb.baseAddress!, v: vb.baseAddress!)
+            }
+        }}
+    }
+
+    /// The search over raw pointers: the guard on each shift keeps every index inside the
+    /// window's rows and columns of both images (the warped frame has the reference's size).
+    func blockSearch(around d: SIMD2<Float>, radius: Int, r: UnsafePointer<Float>, p: UnsafePointer<Float>, v: UnsafePointer<UInt8>) -> SIMD2<Float> {
+        let w = ref.width
         let bx = Int(d.x.rounded()), by = Int(d.y.rounded())
         var best = Float.infinity, bestShift = d
         let n = Float(count)
