@@ -33,9 +33,16 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     /// A local correction on top of the homography (local alignment), or nil.
     public let offsets: DisplacementField?
 
-    /// Source rows one output row segment may span to use the converted-row path (a rotation up
-    /// to ~1 degree over a 544-px segment); wider spans take the direct path.
-    public static var cacheRows: Int { Cache.rows }
+    /// The rows (or columns) the cubic taps of source positions between `a` and `b` read, on an
+    /// axis of `count` samples: the taps' span with one sample of margin on each side, clamped to
+    /// the axis. (Between a segment's end points the positions can dip an ulp past an end
+    /// point's, since a projective division is not monotonic in floating point, and across an
+    /// integer that is one more row or column of taps.) `a` and `b` must not be NaN.
+    @inlinable @inline(__always)
+    static func tapSpan(_ a: Float, _ b: Float, count: Int) -> (lo: Int, hi: Int) {
+        let last = Float(count - 1)
+        return (max(0, Int(min(max(min(a, b), 0), last)) - 2), min(count - 1, Int(min(max(max(a, b), 0), last)) + 3))
+    }
 
     /// Rows kept between calls for 8-bit RGB cubic sampling, walking a column segment down
     /// consecutive output rows.
@@ -133,7 +140,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             }
             let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
             let projective = m6 != 0 || m7 != 0
-            let maxX = Float(w - 1), steps = Float(CubicTable.steps)
+            let steps = Float(CubicTable.steps)
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
                 let fr = Float(r)
                 // Output points on source row r: y = a + b x (sy = r solved for y).
@@ -150,8 +157,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 }
                 // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
                 // converted to Float once (a vectorised loop), so each tap is one 4-float load.
-                let sa = min(max(sourceX(x0), 0), maxX), sb = min(max(sourceX(x1 - 1), 0), maxX)
-                let lo = max(0, Int(min(sa, sb)) - 2), hi = min(w - 1, Int(max(sa, sb)) + 3)
+                let (lo, hi) = RowSampler.tapSpan(sourceX(x0), sourceX(x1 - 1), count: w)
                 guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
                 let n = (hi - lo + 1) * 3
                 let s = src + (r * w + lo) * 3
@@ -338,11 +344,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             }
             (ax, ay, bx, by) = (lo.0, lo.1, hi.0, hi.1)
         }
-        // One pixel of margin beyond the taps of the end points: between them the source
-        // positions can dip an ulp past an end point's (a projective division is not monotonic
-        // in floating point), and across an integer that is one more row or column of taps.
-        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 2), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 3)
-        let colLo = max(0, Int(min(max(min(ax, bx), 0), maxX)) - 2), colHi = min(w - 1, Int(min(max(max(ax, bx), 0), maxX)) + 3)
+        let (rowLo, rowHi) = Self.tapSpan(ay, by, count: h), (colLo, colHi) = Self.tapSpan(ax, bx, count: w)
         guard cache.prepare(src, w: w, lo: colLo, hi: colHi, rowLo: rowLo, rowHi: rowHi) else { return false }
         // Source row r is in slot r & mask, from column cache.colLo.
         let stride = cache.stride, mask = Cache.rows - 1, block = cache.storage
@@ -406,8 +408,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         }
         let (_, ay) = source(x0), (_, by) = source(x1 - 1)
         guard ay > -1e8, by > -1e8, ay.isFinite, by.isFinite else { return false }
-        // Rows of the vertical taps, with one row of margin (see rowCubicRGB8Cached).
-        let rowLo = max(0, Int(min(max(min(ay, by), 0), maxY)) - 2), rowHi = min(h - 1, Int(min(max(max(ay, by), 0), maxY)) + 3)
+        let (rowLo, rowHi) = Self.tapSpan(ay, by, count: h)
         let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
         return table.weights.withUnsafeBufferPointer { lut in
             guard cache.preparePass(src, w: w, h: h, x0: x0, x1: x1, m: m, rowLo: rowLo, rowHi: rowHi, lut: lut) else { return false }
