@@ -50,8 +50,8 @@ export class DepthWorkspace {
    * drawn smaller while dragging, so the preview keeps up with the hand. */
   dragSize() {
     const filtered = this.view === 'filtered';
-    if (filtered && this.effect === 'lens') return 768;
-    if (filtered && this.effect === 'blur') return 1024;
+    if (filtered && this.effect === 'lens') return 512;
+    if (filtered && this.effect === 'blur') return 768;
     return this.previewLongSide || 1600;
   }
 
