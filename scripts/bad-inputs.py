@@ -125,6 +125,16 @@ for (w, h) in [(1, 1), (2, 1), (1, 2), (3, 3), (15, 15), (16, 16), (4000, 1), (1
         n = f"t{w}x{h}_{k}.png"; png(n, w, h, fill=None if w * h > 4 else 40 * k); names.append(n)
     for align in ["auto", "homography", "translation", "none", "local"]:
         run("Tiny and degenerate frames", ["stack", *names, "-o", f"s{w}x{h}.png", "--force", "--align", align, "--quiet"], timeout=60)
+    # Through the temporary file of decoded frames (a one-megabyte limit), kept here: nothing may be left in ".".
+    for align in ["auto", "none"]:
+        run("Tiny and degenerate frames", ["stack", *names, "-o", f"s{w}x{h}.png", "--force", "--align", align, "--quiet",
+                                           "--memory-limit", "1", "--spill-dir", "."], timeout=60)
+open("junk-frame.png", "wb").write(b"\x89PNG\r\n\x1a\n" + os.urandom(200))
+run("Tiny and degenerate frames", ["stack", "t16x16_0.png", "junk-frame.png", "t16x16_1.png", "t16x16_2.png", "-o", "sj.png", "--force",
+                                   "--memory-limit", "1", "--spill-dir", "."], expect=(0,), must_exist=["sj.png"], unchanged=["junk-frame.png"])
+for v in ["-1", "nan", "99999999999", "16777217"]:
+    run("CLI values (NaN, infinity, out of range)", ["stack", "t16x16_0.png", "t16x16_1.png", "-o", "sm.png", "--memory-limit", v], expect=(64,), must_not_exist=["sm.png"])
+run("CLI values (NaN, infinity, out of range)", ["stack", "t16x16_0.png", "t16x16_1.png", "-o", "sm.png", "--spill-dir", "no-such-dir"], expect=(64,), must_not_exist=["sm.png"])
 
 # --- Streams that do not match ----------------------------------------------------------------------
 png("tall.png", 16, 200); png("wide.png", 300, 20)

@@ -25,8 +25,13 @@ struct CubicTable: Sendable {
 /// cubic overshoot is clamped to 0...255 and 0...65535 for integer samples, never for float
 /// samples (depth maps and linear light are not bounded by 1).
 public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
-    /// The frame sampled.
-    public let frame: Image<Sample>
+    /// The sampled frame's size and channels.
+    public let width: Int, height: Int, channels: Int
+    /// Where the samples are: an image (held here, so its storage stays alive) or memory held
+    /// elsewhere (a memory-mapped spill file), kept alive by `owner`.
+    @usableFromInline let image: Image<Sample>?
+    @usableFromInline let external: UnsafePointer<Sample>?
+    @usableFromInline let owner: AnyObject?
     /// Output -> frame, row-major; nil when the frame is the output grid (identity).
     @usableFromInline let m: [Float]?
     public let interpolation: Interpolation
@@ -193,7 +198,33 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - offsets: A local correction: output pixel `p` samples the frame at `H^-1 (p + d(p))`.
     @inlinable
     public init(frame: Image<Sample>, homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil) {
-        self.frame = frame
+        self.init(image: frame, external: nil, owner: nil, width: frame.width, height: frame.height, channels: frame.channels,
+                  homography: homography, interpolation: interpolation, offsets: offsets)
+    }
+
+    /// A sampler over samples held outside an ``Image`` (rows of a memory-mapped file, say),
+    /// interleaved and row-major, `width * height * channels` of them.
+    ///
+    /// - Parameters:
+    ///   - samples: The first sample; it must stay valid while `owner` lives.
+    ///   - width: Pixels per row.
+    ///   - height: Rows.
+    ///   - channels: Samples per pixel.
+    ///   - owner: Whatever keeps `samples` valid; the sampler holds it.
+    ///   - homography: As in ``init(frame:homography:interpolation:offsets:)``.
+    ///   - interpolation: The sampler.
+    ///   - offsets: A local correction, or nil.
+    public init(samples: UnsafePointer<Sample>, width: Int, height: Int, channels: Int, owner: AnyObject,
+                homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil) {
+        self.init(image: nil, external: samples, owner: owner, width: width, height: height, channels: channels,
+                  homography: homography, interpolation: interpolation, offsets: offsets)
+    }
+
+    @usableFromInline
+    init(image: Image<Sample>?, external: UnsafePointer<Sample>?, owner: AnyObject?, width: Int, height: Int, channels: Int,
+         homography: Homography?, interpolation: Interpolation, offsets: DisplacementField?) {
+        self.image = image; self.external = external; self.owner = owner
+        self.width = width; self.height = height; self.channels = channels
         self.interpolation = interpolation
         self.offsets = offsets
         if let h = homography, h != .identity {
@@ -217,15 +248,19 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     @inlinable
     public func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
                           cache: Cache? = nil) {
-        let c = frame.channels, w = frame.width
-        frame.samples.withUnsafeBufferPointer { src in
+        let c = channels, w = width
+        guard w > 0 && height > 0 else {
+            for j in 0..<((x1 - x0) * c) { out[j] = 0 }
+            for i in 0..<(x1 - x0) { valid[i] = 0 }
+            return
+        }
+        withSamples { p in
             guard let m else {
                 let base = (y * w + x0) * c
-                for j in 0..<((x1 - x0) * c) { out[j] = src[base + j].floatValue }
+                for j in 0..<((x1 - x0) * c) { out[j] = p[base + j].floatValue }
                 for i in 0..<(x1 - x0) { valid[i] = 1 }
                 return
             }
-            let p = src.baseAddress!
             if Sample.self == UInt8.self && c == 3 && (interpolation == .catmullRom || interpolation == .bicubic) {
                 let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
                 if let cache, offsets == nil, rowCubicRGB8TwoPass(bytes, m, y, x0, x1, out, valid, cache) { return }
@@ -243,12 +278,19 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with the frame's first sample (valid for the call).
+    @inlinable @inline(__always)
+    func withSamples<R>(_ body: (UnsafePointer<Sample>) -> R) -> R {
+        if let external { return body(external) }
+        return image!.samples.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
     /// The per-pixel loop; `channels` and `kind` (0 nearest, 1 bilinear, 2 cubic) are constants
     /// at each call site above, so the optimiser specialises this inlined body for them.
     @inlinable @inline(__always)
     func row(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
              _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, kind: Int) {
-        let w = frame.width, h = frame.height
+        let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let a: Float = interpolation.cubicParameter ?? -0.75
         let (m0, m3, m6) = (m[0], m[3], m[6])
@@ -314,7 +356,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     func rowCubicRGB8Cached(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
                             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
                             _ cache: Cache) -> Bool {
-        let w = frame.width, h = frame.height
+        let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
         let projective = m6 != 0 || m[7] != 0
@@ -395,7 +437,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     func rowCubicRGB8TwoPass(_ src: UnsafePointer<UInt8>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
                              _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>,
                              _ cache: Cache) -> Bool {
-        let w = frame.width, h = frame.height
+        let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
         let projective = m6 != 0 || m[7] != 0

@@ -33,12 +33,17 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case tooSmallToAlign(width: Int, height: Int)
     /// ``StackOptions/cancellation`` was cancelled; nothing was produced.
     case cancelled
+    /// The decoded frames exceed ``StackOptions/memoryLimit`` and the temporary file that holds
+    /// them instead could not be made or written.
+    case spillFailed(directory: String, reason: String)
 
     public var description: String {
         switch self {
         case .tooSmallToAlign(let w, let h):
             "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
         case .cancelled: "the stack was cancelled before it finished"
+        case .spillFailed(let d, let r):
+            "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); free space there, choose another folder (--spill-dir) or raise --memory-limit"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r): "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
         case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
@@ -77,6 +82,9 @@ public struct StackResult: Sendable {
     public var localFields: [DisplacementField?] = []
     /// The per-pixel maps, when ``StackOptions/collectMaps`` is set.
     public var maps: StackMaps?
+    /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
+    /// ``StackOptions/memoryLimit``; nil when they were held in memory.
+    public var spilledBytes: Int?
     /// Inputs that could not be decoded (see ``notices``).
     public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
     /// Frames merged.
@@ -93,24 +101,21 @@ public enum BurstStacker {
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.
     public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws -> StackResult {
-        guard !frames.isEmpty else { throw StackError.noFrames }
-        guard requested.reference >= 0 && requested.reference < frames.count else {
-            throw StackError.referenceOutOfRange(requested.reference, count: frames.count)
-        }
+        try check(frames.map { FrameShape(name: $0.name, width: $0.image.width, height: $0.image.height, channels: $0.image.channels) },
+                  options: requested)
         let ref = frames[requested.reference]
-        for f in frames {
-            if f.image.width != ref.image.width || f.image.height != ref.image.height {
-                throw StackError.sizeMismatch(frame: f.name, size: "\(f.image.width)x\(f.image.height)",
-                                              reference: ref.name, referenceSize: "\(ref.image.width)x\(ref.image.height)")
-            }
-            if f.image.channels != ref.image.channels { throw StackError.channelMismatch(frame: f.name) }
-        }
-        if requested.align != .none && frames.count > 1 && min(ref.image.width, ref.image.height) < minimumAlignedSide {
-            throw StackError.tooSmallToAlign(width: ref.image.width, height: ref.image.height)
-        }
-        let (options, policyNotices) = requested.resolved(frames: frames.count, pixels: ref.image.width * ref.image.height)
+        let eightBit: Bool = if case .uint8 = ref.image { true } else { false }
+        let source = BurstFrameSource(names: frames.map(\.name), width: ref.image.width, height: ref.image.height,
+                                      channels: ref.image.channels, eightBit: eightBit, referenceMetadata: ref.metadata,
+                                      memory: frames, spill: nil, slots: [])
+        return try run(source, options: requested)
+    }
+
+    /// Aligns and merges the frames of `source` (validated: one size, one channel count).
+    static func run(_ source: BurstFrameSource, options requested: StackOptions) throws -> StackResult {
+        let (options, policyNotices) = requested.resolved(frames: source.count, pixels: source.width * source.height)
         var timings = StageTimings()
-        let (reports, fields) = timings.measure(\.align) { align(frames, options: options) }
+        let (reports, fields) = source.aligned ?? timings.measure(\.align) { align(source, options: options) }
         if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         let t1 = Date()
         let used = reports.filter(\.used).map(\.index)
@@ -118,17 +123,23 @@ public enum BurstStacker {
         let offsets: [DisplacementField?] = used.map { fields[$0] }
         let result: (AnyImage, Float?)
         let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
-        let w = ref.image.width, h = ref.image.height
+        let w = source.width, h = source.height, c = source.channels
         var maps: StackMaps? = options.collectMaps
             ? StackMaps(kept: Image(width: w, height: h, channels: 1), provenance: Image(width: w, height: h, channels: 1),
-                        localShift: StackMaps.localShift(fields, width: w, height: h), tolerance: 0, mergedFrames: used.count, frames: frames.count)
+                        localShift: StackMaps.localShift(fields, width: w, height: h), tolerance: 0, mergedFrames: used.count, frames: source.count)
             : nil
-        switch ref.image {
-        case .uint8:
-            let r = merge(used.map { frames[$0].image.uint8 }, homographies, offsets, options: options, threadTime: split, maps: &maps, frameIndex: used)
+        // From a spill file the merge runs in bands of rows, dropping the pages it has read after
+        // each, so the resident part of the file stays at one band of every frame.
+        let band = source.bandRows(frames: used.count, limit: options.memoryLimit)
+        if source.eightBit {
+            let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt8.self)
+            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
+                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             result = (.uint8(r.0), r.1)
-        case .uint16, .float32:
-            let r = merge(used.map { frames[$0].image.uint16 }, homographies, offsets, options: options, threadTime: split, maps: &maps, frameIndex: used)
+        } else {
+            let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt16.self)
+            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
+                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             result = (.uint16(r.0), r.1)
         }
         // Warping and merging run fused, tile by tile; their wall time is split by their shares
@@ -142,9 +153,12 @@ public enum BurstStacker {
         var notices: [StackNotice] = []
         for f in reports where !f.used { notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue)) }
         for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
-        return StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
-                           noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
-                           referenceMetadata: ref.metadata, decodedFrames: options.retainFrames ? frames : nil, localFields: fields, maps: maps)
+        var r = StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
+                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
+                            referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
+                            localFields: fields, maps: maps)
+        r.spilledBytes = source.spill?.length
+        return r
     }
 
     /// Decodes `inputs` (image files, folders of images sorted by name, or one video of which
@@ -160,14 +174,181 @@ public enum BurstStacker {
     ///   and what ``stack(_:options:)`` throws.
     public static func stack(contentsOf inputs: [String], options: StackOptions = StackOptions()) throws -> StackResult {
         let start = Date()
+        if let r = try stackSpilled(inputs, options: options) { return r }
         let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
         let decode = Date().timeIntervalSince(start)
-        guard !loaded.frames.isEmpty else {
-            throw loaded.skipped.isEmpty ? StackError.noFrames : StackError.noUsableInput(reasons: loaded.skipped.prefix(5).map { $0.1.hasPrefix($0.0) ? $0.1 : "\($0.0): \($0.1)" })
-        }
+        guard !loaded.frames.isEmpty else { throw nothingDecoded(loaded.skipped) }
         var r = try stack(loaded.frames, options: options)
         r.timings.decode = decode
         r.notices.insert(contentsOf: loaded.skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)
+        return r
+    }
+
+    /// A frame's name, size and channels, for the checks every burst passes.
+    struct FrameShape: Sendable { var name: String; var width: Int; var height: Int; var channels: Int }
+
+    /// The checks every burst passes before alignment: frames, a reference among them, one
+    /// size, one channel count, and big enough to align.
+    static func check(_ frames: [FrameShape], options: StackOptions) throws {
+        guard !frames.isEmpty else { throw StackError.noFrames }
+        guard options.reference >= 0 && options.reference < frames.count else {
+            throw StackError.referenceOutOfRange(options.reference, count: frames.count)
+        }
+        let ref = frames[options.reference]
+        for f in frames {
+            if f.width != ref.width || f.height != ref.height {
+                throw StackError.sizeMismatch(frame: f.name, size: "\(f.width)x\(f.height)", reference: ref.name, referenceSize: "\(ref.width)x\(ref.height)")
+            }
+            if f.channels != ref.channels { throw StackError.channelMismatch(frame: f.name) }
+        }
+        if options.align != .none && frames.count > 1 && min(ref.width, ref.height) < minimumAlignedSide {
+            throw StackError.tooSmallToAlign(width: ref.width, height: ref.height)
+        }
+    }
+
+    /// The error when no input decoded.
+    static func nothingDecoded(_ skipped: [(String, String)]) -> StackError {
+        skipped.isEmpty ? .noFrames : .noUsableInput(reasons: skipped.prefix(5).map { $0.1.hasPrefix($0.0) ? $0.1 : "\($0.0): \($0.1)" })
+    }
+
+    /// Image files whose decoded frames would exceed ``StackOptions/memoryLimit``: decoded two at
+    /// a time into a ``FrameSpill`` (each frame leaves memory as soon as it is written), aligned
+    /// from it one copy at a time, and merged from it in bands. nil when the frames fit (or the
+    /// input is a video, or the frames are to be retained): the caller holds them in memory.
+    static func stackSpilled(_ inputs: [String], options: StackOptions) throws -> StackResult? {
+        guard let limit = options.memoryLimit, !options.retainFrames else { return nil }
+        let files = try InputFile.expand(inputs)
+        guard files.count > 1 else { return nil }
+        // The first readable header tells whether the frames would exceed the limit (a burst has
+        // one size; a frame of another is refused below, as in memory).
+        guard let probe = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
+        let probeBytes = probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
+        let (total, overflow) = probeBytes.multipliedReportingOverflow(by: files.count)
+        guard overflow || total > limit else { return nil }
+
+        struct Decoded: Sendable {
+            var shape: FrameShape; var metadata: ImageMetadata
+            var aligned: (report: FrameReport, field: DisplacementField?)? = nil
+        }
+        let results = LockedBox([Result<Decoded, Error>?](repeating: nil, count: files.count))
+        let start = Date()
+        let done = LockedBox(0)
+        @Sendable func decoded(_ i: Int, _ r: Result<Decoded, Error>) {
+            results.update { $0[i] = r }
+            let d = done.update { $0 += 1; return $0 }
+            options.progress?(StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
+        }
+        // The first frame that decodes sets the slots' shape and sample type.
+        var firstIndex = 0
+        var first: DecodedImage? = nil, early: [(String, String)] = []
+        while first == nil && firstIndex < files.count {
+            do { first = try ImageCodecs.read(files[firstIndex]) } catch {
+                early.append((files[firstIndex], String(describing: error)))
+                decoded(firstIndex, .failure(error)); firstIndex += 1
+            }
+        }
+        guard let first else { throw nothingDecoded(early) }
+        let firstDecoded = firstIndex
+        let eightBit = first.image.bitDepth == 8, channels = first.image.channels
+        let width = first.image.width, height = first.image.height
+        let pixels = width * height, frameBytes = pixels * channels * (eightBit ? 1 : 2)
+        let directory = options.spillDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let spill = try FrameSpill(directory: directory, frameBytes: frameBytes, slots: files.count)
+        // With the first decoded frame as the reference (the default), each frame is registered
+        // as soon as it is decoded, from its decoded pixels: nothing is copied back out of the
+        // file, and registration runs while the file's pages are written out to disk.
+        let fuse = options.reference == 0 && options.align != .none && options.givenHomographies == nil
+            && min(width, height) >= minimumAlignedSide
+        let alignOptions = options.resolved(frames: files.count, pixels: pixels).options
+        let referenceStart = Date()
+        let reference = fuse ? registrationReference(first.image, options: alignOptions) : nil
+        let referenceSeconds = Date().timeIntervalSince(referenceStart)
+        let fatal = LockedBox<Error?>(nil)
+        let threadTime = LockedBox((decode: 0.0, align: 0.0))
+        let writer = DispatchQueue(label: "evanesco.spill-writer"), writes = DispatchSemaphore(value: 2)
+        /// Writes a decoded frame to its slot if it has the slots' shape (one that has not is
+        /// not written: the size check below names it), and registers it when fused.
+        @Sendable func keep(_ d: DecodedImage, _ i: Int) -> Decoded {
+            let shape = FrameShape(name: files[i], width: d.image.width, height: d.image.height, channels: d.image.channels)
+            var k = Decoded(shape: shape, metadata: d.metadata)
+            guard shape.width * shape.height == pixels && shape.channels == channels else { return k }
+            // Written by one writer thread, at most two frames queued: while it waits on the
+            // disk, the decoders and registration keep both cores busy.
+            let t0 = Date()
+            let image = d.image
+            writes.wait()
+            writer.async {
+                defer { writes.signal() }
+                do {
+                    if eightBit { try spill.write(image.uint8, slot: i) } else { try spill.write(image.uint16, slot: i) }
+                } catch { fatal.update { $0 = $0 ?? error } }
+            }
+            let t1 = Date()
+            if let reference, i != firstDecoded, shape.width == width {
+                k.aligned = register(d.image, index: i, name: files[i], to: reference, options: alignOptions)
+            }
+            let t2 = Date()
+            threadTime.update { $0.decode += t1.timeIntervalSince(t0); $0.align += t2.timeIntervalSince(t1) }
+            return k
+        }
+        decoded(firstDecoded, .success(keep(first, firstDecoded)))
+        let next = LockedBox(firstDecoded + 1)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            while fatal.value == nil && options.cancellation?.isCancelled != true {
+                let i = next.update { v -> Int in defer { v += 1 }; return v }
+                guard i < files.count else { break }
+                let t0 = Date()
+                let r = Result { try ImageCodecs.read(files[i]) }
+                threadTime.update { $0.decode += Date().timeIntervalSince(t0) }
+                decoded(i, r.map { keep($0, i) })
+            }
+        }
+        writer.sync {}   // every queued frame written
+        if let e = fatal.value { throw e }
+        if options.cancellation?.isCancelled == true { throw StackError.cancelled }
+        let phaseSeconds = Date().timeIntervalSince(start)
+        var used: [Int] = [], skipped: [(String, String)] = []
+        var decoded: [Decoded] = []
+        for (i, r) in results.value.enumerated() {
+            switch r! {
+            case .success(let d): used.append(i); decoded.append(d)
+            case .failure(let e): skipped.append((files[i], String(describing: e)))
+            }
+        }
+        guard !used.isEmpty else { throw nothingDecoded(skipped) }
+        try check(decoded.map(\.shape), options: options)
+        let ref = decoded[options.reference]
+        var source = BurstFrameSource(names: decoded.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
+                                      channels: channels, eightBit: eightBit, referenceMetadata: ref.metadata,
+                                      memory: nil, spill: spill, slots: used)
+        if fuse {
+            // Reports by position among the decoded frames, as align() makes them.
+            var reports: [FrameReport] = [], fields: [DisplacementField?] = []
+            for (p, d) in decoded.enumerated() {
+                if p == 0 {
+                    var r = FrameReport(index: 0, source: d.shape.name, homography: .identity, used: true, status: .reference)
+                    r.alignSeconds = (referenceSeconds * 1000).rounded() / 1000
+                    reports.append(r); fields.append(nil)
+                } else if let a = d.aligned {
+                    var r = a.report
+                    r.index = p
+                    reports.append(r); fields.append(a.field)
+                } else {
+                    var r = FrameReport(index: p, source: d.shape.name)
+                    r.fail("not registered")
+                    reports.append(r); fields.append(nil)
+                }
+            }
+            source.aligned = (reports, fields)
+        }
+        var r = try run(source, options: options)
+        // Decoding and (fused) registration ran together: their wall time is split by their
+        // shares of the threads' time, the reference's registration counted as alignment.
+        let (dt, at) = threadTime.value
+        let alignShare = dt + at > 0 ? at / (dt + at) : 0
+        r.timings.decode = (phaseSeconds - referenceSeconds) * (1 - alignShare)
+        if fuse { r.timings.align = (phaseSeconds - referenceSeconds) * alignShare + referenceSeconds }
+        r.notices.insert(contentsOf: skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)
         return r
     }
 
@@ -218,11 +399,11 @@ public enum BurstStacker {
 
     // MARK: Alignment
 
-    static func align(_ frames: [BurstFrame], options: StackOptions) -> ([FrameReport], [DisplacementField?]) {
+    static func align(_ frames: BurstFrameSource, options: StackOptions) -> ([FrameReport], [DisplacementField?]) {
         let none = [DisplacementField?](repeating: nil, count: frames.count)
         let refIndex = options.reference
-        var reports = frames.enumerated().map { i, f in
-            FrameReport(index: i, source: f.name, homography: i == refIndex ? Homography.identity : nil,
+        var reports = frames.names.enumerated().map { i, name in
+            FrameReport(index: i, source: name, homography: i == refIndex ? Homography.identity : nil,
                         used: i == refIndex, status: i == refIndex ? .reference : .pending)
         }
         if let given = options.givenHomographies {
@@ -243,14 +424,10 @@ public enum BurstStacker {
         }
         guard frames.count > 1 else { return (reports, none) }
         let refStart = Date()
-        let reference: RegistrationReference
-        switch frames[refIndex].image {
-        case .uint8(let i): reference = RegistrationReference(i, options: options.registration)
-        case .uint16(let i): reference = RegistrationReference(i, options: options.registration)
-        case .float32(let i): reference = RegistrationReference(i, options: options.registration)
-        }
+        let reference = registrationReference(frames.image(refIndex), options: options)
+        frames.doneAligning(refIndex)
         reports[refIndex].alignSeconds = (Date().timeIntervalSince(refStart) * 1000).rounded() / 1000
-        let others = frames.indices.filter { $0 != refIndex }
+        let others = (0..<frames.count).filter { $0 != refIndex }
         let box = LockedBox(reports)
         let fieldBox = LockedBox(none)
         let start = Date()
@@ -266,34 +443,9 @@ public enum BurstStacker {
                 let n = next.update { v -> Int in defer { v += 1 }; return v }
                 guard n < others.count else { break }
                 let i = others[n]
-                let frameStart = Date()
-                let pyramid: GreyPyramid
-                switch frames[i].image {
-                case .uint8(let img): pyramid = reference.framePyramid(img)
-                case .uint16(let img): pyramid = reference.framePyramid(img)
-                case .float32(let img): pyramid = reference.framePyramid(img)
+                let (r, field) = register(frames.image(i), index: i, name: frames.names[i], to: reference, options: options) {
+                    frames.doneAligning(i)
                 }
-                var r = FrameReport(index: i, source: frames[i].name)
-                let primary: MotionModel = options.align == .translation ? .translation : .homography
-                do {
-                    r.fill(try reference.register(pyramid: pyramid, model: primary))
-                } catch {
-                    if options.align == .auto {
-                        do {
-                            r.fill(try reference.register(pyramid: pyramid, model: .translation))
-                            r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
-                        } catch let e2 {
-                            r.fail(String(describing: e2))
-                        }
-                    } else {
-                        r.fail(String(describing: error))
-                    }
-                }
-                var field: DisplacementField? = nil
-                if r.used, let h = r.homography, options.align == .local || options.align == .auto {
-                    (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
-                }
-                r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
                 box.update { $0[i] = r }
                 fieldBox.update { $0[i] = field }
                 // Under the counter's lock, so progress never goes backwards.
@@ -304,6 +456,52 @@ public enum BurstStacker {
             }
         }
         return (box.value, fieldBox.value)
+    }
+
+    /// The reference frame's pyramid and features, which every other frame is registered to.
+    static func registrationReference(_ image: AnyImage, options: StackOptions) -> RegistrationReference {
+        switch image {
+        case .uint8(let i): RegistrationReference(i, options: options.registration)
+        case .uint16(let i): RegistrationReference(i, options: options.registration)
+        case .float32(let i): RegistrationReference(i, options: options.registration)
+        }
+    }
+
+    /// Registers one decoded frame to the reference: its pyramid, the homography (falling back to
+    /// a translation under ``AlignMode/auto``), and the local alignment where it applies.
+    /// `pyramidMade` runs once the frame's pixels are no longer needed.
+    static func register(_ image: AnyImage, index i: Int, name: String, to reference: RegistrationReference, options: StackOptions,
+                         pyramidMade: () -> Void = {}) -> (FrameReport, DisplacementField?) {
+        let frameStart = Date()
+        let pyramid: GreyPyramid
+        switch image {
+        case .uint8(let img): pyramid = reference.framePyramid(img)
+        case .uint16(let img): pyramid = reference.framePyramid(img)
+        case .float32(let img): pyramid = reference.framePyramid(img)
+        }
+        pyramidMade()
+        var r = FrameReport(index: i, source: name)
+        let primary: MotionModel = options.align == .translation ? .translation : .homography
+        do {
+            r.fill(try reference.register(pyramid: pyramid, model: primary))
+        } catch {
+            if options.align == .auto {
+                do {
+                    r.fill(try reference.register(pyramid: pyramid, model: .translation))
+                    r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
+                } catch let e2 {
+                    r.fail(String(describing: e2))
+                }
+            } else {
+                r.fail(String(describing: error))
+            }
+        }
+        var field: DisplacementField? = nil
+        if r.used, let h = r.homography, options.align == .local || options.align == .auto {
+            (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
+        }
+        r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
+        return (r, field)
     }
 
     /// The local alignment of a registered frame: always with ``AlignMode/local``; with `.auto`
@@ -333,17 +531,19 @@ public enum BurstStacker {
     static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
         var none: StackMaps? = nil
-        return merge(images, homographies, offsets, options: options, threadTime: threadTime, maps: &none, frameIndex: Array(images.indices))
+        let warpers = images.indices.map { RowSampler(frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
+                                                      offsets: $0 < offsets.count ? offsets[$0] : nil) }
+        return merge(warpers, width: images[0].width, height: images[0].height, channels: images[0].channels, options: options,
+                     threadTime: threadTime, maps: &none, frameIndex: Array(images.indices), bandRows: nil, afterBand: nil)
     }
 
     /// The merge, also filling `maps` (when given) tile by tile; `frameIndex[k]` is merged frame
-    /// k's index in the report.
-    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
+    /// k's index in the report. With `bandRows` the picture is merged in bands of that many rows,
+    /// one after the other (each band split among the threads), and `afterBand` runs after each.
+    static func merge<S: PixelSample>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>?, maps: inout StackMaps?,
-                                      frameIndex: [Int]) -> (Image<S>, Float?) {
-        let w = images[0].width, h = images[0].height, c = images[0].channels, n = images.count
-        let warpers = images.indices.map { RowSampler(frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
-                                                      offsets: $0 < offsets.count ? offsets[$0] : nil) }
+                                      frameIndex: [Int], bandRows: Int?, afterBand: (() -> Void)?) -> (Image<S>, Float?) {
+        let n = warpers.count
         let network = SortingNetwork(size: n)
         var sigma: Float? = nil
         let kernel: any MergeKernel
@@ -354,7 +554,7 @@ public enum BurstStacker {
         case .winsorized: kernel = WinsorizedKernel(network: network, fraction: options.winsorFraction)
         case .mode: kernel = ModeKernel(network: network, fullScale: S.fullScale)
         case .robust:
-            let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network)
+            let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)
             sigma = s
             kernel = SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s)
         }
@@ -362,55 +562,67 @@ public enum BurstStacker {
         let start = Date()
         let rowsDone = LockedBox(0)
         // Maps: a frame agrees with the result within 3 x the noise (at least 2 % of full scale).
-        let tolerance = maps == nil ? 0 : max(3 * (sigma ?? estimateNoise(warpers, width: w, height: h, channels: c, network: network)), 0.02 * S.fullScale)
+        let tolerance = maps == nil ? 0 : max(3 * (sigma ?? estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)), 0.02 * S.fullScale)
         maps?.tolerance = tolerance
         let keptMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
         let provenanceMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
         defer { keptMap?.deallocate(); provenanceMap?.deallocate() }
         let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
         let segments = (w + tileWidth - 1) / tileWidth
+        afterBand?()
+        let band = min(h, max(1, bandRows ?? h))
         let out = Image<S>(width: w, height: h, channels: c) { dst in
-            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
-                let tile = SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c)
-                defer { tile.deallocate() }
-                let merged = UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c)
-                defer { merged.deallocate() }
-                // One cache of converted source rows per frame: the strip is walked down each
-                // column segment in turn, so each source row is converted about once.
-                let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
-                var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
-                defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
-                var x0 = 0
-                while x0 < w {
-                    let x1 = min(w, x0 + tileWidth)
-                    for y in rows {
-                        if options.cancellation?.isCancelled == true { break }
-                        let t = tile.resized(pixels: x1 - x0)
-                        let c0 = DispatchTime.now().uptimeNanoseconds
-                        for k in 0..<n {
-                            warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
-                        }
-                        let c1 = DispatchTime.now().uptimeNanoseconds
-                        t.countValid()
-                        kernel.merge(t, into: merged)
-                        if let kp = km.value, let pp = pm.value {
-                            StackMaps.record(t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
-                                             kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
-                        }
-                        let c2 = DispatchTime.now().uptimeNanoseconds
-                        warpNs += c1 - c0; kernelNs += c2 - c1
-                        let o = (y * w + x0) * c
-                        for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
-                        // Progress in rows: a row of every segment is one row of the picture.
-                        if let progress = options.progress {
-                            let d = rowsDone.update { $0 += 1; return $0 }
-                            if d % (64 * segments) == 0 || d == h * segments {
-                                progress(StackProgress(stage: .merge, done: d / segments, total: h, elapsed: Date().timeIntervalSince(start)))
+            var y0 = 0
+            while y0 < h {
+                let y1 = min(h, y0 + band)
+                // A band splits into two strips per thread (each strip's first rows cost its caches more).
+                let minimumRows = bandRows == nil ? 8 : max(8, (y1 - y0) / (2 * StripExecutor.threadCount))
+                StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in
+                    let rows = (local.lowerBound + y0)..<(local.upperBound + y0)
+                    let tile = SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c)
+                    defer { tile.deallocate() }
+                    let merged = UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c)
+                    defer { merged.deallocate() }
+                    // One cache of converted source rows per frame: the strip is walked down each
+                    // column segment in turn, so each source row is converted about once.
+                    let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
+                    var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
+                    defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
+                    var x0 = 0
+                    while x0 < w {
+                        let x1 = min(w, x0 + tileWidth)
+                        for y in rows {
+                            if options.cancellation?.isCancelled == true { break }
+                            let t = tile.resized(pixels: x1 - x0)
+                            let c0 = DispatchTime.now().uptimeNanoseconds
+                            for k in 0..<n {
+                                warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
+                            }
+                            let c1 = DispatchTime.now().uptimeNanoseconds
+                            t.countValid()
+                            kernel.merge(t, into: merged)
+                            if let kp = km.value, let pp = pm.value {
+                                StackMaps.record(t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
+                                                 kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
+                            }
+                            let c2 = DispatchTime.now().uptimeNanoseconds
+                            warpNs += c1 - c0; kernelNs += c2 - c1
+                            let o = (y * w + x0) * c
+                            for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
+                            // Progress in rows: a row of every segment is one row of the picture.
+                            if let progress = options.progress {
+                                let d = rowsDone.update { $0 += 1; return $0 }
+                                if d % (64 * segments) == 0 || d == h * segments {
+                                    progress(StackProgress(stage: .merge, done: d / segments, total: h, elapsed: Date().timeIntervalSince(start)))
+                                }
                             }
                         }
+                        x0 = x1
                     }
-                    x0 = x1
                 }
+                afterBand?()
+                if options.cancellation?.isCancelled == true { break }
+                y0 = y1
             }
         }
         if let kp = keptMap, let pp = provenanceMap {
@@ -423,7 +635,8 @@ public enum BurstStacker {
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each
     /// sample's median absolute deviation across frames. Moving things are a minority of frames
     /// at most pixels, so the median of MADs reflects sensor and compression noise.
-    static func estimateNoise<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork) -> Float {
+    static func estimateNoise<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork,
+                                 afterRow: (() -> Void)? = nil) -> Float {
         let n = warpers.count
         guard n >= 3 else { return S.fullScale / 255 * 2 }
         let tile = SampleTile.allocate(frames: n, maxPixels: 256, channels: c)
@@ -433,6 +646,9 @@ public enum BurstStacker {
         dev.reserveCapacity(n)
         let stepY = max(1, h / 48)
         for y in stride(from: stepY / 2, to: h, by: stepY) {
+            // (From a spill file: each sampled row's pages are dropped before the next, else the
+            // pass would map some of every part of every frame.)
+            defer { afterRow?() }
             for x0 in stride(from: 0, to: max(1, w - 256), by: max(256, w / 8)) {
                 let t = tile.resized(pixels: min(256, w - x0))
                 for k in 0..<n { warpers[k].sampleRow(y: y, x0: x0, x1: x0 + t.pixels, into: t.values + k * t.stride, valid: t.valid + k * t.pixels) }
@@ -453,3 +669,4 @@ public enum BurstStacker {
         return max(S.fullScale / 255 * 0.5, 1.4826 * mads[mads.count / 2])
     }
 }
+

@@ -32,9 +32,17 @@ public struct StackReport: Sendable, Codable, Equatable {
     public var notices: [String]
     /// Seconds per stage (`times_s` in JSON).
     public var times: StageTimings
+    /// Where the decoded frames were held: `memory`, or `temporary file` when they exceeded the
+    /// memory limit (see ``StackOptions/memoryLimit``).
+    public var framesHeld: String?
+    /// Bytes of that temporary file.
+    public var spilledBytes: Int?
+    /// The process's peak resident memory in MB, when the program filled it in
+    /// (`evanesco stack` does, after writing its outputs).
+    public var peakResidentMB: Int?
 
     enum CodingKeys: String, CodingKey {
-        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices
+        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices, framesHeld, spilledBytes, peakResidentMB
         case times = "times_s"
     }
 
@@ -51,6 +59,8 @@ public struct StackReport: Sendable, Codable, Equatable {
         noiseSigma = result.noiseSigma; framesUsed = result.usedFrames
         frames = result.frames; notices = result.notices.map(\.description)
         times = result.timings.rounded
+        framesHeld = result.spilledBytes == nil ? "memory" : "temporary file"
+        spilledBytes = result.spilledBytes
     }
 
     /// Registrations from a report (ours, or the bench tools' `truth.json`), by frame index: its

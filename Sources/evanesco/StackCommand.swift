@@ -44,6 +44,9 @@ struct Stack: ParsableCommand {
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
     @Option(help: "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values.")
     var saveMaps: String?
+    @Option(help: "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit).")
+    var memoryLimit = 1024
+    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -54,6 +57,13 @@ struct Stack: ParsableCommand {
         if !(kappa > 0 && kappa.isFinite) { throw ValidationError("--kappa must be a positive number") }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be within 1...100") }
         if let l = alignLevel, !(0...4).contains(l) { throw ValidationError("--align-level must be within 0...4") }
+        if !(0...(1 << 24)).contains(memoryLimit) { throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)") }
+        if let d = spillDir {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: d, isDirectory: &isDir), isDir.boolValue, FileManager.default.isWritableFile(atPath: d) else {
+                throw ValidationError("--spill-dir \(d) is not a folder this user can write to")
+            }
+        }
         let ext = (output as NSString).pathExtension.lowercased()
         guard let format = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
             throw ValidationError("\(output): name the output .jpg, .png or .tif")
@@ -75,6 +85,8 @@ struct Stack: ParsableCommand {
             options.interpolation = interpolation; options.kappa = kappa; options.alignLevel = alignLevel
             options.videoFrames = frames; options.progress = progress.stackCallback
             options.retainFrames = saveFrames != nil
+            options.memoryLimit = memoryLimit == 0 ? nil : memoryLimit << 20
+            options.spillDirectory = spillDir
             options.collectMaps = saveMaps != nil
             if let path = homographies {
                 options.givenHomographies = try StackReport.homographies(from: InputFile.read(path), name: path)
@@ -99,7 +111,11 @@ struct Stack: ParsableCommand {
                 try ReportFile.write(maps.legend(names: result.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"), overwrite: force)
             }
             result.timings.total = Date().timeIntervalSince(start)
-            if let report { try ReportFile.write(StackReport(result, inputs: inputs, output: output), to: report, overwrite: force) }
+            if let report {
+                var r = StackReport(result, inputs: inputs, output: output)
+                r.peakResidentMB = peakResidentMB()
+                try ReportFile.write(r, to: report, overwrite: force)
+            }
             let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
             print(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
                          result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
@@ -107,4 +123,19 @@ struct Stack: ParsableCommand {
             if let saveMaps { print("maps saved in \(saveMaps)") }
         }
     }
+}
+
+/// This process's peak resident memory so far, in MB (getrusage: kilobytes on Linux).
+func peakResidentMB() -> Int {
+    var u = rusage()
+    #if os(Linux)
+    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u) == 0 else { return 0 }
+    #else
+    guard getrusage(RUSAGE_SELF, &u) == 0 else { return 0 }
+    #endif
+    #if os(Linux)
+    return (u.ru_maxrss + 1023) / 1024
+    #else
+    return (u.ru_maxrss + (1 << 20) - 1) >> 20
+    #endif
 }

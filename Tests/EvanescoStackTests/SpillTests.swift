@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import EvanescoAlign
+import EvanescoCore
+import EvanescoIO
+@testable import EvanescoStack
+
+/// Bursts whose frames exceed the memory limit are decoded into an unnamed temporary file and
+/// merged from it band by band: the result must be the in-memory result, exactly.
+@Suite struct SpilledBursts {
+    /// A fresh empty folder.
+    func folder(_ name: String) throws -> String {
+        let d = NSTemporaryDirectory() + "evanesco-spill-\(name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// The synthetic burst (camera shifts and a moving occluder) written as PNG files, with an
+    /// undecodable file among them.
+    func burstFolder(sixteen: Bool, height: Int = 240) throws -> String {
+        let dir = try folder("burst")
+        let frames = burst(texturedScene(320, height), shifts: Stacker.shifts)
+        for (k, f) in frames.enumerated() {
+            let image: AnyImage = sixteen ? .uint16(f.image.uint16) : f.image
+            try ImageCodecs.write(image, to: "\(dir)/f\(k).png", options: WriteOptions(pngCompression: 1))
+        }
+        try Data("not a picture".utf8).write(to: URL(fileURLWithPath: "\(dir)/f3b.png"))
+        return dir
+    }
+
+    /// Reference 0 (the default) registers each frame as it is decoded; another reference reads
+    /// the frames back out of the file to register them.
+    @Test(arguments: [(false, 0), (true, 0), (false, 2)])
+    func spilledEqualsInMemory(sixteen: Bool, reference: Int) throws {
+        let dir = try burstFolder(sixteen: sixteen), spillDir = try folder("file")
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: spillDir) }
+        var o = StackOptions()
+        o.reference = reference
+        o.collectMaps = true
+        o.memoryLimit = nil
+        let memory = try BurstStacker.stack(contentsOf: [dir], options: o)
+        // A limit of one byte: every burst spills, and the merge runs in bands of 32 rows (8 here).
+        o.memoryLimit = 1
+        o.spillDirectory = spillDir
+        let stages = LockedBox([StackStage: Int]())
+        o.progress = { p in stages.update { $0[p.stage] = max($0[p.stage] ?? 0, p.done) } }
+        let spilled = try BurstStacker.stack(contentsOf: [dir], options: o)
+        #expect(memory.spilledBytes == nil)
+        #expect((spilled.spilledBytes ?? 0) >= 8 * 320 * 240 * 3 * (sixteen ? 2 : 1))
+        #expect(spilled.image.bitDepth == (sixteen ? 16 : 8))
+        let same = spilled.image == memory.image
+        #expect(same, "the spilled burst's result differs from the in-memory one")
+        #expect(spilled.frames.map(\.homography) == memory.frames.map(\.homography))
+        #expect(spilled.frames.count == 7 && spilled.usedFrames == memory.usedFrames)
+        let sameMaps = spilled.maps?.kept == memory.maps?.kept && spilled.maps?.provenance == memory.maps?.provenance
+        #expect(sameMaps && spilled.maps != nil, "the spilled burst's maps differ from the in-memory ones")
+        #expect(spilled.notices.map(\.description) == memory.notices.map(\.description))
+        #expect(spilled.skippedInputs == 1)
+        // (Fused, registration is part of the decode stage.)
+        #expect(stages.value[.decode] == 8 && stages.value[.align] == (reference == 0 ? nil : 6) && stages.value[.merge] == 240)
+        #expect(spilled.referenceIndex == reference && spilled.frames[reference].status == .reference)
+        // The file never had a name: nothing is left in its folder.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spillDir).isEmpty)
+        let report = StackReport(spilled, inputs: [dir], output: nil)
+        #expect(report.framesHeld == "temporary file" && report.spilledBytes == spilled.spilledBytes)
+    }
+
+    @Test func aFrameOfAnotherSizeIsRefusedAsInMemory() throws {
+        let dir = try burstFolder(sixteen: false)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f5.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        var o = StackOptions()
+        o.memoryLimit = nil
+        let expected = StackError.sizeMismatch(frame: "\(dir)/f5.png", size: "300x240", reference: "\(dir)/f0.png", referenceSize: "320x240")
+        #expect(throws: expected) { try BurstStacker.stack(contentsOf: [dir], options: o) }
+        o.memoryLimit = 1
+        #expect(throws: expected) { try BurstStacker.stack(contentsOf: [dir], options: o) }
+    }
+
+    @Test func aFolderThatCannotHoldTheFileSaysWhatToDo() throws {
+        let dir = try burstFolder(sixteen: false)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = StackOptions()
+        o.memoryLimit = 1
+        o.spillDirectory = "/nonexistent-\(UUID().uuidString)"
+        do {
+            _ = try BurstStacker.stack(contentsOf: [dir], options: o)
+            Issue.record("stacked with an impossible spill folder")
+        } catch let e as StackError {
+            guard case .spillFailed(let d, _) = e else { Issue.record("\(e)"); return }
+            #expect(d == o.spillDirectory && e.description.contains("--spill-dir") && e.description.contains("--memory-limit"))
+        }
+    }
+
+    @Test func bandsKeepTheWorkingSetWithinHalfTheLimit() throws {
+        let spill = try FrameSpill(directory: NSTemporaryDirectory(), frameBytes: 6000 * 4000 * 3, slots: 1)
+        let source = BurstFrameSource(names: ["a"], width: 6000, height: 4000, channels: 3, eightBit: true, referenceMetadata: ImageMetadata(),
+                                      memory: nil, spill: spill, slots: [0])
+        // 100 frames of 24 MP, 1 GiB: 1.8 MB a row of all frames, so 298 rows within 512 MiB, less a margin.
+        let rows = try #require(source.bandRows(frames: 100, limit: 1 << 30))
+        #expect(rows == 224)
+        #expect((rows + 64) * 100 * 6000 * 3 <= 1 << 29)
+        #expect(source.bandRows(frames: 100, limit: 1) == 32)
+        let inMemory = BurstFrameSource(names: ["a"], width: 6000, height: 4000, channels: 3, eightBit: true, referenceMetadata: ImageMetadata(),
+                                        memory: [], spill: nil, slots: [])
+        #expect(inMemory.bandRows(frames: 100, limit: 1 << 30) == nil)
+    }
+}
