@@ -15,6 +15,16 @@ public enum BurstInput {
         public var skipped: [(String, String)]
     }
 
+    /// The bytes image files take decoded (8-bit samples as bytes, deeper ones as 16 bits), from
+    /// the first header that reads: a burst has one size. `Int.max` when the product overflows;
+    /// nil when no header reads.
+    public static func estimatedDecodedBytes(_ files: [String]) -> Int? {
+        guard let probe = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
+        let bytes = probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
+        let (total, overflow) = bytes.multipliedReportingOverflow(by: files.count)
+        return overflow ? Int.max : total
+    }
+
     /// Decodes `inputs`: image files, folders of images (sorted by name) or one video.
     ///
     /// - Parameters:

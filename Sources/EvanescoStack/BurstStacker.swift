@@ -221,10 +221,7 @@ public enum BurstStacker {
         guard files.count > 1 else { return nil }
         // The first readable header tells whether the frames would exceed the limit (a burst has
         // one size; a frame of another is refused below, as in memory).
-        guard let probe = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
-        let probeBytes = probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
-        let (total, overflow) = probeBytes.multipliedReportingOverflow(by: files.count)
-        guard overflow || total > limit else { return nil }
+        guard let total = BurstInput.estimatedDecodedBytes(files), total > limit else { return nil }
 
         struct Decoded: Sendable {
             var shape: FrameShape; var metadata: ImageMetadata

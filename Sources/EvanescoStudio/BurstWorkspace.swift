@@ -5,13 +5,20 @@ import Foundation
 import Hummingbird
 
 /// A burst opened in the studio: its frames decoded once (a folder of images, or evenly spaced
-/// frames of a video), their thumbnails, and the last stack's result and maps.
+/// frames of a video), their thumbnails, and the last stack's result and maps. A burst whose
+/// decoded frames would exceed the memory limit keeps only its thumbnails and is stacked from its
+/// files, through the library's temporary file of frames.
 final class BurstStudioSession: Sendable {
     let id: String
     let source: FileRef
-    let frames: [BurstFrame]
+    /// The decoded frames; nil for a burst too big to hold (stacked from `files`).
+    let frames: [BurstFrame]?
+    /// The inputs that decoded, in order.
+    let files: [String]
+    let info: [BurstWorkspace.FrameInfo]
     let skipped: [SkippedInput]
     let thumbnails: [[UInt8]]
+    let memoryLimit: Int?
     let state = LockedBox(Stacked?.none)
 
     struct Stacked: Sendable {
@@ -20,15 +27,68 @@ final class BurstStudioSession: Sendable {
         var previews: [String: [UInt8]]
     }
 
-    init(id: String, source: FileRef, path: String) throws {
-        self.id = id; self.source = source
-        let loaded = try BurstInput.load([path])
-        guard !loaded.frames.isEmpty else {
-            throw StackError.noUsableInput(reasons: loaded.skipped.map { "\(($0.0 as NSString).lastPathComponent): \($0.1)" })
+    var count: Int { info.count }
+
+    init(id: String, source: FileRef, path: String, memoryLimit: Int?) throws {
+        self.id = id; self.source = source; self.memoryLimit = memoryLimit
+        let inputs = try InputFile.expand([path])
+        let video = inputs.count == 1 && VideoIO.isVideo(inputs[0])
+        let tooBig = !video && inputs.count > 1 && memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true
+        @Sendable func thumbnail(_ image: AnyImage) throws -> [UInt8] {
+            try ImageCodecs.encode(preview(image, longSide: 200), format: .jpeg, options: WriteOptions(quality: 80))
         }
-        frames = loaded.frames
-        skipped = loaded.skipped.map { SkippedInput(name: ($0.0 as NSString).lastPathComponent, reason: $0.1) }
-        thumbnails = try frames.map { try ImageCodecs.encode(preview($0.image, longSide: 200), format: .jpeg, options: WriteOptions(quality: 80)) }
+        @Sendable func named(_ name: String, _ image: AnyImage) -> BurstWorkspace.FrameInfo {
+            BurstWorkspace.FrameInfo(index: 0, name: (name as NSString).lastPathComponent, width: image.width, height: image.height)
+        }
+        var decoded: [(file: String, info: BurstWorkspace.FrameInfo, thumbnail: [UInt8])] = []
+        var skipped: [(String, String)] = []
+        if tooBig {
+            // Each frame decoded once for its thumbnail (two at a time), then let go.
+            let results = LockedBox([Result<(BurstWorkspace.FrameInfo, [UInt8]), Error>?](repeating: nil, count: inputs.count))
+            let next = LockedBox(0)
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                while true {
+                    let i = next.update { v -> Int in defer { v += 1 }; return v }
+                    guard i < inputs.count else { break }
+                    let r = Result { () throws -> (BurstWorkspace.FrameInfo, [UInt8]) in
+                        let image = try ImageCodecs.read(inputs[i]).image
+                        return (named(inputs[i], image), try thumbnail(image))
+                    }
+                    results.update { $0[i] = r }
+                }
+            }
+            for (i, r) in results.value.enumerated() {
+                switch r! {
+                case .success(let (info, thumb)): decoded.append((inputs[i], info, thumb))
+                case .failure(let e): skipped.append((inputs[i], String(describing: e)))
+                }
+            }
+            frames = nil
+        } else {
+            let loaded = try BurstInput.load([path])
+            for f in loaded.frames { decoded.append((f.name, named(f.name, f.image), try thumbnail(f.image))) }
+            skipped = loaded.skipped
+            frames = loaded.frames
+        }
+        guard !decoded.isEmpty else {
+            throw StackError.noUsableInput(reasons: skipped.map { "\(($0.0 as NSString).lastPathComponent): \($0.1)" })
+        }
+        files = decoded.map(\.file)
+        info = decoded.enumerated().map { k, d in var i = d.info; i.index = k; return i }
+        thumbnails = decoded.map(\.thumbnail)
+        self.skipped = skipped.map { SkippedInput(name: ($0.0 as NSString).lastPathComponent, reason: $0.1) }
+    }
+
+    /// Stacks the burst: from the frames held, or from the files through the temporary file.
+    func stack(_ options: StackOptions) throws -> (result: StackResult, reference: AnyImage) {
+        if let frames {
+            let r = try BurstStacker.stack(frames, options: options)
+            return (r, frames[r.referenceIndex].image)
+        }
+        var o = options
+        o.memoryLimit = memoryLimit
+        let r = try BurstStacker.stack(contentsOf: files, options: o)
+        return (r, try ImageCodecs.read(r.frames[r.referenceIndex].source).image)
     }
 }
 
@@ -52,8 +112,10 @@ final class BurstWorkspace: Sendable {
     let lane = WorkLane("burst")
     let sessions = StudioRegistry<BurstStudioSession>(prefix: "burst")
     let previewLongSide: Int
+    /// Bytes a burst's decoded frames may take before it is stacked through a temporary file.
+    let memoryLimit: Int?
 
-    init(previewLongSide: Int) { self.previewLongSide = previewLongSide }
+    init(previewLongSide: Int, memoryLimit: Int?) { self.previewLongSide = previewLongSide; self.memoryLimit = memoryLimit }
 
     struct Opened: Codable {
         var session: String
@@ -74,6 +136,9 @@ final class BurstWorkspace: Sendable {
         var notices: [String]
         var width: Int, height: Int
         var legend: StackMaps.Legend?
+        /// "memory", or "temporary file" for a burst over the memory limit, and that file's size.
+        var framesHeld: String
+        var spilledBytes: Int?
     }
 
     static let pictureNames = ["result", "reference", "kept", "provenance", "shift", "legend"]
@@ -82,16 +147,16 @@ final class BurstWorkspace: Sendable {
         router.post("/api/burst/open") { request, _ -> Response in
             let ref = try await decodeBody(request, as: FileRef.self)
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
-            let s = try await libraryCall(self.lane) { try self.sessions.add { try BurstStudioSession(id: $0, source: ref, path: path) } }
+            let limit = self.memoryLimit
+            let s = try await libraryCall(self.lane) { try self.sessions.add { try BurstStudioSession(id: $0, source: ref, path: path, memoryLimit: limit) } }
             self.sessions.keep(newest: 3)
             return try jsonResponse(Opened(session: s.id, name: ref.path == "." ? studio.catalog.roots[ref.root].name : ref.path,
-                                           frames: s.frames.enumerated().map { FrameInfo(index: $0, name: ($1.name as NSString).lastPathComponent,
-                                                                                         width: $1.image.width, height: $1.image.height) },
+                                           frames: s.info,
                                            skipped: s.skipped))
         }
         router.get("/api/burst/:id/thumb") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
-            let i = try queryInt(request, "index", range: 0...(s.frames.count - 1))
+            let i = try queryInt(request, "index", range: 0...(s.count - 1))
             return imageResponse(s.thumbnails[i], type: "image/jpeg")
         }
         router.post("/api/burst/:id/stack") { request, context -> Response in
@@ -99,8 +164,8 @@ final class BurstWorkspace: Sendable {
             let body = try await decodeBody(request, as: StackRequest.self)
             var options = StackOptions()
             options.reference = body.reference ?? 0
-            guard (0..<s.frames.count).contains(options.reference) else {
-                throw HTTPError(.badRequest, message: "reference \(options.reference) is not a frame of this burst (0...\(s.frames.count - 1))")
+            guard (0..<s.count).contains(options.reference) else {
+                throw HTTPError(.badRequest, message: "reference \(options.reference) is not a frame of this burst (0...\(s.count - 1))")
             }
             if let a = body.align {
                 guard let m = AlignMode(rawValue: a) else { throw HTTPError(.badRequest, message: "align=\(a) is not one of \(AlignMode.allCases.map(\.rawValue).joined(separator: ", "))") }
@@ -117,8 +182,8 @@ final class BurstWorkspace: Sendable {
                 o.cancellation = job.cancellation
                 o.progress = { job.progress($0) }
                 s.state.update { $0 = nil }
-                let result = try BurstStacker.stack(s.frames, options: o)
-                var pictures: [String: AnyImage] = ["result": result.image, "reference": s.frames[result.referenceIndex].image]
+                let (result, reference) = try s.stack(o)
+                var pictures: [String: AnyImage] = ["result": result.image, "reference": reference]
                 if let maps = result.maps {
                     for (name, image) in maps.pictures() {
                         switch name {
@@ -141,7 +206,8 @@ final class BurstWorkspace: Sendable {
             return try jsonResponse(Report(frames: r.frames, usedFrames: r.usedFrames, merge: r.merge.rawValue, align: r.align.rawValue,
                                            reference: r.referenceIndex, noiseSigma: r.noiseSigma, timings: r.timings.rounded,
                                            notices: r.notices.map(\.description), width: r.image.width, height: r.image.height,
-                                           legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent })))
+                                           legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
+                                           framesHeld: r.spilledBytes == nil ? "memory" : "temporary file", spilledBytes: r.spilledBytes))
         }
         // A picture of the result: preview size (cached) or full size (for 1:1).
         router.get("/api/burst/:id/image") { request, context -> Response in

@@ -18,6 +18,9 @@ public struct StudioConfiguration: Sendable {
     public var previewLongSide = 1600
     /// Most frames of a clip held for playback in the backdrop workspace.
     public var maxClipFrames = 300
+    /// Bytes a burst's decoded frames may take: a bigger burst keeps only its thumbnails and is
+    /// stacked from its files through a temporary file (`StackOptions.memoryLimit`). nil: no limit.
+    public var burstMemoryLimit: Int? = 1 << 30
 
     /// - Parameters:
     ///   - paths: What the file panel lists.

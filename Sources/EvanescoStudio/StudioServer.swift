@@ -46,7 +46,7 @@ public final class Studio: Sendable {
             try? FileManager.default.removeItem(atPath: temporaryDirectory)
             throw error
         }
-        burst = BurstWorkspace(previewLongSide: configuration.previewLongSide)
+        burst = BurstWorkspace(previewLongSide: configuration.previewLongSide, memoryLimit: configuration.burstMemoryLimit)
         depth = DepthWorkspace(previewLongSide: configuration.previewLongSide)
         backdrop = BackdropWorkspace(previewLongSide: configuration.previewLongSide, maxClipFrames: configuration.maxClipFrames)
     }

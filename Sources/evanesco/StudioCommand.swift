@@ -28,11 +28,14 @@ struct StudioCommand: ParsableCommand {
     @Option(help: "Address to listen on (127.0.0.1: this machine only).") var host = "127.0.0.1"
     @Option(help: "Port, 0 for any free one.") var port = 0
     @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
+    @Option(help: "Megabytes a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file (0: no limit).")
+    var memoryLimit = 1024
     @Flag(help: "Do not open a browser.") var noOpen = false
 
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be within 0...65535") }
         if !(1...65536).contains(maxUploadMb) { throw ValidationError("--max-upload-mb must be within 1...65536") }
+        if !(0...(1 << 24)).contains(memoryLimit) { throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)") }
         for p in paths where !FileManager.default.fileExists(atPath: p) {
             throw ValidationError("\(p) does not exist; give files or folders the studio should show")
         }
@@ -42,6 +45,7 @@ struct StudioCommand: ParsableCommand {
         try reportingErrors {
             var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
             config.host = host; config.port = port; config.maxUploadBytes = maxUploadMb << 20
+            config.burstMemoryLimit = memoryLimit == 0 ? nil : memoryLimit << 20
             let studio = try Studio(config)
             let open = !noOpen
             // Ctrl-C and SIGTERM stop the studio at once, even with a browser's connections still

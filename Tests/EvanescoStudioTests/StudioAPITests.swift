@@ -244,9 +244,12 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         }
     }
 
-    @Test func stacksABurstAsTheLibraryDoes() async throws {
+    /// With a one-byte memory limit the burst keeps only thumbnails and is stacked from its files
+    /// through the library's temporary file: the same result.
+    @Test(arguments: [false, true])
+    func stacksABurstAsTheLibraryDoes(throughAFile: Bool) async throws {
         let s = StudioScratch()
-        let studio = try StudioFixtures.studio(s)
+        let studio = try StudioFixtures.studio(s) { if throughAFile { $0.burstMemoryLimit = 1 } }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
             let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
@@ -273,6 +276,8 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 let o = json(r.body)
                 #expect(o["usedFrames"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median", "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
                 #expect((o["legend"] as? [String: Any])?["mergedFrames"] as? Int == 3)
+                #expect(o["framesHeld"] as? String == (throughAFile ? "temporary file" : "memory"))
+                #expect((o["spilledBytes"] as? Int ?? 0) >= (throughAFile ? 3 * 192 * 128 * 3 : 0))
             }
             // The download is the library's result, sample for sample.
             var options = StackOptions()

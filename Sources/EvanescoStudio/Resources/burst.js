@@ -130,7 +130,9 @@ export class BurstWorkspace {
     const r = this.report;
     const notices = r.notices.length ? `<br>${r.notices.map((n) => escapeHTML(n)).join('<br>')}` : '';
     this.q('burst-report').innerHTML = `${r.usedFrames} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
-      + `${r.width}×${r.height}, ${seconds(r.timings.total || ((r.timings.align || 0) + (r.timings.warpMerge || 0)))}${notices}`;
+      + `${r.width}×${r.height}, ${seconds(r.timings.total || ((r.timings.align || 0) + (r.timings.warpMerge || 0)))}`
+      + (r.spilledBytes ? `, frames kept in a temporary file (${(r.spilledBytes / 1e9).toFixed(1)} GB) to stay within the memory limit` : '')
+      + notices;
     for (const [id, format] of [['download-jpeg', 'jpeg'], ['download-png16', 'png16'], ['download-tiff', 'tiff']]) {
       const a = this.q(id);
       a.href = `/api/burst/${this.session}/download?format=${format}`;
