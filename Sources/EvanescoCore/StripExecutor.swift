@@ -8,6 +8,22 @@ public enum StripExecutor {
     /// Worker count; defaults to the active processor count. Set to 1 to run serially.
     nonisolated(unsafe) public static var threadCount: Int = max(1, ProcessInfo_activeProcessorCount())
 
+    /// Runs `body` once for each index of `range` on up to `workers` threads, each taking the
+    /// next index when it finishes the last (so items of uneven cost balance). Once `stop`
+    /// returns true no further index is handed out.
+    public static func forEachIndex(in range: Range<Int>, workers: Int, until stop: @Sendable () -> Bool = { false },
+                                    _ body: @Sendable (Int) -> Void) {
+        guard !range.isEmpty else { return }
+        let next = LockedBox(range.lowerBound)
+        DispatchQueue.concurrentPerform(iterations: max(1, min(workers, range.count))) { _ in
+            while !stop() {
+                let i = next.update { v -> Int in defer { v += 1 }; return v }
+                guard i < range.upperBound else { break }
+                body(i)
+            }
+        }
+    }
+
     /// Runs `body` over disjoint strips covering `0..<rows`. Strips hold at least
     /// `minimumRows` rows; there are a few strips per thread so uneven strips balance out.
     /// `body` must only write to rows of its own strip.

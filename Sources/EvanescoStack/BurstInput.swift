@@ -51,16 +51,11 @@ public enum BurstInput {
         let start = Date()
         let done = LockedBox(0)
         // Two decoders at a time: TurboJPEG is single-threaded, and more would only add memory.
-        let next = LockedBox(0)
-        DispatchQueue.concurrentPerform(iterations: min(2, files.count)) { _ in
-            while true {
-                let i = next.update { v -> Int in defer { v += 1 }; return v }
-                guard i < files.count else { break }
-                let r = Result { try ImageCodecs.read(files[i]) }
-                results.update { $0[i] = r }
-                let d = done.update { $0 += 1; return $0 }
-                progress?(StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
-            }
+        StripExecutor.forEachIndex(in: 0..<files.count, workers: 2) { i in
+            let r = Result { try ImageCodecs.read(files[i]) }
+            results.update { $0[i] = r }
+            let d = done.update { $0 += 1; return $0 }
+            progress?(StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
         }
         var frames: [BurstFrame] = [], skipped: [(String, String)] = []
         for (i, r) in results.value.enumerated() {

@@ -212,9 +212,10 @@ public enum BurstStacker {
     }
 
     /// Image files whose decoded frames would exceed ``StackOptions/memoryLimit``: decoded two at
-    /// a time into a ``FrameSpill`` (each frame leaves memory as soon as it is written), aligned
-    /// from it one copy at a time, and merged from it in bands. nil when the frames fit (or the
-    /// input is a video, or the frames are to be retained): the caller holds them in memory.
+    /// a time into a ``FrameSpill`` (each frame leaves memory as soon as it is written and, with
+    /// the first frame as reference, registered), and merged from it in bands. nil when the
+    /// frames fit (or the input is a video, or the frames are to be retained): the caller holds
+    /// them in memory.
     static func stackSpilled(_ inputs: [String], options: StackOptions) throws -> StackResult? {
         guard let limit = options.memoryLimit, !options.retainFrames else { return nil }
         let files = try InputFile.expand(inputs)
@@ -289,39 +290,35 @@ public enum BurstStacker {
             return k
         }
         decoded(firstDecoded, .success(keep(first, firstDecoded)))
-        let next = LockedBox(firstDecoded + 1)
-        DispatchQueue.concurrentPerform(iterations: 2) { _ in
-            while fatal.value == nil && options.cancellation?.isCancelled != true {
-                let i = next.update { v -> Int in defer { v += 1 }; return v }
-                guard i < files.count else { break }
-                let t0 = Date()
-                let r = Result { try ImageCodecs.read(files[i]) }
-                threadTime.update { $0.decode += Date().timeIntervalSince(t0) }
-                decoded(i, r.map { keep($0, i) })
-            }
+        StripExecutor.forEachIndex(in: (firstDecoded + 1)..<files.count, workers: 2,
+                                   until: { fatal.value != nil || options.cancellation?.isCancelled == true }) { i in
+            let t0 = Date()
+            let r = Result { try ImageCodecs.read(files[i]) }
+            threadTime.update { $0.decode += Date().timeIntervalSince(t0) }
+            decoded(i, r.map { keep($0, i) })
         }
         writer.sync {}   // every queued frame written
         if let e = fatal.value { throw e }
         if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         let phaseSeconds = Date().timeIntervalSince(start)
         var used: [Int] = [], skipped: [(String, String)] = []
-        var decoded: [Decoded] = []
+        var kept: [Decoded] = []
         for (i, r) in results.value.enumerated() {
             switch r! {
-            case .success(let d): used.append(i); decoded.append(d)
+            case .success(let d): used.append(i); kept.append(d)
             case .failure(let e): skipped.append((files[i], String(describing: e)))
             }
         }
         guard !used.isEmpty else { throw nothingDecoded(skipped) }
-        try check(decoded.map(\.shape), options: options)
-        let ref = decoded[options.reference]
-        var source = BurstFrameSource(names: decoded.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
+        try check(kept.map(\.shape), options: options)
+        let ref = kept[options.reference]
+        var source = BurstFrameSource(names: kept.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
                                       channels: channels, eightBit: eightBit, referenceMetadata: ref.metadata,
                                       memory: nil, spill: spill, slots: used)
         if fuse {
             // Reports by position among the decoded frames, as align() makes them.
             var reports: [FrameReport] = [], fields: [DisplacementField?] = []
-            for (p, d) in decoded.enumerated() {
+            for (p, d) in kept.enumerated() {
                 if p == 0 {
                     var r = FrameReport(index: 0, source: d.shape.name, homography: .identity, used: true, status: .reference)
                     r.alignSeconds = (referenceSeconds * 1000).rounded() / 1000
@@ -428,28 +425,23 @@ public enum BurstStacker {
         let box = LockedBox(reports)
         let fieldBox = LockedBox(none)
         let start = Date()
-        let done = LockedBox(0), next = LockedBox(0)
+        let done = LockedBox(0)
         // Frames are registered two (one per core) at a time: a small frame's registration runs
         // on one core (its point loops only split above 8192 points), and each frame is
         // independent of the others given the reference. Results land by index, so the order in
         // which frames finish does not matter.
-        let workers = max(1, min(StripExecutor.threadCount, others.count))
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while true {
-                if options.cancellation?.isCancelled == true { break }
-                let n = next.update { v -> Int in defer { v += 1 }; return v }
-                guard n < others.count else { break }
-                let i = others[n]
-                let (r, field) = register(frames.image(i), index: i, name: frames.names[i], to: reference, options: options) {
-                    frames.doneAligning(i)
-                }
-                box.update { $0[i] = r }
-                fieldBox.update { $0[i] = field }
-                // Under the counter's lock, so progress never goes backwards.
-                done.update { d in
-                    d += 1
-                    options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
-                }
+        StripExecutor.forEachIndex(in: others.indices, workers: StripExecutor.threadCount,
+                                   until: { options.cancellation?.isCancelled == true }) { n in
+            let i = others[n]
+            let (r, field) = register(frames.image(i), index: i, name: frames.names[i], to: reference, options: options) {
+                frames.doneAligning(i)
+            }
+            box.update { $0[i] = r }
+            fieldBox.update { $0[i] = field }
+            // Under the counter's lock, so progress never goes backwards.
+            done.update { d in
+                d += 1
+                options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
             }
         }
         return (box.value, fieldBox.value)

@@ -45,17 +45,12 @@ final class BurstStudioSession: Sendable {
         if tooBig {
             // Each frame decoded once for its thumbnail (two at a time), then let go.
             let results = LockedBox([Result<(BurstWorkspace.FrameInfo, [UInt8]), Error>?](repeating: nil, count: inputs.count))
-            let next = LockedBox(0)
-            DispatchQueue.concurrentPerform(iterations: 2) { _ in
-                while true {
-                    let i = next.update { v -> Int in defer { v += 1 }; return v }
-                    guard i < inputs.count else { break }
-                    let r = Result { () throws -> (BurstWorkspace.FrameInfo, [UInt8]) in
-                        let image = try ImageCodecs.read(inputs[i]).image
-                        return (named(inputs[i], image), try thumbnail(image))
-                    }
-                    results.update { $0[i] = r }
+            StripExecutor.forEachIndex(in: 0..<inputs.count, workers: 2) { i in
+                let r = Result { () throws -> (BurstWorkspace.FrameInfo, [UInt8]) in
+                    let image = try ImageCodecs.read(inputs[i]).image
+                    return (named(inputs[i], image), try thumbnail(image))
                 }
+                results.update { $0[i] = r }
             }
             for (i, r) in results.value.enumerated() {
                 switch r! {

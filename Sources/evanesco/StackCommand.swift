@@ -57,7 +57,7 @@ struct Stack: ParsableCommand {
         if !(kappa > 0 && kappa.isFinite) { throw ValidationError("--kappa must be a positive number") }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be within 1...100") }
         if let l = alignLevel, !(0...4).contains(l) { throw ValidationError("--align-level must be within 0...4") }
-        if !(0...(1 << 24)).contains(memoryLimit) { throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)") }
+        _ = try memoryLimitBytes(memoryLimit)
         if let d = spillDir {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: d, isDirectory: &isDir), isDir.boolValue, FileManager.default.isWritableFile(atPath: d) else {
@@ -85,7 +85,7 @@ struct Stack: ParsableCommand {
             options.interpolation = interpolation; options.kappa = kappa; options.alignLevel = alignLevel
             options.videoFrames = frames; options.progress = progress.stackCallback
             options.retainFrames = saveFrames != nil
-            options.memoryLimit = memoryLimit == 0 ? nil : memoryLimit << 20
+            options.memoryLimit = try memoryLimitBytes(memoryLimit)
             options.spillDirectory = spillDir
             options.collectMaps = saveMaps != nil
             if let path = homographies {
@@ -138,4 +138,12 @@ func peakResidentMB() -> Int {
     #else
     return (u.ru_maxrss + (1 << 20) - 1) >> 20
     #endif
+}
+
+/// `--memory-limit` (megabytes, 0 for none) as the library's bytes, checked.
+func memoryLimitBytes(_ megabytes: Int) throws -> Int? {
+    guard (0...(1 << 24)).contains(megabytes) else {
+        throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)")
+    }
+    return megabytes == 0 ? nil : megabytes << 20
 }

@@ -35,7 +35,7 @@ struct StudioCommand: ParsableCommand {
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be within 0...65535") }
         if !(1...65536).contains(maxUploadMb) { throw ValidationError("--max-upload-mb must be within 1...65536") }
-        if !(0...(1 << 24)).contains(memoryLimit) { throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)") }
+        _ = try memoryLimitBytes(memoryLimit)
         for p in paths where !FileManager.default.fileExists(atPath: p) {
             throw ValidationError("\(p) does not exist; give files or folders the studio should show")
         }
@@ -45,7 +45,7 @@ struct StudioCommand: ParsableCommand {
         try reportingErrors {
             var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
             config.host = host; config.port = port; config.maxUploadBytes = maxUploadMb << 20
-            config.burstMemoryLimit = memoryLimit == 0 ? nil : memoryLimit << 20
+            config.burstMemoryLimit = try memoryLimitBytes(memoryLimit)
             let studio = try Studio(config)
             let open = !noOpen
             // Ctrl-C and SIGTERM stop the studio at once, even with a browser's connections still
