@@ -87,13 +87,14 @@ public enum LocalAligner {
         while coarsest + 1 < min(reference.levels.count, frame.levels.count)
                 && options.searchRadius / Float(1 << coarsest) > 3 { coarsest += 1 }
         var textured = [Bool](repeating: false, count: field.dx.count)
-        var finestWarp: WarpResult<Float>? = nil
+        var finestPlanes: LevelPlanes? = nil
         for level in stride(from: coarsest, through: finest, by: -1) {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
             guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
             let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
-            if level == finest { finestWarp = warped }
+            let planes = LevelPlanes(ref: ref, warped: warped)
+            if level == finest { finestPlanes = planes }
             let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
             let radius = max(4, Int((Float(windowRadius) * s).rounded()))
             let search = level == coarsest ? Int((options.searchRadius * s).rounded(.up)) : 0
@@ -108,7 +109,7 @@ public enum LocalAligner {
                         let idx = j * cols + i
                         let cx = (Float(i) + 0.5) * Float(cell) * s - 0.5, cy = (Float(j) + 0.5) * Float(cell) * s - 0.5
                         var d = SIMD2(dxIn[idx], dyIn[idx]) * s
-                        let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
+                        let win = Window(planes, cx: cx, cy: cy, radius: radius)
                         guard win.count > 0 else { local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0)); continue }
                         if search > 0 { d = win.blockSearch(around: d, radius: search) }
                         let (refined, ok, residual, confidence) = win.lucasKanade(from: d, iterations: level == finest ? 4 : 3)
@@ -141,10 +142,10 @@ public enum LocalAligner {
         // the coarse field (and held near it by the prior), so the field follows depth changes
         // that the large windows average out. A cell without texture or coverage keeps the coarse value.
         let fineCell = options.detailCellSize(width: W, height: H)
-        guard finestLevel == nil, fineCell > 0, fineCell < cell, let warped = finestWarp else {
+        guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
             return LocalAlignment(field: field, statistics: statistics(field, textured))
         }
-        let s = 1 / Float(1 << finest), ref = reference.levels[finest]
+        let s = 1 / Float(1 << finest)
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
         for j in 0..<fine.rows { for i in 0..<fine.columns {
             let v = field.value(atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()), y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
@@ -159,7 +160,7 @@ public enum LocalAligner {
             for j in rowRange { for i in 0..<cols {
                 let idx = j * cols + i
                 let cx = (Float(i) + 0.5) * Float(fineCell) * s - 0.5, cy = (Float(j) + 0.5) * Float(fineCell) * s - 0.5
-                let win = Window(ref: ref, warped: warped, cx: cx, cy: cy, radius: radius)
+                let win = Window(planes, cx: cx, cy: cy, radius: radius)
                 guard win.count > 0 else { continue }
                 let (d, ok, _, _) = win.lucasKanade(from: SIMD2(start.dx[idx], start.dy[idx]) * s, iterations: 3, prior: 0.5)
                 if ok { local.append((idx, d / s)) }
@@ -240,49 +241,121 @@ public enum LocalAligner {
     }
 }
 
+/// One pyramid level prepared for the cell searches: the reference, its central-difference
+/// gradients (computed once, not once per window and iteration), the frame warped into it, and a
+/// summed table of the warped frame's invalid pixels, so a window can tell at once that every tap
+/// it reads is valid and take the vectorised path.
+final class LevelPlanes: @unchecked Sendable {
+    let width: Int, height: Int
+    /// Reference, its x and y gradients (0 on the border), and the warped frame: width x height.
+    let ref: UnsafeMutablePointer<Float>, gx: UnsafeMutablePointer<Float>, gy: UnsafeMutablePointer<Float>
+    let frame: UnsafeMutablePointer<Float>
+    /// The warped frame's validity (non-zero: valid).
+    let valid: UnsafeMutablePointer<UInt8>
+    /// invalid[(y * (width + 1)) + x]: invalid pixels in rows < y, columns < x.
+    let invalid: UnsafeMutablePointer<Int32>
+
+    init(ref image: Image<Float>, warped: WarpResult<Float>) {
+        precondition(warped.image.width == image.width && warped.image.height == image.height && image.channels == 1)
+        let w = image.width, h = image.height, n = w * h
+        width = w; height = h
+        ref = .allocate(capacity: n); gx = .allocate(capacity: n); gy = .allocate(capacity: n)
+        frame = .allocate(capacity: n); valid = .allocate(capacity: n)
+        invalid = .allocate(capacity: (w + 1) * (h + 1))
+        image.samples.withUnsafeBufferPointer { ref.initialize(from: $0.baseAddress!, count: n) }
+        warped.image.samples.withUnsafeBufferPointer { frame.initialize(from: $0.baseAddress!, count: n) }
+        warped.validity.samples.withUnsafeBufferPointer { valid.initialize(from: $0.baseAddress!, count: n) }
+        gx.initialize(repeating: 0, count: n); gy.initialize(repeating: 0, count: n)
+        if w >= 3 && h >= 3 {
+            for y in 1..<(h - 1) { for x in 1..<(w - 1) {
+                let i = y * w + x
+                gx[i] = 0.5 * (ref[i + 1] - ref[i - 1]); gy[i] = 0.5 * (ref[i + w] - ref[i - w])
+            }}
+        }
+        let W = w + 1
+        invalid.initialize(repeating: 0, count: W * (h + 1))
+        for y in 0..<h {
+            var row: Int32 = 0
+            for x in 0..<w {
+                row += valid[y * w + x] == 0 ? 1 : 0
+                invalid[(y + 1) * W + x + 1] = invalid[y * W + x + 1] + row
+            }
+        }
+    }
+
+    deinit {
+        ref.deallocate(); gx.deallocate(); gy.deallocate(); frame.deallocate(); valid.deallocate(); invalid.deallocate()
+    }
+
+    /// Whether every warped-frame pixel in columns x0..<x1, rows y0..<y1 is inside and valid.
+    func allValid(x0: Int, y0: Int, x1: Int, y1: Int) -> Bool {
+        guard x0 >= 0, y0 >= 0, x1 <= width, y1 <= height, x0 < x1, y0 < y1 else { return false }
+        let W = width + 1
+        return invalid[y1 * W + x1] - invalid[y0 * W + x1] - invalid[y1 * W + x0] + invalid[y0 * W + x0] == 0
+    }
+}
+
+@inline(__always) private func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> {
+    UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+}
+@inline(__always) private func load4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
+    UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+}
+// The standard library's pointwiseMin/Max are generic calls here, not one instruction each.
+@inline(__always) private func vmin(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> { a.replacing(with: b, where: b .< a) }
+@inline(__always) private func vmax(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> { a.replacing(with: b, where: b .> a) }
+
 /// One cell's window: reference pixels, their gradients, and the warped frame to match.
 struct Window {
-    let ref: Image<Float>, warped: WarpResult<Float>
+    let L: LevelPlanes
     let x0: Int, y0: Int, x1: Int, y1: Int
     var count: Int { (x1 - x0) * (y1 - y0) }
 
     /// The pixels within `radius` of the (possibly half-integer) centre, symmetric about it, so
-    /// that a shift varying across the window is measured at the cell's centre.
-    init(ref: Image<Float>, warped: WarpResult<Float>, cx: Float, cy: Float, radius: Int) {
-        self.ref = ref; self.warped = warped
+    /// that a shift varying across the window is measured at the cell's centre. The one-pixel
+    /// border, where the gradients are not defined, is left out.
+    init(_ L: LevelPlanes, cx: Float, cy: Float, radius: Int) {
+        self.L = L
         let r = Float(radius)
         x0 = max(1, Int((cx - r).rounded(.up))); y0 = max(1, Int((cy - r).rounded(.up)))
-        x1 = min(ref.width - 1, Int((cx + r).rounded(.down)) + 1); y1 = min(ref.height - 1, Int((cy + r).rounded(.down)) + 1)
+        x1 = max(x0, min(L.width - 1, Int((cx + r).rounded(.down)) + 1)); y1 = max(y0, min(L.height - 1, Int((cy + r).rounded(.down)) + 1))
     }
 
     /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD.
     func blockSearch(around d: SIMD2<Float>, radius: Int) -> SIMD2<Float> {
-        ref.samples.withUnsafeBufferPointer { rb in warped.image.samples.withUnsafeBufferPointer { pb in
-            warped.validity.samples.withUnsafeBufferPointer { vb in
-                blockSearch(around: d, radius: radius, r: rb.baseAddress!, p: pb.baseAddress!, v: vb.baseAddress!)
-            }
-        }}
-    }
-
-    /// The search over raw pointers: the guard on each shift keeps every index inside the
-    /// window's rows and columns of both images (the warped frame has the reference's size).
-    func blockSearch(around d: SIMD2<Float>, radius: Int, r: UnsafePointer<Float>, p: UnsafePointer<Float>, v: UnsafePointer<UInt8>) -> SIMD2<Float> {
-        let w = ref.width
+        let w = L.width, r = L.ref, p = L.frame, v = L.valid
         let bx = Int(d.x.rounded()), by = Int(d.y.rounded())
         var best = Float.infinity, bestShift = d
         let n = Float(count)
         var refMean: Float = 0
         for y in y0..<y1 { for x in x0..<x1 { refMean += r[y * w + x] } }
         refMean /= n
+        let mean4 = SIMD4<Float>(repeating: refMean)
         for sy in (by - radius)...(by + radius) {
             for sx in (bx - radius)...(bx + radius) {
-                guard y0 + sy >= 0, y1 - 1 + sy < warped.image.height, x0 + sx >= 0, x1 - 1 + sx < w else { continue }
+                // Every index below stays inside the window's rows and columns of both images.
+                guard y0 + sy >= 0, y1 - 1 + sy < L.height, x0 + sx >= 0, x1 - 1 + sx < w else { continue }
                 var sum: Float = 0, sum2: Float = 0, cross: Float = 0, valid = 0
-                for y in y0..<y1 {
-                    let ro = y * w, fo = (y + sy) * w + sx
-                    for x in x0..<x1 where v[fo + x] != 0 {
-                        let f = p[fo + x], g = r[ro + x] - refMean
-                        sum += f; sum2 += f * f; cross += f * g; valid += 1
+                if L.allValid(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy) {
+                    var s4 = SIMD4<Float>(), q4 = SIMD4<Float>(), c4 = SIMD4<Float>()
+                    for y in y0..<y1 {
+                        let ro = r + y * w, fo = p + (y + sy) * w + sx
+                        var x = x0
+                        while x + 4 <= x1 {
+                            let f = load4(fo + x), g = load4(ro + x) - mean4
+                            s4 += f; q4 += f * f; c4 += f * g
+                            x += 4
+                        }
+                        while x < x1 { let f = fo[x], g = ro[x] - refMean; sum += f; sum2 += f * f; cross += f * g; x += 1 }
+                    }
+                    sum += s4.sum(); sum2 += q4.sum(); cross += c4.sum(); valid = count
+                } else {
+                    for y in y0..<y1 {
+                        let ro = y * w, fo = (y + sy) * w + sx
+                        for x in x0..<x1 where v[fo + x] != 0 {
+                            let f = p[fo + x], g = r[ro + x] - refMean
+                            sum += f; sum2 += f * f; cross += f * g; valid += 1
+                        }
                     }
                 }
                 guard Float(valid) > 0.6 * n else { continue }
@@ -300,23 +373,22 @@ struct Window {
     /// Returns whether the window had texture and coverage, the match's residual (RMS grey
     /// levels) and the texture (the structure tensor's smaller eigenvalue per pixel).
     func lucasKanade(from start: SIMD2<Float>, iterations: Int, prior priorWeight: Float = 0.05) -> (SIMD2<Float>, Bool, Float, Float) {
-        ref.samples.withUnsafeBufferPointer { rb in warped.image.samples.withUnsafeBufferPointer { pb in
-            warped.validity.samples.withUnsafeBufferPointer { vb in
-                lucasKanade(from: start, iterations: iterations, priorWeight: priorWeight, r: rb.baseAddress!, p: pb.baseAddress!, v: vb.baseAddress!)
-            }
-        }}
-    }
-
-    func lucasKanade(from start: SIMD2<Float>, iterations: Int, priorWeight: Float, r: UnsafePointer<Float>, p: UnsafePointer<Float>,
-                     v: UnsafePointer<UInt8>) -> (SIMD2<Float>, Bool, Float, Float) {
-        let w = ref.width
+        guard count > 0 else { return (start, false, .infinity, 0) }
+        let w = L.width
         // Texture: the smaller eigenvalue of the gradient structure tensor, per pixel.
+        var xx4 = SIMD4<Float>(), xy4 = SIMD4<Float>(), yy4 = SIMD4<Float>()
         var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
-        for y in y0..<y1 { for x in x0..<x1 {
-            let i = y * w + x
-            let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
-            sxx += gx * gx; sxy += gx * gy; syy += gy * gy
-        }}
+        for y in y0..<y1 {
+            let gxr = L.gx + y * w, gyr = L.gy + y * w
+            var x = x0
+            while x + 4 <= x1 {
+                let gx = load4(gxr + x), gy = load4(gyr + x)
+                xx4 += gx * gx; xy4 += gx * gy; yy4 += gy * gy
+                x += 4
+            }
+            while x < x1 { let gx = gxr[x], gy = gyr[x]; sxx += gx * gx; sxy += gx * gy; syy += gy * gy; x += 1 }
+        }
+        sxx += xx4.sum(); sxy += xy4.sum(); syy += yy4.sum()
         let n = Float(count)
         let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
         let minEig = tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
@@ -331,7 +403,7 @@ struct Window {
         for it in 0..<iterations {
             // Huber weights first, then Tukey's: once the window is nearly aligned, pixels of
             // something that moved carry no weight at all.
-            var a = accumulate(d, bias, tukey: it >= 1, r: r, p: p, v: v)
+            var a = accumulate(d, bias, tukey: it >= 1)
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
             lastResidual = (a.squaredResidual / Float(a.used)).squareRoot()
             // The prior adds prior * |d + step - start|^2.
@@ -361,36 +433,85 @@ struct Window {
     struct Sums { var a00: Float = 0, a01: Float = 0, a02: Float = 0, a11: Float = 0, a12: Float = 0, a22: Float = 0
                   var b0: Float = 0, b1: Float = 0, b2: Float = 0, used = 0, squaredResidual: Float = 0 }
 
-    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool, r: UnsafePointer<Float>, p: UnsafePointer<Float>,
-                    v: UnsafePointer<UInt8>) -> Sums {
+    static let huber: Float = 8, tukeyC: Float = 12
+
+    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool) -> Sums {
         var s = Sums()
-        let w = ref.width, fw = warped.image.width, fh = warped.image.height
+        let w = L.width, fw = L.width, fh = L.height
         let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
         guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return s }
         let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
         let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
         let ya = max(y0, -oy), yb = min(y1, fh - 1 - oy), xa = max(x0, -ox), xb = min(x1, fw - 1 - ox)
         guard ya < yb, xa < xb else { return s }
-        let huber: Float = 8, tukeyC: Float = 12
+        let r = L.ref, p = L.frame, v = L.valid, gxp = L.gx, gyp = L.gy
+        let huber = Window.huber, tukeyC = Window.tukeyC
+        // Every tap inside and valid: four pixels at a time, without a test per pixel.
+        if ya == y0, yb == y1, xa == x0, xb == x1, L.allValid(x0: xa + ox, y0: ya + oy, x1: xb + ox + 1, y1: yb + oy + 1) {
+            var a00 = SIMD4<Float>(), a01 = SIMD4<Float>(), a02 = SIMD4<Float>(), a11 = SIMD4<Float>(), a12 = SIMD4<Float>()
+            var a22 = SIMD4<Float>(), b0 = SIMD4<Float>(), b1 = SIMD4<Float>(), b2 = SIMD4<Float>(), sq = SIMD4<Float>()
+            let one = SIMD4<Float>(repeating: 1), zero = SIMD4<Float>(), cap = SIMD4<Float>(repeating: 50)
+            let bias4 = SIMD4<Float>(repeating: bias), huber4 = SIMD4<Float>(repeating: huber), invT = SIMD4<Float>(repeating: 1 / tukeyC)
+            var tail = Sums()
+            for y in ya..<yb {
+                let top = p + (y + oy) * fw + ox, bottom = top + fw
+                let rr = r + y * w, gxr = gxp + y * w, gyr = gyp + y * w
+                var x = xa
+                while x + 4 <= xb {
+                    let f = w00 * load4(top + x) + w01 * load4(top + x + 1) + w10 * load4(bottom + x) + w11 * load4(bottom + x + 1)
+                    let gx = load4(gxr + x), gy = load4(gyr + x)
+                    let e = f - load4(rr + x) - bias4
+                    let ae = vmax(e, -e)
+                    let wt: SIMD4<Float>
+                    if tukey {
+                        let u = e * invT
+                        let t = vmax(zero, one - u * u)
+                        wt = t * t
+                    } else {
+                        wt = vmin(one, huber4 / ae)
+                    }
+                    let wgx = wt * gx, wgy = wt * gy
+                    a00 += wgx * gx; a01 += wgx * gy; a02 += wgx; a11 += wgy * gy; a12 += wgy; a22 += wt
+                    b0 += wgx * e; b1 += wgy * e; b2 += wt * e
+                    let c = vmin(ae, cap)
+                    sq += c * c
+                    x += 4
+                }
+                while x < xb {
+                    Window.add(&tail, f: w00 * top[x] + w01 * top[x + 1] + w10 * bottom[x] + w11 * bottom[x + 1],
+                               r: rr[x], gx: gxr[x], gy: gyr[x], bias: bias, tukey: tukey)
+                    x += 1
+                }
+            }
+            s = tail
+            s.a00 += a00.sum(); s.a01 += a01.sum(); s.a02 += a02.sum(); s.a11 += a11.sum(); s.a12 += a12.sum(); s.a22 += a22.sum()
+            s.b0 += b0.sum(); s.b1 += b1.sum(); s.b2 += b2.sum(); s.squaredResidual += sq.sum()
+            s.used = (yb - ya) * (xb - xa)
+            return s
+        }
         for y in ya..<yb {
             let row = (y + oy) * fw + ox, rrow = y * w
             for x in xa..<xb {
                 let j = row + x
                 guard v[j] != 0, v[j + 1] != 0, v[j + fw] != 0, v[j + fw + 1] != 0 else { continue }
-                let f = w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1]
                 let i = rrow + x
-                let gx = 0.5 * (r[i + 1] - r[i - 1]), gy = 0.5 * (r[i + w] - r[i - w])
-                let e = f - r[i] - bias
-                let ae = abs(e)
-                var wt: Float = ae <= huber ? 1 : huber / ae
-                if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
-                s.a00 += wt * gx * gx; s.a01 += wt * gx * gy; s.a02 += wt * gx; s.a11 += wt * gy * gy; s.a12 += wt * gy; s.a22 += wt
-                s.b0 += wt * gx * e; s.b1 += wt * gy * e; s.b2 += wt * e
-                s.used += 1
-                let capped = min(ae, 50)
-                s.squaredResidual += capped * capped
+                Window.add(&s, f: w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1],
+                           r: r[i], gx: gxp[i], gy: gyp[i], bias: bias, tukey: tukey)
             }
         }
         return s
+    }
+
+    /// One pixel's share of ``accumulate(_:_:tukey:)``.
+    @inline(__always) static func add(_ s: inout Sums, f: Float, r: Float, gx: Float, gy: Float, bias: Float, tukey: Bool) {
+        let e = f - r - bias
+        let ae = abs(e)
+        var wt: Float = ae <= huber ? 1 : huber / ae
+        if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
+        s.a00 += wt * gx * gx; s.a01 += wt * gx * gy; s.a02 += wt * gx; s.a11 += wt * gy * gy; s.a12 += wt * gy; s.a22 += wt
+        s.b0 += wt * gx * e; s.b1 += wt * gy * e; s.b2 += wt * e
+        s.used += 1
+        let capped = min(ae, 50)
+        s.squaredResidual += capped * capped
     }
 }

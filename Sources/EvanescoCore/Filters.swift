@@ -5,18 +5,24 @@ public enum Selection {
     /// The k-th smallest element by quickselect (linear time on average; reorders `v`).
     @inlinable
     public static func kth(_ v: inout [Float], _ k: Int) -> Float {
-        var lo = 0, hi = v.count - 1
-        while lo < hi {
-            let pivot = v[(lo + hi) / 2]
-            var i = lo, j = hi
-            while i <= j {
-                while v[i] < pivot { i += 1 }
-                while v[j] > pivot { j -= 1 }
-                if i <= j { v.swapAt(i, j); i += 1; j -= 1 }
+        precondition(k >= 0 && k < v.count, "Selection.kth: k out of range")
+        // Through the buffer: the array's bounds and uniqueness checks would run on every step.
+        return v.withUnsafeMutableBufferPointer { b in
+            let v = b.baseAddress!
+            var lo = 0, hi = b.count - 1
+            while lo < hi {
+                let pivot = v[(lo + hi) / 2]
+                var i = lo, j = hi
+                // The pivot stops both scans, so i and j stay within lo...hi.
+                while i <= j {
+                    while v[i] < pivot { i += 1 }
+                    while v[j] > pivot { j -= 1 }
+                    if i <= j { let t = v[i]; v[i] = v[j]; v[j] = t; i += 1; j -= 1 }
+                }
+                if k <= j { hi = j } else if k >= i { lo = i } else { break }
             }
-            if k <= j { hi = j } else if k >= i { lo = i } else { break }
+            return v[k]
         }
-        return v[k]
     }
 
     /// The upper median (0 for an empty array; reorders `v`).
