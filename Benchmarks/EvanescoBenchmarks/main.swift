@@ -31,9 +31,9 @@ while !args.isEmpty {
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
-    case "decode", "warp", "align", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
+    case "decode", "warp", "warp-path", "align", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|align|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
         exit(2)
     }
 }
@@ -132,11 +132,14 @@ if opts.what == "decode" || opts.what == "all" {
         print("pug.heic: skipped, \(heic) is absent")
     }
 }
-if opts.what == "warp" || opts.what == "all" {
+if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
+    // (warp-path: only the stacker's own path below.)
     let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) } }
     let h = Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 1e-7, -2e-7, 1])
-    try compare("warp 12 MP RGB8 homography", "bilinear + mask", { _ = img.warped(by: h, width: 4032, height: 3024) },
-                "nearest + mask", { _ = img.warped(by: h, width: 4032, height: 3024, interpolation: .nearest) })
+    if opts.what != "warp-path" {
+        try compare("warp 12 MP RGB8 homography", "bilinear + mask", { _ = img.warped(by: h, width: 4032, height: 3024) },
+                    "nearest + mask", { _ = img.warped(by: h, width: 4032, height: 3024, interpolation: .nearest) })
+    }
     // The stacker's own path, one core: Catmull-Rom RGB8 through RowSampler in the stacker's
     // 544-px row segments (its tile width at 20 frames), the figure issue 11 asks for per pixel.
     do {
@@ -159,8 +162,10 @@ if opts.what == "warp" || opts.what == "all" {
         let ns = median(Array(runs.dropFirst())) * 1e9 / Double(4032 * 3024)
         print("warp 12 MP RGB8, stack path, 1 core   Catmull-Rom, \(seg)-px segments   " + String(format: "%.2f ns per output pixel", ns))
     }
-    try compare("resize 12 MP RGB8 to 1/4", "bilinear", { _ = img.resized(width: 1008, height: 756) },
-                "bicubic", { _ = img.resized(width: 1008, height: 756, interpolation: .bicubic) })
+    if opts.what != "warp-path" {
+        try compare("resize 12 MP RGB8 to 1/4", "bilinear", { _ = img.resized(width: 1008, height: 756) },
+                    "bicubic", { _ = img.resized(width: 1008, height: 756, interpolation: .bicubic) })
+    }
 }
 /// Times one call, median of `opts.repeats`.
 func timeIt(_ name: String, _ body: () throws -> Void) rethrows {

@@ -94,6 +94,7 @@ public enum LocalAligner {
             guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
             let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
             let planes = LevelPlanes(ref: ref, warped: warped)
+            if level == coarsest { planes.prepareBoxSums() }
             if level == finest { finestPlanes = planes }
             let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
             let radius = max(4, Int((Float(windowRadius) * s).rounded()))
@@ -283,8 +284,39 @@ final class LevelPlanes: @unchecked Sendable {
         }
     }
 
+    /// Summed tables of the warped frame and its square ((width + 1) x (height + 1), Double), for
+    /// the block search's window sums; made by ``prepareBoxSums()`` on the level that searches.
+    private(set) var frameSums: UnsafeMutablePointer<Double>? = nil, squareSums: UnsafeMutablePointer<Double>? = nil
+
     deinit {
         ref.deallocate(); gx.deallocate(); gy.deallocate(); frame.deallocate(); valid.deallocate(); invalid.deallocate()
+        frameSums?.deallocate(); squareSums?.deallocate()
+    }
+
+    /// Makes ``frameSums`` and ``squareSums`` (call before sharing the planes between threads).
+    func prepareBoxSums() {
+        guard frameSums == nil else { return }
+        let W = width + 1, n = W * (height + 1)
+        let s1 = UnsafeMutablePointer<Double>.allocate(capacity: n), s2 = UnsafeMutablePointer<Double>.allocate(capacity: n)
+        s1.initialize(repeating: 0, count: n); s2.initialize(repeating: 0, count: n)
+        for y in 0..<height {
+            var r1 = 0.0, r2 = 0.0
+            for x in 0..<width {
+                let v = Double(frame[y * width + x])
+                r1 += v; r2 += v * v
+                s1[(y + 1) * W + x + 1] = s1[y * W + x + 1] + r1
+                s2[(y + 1) * W + x + 1] = s2[y * W + x + 1] + r2
+            }
+        }
+        frameSums = s1; squareSums = s2
+    }
+
+    /// The warped frame's sum and sum of squares over columns x0..<x1, rows y0..<y1 (inside).
+    @inline(__always) func boxSums(x0: Int, y0: Int, x1: Int, y1: Int) -> (Float, Float)? {
+        guard let s1 = frameSums, let s2 = squareSums else { return nil }
+        let W = width + 1
+        let a = y0 * W + x0, b = y0 * W + x1, c = y1 * W + x0, d = y1 * W + x1
+        return (Float(s1[d] - s1[b] - s1[c] + s1[a]), Float(s2[d] - s2[b] - s2[c] + s2[a]))
     }
 
     /// Whether every warped-frame pixel in columns x0..<x1, rows y0..<y1 is inside and valid.
@@ -337,18 +369,27 @@ struct Window {
                 guard y0 + sy >= 0, y1 - 1 + sy < L.height, x0 + sx >= 0, x1 - 1 + sx < w else { continue }
                 var sum: Float = 0, sum2: Float = 0, cross: Float = 0, valid = 0
                 if L.allValid(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy) {
+                    // Every pixel valid: the frame's sums come from the summed tables when the
+                    // level has them, and only the cross term is summed here.
                     var s4 = SIMD4<Float>(), q4 = SIMD4<Float>(), c4 = SIMD4<Float>()
+                    let box = L.boxSums(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy)
                     for y in y0..<y1 {
                         let ro = r + y * w, fo = p + (y + sy) * w + sx
                         var x = x0
-                        while x + 4 <= x1 {
-                            let f = load4(fo + x), g = load4(ro + x) - mean4
-                            s4 += f; q4 += f * f; c4 += f * g
-                            x += 4
+                        if box == nil {
+                            while x + 4 <= x1 {
+                                let f = load4(fo + x), g = load4(ro + x) - mean4
+                                s4 += f; q4 += f * f; c4 += f * g
+                                x += 4
+                            }
+                            while x < x1 { let f = fo[x], g = ro[x] - refMean; sum += f; sum2 += f * f; cross += f * g; x += 1 }
+                        } else {
+                            while x + 4 <= x1 { c4 += load4(fo + x) * (load4(ro + x) - mean4); x += 4 }
+                            while x < x1 { cross += fo[x] * (ro[x] - refMean); x += 1 }
                         }
-                        while x < x1 { let f = fo[x], g = ro[x] - refMean; sum += f; sum2 += f * f; cross += f * g; x += 1 }
                     }
-                    sum += s4.sum(); sum2 += q4.sum(); cross += c4.sum(); valid = count
+                    if let box { sum = box.0; sum2 = box.1 } else { sum += s4.sum(); sum2 += q4.sum() }
+                    cross += c4.sum(); valid = count
                 } else {
                     for y in y0..<y1 {
                         let ro = y * w, fo = (y + sy) * w + sx

@@ -119,6 +119,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 for i in held.indices { held[i] = -1 }
             }
             let n = cols * 3
+            let storage = self.storage
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
                 let slot = r & (Self.rows - 1)
                 let s = src + (r * w + colLo) * 3, d = storage + slot * stride
@@ -166,6 +167,9 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
                 let n = (hi - lo + 1) * 3
                 let s = src + (r * w + lo) * 3
+                // Through a local pointer: read from the class on every step, it would have to be
+                // reloaded after each store, and the loop would not vectorise.
+                let scratch = self.scratch
                 for j in 0..<n { scratch[j] = Float(s[j]) }
                 scratch[n] = 0
                 let row = UnsafeRawPointer(scratch)
