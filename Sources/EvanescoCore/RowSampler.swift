@@ -82,9 +82,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         var mode = 0
         var segment = 0..<0
         var map: [Float] = []
-        let capacityPixels: Int
-        /// One source row's columns converted to Float, for the horizontal pass.
-        let scratch: UnsafeMutablePointer<Float>
+        @usableFromInline let capacityPixels: Int
+        /// One source row's columns converted to Float, for the horizontal pass (or, on the
+        /// locally corrected path, the segment's source positions).
+        @usableFromInline let scratch: UnsafeMutablePointer<Float>
 
         /// - Parameter pixels: The longest output segment sampled through it.
         public init(pixels: Int) {
@@ -379,13 +380,23 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         var (ax, ay) = source(x0), (bx, by) = source(x1 - 1)
         // A segment that leaves the frame's projective half-plane takes the direct path.
         guard ax > -1e8, bx > -1e8 else { return false }
-        if offsets != nil {
+        // With a local correction, every pixel's source position, computed once here (the
+        // field along the row in one call) into the cache's scratch row, which this path does
+        // not otherwise use, and read back by the loop below.
+        let positions: UnsafeMutablePointer<Float>? = offsets == nil ? nil : cache.scratch
+        if let f = offsets, let pos = positions {
+            guard x1 - x0 <= cache.capacityPixels else { return false }
+            f.values(y: y, x0: x0, count: x1 - x0, into: pos)
             // A local correction bends the segment's source positions: bound them all (the block
             // must hold every tap the loop below reads).
             var lo = (min(ax, bx), min(ay, by)), hi = (max(ax, bx), max(ay, by))
-            for x in x0..<x1 {
-                let (sx, sy) = source(x)
-                guard sx > -1e8 else { return false }
+            for i in 0..<(x1 - x0) {
+                let fx = Float(x0 &+ i), ox = pos[2 &* i], oy = pos[2 &* i &+ 1]
+                let nx = m0 * fx + m2 + (m0 * ox + m1 * oy), ny = m3 * fx + m5 + (m3 * ox + m4 * oy)
+                let d = m6 * fx + m8 + (m6 * ox + m7 * oy)
+                guard d > 1e-12 else { return false }
+                let sx = nx / d, sy = ny / d
+                pos[2 &* i] = sx; pos[2 &* i &+ 1] = sy
                 lo = (min(lo.0, sx), min(lo.1, sy)); hi = (max(hi.0, sx), max(hi.1, sy))
             }
             (ax, ay, bx, by) = (lo.0, lo.1, hi.0, hi.1)
@@ -399,7 +410,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         let steps = Float(CubicTable.steps)
         return table.weights.withUnsafeBufferPointer { lut in
             for i in 0..<(x1 - x0) {
-                let (sx, sy) = source(x0 &+ i)
+                let (sx, sy) = positions.map { ($0[2 &* i], $0[2 &* i &+ 1]) } ?? source(x0 &+ i)
                 let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                     valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
