@@ -29,6 +29,18 @@ public struct RegistrationOptions: Sendable {
     public init() {}
 }
 
+/// Where a registration's refinement started from.
+public enum RegistrationStart: String, Sendable, Codable, CaseIterable {
+    /// The caller's estimate.
+    case given
+    /// A peak of the coarse shift search (the usual start).
+    case coarseShift = "coarse_shift"
+    /// Matched corner features (the slow path, for frames the shift starts cannot register).
+    case features
+    /// The rotation-and-scale search (the slowest path).
+    case rotationSearch = "rotation_search"
+}
+
 /// The outcome of registering one frame to the reference.
 public struct RegistrationResult: Sendable, Codable {
     /// Maps the frame's pixel coordinates to the reference's (top-left origin, integer centres).
@@ -48,6 +60,8 @@ public struct RegistrationResult: Sendable, Codable {
     public var iterations: Int
     /// Robustly weighted correlation of reference and aligned frame on the template points.
     public var correlation: Double
+    /// Where the refinement that was kept started.
+    public var start: RegistrationStart = .coarseShift
 }
 
 /// Why a frame could not be registered; the stacker reports it and leaves the frame out.
@@ -245,7 +259,8 @@ public final class RegistrationReference: Sendable {
         var firstError: Error?
         for start in starts {
             do {
-                let r = try refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)
+                var r = try refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)
+                r.start = initial != nil ? .given : .coarseShift
                 if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                 if r.inlierFraction >= 0.5 { break }
             } catch {
@@ -261,12 +276,14 @@ public final class RegistrationReference: Sendable {
             while featureLevel > finest && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320 { featureLevel -= 1 }
             if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
                let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
-               let r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+               var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                r.start = .features
                 best = r
                 if r.inlierFraction >= 0.5 { return r }
             }
             for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
-                if let r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                if var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                    r.start = .rotationSearch
                     if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                     if r.inlierFraction >= 0.5 { break }
                 }

@@ -62,6 +62,9 @@ public struct FrameReport: Sendable, Codable, Equatable {
     public var correlation: Double?
     /// Seconds spent aligning this frame (pyramid + registration).
     public var alignSeconds: Double?
+    /// Where the registration started: the coarse shift search, or the slower feature or
+    /// rotation-and-scale searches for a frame the shift starts could not register.
+    public var start: RegistrationStart?
     /// The local alignment (``AlignMode/local``, or `.auto` on a frame with parallax).
     public var local: LocalFrameReport?
 
@@ -79,6 +82,7 @@ public struct FrameReport: Sendable, Codable, Equatable {
         inlierFraction = (r.inlierFraction * 1000).rounded() / 1000
         gain = (r.gain * 10000).rounded() / 10000
         correlation = (r.correlation * 10000).rounded() / 10000
+        start = r.start
     }
 
     mutating func fail(_ why: String) {
