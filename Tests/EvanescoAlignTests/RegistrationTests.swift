@@ -49,6 +49,9 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         #expect(r.inlierFraction > 0.8)
         let rh = try Self.reference.register(f, model: .homography)
         #expect(gridError(rh.homography, truth, 320, 240) < 0.05)
+        // A burst-sized shift starts from the coarse search, not the slow paths.
+        #expect(r.start == .coarseShift && rh.start == .coarseShift)
+        #expect(try Self.reference.register(f, model: .homography, initial: truth).start == .given)
     }
 
     @Test(arguments: [1.5, -3.0])
@@ -69,6 +72,8 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         let f = frame(of: Self.ref, registration: truth)
         let r = try Self.reference.register(f, model: .homography)
         #expect(gridError(r.homography, truth, 320, 240) < 0.1, "\(r.homography) vs \(truth)")
+        // Found by one of the slow searches, and the result says which.
+        #expect(r.start == .features || r.start == .rotationSearch, "\(r.start)")
     }
 
     @Test func exposureChangeIsAbsorbed() throws {
