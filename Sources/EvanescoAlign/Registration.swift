@@ -152,10 +152,7 @@ public final class RegistrationReference: Sendable {
         self.options = options
         templates = pyramid.levels.enumerated().map { level, img in
             // The finest level keeps the most points; coarser levels only steer.
-            // ... and never more than one pixel in 8: on a small frame, 40,000 points would be half
-            // its pixels, the weak gradients among them adding time, not precision (motorcycle-
-            // handheld and the parallax twin score the same with a 16th).
-            let cap = min(level == options.finestLevel ? options.maxPoints : options.maxPoints / 3, max(1000, img.width * img.height / 8))
+            let cap = level == options.finestLevel ? options.maxPoints : options.maxPoints / 3
             return RegistrationReference.selectPoints(img, cap: cap)
         }
     }
