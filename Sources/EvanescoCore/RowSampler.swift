@@ -472,6 +472,34 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let stride = cache.stride, mask = Cache.rows - 1
             let rows = UnsafeRawPointer(cache.storage)
             let steps = Float(CubicTable.steps)
+            // Along an output row a homography's source x and y are each monotonic (the
+            // denominator is linear and positive at both ends, so positive between), so when both
+            // ends lie 0.01 px inside the frame, with 4 rows of taps on each side, every pixel
+            // between does too (by far more than the rounding of its position): no pixel needs
+            // the validity test, the clamps or the edge taps, and only y is needed. The same
+            // arithmetic as below, so the same values.
+            let (ax, bx) = (source(x0).0, source(x1 - 1).0), margin: Float = 0.01
+            if min(ax, bx) >= margin, max(ax, bx) <= maxX - margin, min(ay, by) >= 1 + margin, max(ay, by) <= Float(h - 3) - margin {
+                @inline(__always) func interior(_ i: Int, _ sy: Float) {
+                    let iy = Int(sy)   // sy >= 1: truncation is the floor
+                    let wy = lut[Int((sy - Float(iy)) * steps + 0.5)]
+                    let col = i &* 16
+                    let v0 = rows.loadUnaligned(fromByteOffset: ((iy &- 1) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                    let v1 = rows.loadUnaligned(fromByteOffset: (iy & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                    let v2 = rows.loadUnaligned(fromByteOffset: ((iy &+ 1) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                    let v3 = rows.loadUnaligned(fromByteOffset: ((iy &+ 2) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                    let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
+                    let o = i &* 3
+                    out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
+                    valid[i] = 1
+                }
+                if projective {
+                    for i in 0..<(x1 - x0) { let fx = Float(x0 &+ i); interior(i, (m3 * fx + m5) / (m6 * fx + m8)) }
+                } else {
+                    for i in 0..<(x1 - x0) { interior(i, m3 * Float(x0 &+ i) + m5) }
+                }
+                return true
+            }
             for i in 0..<(x1 - x0) {
                 let (sx, sy) = source(x0 &+ i)
                 let o = i &* 3
