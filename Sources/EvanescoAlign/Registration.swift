@@ -508,6 +508,7 @@ public final class RegistrationReference: Sendable {
                     var a = [Double](repeating: 0, count: 36 + 8), b = [Double](repeating: 0, count: 8)
                     var wr2 = 0.0, wsum = 0.0, inl = 0
                     var normal = NormalEquations()
+                    defer { normal.deallocate() }
                     // The accumulators through raw pointers: the arrays' bounds and uniqueness
                     // checks would run on every one of the 44 updates per point.
                     a.withUnsafeMutableBufferPointer { ab in b.withUnsafeMutableBufferPointer { bb in
@@ -522,11 +523,11 @@ public final class RegistrationReference: Sendable {
                         wts[i] = wt
                         let p = pts[i]
                         if np == 2 {
-                            normal.add(SIMD8(p.gx, p.gy, 0, 0, 0, 0, 0, 0), weight: wt, residual: r)
+                            normal.add(p.gx, p.gy, 0, 0, 0, 0, 0, 0, weight: wt, residual: r, n: 2)
                         } else {
                             let proj = p.gx * p.xn + p.gy * p.yn
-                            normal.add(SIMD8(p.gx * p.xn, p.gx * p.yn, p.gx, p.gy * p.xn, p.gy * p.yn, p.gy, -p.xn * proj, -p.yn * proj),
-                                       weight: wt, residual: r)
+                            normal.add(p.gx * p.xn, p.gx * p.yn, p.gx, p.gy * p.xn, p.gy * p.yn, p.gy, -p.xn * proj, -p.yn * proj,
+                                       weight: wt, residual: r, n: 8)
                         }
                         if normal.pending == NormalEquations.block { normal.flush(into: a, b) }
                         wr2 += Double(wt * r * r); wsum += Double(wt)
@@ -567,21 +568,38 @@ public final class RegistrationReference: Sendable {
 }
 
 /// The normal equations of up to 8 parameters, summed a block of points at a time in Float
-/// vectors (one row of the outer product per vector: 8 multiply-adds a point) and added to the
-/// Double totals after each block, so the totals keep Double precision over many points.
+/// (the full 8 x 8 outer product: 64 multiply-adds a point, written as element-wise updates of
+/// contiguous rows, which the optimiser vectorises and a debug build still runs quickly) and added
+/// to the Double totals after each block, so the totals keep Double precision over many points.
 struct NormalEquations {
     static let block = 256
-    var r0 = SIMD8<Float>(), r1 = SIMD8<Float>(), r2 = SIMD8<Float>(), r3 = SIMD8<Float>()
-    var r4 = SIMD8<Float>(), r5 = SIMD8<Float>(), r6 = SIMD8<Float>(), r7 = SIMD8<Float>()
-    var rhs = SIMD8<Float>()
+    /// 64 floats of matrix (row-major), 8 of right-hand side, 8 for the point being added.
+    let sums: UnsafeMutablePointer<Float>
     var pending = 0
 
-    /// Adds `weight * v v^T` and `weight * residual * v`.
-    @inline(__always) mutating func add(_ v: SIMD8<Float>, weight: Float, residual: Float) {
-        let wv = weight * v
-        r0 += wv[0] * v; r1 += wv[1] * v; r2 += wv[2] * v; r3 += wv[3] * v
-        r4 += wv[4] * v; r5 += wv[5] * v; r6 += wv[6] * v; r7 += wv[7] * v
-        rhs += residual * wv
+    init() {
+        sums = .allocate(capacity: 80)
+        sums.initialize(repeating: 0, count: 80)
+    }
+
+    func deallocate() { sums.deallocate() }
+
+    /// Adds `weight * v v^T` and `weight * residual * v` for `v = (v0, ..., v7)`, over its first
+    /// `n` components (2 for a shift: the rest stay 0).
+    @inline(__always) mutating func add(_ v0: Float, _ v1: Float, _ v2: Float, _ v3: Float, _ v4: Float, _ v5: Float,
+                                        _ v6: Float, _ v7: Float, weight: Float, residual: Float, n: Int) {
+        let a = sums, b = sums + 64, v = sums + 72
+        v[0] = v0; v[1] = v1; v[2] = v2; v[3] = v3; v[4] = v4; v[5] = v5; v[6] = v6; v[7] = v7
+        // (while loops: a debug build's range iterators would cost more than the arithmetic)
+        var q = 0
+        while q < n {
+            let wq = weight * v[q]
+            let row = a + q &* 8
+            var u = 0
+            while u < n { row[u] += wq * v[u]; u &+= 1 }
+            b[q] += residual * wq
+            q &+= 1
+        }
         pending &+= 1
     }
 
@@ -589,11 +607,12 @@ struct NormalEquations {
     mutating func flush(into a: UnsafeMutablePointer<Double>, _ b: UnsafeMutablePointer<Double>) {
         guard pending > 0 else { return }
         var k = 0
-        for (q, row) in [r0, r1, r2, r3, r4, r5, r6, r7].enumerated() {
-            for u in q..<8 { a[k] += Double(row[u]); k &+= 1 }
-            b[q] += Double(rhs[q])
+        for q in 0..<8 {
+            for u in q..<8 { a[k] += Double(sums[q * 8 + u]); k &+= 1 }
+            b[q] += Double(sums[64 + q])
         }
-        self = NormalEquations()
+        sums.update(repeating: 0, count: 72)
+        pending = 0
     }
 }
 
