@@ -417,6 +417,9 @@ public enum BurstStacker {
             return (reports, none)
         }
         guard frames.count > 1 else { return (reports, none) }
+        // Alignment has started: say so at once (0 of N), since preparing the reference and the
+        // first frames can take seconds on a large burst before the first one is done.
+        options.progress?(StackProgress(stage: .align, done: 0, total: frames.count - 1, elapsed: 0))
         let refStart = Date()
         let reference = registrationReference(frames.image(refIndex), options: options)
         frames.doneAligning(refIndex)

@@ -61,6 +61,18 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         #expect(worst <= 12, "\(merge): worst difference \(worst)")
     }
 
+    /// Alignment says it has started before any frame is done (0 of N), then counts every frame
+    /// once, never going backwards; the merge then counts rows.
+    @Test func progressStartsAtZeroAndCountsEveryFrame() throws {
+        let events = LockedBox([StackProgress]())
+        var o = StackOptions()
+        o.progress = { p in events.update { $0.append(p) } }
+        _ = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o)
+        let align = events.value.filter { $0.stage == .align }
+        #expect(align.map(\.done) == Array(0...6) && align.allSatisfy { $0.total == 6 }, "\(align.map(\.done))")
+        #expect(events.value.first?.stage == .align && events.value.last?.stage == .merge)
+    }
+
     /// Hue says nothing of lightness, so the tutorial's mode is weaker than the median; it must
     /// still remove most of what the mean leaves where the occluder passed.
     @Test func modeRemovesMostOfTheGhost() throws {
