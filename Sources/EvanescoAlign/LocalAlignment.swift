@@ -311,9 +311,10 @@ final class LevelPlanes: @unchecked Sendable {
         frameSums = s1; squareSums = s2
     }
 
-    /// The warped frame's sum and sum of squares over columns x0..<x1, rows y0..<y1 (inside).
-    @inline(__always) func boxSums(x0: Int, y0: Int, x1: Int, y1: Int) -> (Float, Float)? {
-        guard let s1 = frameSums, let s2 = squareSums else { return nil }
+    /// The warped frame's sum and sum of squares over columns x0..<x1, rows y0..<y1 (inside);
+    /// ``prepareBoxSums()`` must have run.
+    @inline(__always) func boxSums(x0: Int, y0: Int, x1: Int, y1: Int) -> (Float, Float) {
+        guard let s1 = frameSums, let s2 = squareSums else { preconditionFailure("LevelPlanes.boxSums before prepareBoxSums()") }
         let W = width + 1
         let a = y0 * W + x0, b = y0 * W + x1, c = y1 * W + x0, d = y1 * W + x1
         return (Float(s1[d] - s1[b] - s1[c] + s1[a]), Float(s2[d] - s2[b] - s2[c] + s2[a]))
@@ -353,7 +354,8 @@ struct Window {
         x1 = max(x0, min(L.width - 1, Int((cx + r).rounded(.down)) + 1)); y1 = max(y0, min(L.height - 1, Int((cy + r).rounded(.down)) + 1))
     }
 
-    /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD.
+    /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD
+    /// (the level's ``LevelPlanes/prepareBoxSums()`` must have run).
     func blockSearch(around d: SIMD2<Float>, radius: Int) -> SIMD2<Float> {
         let w = L.width, r = L.ref, p = L.frame, v = L.valid
         let bx = Int(d.x.rounded()), by = Int(d.y.rounded())
@@ -369,26 +371,16 @@ struct Window {
                 guard y0 + sy >= 0, y1 - 1 + sy < L.height, x0 + sx >= 0, x1 - 1 + sx < w else { continue }
                 var sum: Float = 0, sum2: Float = 0, cross: Float = 0, valid = 0
                 if L.allValid(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy) {
-                    // Every pixel valid: the frame's sums come from the summed tables when the
-                    // level has them, and only the cross term is summed here.
-                    var s4 = SIMD4<Float>(), q4 = SIMD4<Float>(), c4 = SIMD4<Float>()
-                    let box = L.boxSums(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy)
+                    // Every pixel valid: the frame's sums come from the level's summed tables,
+                    // and only the cross term is summed here.
+                    var c4 = SIMD4<Float>()
+                    (sum, sum2) = L.boxSums(x0: x0 + sx, y0: y0 + sy, x1: x1 + sx, y1: y1 + sy)
                     for y in y0..<y1 {
                         let ro = r + y * w, fo = p + (y + sy) * w + sx
                         var x = x0
-                        if box == nil {
-                            while x + 4 <= x1 {
-                                let f = load4(fo + x), g = load4(ro + x) - mean4
-                                s4 += f; q4 += f * f; c4 += f * g
-                                x += 4
-                            }
-                            while x < x1 { let f = fo[x], g = ro[x] - refMean; sum += f; sum2 += f * f; cross += f * g; x += 1 }
-                        } else {
-                            while x + 4 <= x1 { c4 += load4(fo + x) * (load4(ro + x) - mean4); x += 4 }
-                            while x < x1 { cross += fo[x] * (ro[x] - refMean); x += 1 }
-                        }
+                        while x + 4 <= x1 { c4 += load4(fo + x) * (load4(ro + x) - mean4); x += 4 }
+                        while x < x1 { cross += fo[x] * (ro[x] - refMean); x += 1 }
                     }
-                    if let box { sum = box.0; sum2 = box.1 } else { sum += s4.sum(); sum2 += q4.sum() }
                     cross += c4.sum(); valid = count
                 } else {
                     for y in y0..<y1 {

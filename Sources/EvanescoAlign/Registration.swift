@@ -509,8 +509,8 @@ public final class RegistrationReference: Sendable {
                     var wr2 = 0.0, wsum = 0.0, inl = 0
                     var normal = NormalEquations()
                     defer { normal.deallocate() }
-                    // The accumulators through raw pointers: the arrays' bounds and uniqueness
-                    // checks would run on every one of the 44 updates per point.
+                    // The Double totals through raw pointers (NormalEquations adds to them after
+                    // each block of points).
                     a.withUnsafeMutableBufferPointer { ab in b.withUnsafeMutableBufferPointer { bb in
                     let a = ab.baseAddress!, b = bb.baseAddress!
                     for i in range {
@@ -568,9 +568,9 @@ public final class RegistrationReference: Sendable {
 }
 
 /// The normal equations of up to 8 parameters, summed a block of points at a time in Float
-/// (the full 8 x 8 outer product: 64 multiply-adds a point, written as element-wise updates of
-/// contiguous rows, which the optimiser vectorises and a debug build still runs quickly) and added
-/// to the Double totals after each block, so the totals keep Double precision over many points.
+/// (the outer product over the model's parameters, written as element-wise updates of contiguous
+/// rows, which the optimiser vectorises and a debug build still runs quickly) and added to the
+/// Double totals after each block, so the totals keep Double precision over many points.
 struct NormalEquations {
     static let block = 256
     /// 64 floats of matrix (row-major), 8 of right-hand side, 8 for the point being added.

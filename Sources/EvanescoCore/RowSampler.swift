@@ -472,6 +472,18 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let stride = cache.stride, mask = Cache.rows - 1
             let rows = UnsafeRawPointer(cache.storage)
             let steps = Float(CubicTable.steps)
+            // Output pixel i from source rows r0...r3 (in the cache's ring) with weights wy.
+            @inline(__always) func vertical(_ i: Int, _ r0: Int, _ r1: Int, _ r2: Int, _ r3: Int, _ wy: SIMD4<Float>) {
+                let col = i &* 16
+                let v0 = rows.loadUnaligned(fromByteOffset: (r0 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v1 = rows.loadUnaligned(fromByteOffset: (r1 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v2 = rows.loadUnaligned(fromByteOffset: (r2 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let v3 = rows.loadUnaligned(fromByteOffset: (r3 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
+                let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
+                let o = i &* 3
+                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
+                valid[i] = 1
+            }
             // Along an output row a homography's source x and y are each monotonic (the
             // denominator is linear and positive at both ends, so positive between), so when both
             // ends lie 0.01 px inside the frame, with 4 rows of taps on each side, every pixel
@@ -482,16 +494,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             if min(ax, bx) >= margin, max(ax, bx) <= maxX - margin, min(ay, by) >= 1 + margin, max(ay, by) <= Float(h - 3) - margin {
                 @inline(__always) func interior(_ i: Int, _ sy: Float) {
                     let iy = Int(sy)   // sy >= 1: truncation is the floor
-                    let wy = lut[Int((sy - Float(iy)) * steps + 0.5)]
-                    let col = i &* 16
-                    let v0 = rows.loadUnaligned(fromByteOffset: ((iy &- 1) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                    let v1 = rows.loadUnaligned(fromByteOffset: (iy & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                    let v2 = rows.loadUnaligned(fromByteOffset: ((iy &+ 1) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                    let v3 = rows.loadUnaligned(fromByteOffset: ((iy &+ 2) & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                    let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
-                    let o = i &* 3
-                    out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
-                    valid[i] = 1
+                    vertical(i, iy &- 1, iy, iy &+ 1, iy &+ 2, lut[Int((sy - Float(iy)) * steps + 0.5)])
                 }
                 if projective {
                     for i in 0..<(x1 - x0) { let fx = Float(x0 &+ i); interior(i, (m3 * fx + m5) / (m6 * fx + m8)) }
@@ -507,24 +510,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
                     continue
                 }
-                valid[i] = 1
                 let cy = min(max(sy, 0), maxY)
                 let iy = Int(cy)   // cy >= 0: truncation is the floor
-                let wy = lut[Int((cy - Float(iy)) * steps + 0.5)]
-                let r0: Int, r1: Int, r2: Int, r3: Int
-                if iy >= 1 && iy + 2 < h {
-                    r0 = (iy &- 1) & mask; r1 = iy & mask; r2 = (iy &+ 1) & mask; r3 = (iy &+ 2) & mask
-                } else {
-                    r0 = max(iy - 1, 0) & mask; r1 = iy & mask; r2 = min(iy + 1, h - 1) & mask; r3 = min(iy + 2, h - 1) & mask
-                }
                 // Every row read is in rowLo...rowHi (the taps of sy, clamped), prepared above.
-                let col = i &* 16
-                let v0 = rows.loadUnaligned(fromByteOffset: r0 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v1 = rows.loadUnaligned(fromByteOffset: r1 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v2 = rows.loadUnaligned(fromByteOffset: r2 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v3 = rows.loadUnaligned(fromByteOffset: r3 &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
-                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
+                vertical(i, max(iy - 1, 0), iy, min(iy + 1, h - 1), min(iy + 2, h - 1), lut[Int((cy - Float(iy)) * steps + 0.5)])
             }
             return true
         }
