@@ -15,6 +15,89 @@ struct CubicTable: Sendable {
     @usableFromInline static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)
 }
 
+/// Four pixels at a time: the 8-bit RGB cubic warp's inner loops (``RowSampler/Cache`` and
+/// ``RowSampler/rowCubicRGB8TwoPass(_:_:_:_:_:_:_:_:)``) take 4 consecutive output pixels per
+/// step, their RGB interleaved in 3 vectors of 4 floats (`RGBR GBRG BRGB`), as the rows they read
+/// and the output they write are laid out.
+@usableFromInline
+enum Quad {
+    /// `round(v * 128)` for |v| < 16384, as integers: the source position in 1/128 px, so that
+    /// `q >> 7` is the tap origin and `q & 127` the row of ``CubicTable`` (the table's phase,
+    /// rounded to nearest; a phase that rounds up to 1 is phase 0 of the next pixel, the same
+    /// weights). By the float-to-integer bit trick: no checked conversions.
+    @inlinable @inline(__always)
+    static func fixed(_ v: SIMD4<Float>) -> SIMD4<Int32> {
+        let magic = SIMD4<Float>(repeating: 12_582_912)   // 1.5 * 2^23: the sum's low mantissa bits are the integer
+        return unsafeBitCast(v * 128 + magic, to: SIMD4<Int32>.self) &- 0x4B40_0000
+    }
+
+    /// The table's weights for the phases `q & 127` of 4 pixels, as ``taps(_:_:_:_:_:)`` takes them.
+    @inlinable @inline(__always)
+    static func rows(_ q: SIMD4<Int32>, _ lut: UnsafeBufferPointer<SIMD4<Float>>) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        let ph = q & 127
+        return (lut[Int(ph[0])], lut[Int(ph[1])], lut[Int(ph[2])], lut[Int(ph[3])])
+    }
+
+    /// 4 pixels' interleaved RGB at `p` (12 floats), weighted by tap `t` of each pixel's weights
+    /// (`l0...l3`, rows of ``CubicTable``).
+    @inlinable @inline(__always)
+    static func taps(_ p: UnsafeRawPointer, _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ t: Int)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        (p.loadUnaligned(as: SIMD4<Float>.self) * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]),
+         p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self) * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
+         p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
+    }
+
+    /// `1 / d` by two Newton steps from `r`, the reciprocal of a denominator within 1 % of every
+    /// lane of `d` (a homography's denominator along a run of a row, which changes by a few parts
+    /// in a million a pixel): within an ulp or two of the division (the error squares each step:
+    /// 1e-2, 1e-4, 1e-8), at a fraction of its cost (a division per 4 pixels took a sixth of the
+    /// warp's time), and with no dependence between steps. From `r = 1` with `d = 1` (an affine
+    /// map), exactly 1.
+    @inlinable @inline(__always)
+    static func reciprocal(_ d: SIMD4<Float>, near r: Float) -> SIMD4<Float> {
+        let r1 = r * (2 - d * r)
+        return r1 * (2 - d * r1)
+    }
+
+    /// The pixels (a multiple of 4) from one where the denominator is `d` over which a
+    /// denominator with slope `slope` a pixel changes by under 1 % of `d` (and keeps its sign),
+    /// for ``reciprocal(_:near:)``: the whole row segment for a burst frame's map; 0 when not
+    /// even 4 (a perspective so strong, or `d` so near 0, that the caller divides pixel by pixel).
+    @inlinable @inline(__always)
+    static func newtonRun(_ slope: Float, _ d: Float) -> Int {
+        let limit = 0.01 * abs(d) / abs(slope)   // +infinity for an affine map; NaN for d = 0
+        guard limit >= 4 else { return 0 }
+        return limit >= 1e9 ? 1_000_000_000 : Int(limit) & ~3
+    }
+
+    /// `n` bytes to floats, 16 a step.
+    @inlinable @inline(__always)
+    static func convert(_ s: UnsafePointer<UInt8>, _ n: Int, into d: UnsafeMutablePointer<Float>) {
+        var j = 0
+        let raw = UnsafeRawPointer(s), out = UnsafeMutableRawPointer(d)
+        while j &+ 16 <= n {
+            let v = raw.loadUnaligned(fromByteOffset: j, as: SIMD16<UInt8>.self)
+            out.storeBytes(of: SIMD16<Float>(v), toByteOffset: j &* 4, as: SIMD16<Float>.self)
+            j &+= 16
+        }
+        while j < n { d[j] = Float(s[j]); j &+= 1 }
+    }
+
+    /// The widest or tallest frame these loops take (``fixed(_:)``'s range, with room): a
+    /// position beyond it comes out as an origin outside the frame, and the pixel takes the
+    /// per-pixel path.
+    @usableFromInline static let maxExtent = 16_000
+
+    /// True when every lane is: the standard library's `all(_:)` reduces the lanes one by one
+    /// (a dozen instructions), this tests the mask's 128 bits in two halves.
+    @inlinable @inline(__always)
+    static func allTrue(_ m: SIMDMask<SIMD4<Int32>>) -> Bool {
+        let bits = unsafeBitCast(m, to: (UInt64, UInt64).self)
+        return bits.0 & bits.1 == .max
+    }
+}
+
 /// The one warp sampler: samples a frame along row segments of an output grid through the
 /// inverse of a homography. ``Image/warped(by:width:height:interpolation:)`` runs it row by row;
 /// the burst stacker runs it tile by tile, so the pixels a merge samples and the pixels
@@ -133,8 +216,8 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
 
         /// Makes the horizontal pass of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`)
         /// present for output columns `x0..<x1` under the output-to-frame map `m`: slot r holds,
-        /// at output column x, 4 floats (RGB and 0) interpolated along source row r at the source
-        /// column of the output point on row r. False when a row's line is degenerate or the
+        /// from output column x0 on, the RGB (3 floats a pixel) interpolated along source row r at
+        /// the source column of the output point on row r, with the weights of `lut`. False when a row's line is degenerate or the
         /// rows do not fit (the caller takes another path).
         @usableFromInline
         func preparePass(_ src: UnsafePointer<UInt8>, w: Int, h: Int, x0: Int, x1: Int, m: [Float],
@@ -155,12 +238,13 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 guard abs(den) > 1e-6 else { held[r & (Self.rows - 1)] = -1; return false }
                 let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
                 let d = storage + (r & (Self.rows - 1)) * stride
+                // The source column of output column x on this row: (al x + be) / (ga x + de).
+                let al = m0 + m1 * b, be = m1 * a + m2, ga = m6 + m7 * b, de = m7 * a + m8
                 @inline(__always) func sourceX(_ xi: Int) -> Float {
-                    let x = Float(xi), y = a + b * x
-                    let n = m0 * x + m1 * y + m2
-                    guard projective else { return n }
-                    let q = m6 * x + m7 * y + m8
-                    return q > 1e-12 ? n / q : -1
+                    let x = Float(xi)
+                    guard projective else { return al * x + be }
+                    let q = ga * x + de
+                    return q > 1e-12 ? (al * x + be) / q : -1
                 }
                 // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
                 // converted to Float once (a vectorised loop), so each tap is one 4-float load.
@@ -171,13 +255,15 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 // Through a local pointer: read from the class on every step, it would have to be
                 // reloaded after each store, and the loop would not vectorise.
                 let scratch = self.scratch
-                for j in 0..<n { scratch[j] = Float(s[j]) }
+                Quad.convert(s, n, into: scratch)
                 scratch[n] = 0
-                let row = UnsafeRawPointer(scratch)
+                let row = UnsafeRawPointer(scratch), out = UnsafeMutableRawPointer(d)
                 @inline(__always) func tap(_ col: Int) -> SIMD4<Float> {
                     row.loadUnaligned(fromByteOffset: (col &- lo) &* 12, as: SIMD4<Float>.self)
                 }
-                for i in 0..<(x1 - x0) {
+                // One pixel, taps clamped to the frame (its RGB, and a fourth float that the next
+                // pixel overwrites: pixels are written in order, and the slot has room past the last).
+                @inline(__always) func pixel(_ i: Int) {
                     let cx = min(max(sourceX(x0 &+ i), Float(lo)), Float(hi))
                     let ix = Int(cx)
                     let wx = lut[Int((cx - Float(ix)) * steps + 0.5)]
@@ -187,8 +273,73 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     } else {
                         v = (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix)) + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
                     }
-                    UnsafeMutableRawPointer(d + i &* 4).storeBytes(of: v, as: SIMD4<Float>.self)
+                    out.storeBytes(of: v, toByteOffset: i &* 12, as: SIMD4<Float>.self)
                 }
+                let count = x1 - x0
+                var i = 0
+                if w <= Quad.maxExtent {
+                    // Four pixels a step where their tap origins are consecutive columns (a map near
+                    // a translation, the burst's case) and every tap is inside the row: each tap is
+                    // then 3 vector loads of 4 pixels' interleaved RGB. Along a source row the phase
+                    // changes slowly (by the map's scale and shear, a few thousandths of a pixel per
+                    // pixel), so most often the 4 share it, and its weights. The same positions (the
+                    // arithmetic of sourceX), origins and weights as `pixel`.
+                    var x = SIMD4<Float>(repeating: Float(x0)) + SIMD4(0, 1, 2, 3)
+                    let row = row.assumingMemoryBound(to: Float.self)
+                    // Whether the 4 usually share a phase: the shared-phase test is then a branch
+                    // the processor predicts; where the phase moves every few pixels, it would be
+                    // mispredicted half the time, and every step takes the per-lane weights.
+                    let slope = (sourceX(x1 &- 1) - sourceX(x0)) / Float(max(1, count &- 1))
+                    let shared = abs(slope - 1) * 384 < 0.1
+                    // The reciprocal of the denominator by Newton steps from a division at the
+                    // start of each run of pixels short enough for it (the whole segment but for
+                    // a strong perspective); for an affine map (ga = 0, de = 1), 1 exactly.
+                    var seed: Float = 1, runEnd = 0
+                    while i &+ 4 <= count {
+                        if i >= runEnd {
+                            let d = ga * Float(x0 &+ i) + de, run = Quad.newtonRun(ga, d)
+                            guard run > 0 else { break }
+                            seed = 1 / d; runEnd = i &+ run
+                        }
+                        let den = ga * x + de
+                        let sx = ((al * x + be) * Quad.reciprocal(den, near: seed)).replacing(with: -1, where: den .<= 1e-12)
+                        x += 4
+                        let q = Quad.fixed(sx), q0 = q[0]
+                        let first = Int(q0 &>> 7) &- 1
+                        if first >= lo && first &+ 6 <= hi {
+                            let p = UnsafeRawPointer(row + (first &- lo) &* 3)
+                            let steps = q &- SIMD4(repeating: q0)
+                            if shared && Quad.allTrue(steps .== SIMD4(0, 128, 256, 384)) {
+                                // One phase: its weights, each the same for every lane.
+                                let wx = lut[Int(q0 & 127)]
+                                let w0 = SIMD4(repeating: wx[0]), w1 = SIMD4(repeating: wx[1])
+                                let w2 = SIMD4(repeating: wx[2]), w3 = SIMD4(repeating: wx[3])
+                                @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
+                                    (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
+                                        + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3 * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
+                                }
+                                out.storeBytes(of: part(0), toByteOffset: i &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(16), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(32), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
+                                i &+= 4
+                                continue
+                            }
+                            if Quad.allTrue((q &>> 7) &- SIMD4(repeating: q0 &>> 7) .== SIMD4(0, 1, 2, 3)) {
+                                // Consecutive origins, phases of their own: weights a lane each.
+                                let l = Quad.rows(q, lut)
+                                let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2), t3 = Quad.taps(p + 36, l, 3)
+                                out.storeBytes(of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: i &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
+                                i &+= 4
+                                continue
+                            }
+                        }
+                        pixel(i); pixel(i &+ 1); pixel(i &+ 2); pixel(i &+ 3)
+                        i &+= 4
+                    }
+                }
+                while i < count { pixel(i); i &+= 1 }
                 held[r & (Self.rows - 1)] = r
             }
             return true
@@ -472,49 +623,100 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let stride = cache.stride, mask = Cache.rows - 1
             let rows = UnsafeRawPointer(cache.storage)
             let steps = Float(CubicTable.steps)
-            // Output pixel i from source rows r0...r3 (in the cache's ring) with weights wy.
-            @inline(__always) func vertical(_ i: Int, _ r0: Int, _ r1: Int, _ r2: Int, _ r3: Int, _ wy: SIMD4<Float>) {
-                let col = i &* 16
-                let v0 = rows.loadUnaligned(fromByteOffset: (r0 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v1 = rows.loadUnaligned(fromByteOffset: (r1 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v2 = rows.loadUnaligned(fromByteOffset: (r2 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let v3 = rows.loadUnaligned(fromByteOffset: (r3 & mask) &* stride &* 4 &+ col, as: SIMD4<Float>.self)
-                let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
-                let o = i &* 3
-                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
-                valid[i] = 1
-            }
-            // Along an output row a homography's source x and y are each monotonic (the
-            // denominator is linear and positive at both ends, so positive between), so when both
-            // ends lie 0.01 px inside the frame, with 4 rows of taps on each side, every pixel
-            // between does too (by far more than the rounding of its position): no pixel needs
-            // the validity test, the clamps or the edge taps, and only y is needed. The same
-            // arithmetic as below, so the same values.
-            let (ax, bx) = (source(x0).0, source(x1 - 1).0), margin: Float = 0.01
-            if min(ax, bx) >= margin, max(ax, bx) <= maxX - margin, min(ay, by) >= 1 + margin, max(ay, by) <= Float(h - 3) - margin {
-                @inline(__always) func interior(_ i: Int, _ sy: Float) {
-                    let iy = Int(sy)   // sy >= 1: truncation is the floor
-                    vertical(i, iy &- 1, iy, iy &+ 1, iy &+ 2, lut[Int((sy - Float(iy)) * steps + 0.5)])
-                }
-                if projective {
-                    for i in 0..<(x1 - x0) { let fx = Float(x0 &+ i); interior(i, (m3 * fx + m5) / (m6 * fx + m8)) }
-                } else {
-                    for i in 0..<(x1 - x0) { interior(i, m3 * Float(x0 &+ i) + m5) }
-                }
-                return true
-            }
-            for i in 0..<(x1 - x0) {
+            @inline(__always) func slot(_ r: Int) -> UnsafeRawPointer { rows + (r & mask) &* stride &* 4 }
+            // Output pixel i, alone: validity, rows clamped to the frame (every row read is in
+            // rowLo...rowHi, the taps of sy clamped, prepared above), weights from the table.
+            @inline(__always) func pixel(_ i: Int) {
                 let (sx, sy) = source(x0 &+ i)
                 let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                     valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
-                    continue
+                    return
                 }
                 let cy = min(max(sy, 0), maxY)
                 let iy = Int(cy)   // cy >= 0: truncation is the floor
-                // Every row read is in rowLo...rowHi (the taps of sy, clamped), prepared above.
-                vertical(i, max(iy - 1, 0), iy, min(iy + 1, h - 1), min(iy + 2, h - 1), lut[Int((cy - Float(iy)) * steps + 0.5)])
+                let wy = lut[Int((cy - Float(iy)) * steps + 0.5)], col = i &* 12
+                // (Each load takes the pixel's RGB and one float past it: the slots have room.)
+                let v0 = slot(max(iy - 1, 0)).loadUnaligned(fromByteOffset: col, as: SIMD4<Float>.self)
+                let v1 = slot(iy).loadUnaligned(fromByteOffset: col, as: SIMD4<Float>.self)
+                let v2 = slot(min(iy + 1, h - 1)).loadUnaligned(fromByteOffset: col, as: SIMD4<Float>.self)
+                let v3 = slot(min(iy + 2, h - 1)).loadUnaligned(fromByteOffset: col, as: SIMD4<Float>.self)
+                let acc: SIMD4<Float> = (wy[0] * v0 + wy[1] * v1) + (wy[2] * v2 + wy[3] * v3)
+                out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
+                valid[i] = 1
             }
+            let count = x1 - x0
+            var i = 0
+            if h <= Quad.maxExtent {
+                // Along the row the source position moves monotonically (a homography's
+                // denominator is linear, positive where the pixels are valid), so the valid pixels
+                // are one run: found from the ends, with `pixel`'s own test.
+                @inline(__always) func isValid(_ i: Int) -> Bool {
+                    let (sx, sy) = source(x0 &+ i)
+                    return sx >= -eps && sy >= -eps && sx <= maxX + eps && sy <= maxY + eps
+                }
+                var end = count
+                while end > 0 && !isValid(end &- 1) { end &-= 1 }
+                while i < end && !isValid(i) { pixel(i); i &+= 1 }
+                for k in end..<count { pixel(k) }
+                // Four valid pixels a step where they share their rows of taps, all inside the
+                // frame (a row of a burst frame, but where it crosses a source row or an edge):
+                // each row is then 3 vector loads of 4 pixels' interleaved RGB, and the output 3
+                // vector stores. The same positions (the arithmetic of `source`), rows and
+                // weights as `pixel`, without its clamps.
+                let zero = SIMD4<Float>(), full = SIMD4<Float>(repeating: 255)
+                let o = UnsafeMutableRawPointer(out)
+                var fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + SIMD4(0, 1, 2, 3)
+                // Whether the 4 usually share a phase (see preparePass): along an output row the
+                // source row moves by the map's rotation, so only for a map with almost none.
+                let shared = abs(by - ay) / Float(max(1, count &- 1)) * 384 < 0.1
+                @inline(__always) func clamped(_ v: SIMD4<Float>) -> SIMD4<Float> {
+                    let low = v.replacing(with: zero, where: v .< zero)
+                    return low.replacing(with: full, where: low .> full)
+                }
+                // The reciprocal of the denominator as in preparePass.
+                var seed: Float = 1, runEnd = 0
+                while i &+ 4 <= end {
+                    if i >= runEnd {
+                        let d = m6 * Float(x0 &+ i) + m8, run = Quad.newtonRun(m6, d)
+                        guard run > 0 else { break }
+                        seed = 1 / d; runEnd = i &+ run
+                    }
+                    let sy = (m3 * fx + m5) * Quad.reciprocal(m6 * fx + m8, near: seed)
+                    fx += 4
+                    let q = Quad.fixed(sy), iy = q &>> 7, r = Int(iy[0])
+                    guard Quad.allTrue(iy .== SIMD4(repeating: iy[0])), r &- 1 >= rowLo, r &+ 2 <= rowHi else {
+                        pixel(i); pixel(i &+ 1); pixel(i &+ 2); pixel(i &+ 3)
+                        i &+= 4
+                        continue
+                    }
+                    let col = i &* 12
+                    let p0 = slot(r &- 1) + col, p1 = slot(r) + col, p2 = slot(r &+ 1) + col, p3 = slot(r &+ 2) + col
+                    if shared && Quad.allTrue(q .== SIMD4(repeating: q[0])) {
+                        // One phase (a map without rotation, or a run of one): its weights.
+                        let wy = lut[Int(q[0] & 127)]
+                        let w0 = SIMD4(repeating: wy[0]), w1 = SIMD4(repeating: wy[1]), w2 = SIMD4(repeating: wy[2]), w3 = SIMD4(repeating: wy[3])
+                        @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
+                            clamped((w0 * p0.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p1.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self))
+                                + (w2 * p2.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w3 * p3.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self)))
+                        }
+                        o.storeBytes(of: part(0), toByteOffset: col, as: SIMD4<Float>.self)
+                        o.storeBytes(of: part(16), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
+                        o.storeBytes(of: part(32), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
+                    } else {
+                        let l = Quad.rows(q, lut)
+                        let t0 = Quad.taps(p0, l, 0), t1 = Quad.taps(p1, l, 1), t2 = Quad.taps(p2, l, 2), t3 = Quad.taps(p3, l, 3)
+                        o.storeBytes(of: clamped((t0.0 + t1.0) + (t2.0 + t3.0)), toByteOffset: col, as: SIMD4<Float>.self)
+                        o.storeBytes(of: clamped((t0.1 + t1.1) + (t2.1 + t3.1)), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
+                        o.storeBytes(of: clamped((t0.2 + t1.2) + (t2.2 + t3.2)), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
+                    }
+                    UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                    i &+= 4
+                }
+                while i < end { pixel(i); i &+= 1 }
+                return true
+            }
+            while i < count { pixel(i); i &+= 1 }
             return true
         }
     }
