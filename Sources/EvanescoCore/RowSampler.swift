@@ -31,6 +31,16 @@ enum Quad {
         return unsafeBitCast(v * 128 + magic, to: SIMD4<Int32>.self) &- 0x4B40_0000
     }
 
+    /// ``fixed(_:)`` of one value (the same rounding).
+    @inlinable @inline(__always)
+    static func fixed(_ v: Float) -> Int32 {
+        Int32(bitPattern: (v * 128 + 12_582_912).bitPattern) &- 0x4B40_0000
+    }
+
+    /// Pixels between the knots where the fast loops compute a row's source positions exactly
+    /// (a straight line between them): a multiple of 4.
+    @usableFromInline static let knotSpacing = 64
+
     /// The table's weights for the phases `q & 127` of 4 pixels, as ``taps(_:_:_:_:_:)`` takes them.
     @inlinable @inline(__always)
     static func rows(_ q: SIMD4<Int32>, _ lut: UnsafeBufferPointer<SIMD4<Float>>) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
@@ -46,29 +56,6 @@ enum Quad {
         (p.loadUnaligned(as: SIMD4<Float>.self) * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]),
          p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self) * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
          p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
-    }
-
-    /// `1 / d` by two Newton steps from `r`, the reciprocal of a denominator within 1 % of every
-    /// lane of `d` (a homography's denominator along a run of a row, which changes by a few parts
-    /// in a million a pixel): within an ulp or two of the division (the error squares each step:
-    /// 1e-2, 1e-4, 1e-8), at a fraction of its cost (a division per 4 pixels took a sixth of the
-    /// warp's time), and with no dependence between steps. From `r = 1` with `d = 1` (an affine
-    /// map), exactly 1.
-    @inlinable @inline(__always)
-    static func reciprocal(_ d: SIMD4<Float>, near r: Float) -> SIMD4<Float> {
-        let r1 = r * (2 - d * r)
-        return r1 * (2 - d * r1)
-    }
-
-    /// The pixels (a multiple of 4) from one where the denominator is `d` over which a
-    /// denominator with slope `slope` a pixel changes by under 1 % of `d` (and keeps its sign),
-    /// for ``reciprocal(_:near:)``: the whole row segment for a burst frame's map; 0 when not
-    /// even 4 (a perspective so strong, or `d` so near 0, that the caller divides pixel by pixel).
-    @inlinable @inline(__always)
-    static func newtonRun(_ slope: Float, _ d: Float) -> Int {
-        let limit = 0.01 * abs(d) / abs(slope)   // +infinity for an affine map; NaN for d = 0
-        guard limit >= 4 else { return 0 }
-        return limit >= 1e9 ? 1_000_000_000 : Int(limit) & ~3
     }
 
     /// `n` bytes to floats, 16 a step.
@@ -88,14 +75,6 @@ enum Quad {
     /// position beyond it comes out as an origin outside the frame, and the pixel takes the
     /// per-pixel path.
     @usableFromInline static let maxExtent = 16_000
-
-    /// True when every lane is: the standard library's `all(_:)` reduces the lanes one by one
-    /// (a dozen instructions), this tests the mask's 128 bits in two halves.
-    @inlinable @inline(__always)
-    static func allTrue(_ m: SIMDMask<SIMD4<Int32>>) -> Bool {
-        let bits = unsafeBitCast(m, to: (UInt64, UInt64).self)
-        return bits.0 & bits.1 == .max
-    }
 }
 
 /// The one warp sampler: samples a frame along row segments of an output grid through the
@@ -282,61 +261,61 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     // a translation, the burst's case) and every tap is inside the row: each tap is
                     // then 3 vector loads of 4 pixels' interleaved RGB. Along a source row the phase
                     // changes slowly (by the map's scale and shear, a few thousandths of a pixel per
-                    // pixel), so most often the 4 share it, and its weights. The same positions (the
-                    // arithmetic of sourceX), origins and weights as `pixel`.
-                    var x = SIMD4<Float>(repeating: Float(x0)) + SIMD4(0, 1, 2, 3)
+                    // pixel), so most often the 4 share it, and its weights. Positions as in
+                    // rowCubicRGB8TwoPass: exact at knots every 64 pixels, a line between. Kept as
+                    // the offset from the output column, e = sx - t, which is monotonic along the
+                    // line: the first and last of 4 pixels tell whether their origins are
+                    // consecutive (equal offsets' origins), and whether they share a phase.
                     let row = row.assumingMemoryBound(to: Float.self)
-                    // Whether the 4 usually share a phase: the shared-phase test is then a branch
-                    // the processor predicts; where the phase moves every few pixels, it would be
-                    // mispredicted half the time, and every step takes the per-lane weights.
+                    // Whether the 4 share a phase often enough to test for it: up to a phase drift
+                    // of 1.5 table steps over 4 pixels (a 0.4 % scale) the test pays for its
+                    // mispredictions (measured: 5.2 against 5.5 ns a pixel at a 0.1 % scale, the
+                    // same at 0.8 %); beyond, every step takes the per-lane weights.
                     let slope = (sourceX(x1 &- 1) - sourceX(x0)) / Float(max(1, count &- 1))
-                    let shared = abs(slope - 1) * 384 < 0.1
-                    // The reciprocal of the denominator by Newton steps from a division at the
-                    // start of each run of pixels short enough for it (the whole segment but for
-                    // a strong perspective); for an affine map (ga = 0, de = 1), 1 exactly.
-                    var seed: Float = 1, runEnd = 0
+                    let shared = abs(slope - 1) * 384 < 1.5
+                    let lanes = SIMD4<Float>(0, 1, 2, 3)
                     while i &+ 4 <= count {
-                        if i >= runEnd {
-                            let d = ga * Float(x0 &+ i) + de, run = Quad.newtonRun(ga, d)
-                            guard run > 0 else { break }
-                            seed = 1 / d; runEnd = i &+ run
+                        let n = min(Quad.knotSpacing, (count &- i) & ~3)
+                        let s0 = sourceX(x0 &+ i), s1 = sourceX(x0 &+ i &+ n &- 1)
+                        let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
+                        guard s0 > -1, s1 > -1, abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= 1e-3 else {
+                            for k in i..<(i &+ n) { pixel(k) }
+                            i &+= n
+                            continue
                         }
-                        let den = ga * x + de
-                        let sx = ((al * x + be) * Quad.reciprocal(den, near: seed)).replacing(with: -1, where: den .<= 1e-12)
-                        x += 4
-                        let q = Quad.fixed(sx), q0 = q[0]
-                        let first = Int(q0 &>> 7) &- 1
-                        if first >= lo && first &+ 6 <= hi {
+                        var g = 0
+                        while g < n {
+                            let e0 = Quad.fixed(s0 + drift * Float(g)), e3 = Quad.fixed(s0 + drift * Float(g &+ 3))
+                            let first = Int(e0 &>> 7) &+ g &- 1
+                            let k = i &+ g
+                            g &+= 4
+                            guard e3 &>> 7 == e0 &>> 7, first >= lo, first &+ 6 <= hi else {
+                                pixel(k); pixel(k &+ 1); pixel(k &+ 2); pixel(k &+ 3)
+                                continue
+                            }
                             let p = UnsafeRawPointer(row + (first &- lo) &* 3)
-                            let steps = q &- SIMD4(repeating: q0)
-                            if shared && Quad.allTrue(steps .== SIMD4(0, 128, 256, 384)) {
+                            if shared && e0 == e3 {
                                 // One phase: its weights, each the same for every lane.
-                                let wx = lut[Int(q0 & 127)]
+                                let wx = lut[Int(e0 & 127)]
                                 let w0 = SIMD4(repeating: wx[0]), w1 = SIMD4(repeating: wx[1])
                                 let w2 = SIMD4(repeating: wx[2]), w3 = SIMD4(repeating: wx[3])
                                 @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
                                     (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
                                         + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3 * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
                                 }
-                                out.storeBytes(of: part(0), toByteOffset: i &* 12, as: SIMD4<Float>.self)
-                                out.storeBytes(of: part(16), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
-                                out.storeBytes(of: part(32), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
-                                i &+= 4
-                                continue
-                            }
-                            if Quad.allTrue((q &>> 7) &- SIMD4(repeating: q0 &>> 7) .== SIMD4(0, 1, 2, 3)) {
+                                out.storeBytes(of: part(0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(16), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(32), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
+                            } else {
                                 // Consecutive origins, phases of their own: weights a lane each.
-                                let l = Quad.rows(q, lut)
+                                let l = Quad.rows(Quad.fixed(SIMD4(repeating: s0) + drift * (SIMD4(repeating: Float(g &- 4)) + lanes)), lut)
                                 let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2), t3 = Quad.taps(p + 36, l, 3)
-                                out.storeBytes(of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: i &* 12, as: SIMD4<Float>.self)
-                                out.storeBytes(of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
-                                out.storeBytes(of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
-                                i &+= 4
-                                continue
+                                out.storeBytes(of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
                             }
                         }
-                        pixel(i); pixel(i &+ 1); pixel(i &+ 2); pixel(i &+ 3)
-                        i &+= 4
+                        i &+= n
                     }
                 }
                 while i < count { pixel(i); i &+= 1 }
@@ -662,11 +641,14 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 // Four valid pixels a step where they share their rows of taps, all inside the
                 // frame (a row of a burst frame, but where it crosses a source row or an edge):
                 // each row is then 3 vector loads of 4 pixels' interleaved RGB, and the output 3
-                // vector stores. The same positions (the arithmetic of `source`), rows and
-                // weights as `pixel`, without its clamps.
+                // vector stores. Positions come from knots every 64 pixels, exact (the arithmetic
+                // of `source`), and a straight line between them: along a row a burst frame's
+                // homography bends the source row by far less than a ten-thousandth of a pixel
+                // over 64 pixels (checked at each interval's middle; where it bends more, the
+                // interval is sampled pixel by pixel). On a line the positions are monotonic, so
+                // the first and last pixel of 4 tell whether all 4 share their rows, and a phase.
                 let zero = SIMD4<Float>(), full = SIMD4<Float>(repeating: 255)
                 let o = UnsafeMutableRawPointer(out)
-                var fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + SIMD4(0, 1, 2, 3)
                 // Whether the 4 usually share a phase (see preparePass): along an output row the
                 // source row moves by the map's rotation, so only for a map with almost none.
                 let shared = abs(by - ay) / Float(max(1, count &- 1)) * 384 < 0.1
@@ -674,44 +656,51 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     let low = v.replacing(with: zero, where: v .< zero)
                     return low.replacing(with: full, where: low .> full)
                 }
-                // The reciprocal of the denominator as in preparePass.
-                var seed: Float = 1, runEnd = 0
+                let lanes = SIMD4<Float>(0, 1, 2, 3)
                 while i &+ 4 <= end {
-                    if i >= runEnd {
-                        let d = m6 * Float(x0 &+ i) + m8, run = Quad.newtonRun(m6, d)
-                        guard run > 0 else { break }
-                        seed = 1 / d; runEnd = i &+ run
-                    }
-                    let sy = (m3 * fx + m5) * Quad.reciprocal(m6 * fx + m8, near: seed)
-                    fx += 4
-                    let q = Quad.fixed(sy), iy = q &>> 7, r = Int(iy[0])
-                    guard Quad.allTrue(iy .== SIMD4(repeating: iy[0])), r &- 1 >= rowLo, r &+ 2 <= rowHi else {
-                        pixel(i); pixel(i &+ 1); pixel(i &+ 2); pixel(i &+ 3)
-                        i &+= 4
+                    let n = min(Quad.knotSpacing, (end &- i) & ~3)
+                    let s0 = source(x0 &+ i).1, s1 = source(x0 &+ i &+ n &- 1).1
+                    let slope = (s1 - s0) / Float(n &- 1), half = (n &- 1) / 2
+                    guard abs(source(x0 &+ i &+ half).1 - (s0 + slope * Float(half))) <= 1e-3 else {
+                        for k in i..<(i &+ n) { pixel(k) }
+                        i &+= n
                         continue
                     }
-                    let col = i &* 12
-                    let p0 = slot(r &- 1) + col, p1 = slot(r) + col, p2 = slot(r &+ 1) + col, p3 = slot(r &+ 2) + col
-                    if shared && Quad.allTrue(q .== SIMD4(repeating: q[0])) {
-                        // One phase (a map without rotation, or a run of one): its weights.
-                        let wy = lut[Int(q[0] & 127)]
-                        let w0 = SIMD4(repeating: wy[0]), w1 = SIMD4(repeating: wy[1]), w2 = SIMD4(repeating: wy[2]), w3 = SIMD4(repeating: wy[3])
-                        @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
-                            clamped((w0 * p0.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p1.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self))
-                                + (w2 * p2.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w3 * p3.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self)))
+                    var g = 0
+                    while g < n {
+                        let first = s0 + slope * Float(g), last = s0 + slope * Float(g &+ 3)
+                        let q0 = Quad.fixed(first), q3 = Quad.fixed(last)
+                        let r = Int(q0 &>> 7)
+                        let k = i &+ g
+                        g &+= 4
+                        guard q3 &>> 7 == q0 &>> 7, r &- 1 >= rowLo, r &+ 2 <= rowHi else {
+                            pixel(k); pixel(k &+ 1); pixel(k &+ 2); pixel(k &+ 3)
+                            continue
                         }
-                        o.storeBytes(of: part(0), toByteOffset: col, as: SIMD4<Float>.self)
-                        o.storeBytes(of: part(16), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
-                        o.storeBytes(of: part(32), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
-                    } else {
-                        let l = Quad.rows(q, lut)
-                        let t0 = Quad.taps(p0, l, 0), t1 = Quad.taps(p1, l, 1), t2 = Quad.taps(p2, l, 2), t3 = Quad.taps(p3, l, 3)
-                        o.storeBytes(of: clamped((t0.0 + t1.0) + (t2.0 + t3.0)), toByteOffset: col, as: SIMD4<Float>.self)
-                        o.storeBytes(of: clamped((t0.1 + t1.1) + (t2.1 + t3.1)), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
-                        o.storeBytes(of: clamped((t0.2 + t1.2) + (t2.2 + t3.2)), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
+                        let col = k &* 12
+                        let p0 = slot(r &- 1) + col, p1 = slot(r) + col, p2 = slot(r &+ 1) + col, p3 = slot(r &+ 2) + col
+                        if shared && q0 == q3 {
+                            // One phase (a map without rotation, or a run of one): its weights.
+                            let wy = lut[Int(q0 & 127)]
+                            let w0 = SIMD4(repeating: wy[0]), w1 = SIMD4(repeating: wy[1]), w2 = SIMD4(repeating: wy[2]), w3 = SIMD4(repeating: wy[3])
+                            @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
+                                clamped((w0 * p0.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p1.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self))
+                                    + (w2 * p2.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w3 * p3.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self)))
+                            }
+                            o.storeBytes(of: part(0), toByteOffset: col, as: SIMD4<Float>.self)
+                            o.storeBytes(of: part(16), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
+                            o.storeBytes(of: part(32), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
+                        } else {
+                            let q = Quad.fixed(SIMD4(repeating: s0) + slope * (SIMD4(repeating: Float(g &- 4)) + lanes))
+                            let l = Quad.rows(q, lut)
+                            let t0 = Quad.taps(p0, l, 0), t1 = Quad.taps(p1, l, 1), t2 = Quad.taps(p2, l, 2), t3 = Quad.taps(p3, l, 3)
+                            o.storeBytes(of: clamped((t0.0 + t1.0) + (t2.0 + t3.0)), toByteOffset: col, as: SIMD4<Float>.self)
+                            o.storeBytes(of: clamped((t0.1 + t1.1) + (t2.1 + t3.1)), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
+                            o.storeBytes(of: clamped((t0.2 + t1.2) + (t2.2 + t3.2)), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
+                        }
+                        UnsafeMutableRawPointer(valid + k).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
                     }
-                    UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
-                    i &+= 4
+                    i &+= n
                 }
                 while i < end { pixel(i); i &+= 1 }
                 return true
