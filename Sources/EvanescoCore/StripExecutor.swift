@@ -11,11 +11,19 @@ public enum StripExecutor {
     /// Runs `body` once for each index of `range` on up to `workers` threads, each taking the
     /// next index when it finishes the last (so items of uneven cost balance). Once `stop`
     /// returns true no further index is handed out.
+    ///
+    /// While two or more items run at once, each already has a core: strips that an item's own
+    /// loops ask for (``forEachStrip(rows:minimumRows:_:)``) run on its thread, in order, instead
+    /// of waking further threads to share the same cores.
     public static func forEachIndex(in range: Range<Int>, workers: Int, until stop: @Sendable () -> Bool = { false },
                                     _ body: @Sendable (Int) -> Void) {
         guard !range.isEmpty else { return }
         let next = LockedBox(range.lowerBound)
+        let parallel = min(workers, range.count) > 1
         DispatchQueue.concurrentPerform(iterations: max(1, min(workers, range.count))) { _ in
+            let outer = ItemThread.isSet
+            if parallel { ItemThread.isSet = true }
+            defer { if parallel { ItemThread.isSet = outer } }
             while !stop() {
                 let i = next.update { v -> Int in defer { v += 1 }; return v }
                 guard i < range.upperBound else { break }
@@ -32,7 +40,7 @@ public enum StripExecutor {
         guard rows > 0 else { return }
         let threads = threadCount
         let strips = max(1, min(threads * 4, rows / max(1, minimumRows)))
-        if threads == 1 || strips == 1 {
+        if threads == 1 || strips == 1 || ItemThread.isSet {
             body(0..<rows)
             return
         }
@@ -43,6 +51,21 @@ public enum StripExecutor {
                 if lo < hi { box.value(lo..<hi) }
             }
         }
+    }
+}
+
+/// Whether this thread runs an item of a parallel ``StripExecutor/forEachIndex(in:workers:until:_:)``
+/// (a thread-local flag).
+@usableFromInline
+enum ItemThread {
+    static let key: pthread_key_t = {
+        var k = pthread_key_t()
+        pthread_key_create(&k, nil)
+        return k
+    }()
+    @usableFromInline static var isSet: Bool {
+        get { pthread_getspecific(key) != nil }
+        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
     }
 }
 
