@@ -13,8 +13,15 @@ public enum MotionModel: String, Sendable, Codable, CaseIterable {
 public struct RegistrationOptions: Sendable {
     /// Finest pyramid level refined (0 = full resolution).
     public var finestLevel = 0
-    /// Template points kept per level (the strongest gradients, spread over a grid).
+    /// Template points kept at the finest level (the strongest gradients, spread over a grid);
+    /// coarser levels keep a third as many. A level also keeps at most one point in
+    /// ``pixelsPerPoint`` pixels, but never fewer than ``minPoints`` because of it.
     public var maxPoints = 40_000
+    /// See ``maxPoints``: on a small frame (320 x 240, say) half its pixels qualify, and every
+    /// Gauss-Newton iteration visits each point.
+    public var pixelsPerPoint = 5
+    /// See ``maxPoints``.
+    public var minPoints = 16_000
     /// Iterations per level (coarse levels get twice as many).
     public var iterations = 12
     /// Search radius of the coarse translation search, as a fraction of the coarsest level's size.
@@ -88,31 +95,6 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// One template point: position (level pixels and normalised), value, gradient in normalised
-/// units (d T / d xn).
-struct TemplatePoint: Sendable {
-    var x: Float, y: Float, xn: Float, yn: Float, t: Float, gx: Float, gy: Float
-    /// The largest residual at which the point agrees (grey levels): a fixed threshold plus
-    /// what a fraction of a pixel's misalignment makes of its gradient, in level pixels.
-    var agreement: Float
-
-    init(x: Float, y: Float, xn: Float, yn: Float, t: Float, gx: Float, gy: Float, scale: Float) {
-        self.x = x; self.y = y; self.xn = xn; self.yn = yn; self.t = t; self.gx = gx; self.gy = gy
-        // gx, gy are per normalised unit (`scale` level pixels).
-        let gradient = (gx * gx + gy * gy).squareRoot() / scale
-        agreement = RegistrationReference.agreementThreshold + RegistrationReference.agreementShift * gradient
-    }
-}
-
-/// Template points of one pyramid level.
-struct TemplateLevel: Sendable {
-    var width: Int, height: Int
-    /// Normalisation: xn = (x - cx) / scale.
-    var cx: Float, cy: Float, scale: Float
-    var points: ContiguousArray<TemplatePoint>
-    var count: Int { points.count }
-}
-
 /// The reference frame, prepared once: its pyramid and template points per level.
 /// Register any number of frames against it, from several threads at once.
 public final class RegistrationReference: Sendable {
@@ -152,15 +134,15 @@ public final class RegistrationReference: Sendable {
         self.options = options
         templates = pyramid.levels.enumerated().map { level, img in
             // The finest level keeps the most points; coarser levels only steer.
-            let cap = level == options.finestLevel ? options.maxPoints : options.maxPoints / 3
+            let most = level == options.finestLevel ? options.maxPoints : options.maxPoints / 3
+            let cap = min(most, max(options.minPoints, img.width * img.height / max(1, options.pixelsPerPoint)))
             return RegistrationReference.selectPoints(img, cap: cap)
         }
     }
 
     static func selectPoints(_ img: Image<Float>, cap: Int) -> TemplateLevel {
         let w = img.width, h = img.height
-        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, scale = Float(max(w, h)) / 2
-        var points = ContiguousArray<TemplatePoint>()
+        var px: [Float] = [], py: [Float] = [], pt: [Float] = [], pgx: [Float] = [], pgy: [Float] = []
         img.samples.withUnsafeBufferPointer { s in
             // Gradient magnitude per pixel (central differences), 2-pixel border excluded.
             let cells = 8
@@ -199,15 +181,13 @@ public final class RegistrationReference: Sendable {
                         }
                     }
                     for c in cand {
-                        let x = Float(c.i % w), y = Float(c.i / w)
-                        points.append(TemplatePoint(x: x, y: y, xn: (x - cx) / scale, yn: (y - cy) / scale, t: s[c.i],
-                                                    gx: 0.5 * (s[c.i + 1] - s[c.i - 1]) * scale,
-                                                    gy: 0.5 * (s[c.i + w] - s[c.i - w]) * scale, scale: scale))
+                        px.append(Float(c.i % w)); py.append(Float(c.i / w)); pt.append(s[c.i])
+                        pgx.append(0.5 * (s[c.i + 1] - s[c.i - 1])); pgy.append(0.5 * (s[c.i + w] - s[c.i - w]))
                     }
                 }
             }
         }
-        return TemplateLevel(width: w, height: h, cx: cx, cy: cy, scale: scale, points: points)
+        return TemplateLevel(width: w, height: h, x: px, y: py, t: pt, gx: pgx, gy: pgy)
     }
 
     /// Registers a frame: returns the homography mapping the frame's pixels to the reference's.
@@ -423,20 +403,22 @@ public final class RegistrationReference: Sendable {
         var slope: Double = 1
     }
 
-    /// Bilinear samples of `img` at the template points mapped through `w` (NaN outside).
-    static func sample(_ img: Image<Float>, at pts: UnsafeBufferPointer<TemplatePoint>, through w: Homography,
-                       into smp: UnsafeMutableBufferPointer<Float>) {
+    /// Bilinear samples of `img` at the template points mapped through `w` (NaN outside; the
+    /// padding's entries are left as they are).
+    static func sample(_ img: Image<Float>, _ tl: TemplateLevel, through w: Homography, into smp: UnsafeMutablePointer<Float>) {
         let m = w.m.map { Float($0) }
         let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
         let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
         img.samples.withUnsafeBufferPointer { src in
-            let shared = UncheckedSendable((pts, src, smp))
-            StripExecutor.forEachStrip(rows: pts.count, minimumRows: 8192) { range in
-                let (pts, src, smp) = shared.value
+        tl.x.withUnsafeBufferPointer { xs in
+        tl.y.withUnsafeBufferPointer { ys in
+            let shared = UncheckedSendable((src.baseAddress!, xs.baseAddress!, ys.baseAddress!, smp))
+            StripExecutor.forEachStrip(rows: tl.count, minimumRows: 8192) { range in
+                let (src, xs, ys, smp) = shared.value
                 for i in range {
-                    let x = pts[i].x, y = pts[i].y
-                    let d = m6 * x + m7 * y + m8
-                    let qx = (m0 * x + m1 * y + m2) / d, qy = (m3 * x + m4 * y + m5) / d
+                    let x = xs[i], y = ys[i]
+                    let r = 1 / (m6 * x + m7 * y + m8)
+                    let qx = (m0 * x + m1 * y + m2) * r, qy = (m3 * x + m4 * y + m5) * r
                     guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else { smp[i] = .nan; continue }
                     // Non-negative and inside the frame: truncation is the floor, and the four taps
                     // (o, o + 1, o + iw, o + iw + 1) lie inside the image.
@@ -447,188 +429,228 @@ public final class RegistrationReference: Sendable {
                     smp[i] = top + (bot - top) * ay
                 }
             }
-        }
+        }}}
     }
 
     /// Robust inverse-compositional Gauss-Newton at one level, with a gain/offset fit each step.
     /// `parameters`: 2 (translation), 6 (affine) or 8 (homography).
     func refine(_ w: inout Homography, _ tl: TemplateLevel, _ img: Image<Float>, parameters np: Int, iterations: Int,
                 tolerance: Double) throws -> LevelOutcome {
-        let n = tl.count
-        var sampled = [Float](repeating: .nan, count: n)   // NaN: the point falls outside the frame
-        var weights = [Float](repeating: 1, count: n)
+        let n = tl.count, padded = tl.padded
+        // NaN: the point falls outside the frame (and the padding never has a sample).
+        let smp = UnsafeMutablePointer<Float>.allocate(capacity: padded)
+        smp.initialize(repeating: .nan, count: padded)
+        let wts = UnsafeMutablePointer<Float>.allocate(capacity: padded)
+        wts.initialize(repeating: 1, count: padded)
+        defer { smp.deallocate(); wts.deallocate() }
         var gain: Double = 1, offset: Double = 0, rawSlope: Double = 1
         var outcome = LevelOutcome(residual: 0, inlierFraction: 0, overlap: 0, gain: 1, offset: 0, iterations: 0, correlation: 0)
         // N maps level pixels to normalised coordinates.
         let nrm = Homography.affine(Double(1 / tl.scale), 0, Double(-tl.cx / tl.scale), 0, Double(1 / tl.scale), Double(-tl.cy / tl.scale))
         let nrmInv = nrm.inverse!
-        try tl.points.withUnsafeBufferPointer { pts in
-        try img.samples.withUnsafeBufferPointer { src in
-        try sampled.withUnsafeMutableBufferPointer { smp in
-        try weights.withUnsafeMutableBufferPointer { wts in
-            let shared = UncheckedSendable((pts, src, smp, wts))
-            _ = src
-            for it in 0..<iterations {
-                // 1. Sample the frame at the warped template points (bilinear).
-                RegistrationReference.sample(img, at: pts, through: w, into: smp)
-                // 2. Gain and offset by weighted least squares: frame ~ gain * ref + offset.
-                var sw = 0.0, st = 0.0, si = 0.0, stt = 0.0, sti = 0.0, count = 0
-                var sii = 0.0
-                for i in 0..<n where !smp[i].isNaN {
-                    let wt = Double(wts[i]), t = Double(pts[i].t), v = Double(smp[i])
-                    sw += wt; st += wt * t; si += wt * v; stt += wt * t * t; sti += wt * t * v; sii += wt * v * v; count += 1
-                }
-                // Weighted (robust) correlation, reported for information.
-                let correlation = sw > 0 ? (sti - st * si / sw) / max(1e-9, ((stt - st * st / sw) * (sii - si * si / sw)).squareRoot()) : 0
-                guard count >= max(12, n / 20), sw > 0 else { throw RegistrationError.noOverlap }
-                let vt = stt - st * st / sw
-                if vt > 1e-9 { gain = (sti - st * si / sw) / vt; offset = (si - gain * st) / sw }
-                rawSlope = gain
-                if !(gain > 0.5 && gain < 2) { gain = 1; offset = (si - st) / sw }
-                // 3. Robust scale of the residuals (frame mapped back to the reference's exposure).
-                let ig = Float(1 / gain), off = Float(offset)
-                // The median of at most ~4096 of them, evenly spread over the points, is as good
-                // a scale and saves most of the selection's time on a 40,000-point level.
-                let stride = max(1, count / 4096)
-                var absr = [Float]()
-                absr.reserveCapacity(count / stride + 1)
-                var seen = 0
-                for i in 0..<n where !smp[i].isNaN {
-                    if seen % stride == 0 { absr.append(abs((smp[i] - off) * ig - pts[i].t)) }
-                    seen &+= 1
-                }
-                // Capped: when most points disagree (a wrong start locked onto a moving object),
-                // a scale grown from the same residuals would call everything an inlier.
-                let sigma = min(4, max(0.5, 1.4826 * Selection.median(&absr)))
-                let c2 = (4.685 * sigma) * (4.685 * sigma)
-                // 4. Tukey weights and normal equations over steepest-descent images, in one pass.
-                let partial = LockedAccumulator()
-                StripExecutor.forEachStrip(rows: n, minimumRows: 8192) { range in
-                    let (pts, _, smp, wts) = shared.value
-                    var a = [Double](repeating: 0, count: 36 + 8), b = [Double](repeating: 0, count: 8)
-                    var wr2 = 0.0, wsum = 0.0, inl = 0
-                    var normal = NormalEquations()
-                    defer { normal.deallocate() }
-                    // The Double totals through raw pointers (NormalEquations adds to them after
-                    // each block of points).
-                    a.withUnsafeMutableBufferPointer { ab in b.withUnsafeMutableBufferPointer { bb in
-                    let a = ab.baseAddress!, b = bb.baseAddress!
-                    for i in range {
-                        guard !smp[i].isNaN else { wts[i] = 0; continue }
-                        let r = (smp[i] - off) * ig - pts[i].t
-                        if abs(r) <= pts[i].agreement { inl &+= 1 }
-                        let u2 = r * r / c2
-                        guard u2 < 1 else { wts[i] = 0; continue }
-                        let wt = (1 - u2) * (1 - u2)
-                        wts[i] = wt
-                        let p = pts[i]
-                        if np == 2 {
-                            normal.add(p.gx, p.gy, 0, 0, 0, 0, 0, 0, weight: wt, residual: r, n: 2)
-                        } else {
-                            let proj = p.gx * p.xn + p.gy * p.yn
-                            normal.add(p.gx * p.xn, p.gx * p.yn, p.gx, p.gy * p.xn, p.gy * p.yn, p.gy, -p.xn * proj, -p.yn * proj,
-                                       weight: wt, residual: r, n: 8)
-                        }
-                        if normal.pending == NormalEquations.block { normal.flush(into: a, b) }
-                        wr2 += Double(wt * r * r); wsum += Double(wt)
-                    }
-                    normal.flush(into: a, b)
-                    }}
-                    partial.add(a, b, wr2, wsum, inl)
-                }
-                let (packed, b, wr2, wsum, inliers) = partial.totals
-                // Unpack the upper triangle into a full matrix.
-                var a = [Double](repeating: 0, count: np * np)
-                var k = 0
-                for q in 0..<8 { for u in q..<8 {
-                    if q < np && u < np { a[q * np + u] = packed[k]; a[u * np + q] = packed[k] }
-                    k += 1
-                } }
-                guard let dp = solveSymmetric(a, Array(b.prefix(np)), np) else { throw RegistrationError.diverged("flat texture") }
-                let dW: Homography = np == 2 ? .translation(dp[0], dp[1])
-                    : np == 6 ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
-                    : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
-                guard let dWinv = dW.inverse else { throw RegistrationError.diverged("singular update") }
-                let step = nrmInv * dWinv * nrm
-                w = w * step
-                guard w.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("non-finite warp") }
-                // Converged when no corner moves more than `tolerance` pixels.
-                var moved = 0.0
-                for (cx, cy) in [(0.0, 0.0), (Double(tl.width - 1), 0.0), (0.0, Double(tl.height - 1)), (Double(tl.width - 1), Double(tl.height - 1))] {
-                    if let p = step.apply(cx, cy) { moved = max(moved, abs(p.x - cx), abs(p.y - cy)) } else { moved = .infinity }
-                }
-                outcome = LevelOutcome(residual: (wr2 / max(wsum, 1e-9)).squareRoot(), inlierFraction: Double(inliers) / Double(max(count, 1)),
-                                       overlap: Double(count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
-                                       correlation: correlation, slope: rawSlope)
-                if moved < tolerance { break }
+        var absr = [Float]()
+        for it in 0..<iterations {
+            // 1. Sample the frame at the warped template points (bilinear).
+            RegistrationReference.sample(img, tl, through: w, into: smp)
+            // 2. Gain and offset by weighted least squares: frame ~ gain * ref + offset.
+            let e = tl.t.withUnsafeBufferPointer { Exposure(smp, wts, $0.baseAddress!, padded) }
+            // Weighted (robust) correlation, reported for information.
+            let sw = e.sw, st = e.st, si = e.si
+            let correlation = sw > 0 ? (e.sti - st * si / sw) / max(1e-9, ((e.stt - st * st / sw) * (e.sii - si * si / sw)).squareRoot()) : 0
+            guard e.count >= max(12, n / 20), sw > 0 else { throw RegistrationError.noOverlap }
+            let vt = e.stt - st * st / sw
+            if vt > 1e-9 { gain = (e.sti - st * si / sw) / vt; offset = (si - gain * st) / sw }
+            rawSlope = gain
+            if !(gain > 0.5 && gain < 2) { gain = 1; offset = (si - st) / sw }
+            // 3. Robust scale of the residuals (frame mapped back to the reference's exposure):
+            // the median of about 1024 of them, evenly spread over the points, is as good a scale
+            // (to a few percent) as all of them and saves most of the selection's time.
+            let ig = Float(1 / gain), off = Float(offset)
+            let step = max(1, n / 1024)
+            absr.removeAll(keepingCapacity: true)
+            tl.t.withUnsafeBufferPointer { t in
+                var i = 0
+                while i < n { if !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - t[i])) }; i &+= step }
             }
-        }}}}
+            // Capped: when most points disagree (a wrong start locked onto a moving object),
+            // a scale grown from the same residuals would call everything an inlier.
+            let sigma = min(4, max(0.5, 1.4826 * Selection.median(&absr)))
+            // 4. Tukey weights and the normal equations over the steepest-descent rows.
+            let s = NormalEquations.sum(tl, smp, wts, parameters: np, offset: off, inverseGain: ig, c2: (4.685 * sigma) * (4.685 * sigma))
+            guard s.wsumHessian > 0, let dp = solveSymmetric(s.matrix(np, scaledBy: s.wsum / s.wsumHessian), s.b, np) else {
+                throw RegistrationError.diverged("flat texture")
+            }
+            let dW: Homography = np == 2 ? .translation(dp[0], dp[1])
+                : np == 6 ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
+                : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
+            guard let dWinv = dW.inverse else { throw RegistrationError.diverged("singular update") }
+            let update = nrmInv * dWinv * nrm
+            w = w * update
+            guard w.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("non-finite warp") }
+            // Converged when no corner moves more than `tolerance` pixels.
+            var moved = 0.0
+            for (cx, cy) in [(0.0, 0.0), (Double(tl.width - 1), 0.0), (0.0, Double(tl.height - 1)), (Double(tl.width - 1), Double(tl.height - 1))] {
+                if let p = update.apply(cx, cy) { moved = max(moved, abs(p.x - cx), abs(p.y - cy)) } else { moved = .infinity }
+            }
+            outcome = LevelOutcome(residual: (s.wr2 / max(s.wsum, 1e-9)).squareRoot(), inlierFraction: Double(s.inliers) / Double(max(e.count, 1)),
+                                   overlap: Double(e.count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
+                                   correlation: correlation, slope: rawSlope)
+            if moved < tolerance { break }
+        }
         return outcome
     }
 }
 
-/// The normal equations of up to 8 parameters, summed a block of points at a time in Float
-/// (the outer product over the model's parameters, written as element-wise updates of contiguous
-/// rows, which the optimiser vectorises and a debug build still runs quickly) and added to the
-/// Double totals after each block, so the totals keep Double precision over many points.
+/// The weighted sums of an exposure fit (frame = gain x reference + offset) over the points
+/// that have a sample, with the previous iteration's weights.
+struct Exposure {
+    var sw = 0.0, st = 0.0, si = 0.0, stt = 0.0, sti = 0.0, sii = 0.0
+    /// Points with a sample.
+    var count = 0
+
+    init(_ smp: UnsafePointer<Float>, _ wts: UnsafePointer<Float>, _ t: UnsafePointer<Float>, _ padded: Int) {
+        // 4 points a step in Float, added to the Double totals every 1024 points.
+        var i = 0
+        while i < padded {
+            let end = min(padded, i &+ 1024)
+            var a = SIMD4<Float>(), b = a, c = a, d = a, e = a, f = a
+            var valid = SIMD4<Int32>()
+            while i < end {
+                let v = UnsafeRawPointer(smp + i).loadUnaligned(as: SIMD4<Float>.self)
+                let ok = v .== v
+                let wt = UnsafeRawPointer(wts + i).loadUnaligned(as: SIMD4<Float>.self).replacing(with: 0, where: .!ok)
+                let x = v.replacing(with: 0, where: .!ok), tt = UnsafeRawPointer(t + i).loadUnaligned(as: SIMD4<Float>.self)
+                let wtt = wt * tt, wx = wt * x
+                a += wt; b += wtt; c += wx; d += wtt * tt; e += wtt * x; f += wx * x
+                valid &-= unsafeBitCast(ok, to: SIMD4<Int32>.self)   // a true lane is -1
+                i &+= 4
+            }
+            sw += Double(a.sum()); st += Double(b.sum()); si += Double(c.sum())
+            stt += Double(d.sum()); sti += Double(e.sum()); sii += Double(f.sum())
+            count &+= Int(valid.wrappedSum())
+        }
+    }
+}
+
+/// The robust normal equations of one Gauss-Newton step, summed 4 points a step in Float over
+/// the template's steepest-descent rows and added to Double totals every 256 points: the
+/// gradient `b` over every point, the matrix over the template's Hessian subset (see
+/// ``TemplateLevel/hessianCount``).
 struct NormalEquations {
-    static let block = 256
-    /// 64 floats of matrix (row-major), 8 of right-hand side, 8 for the point being added.
-    let sums: UnsafeMutablePointer<Float>
-    var pending = 0
+    /// The upper triangle of the matrix over the Hessian subset, row by row (36 values for 8
+    /// parameters).
+    var a = [Double](repeating: 0, count: 36)
+    /// The gradient, one value per parameter.
+    var b = [Double](repeating: 0, count: 8)
+    /// Sums of w r^2 and w over every point, and of w over the Hessian subset.
+    var wr2 = 0.0, wsum = 0.0, wsumHessian = 0.0
+    /// Points whose residual is within their agreement threshold.
+    var inliers = 0
 
-    init() {
-        sums = .allocate(capacity: 80)
-        sums.initialize(repeating: 0, count: 80)
+    /// The full `np x np` matrix, scaled.
+    func matrix(_ np: Int, scaledBy k: Double) -> [Double] {
+        var m = [Double](repeating: 0, count: np * np)
+        var idx = 0
+        for q in 0..<np { for u in q..<np { m[q * np + u] = a[idx] * k; m[u * np + q] = a[idx] * k; idx += 1 } }
+        return m
     }
 
-    func deallocate() { sums.deallocate() }
-
-    /// Adds `weight * v v^T` and `weight * residual * v` for `v = (v0, ..., v7)`, over its first
-    /// `n` components (2 for a shift: the rest stay 0).
-    @inline(__always) mutating func add(_ v0: Float, _ v1: Float, _ v2: Float, _ v3: Float, _ v4: Float, _ v5: Float,
-                                        _ v6: Float, _ v7: Float, weight: Float, residual: Float, n: Int) {
-        let a = sums, b = sums + 64, v = sums + 72
-        v[0] = v0; v[1] = v1; v[2] = v2; v[3] = v3; v[4] = v4; v[5] = v5; v[6] = v6; v[7] = v7
-        // (while loops: a debug build's range iterators would cost more than the arithmetic)
-        var q = 0
-        while q < n {
-            let wq = weight * v[q]
-            let row = a + q &* 8
-            var u = 0
-            while u < n { row[u] += wq * v[u]; u &+= 1 }
-            b[q] += residual * wq
-            q &+= 1
-        }
-        pending &+= 1
+    mutating func add(_ o: NormalEquations) {
+        for i in a.indices { a[i] += o.a[i] }
+        for i in b.indices { b[i] += o.b[i] }
+        wr2 += o.wr2; wsum += o.wsum; wsumHessian += o.wsumHessian; inliers += o.inliers
     }
 
-    /// Adds the block to `a` (the upper triangle, row by row: 36 values) and `b` (8), and clears it.
-    mutating func flush(into a: UnsafeMutablePointer<Double>, _ b: UnsafeMutablePointer<Double>) {
-        guard pending > 0 else { return }
-        var k = 0
-        for q in 0..<8 {
-            for u in q..<8 { a[k] += Double(sums[q * 8 + u]); k &+= 1 }
-            b[q] += Double(sums[64 + q])
+    /// Residuals `(smp - offset) * inverseGain - t`, Tukey weights with squared scale `c2`
+    /// (written to `wts`, 0 where a point has no sample), and the sums, for `np` parameters (2,
+    /// 6 or 8). Large levels are split between the threads.
+    static func sum(_ tl: TemplateLevel, _ smp: UnsafePointer<Float>, _ wts: UnsafeMutablePointer<Float>, parameters np: Int,
+                    offset: Float, inverseGain: Float, c2: Float) -> NormalEquations {
+        let total = LockedBox(NormalEquations())
+        tl.t.withUnsafeBufferPointer { t in
+        tl.agreement.withUnsafeBufferPointer { agr in
+        tl.jacobian.withUnsafeBufferPointer { jac in
+            let shared = UncheckedSendable((t.baseAddress!, agr.baseAddress!, jac.baseAddress!, smp, wts))
+            let groups = tl.padded / 4, hessianGroups = tl.hessianCount / 4
+            StripExecutor.forEachStrip(rows: groups, minimumRows: 2048) { range in
+                let (t, agr, jac, smp, wts) = shared.value
+                let k = Kernel(t: t, agreement: agr, jacobian: jac, padded: tl.padded, smp: smp, wts: wts, offset: offset,
+                               inverseGain: inverseGain, invC2: 1 / c2)
+                var part = NormalEquations()
+                let split = min(max(range.lowerBound, hessianGroups), range.upperBound)
+                switch np {
+                case 2: k.run(range.lowerBound..<split, 2, hessian: true, into: &part); k.run(split..<range.upperBound, 2, hessian: false, into: &part)
+                case 6: k.run(range.lowerBound..<split, 6, hessian: true, into: &part); k.run(split..<range.upperBound, 6, hessian: false, into: &part)
+                default: k.run(range.lowerBound..<split, 8, hessian: true, into: &part); k.run(split..<range.upperBound, 8, hessian: false, into: &part)
+                }
+                total.update { $0.add(part) }
+            }
+        }}}
+        return total.value
+    }
+
+    /// One strip's loop; `np` and `hessian` are constants at each call, so the optimiser unrolls
+    /// the parameter loops of the inlined body.
+    struct Kernel {
+        let t: UnsafePointer<Float>, agreement: UnsafePointer<Float>, jacobian: UnsafePointer<Float>, padded: Int
+        let smp: UnsafePointer<Float>, wts: UnsafeMutablePointer<Float>
+        let offset: Float, inverseGain: Float, invC2: Float
+
+        @inline(__always)
+        func run(_ groups: Range<Int>, _ np: Int, hessian: Bool, into out: inout NormalEquations) {
+            guard !groups.isEmpty else { return }
+            // Accumulators: the matrix's upper triangle (36), the gradient (8), w r^2, w, and
+            // inliers, in Float lanes, flushed to `out` every 64 groups.
+            withUnsafeTemporaryAllocation(of: SIMD4<Float>.self, capacity: 48) { acc in
+                let acc = acc.baseAddress!
+                acc.initialize(repeating: SIMD4<Float>(), count: 48)
+                var g = groups.lowerBound
+                while g < groups.upperBound {
+                    let end = min(groups.upperBound, g &+ 64)
+                    while g < end {
+                        let i = g &* 4
+                        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> { UnsafeRawPointer(p + i).loadUnaligned(as: SIMD4<Float>.self) }
+                        let v = load(smp)
+                        let ok = v .== v
+                        let r = ((v - offset) * inverseGain - load(t)).replacing(with: 0, where: .!ok)
+                        let magnitude = unsafeBitCast(unsafeBitCast(r, to: SIMD4<UInt32>.self) & 0x7FFF_FFFF, to: SIMD4<Float>.self)
+                        let agrees = (magnitude .<= load(agreement)) .& ok
+                        let u2 = r * r * invC2
+                        let om = 1 - u2
+                        let wt = (om * om).replacing(with: 0, where: .!((u2 .< 1) .& ok))
+                        UnsafeMutableRawPointer(wts + i).storeBytes(of: wt, as: SIMD4<Float>.self)
+                        let wr = wt * r
+                        acc[44] += wr * r; acc[45] += wt
+                        acc[47] += SIMD4<Float>(repeating: 1).replacing(with: 0, where: .!agrees)
+                        var j = (SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>())
+                        withUnsafeMutableBytes(of: &j) { jb in
+                            let js = jb.baseAddress!.assumingMemoryBound(to: SIMD4<Float>.self)
+                            for q in 0..<np {
+                                js[q] = load(jacobian + TemplateLevel.component(q, of: np) &* padded)
+                                acc[36 &+ q] += wr * js[q]
+                            }
+                            if hessian {
+                                acc[46] += wt
+                                var idx = 0
+                                for q in 0..<np {
+                                    let wj = wt * js[q]
+                                    for u in q..<np { acc[idx] += wj * js[u]; idx &+= 1 }
+                                }
+                            }
+                        }
+                        g &+= 1
+                    }
+                    var idx = 0
+                    for q in 0..<np { for _ in q..<np { out.a[idx] += Double(acc[idx].sum()); idx &+= 1 } }
+                    for q in 0..<np { out.b[q] += Double(acc[36 &+ q].sum()) }
+                    out.wr2 += Double(acc[44].sum()); out.wsum += Double(acc[45].sum())
+                    out.wsumHessian += Double(acc[46].sum()); out.inliers += Int(acc[47].sum())
+                    acc.update(repeating: SIMD4<Float>(), count: 48)
+                }
+            }
         }
-        sums.update(repeating: 0, count: 72)
-        pending = 0
     }
 }
-
-/// Sums per-strip normal equations under a lock.
-final class LockedAccumulator: @unchecked Sendable {
-    private let lock = NSLock()
-    private var a = [Double](repeating: 0, count: 44), b = [Double](repeating: 0, count: 8), wr2 = 0.0, wsum = 0.0, inliers = 0
-    func add(_ pa: [Double], _ pb: [Double], _ r2: Double, _ w: Double, _ n: Int) {
-        lock.lock(); defer { lock.unlock() }
-        for i in a.indices { a[i] += pa[i] }
-        for i in b.indices { b[i] += pb[i] }
-        wr2 += r2; wsum += w; inliers += n
-    }
-    var totals: ([Double], [Double], Double, Double, Int) { lock.lock(); defer { lock.unlock() }; return (a, b, wr2, wsum, inliers) }
-}
-
 
 /// Solves a symmetric positive-definite system by Cholesky; nil when singular.
 func solveSymmetric(_ a: [Double], _ b: [Double], _ n: Int) -> [Double]? {
