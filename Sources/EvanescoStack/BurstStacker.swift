@@ -627,38 +627,57 @@ public enum BurstStacker {
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each
     /// sample's median absolute deviation across frames. Moving things are a minority of frames
     /// at most pixels, so the median of MADs reflects sensor and compression noise.
+    ///
+    /// The pixels: 12 bands of 4 rows spread over the height, in segments of up to 256 pixels
+    /// across the width, sampled as the merge samples them (the same sampler, walking each
+    /// segment down its band through per-frame row caches), and sorted by the merge's sorting
+    /// network, twice (values, then deviations from their median). Bands run on all cores, but
+    /// one at a time from a temporary file of frames, whose read pages `afterRow` drops after
+    /// each band.
     static func estimateNoise<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork,
                                  afterRow: (() -> Void)? = nil) -> Float {
         let n = warpers.count
-        guard n >= 3 else { return S.fullScale / 255 * 2 }
-        let tile = SampleTile.allocate(frames: n, maxPixels: 256, channels: c)
-        defer { tile.deallocate() }
-        var mads: [Float] = []
-        var dev: [Float] = []
-        dev.reserveCapacity(n)
-        let stepY = max(1, h / 48)
-        for y in stride(from: stepY / 2, to: h, by: stepY) {
-            // (From a spill file: each sampled row's pages are dropped before the next, else the
-            // pass would map some of every part of every frame.)
-            defer { afterRow?() }
-            for x0 in stride(from: 0, to: max(1, w - 256), by: max(256, w / 8)) {
-                let t = tile.resized(pixels: min(256, w - x0))
-                for k in 0..<n { warpers[k].sampleRow(y: y, x0: x0, x1: x0 + t.pixels, into: t.values + k * t.stride, valid: t.valid + k * t.pixels) }
-                t.countValid()
-                t.copyForSorting(into: t.scratch)
-                t.sort(t.scratch, network)
-                for j in 0..<t.length where t.counts[j] >= 3 {
-                    let m = t.median(sorted: t.scratch, j)
-                    dev.removeAll(keepingCapacity: true)
-                    for k in 0..<Int(t.counts[j]) { dev.append(abs(t.scratch[k * t.stride + j] - m)) }
-                    dev.sort()
-                    mads.append(dev[dev.count / 2])
+        guard n >= 3, w > 0, h > 0 else { return S.fullScale / 255 * 2 }
+        let bandRows = min(4, h), bands = min(12, max(1, h / bandRows))
+        let segment = 256, xStep = max(segment, w / 8)
+        let starts = Array(stride(from: 0, to: max(1, w - segment), by: xStep))
+        let mads = LockedBox([Float]())
+        func band(_ b: Int) {
+            let y0 = min(h - bandRows, (2 * b + 1) * h / (2 * bands) - bandRows / 2)
+            let tile = SampleTile.allocate(frames: n, maxPixels: segment, channels: c)
+            defer { tile.deallocate() }
+            let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: segment) }
+            var local: [Float] = []
+            for x0 in starts {
+                for y in max(0, y0)..<min(h, max(0, y0) + bandRows) {
+                    let t = tile.resized(pixels: min(segment, w - x0))
+                    for k in 0..<n {
+                        warpers[k].sampleRow(y: y, x0: x0, x1: x0 + t.pixels, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
+                    }
+                    t.countValid()
+                    t.copyForSorting(into: t.scratch)
+                    t.sort(t.scratch, network)
+                    let med = t.perSample
+                    for j in 0..<t.length { med[j] = t.median(sorted: t.scratch, j) }
+                    for k in 0..<n {   // |x - med|: invalid samples stay +infinity and sort last
+                        let s = t.scratch + k * t.stride
+                        for j in 0..<t.length { s[j] = abs(s[j] - med[j]) }
+                    }
+                    t.sort(t.scratch, network)
+                    // The upper median of the deviations (of an even count, the larger middle one).
+                    for j in 0..<t.length where t.counts[j] >= 3 { local.append(t.scratch[Int(t.counts[j] / 2) * t.stride + j]) }
                 }
             }
+            mads.update { $0.append(contentsOf: local) }
         }
-        guard !mads.isEmpty else { return S.fullScale / 255 * 2 }
-        mads.sort()
-        return max(S.fullScale / 255 * 0.5, 1.4826 * mads[mads.count / 2])
+        if let afterRow {
+            for b in 0..<bands { band(b); afterRow() }
+        } else {
+            StripExecutor.forEachStrip(rows: bands, minimumRows: 1) { range in for b in range { band(b) } }
+        }
+        var all = mads.value
+        guard !all.isEmpty else { return S.fullScale / 255 * 2 }
+        return max(S.fullScale / 255 * 0.5, 1.4826 * Selection.median(&all))
     }
 }
 
