@@ -234,9 +234,26 @@ public final class RegistrationReference: Sendable {
         }
         var best: RegistrationResult?
         var firstError: Error?
+        // Each start refined at the coarsest level first, and the finer levels from the one that
+        // agrees best there: a repetitive texture or a high-contrast moving object can make a
+        // wrong shift the first peak, and refined through every level such a start can end up
+        // just above the acceptance line while the right one is never tried. At the coarsest
+        // level (a few thousand points) the right start agrees by far the most.
+        var candidates: [Candidate] = []
         for start in starts {
+            do { candidates.append(try refineTop(start, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)) }
+            catch { if firstError == nil { firstError = error } }
+        }
+        // (Stable: near-equal agreement keeps the coarse search's order, smaller shifts first.)
+        func agreement(_ c: Candidate) -> Double { c.outcome?.inlierFraction ?? 0 }
+        let order = candidates.indices.sorted { a, b in
+            let fa = agreement(candidates[a]), fb = agreement(candidates[b])
+            return abs(fa - fb) > 0.02 ? fa > fb : a < b
+        }
+        let ranked = order.map { candidates[$0] }
+        for c in ranked {
             do {
-                var r = try refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)
+                var r = try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)
                 r.start = initial != nil ? .given : .coarseShift
                 if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                 if r.inlierFraction >= 0.5 { break }
@@ -290,12 +307,38 @@ public final class RegistrationReference: Sendable {
         return hypotheses.sorted { $0.score > $1.score }.prefix(3).map(\.w)
     }
 
+    /// A start refined at some of the levels: the warp (reference to frame, level-0 pixels), the
+    /// last level's outcome, and the iterations so far.
+    struct Candidate { var w: Homography; var outcome: LevelOutcome?; var iterations: Int }
+
     func refineFrom(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
                     largeMotion: Bool = false) throws -> RegistrationResult {
-        var w = start
-        var last: LevelOutcome?
-        var totalIterations = 0
-        for level in stride(from: top, through: finest, by: -1) {
+        let c = try refineTop(start, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
+        return try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
+    }
+
+    /// `start` refined at the coarsest level.
+    func refineTop(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+                   largeMotion: Bool = false) throws -> Candidate {
+        try refineLevels(Candidate(w: start, outcome: nil, iterations: 0), fp, from: top, top: top, finest: finest, model: model,
+                         hasInitial: hasInitial, largeMotion: largeMotion, through: top)
+    }
+
+    /// A candidate refined at the coarsest level, refined at the others and judged.
+    func refineRest(_ c: Candidate, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+                    largeMotion: Bool = false) throws -> RegistrationResult {
+        let r = top > finest ? try refineLevels(c, fp, from: top - 1, top: top, finest: finest, model: model, hasInitial: hasInitial,
+                                                 largeMotion: largeMotion, through: finest) : c
+        return try judged(r, model: model)
+    }
+
+    /// Refines `c` at levels `from` down to `through`.
+    func refineLevels(_ c: Candidate, _ fp: GreyPyramid, from: Int, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+                      largeMotion: Bool, through: Int) throws -> Candidate {
+        var w = c.w
+        var last = c.outcome
+        var totalIterations = c.iterations
+        for level in stride(from: from, through: through, by: -1) {
             let tl = templates[level]
             guard tl.count >= 12 else { if level == finest { throw RegistrationError.tooLittleTexture }; continue }
             let s = pow(0.5, Double(level))
@@ -315,7 +358,13 @@ public final class RegistrationReference: Sendable {
             // frame flattens to nothing at coarse scale.
             if level == top && out.slope < 0.25 { throw RegistrationError.structureless(slope: out.slope) }
         }
-        guard let final = last else { throw RegistrationError.tooLittleTexture }
+        return Candidate(w: w, outcome: last, iterations: totalIterations)
+    }
+
+    /// The result of a candidate refined down to the finest level, if it passes.
+    func judged(_ c: Candidate, model: MotionModel) throws -> RegistrationResult {
+        let w = c.w, totalIterations = c.iterations
+        guard let final = c.outcome else { throw RegistrationError.tooLittleTexture }
         guard let h = w.inverse, h.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("singular warp") }
         let det = h.m[0] * h.m[4] - h.m[1] * h.m[3]
         guard det > 0.25, det < 4 else { throw RegistrationError.diverged(String(format: "scale change %.2f", det.squareRoot())) }
