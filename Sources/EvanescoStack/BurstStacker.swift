@@ -512,7 +512,7 @@ public enum BurstStacker {
         guard p50 >= threshold else {
             return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil, coarse: coarse.statistics), nil)
         }
-        let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
+        let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, continuing: coarse)
         return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
     }
 
