@@ -406,6 +406,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             case (3, .nearest): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 0)
             case (3, .bilinear): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 1)
             case (3, _): row(p, m, y, x0, x1, out, valid, channels: 3, kind: 2)
+            case (1, .bilinear) where offsets == nil: rowBilinear1(p, m, y, x0, x1, out, valid)
             case (_, .nearest): row(p, m, y, x0, x1, out, valid, channels: c, kind: 0)
             case (_, .bilinear): row(p, m, y, x0, x1, out, valid, channels: c, kind: 1)
             default: row(p, m, y, x0, x1, out, valid, channels: c, kind: 2)
@@ -481,6 +482,52 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     out[o &+ ch] = Sample.self == Float.self ? v : min(max(v, 0), Sample.fullScale)
                 }
             }
+        }
+    }
+
+    /// One channel, bilinear, without a local correction (the luma planes local alignment
+    /// matches): the validity test and taps of ``row(_:_:_:_:_:_:_:channels:kind:)``, with the
+    /// source positions from exact knots every ``Quad/knotSpacing`` pixels and a straight line
+    /// between (as the 8-bit RGB cubic path takes them; a bent interval is computed pixel by
+    /// pixel), so no pixel divides.
+    @inlinable
+    func rowBilinear1(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+                      _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>) {
+        let w = width, h = height
+        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
+        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
+        @inline(__always) func source(_ x: Int) -> (Float, Float) {
+            let fx = Float(x)
+            let d = m6 * fx + m8
+            return d > 1e-12 ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (-1e9, -1e9)
+        }
+        @inline(__always) func pixel(_ i: Int, _ sx: Float, _ sy: Float) {
+            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else { valid[i] = 0; out[i] = 0; return }
+            valid[i] = 1
+            let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
+            let ix = Int(cx), iy = Int(cy)   // cx, cy >= 0: truncation is the floor
+            let tx = cx - Float(ix), ty = cy - Float(iy)
+            let o = iy &* w &+ ix
+            let dx = ix &+ 1 < w ? 1 : 0, dy = iy &+ 1 < h ? w : 0
+            let top = src[o].floatValue + (src[o &+ dx].floatValue - src[o].floatValue) * tx
+            let bottom = src[o &+ dy].floatValue + (src[o &+ dy &+ dx].floatValue - src[o &+ dy].floatValue) * tx
+            out[i] = top + (bottom - top) * ty
+        }
+        var i = 0
+        let count = x1 - x0
+        while i < count {
+            let n = min(Quad.knotSpacing, count &- i)
+            let a = source(x0 &+ i), b = source(x0 &+ i &+ n &- 1)
+            let k = 1 / Float(max(1, n &- 1)), half = (n &- 1) / 2
+            let sx = (b.0 - a.0) * k, sy = (b.1 - a.1) * k
+            let mid = source(x0 &+ i &+ half)
+            // (Bilinear has no table quantising the phase, so the line must hold to 1/10,000 px.)
+            if a.0 > -1e8, b.0 > -1e8, abs(mid.0 - (a.0 + sx * Float(half))) <= 1e-4, abs(mid.1 - (a.1 + sy * Float(half))) <= 1e-4 {
+                for j in 0..<n { pixel(i &+ j, a.0 + sx * Float(j), a.1 + sy * Float(j)) }
+            } else {
+                for j in 0..<n { let (px, py) = source(x0 &+ i &+ j); pixel(i &+ j, px, py) }
+            }
+            i &+= n
         }
     }
 
