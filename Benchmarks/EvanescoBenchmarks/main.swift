@@ -1,5 +1,6 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift run -c release EvanescoBenchmarks [decode|warp|align|local|stack|backdrop|lens|lens-oracle|all] [--repeat N] [--json FILE]
+//   swift run -c release EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|stack|backdrop|lens|lens-oracle|all]
+//                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
 import CHeif
@@ -18,6 +19,8 @@ struct Options {
     var json: String?
     /// lens-oracle: folder for the fast and exact renderings of each crop.
     var save: String?
+    /// warp-path: only this map (homography, affine or shift); align-burst: only this burst.
+    var only: String?
     var shared = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared").path
 }
@@ -31,9 +34,10 @@ while !args.isEmpty {
     case "--json": opts.json = args.removeFirst()
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
-    case "decode", "warp", "warp-path", "align", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
+    case "--only": opts.only = args.removeFirst()
+    case "decode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
         exit(2)
     }
 }
@@ -134,7 +138,8 @@ if opts.what == "decode" || opts.what == "all" {
 }
 if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
     // (warp-path: only the stacker's own path below.)
-    let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) } }
+    let W = 4032, H = 3024
+    let img = Image<UInt8>(width: W, height: H, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) } }
     let h = Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 1e-7, -2e-7, 1])
     if opts.what != "warp-path" {
         try compare("warp 12 MP RGB8 homography", "bilinear + mask", { _ = img.warped(by: h, width: 4032, height: 3024) },
@@ -146,6 +151,7 @@ if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
     // keystone), the same without the keystone (affine) and a bare shift.
     for (kind, map) in [("homography", h), ("affine", Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 0, 0, 1])),
                         ("shift", Homography.translation(7.3, -3.1))] {
+        if let only = opts.only, only != kind { continue }
         let seg = BurstStacker.tileWidth(frames: 20, channels: 3)
         let sampler = RowSampler(frame: img, homography: map, interpolation: .catmullRom)
         let out = UnsafeMutablePointer<Float>.allocate(capacity: seg * 3), valid = UnsafeMutablePointer<UInt8>.allocate(capacity: seg)
@@ -155,14 +161,14 @@ if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
         for _ in 0...opts.repeats {
             let t = now()
             var x0 = 0
-            while x0 < 4032 {
-                let x1 = min(4032, x0 + seg)
-                for y in 0..<3024 { sampler.sampleRow(y: y, x0: x0, x1: x1, into: out, valid: valid, cache: cache) }
+            while x0 < W {
+                let x1 = min(W, x0 + seg)
+                for y in 0..<H { sampler.sampleRow(y: y, x0: x0, x1: x1, into: out, valid: valid, cache: cache) }
                 x0 = x1
             }
             runs.append(now() - t)
         }
-        let ns = median(Array(runs.dropFirst())) * 1e9 / Double(4032 * 3024)
+        let ns = median(Array(runs.dropFirst())) * 1e9 / Double(W * H)
         print("warp 12 MP RGB8, stack path, 1 core   Catmull-Rom, \(seg)-px segments, \(kind)".padding(toLength: 84, withPad: " ", startingAt: 0)
               + String(format: "%.2f ns per output pixel", ns))
     }
@@ -200,6 +206,42 @@ if opts.what == "align" || opts.what == "all" {
         }
     } else {
         print("align: skipped, \(dir) is absent")
+    }
+}
+if opts.what == "align-burst" {
+    // Where a burst's alignment time goes, frame by frame on one thread (the stacker runs two
+    // frames at once): the reference's pyramid and template, then per frame its pyramid, the
+    // registration (iterations), auto's coarse local look and, where it finds parallax, the full
+    // field. Medians over frames in milliseconds, and the sum over the burst.
+    let b = opts.shared + "/data/bursts"
+    for (name, dir) in [("motorcycle-handheld", "/synthetic/motorcycle-handheld/frames"), ("motorcycle-parallax", "/synthetic/motorcycle-parallax/frames"),
+                        ("motorcycle-parallax-twin", "/synthetic/motorcycle-parallax-twin/frames"), ("hdrplus-tree", "/hdrplus-tree"),
+                        ("lowlight-handheld", "/lowlight-handheld"), ("vtest-pedestrians", "/vtest-pedestrians/frames"), ("highway", "/highway/frames"),
+                        ("pug-handheld", "/synthetic/pug-handheld/frames")] {
+        if let only = opts.only, only != name { continue }
+        let loaded = try BurstInput.load([b + dir])
+        guard loaded.frames.count >= 2 else { print("align-burst: \(name) is absent, skipped"); continue }
+        let images = loaded.frames.map { $0.image.uint8 }
+        let options = StackOptions().resolved(frames: images.count, pixels: images[0].width * images[0].height).options
+        var t = now()
+        let ref = RegistrationReference(images[0], options: options.registration)
+        let refMs = (now() - t) * 1000
+        var pyr: [Double] = [], reg: [Double] = [], look: [Double] = [], full: [Double] = [], its: [Double] = []
+        for img in images.dropFirst() {
+            t = now(); let p = ref.framePyramid(img); pyr.append((now() - t) * 1000)
+            t = now(); guard let r = try? ref.register(pyramid: p, model: .homography) else { continue }
+            reg.append((now() - t) * 1000); its.append(Double(r.iterations))
+            let coarse = min(ref.pyramid.levels.count - 1, ref.pyramid.baseLevel + 2)
+            t = now()
+            let c = LocalAligner.estimate(reference: ref.pyramid, frame: p, homography: r.homography, options: options.localAlignment, finestLevel: coarse)
+            look.append((now() - t) * 1000)
+            if c.statistics.p50Px >= options.localAlignment.parallaxThreshold * Float(1 << coarse) {
+                t = now(); _ = LocalAligner.estimate(reference: ref.pyramid, frame: p, homography: r.homography, options: options.localAlignment)
+                full.append((now() - t) * 1000)
+            }
+        }
+        func cell(_ v: [Double]) -> String { v.isEmpty ? "-" : String(format: "%.2f (sum %.0f)", median(v), v.reduce(0, +)) }
+        print("\(name) \(images.count) x \(images[0].width)x\(images[0].height): reference \(String(format: "%.1f", refMs)) ms; per frame: pyramid \(cell(pyr)), register \(cell(reg)) [\(String(format: "%.0f", its.isEmpty ? 0 : median(its))) iterations], coarse look \(cell(look)), full field \(cell(full)) on \(full.count) frames")
     }
 }
 if opts.what == "backdrop" {
