@@ -58,6 +58,21 @@ enum Quad {
          p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
     }
 
+    /// 4 pixels' interleaved RGB (`v`, 3 vectors), weighted by tap `t` of each pixel's weights.
+    @inlinable @inline(__always)
+    static func weighted(_ v: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ t: Int)
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        (v.0 * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]), v.1 * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]), v.2 * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
+    }
+
+    /// True when every lane is (the mask's 128 bits tested in two halves; the standard library's
+    /// `all(_:)` reduces the lanes one by one).
+    @inlinable @inline(__always)
+    static func allTrue(_ m: SIMDMask<SIMD4<Int32>>) -> Bool {
+        let bits = unsafeBitCast(m, to: (UInt64, UInt64).self)
+        return bits.0 & bits.1 == .max
+    }
+
     /// `n` bytes to floats, 16 a step.
     @inlinable @inline(__always)
     static func convert(_ s: UnsafePointer<UInt8>, _ n: Int, into d: UnsafeMutablePointer<Float>) {
@@ -586,12 +601,12 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         let table = interpolation == .catmullRom ? CubicTable.catmullRom : CubicTable.keys
         let steps = Float(CubicTable.steps)
         return table.weights.withUnsafeBufferPointer { lut in
-            for i in 0..<(x1 - x0) {
+            @inline(__always) func pixel(_ i: Int) {
                 let (sx, sy) = positions.map { ($0[2 &* i], $0[2 &* i &+ 1]) } ?? source(x0 &+ i)
                 let o = i &* 3
                 guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                     valid[i] = 0; out[o] = 0; out[o &+ 1] = 0; out[o &+ 2] = 0
-                    continue
+                    return
                 }
                 valid[i] = 1
                 let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
@@ -616,6 +631,50 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 let acc = upper + lower
                 out[o] = min(max(acc[0], 0), 255); out[o &+ 1] = min(max(acc[1], 0), 255); out[o &+ 2] = min(max(acc[2], 0), 255)
             }
+            var i = 0
+            let count = x1 - x0
+            // With a local correction, four pixels a step where their source positions share a row
+            // of taps and their tap origins are consecutive columns, all inside the frame (most of
+            // a frame: the field moves slowly from pixel to pixel): each of the 4 source rows is
+            // filtered horizontally as in the two-pass path (3 vector loads a tap, a weight a
+            // lane), and the 4 results combined vertically, a weight a lane. The same positions,
+            // taps and table weights as `pixel`.
+            if let pos = positions, w <= Quad.maxExtent, h <= Quad.maxExtent {
+                let zero = SIMD4<Float>(), full = SIMD4<Float>(repeating: 255)
+                @inline(__always) func clamped(_ v: SIMD4<Float>) -> SIMD4<Float> {
+                    let low = v.replacing(with: zero, where: v .< zero)
+                    return low.replacing(with: full, where: low .> full)
+                }
+                let o = UnsafeMutableRawPointer(out), p = UnsafeRawPointer(pos)
+                while i &+ 4 <= count {
+                    // x0 y0 x1 y1, x2 y2 x3 y3 -> x0 x1 x2 x3, y0 y1 y2 y3
+                    let a = p.loadUnaligned(fromByteOffset: i &* 8, as: SIMD4<Float>.self)
+                    let b = p.loadUnaligned(fromByteOffset: i &* 8 &+ 16, as: SIMD4<Float>.self)
+                    let qx = Quad.fixed(SIMD4(lowHalf: a.evenHalf, highHalf: b.evenHalf)), qy = Quad.fixed(SIMD4(lowHalf: a.oddHalf, highHalf: b.oddHalf))
+                    let cx = qx &>> 7, ry = qy &>> 7
+                    let ix = Int(cx[0]), iy = Int(ry[0])
+                    guard Quad.allTrue(cx &- SIMD4(repeating: cx[0]) .== SIMD4(0, 1, 2, 3)), Quad.allTrue(ry .== SIMD4(repeating: ry[0])),
+                          ix >= 1, ix &+ 5 < w, iy >= 1, iy &+ 2 < h else {
+                        pixel(i); pixel(i &+ 1); pixel(i &+ 2); pixel(i &+ 3)
+                        i &+= 4
+                        continue
+                    }
+                    let lx = Quad.rows(qx, lut), ly = Quad.rows(qy, lut)
+                    @inline(__always) func filtered(_ r: Int) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+                        let q = UnsafeRawPointer(block + (r & mask) &* stride + (ix &- 1 &- colBase) &* 3)
+                        let t0 = Quad.taps(q, lx, 0), t1 = Quad.taps(q + 12, lx, 1), t2 = Quad.taps(q + 24, lx, 2), t3 = Quad.taps(q + 36, lx, 3)
+                        return ((t0.0 + t1.0) + (t2.0 + t3.0), (t0.1 + t1.1) + (t2.1 + t3.1), (t0.2 + t1.2) + (t2.2 + t3.2))
+                    }
+                    let v0 = Quad.weighted(filtered(iy &- 1), ly, 0), v1 = Quad.weighted(filtered(iy), ly, 1)
+                    let v2 = Quad.weighted(filtered(iy &+ 1), ly, 2), v3 = Quad.weighted(filtered(iy &+ 2), ly, 3)
+                    o.storeBytes(of: clamped((v0.0 + v1.0) + (v2.0 + v3.0)), toByteOffset: i &* 12, as: SIMD4<Float>.self)
+                    o.storeBytes(of: clamped((v0.1 + v1.1) + (v2.1 + v3.1)), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
+                    o.storeBytes(of: clamped((v0.2 + v1.2) + (v2.2 + v3.2)), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
+                    UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                    i &+= 4
+                }
+            }
+            while i < count { pixel(i); i &+= 1 }
             return true
         }
     }
