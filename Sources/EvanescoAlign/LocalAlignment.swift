@@ -73,7 +73,7 @@ public struct LocalAlignment: Sendable {
     /// Its statistics.
     public var statistics: LocalFieldStatistics
     /// The pyramid level the field was measured down to, and which cells had texture there: what
-    /// a finer estimate continues from (see ``LocalAligner/estimate(reference:frame:homography:options:finestLevel:continuing:)``).
+    /// a finer estimate continues from (its `continuing` argument).
     var level = 0
     var textured: [Bool] = []
 }
@@ -85,11 +85,42 @@ public struct LocalAlignment: Sendable {
 /// without texture take their neighbours' shifts, and a median over each cell's neighbours after
 /// every level removes outliers (a moving object cannot drag its cell far from the others).
 public enum LocalAligner {
+    /// A reference pyramid prepared for local alignment: each level's gradients are computed the
+    /// first time a frame is matched at that level and kept for the burst's other frames. Safe to
+    /// share between threads.
+    public final class Reference: @unchecked Sendable {
+        /// The reference's luma pyramid.
+        public let pyramid: GreyPyramid
+        private let lock = NSLock()
+        private var planes: [Int: ReferencePlane] = [:]
+
+        /// - Parameter pyramid: The reference's pyramid.
+        public init(_ pyramid: GreyPyramid) { self.pyramid = pyramid }
+
+        func plane(_ level: Int) -> ReferencePlane {
+            lock.lock(); defer { lock.unlock() }
+            if let p = planes[level] { return p }
+            let p = ReferencePlane(pyramid.levels[level])
+            planes[level] = p
+            return p
+        }
+    }
+
+    /// Estimates the field of `frame` against a reference pyramid used once (see ``Reference``
+    /// for a reference that many frames are matched against).
+    public static func estimate(reference: GreyPyramid, frame: GreyPyramid, homography: Homography,
+                                options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
+                                continuing: LocalAlignment? = nil) -> LocalAlignment {
+        estimate(reference: Reference(reference), frame: frame, homography: homography, options: options, finestLevel: finestLevel,
+                 continuing: continuing)
+    }
+
     /// Estimates the field of `frame` against `reference` given its homography, coarse to fine
     /// down to `finestLevel` (the whole pyramid when nil).
     ///
     /// - Parameters:
-    ///   - reference: The reference's pyramid.
+    ///   - prepared: The reference (its pyramid, and the gradients of each level the burst's
+    ///     frames have been matched at).
     ///   - frame: The frame's pyramid (the same levels).
     ///   - homography: Frame pixels to reference pixels.
     ///   - options: Tuning.
@@ -97,9 +128,10 @@ public enum LocalAligner {
     ///   - continuing: A coarser estimate of this frame with these options (a coarse look) to
     ///     continue from, at the level below it, instead of starting again at the coarsest.
     /// - Returns: The field in full-resolution reference pixels and its statistics.
-    public static func estimate(reference: GreyPyramid, frame: GreyPyramid, homography: Homography,
+    public static func estimate(reference prepared: Reference, frame: GreyPyramid, homography: Homography,
                                 options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
                                 continuing: LocalAlignment? = nil) -> LocalAlignment {
+        let reference = prepared.pyramid
         let W = reference.width, H = reference.height
         let cell = options.cellSize(width: W, height: H)
         let finest = max(reference.baseLevel, min(finestLevel ?? 0, reference.levels.count - 1))
@@ -117,8 +149,7 @@ public enum LocalAligner {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
             guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
-            let warped = fr.warped(by: homography.rescaled(by: Double(s)), width: ref.width, height: ref.height, interpolation: .bilinear)
-            let planes = LevelPlanes(ref: ref, warped: warped)
+            let planes = LevelPlanes(reference: prepared.plane(level), frame: fr, homography: homography.rescaled(by: Double(s)))
             let searches = level == coarsest && resume == nil
             if searches { planes.prepareBoxSums() }
             if level == finest { finestPlanes = planes }
@@ -271,12 +302,38 @@ public enum LocalAligner {
     }
 }
 
+/// One level of the reference prepared for the cell searches: its pixels and central-difference
+/// gradients (0 on the one-pixel border), computed once for every frame matched against it.
+final class ReferencePlane: @unchecked Sendable {
+    let width: Int, height: Int
+    let ref: UnsafeMutablePointer<Float>, gx: UnsafeMutablePointer<Float>, gy: UnsafeMutablePointer<Float>
+
+    init(_ image: Image<Float>) {
+        precondition(image.channels == 1)
+        let w = image.width, h = image.height, n = w * h
+        width = w; height = h
+        ref = .allocate(capacity: max(1, n)); gx = .allocate(capacity: max(1, n)); gy = .allocate(capacity: max(1, n))
+        ref.initialize(repeating: 0, count: max(1, n))
+        image.samples.withUnsafeBufferPointer { if n > 0 { ref.update(from: $0.baseAddress!, count: n) } }
+        gx.initialize(repeating: 0, count: max(1, n)); gy.initialize(repeating: 0, count: max(1, n))
+        if w >= 3 && h >= 3 {
+            for y in 1..<(h - 1) { for x in 1..<(w - 1) {
+                let i = y &* w &+ x
+                gx[i] = 0.5 * (ref[i &+ 1] - ref[i &- 1]); gy[i] = 0.5 * (ref[i &+ w] - ref[i &- w])
+            }}
+        }
+    }
+    deinit { ref.deallocate(); gx.deallocate(); gy.deallocate() }
+}
+
 /// One pyramid level prepared for the cell searches: the reference, its central-difference
 /// gradients (computed once, not once per window and iteration), the frame warped into it, and a
 /// summed table of the warped frame's invalid pixels, so a window can tell at once that every tap
 /// it reads is valid and take the vectorised path.
 final class LevelPlanes: @unchecked Sendable {
     let width: Int, height: Int
+    /// The reference level and its gradients (shared by every frame's planes at this level).
+    let reference: ReferencePlane
     /// Reference, its x and y gradients (0 on the border), and the warped frame: width x height.
     let ref: UnsafeMutablePointer<Float>, gx: UnsafeMutablePointer<Float>, gy: UnsafeMutablePointer<Float>
     let frame: UnsafeMutablePointer<Float>
@@ -285,30 +342,29 @@ final class LevelPlanes: @unchecked Sendable {
     /// invalid[(y * (width + 1)) + x]: invalid pixels in rows < y, columns < x.
     let invalid: UnsafeMutablePointer<Int32>
 
-    init(ref image: Image<Float>, warped: WarpResult<Float>) {
-        precondition(warped.image.width == image.width && warped.image.height == image.height && image.channels == 1)
-        let w = image.width, h = image.height, n = w * h
+    /// `image` (a level of a frame's pyramid) warped by `homography` (that level's) onto the
+    /// reference level, and its validity, written straight into the planes.
+    init(reference: ReferencePlane, frame image: Image<Float>, homography: Homography) {
+        precondition(image.channels == 1)
+        let w = reference.width, h = reference.height, n = w * h
         width = w; height = h
-        ref = .allocate(capacity: n); gx = .allocate(capacity: n); gy = .allocate(capacity: n)
+        self.reference = reference
+        ref = reference.ref; gx = reference.gx; gy = reference.gy
         frame = .allocate(capacity: n); valid = .allocate(capacity: n)
         invalid = .allocate(capacity: (w + 1) * (h + 1))
-        image.samples.withUnsafeBufferPointer { ref.initialize(from: $0.baseAddress!, count: n) }
-        warped.image.samples.withUnsafeBufferPointer { frame.initialize(from: $0.baseAddress!, count: n) }
-        warped.validity.samples.withUnsafeBufferPointer { valid.initialize(from: $0.baseAddress!, count: n) }
-        gx.initialize(repeating: 0, count: n); gy.initialize(repeating: 0, count: n)
-        if w >= 3 && h >= 3 {
-            for y in 1..<(h - 1) { for x in 1..<(w - 1) {
-                let i = y * w + x
-                gx[i] = 0.5 * (ref[i + 1] - ref[i - 1]); gy[i] = 0.5 * (ref[i + w] - ref[i - w])
-            }}
+        let sampler = RowSampler(frame: image, homography: homography, interpolation: .bilinear)
+        let shared = UncheckedSendable((frame, valid))
+        StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+            let (frame, valid) = shared.value
+            for y in rows { sampler.sampleRow(y: y, x0: 0, x1: w, into: frame + y * w, valid: valid + y * w) }
         }
         let W = w + 1
         invalid.initialize(repeating: 0, count: W * (h + 1))
         for y in 0..<h {
             var row: Int32 = 0
             for x in 0..<w {
-                row += valid[y * w + x] == 0 ? 1 : 0
-                invalid[(y + 1) * W + x + 1] = invalid[y * W + x + 1] + row
+                row &+= valid[y &* w &+ x] == 0 ? 1 : 0
+                invalid[(y &+ 1) &* W &+ x &+ 1] = invalid[y &* W &+ x &+ 1] &+ row
             }
         }
     }
@@ -318,7 +374,7 @@ final class LevelPlanes: @unchecked Sendable {
     private(set) var frameSums: UnsafeMutablePointer<Double>? = nil, squareSums: UnsafeMutablePointer<Double>? = nil
 
     deinit {
-        ref.deallocate(); gx.deallocate(); gy.deallocate(); frame.deallocate(); valid.deallocate(); invalid.deallocate()
+        frame.deallocate(); valid.deallocate(); invalid.deallocate()
         frameSums?.deallocate(); squareSums?.deallocate()
     }
 

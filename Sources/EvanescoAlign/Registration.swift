@@ -102,6 +102,8 @@ public final class RegistrationReference: Sendable {
     public static let minimumSide = 16
     /// The reference's luma pyramid.
     public let pyramid: GreyPyramid
+    /// The same pyramid prepared for local alignment (``LocalAligner``), shared by every frame.
+    public let local: LocalAligner.Reference
     let templates: [TemplateLevel]
     /// The options every registration against this reference uses.
     public let options: RegistrationOptions
@@ -132,6 +134,7 @@ public final class RegistrationReference: Sendable {
     public init(pyramid: GreyPyramid, options: RegistrationOptions = RegistrationOptions()) {
         self.pyramid = pyramid
         self.options = options
+        local = LocalAligner.Reference(pyramid)
         templates = pyramid.levels.enumerated().map { level, img in
             // The finest level keeps the most points; coarser levels only steer.
             let most = level == options.finestLevel ? options.maxPoints : options.maxPoints / 3

@@ -503,16 +503,16 @@ public enum BurstStacker {
                                options: StackOptions) -> (LocalFrameReport, DisplacementField?) {
         let lo = options.localAlignment
         if options.align == .local {
-            let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo)
+            let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo)
             return (LocalFrameReport(used: true, decision: "asked for (--align local)", field: la.statistics, coarse: nil), la.field)
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
-        let coarse = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
+        let coarse = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
         let p50 = coarse.statistics.p50Px, threshold = lo.parallaxThreshold * Float(1 << coarseLevel)
         guard p50 >= threshold else {
             return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil, coarse: coarse.statistics), nil)
         }
-        let la = LocalAligner.estimate(reference: reference.pyramid, frame: frame, homography: h, options: lo, continuing: coarse)
+        let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo, continuing: coarse)
         return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
     }
 
