@@ -32,6 +32,16 @@ public enum StripExecutor {
         }
     }
 
+    /// Runs `body` as one of several items running at once on threads of their own (as
+    /// ``forEachIndex(in:workers:until:_:)``'s are): the strips its loops ask for run on this
+    /// thread.
+    public static func asItem<R>(_ body: () throws -> R) rethrows -> R {
+        let outer = ItemThread.isSet
+        ItemThread.isSet = true
+        defer { ItemThread.isSet = outer }
+        return try body()
+    }
+
     /// Runs `body` over disjoint strips covering `0..<rows`. Strips hold at least
     /// `minimumRows` rows; there are a few strips per thread so uneven strips balance out.
     /// `body` must only write to rows of its own strip.

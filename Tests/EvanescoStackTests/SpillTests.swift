@@ -65,6 +65,31 @@ import EvanescoIO
         #expect(report.framesHeld == "temporary file" && report.spilledBytes == spilled.spilledBytes)
     }
 
+    /// A video's frames past the limit go through the file too (read in order from ffmpeg while
+    /// the previous ones are registered): the same result as in memory, nothing left behind.
+    @Test func aVideoSpillsAndStacksAsInMemory() throws {
+        let dir = try folder("video"), spillDir = try folder("file")
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: spillDir) }
+        let path = dir + "/clip.mp4"
+        let w = try VideoWriter(path: path, width: 320, height: 240, framesPerSecond: 10)
+        for f in burst(texturedScene(320, 240), shifts: Stacker.shifts) { try w.append(f.image.uint8) }
+        try w.finish()
+        var o = StackOptions()
+        o.videoFrames = 5
+        o.memoryLimit = nil
+        let memory = try BurstStacker.stack(contentsOf: [path], options: o)
+        o.memoryLimit = 1
+        o.spillDirectory = spillDir
+        let spilled = try BurstStacker.stack(contentsOf: [path], options: o)
+        #expect(memory.spilledBytes == nil && (spilled.spilledBytes ?? 0) >= 5 * 320 * 240 * 3)
+        #expect(spilled.frames.count == 5 && spilled.usedFrames == 5, "\(spilled.frames.map(\.status))")
+        #expect(spilled.frames.map(\.source) == memory.frames.map(\.source) && spilled.frames.first?.source == "clip.mp4#0")
+        #expect(spilled.frames.map(\.homography) == memory.frames.map(\.homography))
+        let same = spilled.image == memory.image
+        #expect(same, "the spilled video's result differs from the in-memory one")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spillDir).isEmpty)
+    }
+
     @Test func aFrameOfAnotherSizeIsRefusedAsInMemory() throws {
         let dir = try burstFolder(sixteen: false)
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -152,6 +152,28 @@ public enum VideoIO {
         let info = try probe(path)
         let wanted = try indices(selection, count: info.frameCount)
         guard !wanted.isEmpty else { return 0 }
+        // The reader stops ffmpeg when it is released (after the last wanted frame, or an error).
+        let reader = try frameReader(path, selection: selection, info: info)
+        var delivered = 0
+        while delivered < wanted.count, let frame = try reader.next() {
+            try body(wanted[delivered], frame.uint8)
+            delivered += 1
+        }
+        return delivered
+    }
+
+    /// A reader of the selected frames as 8-bit RGB, in order (``frameReader`` `.next()` gives nil
+    /// after the last; the file may hold fewer frames than its header counted). Releasing it stops
+    /// ffmpeg.
+    ///
+    /// - Parameters:
+    ///   - path: The video.
+    ///   - selection: Which frames.
+    ///   - info: The video's ``probe(_:)``, when already made.
+    public static func frameReader(_ path: String, selection: FrameSelection, info known: VideoInfo? = nil) throws -> VideoFrameReader {
+        let info = try known ?? probe(path)
+        let wanted = try indices(selection, count: info.frameCount)
+        guard !wanted.isEmpty else { throw VideoError.decodeFailed(path: path, detail: "the video has no frames") }
         var filter: [String] = []
         switch selection {
         case .all: break
@@ -162,14 +184,7 @@ public enum VideoIO {
             let expr = wanted.map { "eq(n\\,\($0))" }.joined(separator: "+")
             filter = ["-vf", "select='\(expr)'", "-fps_mode", "passthrough"]
         }
-        // The reader stops ffmpeg when it is released (after the last wanted frame, or an error).
-        let reader = try VideoFrameReader(path: path, layout: .rgb24, filterArguments: filter, info: info)
-        var delivered = 0
-        while delivered < wanted.count, let frame = try reader.next() {
-            try body(wanted[delivered], frame.uint8)
-            delivered += 1
-        }
-        return delivered
+        return try VideoFrameReader(path: path, layout: .rgb24, filterArguments: filter, info: info)
     }
 
     /// Convenience: all selected frames in memory.
