@@ -140,7 +140,18 @@ final class SpillSink: @unchecked Sendable {
     func keep(_ image: AnyImage, metadata: ImageMetadata, _ i: Int) -> Kept {
         let shape = BurstStacker.FrameShape(name: names[i], width: image.width, height: image.height, channels: image.channels)
         var k = Kept(shape: shape, metadata: metadata)
-        guard shape.width * shape.height == width * height && shape.channels == channels else { return k }
+        guard shape.width == width && shape.height == height && shape.channels == channels else {
+            // With the first frame as the reference (the default), a frame of another size or
+            // colour type stops the stack now, not after every other frame is decoded (with
+            // another reference, ``finish()``'s check names it).
+            if options.reference == 0 {
+                let e = shape.channels != channels ? StackError.channelMismatch(frame: shape.name)
+                    : StackError.sizeMismatch(frame: shape.name, size: "\(shape.width)x\(shape.height)", reference: names[firstIndex],
+                                              referenceSize: "\(width)x\(height)")
+                fatal.update { $0 = $0 ?? e }
+            }
+            return k
+        }
         // Written by one writer thread, at most two frames queued: while it waits on the disk,
         // the decoders and registration keep both cores busy.
         let t0 = Date()
@@ -152,7 +163,7 @@ final class SpillSink: @unchecked Sendable {
             } catch { fatal.update { $0 = $0 ?? error } }
         }
         let t1 = Date()
-        if let reference, i != firstIndex, shape.width == width {
+        if let reference, i != firstIndex {
             k.aligned = BurstStacker.register(image, index: i, name: names[i], to: reference, options: alignOptions)
         }
         let t2 = Date()

@@ -100,6 +100,15 @@ import EvanescoIO
         #expect(throws: expected) { try BurstStacker.stack(contentsOf: [dir], options: o) }
         o.memoryLimit = 1
         #expect(throws: expected) { try BurstStacker.stack(contentsOf: [dir], options: o) }
+        // Through the file, such a frame stops the stack at once: the frames after it are not
+        // all decoded first.
+        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f1.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        let decoded = LockedBox(0)
+        o.progress = { p in if p.stage == .decode { decoded.update { $0 = max($0, p.done) } } }
+        #expect(throws: StackError.sizeMismatch(frame: "\(dir)/f1.png", size: "300x240", reference: "\(dir)/f0.png", referenceSize: "320x240")) {
+            try BurstStacker.stack(contentsOf: [dir], options: o)
+        }
+        #expect(decoded.value < 8, "\(decoded.value) of 8 files decoded before the stack stopped")
     }
 
     @Test func aFolderThatCannotHoldTheFileSaysWhatToDo() throws {
