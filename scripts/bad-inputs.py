@@ -146,6 +146,18 @@ run("Streams that do not match", ["backdrop", "--color", "-", "--size", "64x48",
                                   "disparity8:0,2", "--subject", "nearest", "-o", "mm-dir"], stdin=open("raw.bin", "rb").read(), expect=(1,))
 open("fake.mp4", "wb").write(os.urandom(100))
 run("Streams that do not match", ["stack", "fake.mp4", "-o", "fs.png"], expect=(1,), must_not_exist=["fs.png"])
+# A real clip through the temporary file of frames (a one-megabyte limit, the file kept here:
+# nothing may be left in "."), asking for more frames than it has; and a clip cut short, whose
+# header counts frames that are not there.
+subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "3",
+                "-pix_fmt", "yuv420p", "clip.mp4"], check=True)
+for frames in ["8", "500"]:
+    run("Streams that do not match", ["stack", "clip.mp4", "-o", f"sv{frames}.png", "--frames", frames, "--memory-limit", "1",
+                                      "--spill-dir", ".", "--quiet"], expect=(0,), must_exist=[f"sv{frames}.png"], unchanged=["clip.mp4"])
+clip = open("clip.mp4", "rb").read()
+open("cut.mp4", "wb").write(clip[: len(clip) * 2 // 3])
+run("Streams that do not match", ["stack", "cut.mp4", "-o", "sc.png", "--frames", "20", "--memory-limit", "1", "--spill-dir", ".", "--quiet"],
+    unchanged=["cut.mp4"])
 run("Streams that do not match", ["backdrop", "--color", "fake.mp4", "--depth", "fake.mp4", "-o", "fo.mp4"], expect=(1,), must_not_exist=["fo.mp4"])
 
 # --- Truncated, damaged and lying headers -------------------------------------------------------
@@ -312,6 +324,24 @@ for sig in (signal.SIGINT, signal.SIGTERM):
             else: r[1] += 1
             for f in left: os.remove(f)
             for k in kids: os.kill(int(k), signal.SIGKILL)
+# A signal while a video is read through the temporary file of frames: ffmpeg must not survive,
+# nor any file (the temporary file of frames never had a name).
+subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25", "-t", "20",
+                "-pix_fmt", "yuv420p", "sigclip.mp4"], check=True)
+for sig in (signal.SIGINT, signal.SIGTERM):
+    for delay in (0.3, 0.8):
+        before = set(os.listdir("."))
+        p = subprocess.Popen([EVANESCO, "stack", "sigclip.mp4", "-o", "sigv.png", "--frames", "300", "--memory-limit", "1",
+                              "--spill-dir", ".", "--force", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay); p.send_signal(sig); p.wait()
+        time.sleep(0.2)
+        left = [f for f in set(os.listdir(".")) - before if f.startswith(".")]
+        kids = subprocess.run(["pgrep", "-f", "ffmpeg.*sigclip"], capture_output=True, text=True).stdout.split()
+        r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
+        if left or kids: r[2].append(f"spilled video after signal {sig} at {delay} s: left {left} children {kids}")
+        else: r[1] += 1
+        for f in left: os.remove(f)
+        for k in kids: os.kill(int(k), signal.SIGKILL)
 
 shutil.rmtree(work, ignore_errors=True)
 total = sum(r[0] for r in results.values()); clean = sum(r[1] for r in results.values())
