@@ -18,8 +18,10 @@ public struct RegistrationOptions: Sendable {
     /// ``pixelsPerPoint`` pixels, but never fewer than ``minPoints`` because of it.
     public var maxPoints = 40_000
     /// See ``maxPoints``: on a small frame (320 x 240, say) half its pixels qualify, and every
-    /// Gauss-Newton iteration visits each point.
-    public var pixelsPerPoint = 5
+    /// Gauss-Newton iteration visits each point. Measured on motorcycle-handheld (741 x 500: 23,000
+    /// points instead of 40,000): alignment error 0.0072 px against 0.0066 px mean, the same PSNR
+    /// to 0.001 dB, 4 % less time for the whole stack.
+    public var pixelsPerPoint = 16
     /// See ``maxPoints``.
     public var minPoints = 16_000
     /// Iterations per level (coarse levels get twice as many).
