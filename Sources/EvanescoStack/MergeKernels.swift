@@ -38,15 +38,26 @@ struct SigmaClipKernel: MergeKernel {
         t.copyForSorting(into: t.scratch)
         t.sort(t.scratch, network)
         for j in 0..<len { out[j] = t.median(sorted: t.scratch, j) }          // med
-        for k in 0..<t.frames {                                               // |x - med|, invalid last
-            let s = t.scratch + k * t.stride
-            for j in 0..<len { s[j] = abs(s[j] - out[j]) }
+        // MAD, the median of |x - med|: where every frame covers the tile (most tiles), from
+        // the sorted values' two runs of deviations and the network's comparators for their
+        // middle; elsewhere sorted whole, invalid samples (+infinity) last.
+        let deviations: UnsafeMutablePointer<Float>
+        if t.allValid() {
+            t.deviationRuns(sorted: t.scratch, medians: out, into: t.deviations)
+            network.sortDeviations(t.deviations, length: len, stride: t.stride)
+            deviations = t.deviations
+        } else {
+            for k in 0..<t.frames {
+                let s = t.scratch + k * t.stride
+                for j in 0..<len { s[j] = abs(s[j] - out[j]) }
+            }
+            t.sort(t.scratch, network)
+            deviations = t.scratch
         }
-        t.sort(t.scratch, network)
         let c = t.channels
         let threshold = t.perSample
         for j in 0..<len {
-            let spread = 1.4826 * t.median(sorted: t.scratch, j)
+            let spread = 1.4826 * t.median(sorted: deviations, j)
             threshold[j] = burstNoise.map { kappa * (spread * spread + $0 * $0).squareRoot() } ?? kappa * (spread + 1)
         }
         guard burstNoise != nil else {

@@ -26,6 +26,8 @@ public struct SampleTile {
     public let scratch: UnsafeMutablePointer<Float>
     /// One float per sample, for a kernel's intermediate results.
     public let perSample: UnsafeMutablePointer<Float>
+    /// Work space for absolute deviations: `frames * stride` floats.
+    public let deviations: UnsafeMutablePointer<Float>
 
     /// Allocates a tile able to hold `maxPixels` pixels.
     static func allocate(frames: Int, maxPixels: Int, channels: Int) -> SampleTile {
@@ -38,12 +40,12 @@ public struct SampleTile {
         return SampleTile(frames: frames, pixels: maxPixels, channels: channels, stride: stride,
                           values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
                           counts: .allocate(capacity: stride), scratch: floats(frames * stride),
-                          perSample: floats(stride))
+                          perSample: floats(stride), deviations: floats(frames * stride))
     }
 
     func resized(pixels p: Int) -> SampleTile {
         SampleTile(frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
-                   scratch: scratch, perSample: perSample)
+                   scratch: scratch, perSample: perSample, deviations: deviations)
     }
 
     /// Sorts every sample position's frame values in `buffer` (frames x stride).
@@ -52,7 +54,7 @@ public struct SampleTile {
     }
 
     func deallocate() {
-        for p in [values, scratch, perSample] { UnsafeMutableRawPointer(p).deallocate() }
+        for p in [values, scratch, perSample, deviations] { UnsafeMutableRawPointer(p).deallocate() }
         valid.deallocate(); counts.deallocate()
     }
 
@@ -83,6 +85,27 @@ public struct SampleTile {
                     for ch in 0..<c { d[p &* c &+ ch] = v[p &* c &+ ch] + inf }
                 }
             }
+        }
+    }
+
+    /// Whether every frame covers every pixel of the tile (most tiles of a burst).
+    func allValid() -> Bool {
+        let n = Int32(frames)
+        for j in 0..<length where counts[j] != n { return false }
+        return true
+    }
+
+    /// After sorting, when every sample has all `frames` values (``allValid()``): writes each
+    /// sample's absolute deviations from its median (`medians`) into `d` as two ascending runs,
+    /// the values at and below the middle read downwards (`m - x`), then those above it read
+    /// upwards (`x - m`): what ``SortingNetwork/sortDeviations(_:length:stride:)`` takes. The same
+    /// deviations `|x - m|` as from the unsorted values.
+    func deviationRuns(sorted s: UnsafeMutablePointer<Float>, medians m: UnsafePointer<Float>, into d: UnsafeMutablePointer<Float>) {
+        let n = frames, p = (n - 1) / 2, len = length
+        for k in 0..<n {
+            let below = k <= p
+            let src = s + (below ? p - k : k) * stride, dst = d + k * stride
+            if below { for j in 0..<len { dst[j] = m[j] - src[j] } } else { for j in 0..<len { dst[j] = src[j] - m[j] } }
         }
     }
 

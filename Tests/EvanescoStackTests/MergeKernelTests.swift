@@ -60,8 +60,56 @@ func referenceMedian(_ v: [Float]) -> Float {
     }
 }
 
+@Suite struct DeviationNetworks {
+    /// With every frame valid, the deviations read off the sorted values as two runs and put
+    /// through the pruned network have the middle of |x - median| in place: the same values as
+    /// sorting the deviations, for every frame count up to 33 and 51, ties included.
+    @Test(arguments: Array(1...33) + [51])
+    func middleDeviationsComeOutInPlace(_ n: Int) {
+        let r = RandomTile(frames: n, pixels: 40, channels: 3, seed: UInt64(n), invalidRate: 0)
+        defer { r.tile.deallocate() }
+        let t = r.tile, net = SortingNetwork(size: n)
+        #expect(t.allValid())
+        t.copyForSorting(into: t.scratch)
+        t.sort(t.scratch, net)
+        let med = t.perSample
+        for j in 0..<t.length { med[j] = t.median(sorted: t.scratch, j) }
+        t.deviationRuns(sorted: t.scratch, medians: med, into: t.deviations)
+        net.sortDeviations(t.deviations, length: t.length, stride: t.stride)
+        for j in 0..<t.length {
+            let devs = r.samples(j).map { abs($0 - med[j]) }.sorted()
+            #expect(t.median(sorted: t.deviations, j) == referenceMedian(devs), "sample \(j) of \(n) frames")
+            #expect(t.deviations[(n / 2) * t.stride + j] == devs[n / 2])
+        }
+        #expect(net.deviationPairs.count <= net.pairs.count)
+    }
+}
+
 @Suite struct MergeKernels {
     static let seeds: [UInt64] = [1, 2, 3]
+
+    /// The robust merge on tiles every frame covers (the path that reads the MAD off the sorted
+    /// values) against the straightforward reference, for several frame counts.
+    @Test(arguments: [3, 8, 20, 51])
+    func robustOnFullyCoveredTiles(_ frames: Int) {
+        let r = RandomTile(frames: frames, pixels: 40, channels: 3, seed: 9, invalidRate: 0)
+        defer { r.tile.deallocate() }
+        let out = r.run(SigmaClipKernel(network: SortingNetwork(size: frames), kappa: 2.5, burstNoise: 1.7))
+        for p in 0..<r.tile.pixels {
+            let thresholds: [(Float, Float)] = (0..<3).map { ch in
+                let v = r.samples(p * 3 + ch), m = referenceMedian(v)
+                let spread = 1.4826 * referenceMedian(v.map { abs($0 - m) })
+                return (m, 2.5 * (spread * spread + 1.7 * 1.7).squareRoot())
+            }
+            let kept = (0..<frames).filter { k in
+                (0..<3).allSatisfy { abs(r.tile.values[k * r.tile.stride + p * 3 + $0] - thresholds[$0].0) <= thresholds[$0].1 }
+            }
+            for ch in 0..<3 {
+                let mean = kept.map { r.tile.values[$0 * r.tile.stride + p * 3 + ch] }.reduce(0, +) / Float(kept.count)
+                #expect(abs(out[p * 3 + ch] - mean) < 1e-3)
+            }
+        }
+    }
 
     @Test(arguments: seeds)
     func mean(_ seed: UInt64) {
