@@ -30,6 +30,8 @@ let package = Package(
                        providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",
                        providers: [.apt(["libtiff-dev"])]),
+        // glibc's <malloc.h> (mallopt), for the command-line tool's allocator tuning.
+        .systemLibrary(name: "CMalloc"),
 
         .target(name: "EvanescoCore"),
         .target(name: "EvanescoIO",
@@ -46,7 +48,7 @@ let package = Package(
                 resources: [.copy("Resources")]),
         .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces"]),
         .executableTarget(name: "evanesco",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio",
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "CMalloc",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "EvanescoBenchmarks",
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "CTurboJPEG", "CHeif"],

@@ -35,11 +35,35 @@ struct Evanesco: ParsableCommand {
             var command = try parseAsRoot()
             try NumericOptions.refuseNonFinite(in: command)
             // The studio is a server: it stops on SIGINT/SIGTERM by itself, cleanly, and cleans up.
-            if !(command is StudioCommand) { Cleanup.installSignalHandlers() }
+            if !(command is StudioCommand) {
+                Cleanup.installSignalHandlers()
+                Allocator.keepFreedMemory()
+            }
             try command.run()
         } catch {
             exit(withError: error)
         }
+    }
+}
+
+#if canImport(Glibc)
+import CMalloc
+#endif
+
+/// How a one-shot command's process allocates.
+enum Allocator {
+    /// Keeps freed memory in the process for the next allocation: a command allocates and frees
+    /// frames, pyramids and tiles of the same few sizes over and over, and glibc, by default,
+    /// maps each block above 128 KB afresh and returns it when freed, so every frame's buffers
+    /// came back as new pages to fault in and clear (5 % of a 20-frame stack's time went to page
+    /// faults). Blocks up to 256 MB now come from the heap, and up to 1 GB of free heap is kept.
+    /// Measured: motorcycle-handheld 0.195 -> 0.179 s, highway 0.159 -> 0.146 s, pug through
+    /// the temporary file 3.7 -> 2.7 s at 355 MB peak instead of 253 MB.
+    static func keepFreedMemory() {
+        #if canImport(Glibc)
+        _ = mallopt(M_MMAP_THRESHOLD, 256 << 20)
+        _ = mallopt(M_TRIM_THRESHOLD, 1 << 30)
+        #endif
     }
 }
 
