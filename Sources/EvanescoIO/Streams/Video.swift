@@ -106,8 +106,23 @@ public enum VideoIO {
     }
 
     /// Size, frame count (counted, not estimated), rate and rotation of the first video stream.
+    /// A file probed before, unchanged since (same size and modification time), is not probed
+    /// again: ffprobe reads the whole file to count its frames, and a stack asks two or three
+    /// times (memory estimate, decoding, the reader).
     public static func probe(_ path: String) throws -> VideoInfo {
         guard FileManager.default.fileExists(atPath: path) else { throw ImageIOError.fileNotFound(path: path) }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        let key = attributes.map { "\(path)\u{0}\(($0[.size] as? NSNumber)?.int64Value ?? -1)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)" }
+        if let key, let known = probed.value[key] { return known }
+        let info = try probeWithTool(path)
+        if let key { probed.update { $0[key] = info } }
+        return info
+    }
+
+    /// Probes already made, by path, size and modification time.
+    private static let probed = LockedBox([String: VideoInfo]())
+
+    static func probeWithTool(_ path: String) throws -> VideoInfo {
         let r = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_packets",
                                           "-show_entries", "stream=width,height,nb_read_packets,r_frame_rate:stream_side_data=rotation",
                                           "-of", "json", path])
