@@ -2,6 +2,7 @@
 // every setjmp inside one C frame that stays alive for the whole libpng call, and turn a libpng
 // error into a return code plus a message. They hold no state of their own.
 #include <png.h>
+#include <zlib.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,9 @@ static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned w
     // Fast levels skip libpng's adaptive search over all five filters: SUB alone costs a
     // fraction and compresses photos nearly as well.
     if (level <= 2) png_set_filter(io->png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+    // The fastest level also matches runs only (zlib's Z_RLE): after the SUB filter a photo has
+    // few longer matches to find, so it compresses about a quarter faster for 2 % more bytes.
+    if (level <= 1) png_set_compression_strategy(io->png, Z_RLE);
     png_set_benign_errors(io->png, 1);   // an invalid ICC profile is dropped, not fatal
     if (icc && icc_len) png_set_iCCP(io->png, io->info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, icc_len);
     if (exif && exif_len) png_set_eXIf_1(io->png, io->info, exif_len, (png_bytep)exif);
