@@ -80,4 +80,24 @@ import EvanescoIO
         let p90 = errs[errs.count * 9 / 10]
         #expect(p90 < 0.2, "cell \(cell): p90 error \(p90), max \(errs.last!)")
     }
+
+    /// A full estimate that continues from a coarse look (what auto does) finds the field a
+    /// fresh estimate finds, and the coarse look's reference planes are reused, not rebuilt.
+    @Test func continuingFromACoarseLookMatchesAFreshEstimate() {
+        let ref = Self.textured(320, 240)
+        let frame = Self.bent(ref, { x, y in SIMD2<Float>(3 * sinf(x / 50), 2.5 * cosf(y / 40)) })
+        let prepared = LocalAligner.Reference(GreyPyramid(ref)), fp = GreyPyramid(frame)
+        let coarse = LocalAligner.estimate(reference: prepared, frame: fp, homography: .identity, finestLevel: 2)
+        let continued = LocalAligner.estimate(reference: prepared, frame: fp, homography: .identity, continuing: coarse)
+        let fresh = LocalAligner.estimate(reference: GreyPyramid(ref), frame: fp, homography: .identity)
+        #expect(coarse.level == 2 && continued.field.cell == fresh.field.cell)
+        var worst: Float = 0
+        for j in 0..<fresh.field.rows { for i in 0..<fresh.field.columns {
+            let x = (Float(i) + 0.5) * Float(fresh.field.cell), y = (Float(j) + 0.5) * Float(fresh.field.cell)
+            guard x > 24, y > 24, x < 296, y < 216 else { continue }
+            let k = j * fresh.field.columns + i
+            worst = max(worst, abs(continued.field.dx[k] - fresh.field.dx[k]), abs(continued.field.dy[k] - fresh.field.dy[k]))
+        }}
+        #expect(worst < 0.1, "continued and fresh fields differ by up to \(worst) px")
+    }
 }

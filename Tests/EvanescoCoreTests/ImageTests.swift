@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import EvanescoCore
 
@@ -55,6 +56,29 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
             StripExecutor.forEachStrip(rows: 1000, minimumRows: 7) { r in for y in r { box.value[y] += 1 } }
         }
         #expect(hits.allSatisfy { $0 == 1 })
+    }
+
+    /// A body run as one of several items (`asItem`, as each of `forEachIndex`'s items are when
+    /// two or more run at once) runs the strips its loops ask for on its own thread, in order:
+    /// the other cores are busy with the other items. Strips slow enough that, without the flag,
+    /// the pool's threads take some of them.
+    @Test func stripsOfAnItemStayOnItsThread() {
+        let done = DispatchSemaphore(value: 0)
+        let same = LockedBox(Set<Bool>()), rows = LockedBox(0)
+        let thread = Thread {
+            StripExecutor.asItem {
+                let mine = pthread_self()
+                StripExecutor.forEachStrip(rows: 64, minimumRows: 8) { r in
+                    usleep(2000)
+                    same.update { _ = $0.insert(pthread_equal(pthread_self(), mine) != 0) }
+                    rows.update { $0 += r.count }
+                }
+            }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        #expect(same.value == [true] && rows.value == 64, "\(same.value), \(rows.value) rows")
     }
 
     @Test func srgbKnownValues() {

@@ -33,6 +33,23 @@ import EvanescoCore
         #expect(t.contents == ["clip.mp4"])
     }
 
+    /// A file probed once is not probed again while unchanged, and is when it changes.
+    @Test func aChangedVideoIsProbedAgain() throws {
+        let t = TempDir()
+        func write(_ frames: Int, _ w: Int) throws {
+            try? FileManager.default.removeItem(atPath: t.file("clip.mp4"))
+            let v = try VideoWriter(path: t.file("clip.mp4"), width: w, height: 48, framesPerSecond: 10)
+            for k in 0..<frames { try v.append(Image<UInt8>(width: w, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(k * 9 % 256) } }) }
+            try v.finish()
+        }
+        try write(6, 64)
+        #expect(try VideoIO.probe(t.file("clip.mp4")).frameCount == 6)
+        #expect(try VideoIO.probe(t.file("clip.mp4")).frameCount == 6)
+        try write(9, 96)
+        let info = try VideoIO.probe(t.file("clip.mp4"))
+        #expect(info.frameCount == 9 && info.width == 96, "\(info)")
+    }
+
     @Test func notAVideo() throws {
         let t = TempDir()
         FileManager.default.createFile(atPath: t.file("x.mp4"), contents: Data("nope".utf8))
