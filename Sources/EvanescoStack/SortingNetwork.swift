@@ -8,7 +8,7 @@ public struct SortingNetwork: Sendable {
     /// Compare-exchange pairs (i, j), i < j, in the order they run.
     public let pairs: [(Int, Int)]
     /// The pairs that bring the middle one or two of `size` absolute deviations from the median
-    /// into place when they come as two ascending runs (see ``SampleTile/deviationRuns(sorted:medians:into:)``):
+    /// into place when they come as two ascending runs (see `SampleTile.deviationRuns(sorted:medians:into:)`):
     /// this network with every comparator removed that never exchanges on two sorted runs (by the
     /// 0-1 principle, simulating every pair of 0-1 runs), then every one the middle outputs do
     /// not depend on. 20 values: 38 comparators instead of 103; 51: 109 instead of 415.

@@ -146,7 +146,7 @@ import EvanescoCore
         struct Boom: Error {}
         #expect(throws: Boom.self) {
             try AtomicOutput.write(to: t.file("half.bin"), overwrite: false) { temp in
-                FileManager.default.createFile(atPath: temp, contents: Data([1, 2, 3]))
+                _ = FileManager.default.createFile(atPath: temp, contents: Data([1, 2, 3]))
                 throw Boom()
             }
         }

@@ -52,7 +52,7 @@ import EvanescoCore
 
     @Test func notAVideo() throws {
         let t = TempDir()
-        FileManager.default.createFile(atPath: t.file("x.mp4"), contents: Data("nope".utf8))
+        _ = FileManager.default.createFile(atPath: t.file("x.mp4"), contents: Data("nope".utf8))
         #expect(throws: VideoError.self) { try VideoIO.probe(t.file("x.mp4")) }
         #expect(throws: ImageIOError.fileNotFound(path: t.file("missing.mp4"))) { try VideoIO.probe(t.file("missing.mp4")) }
     }

@@ -177,14 +177,14 @@ public enum VideoIO {
         return delivered
     }
 
-    /// A reader of the selected frames as 8-bit RGB, in order (``frameReader`` `.next()` gives nil
+    /// A reader of the selected frames as 8-bit RGB, in order (its ``VideoFrameReader/next()`` gives nil
     /// after the last; the file may hold fewer frames than its header counted). Releasing it stops
     /// ffmpeg.
     ///
     /// - Parameters:
     ///   - path: The video.
     ///   - selection: Which frames.
-    ///   - info: The video's ``probe(_:)``, when already made.
+    ///   - known: The video's ``probe(_:)``, when already made.
     public static func frameReader(_ path: String, selection: FrameSelection, info known: VideoInfo? = nil) throws -> VideoFrameReader {
         let info = try known ?? probe(path)
         let wanted = try indices(selection, count: info.frameCount)
