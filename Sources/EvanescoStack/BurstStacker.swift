@@ -528,20 +528,7 @@ public enum BurstStacker {
                     t.sort(t.scratch, network)
                     let med = t.perSample
                     for j in 0..<t.length { med[j] = t.median(sorted: t.scratch, j) }
-                    // |x - med| as the merge takes them (see SigmaClipKernel).
-                    let deviations: UnsafeMutablePointer<Float>
-                    if t.allValid() {
-                        t.deviationRuns(sorted: t.scratch, medians: med, into: t.deviations)
-                        network.sortDeviations(t.deviations, length: t.length, stride: t.stride)
-                        deviations = t.deviations
-                    } else {
-                        for k in 0..<n {   // invalid samples stay +infinity and sort last
-                            let s = t.scratch + k * t.stride
-                            for j in 0..<t.length { s[j] = abs(s[j] - med[j]) }
-                        }
-                        t.sort(t.scratch, network)
-                        deviations = t.scratch
-                    }
+                    let deviations = t.sortedDeviations(medians: med, network)   // as the merge takes them
                     // The upper median of the deviations (of an even count, the larger middle one).
                     for j in 0..<t.length where t.counts[j] >= 3 { local.append(deviations[Int(t.counts[j] / 2) * t.stride + j]) }
                 }

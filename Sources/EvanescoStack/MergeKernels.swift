@@ -38,22 +38,7 @@ struct SigmaClipKernel: MergeKernel {
         t.copyForSorting(into: t.scratch)
         t.sort(t.scratch, network)
         for j in 0..<len { out[j] = t.median(sorted: t.scratch, j) }          // med
-        // MAD, the median of |x - med|: where every frame covers the tile (most tiles), from
-        // the sorted values' two runs of deviations and the network's comparators for their
-        // middle; elsewhere sorted whole, invalid samples (+infinity) last.
-        let deviations: UnsafeMutablePointer<Float>
-        if t.allValid() {
-            t.deviationRuns(sorted: t.scratch, medians: out, into: t.deviations)
-            network.sortDeviations(t.deviations, length: len, stride: t.stride)
-            deviations = t.deviations
-        } else {
-            for k in 0..<t.frames {
-                let s = t.scratch + k * t.stride
-                for j in 0..<len { s[j] = abs(s[j] - out[j]) }
-            }
-            t.sort(t.scratch, network)
-            deviations = t.scratch
-        }
+        let deviations = t.sortedDeviations(medians: out, network)        // MAD's samples
         let c = t.channels
         let threshold = t.perSample
         for j in 0..<len {

@@ -109,6 +109,26 @@ public struct SampleTile {
         }
     }
 
+    /// After ``sort(_:_:)`` of `scratch` and with each sample's median in `medians`: the absolute
+    /// deviations `|x - median|`, sorted as ``median(sorted:_:)`` reads them, and the buffer that
+    /// holds them. Where every frame covers the tile (most tiles), from the sorted values' two runs
+    /// of deviations (``deviationRuns(sorted:medians:into:)``) and the network's comparators for
+    /// their middle, into `deviations`; elsewhere in `scratch`, sorted whole, invalid samples
+    /// (+infinity) last.
+    func sortedDeviations(medians m: UnsafePointer<Float>, _ network: SortingNetwork) -> UnsafeMutablePointer<Float> {
+        if allValid() {
+            deviationRuns(sorted: scratch, medians: m, into: deviations)
+            network.sortDeviations(deviations, length: length, stride: stride)
+            return deviations
+        }
+        for k in 0..<frames {
+            let s = scratch + k * stride
+            for j in 0..<length { s[j] = abs(s[j] - m[j]) }
+        }
+        sort(scratch, network)
+        return scratch
+    }
+
     /// After sorting: the median of each sample's `counts[j]` valid values.
     @inline(__always)
     func median(sorted s: UnsafeMutablePointer<Float>, _ j: Int) -> Float {
