@@ -308,22 +308,27 @@ if have_shared:
 os.makedirs("demo-out", exist_ok=True); open("demo-out/clean.jpg", "w").write("mine")
 run("Outputs (no overwrite, nothing left)", ["demo", "--out", "demo-out", "--video", "nonexistent.avi"], unchanged=["demo-out/clean.jpg"])
 # A signal in the middle of writing: no temporary file and no child process may survive.
+def interrupt(argv, sig, delay, label, is_new, children):
+    """Runs evanesco ARGV, sends SIG after DELAY s and checks that no hidden file IS_NEW (a
+    predicate on names) is left and no process matching CHILDREN (pgrep -f) survives."""
+    p = subprocess.Popen([EVANESCO] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay); p.send_signal(sig); p.wait()
+    time.sleep(0.2)
+    left = [f for f in os.listdir(".") if f.startswith(".") and is_new(f)]
+    kids = subprocess.run(["pgrep", "-f", children], capture_output=True, text=True).stdout.split()
+    r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
+    if left or kids: r[2].append(f"{label} after signal {sig} at {delay} s: left {left} children {kids}")
+    else: r[1] += 1
+    for f in left: os.remove(f)
+    for k in kids: os.kill(int(k), signal.SIGKILL)
+
 png("big-in.png", 4000, 3000)
 for sig in (signal.SIGINT, signal.SIGTERM):
     for out in ["sig.tif", "sig.png", "sig.mp4"]:
         for delay in (0.3, 0.6, 0.9, 1.2):
             argv = ["convert", "big-in.png", out, "--force"] if not out.endswith(".mp4") else \
                    ["backdrop", "--color", "big-in.png", "--depth", "big-in.png", "--depth-format", "disparity8:0,2", "--subject", "nearest", "-o", out, "--force"]
-            p = subprocess.Popen([EVANESCO] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(delay); p.send_signal(sig); p.wait()
-            time.sleep(0.2)
-            left = [f for f in os.listdir(".") if f.startswith(".") and "sig" in f]
-            kids = subprocess.run(["pgrep", "-f", "evanesco-.*sig"], capture_output=True, text=True).stdout.split()
-            r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
-            if left or kids: r[2].append(f"{out} after signal {sig} at {delay} s: left {left} children {kids}")
-            else: r[1] += 1
-            for f in left: os.remove(f)
-            for k in kids: os.kill(int(k), signal.SIGKILL)
+            interrupt(argv, sig, delay, out, lambda f: "sig" in f, "evanesco-.*sig")
 # A signal while a video is read through the temporary file of frames: ffmpeg must not survive,
 # nor any file (the temporary file of frames never had a name).
 subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25", "-t", "20",
@@ -331,17 +336,8 @@ subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "test
 for sig in (signal.SIGINT, signal.SIGTERM):
     for delay in (0.3, 0.8):
         before = set(os.listdir("."))
-        p = subprocess.Popen([EVANESCO, "stack", "sigclip.mp4", "-o", "sigv.png", "--frames", "300", "--memory-limit", "1",
-                              "--spill-dir", ".", "--force", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay); p.send_signal(sig); p.wait()
-        time.sleep(0.2)
-        left = [f for f in set(os.listdir(".")) - before if f.startswith(".")]
-        kids = subprocess.run(["pgrep", "-f", "ffmpeg.*sigclip"], capture_output=True, text=True).stdout.split()
-        r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
-        if left or kids: r[2].append(f"spilled video after signal {sig} at {delay} s: left {left} children {kids}")
-        else: r[1] += 1
-        for f in left: os.remove(f)
-        for k in kids: os.kill(int(k), signal.SIGKILL)
+        interrupt(["stack", "sigclip.mp4", "-o", "sigv.png", "--frames", "300", "--memory-limit", "1", "--spill-dir", ".",
+                   "--force", "--quiet"], sig, delay, "spilled video", lambda f: f not in before, "ffmpeg.*sigclip")
 
 shutil.rmtree(work, ignore_errors=True)
 total = sum(r[0] for r in results.values()); clean = sum(r[1] for r in results.values())
