@@ -528,48 +528,63 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let bottom = src[o &+ dy].floatValue + (src[o &+ dy &+ dx].floatValue - src[o &+ dy].floatValue) * tx
             out[i] = top + (bottom - top) * ty
         }
-        var i = 0
-        let count = x1 - x0
-        while i < count {
-            let n = min(Quad.knotSpacing, count &- i)
+        // Pixels i..<i+n from a straight line between exact knots at both ends, when the map
+        // stays on it (checked at the middle); false (nothing written) when it bends.
+        @inline(__always) func line(_ i: Int, _ n: Int) -> Bool {
             let a = source(x0 &+ i), b = source(x0 &+ i &+ n &- 1)
             let k = 1 / Float(max(1, n &- 1)), half = (n &- 1) / 2
             let sx = (b.0 - a.0) * k, sy = (b.1 - a.1) * k
             let mid = source(x0 &+ i &+ half)
             // (Bilinear has no table quantising the phase, so the line must hold to 1/10,000 px.)
-            if a.0 > -1e8, b.0 > -1e8, abs(mid.0 - (a.0 + sx * Float(half))) <= 1e-4, abs(mid.1 - (a.1 + sy * Float(half))) <= 1e-4 {
-                var j = 0
-                if Sample.self == Float.self {
-                    // Float planes, 4 pixels a step where they read consecutive columns of one
-                    // pair of rows, all inside (a map near a translation: most of a row): 4
-                    // vector loads instead of 16 scalar ones. The same positions and arithmetic
-                    // as `pixel`.
-                    let p = UnsafeRawPointer(src)
-                    let lanes = SIMD4<Float>(0, 1, 2, 3)
-                    while j &+ 4 <= n {
-                        let fj = SIMD4<Float>(repeating: Float(j)) + lanes
-                        let px = SIMD4<Float>(repeating: a.0) + sx * fj, py = SIMD4<Float>(repeating: a.1) + sy * fj
-                        let ix = Int(px[0].rounded(.down)), iy = Int(py[0].rounded(.down))
-                        let tx = px - (SIMD4<Float>(repeating: Float(ix)) + lanes), ty = py - SIMD4<Float>(repeating: Float(iy))
-                        let inside: SIMDMask<SIMD4<Int32>> = (tx .>= 0) .& (tx .< 1) .& (ty .>= 0) .& (ty .< 1)
-                        guard ix >= 0, ix &+ 4 < w, iy >= 0, iy &+ 1 < h, Quad.allTrue(inside) else {
-                            for k in j..<(j &+ 4) { pixel(i &+ k, a.0 + sx * Float(k), a.1 + sy * Float(k)) }
-                            j &+= 4
-                            continue
-                        }
-                        let o = (iy &* w &+ ix) &* 4, below = o &+ w &* 4
-                        let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self), t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
-                        let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self), b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
-                        let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
-                        let value: SIMD4<Float> = top + (bottom - top) * ty
-                        UnsafeMutableRawPointer(out + (i &+ j)).storeBytes(of: value, as: SIMD4<Float>.self)
-                        UnsafeMutableRawPointer(valid + (i &+ j)).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+            guard a.0 > -1e8, b.0 > -1e8, abs(mid.0 - (a.0 + sx * Float(half))) <= 1e-4, abs(mid.1 - (a.1 + sy * Float(half))) <= 1e-4 else {
+                return false
+            }
+            var j = 0
+            if Sample.self == Float.self {
+                // Float planes, 4 pixels a step where they read consecutive columns of one
+                // pair of rows, all inside (a map near a translation: most of a row): 4
+                // vector loads instead of 16 scalar ones. The same positions and arithmetic
+                // as `pixel`.
+                let p = UnsafeRawPointer(src)
+                let lanes = SIMD4<Float>(0, 1, 2, 3)
+                while j &+ 4 <= n {
+                    let fj = SIMD4<Float>(repeating: Float(j)) + lanes
+                    let px = SIMD4<Float>(repeating: a.0) + sx * fj, py = SIMD4<Float>(repeating: a.1) + sy * fj
+                    let ix = Int(px[0].rounded(.down)), iy = Int(py[0].rounded(.down))
+                    let tx = px - (SIMD4<Float>(repeating: Float(ix)) + lanes), ty = py - SIMD4<Float>(repeating: Float(iy))
+                    let inside: SIMDMask<SIMD4<Int32>> = (tx .>= 0) .& (tx .< 1) .& (ty .>= 0) .& (ty .< 1)
+                    guard ix >= 0, ix &+ 4 < w, iy >= 0, iy &+ 1 < h, Quad.allTrue(inside) else {
+                        for k in j..<(j &+ 4) { pixel(i &+ k, a.0 + sx * Float(k), a.1 + sy * Float(k)) }
                         j &+= 4
+                        continue
                     }
+                    let o = (iy &* w &+ ix) &* 4, below = o &+ w &* 4
+                    let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self), t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
+                    let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self), b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
+                    let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
+                    let value: SIMD4<Float> = top + (bottom - top) * ty
+                    UnsafeMutableRawPointer(out + (i &+ j)).storeBytes(of: value, as: SIMD4<Float>.self)
+                    UnsafeMutableRawPointer(valid + (i &+ j)).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                    j &+= 4
                 }
-                while j < n { pixel(i &+ j, a.0 + sx * Float(j), a.1 + sy * Float(j)); j &+= 1 }
-            } else {
-                for j in 0..<n { let (px, py) = source(x0 &+ i &+ j); pixel(i &+ j, px, py) }
+            }
+            while j < n { pixel(i &+ j, a.0 + sx * Float(j), a.1 + sy * Float(j)); j &+= 1 }
+            return true
+        }
+        var i = 0
+        let count = x1 - x0
+        while i < count {
+            let n = min(Quad.knotSpacing, count &- i)
+            // A perspective map bends by up to ~1/1,000 px over 64 pixels (the bend grows with
+            // the interval's square): a bent interval is tried as four of 16 before going pixel
+            // by pixel.
+            if !line(i, n) {
+                var k = 0
+                while k < n {
+                    let m = min(Quad.knotSpacing / 4, n &- k)
+                    if !line(i &+ k, m) { for j in 0..<m { let (px, py) = source(x0 &+ i &+ k &+ j); pixel(i &+ k &+ j, px, py) } }
+                    k &+= m
+                }
             }
             i &+= n
         }
