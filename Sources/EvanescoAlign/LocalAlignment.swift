@@ -274,20 +274,81 @@ public enum LocalAligner {
         f.dx = dx; f.dy = dy
     }
 
-    /// Median of each component over each cell's 3x3 neighbourhood.
+    /// Median of each component over each cell's 3x3 neighbourhood (on the grid's edges, over
+    /// the neighbours it has: the upper median of 4 or 6).
     static func medianFilter(_ f: inout DisplacementField) {
-        let c = f.columns, r = f.rows
-        guard c * r > 1 else { return }
-        var dx = f.dx, dy = f.dy
-        var xs: [Float] = [], ys: [Float] = []
-        for j in 0..<r { for i in 0..<c {
-            xs.removeAll(keepingCapacity: true); ys.removeAll(keepingCapacity: true)
-            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) {
-                xs.append(f.dx[jj * c + ii]); ys.append(f.dy[jj * c + ii])
-            }}
-            dx[j * c + i] = Selection.median(&xs); dy[j * c + i] = Selection.median(&ys)
-        }}
-        f.dx = dx; f.dy = dy
+        guard f.columns * f.rows > 1 else { return }
+        f.dx = median3x3(f.dx, columns: f.columns, rows: f.rows)
+        f.dy = median3x3(f.dy, columns: f.columns, rows: f.rows)
+    }
+
+    /// The 3x3 median filter of a `columns` x `rows` grid. Inside, each column's three values
+    /// (rows j-1...j+1) are sorted once, and a cell's median is the median of the largest of its
+    /// three columns' minima, the median of their middles and the smallest of their maxima (the
+    /// median of 9 in 10 comparisons once the columns are sorted, 4 cells at a time); the edges
+    /// select among the neighbours they have.
+    static func median3x3(_ v: [Float], columns c: Int, rows r: Int) -> [Float] {
+        var out = v
+        var xs: [Float] = []
+        func edge(_ i: Int, _ j: Int) {
+            xs.removeAll(keepingCapacity: true)
+            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) { xs.append(v[jj * c + ii]) } }
+            out[j * c + i] = Selection.median(&xs)
+        }
+        guard c >= 3, r >= 3 else {
+            for j in 0..<r { for i in 0..<c { edge(i, j) } }
+            return out
+        }
+        for i in 0..<c { edge(i, 0); edge(i, r - 1) }
+        for j in 1..<(r - 1) { edge(0, j); edge(c - 1, j) }
+        var lo = [Float](repeating: 0, count: c), mid = lo, hi = lo
+        v.withUnsafeBufferPointer { vp in out.withUnsafeMutableBufferPointer { op in
+        lo.withUnsafeMutableBufferPointer { lp in mid.withUnsafeMutableBufferPointer { mp in hi.withUnsafeMutableBufferPointer { hp in
+            let v = vp.baseAddress!, o = op.baseAddress!, l = lp.baseAddress!, m = mp.baseAddress!, h = hp.baseAddress!
+            for j in 1..<(r - 1) {
+                let a = v + (j - 1) * c, b = a + c, d = b + c
+                var i = 0
+                while i + 4 <= c {
+                    let (x, y, z) = sort3(load4(a + i), load4(b + i), load4(d + i))
+                    store4(x, l + i); store4(y, m + i); store4(z, h + i)
+                    i += 4
+                }
+                while i < c {
+                    let (x, y, z) = sort3(SIMD4(repeating: a[i]), SIMD4(repeating: b[i]), SIMD4(repeating: d[i]))
+                    l[i] = x[0]; m[i] = y[0]; h[i] = z[0]
+                    i += 1
+                }
+                let row = o + j * c
+                @inline(__always) func cell(_ x: Int) -> SIMD4<Float> {
+                    let low = vmax(vmax(load4(l + x - 1), load4(l + x)), load4(l + x + 1))
+                    let high = vmin(vmin(load4(h + x - 1), load4(h + x)), load4(h + x + 1))
+                    return median3(low, median3(load4(m + x - 1), load4(m + x), load4(m + x + 1)), high)
+                }
+                if c - 2 >= 4 {
+                    i = 1
+                    while i + 4 <= c - 1 { store4(cell(i), row + i); i += 4 }
+                    // The rest: the 4 inner cells ending at the last one (some computed twice).
+                    if i < c - 1 { store4(cell(c - 5), row + c - 5) }
+                } else {
+                    for x in 1..<(c - 1) {
+                        let low = max(max(l[x - 1], l[x]), l[x + 1]), high = min(min(h[x - 1], h[x]), h[x + 1])
+                        let middle = median3(SIMD4(repeating: m[x - 1]), SIMD4(repeating: m[x]), SIMD4(repeating: m[x + 1]))
+                        row[x] = median3(SIMD4(repeating: low), middle, SIMD4(repeating: high))[0]
+                    }
+                }
+            }
+        }}}}}
+        return out
+    }
+
+    @inline(__always) private static func sort3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+        let a1 = vmin(a, b), b1 = vmax(a, b)
+        let b2 = vmin(b1, c), c2 = vmax(b1, c)
+        return (vmin(a1, b2), vmax(a1, b2), c2)
+    }
+
+    @inline(__always) private static func median3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> SIMD4<Float> {
+        vmax(vmin(a, b), vmin(vmax(a, b), c))
     }
 
     static func statistics(_ f: DisplacementField, _ textured: [Bool]) -> LocalFieldStatistics {
@@ -418,6 +479,9 @@ final class LevelPlanes: @unchecked Sendable {
 }
 @inline(__always) private func load4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
     UnsafeRawPointer(p).loadUnaligned(as: SIMD4<Float>.self)
+}
+@inline(__always) private func store4(_ v: SIMD4<Float>, _ p: UnsafeMutablePointer<Float>) {
+    UnsafeMutableRawPointer(p).storeBytes(of: v, as: SIMD4<Float>.self)
 }
 // The standard library's pointwiseMin/Max are generic calls here, not one instruction each.
 @inline(__always) private func vmin(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> { a.replacing(with: b, where: b .< a) }

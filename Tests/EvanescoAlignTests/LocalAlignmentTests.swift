@@ -81,6 +81,28 @@ import EvanescoIO
         #expect(p90 < 0.2, "cell \(cell): p90 error \(p90), max \(errs.last!)")
     }
 
+    /// The field's 3x3 median filter (sorted columns, 4 cells at a time inside) against the
+    /// median of each cell's neighbours sorted, on grids from 1 x 1 to wider than a vector, with
+    /// ties (values drawn from a few levels) and without.
+    @Test(arguments: [(1, 1), (1, 5), (5, 1), (2, 2), (3, 3), (4, 3), (5, 4), (6, 5), (7, 3), (9, 6), (13, 11), (94, 63)])
+    func medianFilterIsTheMedianOfEachNeighbourhood(_ size: (Int, Int)) {
+        let (c, r) = size
+        var rng = SplitMix(seed: UInt64(c * 1000 + r))
+        for levels in [0, 3] {
+            let v = (0..<(c * r)).map { _ -> Float in
+                levels > 0 ? Float(rng.next() % UInt64(levels)) : Float(rng.next() % 1_000_000) / 1000 - 500 }
+            let filtered = LocalAligner.median3x3(v, columns: c, rows: r)
+            var wrong = 0
+            for j in 0..<r { for i in 0..<c {
+                var n: [Float] = []
+                for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) { n.append(v[jj * c + ii]) } }
+                n.sort()
+                if filtered[j * c + i] != n[n.count / 2] { wrong += 1 }
+            }}
+            #expect(wrong == 0, "\(c) x \(r), \(levels) levels: \(wrong) cells differ")
+        }
+    }
+
     /// A full estimate that continues from a coarse look (what auto does) finds the field a
     /// fresh estimate finds, and the coarse look's reference planes are reused, not rebuilt.
     @Test func continuingFromACoarseLookMatchesAFreshEstimate() {
@@ -99,5 +121,18 @@ import EvanescoIO
             worst = max(worst, abs(continued.field.dx[k] - fresh.field.dx[k]), abs(continued.field.dy[k] - fresh.field.dy[k]))
         }}
         #expect(worst < 0.1, "continued and fresh fields differ by up to \(worst) px")
+    }
+}
+
+/// A small seeded generator (splitmix64) for reproducible test data.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
