@@ -148,12 +148,17 @@ if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
     // The stacker's own path, one core: Catmull-Rom RGB8 through RowSampler in the stacker's
     // 544-px row segments (its tile width at 20 frames), the figure issue 11 asks for per pixel,
     // for a hand-held frame's map (a homography: shift, 0.23 degrees of roll, 0.1 % zoom and a
-    // keystone), the same without the keystone (affine) and a bare shift.
-    for (kind, map) in [("homography", h), ("affine", Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 0, 0, 1])),
-                        ("shift", Homography.translation(7.3, -3.1))] {
+    // keystone), the same without the keystone (affine), a bare shift, and the homography with a
+    // local alignment's field on top (16-px cells, the detail field at 12 MP, up to 3 px).
+    var field = DisplacementField(width: W, height: H, cell: 16)
+    for j in 0..<field.rows { for i in 0..<field.columns {
+        field.dx[j * field.columns + i] = 3 * sinf(Float(i) / 25); field.dy[j * field.columns + i] = 2 * cosf(Float(j) / 19)
+    }}
+    for (kind, map, offsets) in [("homography", h, nil), ("affine", Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 0, 0, 1]), nil),
+                                 ("shift", Homography.translation(7.3, -3.1), nil), ("homography + field", h, field)] {
         if let only = opts.only, only != kind { continue }
         let seg = BurstStacker.tileWidth(frames: 20, channels: 3)
-        let sampler = RowSampler(frame: img, homography: map, interpolation: .catmullRom)
+        let sampler = RowSampler(frame: img, homography: map, interpolation: .catmullRom, offsets: offsets)
         let out = UnsafeMutablePointer<Float>.allocate(capacity: seg * 3), valid = UnsafeMutablePointer<UInt8>.allocate(capacity: seg)
         let cache = RowSampler<UInt8>.Cache(pixels: seg)
         defer { out.deallocate(); valid.deallocate() }
@@ -169,7 +174,7 @@ if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
             runs.append(now() - t)
         }
         let ns = median(Array(runs.dropFirst())) * 1e9 / Double(W * H)
-        print("warp 12 MP RGB8, stack path, 1 core   Catmull-Rom, \(seg)-px segments, \(kind)".padding(toLength: 84, withPad: " ", startingAt: 0)
+        print("warp 12 MP RGB8, stack path, 1 core   Catmull-Rom, \(seg)-px segments, \(kind)".padding(toLength: 92, withPad: " ", startingAt: 0)
               + String(format: "%.2f ns per output pixel", ns))
     }
     if opts.what != "warp-path" {
