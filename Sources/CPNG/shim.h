@@ -124,3 +124,78 @@ static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned w
     png_destroy_write_struct(&io->png, &io->info);
     return 0;
 }
+
+// A PNG written in parts (the image data compressed by the caller, in pieces at once): the
+// header and metadata chunks through libpng, then chunks the caller gives, then IEND.
+
+/// Starts a PNG in io->out: signature, IHDR, and iCCP/eXIf when given. Returns 0 on success;
+/// on failure io->out is freed and io->error says why.
+static inline int evn_png_write_head(evn_png_io *io, unsigned width, unsigned height, int channels, int depth,
+                                     const unsigned char *icc, unsigned icc_len,
+                                     const unsigned char *exif, unsigned exif_len) {
+    memset(io, 0, sizeof(*io));
+    io->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, io, evn_png_error_fn, evn_png_warning_fn);
+    if (!io->png) { strcpy(io->error, "out of memory"); return -1; }
+    io->info = png_create_info_struct(io->png);
+    if (!io->info) { png_destroy_write_struct(&io->png, NULL); strcpy(io->error, "out of memory"); return -1; }
+    if (setjmp(png_jmpbuf(io->png))) {
+        png_destroy_write_struct(&io->png, &io->info);
+        free(io->out); io->out = NULL; io->out_size = 0;
+        return -1;
+    }
+    png_set_write_fn(io->png, io, evn_png_write_fn, evn_png_flush_fn);
+    int color = channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA
+              : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA;
+    png_set_IHDR(io->png, io->info, width, height, depth, color, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_benign_errors(io->png, 1);   // an invalid ICC profile is dropped, not fatal
+    if (icc && icc_len) png_set_iCCP(io->png, io->info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, icc_len);
+    if (exif && exif_len) png_set_eXIf_1(io->png, io->info, exif_len, (png_bytep)exif);
+    png_write_info(io->png, io->info);
+    return 0;
+}
+
+/// Appends one chunk (`name`: 4 letters) after evn_png_write_head. Returns 0 on success; on
+/// failure io->out is freed, the struct destroyed and io->error says why.
+static inline int evn_png_write_chunk(evn_png_io *io, const char *name, const unsigned char *data, size_t length) {
+    if (setjmp(png_jmpbuf(io->png))) {
+        png_destroy_write_struct(&io->png, &io->info);
+        free(io->out); io->out = NULL; io->out_size = 0;
+        return -1;
+    }
+    png_write_chunk(io->png, (png_const_bytep)name, data, length);
+    return 0;
+}
+
+/// Frees libpng's state after the last chunk (io->out stays: the caller frees it).
+static inline void evn_png_write_done(evn_png_io *io) {
+    if (io->png) png_destroy_write_struct(&io->png, &io->info);
+    io->png = NULL; io->info = NULL;
+}
+
+/// Raw deflate (no header or check value) of `n` bytes into `out` (`cap` bytes: at least
+/// evn_deflate_bound(n)), ending with a sync flush (a piece that more follow) or as the last
+/// block of the stream (`last`). Returns the bytes written, or -1.
+static inline long evn_deflate_raw(const unsigned char *in, size_t n, unsigned char *out, size_t cap,
+                                   int level, int rle, int last) {
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, rle ? Z_RLE : Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    z.next_in = (Bytef *)in; z.avail_in = (uInt)n;
+    z.next_out = out; z.avail_out = (uInt)cap;
+    int r = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
+    long written = (long)(cap - z.avail_out);
+    int ok = last ? r == Z_STREAM_END : (r == Z_OK && z.avail_in == 0 && z.avail_out > 0);
+    deflateEnd(&z);
+    return ok ? written : -1;
+}
+
+/// Room for evn_deflate_raw's output of `n` bytes (zlib's bound for stored blocks, and the flush).
+static inline size_t evn_deflate_bound(size_t n) { return n + n / 8 + (n >> 14) * 5 + 64; }
+
+static inline unsigned long evn_adler32(unsigned long adler, const unsigned char *p, size_t n) {
+    return adler32_z(adler, p, n);
+}
+static inline unsigned long evn_adler32_combine(unsigned long a, unsigned long b, size_t n2) {
+    return adler32_combine(a, b, (z_off_t)n2);
+}

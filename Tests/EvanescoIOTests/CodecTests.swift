@@ -34,6 +34,31 @@ import EvanescoCore
         #expect(try ImageCodecs.read(t.file("a.png")).image == .uint16(img))
     }
 
+    /// The fast levels (0-2) compress the image data in pieces of rows joined into one zlib
+    /// stream: lossless at every depth and channel count, from one piece (a 1 x 1 image) to many
+    /// (the 700 x 400 ones: 3 pieces at 8-bit RGB, 8 at 16-bit RGBA), with the metadata chunks
+    /// kept. libpng checks every chunk's CRC and zlib the stream's Adler-32 on the way back.
+    @Test(arguments: [0, 1, 2])
+    func pngFastLevelsAreLosslessInPieces(_ level: Int) throws {
+        let t = TempDir()
+        let icc = iccProfile(size: 3_000), exif = exifBlock(orientation: 1)
+        for (w, h) in [(1, 1), (5, 3), (61, 37), (700, 400)] { for channels in [1, 3, 4] {
+            let a = noiseImage(w, h, channels: channels, as: UInt8.self, seed: UInt64(w + channels))
+            let b = noiseImage(w, h, channels: channels, as: UInt16.self, seed: UInt64(h + channels))
+            for (name, img) in [("8", AnyImage.uint8(a)), ("16", .uint16(b))] {
+                let f = t.file("\(w)x\(h)x\(channels)-\(name).png")
+                // (An RGB profile goes with colour pictures only: libpng drops it from a grey one.)
+                let meta = ImageMetadata(exif: exif, icc: channels >= 3 ? icc : nil)
+                try ImageCodecs.write(img, to: f, options: WriteOptions(metadata: meta, pngCompression: level))
+                let back = try ImageCodecs.read(f)
+                let same = back.image == img
+                #expect(same, "\(w)x\(h)x\(channels) \(name)-bit at level \(level)")
+                #expect(back.metadata.icc == meta.icc && back.metadata.exif == exif, "\(w)x\(h)x\(channels) \(name)-bit at level \(level): metadata")
+            }
+        }}
+        #expect(PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 3 + 1) == 3 && PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 8 + 1) == 8)
+    }
+
     @Test(arguments: [1, 3, 4])
     func tiffAllDepthsAreLossless(_ channels: Int) throws {
         let t = TempDir()
