@@ -18,6 +18,8 @@ struct BurstFrameSource: @unchecked Sendable {
     let slots: [Int]
     /// The frames' registrations when they were made as the frames were decoded.
     var aligned: (reports: [FrameReport], fields: [DisplacementField?])? = nil
+    /// What the result says about the frames themselves (those converted to the burst's depth).
+    var notices: [StackNotice] = []
 
     var count: Int { names.count }
 

@@ -138,7 +138,8 @@ final class SpillSink: @unchecked Sendable {
     /// Writes a decoded frame to slot `i` if it has the slots' shape (one that has not is not
     /// written: ``finish()``'s size check names it), and registers it when fused.
     func keep(_ image: AnyImage, metadata: ImageMetadata, _ i: Int) -> Kept {
-        let shape = BurstStacker.FrameShape(name: names[i], width: image.width, height: image.height, channels: image.channels)
+        let shape = BurstStacker.FrameShape(name: names[i], width: image.width, height: image.height, channels: image.channels,
+                                            bitDepth: image.bitDepth)
         var k = Kept(shape: shape, metadata: metadata)
         guard shape.width == width && shape.height == height && shape.channels == channels else {
             // With the first frame as the reference (the default), a frame of another size or
@@ -194,6 +195,8 @@ final class SpillSink: @unchecked Sendable {
         var source = BurstFrameSource(names: kept.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
                                       channels: channels, eightBit: eightBit, referenceMetadata: ref.metadata,
                                       memory: nil, spill: spill, slots: used)
+        // The slots hold every frame at the depth of the one they were shaped by.
+        source.notices = BurstStacker.depthNotices(kept.map(\.shape), reference: used.firstIndex(of: firstIndex) ?? 0)
         if reference != nil {
             // Reports by position among the decoded frames, as align() makes them.
             var reports: [FrameReport] = [], fields: [DisplacementField?] = []

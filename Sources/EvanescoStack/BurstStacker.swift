@@ -101,13 +101,15 @@ public enum BurstStacker {
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.
     public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws -> StackResult {
-        try check(frames.map { FrameShape(name: $0.name, width: $0.image.width, height: $0.image.height, channels: $0.image.channels) },
-                  options: requested)
+        let shapes = frames.map { FrameShape(name: $0.name, width: $0.image.width, height: $0.image.height, channels: $0.image.channels,
+                                             bitDepth: $0.image.bitDepth) }
+        try check(shapes, options: requested)
         let ref = frames[requested.reference]
         let eightBit: Bool = if case .uint8 = ref.image { true } else { false }
-        let source = BurstFrameSource(names: frames.map(\.name), width: ref.image.width, height: ref.image.height,
+        var source = BurstFrameSource(names: frames.map(\.name), width: ref.image.width, height: ref.image.height,
                                       channels: ref.image.channels, eightBit: eightBit, referenceMetadata: ref.metadata,
                                       memory: frames, spill: nil, slots: [])
+        source.notices = depthNotices(shapes, reference: requested.reference)
         return try run(source, options: requested)
     }
 
@@ -154,7 +156,7 @@ public enum BurstStacker {
         for f in reports where !f.used { notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue)) }
         for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
         var r = StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
-                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + policyNotices,
+                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + source.notices + policyNotices,
                             referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
                             localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
@@ -184,8 +186,17 @@ public enum BurstStacker {
         return r
     }
 
-    /// A frame's name, size and channels, for the checks every burst passes.
-    struct FrameShape: Sendable { var name: String; var width: Int; var height: Int; var channels: Int }
+    /// A frame's name, size, channels and bit depth (8, 16, 32 for float), for the checks every
+    /// burst passes.
+    struct FrameShape: Sendable { var name: String; var width: Int; var height: Int; var channels: Int; var bitDepth: Int }
+
+    /// A burst is merged at its reference's depth (float frames as 16-bit): a notice for each
+    /// frame that is converted to it from another depth than the reference's.
+    static func depthNotices(_ frames: [FrameShape], reference: Int) -> [StackNotice] {
+        let refDepth = frames[reference].bitDepth, mergeDepth = refDepth == 8 ? 8 : 16
+        return frames.filter { $0.bitDepth != refDepth && $0.bitDepth != mergeDepth }
+            .map { .depthConverted(source: $0.name, from: $0.bitDepth, to: mergeDepth) }
+    }
 
     /// The checks every burst passes before alignment: frames, a reference among them, one
     /// size, one channel count, and big enough to align.

@@ -138,6 +138,9 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
     case frameLeftOut(source: String, reason: String)
     /// A frame's homography failed and a translation was used.
     case fellBack(source: String, reason: String)
+    /// A frame of another bit depth than the reference was converted to the depth the burst is
+    /// merged at (`from`, `to`: 8, 16, or 32 for float).
+    case depthConverted(source: String, from: Int, to: Int)
 
     public var description: String {
         switch self {
@@ -148,6 +151,10 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         case .inputSkipped(let input, let reason): reason.hasPrefix(input) ? "skipped \(reason)" : "skipped \(input): \(reason)"
         case .frameLeftOut(let source, let reason): "left out \(source): \(reason)"
         case .fellBack(let source, let reason): "\(source): \(reason)"
+        case .depthConverted(let source, let from, let to) where from > to:
+            "\(source): \(from == 32 ? "float" : "\(from)-bit") frame merged as \(to)-bit, the reference's depth: its finer levels are rounded "
+                + "away (to keep them, make a frame of that depth the reference with --reference)"
+        case .depthConverted(let source, let from, let to): "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"
         }
     }
 }

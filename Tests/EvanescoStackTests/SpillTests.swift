@@ -28,6 +28,24 @@ import EvanescoIO
         return dir
     }
 
+    /// A spilled burst says which frames it converted to the slots' depth, as in memory.
+    @Test func spilledBurstNoticesAnotherDepth() throws {
+        let dir = try burstFolder(sixteen: false), spillDir = try folder("file")
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: spillDir) }
+        let f2 = try ImageCodecs.read("\(dir)/f2.png").image
+        try ImageCodecs.write(.uint16(f2.uint16), to: "\(dir)/f2.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        var o = StackOptions()
+        let memory = try BurstStacker.stack(contentsOf: [dir], options: o)
+        o.memoryLimit = 1
+        o.spillDirectory = spillDir
+        let spilled = try BurstStacker.stack(contentsOf: [dir], options: o)
+        #expect(spilled.spilledBytes != nil)
+        let converted = spilled.notices.filter { if case .depthConverted = $0 { true } else { false } }
+        #expect(converted.count == 1 && converted.first?.description.hasPrefix("\(dir)/f2.png: 16-bit frame merged as 8-bit") == true, "\(spilled.notices)")
+        #expect(spilled.notices == memory.notices)
+        #expect(spilled.image == memory.image)
+    }
+
     /// Reference 0 (the default) registers each frame as it is decoded; another reference reads
     /// the frames back out of the file to register them.
     @Test(arguments: [(false, 0), (true, 0), (false, 2)])

@@ -179,4 +179,24 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let r = try BurstStacker.stack(frames)
         #expect(r.image.bitDepth == 16)
     }
+
+    /// A burst is merged at its reference's depth: a frame of another depth is converted and
+    /// said so (16 -> 8 loses its finer levels), not silently; frames of the reference's depth,
+    /// and float frames under a float reference (merged as 16-bit by rule), say nothing.
+    @Test func framesOfAnotherDepthAreNoticed() throws {
+        let frames = burst(Self.scene, shifts: Array(Self.shifts.prefix(4)))
+        var mixed = frames
+        mixed[2] = BurstFrame(name: mixed[2].name, image: .uint16(mixed[2].image.uint16))
+        let r8 = try BurstStacker.stack(mixed)
+        #expect(r8.image.bitDepth == 8)
+        #expect(r8.notices == [.depthConverted(source: mixed[2].name, from: 16, to: 8)], "\(r8.notices)")
+        #expect(r8.notices.first?.description.contains("--reference") == true)
+        var o = StackOptions(); o.reference = 2
+        let r16 = try BurstStacker.stack(mixed, options: o)
+        #expect(r16.image.bitDepth == 16)
+        #expect(r16.notices == [0, 1, 3].map { StackNotice.depthConverted(source: mixed[$0].name, from: 8, to: 16) }, "\(r16.notices)")
+        let floats = frames.map { BurstFrame(name: $0.name, image: .float32($0.image.float32)) }
+        #expect(try BurstStacker.stack(floats).notices.isEmpty)
+        #expect(try BurstStacker.stack(frames).notices.isEmpty)
+    }
 }
