@@ -71,6 +71,11 @@ public struct RegistrationResult: Sendable, Codable {
     public var correlation: Double
     /// Where the refinement that was kept started.
     public var start: RegistrationStart = .coarseShift
+    /// The pyramid level it was refined down to (see `finestLevel` in
+    /// ``RegistrationReference/register(pyramid:model:initial:finestLevel:)``).
+    public var level = 0
+
+    enum CodingKeys: String, CodingKey { case homography, model, residual, inlierFraction, gain, offset, iterations, correlation, start }
 }
 
 /// Why a frame could not be registered; the stacker reports it and leaves the frame out.
@@ -213,10 +218,14 @@ public final class RegistrationReference: Sendable {
     ///   - fp: The frame's pyramid.
     ///   - model: The motion model to estimate.
     ///   - initial: A starting estimate (frame to reference), e.g. from features.
+    ///   - finestLevel: Stop at this pyramid level instead of ``RegistrationOptions/finestLevel``
+    ///     (never finer): for a caller that may refine further with something else, and otherwise
+    ///     continues with ``refineToFinest(_:pyramid:)``.
     /// - Returns: The homography mapping the frame's pixels to the reference's, with its confidence.
     /// - Throws: ``RegistrationError`` when the sizes differ, the frame does not overlap, the
     ///   estimate diverges or too little texture agrees.
-    public func register(pyramid fp: GreyPyramid, model: MotionModel, initial: Homography? = nil) throws -> RegistrationResult {
+    public func register(pyramid fp: GreyPyramid, model: MotionModel, initial: Homography? = nil,
+                         finestLevel: Int? = nil) throws -> RegistrationResult {
         guard fp.width == width, fp.height == height else {
             throw RegistrationError.sizeMismatch(frame: "\(fp.width)x\(fp.height)", reference: "\(width)x\(height)")
         }
@@ -224,7 +233,10 @@ public final class RegistrationReference: Sendable {
             throw RegistrationError.tooSmall(width: width, height: height)
         }
         let top = min(pyramid.levels.count, fp.levels.count) - 1
-        let finest = min(max(options.finestLevel, pyramid.baseLevel, fp.baseLevel), top)
+        let finest = self.finestLevel(fp)
+        // The levels above `stop` are refined as always (the finest level decides which
+        // parameters and tolerances each gets); the finest ones below it are left to refineToFinest.
+        let stop = min(max(finestLevel ?? finest, finest), top)
         // W maps reference pixels to frame pixels at level 0 (the inverse of the result).
         // Without a starting estimate, the best few peaks of the coarse search are tried in
         // turn: a high-contrast moving object or a repetitive pattern can win the coarse
@@ -263,7 +275,7 @@ public final class RegistrationReference: Sendable {
         let ranked = order.map { candidates[$0] }
         for c in ranked {
             do {
-                var r = try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: initial != nil)
+                var r = try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: initial != nil, through: stop)
                 r.start = initial != nil ? .given : .coarseShift
                 if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                 if r.inlierFraction >= 0.5 { break }
@@ -280,13 +292,13 @@ public final class RegistrationReference: Sendable {
             while featureLevel > finest && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320 { featureLevel -= 1 }
             if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
                let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
-               var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+               var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true, through: stop) {
                 r.start = .features
                 best = r
                 if r.inlierFraction >= 0.5 { return r }
             }
             for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
-                if var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true) {
+                if var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true, through: stop) {
                     r.start = .rotationSearch
                     if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                     if r.inlierFraction >= 0.5 { break }
@@ -295,6 +307,32 @@ public final class RegistrationReference: Sendable {
             if let best { return best }
         }
         throw firstError ?? RegistrationError.tooLittleTexture
+    }
+
+    /// The finest level a frame with pyramid `fp` is registered at: ``RegistrationOptions/finestLevel``,
+    /// or the pyramids' base level if that is coarser, within the pyramids.
+    public func finestLevel(_ fp: GreyPyramid) -> Int {
+        min(max(options.finestLevel, pyramid.baseLevel, fp.baseLevel), min(pyramid.levels.count, fp.levels.count) - 1)
+    }
+
+    /// A registration stopped above the finest level (`finestLevel` in
+    /// ``register(pyramid:model:initial:finestLevel:)``) refined on down to it, as a registration
+    /// without the stop would have been; one already there is returned as it is.
+    ///
+    /// - Parameters:
+    ///   - r: The registration to continue.
+    ///   - fp: The frame's pyramid it was made from.
+    /// - Returns: The registration at the finest level (its `iterations` count both parts).
+    /// - Throws: ``RegistrationError`` as ``register(pyramid:model:initial:finestLevel:)`` does.
+    public func refineToFinest(_ r: RegistrationResult, pyramid fp: GreyPyramid) throws -> RegistrationResult {
+        let finest = finestLevel(fp), top = min(pyramid.levels.count, fp.levels.count) - 1
+        guard r.level > finest else { return r }
+        guard let w = r.homography.inverse else { throw RegistrationError.diverged("singular warp") }
+        let c = try refineLevels(Candidate(w: w, outcome: nil, iterations: r.iterations, level: r.level), fp, from: r.level - 1, top: top,
+                                 finest: finest, model: r.model, hasInitial: true, largeMotion: false, through: finest)
+        var out = try judged(c, model: r.model)
+        out.start = r.start
+        return out
     }
 
     /// Starting warps (reference -> frame, level-0 pixels) from an exhaustive search over
@@ -319,12 +357,12 @@ public final class RegistrationReference: Sendable {
 
     /// A start refined at some of the levels: the warp (reference to frame, level-0 pixels), the
     /// last level's outcome, and the iterations so far.
-    struct Candidate { var w: Homography; var outcome: LevelOutcome?; var iterations: Int }
+    struct Candidate { var w: Homography; var outcome: LevelOutcome?; var iterations: Int; var level = Int.max }
 
     func refineFrom(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                    largeMotion: Bool = false) throws -> RegistrationResult {
+                    largeMotion: Bool = false, through stop: Int? = nil) throws -> RegistrationResult {
         let c = try refineTop(start, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
-        return try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
+        return try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion, through: stop)
     }
 
     /// `start` refined at the coarsest level.
@@ -334,11 +372,13 @@ public final class RegistrationReference: Sendable {
                          hasInitial: hasInitial, largeMotion: largeMotion, through: top)
     }
 
-    /// A candidate refined at the coarsest level, refined at the others and judged.
+    /// A candidate refined at the coarsest level, refined at the others down to `stop` (the
+    /// finest when nil) and judged.
     func refineRest(_ c: Candidate, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                    largeMotion: Bool = false) throws -> RegistrationResult {
-        let r = top > finest ? try refineLevels(c, fp, from: top - 1, top: top, finest: finest, model: model, hasInitial: hasInitial,
-                                                 largeMotion: largeMotion, through: finest) : c
+                    largeMotion: Bool = false, through stop: Int? = nil) throws -> RegistrationResult {
+        let through = stop ?? finest
+        let r = top > through ? try refineLevels(c, fp, from: top - 1, top: top, finest: finest, model: model, hasInitial: hasInitial,
+                                                  largeMotion: largeMotion, through: through) : c
         return try judged(r, model: model)
     }
 
@@ -348,6 +388,7 @@ public final class RegistrationReference: Sendable {
         var w = c.w
         var last = c.outcome
         var totalIterations = c.iterations
+        var reached = c.level
         for level in stride(from: from, through: through, by: -1) {
             let tl = templates[level]
             guard tl.count >= 12 else { if level == finest { throw RegistrationError.tooLittleTexture }; continue }
@@ -364,11 +405,12 @@ public final class RegistrationReference: Sendable {
             totalIterations += out.iterations
             w = wl.rescaled(by: 1 / s)
             last = out
+            reached = level
             // Exposure changes keep the slope near the gain (0.5 to 2); smoothed noise or a blank
             // frame flattens to nothing at coarse scale.
             if level == top && out.slope < 0.25 { throw RegistrationError.structureless(slope: out.slope) }
         }
-        return Candidate(w: w, outcome: last, iterations: totalIterations)
+        return Candidate(w: w, outcome: last, iterations: totalIterations, level: reached)
     }
 
     /// The result of a candidate refined down to the finest level, if it passes.
@@ -385,7 +427,8 @@ public final class RegistrationReference: Sendable {
             throw RegistrationError.poorMatch(inlierFraction: final.inlierFraction)
         }
         return RegistrationResult(homography: h, model: model, residual: final.residual, inlierFraction: final.inlierFraction,
-                                  gain: final.gain, offset: final.offset, iterations: totalIterations, correlation: final.correlation)
+                                  gain: final.gain, offset: final.offset, iterations: totalIterations, correlation: final.correlation,
+                                  level: c.level)
     }
 
     /// The `count` best integer shifts (frame minus reference) by zero-mean normalised

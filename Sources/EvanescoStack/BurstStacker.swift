@@ -354,6 +354,24 @@ public enum BurstStacker {
         pyramidMade()
         var r = FrameReport(index: i, source: name)
         let primary: MotionModel = options.align == .translation ? .translation : .homography
+        var field: DisplacementField? = nil
+        // Where a local field may follow (`local`; `auto` when the coarse look finds parallax),
+        // registration first stops a level above the finest: a frame with parallax converges
+        // slowly there (no homography fits it: 12 iterations over the finest level's 16-40k
+        // points, half of its registration, on motorcycle-parallax), and its field takes over
+        // from the level above. A frame without parallax is then refined on down, to what a
+        // registration without the stop gives; if that fails, it is registered as before.
+        if options.align == .local || options.align == .auto,
+           let stopped = try? reference.register(pyramid: pyramid, model: primary, finestLevel: reference.finestLevel(pyramid) + 1) {
+            r.fill(stopped)
+            (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: stopped.homography, options: options)
+            if field != nil { return (r.timed(since: frameStart), field) }
+            if let full = try? reference.refineToFinest(stopped, pyramid: pyramid) {
+                r.fill(full)
+                return (r.timed(since: frameStart), nil)
+            }
+            r = FrameReport(index: i, source: name)
+        }
         do {
             r.fill(try reference.register(pyramid: pyramid, model: primary))
         } catch {
@@ -368,12 +386,10 @@ public enum BurstStacker {
                 r.fail(String(describing: error))
             }
         }
-        var field: DisplacementField? = nil
         if r.used, let h = r.homography, options.align == .local || options.align == .auto {
             (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: h, options: options)
         }
-        r.alignSeconds = (Date().timeIntervalSince(frameStart) * 1000).rounded() / 1000
-        return (r, field)
+        return (r.timed(since: frameStart), field)
     }
 
     /// The local alignment of a registered frame: always with ``AlignMode/local``; with `.auto`

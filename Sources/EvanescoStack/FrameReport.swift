@@ -1,5 +1,6 @@
 import EvanescoAlign
 import EvanescoCore
+import Foundation
 
 /// What became of one frame of a burst.
 public enum FrameStatus: String, Sendable, Codable, CaseIterable {
@@ -83,6 +84,13 @@ public struct FrameReport: Sendable, Codable, Equatable {
         gain = (r.gain * 10000).rounded() / 10000
         correlation = (r.correlation * 10000).rounded() / 10000
         start = r.start
+    }
+
+    /// The report with ``alignSeconds`` since `start`.
+    func timed(since start: Date) -> FrameReport {
+        var r = self
+        r.alignSeconds = (Date().timeIntervalSince(start) * 1000).rounded() / 1000
+        return r
     }
 
     mutating func fail(_ why: String) {

@@ -65,6 +65,29 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         #expect(t == nil || gridError(t!.homography, truth, 320, 240) > 0.5)
     }
 
+    /// Stopped a level above the finest (what the stacker does before deciding on a local
+    /// alignment) and refined on down, registration ends exactly where it would have without
+    /// the stop: same homography, iterations and agreement; stopped, it says at which level.
+    @Test(arguments: [1.5, -3.0])
+    func stoppedAboveTheFinestAndRefinedOnIsTheSame(_ degrees: Double) throws {
+        let truth = Homography.rotation(degrees: degrees, scale: 1.01, about: 150, 130) * Homography([1, 0, 2, 0, 1, -1, 2e-5, -1e-5, 1])
+        let f = frame(of: Self.ref, registration: truth)
+        let pyramid = Self.reference.framePyramid(f)
+        let full = try Self.reference.register(pyramid: pyramid, model: .homography)
+        let finest = Self.reference.finestLevel(pyramid)
+        let stopped = try Self.reference.register(pyramid: pyramid, model: .homography, finestLevel: finest + 1)
+        #expect(full.level == finest && stopped.level == finest + 1)
+        #expect(stopped.iterations < full.iterations)
+        #expect(gridError(stopped.homography, truth, 320, 240) < 0.3, "a level up is still close: \(stopped.homography)")
+        let continued = try Self.reference.refineToFinest(stopped, pyramid: pyramid)
+        // (The same to rounding: the stop hands the level below its homography inverted twice.)
+        #expect(gridError(continued.homography, full.homography, 320, 240) < 1e-6, "\(continued.homography) vs \(full.homography)")
+        #expect(continued.iterations == full.iterations && continued.level == finest, "\(continued.iterations) vs \(full.iterations)")
+        #expect(abs(continued.inlierFraction - full.inlierFraction) < 1e-6 && continued.start == full.start)
+        // Already at the finest level: returned as it is.
+        #expect(try Self.reference.refineToFinest(full, pyramid: pyramid).homography == full.homography)
+    }
+
     /// A 20-degree roll with 15 % zoom: beyond the shift search, found by the rotation-and-scale
     /// search and refined.
     @Test func largeRotationAndZoom() throws {
