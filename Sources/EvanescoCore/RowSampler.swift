@@ -501,21 +501,14 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     }
 
     /// One channel, bilinear, without a local correction (the luma planes local alignment
-    /// matches): the validity test and taps of ``row(_:_:_:_:_:_:_:channels:kind:)``, with the
-    /// source positions from exact knots every ``Quad/knotSpacing`` pixels and a straight line
-    /// between (as the 8-bit RGB cubic path takes them; a bent interval is computed pixel by
-    /// pixel), so no pixel divides.
+    /// matches): the validity test and taps of ``row(_:_:_:_:_:_:_:channels:kind:)``, each
+    /// pixel's source position exact (its own division), four pixels a step.
     @inlinable
     func rowBilinear1(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
                       _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>) {
         let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
-        @inline(__always) func source(_ x: Int) -> (Float, Float) {
-            let fx = Float(x)
-            let d = m6 * fx + m8
-            return d > 1e-12 ? ((m0 * fx + m2) / d, (m3 * fx + m5) / d) : (-1e9, -1e9)
-        }
         @inline(__always) func pixel(_ i: Int, _ sx: Float, _ sy: Float) {
             guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else { valid[i] = 0; out[i] = 0; return }
             valid[i] = 1
@@ -528,65 +521,52 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let bottom = src[o &+ dy].floatValue + (src[o &+ dy &+ dx].floatValue - src[o &+ dy].floatValue) * tx
             out[i] = top + (bottom - top) * ty
         }
-        // Pixels i..<i+n from a straight line between exact knots at both ends, when the map
-        // stays on it (checked at the middle); false (nothing written) when it bends.
-        @inline(__always) func line(_ i: Int, _ n: Int) -> Bool {
-            let a = source(x0 &+ i), b = source(x0 &+ i &+ n &- 1)
-            let k = 1 / Float(max(1, n &- 1)), half = (n &- 1) / 2
-            let sx = (b.0 - a.0) * k, sy = (b.1 - a.1) * k
-            let mid = source(x0 &+ i &+ half)
-            // (Bilinear has no table quantising the phase, so the line must hold to 1/10,000 px.)
-            guard a.0 > -1e8, b.0 > -1e8, abs(mid.0 - (a.0 + sx * Float(half))) <= 1e-4, abs(mid.1 - (a.1 + sy * Float(half))) <= 1e-4 else {
-                return false
+        // The map's arithmetic per lane is the scalar one (the same operations in the same
+        // order), so every position is what a pixel alone computes.
+        let lanes = SIMD4<Float>(0, 1, 2, 3), tiny = SIMD4<Float>(repeating: 1e-12)
+        let count = x1 - x0
+        var i = 0
+        while i &+ 4 <= count {
+            let fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + lanes
+            let d = m6 * fx + m8
+            guard Quad.allTrue(d .> tiny) else {
+                // Beyond the map's horizon: no valid source.
+                for k in 0..<4 {
+                    if d[k] > 1e-12 { pixel(i &+ k, (m0 * fx[k] + m2) / d[k], (m3 * fx[k] + m5) / d[k]) } else { valid[i &+ k] = 0; out[i &+ k] = 0 }
+                }
+                i &+= 4
+                continue
             }
-            var j = 0
+            let px = (m0 * fx + m2) / d, py = (m3 * fx + m5) / d
             if Sample.self == Float.self {
-                // Float planes, 4 pixels a step where they read consecutive columns of one
-                // pair of rows, all inside (a map near a translation: most of a row): 4
-                // vector loads instead of 16 scalar ones. The same positions and arithmetic
-                // as `pixel`.
-                let p = UnsafeRawPointer(src)
-                let lanes = SIMD4<Float>(0, 1, 2, 3)
-                while j &+ 4 <= n {
-                    let fj = SIMD4<Float>(repeating: Float(j)) + lanes
-                    let px = SIMD4<Float>(repeating: a.0) + sx * fj, py = SIMD4<Float>(repeating: a.1) + sy * fj
-                    let ix = Int(px[0].rounded(.down)), iy = Int(py[0].rounded(.down))
-                    let tx = px - (SIMD4<Float>(repeating: Float(ix)) + lanes), ty = py - SIMD4<Float>(repeating: Float(iy))
+                // Float planes, where the 4 read consecutive columns of one pair of rows, all
+                // inside (a map near a translation: most of a row): 4 vector loads instead of 16
+                // scalar ones, and the arithmetic of `pixel`.
+                let fx0 = px[0].rounded(.down), fy0 = py[0].rounded(.down)
+                if fx0 >= 0, fy0 >= 0, fx0 + 4 < Float(w), fy0 + 1 < Float(h) {
+                    let tx = px - (SIMD4<Float>(repeating: fx0) + lanes), ty = py - SIMD4<Float>(repeating: fy0)
                     let inside: SIMDMask<SIMD4<Int32>> = (tx .>= 0) .& (tx .< 1) .& (ty .>= 0) .& (ty .< 1)
-                    guard ix >= 0, ix &+ 4 < w, iy >= 0, iy &+ 1 < h, Quad.allTrue(inside) else {
-                        for k in j..<(j &+ 4) { pixel(i &+ k, a.0 + sx * Float(k), a.1 + sy * Float(k)) }
-                        j &+= 4
+                    if Quad.allTrue(inside) {
+                        let p = UnsafeRawPointer(src)
+                        let o = (Int(fy0) &* w &+ Int(fx0)) &* 4, below = o &+ w &* 4
+                        let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self), t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
+                        let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self), b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
+                        let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
+                        let value: SIMD4<Float> = top + (bottom - top) * ty
+                        UnsafeMutableRawPointer(out + i).storeBytes(of: value, as: SIMD4<Float>.self)
+                        UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                        i &+= 4
                         continue
                     }
-                    let o = (iy &* w &+ ix) &* 4, below = o &+ w &* 4
-                    let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self), t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
-                    let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self), b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
-                    let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
-                    let value: SIMD4<Float> = top + (bottom - top) * ty
-                    UnsafeMutableRawPointer(out + (i &+ j)).storeBytes(of: value, as: SIMD4<Float>.self)
-                    UnsafeMutableRawPointer(valid + (i &+ j)).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
-                    j &+= 4
                 }
             }
-            while j < n { pixel(i &+ j, a.0 + sx * Float(j), a.1 + sy * Float(j)); j &+= 1 }
-            return true
+            pixel(i, px[0], py[0]); pixel(i &+ 1, px[1], py[1]); pixel(i &+ 2, px[2], py[2]); pixel(i &+ 3, px[3], py[3])
+            i &+= 4
         }
-        var i = 0
-        let count = x1 - x0
         while i < count {
-            let n = min(Quad.knotSpacing, count &- i)
-            // A perspective map bends by up to ~1/1,000 px over 64 pixels (the bend grows with
-            // the interval's square): a bent interval is tried as four of 16 before going pixel
-            // by pixel.
-            if !line(i, n) {
-                var k = 0
-                while k < n {
-                    let m = min(Quad.knotSpacing / 4, n &- k)
-                    if !line(i &+ k, m) { for j in 0..<m { let (px, py) = source(x0 &+ i &+ k &+ j); pixel(i &+ k &+ j, px, py) } }
-                    k &+= m
-                }
-            }
-            i &+= n
+            let fx = Float(x0 &+ i), d = m6 * fx + m8
+            if d > 1e-12 { pixel(i, (m0 * fx + m2) / d, (m3 * fx + m5) / d) } else { valid[i] = 0; out[i] = 0 }
+            i &+= 1
         }
     }
 

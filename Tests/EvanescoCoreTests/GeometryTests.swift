@@ -106,10 +106,10 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
         #expect(valid > 80 * 60 / 2)
     }
 
-    /// One-channel bilinear takes its own path (positions from knots and lines between). On a
-    /// textured plane under burst-like maps and a strong perspective it matches bilinear
-    /// sampling at the exact (double precision) source position to a few thousandths of a grey
-    /// level (its positions hold to 1/10,000 px), and is valid where the position is inside.
+    /// One-channel bilinear takes its own path (four pixels a step, each position its own
+    /// division). On a textured plane under burst-like maps and a strong perspective it matches
+    /// bilinear sampling at the exact (double precision) source position to a few thousandths of
+    /// a grey level, and is valid where the position is inside.
     @Test func oneChannelBilinearPathMatchesExactSampling() throws {
         let w = 300, h = 200
         func f(_ x: Int, _ y: Int) -> Float { 128 + 60 * sinf(Float(x) * 0.21) * cosf(Float(y) * 0.17) + 40 * sinf(Float(x + 2 * y) * 0.05) }
