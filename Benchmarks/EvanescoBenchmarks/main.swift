@@ -215,9 +215,11 @@ if opts.what == "align" || opts.what == "all" {
 }
 if opts.what == "align-burst" {
     // Where a burst's alignment time goes, frame by frame on one thread (the stacker runs two
-    // frames at once): the reference's pyramid and template, then per frame its pyramid, the
-    // registration (iterations), auto's coarse local look and, where it finds parallax, the full
-    // field. Medians over frames in milliseconds, and the sum over the burst.
+    // frames at once), the stacker's steps: the reference's pyramid and template, then per frame
+    // its pyramid, the registration down to a level above the finest, auto's coarse local look,
+    // and then the full field continuing from the look where it finds parallax, or the
+    // registration refined on to the finest level where it does not ("register" counts both
+    // parts, with their iterations). Medians over frames in milliseconds, and the sum over the burst.
     let b = opts.shared + "/data/bursts"
     for (name, dir) in [("motorcycle-handheld", "/synthetic/motorcycle-handheld/frames"), ("motorcycle-parallax", "/synthetic/motorcycle-parallax/frames"),
                         ("motorcycle-parallax-twin", "/synthetic/motorcycle-parallax-twin/frames"), ("hdrplus-tree", "/hdrplus-tree"),
@@ -234,16 +236,20 @@ if opts.what == "align-burst" {
         var pyr: [Double] = [], reg: [Double] = [], look: [Double] = [], full: [Double] = [], its: [Double] = []
         for img in images.dropFirst() {
             t = now(); let p = ref.framePyramid(img); pyr.append((now() - t) * 1000)
-            t = now(); guard let r = try? ref.register(pyramid: p, model: .homography) else { continue }
-            reg.append((now() - t) * 1000); its.append(Double(r.iterations))
+            t = now(); guard let r = try? ref.register(pyramid: p, model: .homography, finestLevel: ref.finestLevel(p) + 1) else { continue }
+            var registerMs = (now() - t) * 1000, iterations = r.iterations
             let coarse = min(ref.pyramid.levels.count - 1, ref.pyramid.baseLevel + 2)
             t = now()
-            let c = LocalAligner.estimate(reference: ref.pyramid, frame: p, homography: r.homography, options: options.localAlignment, finestLevel: coarse)
+            let c = LocalAligner.estimate(reference: ref.local, frame: p, homography: r.homography, options: options.localAlignment, finestLevel: coarse)
             look.append((now() - t) * 1000)
             if c.statistics.p50Px >= options.localAlignment.parallaxThreshold * Float(1 << coarse) {
-                t = now(); _ = LocalAligner.estimate(reference: ref.pyramid, frame: p, homography: r.homography, options: options.localAlignment)
+                t = now(); _ = LocalAligner.estimate(reference: ref.local, frame: p, homography: r.homography, options: options.localAlignment, continuing: c)
                 full.append((now() - t) * 1000)
+            } else {
+                t = now(); guard let f = try? ref.refineToFinest(r, pyramid: p) else { continue }
+                registerMs += (now() - t) * 1000; iterations = f.iterations
             }
+            reg.append(registerMs); its.append(Double(iterations))
         }
         func cell(_ v: [Double]) -> String { v.isEmpty ? "-" : String(format: "%.2f (sum %.0f)", median(v), v.reduce(0, +)) }
         print("\(name) \(images.count) x \(images[0].width)x\(images[0].height): reference \(String(format: "%.1f", refMs)) ms; per frame: pyramid \(cell(pyr)), register \(cell(reg)) [\(String(format: "%.0f", its.isEmpty ? 0 : median(its))) iterations], coarse look \(cell(look)), full field \(cell(full)) on \(full.count) frames")
