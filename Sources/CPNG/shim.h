@@ -86,45 +86,6 @@ static void evn_png_write_fn(png_structp png, png_bytep src, size_t n) {
 }
 static void evn_png_flush_fn(png_structp png) { (void)png; }
 
-/// Encodes rows of `channels` (1, 2, 3, 4) samples of `depth` (8 or 16, host order) bits into
-/// io->out (free() it). icc/exif may be NULL. Returns 0 on success.
-static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned width, unsigned height,
-                                int channels, int depth, int level,
-                                const unsigned char *icc, unsigned icc_len,
-                                const unsigned char *exif, unsigned exif_len) {
-    memset(io, 0, sizeof(*io));
-    io->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, io, evn_png_error_fn, evn_png_warning_fn);
-    if (!io->png) { strcpy(io->error, "out of memory"); return -1; }
-    io->info = png_create_info_struct(io->png);
-    if (!io->info) { png_destroy_write_struct(&io->png, NULL); strcpy(io->error, "out of memory"); return -1; }
-    if (setjmp(png_jmpbuf(io->png))) {
-        png_destroy_write_struct(&io->png, &io->info);
-        free(io->out); io->out = NULL; io->out_size = 0;
-        return -1;
-    }
-    png_set_write_fn(io->png, io, evn_png_write_fn, evn_png_flush_fn);
-    int color = channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA
-              : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA;
-    png_set_IHDR(io->png, io->info, width, height, depth, color, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_set_compression_level(io->png, level);
-    // Fast levels skip libpng's adaptive search over all five filters: SUB alone costs a
-    // fraction and compresses photos nearly as well.
-    if (level <= 2) png_set_filter(io->png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
-    // The fastest level also matches runs only (zlib's Z_RLE): after the SUB filter a photo has
-    // few longer matches to find, so it compresses about a quarter faster for 2 % more bytes.
-    if (level <= 1) png_set_compression_strategy(io->png, Z_RLE);
-    png_set_benign_errors(io->png, 1);   // an invalid ICC profile is dropped, not fatal
-    if (icc && icc_len) png_set_iCCP(io->png, io->info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, icc_len);
-    if (exif && exif_len) png_set_eXIf_1(io->png, io->info, exif_len, (png_bytep)exif);
-    png_write_info(io->png, io->info);
-    if (depth == 16) png_set_swap(io->png);
-    png_write_image(io->png, rows);
-    png_write_end(io->png, io->info);
-    png_destroy_write_struct(&io->png, &io->info);
-    return 0;
-}
-
 // A PNG written in parts (the image data compressed by the caller, in pieces at once): the
 // header and metadata chunks through libpng, then chunks the caller gives, then IEND.
 
@@ -152,6 +113,28 @@ static inline int evn_png_write_head(evn_png_io *io, unsigned width, unsigned he
     if (icc && icc_len) png_set_iCCP(io->png, io->info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, icc_len);
     if (exif && exif_len) png_set_eXIf_1(io->png, io->info, exif_len, (png_bytep)exif);
     png_write_info(io->png, io->info);
+    return 0;
+}
+
+/// Encodes rows of `channels` (1, 2, 3, 4) samples of `depth` (8 or 16, host order) bits into
+/// io->out (free() it), libpng choosing each row's filter and compressing at zlib `level`: the
+/// slower levels (the fast ones are written in pieces by the caller, see evn_png_write_head).
+/// icc/exif may be NULL. Returns 0 on success.
+static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned width, unsigned height,
+                                int channels, int depth, int level,
+                                const unsigned char *icc, unsigned icc_len,
+                                const unsigned char *exif, unsigned exif_len) {
+    if (evn_png_write_head(io, width, height, channels, depth, icc, icc_len, exif, exif_len) != 0) return -1;
+    if (setjmp(png_jmpbuf(io->png))) {
+        png_destroy_write_struct(&io->png, &io->info);
+        free(io->out); io->out = NULL; io->out_size = 0;
+        return -1;
+    }
+    png_set_compression_level(io->png, level);   // the image data's, deflated from the first row on
+    if (depth == 16) png_set_swap(io->png);
+    png_write_image(io->png, rows);
+    png_write_end(io->png, io->info);
+    png_destroy_write_struct(&io->png, &io->info);
     return 0;
 }
 

@@ -2,6 +2,32 @@ import Foundation
 import Testing
 @testable import EvanescoCore
 
+/// The cached row path against the direct one: the largest difference over pixels valid on
+/// both, how many those were, and how many were valid on one path only.
+struct PathComparison {
+    var worst: Float = 0, compared = 0, disagreements = 0
+    let cache: RowSampler<UInt8>.Cache
+    var a: [Float], b: [Float], va: [UInt8], vb: [UInt8]
+
+    init(pixels: Int, cache: RowSampler<UInt8>.Cache) {
+        self.cache = cache
+        a = [Float](repeating: 0, count: pixels * 3); b = a
+        va = [UInt8](repeating: 0, count: pixels); vb = va
+    }
+
+    /// Samples row `y`, columns `x0..<x1`, through `sampler` both ways and counts.
+    mutating func row(_ sampler: RowSampler<UInt8>, y: Int, x0: Int, x1: Int) {
+        sampler.sampleRow(y: y, x0: x0, x1: x1, into: &a, valid: &va, cache: cache)
+        sampler.sampleRow(y: y, x0: x0, x1: x1, into: &b, valid: &vb, cache: nil)
+        for x in 0..<(x1 - x0) {
+            if va[x] != vb[x] { disagreements += 1; continue }
+            guard va[x] != 0 else { continue }
+            compared += 1
+            for c in 0..<3 { worst = max(worst, abs(a[x * 3 + c] - b[x * 3 + c])) }
+        }
+    }
+}
+
 @Suite struct DisplacementFieldTests {
     static func textured(_ w: Int, _ h: Int) -> Image<UInt8> {
         Image<UInt8>(width: w, height: h, channels: 3) { d in
@@ -52,22 +78,10 @@ import Testing
         }}
         let map = Homography([1.002, 0.003, 2.5, -0.003, 0.998, -1.5, 2e-5, -1e-5, 1])
         let sampler = RowSampler(frame: img, homography: map, interpolation: .catmullRom, offsets: f)
-        let cache = RowSampler<UInt8>.Cache(pixels: w)
-        var a = [Float](repeating: 0, count: w * 3), b = a
-        var va = [UInt8](repeating: 0, count: w), vb = va
-        var worst: Float = 0, compared = 0, disagreements = 0
-        for (x0, x1) in [(0, w), (3, 117), (117, w)] { for y in 0..<h {
-            sampler.sampleRow(y: y, x0: x0, x1: x1, into: &a, valid: &va, cache: cache)
-            sampler.sampleRow(y: y, x0: x0, x1: x1, into: &b, valid: &vb, cache: nil)
-            for x in 0..<(x1 - x0) {
-                if va[x] != vb[x] { disagreements += 1; continue }
-                guard va[x] != 0 else { continue }
-                compared += 1
-                for c in 0..<3 { worst = max(worst, abs(a[x * 3 + c] - b[x * 3 + c])) }
-            }
-        }}
-        #expect(compared > 50_000 && worst < 0.25, "cell \(cell): worst difference \(worst) over \(compared) pixels")
-        #expect(disagreements * 2000 < compared, "cell \(cell): \(disagreements) pixels valid on one path only")
+        var t = PathComparison(pixels: w, cache: RowSampler<UInt8>.Cache(pixels: w))
+        for (x0, x1) in [(0, w), (3, 117), (117, w)] { for y in 0..<h { t.row(sampler, y: y, x0: x0, x1: x1) } }
+        #expect(t.compared > 50_000 && t.worst < 0.25, "cell \(cell): worst difference \(t.worst) over \(t.compared) pixels")
+        #expect(t.disagreements * 2000 < t.compared, "cell \(cell): \(t.disagreements) pixels valid on one path only")
     }
 
     @Test("The cubic cached-row path reads only its rows and agrees with the direct path on near-identity projective maps (where source rows can dip an ulp across an integer: run it under ASan), walked down segments or across rows, one frame or two, one map or two sharing a cache")
@@ -85,10 +99,7 @@ import Testing
             for i in 0..<(w * h * 3) { d[i] = img.samples[min(i + w * 3, (h - 1) * w * 3 + i % (w * 3))] }
         }
         // Exactly the capacity the stacker allocates, so a read past it is a read past the rows.
-        let cache = RowSampler<UInt8>.Cache(pixels: 96)
-        var a = [Float](repeating: 0, count: 96 * 3), b = a
-        var va = [UInt8](repeating: 0, count: 96), vb = va
-        var worst: Float = 0, compared = 0, disagreements = 0
+        var t = PathComparison(pixels: 96, cache: RowSampler<UInt8>.Cache(pixels: 96))
         for trial in 0..<80 {
             // Every fourth map a pure shift (where the 4-pixel steps share one phase, and so one
             // set of weights, in both passes), the rest near-identity projective maps.
@@ -104,23 +115,14 @@ import Testing
             let order: [(Int, Int)] = trial % 3 == 0 ? [0, 96].flatMap { x0 in (0..<h).map { (x0, $0) } }
                                                      : (0..<h).flatMap { y in [0, 96].map { ($0, y) } }
             for (x0, y) in order {
-                for sampler in trial % 3 == 0 ? [samplers[0]] : samplers {
-                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &a, valid: &va, cache: cache)
-                    sampler.sampleRow(y: y, x0: x0, x1: x0 + 96, into: &b, valid: &vb, cache: nil)
-                    for x in 0..<96 {
-                        if va[x] != vb[x] { disagreements += 1; continue }
-                        guard va[x] != 0 else { continue }
-                        compared += 1
-                        for c in 0..<3 { worst = max(worst, abs(a[x * 3 + c] - b[x * 3 + c])) }
-                    }
-                }
+                for sampler in trial % 3 == 0 ? [samplers[0]] : samplers { t.row(sampler, y: y, x0: x0, x1: x0 + 96) }
             }
         }
         // The two paths round the source position differently (Float here, per-pixel there): a
         // few hundredths of a level, and validity can differ for a pixel right on the frame's edge.
         // A tap read from outside the block would be garbage, far beyond this.
-        #expect(compared > 1_000_000 && worst < 0.25, "worst difference \(worst) over \(compared) pixels")
-        #expect(disagreements * 2000 < compared, "\(disagreements) pixels valid on one path only")
+        #expect(t.compared > 1_000_000 && t.worst < 0.25, "worst difference \(t.worst) over \(t.compared) pixels")
+        #expect(t.disagreements * 2000 < t.compared, "\(t.disagreements) pixels valid on one path only")
     }
 
     @Test("The field is bilinear between cell centres and clamped beyond them")
