@@ -25,7 +25,7 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng",
-                       providers: [.apt(["libpng-dev"])]),
+                       providers: [.apt(["libpng-dev", "zlib1g-dev"])]),
         .systemLibrary(name: "CHeif", pkgConfig: "libheif",
                        providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",
