@@ -285,8 +285,8 @@ public enum LocalAligner {
     /// The 3x3 median filter of a `columns` x `rows` grid. Inside, each column's three values
     /// (rows j-1...j+1) are sorted once, and a cell's median is the median of the largest of its
     /// three columns' minima, the median of their middles and the smallest of their maxima (the
-    /// median of 9 in 10 comparisons once the columns are sorted, 4 cells at a time); the edges
-    /// select among the neighbours they have.
+    /// median of 9 in 10 comparisons once the columns are sorted, 4 cells at a time, the last
+    /// few one at a time); the edges select among the neighbours they have.
     static func median3x3(_ v: [Float], columns c: Int, rows r: Int) -> [Float] {
         var out = v
         var xs: [Float] = []
@@ -319,22 +319,17 @@ public enum LocalAligner {
                     i += 1
                 }
                 let row = o + j * c
-                @inline(__always) func cell(_ x: Int) -> SIMD4<Float> {
-                    let low = vmax(vmax(load4(l + x - 1), load4(l + x)), load4(l + x + 1))
-                    let high = vmin(vmin(load4(h + x - 1), load4(h + x)), load4(h + x + 1))
-                    return median3(low, median3(load4(m + x - 1), load4(m + x), load4(m + x + 1)), high)
+                i = 1
+                while i + 4 <= c - 1 {
+                    let low = vmax(vmax(load4(l + i - 1), load4(l + i)), load4(l + i + 1))
+                    let high = vmin(vmin(load4(h + i - 1), load4(h + i)), load4(h + i + 1))
+                    store4(median3(low, median3(load4(m + i - 1), load4(m + i), load4(m + i + 1)), high), row + i)
+                    i += 4
                 }
-                if c - 2 >= 4 {
-                    i = 1
-                    while i + 4 <= c - 1 { store4(cell(i), row + i); i += 4 }
-                    // The rest: the 4 inner cells ending at the last one (some computed twice).
-                    if i < c - 1 { store4(cell(c - 5), row + c - 5) }
-                } else {
-                    for x in 1..<(c - 1) {
-                        let low = max(max(l[x - 1], l[x]), l[x + 1]), high = min(min(h[x - 1], h[x]), h[x + 1])
-                        let middle = median3(SIMD4(repeating: m[x - 1]), SIMD4(repeating: m[x]), SIMD4(repeating: m[x + 1]))
-                        row[x] = median3(SIMD4(repeating: low), middle, SIMD4(repeating: high))[0]
-                    }
+                while i < c - 1 {
+                    let low = max(max(l[i - 1], l[i]), l[i + 1]), high = min(min(h[i - 1], h[i]), h[i + 1])
+                    row[i] = median3(low, median3(m[i - 1], m[i], m[i + 1]), high)
+                    i += 1
                 }
             }
         }}}}}
@@ -349,6 +344,10 @@ public enum LocalAligner {
 
     @inline(__always) private static func median3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> SIMD4<Float> {
         vmax(vmin(a, b), vmin(vmax(a, b), c))
+    }
+
+    @inline(__always) private static func median3(_ a: Float, _ b: Float, _ c: Float) -> Float {
+        max(min(a, b), min(max(a, b), c))
     }
 
     static func statistics(_ f: DisplacementField, _ textured: [Bool]) -> LocalFieldStatistics {

@@ -232,8 +232,7 @@ public final class RegistrationReference: Sendable {
         guard min(width, height) >= Self.minimumSide, !pyramid.levels.isEmpty, !fp.levels.isEmpty else {
             throw RegistrationError.tooSmall(width: width, height: height)
         }
-        let top = min(pyramid.levels.count, fp.levels.count) - 1
-        let finest = self.finestLevel(fp)
+        let top = topLevel(fp), finest = self.finestLevel(fp)
         // The levels above `stop` are refined as always (the finest level decides which
         // parameters and tolerances each gets); the finest ones below it are left to refineToFinest.
         let stop = min(max(finestLevel ?? finest, finest), top)
@@ -312,8 +311,11 @@ public final class RegistrationReference: Sendable {
     /// The finest level a frame with pyramid `fp` is registered at: ``RegistrationOptions/finestLevel``,
     /// or the pyramids' base level if that is coarser, within the pyramids.
     public func finestLevel(_ fp: GreyPyramid) -> Int {
-        min(max(options.finestLevel, pyramid.baseLevel, fp.baseLevel), min(pyramid.levels.count, fp.levels.count) - 1)
+        min(max(options.finestLevel, pyramid.baseLevel, fp.baseLevel), topLevel(fp))
     }
+
+    /// The coarsest level both pyramids have.
+    func topLevel(_ fp: GreyPyramid) -> Int { min(pyramid.levels.count, fp.levels.count) - 1 }
 
     /// A registration stopped above the finest level (`finestLevel` in
     /// ``register(pyramid:model:initial:finestLevel:)``) refined on down to it, as a registration
@@ -325,7 +327,7 @@ public final class RegistrationReference: Sendable {
     /// - Returns: The registration at the finest level (its `iterations` count both parts).
     /// - Throws: ``RegistrationError`` as ``register(pyramid:model:initial:finestLevel:)`` does.
     public func refineToFinest(_ r: RegistrationResult, pyramid fp: GreyPyramid) throws -> RegistrationResult {
-        let finest = finestLevel(fp), top = min(pyramid.levels.count, fp.levels.count) - 1
+        let finest = finestLevel(fp), top = topLevel(fp)
         guard r.level > finest else { return r }
         guard let w = r.homography.inverse else { throw RegistrationError.diverged("singular warp") }
         let c = try refineLevels(Candidate(w: w, outcome: nil, iterations: r.iterations, level: r.level), fp, from: r.level - 1, top: top,

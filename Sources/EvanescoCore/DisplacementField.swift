@@ -33,24 +33,6 @@ public struct DisplacementField: Sendable, Equatable, Codable {
         return (i, min(i + 1, count - 1), f - Float(i))
     }
 
-    /// The displacements at output pixels `x0..<x0 + count` of row `y`, exactly as
-    /// ``value(atX:y:)`` gives them, written to `out` (x then y per pixel: `2 * count` floats).
-    @inlinable
-    public func values(y: Int, x0: Int, count: Int, into out: UnsafeMutablePointer<Float>) {
-        let (r0, r1, ty) = cellCoordinate(Float(y), rows)
-        dx.withUnsafeBufferPointer { X in dy.withUnsafeBufferPointer { Y in
-            // The cell indices are clamped to the grid (cellCoordinate), so every read is inside.
-            let X = X.baseAddress!, Y = Y.baseAddress!, a = r0 * columns, b = r1 * columns
-            for i in 0..<count {
-                let (c0, c1, tx) = cellCoordinate(Float(x0 &+ i), columns)
-                let top = SIMD2(X[a + c0], Y[a + c0]) + (SIMD2(X[a + c1], Y[a + c1]) - SIMD2(X[a + c0], Y[a + c0])) * tx
-                let bottom = SIMD2(X[b + c0], Y[b + c0]) + (SIMD2(X[b + c1], Y[b + c1]) - SIMD2(X[b + c0], Y[b + c0])) * tx
-                let v = top + (bottom - top) * ty
-                out[2 &* i] = v.x; out[2 &* i &+ 1] = v.y
-            }
-        }}
-    }
-
     /// The displacement at output pixel (x, y).
     @inlinable @inline(__always)
     public func value(atX x: Int, y: Int) -> SIMD2<Float> {

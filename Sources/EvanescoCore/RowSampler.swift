@@ -521,6 +521,11 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let bottom = src[o &+ dy].floatValue + (src[o &+ dy &+ dx].floatValue - src[o &+ dy].floatValue) * tx
             out[i] = top + (bottom - top) * ty
         }
+        // Pixel i alone, from its own position (none beyond the map's horizon).
+        @inline(__always) func alone(_ i: Int) {
+            let fx = Float(x0 &+ i), d = m6 * fx + m8
+            if d > 1e-12 { pixel(i, (m0 * fx + m2) / d, (m3 * fx + m5) / d) } else { valid[i] = 0; out[i] = 0 }
+        }
         // The map's arithmetic per lane is the scalar one (the same operations in the same
         // order), so every position is what a pixel alone computes.
         let lanes = SIMD4<Float>(0, 1, 2, 3), tiny = SIMD4<Float>(repeating: 1e-12)
@@ -530,10 +535,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + lanes
             let d = m6 * fx + m8
             guard Quad.allTrue(d .> tiny) else {
-                // Beyond the map's horizon: no valid source.
-                for k in 0..<4 {
-                    if d[k] > 1e-12 { pixel(i &+ k, (m0 * fx[k] + m2) / d[k], (m3 * fx[k] + m5) / d[k]) } else { valid[i &+ k] = 0; out[i &+ k] = 0 }
-                }
+                alone(i); alone(i &+ 1); alone(i &+ 2); alone(i &+ 3)
                 i &+= 4
                 continue
             }
@@ -563,11 +565,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             pixel(i, px[0], py[0]); pixel(i &+ 1, px[1], py[1]); pixel(i &+ 2, px[2], py[2]); pixel(i &+ 3, px[3], py[3])
             i &+= 4
         }
-        while i < count {
-            let fx = Float(x0 &+ i), d = m6 * fx + m8
-            if d > 1e-12 { pixel(i, (m0 * fx + m2) / d, (m3 * fx + m5) / d) } else { valid[i] = 0; out[i] = 0 }
-            i &+= 1
-        }
+        while i < count { alone(i); i &+= 1 }
     }
 
     /// 8-bit RGB cubic, reading taps from the source rows the segment touches, converted to

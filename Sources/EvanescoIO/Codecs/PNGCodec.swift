@@ -111,8 +111,9 @@ enum PNGCodec {
         let w = image.width, h = image.height, channels = image.channels, sampleBytes = MemoryLayout<S>.size
         let bpp = channels * sampleBytes, rowBytes = w * bpp, filtered = rowBytes + 1
         let count = pieces(height: h, filteredRowBytes: filtered)
+        func rows(_ k: Int) -> Range<Int> { (h * k / count)..<(h * (k + 1) / count) }
         func failed(_ detail: String) -> ImageIOError { .encodeFailed(path: path, format: "PNG", detail: detail) }
-        // Piece k: rows h*k/count ..< h*(k+1)/count; its output leaves room for the zlib header
+        // Piece k: rows(k); its output leaves room for the zlib header
         // in front of the first and the check value after the last.
         let outputs = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: count)
         outputs.initialize(repeating: nil, count: count)
@@ -128,7 +129,7 @@ enum PNGCodec {
             StripExecutor.forEachStrip(rows: count, minimumRows: 1) { range in
                 let (base, outputs, lengths, checks) = shared.value
                 for k in range {
-                    let y0 = h * k / count, y1 = h * (k + 1) / count
+                    let (y0, y1) = (rows(k).lowerBound, rows(k).upperBound)
                     let n = (y1 - y0) * filtered
                     let raw = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, n))
                     defer { raw.deallocate() }
@@ -158,7 +159,7 @@ enum PNGCodec {
         // One zlib stream: header (deflate, 32 KB window; FLEVEL 0, fastest, or 1, fast), the
         // pieces, and the Adler-32 of all the filtered bytes, combined from the pieces'.
         var adler = checks[0]
-        for k in 1..<count { adler = UInt(evn_adler32_combine(adler, checks[k], (h * (k + 1) / count - h * k / count) * filtered)) }
+        for k in 1..<count { adler = UInt(evn_adler32_combine(adler, checks[k], rows(k).count * filtered)) }
         outputs[0]![0] = 0x78; outputs[0]![1] = level <= 1 ? 0x01 : 0x5E
         let tail = outputs[count - 1]! + 2 + lengths[count - 1]
         tail[0] = UInt8(truncatingIfNeeded: adler >> 24); tail[1] = UInt8(truncatingIfNeeded: adler >> 16)
