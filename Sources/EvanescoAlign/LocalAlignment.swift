@@ -1,3 +1,4 @@
+import CKernels
 import EvanescoCore
 import Foundation
 
@@ -223,7 +224,8 @@ public enum LocalAligner {
                 let cx = (Float(i) + 0.5) * Float(fineCell) * s - 0.5, cy = (Float(j) + 0.5) * Float(fineCell) * s - 0.5
                 let win = Window(planes, cx: cx, cy: cy, radius: radius)
                 guard win.count > 0 else { continue }
-                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations, prior: 0.5)
+                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations, prior: 0.5,
+                                                    measuringResidual: false)
                 if ok { local.append((idx, d / s)) }
             }}
             results.update { $0.append(contentsOf: local) }
@@ -552,8 +554,10 @@ struct Window {
     /// Gauss-Newton on shift + brightness offset with Huber then Tukey weights, reference
     /// gradients (the inverse-compositional approximation), held near `start` by a prior.
     /// Returns whether the window had texture and coverage, the match's residual (RMS grey
-    /// levels) and the texture (the structure tensor's smaller eigenvalue per pixel).
-    func lucasKanade(from start: SIMD2<Float>, iterations: Int, prior priorWeight: Float = 0.05) -> (SIMD2<Float>, Bool, Float, Float) {
+    /// levels; infinity unless `measuringResidual`) and the texture (the structure tensor's
+    /// smaller eigenvalue per pixel).
+    func lucasKanade(from start: SIMD2<Float>, iterations: Int, prior priorWeight: Float = 0.05,
+                     measuringResidual: Bool = true) -> (SIMD2<Float>, Bool, Float, Float) {
         guard count > 0 else { return (start, false, .infinity, 0) }
         let w = L.width
         // Texture: the smaller eigenvalue of the gradient structure tensor, per pixel.
@@ -584,9 +588,9 @@ struct Window {
         for it in 0..<iterations {
             // Huber weights first, then Tukey's: once the window is nearly aligned, pixels of
             // something that moved carry no weight at all.
-            var a = accumulate(d, bias, tukey: it >= 1)
+            var a = accumulate(d, bias, tukey: it >= 1, residual: measuringResidual)
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
-            lastResidual = (a.squaredResidual / Float(a.used)).squareRoot()
+            if measuringResidual { lastResidual = (a.squaredResidual / Float(a.used)).squareRoot() }
             // The prior adds prior * |d + step - start|^2.
             a.a00 += prior; a.a11 += prior
             a.b0 += prior * (d.x - start.x); a.b1 += prior * (d.y - start.y)
@@ -624,83 +628,26 @@ struct Window {
     /// The rows of `y0..<y1` the sums visit.
     @inline(__always) static func rows(_ y0: Int, _ y1: Int) -> Int { y1 > y0 ? (y1 - y0 + rowStep - 1) / rowStep : 0 }
 
-    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool) -> Sums {
-        var s = Sums()
-        let w = L.width, fw = L.width, fh = L.height
+    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool, residual: Bool = true) -> Sums {
+        let w = L.width, h = L.height
         let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
-        guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return s }
+        guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return Sums() }
         let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
-        let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
-        let ya = max(y0, -oy), yb = min(y1, fh - 1 - oy), xa = max(x0, -ox), xb = min(x1, fw - 1 - ox)
-        guard ya < yb, xa < xb else { return s }
-        let r = L.ref, p = L.frame, v = L.valid, gxp = L.gx, gyp = L.gy
-        let huber = Window.huber, tukeyC = Window.tukeyC
-        // Every tap inside and valid: four pixels at a time, without a test per pixel.
-        if ya == y0, yb == y1, xa == x0, xb == x1, L.allValid(x0: xa + ox, y0: ya + oy, x1: xb + ox + 1, y1: yb + oy + 1) {
-            var a00 = SIMD4<Float>(), a01 = SIMD4<Float>(), a02 = SIMD4<Float>(), a11 = SIMD4<Float>(), a12 = SIMD4<Float>()
-            var a22 = SIMD4<Float>(), b0 = SIMD4<Float>(), b1 = SIMD4<Float>(), b2 = SIMD4<Float>(), sq = SIMD4<Float>()
-            let one = SIMD4<Float>(repeating: 1), zero = SIMD4<Float>(), cap = SIMD4<Float>(repeating: 50)
-            let bias4 = SIMD4<Float>(repeating: bias), huber4 = SIMD4<Float>(repeating: huber), invT = SIMD4<Float>(repeating: 1 / tukeyC)
-            var tail = Sums()
-            for y in stride(from: ya, to: yb, by: Window.rowStep) {
-                let top = p + (y + oy) * fw + ox, bottom = top + fw
-                let rr = r + y * w, gxr = gxp + y * w, gyr = gyp + y * w
-                var x = xa
-                while x + 4 <= xb {
-                    let f = w00 * load4(top + x) + w01 * load4(top + x + 1) + w10 * load4(bottom + x) + w11 * load4(bottom + x + 1)
-                    let gx = load4(gxr + x), gy = load4(gyr + x)
-                    let e = f - load4(rr + x) - bias4
-                    let ae = vmax(e, -e)
-                    let wt: SIMD4<Float>
-                    if tukey {
-                        let u = e * invT
-                        let t = vmax(zero, one - u * u)
-                        wt = t * t
-                    } else {
-                        wt = vmin(one, huber4 / ae)
-                    }
-                    let wgx = wt * gx, wgy = wt * gy
-                    a00 += wgx * gx; a01 += wgx * gy; a02 += wgx; a11 += wgy * gy; a12 += wgy; a22 += wt
-                    b0 += wgx * e; b1 += wgy * e; b2 += wt * e
-                    let c = vmin(ae, cap)
-                    sq += c * c
-                    x += 4
-                }
-                while x < xb {
-                    Window.add(&tail, f: w00 * top[x] + w01 * top[x + 1] + w10 * bottom[x] + w11 * bottom[x + 1],
-                               r: rr[x], gx: gxr[x], gy: gyr[x], bias: bias, tukey: tukey)
-                    x += 1
-                }
-            }
-            s = tail
-            s.a00 += a00.sum(); s.a01 += a01.sum(); s.a02 += a02.sum(); s.a11 += a11.sum(); s.a12 += a12.sum(); s.a22 += a22.sum()
-            s.b0 += b0.sum(); s.b1 += b1.sum(); s.b2 += b2.sum(); s.squaredResidual += sq.sum()
-            s.used = Window.rows(ya, yb) * (xb - xa)
-            return s
-        }
-        for y in stride(from: ya, to: yb, by: Window.rowStep) {
-            let row = (y + oy) * fw + ox, rrow = y * w
-            for x in xa..<xb {
-                let j = row + x
-                guard v[j] != 0, v[j + 1] != 0, v[j + fw] != 0, v[j + fw + 1] != 0 else { continue }
-                let i = rrow + x
-                Window.add(&s, f: w00 * p[j] + w01 * p[j + 1] + w10 * p[j + fw] + w11 * p[j + fw + 1],
-                           r: r[i], gx: gxp[i], gy: gyp[i], bias: bias, tukey: tukey)
-            }
-        }
-        return s
-    }
-
-    /// One pixel's share of ``accumulate(_:_:tukey:)``.
-    @inline(__always) static func add(_ s: inout Sums, f: Float, r: Float, gx: Float, gy: Float, bias: Float, tukey: Bool) {
-        let e = f - r - bias
-        let ae = abs(e)
-        var wt: Float = ae <= huber ? 1 : huber / ae
-        if tukey { let u = e / tukeyC; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 }
-        s.a00 += wt * gx * gx; s.a01 += wt * gx * gy; s.a02 += wt * gx; s.a11 += wt * gy * gy; s.a12 += wt * gy; s.a22 += wt
-        s.b0 += wt * gx * e; s.b1 += wt * gy * e; s.b2 += wt * e
-        s.used += 1
-        let capped = min(ae, 50)
-        s.squaredResidual += capped * capped
+        // The window's rows and columns whose four taps are inside the level.
+        let ya = max(y0, -oy), yb = min(y1, h - 1 - oy), xa = max(x0, -ox), xb = min(x1, w - 1 - ox)
+        guard ya < yb, xa < xb else { return Sums() }
+        // Eight pixels at a time (CKernels, with AVX2 where the CPU has it); the validity test
+        // only where some tap is invalid.
+        let allValid = L.allValid(x0: xa + ox, y0: ya + oy, x1: xb + ox + 1, y1: yb + oy + 1)
+        var window = evn_lk_window(ref: L.ref, gx: L.gx, gy: L.gy, frame: L.frame, stride: w, frame_offset: oy * w + ox,
+                                   valid: allValid ? nil : UnsafePointer(L.valid),
+                                   x0: xa, x1: xb, y0: ya, y1: yb, row_step: Window.rowStep,
+                                   w00: (1 - tx) * (1 - ty), w01: tx * (1 - ty), w10: (1 - tx) * ty, w11: tx * ty,
+                                   bias: bias, tukey: tukey ? 1 : 0, huber: Window.huber, inverse_tukey_c: 1 / Window.tukeyC,
+                                   residual: residual ? 1 : 0)
+        var s = evn_lk_sums()
+        evn_lk_sums_window(&window, &s)
+        return Sums(a00: s.a00, a01: s.a01, a02: s.a02, a11: s.a11, a12: s.a12, a22: s.a22,
+                    b0: s.b0, b1: s.b1, b2: s.b2, used: s.used, squaredResidual: s.squared_residual)
     }
 }

@@ -1,0 +1,65 @@
+// Hot inner loops in C, so that each can be compiled twice: for any x86-64 (or other) CPU, and
+// with AVX2 for the CPUs that have it, chosen once at run time. Swift cannot mark one function
+// for a wider instruction set, and a module compiled with -mavx2 would need unsafe flags (which
+// make the package unusable as a dependency) and would crash on older CPUs. Both variants do the
+// same operations in the same order (no fused multiply-add), so their results are identical.
+#ifndef EVANESCO_KERNELS_H
+#define EVANESCO_KERNELS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The weighted normal equations of a shift plus a brightness offset over one window (local
+/// alignment's Lucas-Kanade step): a00..a22 and b0..b2 of the 3x3 system and the sum of squared
+/// residuals (each capped at 50 grey levels), over `used` pixels.
+typedef struct evn_lk_sums {
+    float a00, a01, a02, a11, a12, a22, b0, b1, b2, squared_residual;
+    ptrdiff_t used;
+} evn_lk_sums;
+
+/// The window's pixels and how to weigh them.
+typedef struct evn_lk_window {
+    /// Reference level and its x and y gradients, row-major with `stride` floats a row.
+    const float *ref, *gx, *gy;
+    /// The frame warped into the reference level, same stride; `frame + frame_offset` is the
+    /// frame pixel that reference pixel 0 takes its top-left tap from (offset = oy * stride + ox).
+    const float *frame;
+    ptrdiff_t stride, frame_offset;
+    /// The warped frame's validity (non-zero: valid), laid out as `frame`; NULL when every tap
+    /// is valid. A pixel counts only when its four taps are valid.
+    const unsigned char *valid;
+    /// Columns x0..<x1 and rows y0, y0 + row_step, ... < y1 (x1 > x0, y1 > y0, row_step >= 1);
+    /// every tap (x + 1, y + 1 included) must be inside the planes.
+    ptrdiff_t x0, x1, y0, y1, row_step;
+    /// Bilinear weights of the four taps: top-left, top-right, bottom-left, bottom-right.
+    float w00, w01, w10, w11;
+    /// Brightness offset subtracted from every residual.
+    float bias;
+    /// Robust weights: Tukey's biweight with 1 / c = `inverse_tukey_c` when `tukey` is non-zero,
+    /// otherwise Huber's with threshold `huber`.
+    int tukey;
+    float huber, inverse_tukey_c;
+    /// Non-zero: also sum the squared residuals (otherwise squared_residual is 0).
+    int residual;
+} evn_lk_window;
+
+/// The sums over `window`, with the widest variant this CPU runs.
+void evn_lk_sums_window(const evn_lk_window *window, evn_lk_sums *out);
+
+/// The portable variant (any CPU).
+void evn_lk_sums_window_portable(const evn_lk_window *window, evn_lk_sums *out);
+
+/// Whether this CPU (and its operating system) runs the AVX2 variants.
+int evn_cpu_has_avx2(void);
+
+/// The AVX2 variant; call only when evn_cpu_has_avx2() is non-zero.
+void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,115 @@
+import Testing
+import CKernels
+
+/// The C kernel of local alignment's Lucas-Kanade step against the sums written out in Double,
+/// and its AVX2 variant against its portable one (the same operations in the same order: equal
+/// bit for bit, so a burst stacks to the same bytes on every x86-64 CPU).
+@Suite struct LucasKanadeKernel {
+    struct Planes {
+        let w: Int, h: Int
+        var ref: [Float], gx: [Float], gy: [Float], frame: [Float], valid: [UInt8]
+        init(w: Int, h: Int, seed: UInt64, invalidFraction: Double) {
+            self.w = w; self.h = h
+            var rng = SplitMix(seed)
+            ref = (0..<(w * h)).map { _ in Float(rng.unit() * 255) }
+            gx = (0..<(w * h)).map { _ in Float(rng.unit() * 40 - 20) }
+            gy = (0..<(w * h)).map { _ in Float(rng.unit() * 40 - 20) }
+            // The frame near the reference (small residuals, inside Huber's and Tukey's ranges) with
+            // some outliers (beyond both: they weigh less or nothing).
+            frame = ref.map { v in rng.unit() < 0.1 ? Float(rng.unit() * 255) : v + Float(rng.unit() * 10 - 5) }
+            valid = (0..<(w * h)).map { _ in rng.unit() < invalidFraction ? 0 : UInt8(1 + rng.next() % 255) }
+        }
+    }
+
+    struct SplitMix {
+        var state: UInt64
+        init(_ seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    }
+
+    /// The sums written out pixel by pixel in Double.
+    static func expected(_ p: Planes, x0: Int, x1: Int, y0: Int, y1: Int, rowStep: Int, ox: Int, oy: Int,
+                         t: (Float, Float), bias: Float, tukey: Bool, masked: Bool) -> [Double] {
+        var s = [Double](repeating: 0, count: 11)
+        let (tx, ty) = (Double(t.0), Double(t.1))
+        let huber = 8.0, c = 12.0
+        for y in stride(from: y0, to: y1, by: rowStep) { for x in x0..<x1 {
+            let j = (y + oy) * p.w + x + ox, i = y * p.w + x
+            if masked && (p.valid[j] == 0 || p.valid[j + 1] == 0 || p.valid[j + p.w] == 0 || p.valid[j + p.w + 1] == 0) { continue }
+            let f = (1 - tx) * (1 - ty) * Double(p.frame[j]) + tx * (1 - ty) * Double(p.frame[j + 1])
+                + (1 - tx) * ty * Double(p.frame[j + p.w]) + tx * ty * Double(p.frame[j + p.w + 1])
+            let e = f - Double(p.ref[i]) - Double(bias), gx = Double(p.gx[i]), gy = Double(p.gy[i])
+            let wt: Double
+            if tukey { let u = e / c; wt = abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0 } else { wt = abs(e) <= huber ? 1 : huber / abs(e) }
+            let terms = [wt * gx * gx, wt * gx * gy, wt * gx, wt * gy * gy, wt * gy, wt, wt * gx * e, wt * gy * e, wt * e, min(abs(e), 50) * min(abs(e), 50), 1]
+            for k in 0..<11 { s[k] += terms[k] }
+        }}
+        return s
+    }
+
+    static func run(_ p: Planes, x0: Int, x1: Int, y0: Int, y1: Int, rowStep: Int, ox: Int, oy: Int,
+                    t: (Float, Float), bias: Float, tukey: Bool, masked: Bool, residual: Bool,
+                    _ kernel: (UnsafePointer<evn_lk_window>, UnsafeMutablePointer<evn_lk_sums>) -> Void) -> evn_lk_sums {
+        p.ref.withUnsafeBufferPointer { r in p.gx.withUnsafeBufferPointer { gx in p.gy.withUnsafeBufferPointer { gy in
+            p.frame.withUnsafeBufferPointer { f in p.valid.withUnsafeBufferPointer { v in
+                var win = evn_lk_window(ref: r.baseAddress, gx: gx.baseAddress, gy: gy.baseAddress, frame: f.baseAddress,
+                                        stride: p.w, frame_offset: oy * p.w + ox, valid: masked ? v.baseAddress : nil,
+                                        x0: x0, x1: x1, y0: y0, y1: y1, row_step: rowStep,
+                                        w00: (1 - t.0) * (1 - t.1), w01: t.0 * (1 - t.1), w10: (1 - t.0) * t.1, w11: t.0 * t.1,
+                                        bias: bias, tukey: tukey ? 1 : 0, huber: 8, inverse_tukey_c: 1 / 12, residual: residual ? 1 : 0)
+                var out = evn_lk_sums()
+                kernel(&win, &out)
+                return out
+            }}
+        }}}
+    }
+
+    static func values(_ s: evn_lk_sums) -> [Float] {
+        [s.a00, s.a01, s.a02, s.a11, s.a12, s.a22, s.b0, s.b1, s.b2, s.squared_residual]
+    }
+
+    @Test("Sums match Double arithmetic, with and without validity, for every weight kind, window width (tails of 0-7) and row step",
+          arguments: [(9, 1), (17, 2), (25, 2), (30, 3), (33, 2), (40, 1)])
+    func matchesDouble(width: Int, rowStep: Int) {
+        let p = Planes(w: 80, h: 60, seed: UInt64(width * 31 + rowStep), invalidFraction: 0.05)
+        for (tukey, masked, residual) in [(false, false, true), (true, false, true), (true, false, false), (false, true, true), (true, true, false)] {
+            let (x0, y0, ox, oy) = (5, 7, 3, -2), t: (Float, Float) = (0.3, 0.85), bias: Float = 1.5
+            let got = Self.run(p, x0: x0, x1: x0 + width, y0: y0, y1: y0 + 21, rowStep: rowStep, ox: ox, oy: oy, t: t, bias: bias,
+                               tukey: tukey, masked: masked, residual: residual) { evn_lk_sums_window_portable($0, $1) }
+            let want = Self.expected(p, x0: x0, x1: x0 + width, y0: y0, y1: y0 + 21, rowStep: rowStep, ox: ox, oy: oy, t: t, bias: bias,
+                                     tukey: tukey, masked: masked)
+            let g = Self.values(got)
+            // Scale of each sum: the same terms in absolute value would bound its rounding.
+            for k in 0..<9 {
+                #expect(abs(Double(g[k]) - want[k]) <= 2e-4 * max(1, abs(want[k])) + 1e-2, "sum \(k) tukey \(tukey) masked \(masked): \(g[k]) vs \(want[k])")
+            }
+            if residual {
+                #expect(abs(Double(g[9]) - want[9]) <= 2e-4 * want[9] + 1e-2, "residual: \(g[9]) vs \(want[9])")
+            } else {
+                #expect(g[9] == 0)
+            }
+            #expect(got.used == Int(want[10]), "used \(got.used) vs \(want[10])")
+            if masked { #expect(got.used < (width * ((21 + rowStep - 1) / rowStep)), "the invalid pixels were left out") }
+        }
+    }
+
+    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)")
+    func avx2EqualsPortable() throws {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        let p = Planes(w: 96, h: 64, seed: 7, invalidFraction: 0.03)
+        for width in [8, 13, 25, 33, 47] { for (tukey, masked) in [(false, false), (true, false), (false, true), (true, true)] {
+            let a = Self.run(p, x0: 4, x1: 4 + width, y0: 3, y1: 40, rowStep: 2, ox: 2, oy: 5, t: (0.61, 0.07), bias: -2,
+                             tukey: tukey, masked: masked, residual: true) { evn_lk_sums_window_portable($0, $1) }
+            let b = Self.run(p, x0: 4, x1: 4 + width, y0: 3, y1: 40, rowStep: 2, ox: 2, oy: 5, t: (0.61, 0.07), bias: -2,
+                             tukey: tukey, masked: masked, residual: true) { evn_lk_sums_window_avx2($0, $1) }
+            #expect(Self.values(a).map(\.bitPattern) == Self.values(b).map(\.bitPattern) && a.used == b.used, "width \(width) tukey \(tukey) masked \(masked)")
+        }}
+    }
+}
