@@ -164,17 +164,18 @@ public enum LocalAligner {
             let dxIn = field.dx, dyIn = field.dy
             let out = LockedBox((dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
                                  confidence: [Float](repeating: 0, count: dxIn.count)))
+            let texture = planes.reference.textures(cell: cell, scale: s, radius: radius, columns: cols, rows: field.rows)
             StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
                 var local: [(Int, Float, Float, Bool, Float, Float)] = []
                 for j in rowRange {
                     for i in 0..<cols {
                         let idx = j * cols + i
-                        let cx = (Float(i) + 0.5) * Float(cell) * s - 0.5, cy = (Float(j) + 0.5) * Float(cell) * s - 0.5
+                        let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
                         var d = SIMD2(dxIn[idx], dyIn[idx]) * s
                         let win = Window(planes, cx: cx, cy: cy, radius: radius)
                         guard win.count > 0 else { local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0)); continue }
                         if search > 0 { d = win.blockSearch(around: d, radius: search) }
-                        let (refined, ok, residual, confidence) = win.lucasKanade(from: d, iterations: iterations)
+                        let (refined, ok, residual, confidence) = win.lucasKanade(from: d, iterations: iterations, texture: texture[idx])
                         if ok { d = refined }
                         let limit = options.searchRadius * s + 2
                         if (d * d).sum() > limit * limit { d = d / (d * d).sum().squareRoot() * limit }
@@ -217,15 +218,16 @@ public enum LocalAligner {
         let radius = max(4, Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
         let cols = fine.columns
         let results = LockedBox([(Int, SIMD2<Float>)]())
+        let texture = planes.reference.textures(cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
         StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
             var local: [(Int, SIMD2<Float>)] = []
             for j in rowRange { for i in 0..<cols {
                 let idx = j * cols + i
-                let cx = (Float(i) + 0.5) * Float(fineCell) * s - 0.5, cy = (Float(j) + 0.5) * Float(fineCell) * s - 0.5
+                let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
                 let win = Window(planes, cx: cx, cy: cy, radius: radius)
                 guard win.count > 0 else { continue }
-                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations, prior: 0.5,
-                                                    measuringResidual: false)
+                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
+                                                    texture: texture[idx], prior: 0.5, measuringResidual: false)
                 if ok { local.append((idx, d / s)) }
             }}
             results.update { $0.append(contentsOf: local) }
@@ -386,6 +388,27 @@ final class ReferencePlane: @unchecked Sendable {
         }
     }
     deinit { ref.deallocate(); gx.deallocate(); gy.deallocate() }
+
+    private let lock = NSLock()
+    private var textures: [SIMD2<Int>: [Float]] = [:]
+
+    /// The texture (``Window/texture(_:x0:y0:x1:y1:)``) of every cell's window of a grid of
+    /// `cell` full-resolution pixels (`columns` x `rows` cells) at this level (scale `s`) with
+    /// `radius`: it depends on the reference alone, so the first frame matched computes it and
+    /// the burst's others reuse it.
+    func textures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [Float] {
+        lock.lock(); defer { lock.unlock() }
+        let key = SIMD2(cell, radius)
+        if let t = textures[key], t.count == columns * rows { return t }
+        var t = [Float](repeating: 0, count: columns * rows)
+        for j in 0..<rows { for i in 0..<columns {
+            let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
+            let (x0, y0, x1, y1) = Window.bounds(width: width, height: height, cx: cx, cy: cy, radius: radius)
+            t[j * columns + i] = Window.texture(self, x0: x0, y0: y0, x1: x1, y1: y1)
+        }}
+        textures[key] = t
+        return t
+    }
 }
 
 /// One pyramid level prepared for the cell searches: the reference, its central-difference
@@ -499,9 +522,43 @@ struct Window {
     /// border, where the gradients are not defined, is left out.
     init(_ L: LevelPlanes, cx: Float, cy: Float, radius: Int) {
         self.L = L
+        (x0, y0, x1, y1) = Window.bounds(width: L.width, height: L.height, cx: cx, cy: cy, radius: radius)
+    }
+
+    /// The window's columns x0..<x1 and rows y0..<y1 in a `width` x `height` level.
+    static func bounds(width: Int, height: Int, cx: Float, cy: Float, radius: Int) -> (Int, Int, Int, Int) {
         let r = Float(radius)
-        x0 = max(1, Int((cx - r).rounded(.up))); y0 = max(1, Int((cy - r).rounded(.up)))
-        x1 = max(x0, min(L.width - 1, Int((cx + r).rounded(.down)) + 1)); y1 = max(y0, min(L.height - 1, Int((cy + r).rounded(.down)) + 1))
+        let x0 = max(1, Int((cx - r).rounded(.up))), y0 = max(1, Int((cy - r).rounded(.up)))
+        return (x0, y0, max(x0, min(width - 1, Int((cx + r).rounded(.down)) + 1)), max(y0, min(height - 1, Int((cy + r).rounded(.down)) + 1)))
+    }
+
+    /// The centre of cell (`i`, `j`) of a grid of `cell` full-resolution pixels, in the pixels
+    /// of a level at scale `s`.
+    @inline(__always) static func centre(_ i: Int, _ j: Int, cell: Int, scale s: Float) -> (Float, Float) {
+        ((Float(i) + 0.5) * Float(cell) * s - 0.5, (Float(j) + 0.5) * Float(cell) * s - 0.5)
+    }
+
+    /// The window's texture: the smaller eigenvalue of the reference's gradient structure
+    /// tensor over the rows the sums visit, per pixel (0 for an empty window).
+    static func texture(_ ref: ReferencePlane, x0: Int, y0: Int, x1: Int, y1: Int) -> Float {
+        guard x1 > x0, y1 > y0 else { return 0 }
+        let w = ref.width
+        var xx4 = SIMD4<Float>(), xy4 = SIMD4<Float>(), yy4 = SIMD4<Float>()
+        var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
+        for y in stride(from: y0, to: y1, by: Window.rowStep) {
+            let gxr = ref.gx + y * w, gyr = ref.gy + y * w
+            var x = x0
+            while x + 4 <= x1 {
+                let gx = load4(gxr + x), gy = load4(gyr + x)
+                xx4 += gx * gx; xy4 += gx * gy; yy4 += gy * gy
+                x += 4
+            }
+            while x < x1 { let gx = gxr[x], gy = gyr[x]; sxx += gx * gx; sxy += gx * gy; syy += gy * gy; x += 1 }
+        }
+        sxx += xx4.sum(); sxy += xy4.sum(); syy += yy4.sum()
+        let n = Float((x1 - x0) * Window.rows(y0, y1))
+        let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
+        return tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
     }
 
     /// The integer shift within `radius` of `d` (rounded) that best matches, zero-mean SSD
@@ -554,29 +611,12 @@ struct Window {
     /// Gauss-Newton on shift + brightness offset with Huber then Tukey weights, reference
     /// gradients (the inverse-compositional approximation), held near `start` by a prior.
     /// Returns whether the window had texture and coverage, the match's residual (RMS grey
-    /// levels; infinity unless `measuringResidual`) and the texture (the structure tensor's
-    /// smaller eigenvalue per pixel).
-    func lucasKanade(from start: SIMD2<Float>, iterations: Int, prior priorWeight: Float = 0.05,
+    /// levels; infinity unless `measuringResidual`) and the texture `minEig` it was given (the
+    /// window's ``texture(_:x0:y0:x1:y1:)``, the same for every frame: the reference's).
+    func lucasKanade(from start: SIMD2<Float>, iterations: Int, texture minEig: Float, prior priorWeight: Float = 0.05,
                      measuringResidual: Bool = true) -> (SIMD2<Float>, Bool, Float, Float) {
         guard count > 0 else { return (start, false, .infinity, 0) }
-        let w = L.width
-        // Texture: the smaller eigenvalue of the gradient structure tensor, per pixel.
-        var xx4 = SIMD4<Float>(), xy4 = SIMD4<Float>(), yy4 = SIMD4<Float>()
-        var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
-        for y in stride(from: y0, to: y1, by: Window.rowStep) {
-            let gxr = L.gx + y * w, gyr = L.gy + y * w
-            var x = x0
-            while x + 4 <= x1 {
-                let gx = load4(gxr + x), gy = load4(gyr + x)
-                xx4 += gx * gx; xy4 += gx * gy; yy4 += gy * gy
-                x += 4
-            }
-            while x < x1 { let gx = gxr[x], gy = gyr[x]; sxx += gx * gx; sxy += gx * gy; syy += gy * gy; x += 1 }
-        }
-        sxx += xx4.sum(); sxy += xy4.sum(); syy += yy4.sum()
         let n = Float((x1 - x0) * Window.rows(y0, y1))
-        let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
-        let minEig = tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
         guard minEig > 0.05 else { return (start, false, .infinity, 0) }
         // A prior toward the start (the coarser level's answer): a window with little texture in
         // one direction moves little in it, instead of wandering.

@@ -124,6 +124,25 @@ import EvanescoIO
     }
 }
 
+extension LocalAlignmentSmoothField {
+    /// A reference shared by estimates with different cells and windows keeps each one's window
+    /// textures apart (they are computed once per grid and reused for the burst's other frames):
+    /// every estimate finds exactly the field it finds against a fresh reference.
+    @Test func sharedReferenceKeepsEachGridsTextures() {
+        let ref = Self.textured(320, 240)
+        let frame = Self.bent(ref, { x, y in SIMD2<Float>(2 * sinf(x / 45), 1.5 * cosf(y / 35)) })
+        let prepared = LocalAligner.Reference(GreyPyramid(ref)), fp = GreyPyramid(frame)
+        var options = [LocalAlignmentOptions(), LocalAlignmentOptions(), LocalAlignmentOptions()]
+        options[1].cell = 24; options[1].detailWindowRadius = 9
+        options[2].windowRadius = 20; options[2].detailCell = 6
+        for round in 0..<2 { for o in options {
+            let shared = LocalAligner.estimate(reference: prepared, frame: fp, homography: .identity, options: o)
+            let fresh = LocalAligner.estimate(reference: GreyPyramid(ref), frame: fp, homography: .identity, options: o)
+            #expect(shared.field.dx == fresh.field.dx && shared.field.dy == fresh.field.dy, "round \(round), cell \(o.cell) window \(o.windowRadius)")
+        }}
+    }
+}
+
 /// A small seeded generator (splitmix64) for reproducible test data.
 struct SplitMix: RandomNumberGenerator {
     var state: UInt64

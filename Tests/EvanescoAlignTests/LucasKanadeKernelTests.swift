@@ -10,7 +10,7 @@ import CKernels
         var ref: [Float], gx: [Float], gy: [Float], frame: [Float], valid: [UInt8]
         init(w: Int, h: Int, seed: UInt64, invalidFraction: Double) {
             self.w = w; self.h = h
-            var rng = SplitMix(seed)
+            var rng = SplitMix(seed: seed)
             ref = (0..<(w * h)).map { _ in Float(rng.unit() * 255) }
             gx = (0..<(w * h)).map { _ in Float(rng.unit() * 40 - 20) }
             gy = (0..<(w * h)).map { _ in Float(rng.unit() * 40 - 20) }
@@ -19,19 +19,6 @@ import CKernels
             frame = ref.map { v in rng.unit() < 0.1 ? Float(rng.unit() * 255) : v + Float(rng.unit() * 10 - 5) }
             valid = (0..<(w * h)).map { _ in rng.unit() < invalidFraction ? 0 : UInt8(1 + rng.next() % 255) }
         }
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(_ seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
     }
 
     /// The sums written out pixel by pixel in Double.
@@ -112,4 +99,9 @@ import CKernels
             #expect(Self.values(a).map(\.bitPattern) == Self.values(b).map(\.bitPattern) && a.used == b.used, "width \(width) tukey \(tukey) masked \(masked)")
         }}
     }
+}
+
+extension SplitMix {
+    /// A uniform value in [0, 1).
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
