@@ -29,6 +29,7 @@ struct FrameSize: ExpressibleByArgument {
 
 struct Backdrop: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "backdrop",
         abstract: "Replace the background behind a person in colour + depth frames (TrueDepth style).",
         discussion: """
         SRC is a video (read through ffmpeg), a folder of images, one image, or - for raw frames \

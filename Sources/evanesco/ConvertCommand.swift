@@ -4,6 +4,7 @@ import EvanescoIO
 
 struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "convert",
         abstract: "Convert an image to JPEG, PNG (8/16-bit) or TIFF (8/16-bit, 32-bit float), upright.",
         discussion: """
         The input format is read from the file's bytes; the output format from OUT's extension. \

@@ -6,6 +6,7 @@ import Foundation
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Make the pedestrians vanish from OpenCV's sample video (fetched once from Debian's opencv-doc package).",
         discussion: """
         Needs no network beyond Debian's package mirror: the first run does `apt-get download \

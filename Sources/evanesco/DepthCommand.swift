@@ -5,6 +5,7 @@ import Foundation
 
 struct Depth: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "depth",
         abstract: "Read the depth/disparity map and mattes of a portrait photo.",
         discussion: """
         Reads iPhone HEIC (depth item, mattes, gain map), iPhone JPEG (MPF images), Google GDepth \

@@ -7,6 +7,7 @@ import EvanescoFaces
 
 struct Faces: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "faces",
         abstract: "Find faces with an OpenCV cascade (Haar or LBP XML), in Swift.",
         discussion: """
         The cascade defaults to Debian's opencv-data (apt-get install opencv-data): \

@@ -5,6 +5,7 @@ import Foundation
 
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "info",
         abstract: "Describe an image or video: format, size, bit depth, orientation, metadata, depth and auxiliary images.",
         discussion: """
         Reads only the headers; --json prints the same fields with snake_case keys.

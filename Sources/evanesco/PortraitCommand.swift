@@ -10,6 +10,7 @@ extension PhotoPoint: ExpressibleByArgument {}
 
 struct Portrait: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "portrait",
         abstract: "Render a depth effect on a portrait photo: depth, mask, spotlight, color highlight or focal blur.",
         discussion: """
         The defaults are the "Image Depth Maps" tutorial's recipe: disparity normalised to 0...1 \

@@ -11,6 +11,7 @@ extension Interpolation: ExpressibleByArgument {}
 
 struct Stack: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "stack",
         abstract: "Align a burst and merge it so that whatever moves vanishes.",
         discussion: """
         INPUT is image files, a folder of images (sorted by name) or one video file. Frames that \
