@@ -16,7 +16,7 @@ shared=${EVANESCO_SHARED_DATA:-$root/../shared/data}
 [ -d "$shared" ] || echo "fuzz.sh: $shared is absent: seeding from self-made files only" >&2
 
 (cd FuzzTesting && swift build -c release --sanitize=fuzzer --sanitize=address --product "$target" >/dev/null)
-swift build -c release --product evanesco >/dev/null
+swift build -c release --static-swift-stdlib --product evanesco >/dev/null
 bin=$root/FuzzTesting/.build/release/$target
 evanesco=$root/.build/release/evanesco
 work=$root/.build/fuzz/$target

@@ -1,5 +1,5 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift run -c release EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|stack|backdrop|lens|lens-oracle|all]
+//   swift run -c release --static-swift-stdlib EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|stack|backdrop|lens|lens-oracle|all]
 //                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
