@@ -200,9 +200,8 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let storage = self.storage
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
                 let slot = r & (Self.rows - 1)
-                let s = src + (r * w + colLo) * 3, d = storage + slot * stride
-                for j in 0..<n { d[j] = Float(s[j]) }
-                d[n] = 0
+                Quad.convert(src + (r * w + colLo) * 3, n, into: storage + slot * stride)
+                storage[slot * stride + n] = 0
                 held[slot] = r
             }
             return true
