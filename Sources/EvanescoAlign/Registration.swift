@@ -724,30 +724,37 @@ struct NormalEquations {
 
     /// Residuals `(smp - offset) * inverseGain - t`, Tukey weights with squared scale `c2`
     /// (written to `wts`, 0 where a point has no sample), and the sums, for `np` parameters (2,
-    /// 6 or 8). Large levels are split between the threads.
+    /// 6 or 8). Large levels are split between the threads, in pieces of 8192 points whatever
+    /// the cores and whichever thread runs them, summed in order: the same sums every run.
     static func sum(_ tl: TemplateLevel, _ smp: UnsafePointer<Float>, _ wts: UnsafeMutablePointer<Float>, parameters np: Int,
                     offset: Float, inverseGain: Float, c2: Float) -> NormalEquations {
-        let total = LockedBox(NormalEquations())
+        let groups = tl.padded / 4, hessianGroups = tl.hessianCount / 4, piece = 2048
+        let pieces = max(1, (groups + piece - 1) / piece)
+        let parts = LockedBox([NormalEquations](repeating: NormalEquations(), count: pieces))
         tl.t.withUnsafeBufferPointer { t in
         tl.agreement.withUnsafeBufferPointer { agr in
         tl.jacobian.withUnsafeBufferPointer { jac in
             let shared = UncheckedSendable((t.baseAddress!, agr.baseAddress!, jac.baseAddress!, smp, wts))
-            let groups = tl.padded / 4, hessianGroups = tl.hessianCount / 4
-            StripExecutor.forEachStrip(rows: groups, minimumRows: 2048) { range in
+            StripExecutor.forEachStrip(rows: pieces, minimumRows: 1) { strip in
                 let (t, agr, jac, smp, wts) = shared.value
                 let k = Kernel(t: t, agreement: agr, jacobian: jac, padded: tl.padded, smp: smp, wts: wts, offset: offset,
                                inverseGain: inverseGain, invC2: 1 / c2)
-                var part = NormalEquations()
-                let split = min(max(range.lowerBound, hessianGroups), range.upperBound)
-                switch np {
-                case 2: k.run(range.lowerBound..<split, 2, hessian: true, into: &part); k.run(split..<range.upperBound, 2, hessian: false, into: &part)
-                case 6: k.run(range.lowerBound..<split, 6, hessian: true, into: &part); k.run(split..<range.upperBound, 6, hessian: false, into: &part)
-                default: k.run(range.lowerBound..<split, 8, hessian: true, into: &part); k.run(split..<range.upperBound, 8, hessian: false, into: &part)
+                for p in strip {
+                    let range = (p * piece)..<min(groups, (p + 1) * piece)
+                    var part = NormalEquations()
+                    let split = min(max(range.lowerBound, hessianGroups), range.upperBound)
+                    switch np {
+                    case 2: k.run(range.lowerBound..<split, 2, hessian: true, into: &part); k.run(split..<range.upperBound, 2, hessian: false, into: &part)
+                    case 6: k.run(range.lowerBound..<split, 6, hessian: true, into: &part); k.run(split..<range.upperBound, 6, hessian: false, into: &part)
+                    default: k.run(range.lowerBound..<split, 8, hessian: true, into: &part); k.run(split..<range.upperBound, 8, hessian: false, into: &part)
+                    }
+                    parts.update { $0[p] = part }
                 }
-                total.update { $0.add(part) }
             }
         }}}
-        return total.value
+        var total = NormalEquations()
+        for part in parts.value { total.add(part) }
+        return total
     }
 
     /// One strip's loop; `np` and `hessian` are constants at each call, so the optimiser unrolls

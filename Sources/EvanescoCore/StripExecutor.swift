@@ -14,20 +14,25 @@ public enum StripExecutor {
     ///
     /// While two or more items run at once, each already has a core: strips that an item's own
     /// loops ask for (``forEachStrip(rows:minimumRows:_:)``) run on its thread, in order, instead
-    /// of waking further threads to share the same cores.
+    /// of waking further threads to share the same cores. Once the items have run out and an
+    /// item is left running alone (the last frame of an odd number), its strips spread over the
+    /// idle cores again.
     public static func forEachIndex(in range: Range<Int>, workers: Int, until stop: @Sendable () -> Bool = { false },
                                     _ body: @Sendable (Int) -> Void) {
         guard !range.isEmpty else { return }
         let next = LockedBox(range.lowerBound)
         let parallel = min(workers, range.count) > 1
+        let group = ItemGroup(running: 0)
         DispatchQueue.concurrentPerform(iterations: max(1, min(workers, range.count))) { _ in
-            let outer = ItemThread.isSet
-            if parallel { ItemThread.isSet = true }
-            defer { if parallel { ItemThread.isSet = outer } }
+            let outer = ItemThread.group
+            if parallel { ItemThread.group = group }
+            defer { if parallel { ItemThread.group = outer } }
             while !stop() {
                 let i = next.update { v -> Int in defer { v += 1 }; return v }
                 guard i < range.upperBound else { break }
+                group.add(1)
                 body(i)
+                group.add(-1)
             }
         }
     }
@@ -36,9 +41,9 @@ public enum StripExecutor {
     /// ``forEachIndex(in:workers:until:_:)``'s are): the strips its loops ask for run on this
     /// thread.
     public static func asItem<R>(_ body: () throws -> R) rethrows -> R {
-        let outer = ItemThread.isSet
-        ItemThread.isSet = true
-        defer { ItemThread.isSet = outer }
+        let outer = ItemThread.group
+        ItemThread.group = ItemGroup.others
+        defer { ItemThread.group = outer }
         return try body()
     }
 
@@ -50,22 +55,80 @@ public enum StripExecutor {
         guard rows > 0 else { return }
         let threads = threadCount
         let strips = max(1, min(threads * 4, rows / max(1, minimumRows)))
-        if threads == 1 || strips == 1 || ItemThread.isSet {
+        let group = ItemThread.group
+        if threads == 1 || strips == 1 || group?.othersRunning == true {
             body(0..<rows)
             return
         }
         withoutActuallyEscaping(body) { body in
             let box = UncheckedSendable(body)
-            DispatchQueue.concurrentPerform(iterations: strips) { s in
-                let lo = rows * s / strips, hi = rows * (s + 1) / strips
-                if lo < hi { box.value(lo..<hi) }
+            guard group != nil else {
+                DispatchQueue.concurrentPerform(iterations: strips) { s in
+                    let lo = rows * s / strips, hi = rows * (s + 1) / strips
+                    if lo < hi { box.value(lo..<hi) }
+                }
+                return
             }
+            // An item left running alone: inside forEachIndex's concurrentPerform a nested one
+            // would run on this thread only (libdispatch divides the outer width), and the global
+            // queue's threads may all be taken; so threads of their own take strips beside this
+            // one (tens of microseconds to start, against milliseconds of strips), and every
+            // strip is done before this returns.
+            let job = StripJob(body, rows: rows, strips: strips), done = DispatchSemaphore(value: 0)
+            for _ in 1..<threads { Thread { job.take(); done.signal() }.start() }
+            job.take()
+            for _ in 1..<threads { done.wait() }
+            // The threads' closures hold the job, not the body: dropped here, the body does not
+            // outlive this call (withoutActuallyEscaping checks).
+            job.body = nil
         }
     }
 }
 
-/// Whether this thread runs an item of a parallel ``StripExecutor/forEachIndex(in:workers:until:_:)``
-/// (a thread-local flag).
+/// The strips of a lone item's ``StripExecutor/forEachStrip(rows:minimumRows:_:)``, for the
+/// threads that share them.
+@usableFromInline
+final class StripJob: @unchecked Sendable {
+    @usableFromInline var body: ((Range<Int>) -> Void)?
+    let rows: Int, strips: Int
+    private let next = LockedBox(0)
+    @usableFromInline init(_ body: @escaping (Range<Int>) -> Void, rows: Int, strips: Int) {
+        self.body = body; self.rows = rows; self.strips = strips
+    }
+    /// Runs strips until none is left.
+    @usableFromInline func take() {
+        guard let body else { return }
+        while true {
+            let s = next.update { v -> Int in defer { v += 1 }; return v }
+            guard s < strips else { return }
+            let lo = rows * s / strips, hi = rows * (s + 1) / strips
+            if lo < hi { body(lo..<hi) }
+        }
+    }
+}
+
+/// The items of one ``StripExecutor/forEachIndex(in:workers:until:_:)`` run: how many are
+/// running at this moment.
+@usableFromInline
+final class ItemGroup: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running: Int
+    init(running: Int) { self.running = running }
+
+    /// A group whose other items always run: ``StripExecutor/asItem(_:)``'s, whose siblings it
+    /// cannot see.
+    static let others = ItemGroup(running: 2)
+
+    func add(_ n: Int) { lock.lock(); running += n; lock.unlock() }
+
+    /// Whether items other than the caller's are running (the caller's own is one of them).
+    @usableFromInline var othersRunning: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return running > 1
+    }
+}
+
+/// The item group this thread runs an item of, if any (a thread-local value).
 @usableFromInline
 enum ItemThread {
     static let key: pthread_key_t = {
@@ -73,9 +136,10 @@ enum ItemThread {
         pthread_key_create(&k, nil)
         return k
     }()
-    @usableFromInline static var isSet: Bool {
-        get { pthread_getspecific(key) != nil }
-        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+    /// Set only for the duration of the run that holds the group.
+    @usableFromInline static var group: ItemGroup? {
+        get { pthread_getspecific(key).map { Unmanaged<ItemGroup>.fromOpaque($0).takeUnretainedValue() } }
+        set { pthread_setspecific(key, newValue.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }) }
     }
 }
 

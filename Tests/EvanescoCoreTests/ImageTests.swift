@@ -81,6 +81,45 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         #expect(same.value == [true] && rows.value == 64, "\(same.value), \(rows.value) rows")
     }
 
+    /// In a `forEachIndex` run, an item's strips stay on its thread while another item runs,
+    /// and spread over the cores again once it is left running alone (the items ran out).
+    @Test func stripsOfALoneItemSpread() {
+        guard StripExecutor.threadCount > 1 else { return }
+        @Sendable func strips() -> Set<UInt> {
+            let threads = LockedBox(Set<UInt>())
+            StripExecutor.forEachStrip(rows: 64, minimumRows: 8) { _ in
+                usleep(10_000)
+                threads.update { _ = $0.insert(UInt(pthread_self())) }
+            }
+            return threads.value
+        }
+        // Item 1 runs its strips while item 0 waits for it: they stay on one thread. (Under load
+        // the pool may run both items on one thread, one after the other: then try again.)
+        let busy = LockedBox(0), concurrent = LockedBox(false)
+        for _ in 0..<5 where !concurrent.value {
+            let started = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0), running = LockedBox(false)
+            StripExecutor.forEachIndex(in: 0..<2, workers: 2) { i in
+                if i == 0 {
+                    running.update { $0 = true }
+                    started.signal()
+                    _ = finished.wait(timeout: .now() + 1)
+                    running.update { $0 = false }
+                } else {
+                    _ = started.wait(timeout: .now() + 1)
+                    if running.value { busy.update { $0 = strips().count }; concurrent.update { $0 = true } }
+                    finished.signal()
+                }
+            }
+        }
+        #expect(concurrent.value && busy.value == 1, "strips ran on \(busy.value) threads while another item ran")
+        // Item 0 returns at once and no item is left for its thread: item 1's strips spread.
+        let alone = LockedBox(0)
+        StripExecutor.forEachIndex(in: 0..<2, workers: 2) { i in
+            if i == 1 { usleep(50_000); alone.update { $0 = strips().count } }
+        }
+        #expect(alone.value > 1, "the lone item's strips ran on \(alone.value) thread(s)")
+    }
+
     @Test func srgbKnownValues() {
         #expect(abs(SRGB.toLinear(0.5) - 0.214041) < 1e-5)
         #expect(abs(SRGB.fromLinear(0.214041) - 0.5) < 1e-5)
