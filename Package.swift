@@ -36,7 +36,7 @@ let package = Package(
         // Hot loops compiled for any CPU and again with AVX2, chosen at run time (C: Swift cannot
         // give one function a wider instruction set without unsafe flags).
         .target(name: "CKernels"),
-        .target(name: "EvanescoCore"),
+        .target(name: "EvanescoCore", dependencies: ["CKernels"]),
         .target(name: "EvanescoIO",
                 dependencies: ["EvanescoCore", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
@@ -57,7 +57,7 @@ let package = Package(
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "CTurboJPEG", "CHeif"],
                           path: "Benchmarks/EvanescoBenchmarks"),
 
-        .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore"]),
+        .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
         .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG"]),
         .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack"]),

@@ -19,9 +19,14 @@ static int detect_avx2(void) {
     return (b & bit_AVX2) != 0;
 }
 
+static int known = -1;
+
+void evn_set_portable_kernels(int portable) {
+    __atomic_store_n(&known, portable ? 0 : detect_avx2(), __ATOMIC_RELAXED);
+}
+
 int evn_cpu_has_avx2(void) {
     // -1: not yet known. Two threads asking at once both compute the same answer.
-    static int known = -1;
     int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
     if (v < 0) {
         // EVANESCO_PORTABLE_KERNELS=1 keeps to the portable variants (to compare or to rule them out).
@@ -33,4 +38,5 @@ int evn_cpu_has_avx2(void) {
 }
 #else
 int evn_cpu_has_avx2(void) { return 0; }
+void evn_set_portable_kernels(int portable) { (void)portable; }
 #endif

@@ -1,3 +1,4 @@
+import CKernels
 /// Cubic weights for taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1: looking them up costs two
 /// loads instead of ~25 flops per axis, and the 1/256-px worst-case phase error is far below a
 /// registration's accuracy.
@@ -685,7 +686,16 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     return low.replacing(with: full, where: low .> full)
                 }
                 let o = UnsafeMutableRawPointer(out), p = UnsafeRawPointer(pos)
+                // Eight pixels a step where the CPU has AVX2 (CKernels: lane by lane the same
+                // arithmetic as below, the same bits); a step it cannot take falls to the loop's.
+                let eight = evn_cpu_has_avx2() != 0
+                var rows = evn_warp_rows(positions: pos, block: block, stride: stride, mask: mask, col_base: colBase, width: w, height: h,
+                                         lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self))
                 while i &+ 4 <= count {
+                    if eight && i &+ 8 <= count {
+                        let j = evn_warp_cubic_rgb_field8_avx2(&rows, i, count, out, valid)
+                        if j != i { i = j; continue }
+                    }
                     // x0 y0 x1 y1, x2 y2 x3 y3 -> x0 x1 x2 x3, y0 y1 y2 y3
                     let a = p.loadUnaligned(fromByteOffset: i &* 8, as: SIMD4<Float>.self)
                     let b = p.loadUnaligned(fromByteOffset: i &* 8 &+ 16, as: SIMD4<Float>.self)

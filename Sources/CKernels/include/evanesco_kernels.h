@@ -52,8 +52,33 @@ void evn_lk_sums_window(const evn_lk_window *window, evn_lk_sums *out);
 /// The portable variant (any CPU).
 void evn_lk_sums_window_portable(const evn_lk_window *window, evn_lk_sums *out);
 
-/// Whether this CPU (and its operating system) runs the AVX2 variants.
+/// Whether this CPU (and its operating system) runs the AVX2 variants (and they have not been
+/// turned off: EVANESCO_PORTABLE_KERNELS=1 in the environment, or evn_set_portable_kernels).
 int evn_cpu_has_avx2(void);
+
+/// Non-zero: use the portable variants from now on, whatever the CPU (tests compare the two).
+void evn_set_portable_kernels(int portable);
+
+/// What the 8-bit RGB cubic warp through a local field reads for one output row segment.
+typedef struct evn_warp_rows {
+    /// Each output pixel's source position, x and y interleaved (pixel 0 of the segment first).
+    const float *positions;
+    /// The source rows held: row r in slot r & mask, `stride` floats a slot, interleaved RGB from
+    /// source column col_base on.
+    const float *block;
+    ptrdiff_t stride, mask, col_base;
+    /// The source frame's size.
+    ptrdiff_t width, height;
+    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (129 x 4 floats).
+    const float *lut;
+} evn_warp_rows;
+
+/// Warps output pixels start, start + 8, ... of the segment eight at a time while each eight's
+/// taps start on consecutive source columns of one source row, inside the frame: writes their RGB
+/// (`out`, 3 floats a pixel, clamped to 0...255) and validity (1), and returns the first pixel it
+/// did not write (start when the first eight do not qualify). Needs AVX2 (evn_cpu_has_avx2).
+ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count,
+                                         float *out, unsigned char *valid);
 
 /// The AVX2 variant; call only when evn_cpu_has_avx2() is non-zero.
 void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import CKernels
+@testable import EvanescoCore
+
+/// The AVX2 kernel of the cubic warp through a local field (eight pixels a step) against the
+/// arithmetic it stands in for, and the whole cached path with and without it.
+@Suite struct WarpKernel {
+    /// Rows of interleaved RGB floats as the cache holds them, a tap table, and positions.
+    @Test("Eight pixels whose taps start on consecutive columns of one row: the Swift loop's arithmetic, bit for bit; a group that does not qualify is left to the caller")
+    func matchesTheQuadArithmetic() {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        let w = 64, h = 16, stride = w * 3 + 8, mask = 15
+        var block = [Float](repeating: 0, count: 16 * stride + 8)
+        for r in 0..<h { for j in 0..<(w * 3) { block[r * stride + j] = Float((r * 37 + j * 11) % 251) + 0.25 } }
+        let lut = CubicTable.catmullRom.weights
+        // 24 pixels at x = 5.3 + k * 1.004 (consecutive tap columns), y = 6.6, then 8 that jump.
+        var pos = [Float](repeating: 0, count: 64)
+        for k in 0..<24 { pos[2 * k] = 5.3 + Float(k) * 1.004; pos[2 * k + 1] = 6.6 }
+        for k in 24..<32 { pos[2 * k] = 5.3 + Float(k) * 1.5; pos[2 * k + 1] = 6.6 }
+        var out = [Float](repeating: -1, count: 32 * 3), valid = [UInt8](repeating: 0, count: 32)
+        let stopped = pos.withUnsafeBufferPointer { p in block.withUnsafeBufferPointer { b in lut.withUnsafeBufferPointer { l in
+            var rows = evn_warp_rows(positions: p.baseAddress, block: b.baseAddress, stride: stride, mask: mask, col_base: 0, width: w, height: h,
+                                     lut: UnsafeRawPointer(l.baseAddress!).assumingMemoryBound(to: Float.self))
+            return evn_warp_cubic_rgb_field8_avx2(&rows, 0, 32, &out, &valid)
+        }}}
+        #expect(stopped == 24, "stopped at \(stopped)")
+        #expect(valid[0..<24].allSatisfy { $0 == 1 } && valid[24...].allSatisfy { $0 == 0 } && out[72...].allSatisfy { $0 == -1 })
+        // The Swift loop's order: each row's four taps summed in pairs, weighted by the row's
+        // weight, the four rows summed in pairs, clamped.
+        for k in 0..<24 {
+            let qx = Quad.fixed(pos[2 * k]), qy = Quad.fixed(pos[2 * k + 1])
+            let ix = Int(qx >> 7), iy = Int(qy >> 7), lx = lut[Int(qx & 127)], ly = lut[Int(qy & 127)]
+            for c in 0..<3 {
+                var v = [Float](repeating: 0, count: 4)
+                for r in 0..<4 {
+                    let row = ((iy - 1 + r) & mask) * stride
+                    var t = [Float](repeating: 0, count: 4)
+                    for tap in 0..<4 { t[tap] = block[row + (ix - 1 + tap) * 3 + c] * lx[tap] }
+                    v[r] = ((t[0] + t[1]) + (t[2] + t[3])) * ly[r]
+                }
+                let want = min(max((v[0] + v[1]) + (v[2] + v[3]), 0), 255)
+                #expect(out[k * 3 + c].bitPattern == want.bitPattern, "pixel \(k) channel \(c): \(out[k * 3 + c]) vs \(want)")
+            }
+        }
+    }
+
+    @Test("The cached path through a varying field gives the same bits with the AVX2 kernel as without")
+    func sameBitsWithAndWithoutAVX2() {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        let w = 200, h = 150
+        let img = DisplacementFieldTests.textured(w, h)
+        var f = DisplacementField(width: w, height: h, cell: 8)
+        for j in 0..<f.rows { for i in 0..<f.columns {
+            f.dx[j * f.columns + i] = 2 * sinf(Float(i) * 0.4); f.dy[j * f.columns + i] = 1.5 * cosf(Float(j) * 0.5 + Float(i) * 0.2)
+        }}
+        let map = Homography([1.002, 0.003, 2.5, -0.003, 0.998, -1.5, 2e-5, -1e-5, 1])
+        let sampler = RowSampler(frame: img, homography: map, interpolation: .catmullRom, offsets: f)
+        func run(portable: Bool) -> ([Float], [UInt8]) {
+            evn_set_portable_kernels(portable ? 1 : 0)
+            defer { evn_set_portable_kernels(0) }
+            let cache = RowSampler<UInt8>.Cache(pixels: w)
+            var out = [Float](repeating: 0, count: w * h * 3), valid = [UInt8](repeating: 0, count: w * h)
+            out.withUnsafeMutableBufferPointer { o in valid.withUnsafeMutableBufferPointer { v in
+                for y in 0..<h { sampler.sampleRow(y: y, x0: 0, x1: w, into: o.baseAddress! + y * w * 3, valid: v.baseAddress! + y * w, cache: cache) }
+            }}
+            return (out, valid)
+        }
+        let a = run(portable: true), b = run(portable: false)
+        #expect(a.1 == b.1 && a.1.filter { $0 != 0 }.count > w * h * 3 / 4)
+        #expect(a.0.map(\.bitPattern) == b.0.map(\.bitPattern))
+    }
+}
