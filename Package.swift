@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "EvanescoIO",
                 dependencies: ["EvanescoCore", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
-        .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign"]),
+        .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),
         .target(name: "EvanescoDepth", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         // The studio: a local web app over the library (server, page resources, sessions).
@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
         .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG"]),
         .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
-        .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack"]),
+        .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries"], resources: [.copy("Regressions")]),

@@ -1,3 +1,4 @@
+import CKernels
 /// Batcher's odd-even merge sort as a list of compare-exchange pairs, for `n` inputs (pairs that
 /// would touch padding beyond `n` are dropped, which is valid when padding holds +infinity).
 /// Applied to a tile it sorts every sample position at once: each comparator is a vectorisable
@@ -13,6 +14,8 @@ public struct SortingNetwork: Sendable {
     /// 0-1 principle, simulating every pair of 0-1 runs), then every one the middle outputs do
     /// not depend on. 20 values: 38 comparators instead of 103; 51: 109 instead of 415.
     public let deviationPairs: [(Int, Int)]
+    /// ``pairs`` and ``deviationPairs`` flattened (i, j, i, j, ...), for the AVX2 kernel.
+    let flatPairs: [Int32], flatDeviationPairs: [Int32]
 
     /// Builds Batcher's odd-even merge network for `n` values.
     ///
@@ -41,6 +44,8 @@ public struct SortingNetwork: Sendable {
         }
         pairs = out
         deviationPairs = SortingNetwork.middleOfTwoRuns(out, size: n, firstRun: (n - 1) / 2 + 1)
+        flatPairs = pairs.flatMap { [Int32($0.0), Int32($0.1)] }
+        flatDeviationPairs = deviationPairs.flatMap { [Int32($0.0), Int32($0.1)] }
     }
 
     /// `network`'s comparators that matter for the middle outputs when its first `la` inputs
@@ -82,19 +87,24 @@ public struct SortingNetwork: Sendable {
     /// 8-wide vector min/max.
     @inline(__always)
     public func sort(_ base: UnsafeMutablePointer<Float>, length: Int, stride: Int) {
-        SortingNetwork.run(pairs, size: size, base, length: length, stride: stride)
+        SortingNetwork.run(pairs, flatPairs, size: size, base, length: length, stride: stride)
     }
 
     /// Brings the middle one or two of every sample position's `size` deviations in `base`
     /// (laid out as ``sort(_:length:stride:)`` takes them, as two ascending runs) into place.
     @inline(__always)
     public func sortDeviations(_ base: UnsafeMutablePointer<Float>, length: Int, stride: Int) {
-        SortingNetwork.run(deviationPairs, size: size, base, length: length, stride: stride)
+        SortingNetwork.run(deviationPairs, flatDeviationPairs, size: size, base, length: length, stride: stride)
     }
 
     @inline(__always)
-    static func run(_ pairs: [(Int, Int)], size: Int, _ base: UnsafeMutablePointer<Float>, length: Int, stride: Int) {
+    static func run(_ pairs: [(Int, Int)], _ flat: [Int32], size: Int, _ base: UnsafeMutablePointer<Float>, length: Int, stride: Int) {
         let vectors = (length + 7) / 8
+        // Eight lanes a step where the CPU has AVX2 (CKernels; the same comparisons).
+        if evn_cpu_has_avx2() != 0 {
+            flat.withUnsafeBufferPointer { evn_sort_network_avx2($0.baseAddress, pairs.count, base, vectors, stride) }
+            return
+        }
         base.withMemoryRebound(to: SIMD8<Float>.self, capacity: pairs.count == 0 ? 0 : size * stride / 8) { v in
             let vs = stride / 8
             for (a, b) in pairs {

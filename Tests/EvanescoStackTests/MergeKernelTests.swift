@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 import Testing
 import EvanescoCore
@@ -45,18 +46,22 @@ func referenceMedian(_ v: [Float]) -> Float {
 }
 
 @Suite struct SortingNetworks {
+    /// Every column sorted, by the Swift loop and by the AVX2 kernel (where the CPU has it).
     @Test(arguments: Array(1...33))
     func sortsEverything(_ n: Int) {
         let net = SortingNetwork(size: n)
         let len = 24
         let buf = UnsafeMutableRawPointer.allocate(byteCount: n * len * 4, alignment: 64).bindMemory(to: Float.self, capacity: n * len)
         defer { UnsafeMutableRawPointer(buf).deallocate() }
-        var s: UInt64 = UInt64(n)
-        for i in 0..<(n * len) { s = s &* 6364136223846793005 &+ 1; buf[i] = Float(s >> 54) }
-        var expected: [[Float]] = (0..<len).map { j in (0..<n).map { buf[$0 * len + j] }.sorted() }
-        net.sort(buf, length: len, stride: len)
-        for j in 0..<len { #expect((0..<n).map { buf[$0 * len + j] } == expected[j]) }
-        expected.removeAll()
+        for portable in [true, false] {
+            var s: UInt64 = UInt64(n)
+            for i in 0..<(n * len) { s = s &* 6364136223846793005 &+ 1; buf[i] = Float(s >> 54) }
+            let expected: [[Float]] = (0..<len).map { j in (0..<n).map { buf[$0 * len + j] }.sorted() }
+            evn_set_portable_kernels(portable ? 1 : 0)
+            net.sort(buf, length: len, stride: len)
+            evn_set_portable_kernels(0)
+            for j in 0..<len { #expect((0..<n).map { buf[$0 * len + j] } == expected[j], "portable \(portable)") }
+        }
     }
 }
 

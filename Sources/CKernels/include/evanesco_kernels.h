@@ -7,6 +7,7 @@
 #define EVANESCO_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,11 @@ ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *rows, ptrdiff_t st
 
 /// The AVX2 variant; call only when evn_cpu_has_avx2() is non-zero.
 void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);
+
+/// Runs `count` compare-exchanges (pairs[2k] < pairs[2k + 1], row indices) over rows of `stride`
+/// floats at `base`, each over `vectors` eight-float groups from the row's start: afterwards row
+/// a holds the smaller and row b the larger of every column's two values. Needs AVX2.
+void evn_sort_network_avx2(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride);
 
 #ifdef __cplusplus
 }
