@@ -26,8 +26,8 @@ let package = Package(
                        providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng",
                        providers: [.apt(["libpng-dev", "zlib1g-dev"])]),
-        .systemLibrary(name: "CHeif", pkgConfig: "libheif",
-                       providers: [.apt(["libheif-dev"])]),
+        // libheif is opened on first use (dlopen, see its shim.h), not linked.
+        .systemLibrary(name: "CHeif", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",
                        providers: [.apt(["libtiff-dev"])]),
         // glibc's <malloc.h> (mallopt), for the command-line tool's allocator tuning.

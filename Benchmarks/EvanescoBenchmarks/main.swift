@@ -93,15 +93,15 @@ func bareTurboJPEG(_ bytes: [UInt8]) {
 }
 
 func bareLibheif(_ bytes: [UInt8]) {
-    let ctx = heif_context_alloc()
-    _ = bytes.withUnsafeBytes { heif_context_read_from_memory_without_copy(ctx, $0.baseAddress, $0.count, nil) }
+    let ctx = evn_heif_context_alloc()
+    _ = bytes.withUnsafeBytes { evn_heif_context_read_from_memory_without_copy(ctx, $0.baseAddress, $0.count, nil) }
     var handle: OpaquePointer? = nil
-    _ = heif_context_get_primary_image_handle(ctx, &handle)
+    _ = evn_heif_context_get_primary_image_handle(ctx, &handle)
     var img: OpaquePointer? = nil
-    _ = heif_decode_image(handle, &img, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil)
-    heif_image_release(img)
-    heif_image_handle_release(handle)
-    heif_context_free(ctx)
+    _ = evn_heif_decode_image(handle, &img, heif_colorspace_RGB, heif_chroma_interleaved_RGB, nil)
+    evn_heif_image_release(img)
+    evn_heif_image_handle_release(handle)
+    evn_heif_context_free(ctx)
 }
 
 func runTool(_ exe: String, _ args: [String]) throws {

@@ -7,17 +7,20 @@ final class HeifContext {
     /// The file bytes: libheif reads them in place, so they live as long as the context.
     let bytes: [UInt8]
     init(bytes: [UInt8], path: String) throws {
-        guard let c = heif_context_alloc() else { throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate a decoder") }
+        guard evn_heif_available() != 0 else {
+            throw ImageIOError.unsupportedFormat(path: path, format: "HEIF (libheif.so.1 could not be loaded: install libheif1)")
+        }
+        guard let c = evn_heif_context_alloc() else { throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate a decoder") }
         ctx = c
         self.bytes = bytes
-        let err = self.bytes.withUnsafeBytes { heif_context_read_from_memory_without_copy(c, $0.baseAddress, $0.count, nil) }
+        let err = self.bytes.withUnsafeBytes { evn_heif_context_read_from_memory_without_copy(c, $0.baseAddress, $0.count, nil) }
         if err.code != heif_error_Ok { throw HEIFCodec.error(err, path: path) }
     }
-    deinit { heif_context_free(ctx) }
+    deinit { evn_heif_context_free(ctx) }
 
     func primaryHandle(path: String) throws -> HeifImageHandle {
         var h: OpaquePointer? = nil
-        let err = heif_context_get_primary_image_handle(ctx, &h)
+        let err = evn_heif_context_get_primary_image_handle(ctx, &h)
         guard err.code == heif_error_Ok, let h else { throw HEIFCodec.error(err, path: path) }
         return HeifImageHandle(h, owner: self)
     }
@@ -28,53 +31,53 @@ final class HeifImageHandle {
     let handle: OpaquePointer
     let owner: HeifContext
     init(_ h: OpaquePointer, owner: HeifContext) { handle = h; self.owner = owner }
-    deinit { heif_image_handle_release(handle) }
+    deinit { evn_heif_image_handle_release(handle) }
 
-    var width: Int { Int(heif_image_handle_get_width(handle)) }
-    var height: Int { Int(heif_image_handle_get_height(handle)) }
-    var hasAlpha: Bool { heif_image_handle_has_alpha_channel(handle) != 0 }
-    var lumaBits: Int { Int(heif_image_handle_get_luma_bits_per_pixel(handle)) }
+    var width: Int { Int(evn_heif_image_handle_get_width(handle)) }
+    var height: Int { Int(evn_heif_image_handle_get_height(handle)) }
+    var hasAlpha: Bool { evn_heif_image_handle_has_alpha_channel(handle) != 0 }
+    var lumaBits: Int { Int(evn_heif_image_handle_get_luma_bits_per_pixel(handle)) }
 
     /// Metadata blocks of a type ("Exif", "mime" for XMP).
     func metadata(type: String) -> [[UInt8]] {
-        let n = Int(heif_image_handle_get_number_of_metadata_blocks(handle, type))
+        let n = Int(evn_heif_image_handle_get_number_of_metadata_blocks(handle, type))
         guard n > 0 else { return [] }
         var ids = [heif_item_id](repeating: 0, count: n)
-        let got = Int(heif_image_handle_get_list_of_metadata_block_IDs(handle, type, &ids, Int32(n)))
+        let got = Int(evn_heif_image_handle_get_list_of_metadata_block_IDs(handle, type, &ids, Int32(n)))
         return ids.prefix(got).compactMap { id in
-            let size = heif_image_handle_get_metadata_size(handle, id)
+            let size = evn_heif_image_handle_get_metadata_size(handle, id)
             guard size > 0, size < 64 << 20 else { return nil }
             var buf = [UInt8](repeating: 0, count: size)
-            let err = heif_image_handle_get_metadata(handle, id, &buf)
+            let err = evn_heif_image_handle_get_metadata(handle, id, &buf)
             return err.code == heif_error_Ok ? buf : nil
         }
     }
 
     var iccProfile: [UInt8]? {
-        let size = heif_image_handle_get_raw_color_profile_size(handle)
+        let size = evn_heif_image_handle_get_raw_color_profile_size(handle)
         guard size > 0, size < 16 << 20 else { return nil }
         var buf = [UInt8](repeating: 0, count: size)
-        return heif_image_handle_get_raw_color_profile(handle, &buf).code == heif_error_Ok ? buf : nil
+        return evn_heif_image_handle_get_raw_color_profile(handle, &buf).code == heif_error_Ok ? buf : nil
     }
 
     /// Types of auxiliary images (depth first, then alpha-less aux items such as Apple's mattes).
     var auxiliaryTypes: [String] {
         var types: [String] = []
-        let nDepth = Int(heif_image_handle_get_number_of_depth_images(handle))
+        let nDepth = Int(evn_heif_image_handle_get_number_of_depth_images(handle))
         types += Array(repeating: "depth", count: nDepth)
         let filter = Int32(LIBHEIF_AUX_IMAGE_FILTER_OMIT_ALPHA | LIBHEIF_AUX_IMAGE_FILTER_OMIT_DEPTH)
-        let n = Int(heif_image_handle_get_number_of_auxiliary_images(handle, filter))
+        let n = Int(evn_heif_image_handle_get_number_of_auxiliary_images(handle, filter))
         if n > 0 {
             var ids = [heif_item_id](repeating: 0, count: n)
-            let got = Int(heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
+            let got = Int(evn_heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
             for id in ids.prefix(got) {
                 var aux: OpaquePointer? = nil
-                guard heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
-                defer { heif_image_handle_release(aux) }
+                guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
+                defer { evn_heif_image_handle_release(aux) }
                 var type: UnsafePointer<CChar>? = nil
-                if heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
+                if evn_heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
                     types.append(String(cString: t))
-                    heif_image_handle_free_auxiliary_types(aux, &type)
+                    evn_heif_image_handle_free_auxiliary_types(aux, &type)
                 }
             }
         }
@@ -86,7 +89,7 @@ final class HeifImageHandle {
 final class HeifDecodedImage {
     let image: OpaquePointer
     init(_ i: OpaquePointer) { image = i }
-    deinit { heif_image_release(image) }
+    deinit { evn_heif_image_release(image) }
 }
 
 enum HEIFCodec {
@@ -142,13 +145,13 @@ enum HEIFCodec {
         let chroma = deep ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
                           : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
         var out: OpaquePointer? = nil
-        let err = heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil)
+        let err = evn_heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil)
         guard err.code == heif_error_Ok, let out else { throw error(err, path: path) }
         let decoded = HeifDecodedImage(out)
-        let dw = Int(heif_image_get_width(decoded.image, heif_channel_interleaved))
-        let dh = Int(heif_image_get_height(decoded.image, heif_channel_interleaved))
+        let dw = Int(evn_heif_image_get_width(decoded.image, heif_channel_interleaved))
+        let dh = Int(evn_heif_image_get_height(decoded.image, heif_channel_interleaved))
         var stride: Int32 = 0
-        guard let plane = heif_image_get_plane_readonly(decoded.image, heif_channel_interleaved, &stride), dw > 0, dh > 0 else {
+        guard let plane = evn_heif_image_get_plane_readonly(decoded.image, heif_channel_interleaved, &stride), dw > 0, dh > 0 else {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "decoder returned no pixels")
         }
         func copy<S: PixelSample>(_: S.Type, scale: Float?) -> Image<S> {
@@ -170,7 +173,7 @@ enum HEIFCodec {
         }
         let image: AnyImage
         if deep {
-            let bits = Int(heif_image_get_bits_per_pixel_range(decoded.image, heif_channel_interleaved))
+            let bits = Int(evn_heif_image_get_bits_per_pixel_range(decoded.image, heif_channel_interleaved))
             image = .uint16(copy(UInt16.self, scale: bits < 16 ? 65535 / Float((1 << max(bits, 1)) - 1) : nil))
         } else {
             image = .uint8(copy(UInt8.self, scale: nil))
@@ -187,16 +190,16 @@ extension HeifImageHandle {
     }
 
     var depthImageIDs: [heif_item_id] {
-        let n = Int(heif_image_handle_get_number_of_depth_images(handle))
+        let n = Int(evn_heif_image_handle_get_number_of_depth_images(handle))
         guard n > 0 else { return [] }
         var ids = [heif_item_id](repeating: 0, count: n)
-        let got = Int(heif_image_handle_get_list_of_depth_image_IDs(handle, &ids, Int32(n)))
+        let got = Int(evn_heif_image_handle_get_list_of_depth_image_IDs(handle, &ids, Int32(n)))
         return Array(ids.prefix(got))
     }
 
     func depthHandle(_ id: heif_item_id, path: String) throws -> HeifImageHandle {
         var d: OpaquePointer? = nil
-        let err = heif_image_handle_get_depth_image_handle(handle, id, &d)
+        let err = evn_heif_image_handle_get_depth_image_handle(handle, id, &d)
         guard err.code == heif_error_Ok, let d else { throw HEIFCodec.error(err, path: path) }
         return HeifImageHandle(d, owner: owner)
     }
@@ -204,8 +207,8 @@ extension HeifImageHandle {
     /// The depth representation SEI (ISO/IEC 23008-2 depth_representation_info), if present.
     func depthRepresentation(_ id: heif_item_id) -> DepthRepresentation? {
         var info: UnsafePointer<heif_depth_representation_info>? = nil
-        guard heif_image_handle_get_depth_image_representation_info(handle, id, &info) != 0, let info else { return nil }
-        defer { heif_depth_representation_info_free(info) }
+        guard evn_heif_image_handle_get_depth_image_representation_info(handle, id, &info) != 0, let info else { return nil }
+        defer { evn_heif_depth_representation_info_free(info) }
         let i = info.pointee
         return DepthRepresentation(type: Int(i.depth_representation_type.rawValue),
                                    dMin: i.has_d_min != 0 ? i.d_min : nil, dMax: i.has_d_max != 0 ? i.d_max : nil,
@@ -215,19 +218,19 @@ extension HeifImageHandle {
     /// Auxiliary items other than alpha and depth, with their auxC type (Apple's matte URNs, gain map).
     func auxiliaryHandles() -> [(type: String, handle: HeifImageHandle)] {
         let filter = Int32(LIBHEIF_AUX_IMAGE_FILTER_OMIT_ALPHA | LIBHEIF_AUX_IMAGE_FILTER_OMIT_DEPTH)
-        let n = Int(heif_image_handle_get_number_of_auxiliary_images(handle, filter))
+        let n = Int(evn_heif_image_handle_get_number_of_auxiliary_images(handle, filter))
         guard n > 0 else { return [] }
         var ids = [heif_item_id](repeating: 0, count: n)
-        let got = Int(heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
+        let got = Int(evn_heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
         var out: [(String, HeifImageHandle)] = []
         for id in ids.prefix(got) {
             var aux: OpaquePointer? = nil
-            guard heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
+            guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
             let h = HeifImageHandle(aux, owner: owner)
             var type: UnsafePointer<CChar>? = nil
-            if heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
+            if evn_heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
                 out.append((String(cString: t), h))
-                heif_image_handle_free_auxiliary_types(aux, &type)
+                evn_heif_image_handle_free_auxiliary_types(aux, &type)
             }
         }
         return out
@@ -238,20 +241,20 @@ extension HeifImageHandle {
     /// orientation (no irot/imir/clap).
     func decodeMonochrome(path: String, limits: DecodeLimits, ignoreTransformations: Bool) throws -> (image: AnyImage, bits: Int) {
         try limits.check(width: width, height: height, path: path)
-        guard let options = heif_decoding_options_alloc() else {
+        guard let options = evn_heif_decoding_options_alloc() else {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate decoding options")
         }
-        defer { heif_decoding_options_free(options) }
+        defer { evn_heif_decoding_options_free(options) }
         options.pointee.ignore_transformations = ignoreTransformations ? 1 : 0
         var out: OpaquePointer? = nil
-        let err = heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options)
+        let err = evn_heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options)
         guard err.code == heif_error_Ok, let out else { throw HEIFCodec.error(err, path: path) }
         let decoded = HeifDecodedImage(out)
-        let w = Int(heif_image_get_width(decoded.image, heif_channel_Y))
-        let h = Int(heif_image_get_height(decoded.image, heif_channel_Y))
-        let bits = Int(heif_image_get_bits_per_pixel_range(decoded.image, heif_channel_Y))
+        let w = Int(evn_heif_image_get_width(decoded.image, heif_channel_Y))
+        let h = Int(evn_heif_image_get_height(decoded.image, heif_channel_Y))
+        let bits = Int(evn_heif_image_get_bits_per_pixel_range(decoded.image, heif_channel_Y))
         var stride: Int32 = 0
-        guard w > 0, h > 0, let plane = heif_image_get_plane_readonly(decoded.image, heif_channel_Y, &stride) else {
+        guard w > 0, h > 0, let plane = evn_heif_image_get_plane_readonly(decoded.image, heif_channel_Y, &stride) else {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "the auxiliary image decoded to no pixels")
         }
         let st = Int(stride)
