@@ -1,42 +1,21 @@
 // Local alignment's Lucas-Kanade sums (see evanesco_kernels.h). One body, written with eight-lane
 // vectors, inlined into a portable and an AVX2 function: the same operations in the same order.
 #include "evanesco_kernels.h"
-#include <string.h>
+#include "vectors.h"
 
-#pragma clang fp contract(off)
-// The eight-lane helpers below are always inlined: no vector crosses a call, whatever the ABI.
-#pragma clang diagnostic ignored "-Wpsabi"
+EVN_INLINE v8f vmin(v8f a, v8f b) { return b < a ? b : a; }
+EVN_INLINE v8f vmax(v8f a, v8f b) { return b > a ? b : a; }
 
-typedef float v8f __attribute__((ext_vector_type(8)));
-typedef float v4f __attribute__((ext_vector_type(4)));
-typedef int v8i __attribute__((ext_vector_type(8)));
-typedef unsigned char v8b __attribute__((ext_vector_type(8)));
-
-static inline __attribute__((always_inline)) v8f load8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline __attribute__((always_inline)) v8b load8b(const unsigned char *p) {
-    v8b v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline __attribute__((always_inline)) v8f vmin(v8f a, v8f b) { return b < a ? b : a; }
-static inline __attribute__((always_inline)) v8f vmax(v8f a, v8f b) { return b > a ? b : a; }
-
-static inline __attribute__((always_inline)) float lanes(v8f v) {
+EVN_INLINE float lanes(v8f v) {
     // Pairwise, the same order in every variant.
     v4f h = v.lo + v.hi;
     return (h.x + h.z) + (h.y + h.w);
 }
 
-static inline __attribute__((always_inline)) float fmin1(float a, float b) { return b < a ? b : a; }
-static inline __attribute__((always_inline)) float fmax1(float a, float b) { return b > a ? b : a; }
+EVN_INLINE float fmin1(float a, float b) { return b < a ? b : a; }
+EVN_INLINE float fmax1(float a, float b) { return b > a ? b : a; }
 
-static inline __attribute__((always_inline))
+EVN_INLINE
 void lk_sums(const evn_lk_window *W, evn_lk_sums *out, const int tukey, const int residual, const int masked) {
     const ptrdiff_t stride = W->stride, x0 = W->x0, x1 = W->x1;
     const float w00 = W->w00, w01 = W->w01, w10 = W->w10, w11 = W->w11;
@@ -109,7 +88,7 @@ void lk_sums(const evn_lk_window *W, evn_lk_sums *out, const int tukey, const in
                        : rows * (x1 - x0);
 }
 
-static inline __attribute__((always_inline)) void lk_dispatch(const evn_lk_window *W, evn_lk_sums *out) {
+EVN_INLINE void lk_dispatch(const evn_lk_window *W, evn_lk_sums *out) {
     // Each weight kind, with and without the residual and the validity test, gets its own loop.
     if (W->valid) {
         if (W->tukey) lk_sums(W, out, 1, W->residual != 0, 1); else lk_sums(W, out, 0, W->residual != 0, 1);
@@ -122,12 +101,7 @@ static inline __attribute__((always_inline)) void lk_dispatch(const evn_lk_windo
 
 void evn_lk_sums_window_portable(const evn_lk_window *W, evn_lk_sums *out) { lk_dispatch(W, out); }
 
-#if defined(__x86_64__)
-__attribute__((target("avx2")))
-void evn_lk_sums_window_avx2(const evn_lk_window *W, evn_lk_sums *out) { lk_dispatch(W, out); }
-#else
-void evn_lk_sums_window_avx2(const evn_lk_window *W, evn_lk_sums *out) { lk_dispatch(W, out); }
-#endif
+EVN_AVX2 void evn_lk_sums_window_avx2(const evn_lk_window *W, evn_lk_sums *out) { lk_dispatch(W, out); }
 
 void evn_lk_sums_window(const evn_lk_window *W, evn_lk_sums *out) {
     if (evn_cpu_has_avx2()) evn_lk_sums_window_avx2(W, out); else evn_lk_sums_window_portable(W, out);

@@ -2,30 +2,17 @@
 // a step with AVX2 (see evanesco_kernels.h). Lane by lane the same operations in the same order
 // as the Swift loop it stands in for (four pixels a step): the same bits.
 #include "evanesco_kernels.h"
-#include <string.h>
-
-#pragma clang fp contract(off)
-#pragma clang diagnostic ignored "-Wpsabi"
-
-#if defined(__x86_64__)
-
-typedef float v8f __attribute__((ext_vector_type(8)));
-typedef int v8i __attribute__((ext_vector_type(8)));
-
-#define AVX2 __attribute__((target("avx2"), always_inline)) static inline
-
-AVX2 v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof v); return v; }
-AVX2 void store8(v8f v, float *p) { memcpy(p, &v, sizeof v); }
+#include "vectors.h"
 
 // round(v * 128) as integers, by the float bit trick (RowSampler's Quad.fixed).
-AVX2 v8i fixed(v8f v) {
+EVN_AVX2_INLINE v8i fixed(v8f v) {
     const v8f magic = 12582912.0f;
     return (v8i)(v * 128 + magic) - 0x4B400000;
 }
 
 // Weights of tap t of 8 pixels (phases ph, rows of the 129 x 4 table), spread over their RGB:
 // the 24 floats of 8 interleaved pixels are 3 vectors, pixel p's channels in lanes 3p..3p+2.
-AVX2 void spread(const float *lut, v8i ph, int t, v8f *a, v8f *b, v8f *c) {
+EVN_AVX2_INLINE void spread(const float *lut, v8i ph, int t, v8f *a, v8f *b, v8f *c) {
     const v8f w = { lut[ph[0] * 4 + t], lut[ph[1] * 4 + t], lut[ph[2] * 4 + t], lut[ph[3] * 4 + t],
                     lut[ph[4] * 4 + t], lut[ph[5] * 4 + t], lut[ph[6] * 4 + t], lut[ph[7] * 4 + t] };
     *a = __builtin_shufflevector(w, w, 0, 0, 0, 1, 1, 1, 2, 2);
@@ -33,8 +20,7 @@ AVX2 void spread(const float *lut, v8i ph, int t, v8f *a, v8f *b, v8f *c) {
     *c = __builtin_shufflevector(w, w, 5, 5, 6, 6, 6, 7, 7, 7);
 }
 
-__attribute__((target("avx2")))
-ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
+EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
     const float *pos = W->positions, *lut = W->lut, *block = W->block;
     const ptrdiff_t stride = W->stride, mask = W->mask, colBase = W->col_base, w = W->width, h = W->height;
     const v8i steps = { 0, 1, 2, 3, 4, 5, 6, 7 };
@@ -49,9 +35,7 @@ ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start
         const ptrdiff_t ix = cx[0], iy = ry[0];
         // Tap origins on consecutive columns of one row, every tap inside the frame.
         const v8i off = (cx - ix != steps) | (ry != (v8i)iy);
-        int fail = 0;
-        for (int k = 0; k < 8; k++) fail |= off[k];
-        if (fail || ix < 1 || ix + 9 >= w || iy < 1 || iy + 2 >= h) break;
+        if (!all8(off == 0) || ix < 1 || ix + 9 >= w || iy < 1 || iy + 2 >= h) break;
         const v8i phx = qx & 127, phy = qy & 127;
         v8f xa[4], xb[4], xc[4];
         for (int t = 0; t < 4; t++) spread(lut, phx, t, &xa[t], &xb[t], &xc[t]);
@@ -83,11 +67,3 @@ ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start
     return i;
 }
 
-#else
-
-ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    (void)W; (void)count; (void)out; (void)valid;
-    return start;
-}
-
-#endif

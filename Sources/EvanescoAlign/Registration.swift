@@ -1,3 +1,4 @@
+import CKernels
 import EvanescoCore
 import Foundation
 
@@ -574,9 +575,19 @@ public final class RegistrationReference: Sendable {
         tl.x.withUnsafeBufferPointer { xs in
         tl.y.withUnsafeBufferPointer { ys in
             let shared = UncheckedSendable((src.baseAddress!, xs.baseAddress!, ys.baseAddress!, smp))
+            // Eight points a step where the CPU has AVX2 (CKernels, the same values); the rest here.
+            let eight = evn_cpu_has_avx2() != 0
             StripExecutor.forEachStrip(rows: tl.count, minimumRows: 8192) { range in
                 let (src, xs, ys, smp) = shared.value
-                for i in range {
+                var first = range.lowerBound
+                if eight {
+                    m.withUnsafeBufferPointer { map in
+                        var points = evn_sample_points(image: src, width: iw, max_x: maxX, max_y: maxY, x: xs, y: ys, map: map.baseAddress)
+                        evn_sample_points_avx2(&points, range.lowerBound, range.upperBound, smp)
+                    }
+                    first = range.upperBound - (range.upperBound - range.lowerBound) % 8
+                }
+                for i in first..<range.upperBound {
                     let x = xs[i], y = ys[i]
                     let r = 1 / (m6 * x + m7 * y + m8)
                     let qx = (m0 * x + m1 * y + m2) * r, qy = (m3 * x + m4 * y + m5) * r

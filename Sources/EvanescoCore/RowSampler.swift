@@ -531,7 +531,16 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         let lanes = SIMD4<Float>(0, 1, 2, 3), tiny = SIMD4<Float>(repeating: 1e-12)
         let count = x1 - x0
         var i = 0
+        // Float planes: eight pixels a step where the CPU has AVX2 (CKernels, lane by lane the
+        // arithmetic below); a step it cannot take falls to this loop's.
+        let eight = Sample.self == Float.self && evn_cpu_has_avx2() != 0
+        var row = evn_bilinear_row(plane: UnsafeRawPointer(src).assumingMemoryBound(to: Float.self), width: w, height: h, x0: x0,
+                                   m0: m0, m2: m2, m3: m3, m5: m5, m6: m6, m8: m8)
         while i &+ 4 <= count {
+            if eight && i &+ 8 <= count {
+                let j = evn_bilinear_row_avx2(&row, i, count, out, valid)
+                if j != i { i = j; continue }
+            }
             let fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + lanes
             let d = m6 * fx + m8
             guard Quad.allTrue(d .> tiny) else {

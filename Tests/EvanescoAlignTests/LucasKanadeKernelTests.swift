@@ -1,5 +1,7 @@
 import Testing
 import CKernels
+import EvanescoCore
+@testable import EvanescoAlign
 
 /// The C kernel of local alignment's Lucas-Kanade step against the sums written out in Double,
 /// and its AVX2 variant against its portable one (the same operations in the same order: equal
@@ -98,6 +100,32 @@ import CKernels
                              tukey: tukey, masked: masked, residual: true) { evn_lk_sums_window_avx2($0, $1) }
             #expect(Self.values(a).map(\.bitPattern) == Self.values(b).map(\.bitPattern) && a.used == b.used, "width \(width) tukey \(tukey) masked \(masked)")
         }}
+    }
+}
+
+/// Registration's samples of a frame at its template points, with and without the AVX2 kernel.
+@Suite struct RegistrationSampleKernel {
+    @Test("Samples at mapped points (some outside, NaN) are the same bits with the AVX2 kernel as without, for every count's tail")
+    func sameBits() {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        var rng = SplitMix(seed: 11)
+        let w = 120, h = 90
+        let img = Image<Float>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = Float(rng.unit() * 255) } }
+        for count in [8, 13, 100, 1003] {
+            let xs = (0..<count).map { _ in Float(rng.unit() * 130 - 5) }, ys = (0..<count).map { _ in Float(rng.unit() * 100 - 5) }
+            let tl = TemplateLevel(width: w, height: h, x: xs, y: ys, t: xs, gx: xs, gy: ys)
+            let map = Homography([1.02, 0.01, -1.5, -0.02, 0.99, 2.25, 1e-4, -5e-5, 1])
+            func run(portable: Bool) -> [UInt32] {
+                evn_set_portable_kernels(portable ? 1 : 0)
+                defer { evn_set_portable_kernels(0) }
+                var out = [Float](repeating: -7, count: tl.padded)
+                out.withUnsafeMutableBufferPointer { RegistrationReference.sample(img, tl, through: map, into: $0.baseAddress!) }
+                return out.map(\.bitPattern)
+            }
+            let a = run(portable: true), b = run(portable: false)
+            #expect(a == b, "\(count) points")
+            #expect(a.prefix(count).contains(Float.nan.bitPattern) && a.prefix(count).contains { !Float(bitPattern: $0).isNaN }, "some points inside, some out")
+        }
     }
 }
 

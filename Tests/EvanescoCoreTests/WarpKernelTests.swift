@@ -70,4 +70,31 @@ import CKernels
         #expect(a.1 == b.1 && a.1.filter { $0 != 0 }.count > w * h * 3 / 4)
         #expect(a.0.map(\.bitPattern) == b.0.map(\.bitPattern))
     }
+
+    @Test("The one-channel bilinear warp of a Float plane gives the same bits with the AVX2 kernel as without, under projective maps")
+    func bilinearPlaneSameBits() {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        let w = 161, h = 97
+        let plane = Image<Float>(width: w, height: h, channels: 1) { d in
+            for y in 0..<h { for x in 0..<w { d[y * w + x] = 100 + 60 * sinf(Float(x) * 0.23) * cosf(Float(y) * 0.19) } }
+        }
+        for map in [Homography([1.01, 0.004, 2.3, -0.003, 0.995, -1.7, 3e-5, -2e-5, 1]), Homography.translation(-3.25, 1.5),
+                    Homography([0.9, 0.1, -4, -0.05, 1.1, 6, 4e-4, 1e-4, 1])] {
+            let sampler = RowSampler(frame: plane, homography: map, interpolation: .bilinear)
+            func run(portable: Bool) -> ([Float], [UInt8]) {
+                evn_set_portable_kernels(portable ? 1 : 0)
+                defer { evn_set_portable_kernels(0) }
+                var out = [Float](repeating: 0, count: w * h), valid = [UInt8](repeating: 0, count: w * h)
+                out.withUnsafeMutableBufferPointer { o in valid.withUnsafeMutableBufferPointer { v in
+                    for y in 0..<h { for (x0, x1) in [(0, w), (5, 77)] {
+                        sampler.sampleRow(y: y, x0: x0, x1: x1, into: o.baseAddress! + y * w + x0, valid: v.baseAddress! + y * w + x0)
+                    }}
+                }}
+                return (out, valid)
+            }
+            let a = run(portable: true), b = run(portable: false)
+            #expect(a.1 == b.1 && a.1.filter { $0 != 0 }.count > w * h / 2, "\(map)")
+            #expect(a.0.map(\.bitPattern) == b.0.map(\.bitPattern), "\(map)")
+        }
+    }
 }

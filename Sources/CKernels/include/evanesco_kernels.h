@@ -89,6 +89,36 @@ void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);
 /// a holds the smaller and row b the larger of every column's two values. Needs AVX2.
 void evn_sort_network_avx2(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride);
 
+/// A frame level and the points to sample it at.
+typedef struct evn_sample_points {
+    /// The frame: `width` floats a row; a point is inside when 0 <= x < max_x and 0 <= y < max_y
+    /// (max_x = width - 1, max_y = height - 1).
+    const float *image;
+    ptrdiff_t width;
+    float max_x, max_y;
+    /// The points (reference level pixels) and the map to the frame: row-major 3 x 3.
+    const float *x, *y;
+    const float *map;
+} evn_sample_points;
+
+/// Bilinear samples of the frame at points start..<end mapped through `map` (NaN for a point
+/// outside), eight at a time: writes out[start..<end - (end - start) % 8] and leaves the rest to
+/// the caller. Needs AVX2.
+void evn_sample_points_avx2(const evn_sample_points *points, ptrdiff_t start, ptrdiff_t end, float *out);
+
+/// A Float plane and the map of one output row to it: output pixel x0 + i samples the plane at
+/// ((m0 f + m2) / d, (m3 f + m5) / d), d = m6 f + m8, f = x0 + i (the row's terms folded in).
+typedef struct evn_bilinear_row {
+    const float *plane;
+    ptrdiff_t width, height, x0;
+    float m0, m2, m3, m5, m6, m8;
+} evn_bilinear_row;
+
+/// Writes output pixels start, start + 8, ... (bilinear values and validity 1) eight at a time
+/// while each eight read consecutive columns of one pair of plane rows, all inside; returns the
+/// first pixel it did not write. Needs AVX2.
+ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid);
+
 #ifdef __cplusplus
 }
 #endif
