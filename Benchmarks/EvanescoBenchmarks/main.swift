@@ -1,9 +1,10 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift run -c release --static-swift-stdlib EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|stack|backdrop|lens|lens-oracle|all]
+//   swift build -c release --static-swift-stdlib --product EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
 //                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
 import CHeif
+import CKernels
 import CTurboJPEG
 import EvanescoAlign
 import EvanescoCore
@@ -35,9 +36,9 @@ while !args.isEmpty {
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
     case "--only": opts.only = args.removeFirst()
-    case "decode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "stack": opts.what = a
+    case "decode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "kernels", "stack": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|kernels|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
         exit(2)
     }
 }
@@ -392,6 +393,34 @@ if opts.what == "local" || opts.what == "all" {
         let coarse = min(ref.pyramid.levels.count - 1, ref.pyramid.baseLevel + 2)
         try timeIt("local: coarse look, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h, finestLevel: coarse) }
         try timeIt("local: full field, \(name)") { _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h) }
+    }
+}
+
+if opts.what == "kernels" || opts.what == "all" {
+    // The AVX2 kernels (CKernels) against the portable code they stand in for, alternated in one
+    // process: the same results, so only the time differs. Skipped where the CPU has no AVX2.
+    if evn_cpu_has_avx2() == 0 {
+        print("kernels: this CPU has no AVX2, skipped")
+    } else {
+        let path = opts.shared + "/data/bursts/synthetic/motorcycle-parallax/frames"
+        if let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(), files.count >= 2 {
+            func both(_ name: String, _ body: () throws -> Void) throws {
+                try compare(name, "AVX2", { evn_set_portable_kernels(0); try body() }, "portable", { evn_set_portable_kernels(1); try body() })
+                evn_set_portable_kernels(0)
+            }
+            let f0 = try ImageCodecs.read(path + "/" + files[0]).image.uint8, f1 = try ImageCodecs.read(path + "/" + files[1]).image.uint8
+            let ref = RegistrationReference(f0)
+            let pyr = ref.framePyramid(f1)
+            let h = try ref.register(pyramid: pyr, model: .homography).homography
+            try both("kernels: registration of a motorcycle-parallax frame (point samples)") { _ = try ref.register(pyramid: pyr, model: .homography) }
+            try both("kernels: full local field, motorcycle-parallax (Lucas-Kanade sums, plane warp)") {
+                _ = LocalAligner.estimate(reference: ref.local, frame: pyr, homography: h)
+            }
+            let frames = try files.map { BurstFrame(name: $0, image: try ImageCodecs.read(path + "/" + $0).image) }
+            try both("kernels: stack of motorcycle-parallax from decoded frames (all of them)") { _ = try BurstStacker.stack(frames) }
+        } else {
+            print("kernels: motorcycle-parallax is absent, skipped")
+        }
     }
 }
 
