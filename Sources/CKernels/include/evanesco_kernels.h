@@ -1,8 +1,9 @@
-// Hot inner loops in C, so that each can be compiled twice: for any x86-64 (or other) CPU, and
-// with AVX2 for the CPUs that have it, chosen once at run time. Swift cannot mark one function
-// for a wider instruction set, and a module compiled with -mavx2 would need unsafe flags (which
-// make the package unusable as a dependency) and would crash on older CPUs. Both variants do the
-// same operations in the same order (no fused multiply-add), so their results are identical.
+// Hot inner loops in C with an AVX2 variant, chosen once at run time (evn_cpu_has_avx2). Swift
+// cannot mark one function for a wider instruction set, and a module compiled with -mavx2 would
+// need unsafe flags (which make the package unusable as a versioned dependency) and would crash
+// on older CPUs. The Lucas-Kanade sums are one C body compiled twice (portable and AVX2); the
+// other kernels stand in for a Swift loop, which stays the portable path, and repeat its
+// arithmetic lane by lane. No fused multiply-add anywhere: every pair gives the same bits.
 #ifndef EVANESCO_KERNELS_H
 #define EVANESCO_KERNELS_H
 
