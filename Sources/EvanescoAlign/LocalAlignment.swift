@@ -630,7 +630,7 @@ struct Window {
             // something that moved carry no weight at all.
             var a = accumulate(d, bias, tukey: it >= 1, residual: measuringResidual)
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
-            if measuringResidual { lastResidual = (a.squaredResidual / Float(a.used)).squareRoot() }
+            if measuringResidual { lastResidual = (a.squared_residual / Float(a.used)).squareRoot() }
             // The prior adds prior * |d + step - start|^2.
             a.a00 += prior; a.a11 += prior
             a.b0 += prior * (d.x - start.x); a.b1 += prior * (d.y - start.y)
@@ -652,12 +652,6 @@ struct Window {
         return (d, true, lastResidual, minEig)
     }
 
-    /// The weighted normal equations of shift + offset at shift `d` over the window's pixels
-    /// whose four bilinear taps are valid, and the sum of squared (capped) residuals. The shift is
-    /// the same for the whole window: one set of bilinear weights, one offset.
-    struct Sums { var a00: Float = 0, a01: Float = 0, a02: Float = 0, a11: Float = 0, a12: Float = 0, a22: Float = 0
-                  var b0: Float = 0, b1: Float = 0, b2: Float = 0, used = 0, squaredResidual: Float = 0 }
-
     static let huber: Float = 8, tukeyC: Float = 12
 
     /// Lucas-Kanade sums every other row of a window: a 33 x 33 window still has 561 pixels,
@@ -668,14 +662,18 @@ struct Window {
     /// The rows of `y0..<y1` the sums visit.
     @inline(__always) static func rows(_ y0: Int, _ y1: Int) -> Int { y1 > y0 ? (y1 - y0 + rowStep - 1) / rowStep : 0 }
 
-    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool, residual: Bool = true) -> Sums {
+    /// The weighted normal equations of shift + offset at shift `d` over the window's pixels
+    /// whose four bilinear taps are valid, and the sum of squared (capped) residuals (zero unless
+    /// `residual`). The shift is the same for the whole window: one set of bilinear weights, one
+    /// offset.
+    func accumulate(_ d: SIMD2<Float>, _ bias: Float, tukey: Bool, residual: Bool = true) -> evn_lk_sums {
         let w = L.width, h = L.height
         let fx = d.x.rounded(.down), fy = d.y.rounded(.down)
-        guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return Sums() }
+        guard fx.magnitude < 1e6, fy.magnitude < 1e6 else { return evn_lk_sums() }
         let ox = Int(fx), oy = Int(fy), tx = d.x - fx, ty = d.y - fy
         // The window's rows and columns whose four taps are inside the level.
         let ya = max(y0, -oy), yb = min(y1, h - 1 - oy), xa = max(x0, -ox), xb = min(x1, w - 1 - ox)
-        guard ya < yb, xa < xb else { return Sums() }
+        guard ya < yb, xa < xb else { return evn_lk_sums() }
         // Eight pixels at a time (CKernels, with AVX2 where the CPU has it); the validity test
         // only where some tap is invalid.
         let allValid = L.allValid(x0: xa + ox, y0: ya + oy, x1: xb + ox + 1, y1: yb + oy + 1)
@@ -687,7 +685,6 @@ struct Window {
                                    residual: residual ? 1 : 0)
         var s = evn_lk_sums()
         evn_lk_sums_window(&window, &s)
-        return Sums(a00: s.a00, a01: s.a01, a02: s.a02, a11: s.a11, a12: s.a12, a22: s.a22,
-                    b0: s.b0, b1: s.b1, b2: s.b2, used: s.used, squaredResidual: s.squared_residual)
+        return s
     }
 }
