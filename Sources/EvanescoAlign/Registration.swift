@@ -177,6 +177,25 @@ public final class RegistrationReference: Sendable {
         return TemplateLevel(width: w, height: h, x: px, y: py, t: pt, gx: pgx, gy: pgy)
     }
 
+    /// `quota` of a cell's candidates (squared gradient, index), preferring strong gradients but
+    /// capping their rank at 4x the cell's median magnitude: otherwise the hard edges of a moving
+    /// object (a car, a person against the sky) take every point of their cells and drag the
+    /// estimate. Ties at the cap are spread evenly.
+    private static func strongest(_ cand: [(g: Float, i: Int)], quota: Int) -> [(g: Float, i: Int)] {
+        var g = cand.map(\.g)
+        let cap = 16 * Selection.kth(&g, g.count / 2)
+        var keys = cand.map { min($0.g, cap) }
+        let kth = Selection.kth(&keys, keys.count - quota)
+        var kept = cand.filter { min($0.g, cap) > kth }
+        let tied = cand.filter { min($0.g, cap) == kth }
+        let need = quota - kept.count
+        if need > 0 && !tied.isEmpty {
+            let step = Double(tied.count) / Double(need)
+            for k in 0..<min(need, tied.count) { kept.append(tied[Int(Double(k) * step)]) }
+        }
+        return kept
+    }
+
     /// Points of one row of the grid: positions, values and gradients.
     private struct PointRow: Sendable { var x: [Float] = [], y: [Float] = [], value: [Float] = [], gx: [Float] = [], gy: [Float] = [] }
 
@@ -198,28 +217,7 @@ public final class RegistrationReference: Sendable {
                     if g >= 1.0 { cand.append((g, i)) }   // |grad| >= 1 grey level / px
                 }
             }
-            var chosen = cand[...]
-            var kept: [(g: Float, i: Int)] = []
-            if cand.count > quota {
-                // Keep `quota` points, preferring strong gradients but capping their rank
-                // at 4x the cell's median magnitude: otherwise the hard edges of a moving
-                // object (a car, a person against the sky) take every point of their
-                // cells and drag the estimate. Ties at the cap are spread evenly.
-                var g = cand.map(\.g)
-                let cap = 16 * Selection.kth(&g, g.count / 2)
-                var keys = cand.map { min($0.g, cap) }
-                let kth = Selection.kth(&keys, keys.count - quota)
-                let above = cand.filter { min($0.g, cap) > kth }
-                let tied = cand.filter { min($0.g, cap) == kth }
-                let need = quota - above.count
-                kept = above
-                if need > 0 && !tied.isEmpty {
-                    let step = Double(tied.count) / Double(need)
-                    for k in 0..<min(need, tied.count) { kept.append(tied[Int(Double(k) * step)]) }
-                }
-                chosen = kept[...]
-            }
-            for c in chosen {
+            for c in cand.count > quota ? strongest(cand, quota: quota) : cand {
                 r.x.append(Float(c.i % w)); r.y.append(Float(c.i / w)); r.value.append(s[c.i])
                 r.gx.append(0.5 * (s[c.i + 1] - s[c.i - 1])); r.gy.append(0.5 * (s[c.i + w] - s[c.i - w]))
             }
