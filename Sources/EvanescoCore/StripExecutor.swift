@@ -61,11 +61,11 @@ public enum StripExecutor {
             return
         }
         withoutActuallyEscaping(body) { body in
-            let box = UncheckedSendable(body)
             guard group != nil else {
+                let box = UncheckedSendable(body)
                 DispatchQueue.concurrentPerform(iterations: strips) { s in
-                    let lo = rows * s / strips, hi = rows * (s + 1) / strips
-                    if lo < hi { box.value(lo..<hi) }
+                    let r = strip(s, of: strips, rows: rows)
+                    if !r.isEmpty { box.value(r) }
                 }
                 return
             }
@@ -85,6 +85,12 @@ public enum StripExecutor {
     }
 }
 
+extension StripExecutor {
+    /// Rows of strip `s` of `strips` covering `0..<rows`.
+    @inlinable @inline(__always)
+    static func strip(_ s: Int, of strips: Int, rows: Int) -> Range<Int> { (rows * s / strips)..<(rows * (s + 1) / strips) }
+}
+
 /// The strips of a lone item's ``StripExecutor/forEachStrip(rows:minimumRows:_:)``, for the
 /// threads that share them.
 @usableFromInline
@@ -101,8 +107,8 @@ final class StripJob: @unchecked Sendable {
         while true {
             let s = next.update { v -> Int in defer { v += 1 }; return v }
             guard s < strips else { return }
-            let lo = rows * s / strips, hi = rows * (s + 1) / strips
-            if lo < hi { body(lo..<hi) }
+            let r = StripExecutor.strip(s, of: strips, rows: rows)
+            if !r.isEmpty { body(r) }
         }
     }
 }
