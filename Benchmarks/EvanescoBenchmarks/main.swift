@@ -184,6 +184,13 @@ if opts.what == "warp" || opts.what == "warp-path" || opts.what == "all" {
     }
 }
 /// Times one call, median of `opts.repeats`.
+/// The JPEG and PNG frames of a burst folder, sorted, or nil when it has fewer than two.
+func burstFrames(_ path: String) -> [String]? {
+    guard let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(),
+          files.count >= 2 else { return nil }
+    return files
+}
+
 func timeIt(_ name: String, _ body: () throws -> Void) rethrows {
     try body()
     var t: [Double] = []
@@ -383,8 +390,7 @@ if opts.what == "local" || opts.what == "all" {
                         ("lowlight-handheld 1080x720", "/data/bursts/lowlight-handheld"),
                         ("pug-handheld 4032x3024", "/data/bursts/synthetic/pug-handheld/frames")] {
         let path = opts.shared + dir
-        guard let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(),
-              files.count >= 2 else { print("local: \(name) is absent, skipped"); continue }
+        guard let files = burstFrames(path) else { print("local: \(name) is absent, skipped"); continue }
         let f0 = try ImageCodecs.read(path + "/" + files[0]).image.uint8, f1 = try ImageCodecs.read(path + "/" + files[1]).image.uint8
         var ro = RegistrationOptions(); ro.finestLevel = f0.width * f0.height > 8_000_000 ? 1 : 0
         let ref = RegistrationReference(f0, options: ro)
@@ -403,7 +409,7 @@ if opts.what == "kernels" || opts.what == "all" {
         print("kernels: this CPU has no AVX2, skipped")
     } else {
         let path = opts.shared + "/data/bursts/synthetic/motorcycle-parallax/frames"
-        if let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(), files.count >= 2 {
+        if let files = burstFrames(path) {
             func both(_ name: String, _ body: () throws -> Void) throws {
                 try compare(name, "AVX2", { evn_set_portable_kernels(0); try body() }, "portable", { evn_set_portable_kernels(1); try body() })
                 evn_set_portable_kernels(0)
@@ -430,8 +436,7 @@ if opts.what == "stack" {
     for (name, dir) in [("pug-handheld 20 x 12 MP", "/data/bursts/synthetic/pug-handheld/frames"),
                         ("motorcycle-handheld 20 x 741x500", "/data/bursts/synthetic/motorcycle-handheld/frames")] {
         let path = opts.shared + dir
-        guard let files = try? FileManager.default.contentsOfDirectory(atPath: path).filter({ $0.hasSuffix(".jpg") || $0.hasSuffix(".png") }).sorted(),
-              files.count >= 2 else { print("stack: \(name) is absent, skipped"); continue }
+        guard let files = burstFrames(path) else { print("stack: \(name) is absent, skipped"); continue }
         let frames = try files.map { BurstFrame(name: $0, image: try ImageCodecs.read(path + "/" + $0).image) }
         var total: [Double] = [], warp: [Double] = [], merge: [Double] = [], fused: [Double] = [], align: [Double] = []
         for _ in 0..<opts.repeats {
