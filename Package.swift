@@ -25,7 +25,7 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg",
                        providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng",
-                       providers: [.apt(["libpng-dev", "zlib1g-dev"])]),
+                       providers: [.apt(["libpng-dev", "zlib1g-dev", "libdeflate-dev"])]),
         // libheif is opened on first use (dlopen, see its shim.h), not linked.
         .systemLibrary(name: "CHeif", providers: [.apt(["libheif-dev"])]),
         .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",

@@ -2,7 +2,7 @@
 # Installs the Debian packages Evanesco builds, tests and runs with, if any are missing.
 # Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
 set -euo pipefail
-packages=(pkg-config libturbojpeg0-dev libpng-dev zlib1g-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps
+packages=(pkg-config libturbojpeg0-dev libpng-dev zlib1g-dev libdeflate-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps
           chromium chromium-driver)   # the last two: a real browser and its WebDriver server, for the studio's browser tests
 missing=()
 for p in "${packages[@]}"; do
