@@ -225,6 +225,12 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
             let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
             let projective = m6 != 0 || m7 != 0
             let steps = Float(CubicTable.steps)
+            var converted: (lo: Int, hi: Int)? = nil
+            defer {
+                // The row below the last converted one, which a segment walking down its strip
+                // converts next: its bytes are fetched while the other frames' rows are sampled.
+                if let (lo, hi) = converted, rowHi + 1 < h { evn_prefetch(src + ((rowHi + 1) * w + lo) * 3, (hi - lo + 1) * 3) }
+            }
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
                 let fr = Float(r)
                 // Output points on source row r: y = a + b x (sy = r solved for y).
@@ -246,6 +252,7 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                 guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
                 let n = (hi - lo + 1) * 3
                 let s = src + (r * w + lo) * 3
+                converted = (lo, hi)
                 // Through a local pointer: read from the class on every step, it would have to be
                 // reloaded after each store, and the loop would not vectorise.
                 let scratch = self.scratch
@@ -289,6 +296,12 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     let slope = (sourceX(x1 &- 1) - sourceX(x0)) / Float(max(1, count &- 1))
                     let shared = abs(slope - 1) * 384 < 1.5
                     let lanes = SIMD4<Float>(0, 1, 2, 3)
+                    // Where the CPU has AVX2, CKernels takes the groups that qualify, eight pixels
+                    // a step (the same decisions and arithmetic: the same bits); the loop below
+                    // takes the others.
+                    let eight = evn_cpu_has_avx2() != 0
+                    var pass = evn_warp_pass(source: row, stride: 0, mask: 0, lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
+                                             out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
                     while i &+ 4 <= count {
                         let n = min(Quad.knotSpacing, (count &- i) & ~3)
                         let s0 = sourceX(x0 &+ i), s1 = sourceX(x0 &+ i &+ n &- 1)
@@ -298,8 +311,13 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                             i &+= n
                             continue
                         }
+                        pass.s0 = s0; pass.slope = drift; pass.base = i
                         var g = 0
                         while g < n {
+                            if eight {
+                                g = evn_warp_horizontal_pass_avx2(&pass, g, n)
+                                if g >= n { break }
+                            }
                             let e0 = Quad.fixed(s0 + drift * Float(g)), e3 = Quad.fixed(s0 + drift * Float(g &+ 3))
                             let first = Int(e0 &>> 7) &+ g &- 1
                             let k = i &+ g
@@ -821,6 +839,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                     return low.replacing(with: full, where: low .> full)
                 }
                 let lanes = SIMD4<Float>(0, 1, 2, 3)
+                // Eight pixels a step where the CPU has AVX2, as in the horizontal pass.
+                let eight = evn_cpu_has_avx2() != 0
+                var pass = evn_warp_pass(source: cache.storage, stride: stride, mask: mask, lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
+                                         out: out, valid: valid, s0: 0, slope: 0, lo: rowLo, hi: rowHi, base: 0)
                 while i &+ 4 <= end {
                     let n = min(Quad.knotSpacing, (end &- i) & ~3)
                     let s0 = source(x0 &+ i).1, s1 = source(x0 &+ i &+ n &- 1).1
@@ -830,8 +852,13 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
                         i &+= n
                         continue
                     }
+                    pass.s0 = s0; pass.slope = slope; pass.base = i
                     var g = 0
                     while g < n {
+                        if eight {
+                            g = evn_warp_vertical_pass_avx2(&pass, g, n)
+                            if g >= n { break }
+                        }
                         let first = s0 + slope * Float(g), last = s0 + slope * Float(g &+ 3)
                         let q0 = Quad.fixed(first), q3 = Quad.fixed(last)
                         let r = Int(q0 &>> 7)

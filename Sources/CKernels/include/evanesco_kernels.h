@@ -82,6 +82,37 @@ typedef struct evn_warp_rows {
 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count,
                                          float *out, unsigned char *valid);
 
+/// One knot interval of a pass of the separable 8-bit RGB cubic warp (RowSampler's two-pass
+/// path): output pixels base + g, g < n, whose source position along the pass is s0 + slope * g
+/// (horizontal: plus g, the offset from the output column) in the pass's pixels.
+typedef struct evn_warp_pass {
+    /// Horizontal: the source row's RGB as floats from column `lo` (3 a pixel). Vertical: the
+    /// horizontal pass's rows, row r in slot r & mask, `stride` floats a slot, output pixel k's
+    /// RGB at 3k.
+    const float *source;
+    ptrdiff_t stride, mask;
+    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (129 x 4 floats).
+    const float *lut;
+    /// Output pixel k's RGB at out + 3k (vertical: clamped to 0...255, and its validity, 1, at valid[k]).
+    float *out;
+    unsigned char *valid;
+    float s0, slope;
+    /// The columns (horizontal) or rows (vertical) present.
+    ptrdiff_t lo, hi;
+    ptrdiff_t base;
+} evn_warp_pass;
+
+/// Samples the interval's groups of four from g on while each qualifies as in the Swift loop
+/// (taps on consecutive columns, or one row of taps, all present), two groups a step where both
+/// do; returns the first group that does not (n when all did). Needs AVX2.
+ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+
+/// Prefetches `bytes` from `start` (every cache line) into the cache, for a read soon after: the
+/// stacker's warp reads a row of each of many frames in turn, more streams than the hardware
+/// prefetcher follows.
+void evn_prefetch(const void *start, ptrdiff_t bytes);
+
 /// The AVX2 variant; call only when evn_cpu_has_avx2() is non-zero.
 void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);
 
