@@ -702,9 +702,9 @@ struct Exposure {
     }
 }
 
-/// The robust normal equations of one Gauss-Newton step, summed 4 points a step in Float over
-/// the template's steepest-descent rows and added to Double totals every 256 points: the
-/// gradient `b` over every point, the matrix over the template's Hessian subset (see
+/// The robust normal equations of one Gauss-Newton step, summed 8 points a step in Float over
+/// the template's steepest-descent rows and added to Double totals every 256 points (CKernels):
+/// the gradient `b` over every point, the matrix over the template's Hessian subset (see
 /// ``TemplateLevel/hessianCount``).
 struct NormalEquations {
     /// The upper triangle of the matrix over the Hessian subset, row by row (36 values for 8
@@ -733,31 +733,29 @@ struct NormalEquations {
 
     /// Residuals `(smp - offset) * inverseGain - t`, Tukey weights with squared scale `c2`
     /// (written to `wts`, 0 where a point has no sample), and the sums, for `np` parameters (2,
-    /// 6 or 8). Large levels are split between the threads, in pieces of 8192 points whatever
-    /// the cores and whichever thread runs them, summed in order: the same sums every run.
+    /// 6 or 8), by CKernels' evn_normal_sums_add (eight points a step; AVX2 where the CPU has
+    /// it, the same sums without). Large levels are split between the threads, in pieces of
+    /// 8192 points whatever the cores and whichever thread runs them, summed in order: the same
+    /// sums every run.
     static func sum(_ tl: TemplateLevel, _ smp: UnsafePointer<Float>, _ wts: UnsafeMutablePointer<Float>, parameters np: Int,
                     offset: Float, inverseGain: Float, c2: Float) -> NormalEquations {
-        let groups = tl.padded / 4, hessianGroups = tl.hessianCount / 4, piece = 2048
-        let pieces = max(1, (groups + piece - 1) / piece)
+        let piece = 8192, pieces = max(1, (tl.padded + piece - 1) / piece)
         let parts = LockedBox([NormalEquations](repeating: NormalEquations(), count: pieces))
         tl.t.withUnsafeBufferPointer { t in
         tl.agreement.withUnsafeBufferPointer { agr in
         tl.jacobian.withUnsafeBufferPointer { jac in
-            let shared = UncheckedSendable((t.baseAddress!, agr.baseAddress!, jac.baseAddress!, smp, wts))
+            let points = UncheckedSendable(evn_normal_points(t: t.baseAddress, agreement: agr.baseAddress, jacobian: jac.baseAddress,
+                                                             samples: smp, weights: wts, padded: tl.padded, offset: offset,
+                                                             inverse_gain: inverseGain, inv_c2: 1 / c2))
             StripExecutor.forEachStrip(rows: pieces, minimumRows: 1) { strip in
-                let (t, agr, jac, smp, wts) = shared.value
-                let k = Kernel(t: t, agreement: agr, jacobian: jac, padded: tl.padded, smp: smp, wts: wts, offset: offset,
-                               inverseGain: inverseGain, invC2: 1 / c2)
+                var points = points.value
                 for p in strip {
-                    let range = (p * piece)..<min(groups, (p + 1) * piece)
-                    var part = NormalEquations()
-                    let split = min(max(range.lowerBound, hessianGroups), range.upperBound)
-                    switch np {
-                    case 2: k.run(range.lowerBound..<split, 2, hessian: true, into: &part); k.run(split..<range.upperBound, 2, hessian: false, into: &part)
-                    case 6: k.run(range.lowerBound..<split, 6, hessian: true, into: &part); k.run(split..<range.upperBound, 6, hessian: false, into: &part)
-                    default: k.run(range.lowerBound..<split, 8, hessian: true, into: &part); k.run(split..<range.upperBound, 8, hessian: false, into: &part)
-                    }
-                    parts.update { $0[p] = part }
+                    let start = p * piece, end = min(tl.padded, (p + 1) * piece)
+                    let split = min(max(start, tl.hessianCount), end)
+                    var part = evn_normal_sums()
+                    evn_normal_sums_add(&points, start, split, Int32(np), 1, &part)
+                    evn_normal_sums_add(&points, split, end, Int32(np), 0, &part)
+                    parts.update { $0[p] = NormalEquations(part) }
                 }
             }
         }}}
@@ -765,67 +763,15 @@ struct NormalEquations {
         for part in parts.value { total.add(part) }
         return total
     }
+}
 
-    /// One strip's loop; `np` and `hessian` are constants at each call, so the optimiser unrolls
-    /// the parameter loops of the inlined body.
-    struct Kernel {
-        let t: UnsafePointer<Float>, agreement: UnsafePointer<Float>, jacobian: UnsafePointer<Float>, padded: Int
-        let smp: UnsafePointer<Float>, wts: UnsafeMutablePointer<Float>
-        let offset: Float, inverseGain: Float, invC2: Float
-
-        @inline(__always)
-        func run(_ groups: Range<Int>, _ np: Int, hessian: Bool, into out: inout NormalEquations) {
-            guard !groups.isEmpty else { return }
-            // Accumulators: the matrix's upper triangle (36), the gradient (8), w r^2, w, and
-            // inliers, in Float lanes, flushed to `out` every 64 groups.
-            withUnsafeTemporaryAllocation(of: SIMD4<Float>.self, capacity: 48) { acc in
-                let acc = acc.baseAddress!
-                acc.initialize(repeating: SIMD4<Float>(), count: 48)
-                var g = groups.lowerBound
-                while g < groups.upperBound {
-                    let end = min(groups.upperBound, g &+ 64)
-                    while g < end {
-                        let i = g &* 4
-                        @inline(__always) func load(_ p: UnsafePointer<Float>) -> SIMD4<Float> { UnsafeRawPointer(p + i).loadUnaligned(as: SIMD4<Float>.self) }
-                        let v = load(smp)
-                        let ok = v .== v
-                        let r = ((v - offset) * inverseGain - load(t)).replacing(with: 0, where: .!ok)
-                        let magnitude = unsafeBitCast(unsafeBitCast(r, to: SIMD4<UInt32>.self) & 0x7FFF_FFFF, to: SIMD4<Float>.self)
-                        let agrees = (magnitude .<= load(agreement)) .& ok
-                        let u2 = r * r * invC2
-                        let om = 1 - u2
-                        let wt = (om * om).replacing(with: 0, where: .!((u2 .< 1) .& ok))
-                        UnsafeMutableRawPointer(wts + i).storeBytes(of: wt, as: SIMD4<Float>.self)
-                        let wr = wt * r
-                        acc[44] += wr * r; acc[45] += wt
-                        acc[47] += SIMD4<Float>(repeating: 1).replacing(with: 0, where: .!agrees)
-                        var j = (SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>(), SIMD4<Float>())
-                        withUnsafeMutableBytes(of: &j) { jb in
-                            let js = jb.baseAddress!.assumingMemoryBound(to: SIMD4<Float>.self)
-                            for q in 0..<np {
-                                js[q] = load(jacobian + TemplateLevel.component(q, of: np) &* padded)
-                                acc[36 &+ q] += wr * js[q]
-                            }
-                            if hessian {
-                                acc[46] += wt
-                                var idx = 0
-                                for q in 0..<np {
-                                    let wj = wt * js[q]
-                                    for u in q..<np { acc[idx] += wj * js[u]; idx &+= 1 }
-                                }
-                            }
-                        }
-                        g &+= 1
-                    }
-                    var idx = 0
-                    for q in 0..<np { for _ in q..<np { out.a[idx] += Double(acc[idx].sum()); idx &+= 1 } }
-                    for q in 0..<np { out.b[q] += Double(acc[36 &+ q].sum()) }
-                    out.wr2 += Double(acc[44].sum()); out.wsum += Double(acc[45].sum())
-                    out.wsumHessian += Double(acc[46].sum()); out.inliers += Int(acc[47].sum())
-                    acc.update(repeating: SIMD4<Float>(), count: 48)
-                }
-            }
-        }
+extension NormalEquations {
+    /// The sums CKernels made.
+    init(_ s: evn_normal_sums) {
+        self.init()
+        withUnsafeBytes(of: s.a) { a = Array($0.bindMemory(to: Double.self)) }
+        withUnsafeBytes(of: s.b) { b = Array($0.bindMemory(to: Double.self)) }
+        wr2 = s.wr2; wsum = s.wsum; wsumHessian = s.wsum_hessian; inliers = Int(s.inliers)
     }
 }
 

@@ -133,3 +133,87 @@ extension SplitMix {
     /// A uniform value in [0, 1).
     mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
+
+/// The C kernel of registration's normal equations against the sums written out in Double, and
+/// its AVX2 variant against its portable one.
+@Suite struct NormalEquationsKernel {
+    /// A template level of `count` random points and samples near their values (a tenth far
+    /// off, some missing).
+    static func level(_ count: Int, seed: UInt64) -> (TemplateLevel, [Float]) {
+        var rng = SplitMix(seed: seed)
+        let w = 200, h = 150
+        let xs = (0..<count).map { _ in Float(rng.unit() * 199) }, ys = (0..<count).map { _ in Float(rng.unit() * 149) }
+        let t = (0..<count).map { _ in Float(rng.unit() * 255) }
+        let gx = (0..<count).map { _ in Float(rng.unit() * 40 - 20) }, gy = (0..<count).map { _ in Float(rng.unit() * 40 - 20) }
+        let tl = TemplateLevel(width: w, height: h, x: xs, y: ys, t: t, gx: gx, gy: gy)
+        let samples = (0..<tl.padded).map { i -> Float in
+            guard i < count, rng.unit() > 0.05 else { return .nan }
+            return rng.unit() < 0.1 ? Float(rng.unit() * 255) : tl.t[i] * 1.1 + 3 + Float(rng.unit() * 8 - 4)
+        }
+        return (tl, samples)
+    }
+
+    /// The sums written out point by point in Double: the residual of the frame mapped back to
+    /// the reference's exposure, Tukey's weight, and the terms.
+    static func expected(_ tl: TemplateLevel, _ smp: [Float], np: Int, offset: Float, inverseGain: Float, c2: Float) -> NormalEquations {
+        var s = NormalEquations()
+        for i in 0..<tl.padded where !smp[i].isNaN {
+            let r = (Double(smp[i]) - Double(offset)) * Double(inverseGain) - Double(tl.t[i])
+            let u2 = r * r / Double(c2), wt = u2 < 1 ? (1 - u2) * (1 - u2) : 0
+            let js = (0..<np).map { Double(tl.jacobian[TemplateLevel.component($0, of: np) * tl.padded + i]) }
+            s.wr2 += wt * r * r; s.wsum += wt
+            if abs(r) <= Double(tl.agreement[i]) { s.inliers += 1 }
+            for q in 0..<np { s.b[q] += wt * r * js[q] }
+            if i < tl.hessianCount {
+                s.wsumHessian += wt
+                var idx = 0
+                for q in 0..<np { for u in q..<np { s.a[idx] += wt * js[q] * js[u]; idx += 1 } }
+            }
+        }
+        return s
+    }
+
+    @Test("Sums match Double arithmetic for 2, 6 and 8 parameters, over levels whose matrix subset is all, or part, of the points and ends off a step of eight",
+          arguments: [(13, 2), (333, 6), (5_000, 8), (9_001, 8), (20_003, 2)])
+    func matchesDouble(count: Int, np: Int) {
+        let (tl, smp) = Self.level(count, seed: UInt64(count))
+        var wts = [Float](repeating: -1, count: tl.padded)
+        let got = smp.withUnsafeBufferPointer { s in wts.withUnsafeMutableBufferPointer { w in
+            NormalEquations.sum(tl, s.baseAddress!, w.baseAddress!, parameters: np, offset: 3, inverseGain: 1 / 1.1, c2: 36)
+        }}
+        let want = Self.expected(tl, smp, np: np, offset: 3, inverseGain: 1 / 1.1, c2: 36)
+        func close(_ a: Double, _ b: Double, _ what: String) {
+            #expect(abs(a - b) <= 1e-4 * max(1, abs(b)), "\(what): \(a) vs \(b) (\(count) points, \(np) parameters)")
+        }
+        for k in 0..<(np * (np + 1) / 2) { close(got.a[k], want.a[k], "matrix \(k)") }
+        for q in 0..<np { close(got.b[q], want.b[q], "gradient \(q)") }
+        close(got.wr2, want.wr2, "w r^2"); close(got.wsum, want.wsum, "w"); close(got.wsumHessian, want.wsumHessian, "w (matrix)")
+        #expect(got.inliers == want.inliers)
+        #expect(tl.hessianCount < tl.padded || count < 4096, "the larger levels sum the matrix over a subset")
+        // Weights: Tukey's where a point has a sample, 0 where it has none.
+        for i in 0..<tl.padded where smp[i].isNaN { #expect(wts[i] == 0) }
+        #expect(wts.contains { $0 > 0.9 } && wts.contains { $0 == 0 } && !wts.contains(-1))
+    }
+
+    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)")
+    func avx2EqualsPortable() {
+        guard evn_cpu_has_avx2() != 0 else { return }
+        for (count, np) in [(999, 8), (4_097, 6), (12_345, 8), (70, 2)] {
+            let (tl, smp) = Self.level(count, seed: 99)
+            func run(_ f: (UnsafePointer<evn_normal_points>, Int, Int, Int32, Int32, UnsafeMutablePointer<evn_normal_sums>) -> Void) -> [UInt64] {
+                var wts = [Float](repeating: 0, count: tl.padded), sums = evn_normal_sums()
+                tl.t.withUnsafeBufferPointer { t in tl.agreement.withUnsafeBufferPointer { a in tl.jacobian.withUnsafeBufferPointer { j in
+                    smp.withUnsafeBufferPointer { s in wts.withUnsafeMutableBufferPointer { w in
+                        var p = evn_normal_points(t: t.baseAddress, agreement: a.baseAddress, jacobian: j.baseAddress, samples: s.baseAddress,
+                                                  weights: w.baseAddress, padded: tl.padded, offset: 2, inverse_gain: 0.9, inv_c2: 1 / 49.0)
+                        f(&p, 0, tl.hessianCount, Int32(np), 1, &sums)
+                        f(&p, tl.hessianCount, tl.padded, Int32(np), 0, &sums)
+                    }}
+                }}}
+                let s = NormalEquations(sums)
+                return (s.a + s.b + [s.wr2, s.wsum, s.wsumHessian, Double(s.inliers)]).map(\.bitPattern) + wts.map { UInt64($0.bitPattern) }
+            }
+            #expect(run { evn_normal_sums_portable($0, $1, $2, $3, $4, $5) } == run { evn_normal_sums_avx2($0, $1, $2, $3, $4, $5) }, "\(count) points, \(np) parameters")
+        }
+    }
+}

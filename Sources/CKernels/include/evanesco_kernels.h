@@ -108,6 +108,30 @@ typedef struct evn_warp_pass {
 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
 
+/// Registration's template points at one level, and one Gauss-Newton step's inputs: the
+/// points' values `t`, agreement thresholds, steepest-descent rows (component c of point i at
+/// jacobian[c * padded + i]) and the frame's samples at them (NaN: none); the exposure fit
+/// (offset, inverse gain) and 1 / c^2 of the Tukey weights, written to `weights`.
+typedef struct evn_normal_points {
+    const float *t, *agreement, *jacobian, *samples;
+    float *weights;
+    ptrdiff_t padded;
+    float offset, inverse_gain, inv_c2;
+} evn_normal_points;
+
+/// The sums of the normal equations: the upper triangle of the matrix row by row, the gradient,
+/// sum w r^2, sum w, sum w over the matrix's points, and the points that agree.
+typedef struct evn_normal_sums {
+    double a[36], b[8], wr2, wsum, wsum_hessian, inliers;
+} evn_normal_sums;
+
+/// Adds points start..<end (multiples of 4) to `out` for `np` parameters (2, 6, 8), the matrix
+/// too with `hessian`: eight points a step in float lanes, added to the double totals every 256
+/// points. The AVX2 variant where the CPU has it (evn_cpu_has_avx2); both give the same sums.
+void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
+void evn_normal_sums_portable(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
+void evn_normal_sums_avx2(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
+
 /// Prefetches `bytes` from `start` (every cache line) into the cache, for a read soon after: the
 /// stacker's warp reads a row of each of many frames in turn, more streams than the hardware
 /// prefetcher follows.
