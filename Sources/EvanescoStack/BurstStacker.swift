@@ -457,6 +457,12 @@ public enum BurstStacker {
         defer { keptMap?.deallocate(); provenanceMap?.deallocate() }
         let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
         let segments = (w + tileWidth - 1) / tileWidth
+        // A tile, its merged values and a row cache per frame for each thread, reused strip
+        // after strip (each strip starts its caches afresh).
+        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
+                                   UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
+                                   (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }) }
+        defer { for (tile, merged, _) in buffers.all { tile.deallocate(); merged.deallocate() } }
         afterBand?()
         let band = min(h, max(1, bandRows ?? h))
         let out = Image<S>(width: w, height: h, channels: c) { dst in
@@ -465,15 +471,11 @@ public enum BurstStacker {
                 let y1 = min(h, y0 + band)
                 // A band splits into two strips per thread (each strip's first rows cost its caches more).
                 let minimumRows = bandRows == nil ? 8 : max(8, (y1 - y0) / (2 * StripExecutor.threadCount))
-                StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in
+                StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in buffers.borrow { tile, merged, caches in
                     let rows = (local.lowerBound + y0)..<(local.upperBound + y0)
-                    let tile = SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c)
-                    defer { tile.deallocate() }
-                    let merged = UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c)
-                    defer { merged.deallocate() }
                     // One cache of converted source rows per frame: the strip is walked down each
                     // column segment in turn, so each source row is converted about once.
-                    let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
+                    for cache in caches { cache.invalidate() }
                     var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
                     defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
                     var x0 = 0
@@ -507,7 +509,7 @@ public enum BurstStacker {
                         }
                         x0 = x1
                     }
-                }
+                }}
                 afterBand?()
                 if options.cancellation?.isCancelled == true { break }
                 y0 = y1
@@ -538,11 +540,12 @@ public enum BurstStacker {
         let segment = 256, xStep = max(segment, w / 8)
         let starts = Array(stride(from: 0, to: max(1, w - segment), by: xStep))
         let mads = LockedBox([Float]())
-        func band(_ b: Int) {
+        // A tile and a row cache per frame for each thread, reused band after band.
+        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: segment, channels: c), (0..<n).map { _ in RowSampler<S>.Cache(pixels: segment) }) }
+        defer { for (tile, _) in buffers.all { tile.deallocate() } }
+        func band(_ b: Int) { buffers.borrow { tile, caches in
             let y0 = min(h - bandRows, (2 * b + 1) * h / (2 * bands) - bandRows / 2)
-            let tile = SampleTile.allocate(frames: n, maxPixels: segment, channels: c)
-            defer { tile.deallocate() }
-            let caches = (0..<n).map { _ in RowSampler<S>.Cache(pixels: segment) }
+            for cache in caches { cache.invalidate() }
             var local: [Float] = []
             for x0 in starts {
                 for y in max(0, y0)..<min(h, max(0, y0) + bandRows) {
@@ -561,7 +564,7 @@ public enum BurstStacker {
                 }
             }
             mads.update { $0.append(contentsOf: local) }
-        }
+        }}
         if let afterRow {
             for b in 0..<bands { band(b); afterRow() }
         } else {
