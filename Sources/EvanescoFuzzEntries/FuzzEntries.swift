@@ -10,6 +10,23 @@ import Foundation
 public enum FuzzEntries {
     /// Small limits: the fuzzer looks for crashes, hangs and leaks, not for big pictures.
     static let fuzzLimits = DecodeLimits(maxPixels: 4_000_000, maxSide: 8192, maxBytes: 256 << 20)
+    /// `bytes` with the CRC of every whole chunk after the PNG signature recomputed.
+    static func withPNGCRCsFixed(_ bytes: [UInt8]) -> [UInt8] {
+        var b = bytes, pos = 8
+        while b.count - pos >= 12 {
+            let length = b[pos..<(pos + 4)].reduce(0) { $0 << 8 | Int($1) }
+            guard length <= b.count - pos - 12 else { break }
+            var c: UInt32 = 0xFFFF_FFFF
+            for v in b[(pos + 4)..<(pos + 8 + length)] {
+                c ^= UInt32(v)
+                for _ in 0..<8 { c = (c >> 1) ^ (0xEDB8_8320 & (0 &- (c & 1))) }
+            }
+            c = ~c
+            for k in 0..<4 { b[pos + 8 + length + k] = UInt8(truncatingIfNeeded: c >> (24 - 8 * k)) }
+            pos += 12 + length
+        }
+        return b
+    }
     static let probe = Image<UInt8>(width: 48, height: 40, channels: 1) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 37) } }
 
     /// The targets, by name.
@@ -47,8 +64,13 @@ public enum FuzzEntries {
         _ = try? PFM.decode(bytes, path: "fuzz.pfm", limits: fuzzLimits)
         },
         "FuzzPNG": { start, count in
+        // As given, and with every chunk's CRC made right: a mutation then reaches what the CRC
+        // guards (the image data, its filters, the chunks' order and sizes) instead of ending
+        // at the first CRC check, in the fast path as in libpng.
         let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
-        _ = try? ImageCodecs.decode(bytes, path: "fuzz.png", options: ReadOptions(limits: fuzzLimits))
+        let fixed = withPNGCRCsFixed(bytes)
+        _ = try? ImageCodecs.decode(fixed, path: "fuzz.png", options: ReadOptions(limits: fuzzLimits))
+        if fixed != bytes { _ = try? ImageCodecs.decode(bytes, path: "fuzz.png", options: ReadOptions(limits: fuzzLimits)) }
         },
         "FuzzRawFrames": { start, count in
         // The raw frame reader on a pipe: frame size and layout from the first bytes, then whatever follows.
