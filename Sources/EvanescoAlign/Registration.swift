@@ -644,7 +644,7 @@ public final class RegistrationReference: Sendable {
             }
             // Capped: when most points disagree (a wrong start locked onto a moving object),
             // a scale grown from the same residuals would call everything an inlier.
-            let sigma = min(4, max(0.5, 1.4826 * Selection.median(&absr)))
+            let sigma = min(4, max(0.5, 1.4826 * (absr.isEmpty ? 0 : Selection.kthOfMagnitudes(&absr, absr.count / 2))))
             // 4. Tukey weights and the normal equations over the steepest-descent rows.
             let s = NormalEquations.sum(tl, smp, wts, parameters: np, offset: off, inverseGain: ig, c2: (4.685 * sigma) * (4.685 * sigma))
             guard s.wsumHessian > 0, let dp = solveSymmetric(s.matrix(np, scaledBy: s.wsum / s.wsumHessian), s.b, np) else {

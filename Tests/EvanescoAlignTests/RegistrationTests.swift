@@ -151,6 +151,30 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
             #expect(Selection.median(&v) == sorted[n / 2])
         }
     }
+
+    /// The selection by bits gives sort's k-th value for every k: magnitudes spread over many
+    /// exponents, ties, zeros, one value, subnormals, infinity; a negative or NaN value takes
+    /// quickselect, with the same answer.
+    @Test func magnitudeSelectionMatchesSort() {
+        var s: UInt64 = 9
+        func next() -> UInt64 { s = s &* 6364136223846793005 &+ 1442695040888963407; return s >> 33 }
+        var cases: [[Float]] = [[0], [3.5], [2, 2, 2, 2], [0, 0, 1, 0], [Float.leastNonzeroMagnitude, 0, 1e-40, 1e-38, .infinity, 7]]
+        for n in [2, 17, 1024, 1031] {
+            cases.append((0..<n).map { _ in Float(next() % 100_000) / 1000 * pow(10, Float(Int(next() % 7) - 3)) })
+            cases.append((0..<n).map { _ in Float(next() % 5) })   // ties
+        }
+        cases.append([1, -2, 3, 0.5])
+        cases.append([1, .nan, 3, 0.5, 2])
+        for (c, values) in cases.enumerated() {
+            let sorted = values.filter { !$0.isNaN }.sorted()
+            for k in Set([0, values.count / 2, values.count - 1, values.count / 3]) where k < values.count {
+                var v = values, w = values
+                let got = Selection.kthOfMagnitudes(&v, k), want = Selection.kth(&w, k)
+                #expect(got.bitPattern == want.bitPattern, "case \(c) k \(k): \(got) vs \(want)")
+                if !values.contains(where: \.isNaN) { #expect(got == sorted[k], "case \(c) k \(k)") }
+            }
+        }
+    }
 }
 
 /// The Oxford graffiti pair: graf1 -> graf3 is a strong viewpoint change (about 20 degrees of
