@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// A merge: reads a tile, writes one value per sample into `out` (same scale).
@@ -72,9 +73,13 @@ struct SigmaClipKernel: MergeKernel {
             }
             return
         }
-        // Offsets wrap: k < frames, p < pixels, so every one lies inside the tile's buffers.
+        // Eight pixels a step in CKernels (each pixel's frames added in order, as below: the
+        // same bits), the rest here. Offsets wrap: k < frames, p < pixels, so every one lies
+        // inside the tile's buffers.
+        var clip = evn_clip_tile(values: t.values, valid: t.valid, thresholds: threshold, stride: t.stride, pixels: t.pixels, frames: t.frames)
+        let done = evn_clip_mean_rgb(&clip, out)
         let frameStride = t.stride, pixels = t.pixels
-        for p in 0..<t.pixels {
+        for p in done..<t.pixels {
             let j = p &* 3
             let (m0, m1, m2) = (out[j], out[j &+ 1], out[j &+ 2])
             let (t0, t1, t2) = (threshold[j], threshold[j &+ 1], threshold[j &+ 2])

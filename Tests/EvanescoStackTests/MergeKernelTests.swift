@@ -215,3 +215,44 @@ func referenceMedian(_ v: [Float]) -> Float {
         #expect(out[3] == 102 && out[4] == 102 && out[5] == 102)   // grey: the median
     }
 }
+
+/// The robust merge's joint-colour clip and mean in CKernels (eight pixels a step) against the
+/// scalar loop it stands in for, bit for bit, and its AVX2 variant against its portable one.
+@Suite struct ClipMeanKernel {
+    @Test("Eight pixels a step give the scalar loop's bits: valid and invalid frames, outliers, pixels the kernel leaves to the caller", arguments: [(7, 13), (20, 29), (51, 40)])
+    func matchesTheScalarLoop(frames: Int, pixels: Int) {
+        let r = RandomTile(frames: frames, pixels: pixels, channels: 3, seed: UInt64(frames * 7 + pixels))
+        defer { r.tile.deallocate() }
+        let t = r.tile, n = t.length
+        // Medians and thresholds of some spread: some frames in, some out, a pixel with none in.
+        let medians = (0..<n).map { j in t.values[j] + Float(j % 5) - 2 }
+        var thresholds = (0..<n).map { j in Float(3 + (j * 7) % 11) }
+        thresholds[3] = -1; thresholds[4] = -1; thresholds[5] = -1   // pixel 1: no frame is kept
+        var want = medians
+        for p in 0..<t.pixels {
+            var s0: Float = 0, s1: Float = 0, s2: Float = 0, count: Float = 0
+            for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
+                let v = (0..<3).map { t.values[k * t.stride + p * 3 + $0] }
+                if (0..<3).allSatisfy({ abs(v[$0] - medians[p * 3 + $0]) <= thresholds[p * 3 + $0] }) {
+                    s0 += v[0]; s1 += v[1]; s2 += v[2]; count += 1
+                }
+            }
+            if count > 0 { want[p * 3] = s0 / count; want[p * 3 + 1] = s1 / count; want[p * 3 + 2] = s2 / count }
+        }
+        var results: [[UInt32]] = []
+        for variant in 0..<(evn_cpu_has_avx2() != 0 ? 2 : 1) {
+            var out = medians
+            let done = thresholds.withUnsafeBufferPointer { th in out.withUnsafeMutableBufferPointer { o in
+                var clip = evn_clip_tile(values: t.values, valid: t.valid, thresholds: th.baseAddress, stride: t.stride, pixels: t.pixels, frames: t.frames)
+                return variant == 0 ? evn_clip_mean_rgb_portable(&clip, o.baseAddress) : evn_clip_mean_rgb_avx2(&clip, o.baseAddress)
+            }}
+            #expect(done == pixels / 8 * 8)
+            #expect(out[(done * 3)...] == medians[(done * 3)...], "the pixels left to the caller are untouched")
+            let same = (0..<(done * 3)).allSatisfy { out[$0].bitPattern == want[$0].bitPattern }
+            #expect(same, "variant \(variant)")
+            #expect(out[3] == medians[3], "a pixel no frame agrees with keeps its median")
+            results.append(out.map(\.bitPattern))
+        }
+        if results.count == 2 { #expect(results[0] == results[1]) }
+    }
+}

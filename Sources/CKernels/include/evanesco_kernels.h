@@ -132,6 +132,23 @@ void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdi
 void evn_normal_sums_portable(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
 void evn_normal_sums_avx2(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
 
+/// A tile of RGB samples seen through every frame (SampleTile): frame k's pixel p at
+/// values[k * stride + 3p], its validity at valid[k * pixels + p]; one threshold per sample.
+typedef struct evn_clip_tile {
+    const float *values;
+    const unsigned char *valid;
+    const float *thresholds;
+    ptrdiff_t stride, pixels, frames;
+} evn_clip_tile;
+
+/// For pixels 0, 8, ... eight at a time: the mean of the valid frames whose every channel lies
+/// within its threshold of `out` (the medians, 3 floats a pixel), written over it (left as it
+/// is where no frame does). Returns the pixels done (a multiple of 8; the caller does the rest).
+/// The AVX2 variant where the CPU has it; the same bits either way.
+ptrdiff_t evn_clip_mean_rgb(const evn_clip_tile *tile, float *out);
+ptrdiff_t evn_clip_mean_rgb_portable(const evn_clip_tile *tile, float *out);
+ptrdiff_t evn_clip_mean_rgb_avx2(const evn_clip_tile *tile, float *out);
+
 /// Prefetches `bytes` from `start` (every cache line) into the cache, for a read soon after: the
 /// stacker's warp reads a row of each of many frames in turn, more streams than the hardware
 /// prefetcher follows.
