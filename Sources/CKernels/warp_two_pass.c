@@ -62,6 +62,26 @@ EVN_AVX2_INLINE void spread4(const float *lut, const int *ph, int t, v4f *a, v4f
     *c = (v4f){ w2, w3, w3, w3 };
 }
 
+// Four pixels (one group) by the per-lane weights of their positions s0 + slope * (g + lane):
+// tap t of vector v reads q[t] + 4v. As Quad.taps and its sums: the same bits.
+EVN_AVX2_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, const float *const q[4], v4f *a, v4f *b, v4f *c) {
+    const v4f l4 = { 0, 1, 2, 3 };
+    const v4f pos = (v4f)s0 + slope * ((v4f)(float)g + l4);
+    int ph[4];
+    for (int k = 0; k < 4; k++) ph[k] = fixed1(pos[k]) & 127;
+    v4f ta[4], tb[4], tc[4];
+    for (int t = 0; t < 4; t++) {
+        v4f wa, wb, wc;
+        spread4(lut, ph, t, &wa, &wb, &wc);
+        ta[t] = load4(q[t]) * wa;
+        tb[t] = load4(q[t] + 4) * wb;
+        tc[t] = load4(q[t] + 8) * wc;
+    }
+    *a = (ta[0] + ta[1]) + (ta[2] + ta[3]);
+    *b = (tb[0] + tb[1]) + (tb[2] + tb[3]);
+    *c = (tc[0] + tc[1]) + (tc[2] + tc[3]);
+}
+
 // Below 0 to 0, then above 255 to 255, as the Swift loops clamp.
 #define CLAMP(v, zero, full) do { v = v < zero ? zero : v; v = v > full ? full : v; } while (0)
 
@@ -92,21 +112,10 @@ EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff
             store8(a, out + 3 * g); store8(b, out + 3 * g + 8); store8(c, out + 3 * g + 16);
             g += 8;
         } else {
-            const v4f l4 = { 0, 1, 2, 3 };
-            const v4f q = (v4f)s0 + drift * ((v4f)(float)g + l4);
-            int ph[4];
-            for (int k = 0; k < 4; k++) ph[k] = fixed1(q[k]) & 127;
-            v4f ta[4], tb[4], tc[4];
-            for (int t = 0; t < 4; t++) {
-                v4f wa, wb, wc;
-                spread4(lut, ph, t, &wa, &wb, &wc);
-                ta[t] = load4(p + 3 * t) * wa;
-                tb[t] = load4(p + 3 * t + 4) * wb;
-                tc[t] = load4(p + 3 * t + 8) * wc;
-            }
-            store4((ta[0] + ta[1]) + (ta[2] + ta[3]), out + 3 * g);
-            store4((tb[0] + tb[1]) + (tb[2] + tb[3]), out + 3 * g + 4);
-            store4((tc[0] + tc[1]) + (tc[2] + tc[3]), out + 3 * g + 8);
+            const float *q[4] = { p, p + 3, p + 6, p + 9 };
+            v4f a, b, c;
+            sum4(lut, s0, drift, g, q, &a, &b, &c);
+            store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
             g += 4;
         }
     }
@@ -142,21 +151,8 @@ EVN_AVX2 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *P, ptrdiff_t
             memset(valid + g, 1, 8);
             g += 8;
         } else {
-            const v4f l4 = { 0, 1, 2, 3 };
-            const v4f q = (v4f)s0 + slope * ((v4f)(float)g + l4);
-            int ph[4];
-            for (int k = 0; k < 4; k++) ph[k] = fixed1(q[k]) & 127;
-            v4f ta[4], tb[4], tc[4];
-            for (int t = 0; t < 4; t++) {
-                v4f wa, wb, wc;
-                spread4(lut, ph, t, &wa, &wb, &wc);
-                ta[t] = load4(p[t]) * wa;
-                tb[t] = load4(p[t] + 4) * wb;
-                tc[t] = load4(p[t] + 8) * wc;
-            }
-            v4f a = (ta[0] + ta[1]) + (ta[2] + ta[3]);
-            v4f b = (tb[0] + tb[1]) + (tb[2] + tb[3]);
-            v4f c = (tc[0] + tc[1]) + (tc[2] + tc[3]);
+            v4f a, b, c;
+            sum4(lut, s0, slope, g, p, &a, &b, &c);
             CLAMP(a, zero4, full4); CLAMP(b, zero4, full4); CLAMP(c, zero4, full4);
             store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
             memset(valid + g, 1, 4);
