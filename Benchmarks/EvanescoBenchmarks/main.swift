@@ -5,6 +5,7 @@
 // since the 2-core machines are shared and noisy.
 import CHeif
 import CKernels
+import CPNG
 import CTurboJPEG
 import EvanescoAlign
 import EvanescoCore
@@ -93,6 +94,22 @@ func bareTurboJPEG(_ bytes: [UInt8]) {
     tjDestroy(h)
 }
 
+/// A PNG through libpng and zlib alone (the shim's calls, as PNGCodec makes them for a file the
+/// plain-PNG reader leaves to libpng).
+func bareLibpng(_ bytes: [UInt8]) {
+    var io = evn_png_io()
+    defer { evn_png_read_end(&io) }
+    bytes.withUnsafeBufferPointer { buf in
+        guard evn_png_read_begin(&io, buf.baseAddress, buf.count) == 0 else { fatalError("libpng could not read the header") }
+        let h = Int(png_get_image_height(io.png, io.info))
+        let rowBytes = Int(png_get_rowbytes(io.png, io.info))
+        let out = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes * h)
+        defer { out.deallocate() }
+        var rows: [UnsafeMutablePointer<UInt8>?] = (0..<h).map { out + $0 * rowBytes }
+        guard rows.withUnsafeMutableBufferPointer({ evn_png_read_rows(&io, $0.baseAddress) }) == 0 else { fatalError("libpng rows") }
+    }
+}
+
 func bareLibheif(_ bytes: [UInt8]) {
     let ctx = evn_heif_context_alloc()
     _ = bytes.withUnsafeBytes { evn_heif_context_read_from_memory_without_copy(ctx, $0.baseAddress, $0.count, nil) }
@@ -122,6 +139,17 @@ if opts.what == "decode" || opts.what == "all" {
                 "bare tjDecompress2", { bareTurboJPEG(jpeg.bytes) })
     try compare("decode 12 MP JPEG (from file)", "ImageCodecs.read", { _ = try ImageCodecs.read(jpeg.path) },
                 "read + bare tjDecompress2", { bareTurboJPEG(try InputFile.read(jpeg.path)) })
+
+    // A burst of PNG frames: highway's 51 (320x240 RGB, every row Sub-filtered), decoded one
+    // after the other on one thread, by ImageCodecs (the plain-PNG reader) and by libpng alone.
+    let pngDir = opts.shared + "/data/bursts/highway/frames"
+    if let names = burstFrames(pngDir) {
+        let files = try names.map { try InputFile.read(pngDir + "/" + $0) }
+        try compare("decode highway's \(files.count) PNG frames", "ImageCodecs.decode", { for f in files { _ = try ImageCodecs.decode(f, path: "f.png") } },
+                    "bare libpng + zlib", { for f in files { bareLibpng(f) } })
+    } else {
+        print("highway PNGs: skipped, \(pngDir) is absent")
+    }
 
     let heic = opts.shared + "/data/depth/pug-iphone13pro/pug.heic"
     if FileManager.default.fileExists(atPath: heic) {
