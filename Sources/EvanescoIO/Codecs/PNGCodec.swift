@@ -21,11 +21,8 @@ enum PNGCodec {
     ///   it off to compare with libpng).
     static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false, fastPath: Bool = true) throws -> DecodedImage {
         // Check the IHDR's claimed size before libpng allocates or reads further.
-        if bytes.count >= 24, bytes[12..<16].elementsEqual(Array("IHDR".utf8)) {
-            let w = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, h = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
-            try limits.check(width: w, height: h, path: path)
-        }
-        if !headerOnly, fastPath, let image = try fastDecode(bytes, path: path, limits: limits) {
+        if let (w, h) = headerSize(bytes) { try limits.check(width: w, height: h, path: path) }
+        if !headerOnly, fastPath, let image = fastDecode(bytes, path: path, limits: limits) {
             return DecodedImage(image: image, format: .png, metadata: ImageMetadata(), storedWidth: image.width, storedHeight: image.height)
         }
         let r = PNGReader()
@@ -73,18 +70,24 @@ enum PNGCodec {
         }
     }
 
+    /// The width and height the IHDR chunk claims, when the file starts with one.
+    static func headerSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
+        guard bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) else { return nil }
+        return (bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, bytes[20..<24].reduce(0) { $0 << 8 | Int($1) })
+    }
+
     /// The plain PNGs of a burst (8- or 16-bit grey, RGB or RGBA, not interlaced, no
     /// transparency, colour profile or EXIF chunk) decoded without libpng, by the shim's
     /// evn_png_fast_read: libdeflate inflates the image data in one call, about twice as fast.
-    /// nil for any other file, and for one it finds fault with: libpng reads those, and says
-    /// what is wrong.
-    static func fastDecode(_ bytes: [UInt8], path: String, limits: DecodeLimits) throws -> AnyImage? {
-        guard bytes.count >= 33, bytes[12..<16].elementsEqual(Array("IHDR".utf8)) else { return nil }
-        func be32(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        let w = be32(16), h = be32(20), depth = Int(bytes[24]), colour = bytes[25]
+    /// nil for any other file, and for one it finds fault with, the limits included: libpng
+    /// reads those, and says what is wrong (the same checks, in the same order as before).
+    static func fastDecode(_ bytes: [UInt8], path: String, limits: DecodeLimits) -> AnyImage? {
+        guard bytes.count >= 33, let (w, h) = headerSize(bytes) else { return nil }
+        let depth = Int(bytes[24]), colour = bytes[25]
         let channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 6 ? 4 : 0
-        guard channels > 0, depth == 8 || depth == 16, bytes[28] == 0 else { return nil }
-        try limits.check(width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: bytes.count, format: "PNG")
+        guard channels > 0, depth == 8 || depth == 16, bytes[28] == 0,
+              (try? limits.check(width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: bytes.count, format: "PNG")) != nil
+        else { return nil }
         func read<S: PixelSample>(_ type: S.Type) -> Image<S>? {
             var status: Int32 = 1
             let image = Image<S>(width: w, height: h, channels: channels) { dst in
