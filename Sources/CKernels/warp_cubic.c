@@ -2,23 +2,7 @@
 // a step with AVX2 (see evanesco_kernels.h). Lane by lane the same operations in the same order
 // as the Swift loop it stands in for (four pixels a step): the same bits.
 #include "evanesco_kernels.h"
-#include "vectors.h"
-
-// round(v * 128) as integers, by the float bit trick (RowSampler's Quad.fixed).
-EVN_AVX2_INLINE v8i fixed(v8f v) {
-    const v8f magic = 12582912.0f;
-    return (v8i)(v * 128 + magic) - 0x4B400000;
-}
-
-// Weights of tap t of 8 pixels (phases ph, rows of the 129 x 4 table), spread over their RGB:
-// the 24 floats of 8 interleaved pixels are 3 vectors, pixel p's channels in lanes 3p..3p+2.
-EVN_AVX2_INLINE void spread(const float *lut, v8i ph, int t, v8f *a, v8f *b, v8f *c) {
-    const v8f w = { lut[ph[0] * 4 + t], lut[ph[1] * 4 + t], lut[ph[2] * 4 + t], lut[ph[3] * 4 + t],
-                    lut[ph[4] * 4 + t], lut[ph[5] * 4 + t], lut[ph[6] * 4 + t], lut[ph[7] * 4 + t] };
-    *a = __builtin_shufflevector(w, w, 0, 0, 0, 1, 1, 1, 2, 2);
-    *b = __builtin_shufflevector(w, w, 2, 3, 3, 3, 4, 4, 4, 5);
-    *c = __builtin_shufflevector(w, w, 5, 5, 6, 6, 6, 7, 7, 7);
-}
+#include "cubic_taps.h"
 
 EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
     const float *pos = W->positions, *lut = W->lut, *block = W->block;
@@ -30,7 +14,7 @@ EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdif
         const v8f p0 = load8(pos + 2 * i), p1 = load8(pos + 2 * i + 8);
         const v8f xs = __builtin_shufflevector(p0, p1, 0, 2, 4, 6, 8, 10, 12, 14);
         const v8f ys = __builtin_shufflevector(p0, p1, 1, 3, 5, 7, 9, 11, 13, 15);
-        const v8i qx = fixed(xs), qy = fixed(ys);
+        const v8i qx = fixed8(xs), qy = fixed8(ys);
         const v8i cx = qx >> 7, ry = qy >> 7;
         const ptrdiff_t ix = cx[0], iy = ry[0];
         // Tap origins on consecutive columns of one row, every tap inside the frame.
@@ -38,7 +22,7 @@ EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdif
         if (!all8(off == 0) || ix < 1 || ix + 9 >= w || iy < 1 || iy + 2 >= h) break;
         const v8i phx = qx & 127, phy = qy & 127;
         v8f xa[4], xb[4], xc[4];
-        for (int t = 0; t < 4; t++) spread(lut, phx, t, &xa[t], &xb[t], &xc[t]);
+        for (int t = 0; t < 4; t++) spread8(lut, phx, t, &xa[t], &xb[t], &xc[t]);
         v8f va = 0, vb = 0, vc = 0, sa[4], sb[4], sc[4];
         for (int r = 0; r < 4; r++) {
             const float *q = block + ((iy - 1 + r) & mask) * stride + (ix - 1 - colBase) * 3;
@@ -49,7 +33,7 @@ EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *W, ptrdif
                 tc[t] = load8(q + 3 * t + 16) * xc[t];
             }
             v8f ya, yb, yc;
-            spread(lut, phy, r, &ya, &yb, &yc);
+            spread8(lut, phy, r, &ya, &yb, &yc);
             sa[r] = ((ta[0] + ta[1]) + (ta[2] + ta[3])) * ya;
             sb[r] = ((tb[0] + tb[1]) + (tb[2] + tb[3])) * yb;
             sc[r] = ((tc[0] + tc[1]) + (tc[2] + tc[3])) * yc;

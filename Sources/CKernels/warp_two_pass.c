@@ -4,29 +4,7 @@
 // four pixels a step; group by group these decide as they do and do, lane by lane, the same
 // operations in the same order: the same bits.
 #include "evanesco_kernels.h"
-#include "vectors.h"
-
-// round(v * 128) as integers, by the float bit trick (RowSampler's Quad.fixed), and one value's.
-EVN_AVX2_INLINE v8i fixed8(v8f v) {
-    const v8f magic = 12582912.0f;
-    return (v8i)(v * 128 + magic) - 0x4B400000;
-}
-EVN_AVX2_INLINE int fixed1(float v) {
-    const float s = v * 128 + 12582912.0f;
-    int bits;
-    memcpy(&bits, &s, sizeof bits);
-    return bits - 0x4B400000;
-}
-
-// Tap t's weights of 8 pixels (phases ph) over their 24 interleaved RGB floats (3 vectors).
-EVN_AVX2_INLINE void spread8(const float *lut, v8i ph, int t, v8f *a, v8f *b, v8f *c) {
-    // (Eight loads: AVX2's gather measured slower here, 5.9 against 5.0 ns a pixel.)
-    const v8f w = { lut[ph[0] * 4 + t], lut[ph[1] * 4 + t], lut[ph[2] * 4 + t], lut[ph[3] * 4 + t],
-                    lut[ph[4] * 4 + t], lut[ph[5] * 4 + t], lut[ph[6] * 4 + t], lut[ph[7] * 4 + t] };
-    *a = __builtin_shufflevector(w, w, 0, 0, 0, 1, 1, 1, 2, 2);
-    *b = __builtin_shufflevector(w, w, 2, 3, 3, 3, 4, 4, 4, 5);
-    *c = __builtin_shufflevector(w, w, 5, 5, 6, 6, 6, 7, 7, 7);
-}
+#include "cubic_taps.h"
 
 // Four taps of 8 pixels' interleaved RGB (3 vectors: a, b, c) summed in pairs: tap t of vector
 // v reads q[t] + 8v and is weighted by w[t] spread over the vector's lanes. With one phase the
