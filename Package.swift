@@ -49,7 +49,7 @@ let package = Package(
                                .product(name: "Hummingbird", package: "hummingbird"),
                                .product(name: "Logging", package: "swift-log")],
                 resources: [.copy("Resources")]),
-        .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces"]),
+        .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
         .executableTarget(name: "evanesco",
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "CMalloc",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
-        .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries"], resources: [.copy("Regressions")]),
+        .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries", "EvanescoCore", "EvanescoIO", "CPNG"], resources: [.copy("Regressions")]),
         // Test support: an HTTP/1.1 client over a socket, for the tests that talk to a real
         // server (the studio's API tests and the browser test's WebDriver).
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),

@@ -1,3 +1,4 @@
+import CPNG
 import EvanescoCore
 import EvanescoFaces
 import EvanescoIO
@@ -16,12 +17,8 @@ public enum FuzzEntries {
         while b.count - pos >= 12 {
             let length = b[pos..<(pos + 4)].reduce(0) { $0 << 8 | Int($1) }
             guard length <= b.count - pos - 12 else { break }
-            var c: UInt32 = 0xFFFF_FFFF
-            for v in b[(pos + 4)..<(pos + 8 + length)] {
-                c ^= UInt32(v)
-                for _ in 0..<8 { c = (c >> 1) ^ (0xEDB8_8320 & (0 &- (c & 1))) }
-            }
-            c = ~c
+            // The CRC the fast path checks with (libdeflate's), over the chunk's type and data.
+            let c = b.withUnsafeBufferPointer { UInt32(libdeflate_crc32(0, $0.baseAddress! + pos + 4, length + 4)) }
             for k in 0..<4 { b[pos + 8 + length + k] = UInt8(truncatingIfNeeded: c >> (24 - 8 * k)) }
             pos += 12 + length
         }
