@@ -234,7 +234,7 @@ final class BurstWorkspace: Sendable {
             try await libraryCall(self.lane) {
                 try ImageCodecs.write(st.result.image, to: out, options: WriteOptions(quality: 95, bitDepth: bits, metadata: st.result.referenceMetadata))
             }
-            return try fileResponse(out, name: name, attachment: true)
+            return try studio.exportResponse(out, name: name)
         }
     }
 }

@@ -16,8 +16,10 @@ final class DepthStudioSession: Sendable {
     /// Mattes the file carries, at preview size, grey PNG.
     let mattes: [String: [UInt8]]
     let original: [UInt8]
-    /// The newest render asked for: an older one still waiting is dropped, not rendered.
-    let newest = LockedBox(0)
+    /// Render requests in the order they arrived: one still waiting when a later one has arrived
+    /// is dropped, not rendered. The order is the server's own count, not a number the page
+    /// sends, so no value of the page's `seq` can make later renders look old.
+    let arrivals = LockedBox(0)
     /// Smaller renderers for dragging (blur and lens cost more per pixel), made once each.
     let smaller = LockedBox([Int: PortraitRenderer]())
 
@@ -112,21 +114,24 @@ final class DepthWorkspace: Sendable {
         router.get("/api/depth/:id/render") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let (view, settings) = try Self.settings(request)
+            // The page's own counter, echoed back so it can match answers to requests.
             let seq = try queryInt(request, "seq", default: 0, range: 0...Int.max)
             // While a slider moves the page may ask for a smaller preview, then the full one on release.
             let long = try queryInt(request, "size", default: self.previewLongSide, range: 64...100_000)
-            s.newest.update { $0 = max($0, seq) }
+            let ticket = s.arrivals.update { n -> Int in n &+= 1; return n }
             if view == "original" { return imageResponse(s.original, type: "image/jpeg") }
             let start = Date()
             let bytes: [UInt8]? = try await libraryCall(self.lane) {
                 // A newer request arrived while this one waited: drop it.
-                if seq < s.newest.value { return nil }
+                if ticket != s.arrivals.value { return nil }
                 let r = try s.renderer(longSide: long).render(settings)
                 return try ImageCodecs.encode(r.image, format: .jpeg, options: WriteOptions(quality: 85))
             }
-            guard let bytes else { return Response(status: .noContent, headers: [.init("X-Dropped")!: "superseded by a newer request"]) }
+            guard let bytes else {
+                return Response(status: .noContent, headers: [.init("X-Dropped")!: "superseded by a newer request", .init("X-Seq")!: String(seq)])
+            }
             let ms = String(format: "%.1f", Date().timeIntervalSince(start) * 1000)
-            return imageResponse(bytes, type: "image/jpeg", headers: [.init("X-Render-Ms")!: ms])
+            return imageResponse(bytes, type: "image/jpeg", headers: [.init("X-Render-Ms")!: ms, .init("X-Seq")!: String(seq)])
         }
         router.get("/api/depth/:id/focus-at") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
@@ -154,7 +159,7 @@ final class DepthWorkspace: Sendable {
                 let r = try s.full.render(settings)
                 try ImageCodecs.write(r.image, to: out, options: WriteOptions(quality: 95, metadata: r.metadata))
             }
-            return try fileResponse(out, name: name, attachment: true)
+            return try studio.exportResponse(out, name: name)
         }
     }
 

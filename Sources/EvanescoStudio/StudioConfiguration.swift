@@ -21,6 +21,20 @@ public struct StudioConfiguration: Sendable {
     /// Bytes a burst's decoded frames may take: a bigger burst keeps only its thumbnails and is
     /// stacked from its files through a temporary file (`StackOptions.memoryLimit`). nil: no limit.
     public var burstMemoryLimit: Int? = 1 << 30
+    /// Seconds a connection may stay silent: a client that has not sent a whole request header
+    /// within this time of connecting (or of its previous answer), or stops sending a body this
+    /// long, is disconnected. Answers being computed and event streams are never cut.
+    public var idleTimeout: Double = 30
+    /// Seconds an export nobody downloaded is kept (a downloaded one is deleted at once).
+    public var exportMaxAge: Double = 900
+    /// Bytes the exports folder may hold; the oldest go first.
+    public var exportMaxBytes = 2 << 30
+    /// Largest decoded size of an uploaded image, bytes, judged from its header before any
+    /// pixel is decoded (default: the burst memory limit, else 1 GB).
+    public var maxUploadDecodedBytes: Int?
+    /// Most decoded bytes an upload may declare per byte of file, above 64 MB decoded: photos
+    /// compress 3-20 times, a decompression bomb a thousand.
+    public var maxUploadExpansion = 200
 
     /// - Parameters:
     ///   - paths: What the file panel lists.

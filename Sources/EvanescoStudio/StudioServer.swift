@@ -27,6 +27,10 @@ public final class Studio: Sendable {
     let uploads = LockedBox(0)
     /// Listing and upload checks: their own lane, so they never wait behind a stack or an export.
     let files = WorkLane("files")
+    /// Exports waiting to be downloaded.
+    let exports: ExportShelf
+    /// The port the server listens on (0 until it does).
+    let listeningPort = LockedBox(0)
 
     /// - Parameter configuration: Paths, address, limits, token.
     /// - Throws: ``StudioError/pathNotFound(_:)`` for a path that does not exist.
@@ -34,12 +38,22 @@ public final class Studio: Sendable {
         guard configuration.maxUploadBytes > 0, configuration.maxUploads > 0, configuration.previewLongSide >= 64 else {
             throw StudioError.badOption("upload limits and the preview size must be positive")
         }
+        guard configuration.idleTimeout.isFinite, configuration.idleTimeout > 0, configuration.exportMaxAge.isFinite,
+              configuration.exportMaxAge >= 0, configuration.exportMaxBytes > 0 else {
+            throw StudioError.badOption("the idle timeout, export age and export size must be positive")
+        }
         self.configuration = configuration
-        var template = Array((NSTemporaryDirectory() + "/evanesco-studio-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw StudioError.badOption("cannot create a temporary folder in \(NSTemporaryDirectory())") }
-        temporaryDirectory = String(cString: made)
-        try FileManager.default.createDirectory(atPath: temporaryDirectory + "/uploads", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: temporaryDirectory + "/downloads", withIntermediateDirectories: true)
+        // Folders of studios that were killed before they could remove their own.
+        StudioFolders.removeStale(in: NSTemporaryDirectory())
+        temporaryDirectory = try StudioFolders.make(in: NSTemporaryDirectory())
+        exports = ExportShelf(directory: temporaryDirectory + "/downloads", maxAge: configuration.exportMaxAge, maxBytes: configuration.exportMaxBytes)
+        do {
+            try FileManager.default.createDirectory(atPath: temporaryDirectory + "/uploads", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: temporaryDirectory + "/downloads", withIntermediateDirectories: true)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporaryDirectory)
+            throw StudioError.badOption("cannot create folders in \(temporaryDirectory): \(error.localizedDescription)")
+        }
         do {
             catalog = try StudioCatalog(paths: configuration.paths, uploads: temporaryDirectory + "/uploads")
         } catch {
@@ -57,15 +71,17 @@ public final class Studio: Sendable {
         try? FileManager.default.removeItem(atPath: temporaryDirectory)
     }
 
-    /// A path for a download file in the temporary folder.
+    /// A path for a download file in the temporary folder; older exports past their age or the
+    /// folder's size are deleted first.
     func downloadPath(_ name: String) -> String {
-        temporaryDirectory + "/downloads/" + UUID().uuidString.prefix(8) + "-" + name
+        exports.sweep()
+        return exports.path(for: name)
     }
 
     /// The router: the page, its static files, and /api/.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: StudioGuard(token: configuration.token, host: configuration.host))
+        router.add(middleware: StudioGuard(token: configuration.token, host: configuration.host, port: listeningPort))
         addPageRoutes(router)
         addFileRoutes(router)
         addJobRoutes(router)
@@ -84,17 +100,30 @@ public final class Studio: Sendable {
     public func run(handlesSignals: Bool = true, ready: @escaping @Sendable (String) -> Void) async throws {
         let host = configuration.host, token = configuration.token
         let listening = LockedBox(false)
+        let boundPort = listeningPort
+        let idle = TimeAmount.milliseconds(Int64((configuration.idleTimeout * 1000).rounded()))
         let app = Application(
             router: router(),
+            server: .http1(configuration: .init(idleTimeout: idle)),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "evanesco-studio"),
             onServerRunning: { channel in
                 listening.update { $0 = true }
                 let port = channel.localAddress?.port ?? 0
+                boundPort.update { $0 = port }
                 let shown = host.contains(":") ? "[\(host)]" : host
                 ready("http://\(shown):\(port)/?token=\(token)")
             },
             logger: { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
         defer { shutdown() }
+        // Exports nobody fetched are deleted after their age even when no request comes.
+        let shelf = exports
+        let sweeper = Task.detached {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(max(1, min(60, shelf.maxAge / 4))))
+                shelf.sweep()
+            }
+        }
+        defer { sweeper.cancel() }
         do { try await app.runService(gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : []) } catch {
             // Whatever stops it before it listens (a port in use, a host that is not an address
             // of this machine) is a bind failure, said with what to do.
@@ -220,12 +249,14 @@ public final class Studio: Sendable {
         }
         let path = dir + "/" + stored
         do {
+            let check = uploadCheck
             try await files.run {
-                if kind == "video" { _ = try VideoIO.probe(path) } else { _ = try ImageCodecs.read(path) }
+                if kind == "video" { _ = try VideoIO.probe(path) } else { try check(path) }
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
-            throw HTTPError(.unprocessableContent, message: "\(name): \(oneLine(error))")
+            // The library names the stored file; the page knows it by the name it sent.
+            throw HTTPError(.unprocessableContent, message: "\(name): " + oneLine(error).replacingOccurrences(of: path + ": ", with: ""))
         }
         kept = true
         let attrs = try? FileManager.default.attributesOfItem(atPath: path)
@@ -233,6 +264,30 @@ public final class Studio: Sendable {
         if kind == "image", StudioCatalog.depthCarriers.contains((stored as NSString).pathExtension.lowercased()), catalog.hasDepth(path) { entryKind = "depth" }
         return try jsonResponse(CatalogEntry(root: catalog.uploadsIndex, path: stored, kind: entryKind,
                                              bytes: (attrs?[.size] as? NSNumber)?.intValue, frames: nil), status: .created)
+    }
+
+    /// Checks an uploaded image: its header first, against the studio's decode budget and the
+    /// expansion a real photo can have (a decompression bomb is refused by its declared size,
+    /// before any pixel is decoded), then the whole image within the same limits.
+    var uploadCheck: @Sendable (String) throws -> Void {
+        let budget = configuration.maxUploadDecodedBytes ?? configuration.burstMemoryLimit ?? (1 << 30)
+        let expansion = configuration.maxUploadExpansion
+        return { path in
+            let limits = DecodeLimits(maxBytes: budget)
+            let header = try ImageCodecs.probe(path, limits: limits)
+            var st = stat()
+            let fileBytes = stat(path, &st) == 0 ? max(1, Int(st.st_size)) : 1
+            let channels = max(1, header.image.channels), sample = max(1, header.image.bitDepth / 8)
+            let (pixels, o1) = header.storedWidth.multipliedReportingOverflow(by: header.storedHeight)
+            let (declared, o2) = pixels.multipliedReportingOverflow(by: channels * sample)
+            if o1 || o2 || declared > budget {
+                throw StudioError.badOption("the header declares \(header.storedWidth)x\(header.storedHeight) pixels, more than the studio decodes (\(budget >> 20) MB; --memory-limit raises it); it was not decoded")
+            }
+            if declared > 64 << 20 && declared / fileBytes > expansion {
+                throw StudioError.badOption("the header declares \(header.storedWidth)x\(header.storedHeight) pixels (\(declared >> 20) MB) in a file of \(fileBytes >> 10) KB, \(declared / fileBytes) times its size: a decompression bomb, not a photo; it was not decoded")
+            }
+            _ = try ImageCodecs.read(path, options: ReadOptions(limits: limits))
+        }
     }
 
     // MARK: Jobs
@@ -254,7 +309,7 @@ public final class Studio: Sendable {
         router.get("/api/jobs/:id/download") { _, context -> Response in
             let job = try self.jobs.get(context.parameters.get("id"))
             guard let d = job.download else { throw HTTPError(.conflict, message: "the job has nothing to download (yet)") }
-            return try fileResponse(d.path, name: d.name, attachment: true, type: d.contentType)
+            return try self.exportResponse(d.path, name: d.name, type: d.contentType)
         }
     }
 
@@ -298,8 +353,22 @@ func imageResponse(_ bytes: [UInt8], type: String, headers extra: HTTPFields = [
     return Response(status: .ok, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
 }
 
+extension Studio {
+    /// An export, sent once: the file is deleted as it is read (exports never pile up).
+    func exportResponse(_ path: String, name: String, type: String? = nil) throws -> Response {
+        guard let data = exports.take(path) else {
+            throw HTTPError(.gone, message: "\(name) was already downloaded or has expired; export it again")
+        }
+        return dataResponse(data, name: name, attachment: true, type: type)
+    }
+}
+
 func fileResponse(_ path: String, name: String, attachment: Bool, type: String? = nil) throws -> Response {
     guard let data = FileManager.default.contents(atPath: path) else { throw HTTPError(.notFound, message: "\(name) cannot be read") }
+    return dataResponse(data, name: name, attachment: attachment, type: type)
+}
+
+func dataResponse(_ data: Data, name: String, attachment: Bool, type: String? = nil) -> Response {
     let ext = (name as NSString).pathExtension.lowercased()
     let t = type ?? ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "tif": "image/tiff", "tiff": "image/tiff",
                      "heic": "image/heic", "heif": "image/heif", "mp4": "video/mp4", "json": "application/json"][ext] ?? "application/octet-stream"

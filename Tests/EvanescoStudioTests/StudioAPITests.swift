@@ -9,7 +9,15 @@ import Testing
 
 let tokenHeader = HTTPField.Name("X-Evanesco-Token")!
 let authorized: HTTPFields = [tokenHeader: "t0ken"]
-let fromPage: HTTPFields = [tokenHeader: "t0ken", .origin: "http://localhost:8750", .contentType: "application/json"]
+let requestHeader = HTTPField.Name("X-Evanesco-Request")!
+
+extension StudioClient {
+    /// What the studio's own page sends with a request that changes something: the token, the
+    /// studio's exact origin (scheme, host, port) and the request header.
+    var fromPage: HTTPFields {
+        [tokenHeader: "t0ken", .origin: "http://127.0.0.1:\(port)", requestHeader: "1", .contentType: "application/json"]
+    }
+}
 
 func json(_ body: ByteBuffer) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
@@ -108,25 +116,84 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let body = buffer(#"{"root":0,"path":"burst"}"#)
         try await StudioFixtures.serve(studio) { client in
             try await client.execute(uri: "/api/burst/open", method: .post, headers: authorized, body: body) { #expect($0.status == .forbidden) }
-            let evil = with(fromPage, .origin, "http://evil.example")
+            let evil = with(client.fromPage, .origin, "http://evil.example")
             try await client.execute(uri: "/api/burst/open", method: .post, headers: evil, body: body) { r in
                 #expect(r.status == .forbidden)
                 #expect(errorMessage(r).contains("Origin"))
             }
-            let rebinding = with(fromPage, .origin, "http://127.0.0.1.evil.example:8750")
+            let rebinding = with(client.fromPage, .origin, "http://127.0.0.1.evil.example:\(client.port)")
             try await client.execute(uri: "/api/burst/open", method: .post, headers: rebinding, body: body) { #expect($0.status == .forbidden) }
-            let crossSite = with(fromPage, HTTPField.Name("Sec-Fetch-Site")!, "cross-site")
+            let crossSite = with(client.fromPage, HTTPField.Name("Sec-Fetch-Site")!, "cross-site")
             try await client.execute(uri: "/api/burst/open", method: .post, headers: crossSite, body: body) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: body) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: body) { #expect($0.status == .ok) }
+        }
+    }
+
+    /// The forgery a page on another port of this machine could send: the same site to a browser
+    /// (so the SameSite=Strict cookie goes along), a `text/plain` POST that needs no preflight.
+    @Test func anotherLocalPortIsNotTheStudiosPage() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        let body = buffer(#"{"root":0,"path":"burst"}"#)
+        try await StudioFixtures.serve(studio) { client in
+            let cookie: HTTPFields = [.cookie: "evanesco-token=t0ken", .contentType: "text/plain"]
+            for origin in ["http://127.0.0.1:3000", "http://localhost:3000", "http://127.0.0.1:\(client.port + 1)", "http://127.0.0.1",
+                           "https://127.0.0.1:\(client.port)", "http://localhost:\(client.port)", "http://127.0.0.1:\(client.port)/x", "null"] {
+                let forged = with(with(cookie, .origin, origin), requestHeader, "1")
+                try await client.execute(uri: "/api/burst/open", method: .post, headers: forged, body: body) { r in
+                    #expect(r.status == .forbidden, "\(origin): \(r.status)")
+                    #expect(errorMessage(r).contains("Origin"), "\(origin)")
+                }
+            }
+            // The studio's own origin with the cookie, but without the page's request header: a
+            // simple request, which any page could make; refused.
+            let simple = with(cookie, .origin, "http://127.0.0.1:\(client.port)")
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: simple, body: body) { r in
+                #expect(r.status == .forbidden)
+                #expect(errorMessage(r).contains("X-Evanesco-Request"))
+            }
+            // The preflight a page elsewhere needs before it may send that header: refused, with
+            // no Access-Control-Allow-* header, so the browser never sends the request.
+            let preflight: HTTPFields = [.origin: "http://127.0.0.1:3000", HTTPField.Name("Access-Control-Request-Method")!: "POST",
+                                         HTTPField.Name("Access-Control-Request-Headers")!: "x-evanesco-request,content-type"]
+            try await client.execute(uri: "/api/burst/open", method: .options, headers: preflight) { r in
+                #expect(r.status == .forbidden)
+                #expect(!r.headers.contains { $0.name.rawName.lowercased().hasPrefix("access-control-allow") })
+            }
+            // A browser's fetch from another local page names itself same-site: refused even for
+            // GET (no render, no export, no file read for another page).
+            let sameSite = with(authorized, HTTPField.Name("Sec-Fetch-Site")!, "same-site")
+            try await client.execute(uri: "/api/files", method: .get, headers: sameSite) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/files", method: .get, headers: with(authorized, HTTPField.Name("Sec-Fetch-Site")!, "same-origin")) {
+                #expect($0.status == .ok)
+            }
+            // A link from elsewhere to the page itself still opens it (the token decides the rest).
+            try await client.execute(uri: "/?token=t0ken", method: .get, headers: [HTTPField.Name("Sec-Fetch-Site")!: "same-site"]) { #expect($0.status == .ok) }
+            // A Host naming another port than the studio's is refused too.
+            let otherPort = try RawHTTP.get(port: client.port, path: "/api/health", host: "127.0.0.1:\(client.port + 1)", headers: ["X-Evanesco-Token: t0ken"])
+            #expect(otherPort.hasPrefix("HTTP/1.1 403"), "\(otherPort.prefix(60))")
+            // Nothing was opened by any of it: the first burst session is still to be made.
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: body) { r in
+                #expect(r.status == .ok)
+                #expect(json(r.body)["session"] as? String == "burst1", "\(json(r.body))")
+            }
         }
     }
 
     @Test func hostAndOriginNames() {
-        let g = StudioGuard<BasicRequestContext>(token: "x", host: "127.0.0.1")
-        #expect(g.hostAllowed("127.0.0.1:8750") && g.hostAllowed("localhost:1") && g.hostAllowed("[::1]:80") && g.hostAllowed("LOCALHOST"))
+        let port = LockedBox(8750)
+        let g = StudioGuard<BasicRequestContext>(token: "x", host: "127.0.0.1", port: port)
+        #expect(g.hostAllowed("127.0.0.1:8750") && g.hostAllowed("localhost:8750") && g.hostAllowed("[::1]:8750") && g.hostAllowed("LOCALHOST"))
+        #expect(!g.hostAllowed("127.0.0.1:8751") && !g.hostAllowed("[::1]:80") && !g.hostAllowed("localhost:x"))
         #expect(!g.hostAllowed("evil.example:8750") && !g.hostAllowed("127.0.0.1.nip.io") && !g.hostAllowed(nil) && !g.hostAllowed(""))
-        #expect(g.originAllowed("http://localhost:8750") && g.originAllowed("http://127.0.0.1:1"))
-        #expect(!g.originAllowed("https://localhost:8750") && !g.originAllowed("http://localhost.evil:1") && !g.originAllowed("null"))
+        #expect(g.originAllowed("http://localhost:8750", host: "localhost:8750") && g.originAllowed("http://127.0.0.1:8750", host: "127.0.0.1:8750"))
+        #expect(g.originAllowed("http://[::1]:8750", host: "[::1]:8750"))
+        #expect(!g.originAllowed("http://localhost:8750", host: "127.0.0.1:8750"), "another host name is another origin")
+        #expect(!g.originAllowed("http://127.0.0.1:3000", host: "127.0.0.1:8750"), "another port is another origin")
+        #expect(!g.originAllowed("http://127.0.0.1", host: "127.0.0.1:8750") && !g.originAllowed("http://127.0.0.1:8750/", host: "127.0.0.1:8750"))
+        #expect(!g.originAllowed("https://localhost:8750", host: "localhost:8750") && !g.originAllowed("http://localhost.evil:1", host: "localhost:1"))
+        #expect(!g.originAllowed("null", host: "localhost:8750") && !g.originAllowed("http://localhost:8750", host: nil))
         #expect(StudioGuard<BasicRequestContext>.same("abc", "abc") && !StudioGuard<BasicRequestContext>.same("abc", "abd") && !StudioGuard<BasicRequestContext>.same("abc", "ab"))
     }
 
@@ -182,8 +249,8 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s) { $0.maxUploadBytes = 200_000; $0.maxUploads = 3 }
         defer { studio.shutdown() }
         let png = try ImageCodecs.encode(.uint8(StudioFixtures.burstFrame(1)), format: .png)
-        let upload = with(fromPage, .contentType, "application/octet-stream")
         try await StudioFixtures.serve(studio) { client in
+            let upload = with(client.fromPage, .contentType, "application/octet-stream")
             // Not an image, though it says so.
             try await client.execute(uri: "/api/upload?name=bad.jpg", method: .post, headers: upload, body: buffer("this is not a JPEG")) { r in
                 #expect(r.status == .unprocessableContent)
@@ -252,7 +319,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s) { if throughAFile { $0.burstMemoryLimit = 1 } }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
+            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
                 #expect(r.status == .ok)
                 let o = json(r.body)
                 #expect((o["frames"] as? [[String: Any]])?.map { $0["name"] as! String } == ["frame00.png", "frame01.png", "frame02.png"])
@@ -263,12 +330,12 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 #expect(max(img.width, img.height) == 192)
             }
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
-            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer(#"{"reference":7}"#)) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer(#"{"merge":"average"}"#)) { r in
+            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer(#"{"reference":7}"#)) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer(#"{"merge":"average"}"#)) { r in
                 #expect(r.status == .badRequest)
                 #expect(errorMessage(r).contains("median"))
             }
-            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage,
+            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
                                                        body: buffer(#"{"reference":1,"align":"auto","merge":"median"}"#)) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.first == "queued" && events.contains("started") && events.contains("progress") && events.last == "done", "\(events)")
@@ -310,21 +377,21 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) {
+            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) {
                 json($0.body)["session"] as! String
             }
             // Hold the burst lane so the stack is still queued when it is cancelled.
             let gate = DispatchSemaphore(value: 0)
             studio.burst.lane.start { gate.wait() }
-            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: fromPage, body: buffer("{}")) {
+            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer("{}")) {
                 json($0.body)["job"] as! String
             }
-            try await client.execute(uri: "/api/jobs/\(job)/cancel", method: .post, headers: fromPage) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/jobs/\(job)/cancel", method: .post, headers: client.fromPage) { #expect($0.status == .ok) }
             gate.signal()
             let events = try await Self.events(client, job: job)
             #expect(events == ["queued", "cancelled"], "\(events)")
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
-            try await client.execute(uri: "/api/jobs/nope/cancel", method: .post, headers: fromPage) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/jobs/nope/cancel", method: .post, headers: client.fromPage) { #expect($0.status == .notFound) }
         }
     }
 
@@ -333,7 +400,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { r in
+            let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { r in
                 #expect(r.status == .ok)
                 return json(r.body)
             }
@@ -356,8 +423,6 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             #expect(m.samples[60 * 160 + 20] > 240 && m.samples[60 * 160 + 140] < 15)
             let m2 = try await mask(far)
             #expect(m2.samples[60 * 160 + 20] < 15 && m2.samples[60 * 160 + 140] > 240)
-            // A request older than one already seen is dropped, not rendered.
-            try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.5&seq=0", method: .get, headers: authorized) { #expect($0.status == .noContent) }
             for bad in ["focus=nan", "focus=inf", "focus=2", "slope=-1", "effect=mask", "view=x", "refine=magic"] {
                 try await client.execute(uri: "/api/depth/\(session)/render?\(bad)&seq=5", method: .get, headers: authorized) { r in
                     #expect(r.status == .badRequest, "\(bad)")
@@ -374,7 +439,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 #expect(img.width == 320 && img.height == 240)
             }
             try await client.execute(uri: "/api/depth/\(session)/matte?kind=hair", method: .get, headers: authorized) { #expect($0.status == .notFound) }
-            try await client.execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"plain.png"}"#)) { r in
+            try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"plain.png"}"#)) { r in
                 #expect(r.status == .unprocessableContent)
                 #expect(errorMessage(r).contains("plain.png"))
             }
@@ -386,7 +451,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
+            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
                                                            body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)) { r in
                 #expect(r.status == .ok)
                 let o = json(r.body)
@@ -413,7 +478,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             #expect(withBackground.samples[(120 * w + 280) * 3] > 20)
             try await client.execute(uri: "/api/backdrop/\(session)/render?bgRoot=0&bgPath=../secret.txt", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
             try await client.execute(uri: "/api/backdrop/\(session)/render?gamma=0", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
-            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: fromPage) { json($0.body)["job"] as! String }
+            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")
             try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
@@ -442,7 +507,7 @@ extension StudioWorkspaces {
             try ImageCodecs.write(.uint16(d), to: depth + "/d\(k).png")
         }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: fromPage,
+            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
                                                            body: buffer(#"{"color":{"root":0,"path":"clip-color"},"depth":{"root":0,"path":"clip-depth"}}"#)) { r in
                 #expect(r.status == .ok, "\(errorMessage(r))")
                 let o = json(r.body)
@@ -457,7 +522,7 @@ extension StudioWorkspaces {
                 #expect(mask.samples[64 * 192 + 20 * k + 40] > 200 && mask.samples[64 * 192 + 170] < 30, "frame \(k)")
             }
             try await client.execute(uri: "/api/backdrop/\(session)/render?frame=3", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
-            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export", method: .post, headers: fromPage) { json($0.body)["job"] as? String ?? "" }
+            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export", method: .post, headers: client.fromPage) { json($0.body)["job"] as? String ?? "" }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")
             try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
