@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import HTTPTestSupport
 import Testing
 
 /// `evanesco studio` as a user starts it: a process whose one line on stdout is the URL, stopped
@@ -244,6 +245,11 @@ struct StudioBrowser {
             try await browser.click("[data-testid=tab-burst]")
             try await browser.wait("!document.querySelector('[data-testid=workspace-burst]').hidden", what: "the burst workspace again")
             #expect(try await browser.run("return (await fetch('/api/health')).status;") as? Int == 200)
+
+            // Cross-port forgery: a page served from another port of this machine is the same site
+            // to the browser (the SameSite=Strict cookie goes along) but another origin. It tries
+            // what the studio's page does; every attempt fails and nothing is stored.
+            try await CrossPortPage.attack(browser: browser, studioURL: url, scratch: s)
         } catch {
             await browser.quit()
             _ = studio.interrupt()
@@ -255,5 +261,73 @@ struct StudioBrowser {
         let end = studio.interrupt()
         #expect(end.status == 0 && end.rest.isEmpty, "status \(end.status), stdout \(end.rest), stderr \(end.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: s.file("tmp")).isEmpty)
+    }
+}
+
+/// A page on another local port that tries to use the studio: simple `text/plain` POSTs (no
+/// preflight), a request with the page's header (needs a preflight), a read of the file list,
+/// and a form posted into a frame.
+enum CrossPortPage {
+    static func attack(browser: WebDriver, studioURL url: String, scratch s: Scratch) async throws {
+        let studioOrigin = String(url.prefix { $0 != "?" }.dropLast())   // http://127.0.0.1:PORT
+        let port = Int(studioOrigin.split(separator: ":").last ?? "") ?? 0
+        let token = String(url.split(separator: "=").last ?? "")
+        let dir = s.file("evil")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let png = Data(try ImageCodecs.encode(.uint8(StudioData.frame(0)), format: .png)).base64EncodedString()
+        let page = """
+            <!doctype html><html><body><iframe name="sink"></iframe>
+            <form id="f" method="POST" target="sink" enctype="text/plain" action="\(studioOrigin)/api/upload?name=forged-form.png">
+            <input name="x" value="y"></form>
+            <script>
+            window.results = {};
+            const studio = '\(studioOrigin)';
+            const png = Uint8Array.from(atob('\(png)'), c => c.charCodeAt(0));
+            async function attempt(name, f) {
+              try { const r = await f(); window.results[name] = r.type === 'opaque' ? 'sent' : String(r.status); }
+              catch (e) { window.results[name] = 'blocked'; }
+            }
+            (async () => {
+              const plain = { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'Content-Type': 'text/plain' } };
+              await attempt('plain-upload', () => fetch(studio + '/api/upload?name=forged-plain.png', { ...plain, body: png }));
+              await attempt('plain-open', () => fetch(studio + '/api/burst/open', { ...plain, body: JSON.stringify({ root: 0, path: 'burst' }) }));
+              await attempt('header-upload', () => fetch(studio + '/api/upload?name=forged-header.png',
+                { method: 'POST', credentials: 'include', headers: { 'X-Evanesco-Request': '1' }, body: png }));
+              await attempt('read-files', () => fetch(studio + '/api/files', { credentials: 'include' }));
+              document.getElementById('f').submit();
+              await new Promise(r => setTimeout(r, 800));
+              document.body.dataset.done = 'true';
+            })();
+            </script></body></html>
+            """
+        try page.write(toFile: dir + "/index.html", atomically: true, encoding: .utf8)
+        let evilPort = try WebDriver.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", "-m", "http.server", String(evilPort), "--bind", "127.0.0.1", "--directory", dir]
+        server.standardOutput = FileHandle.nullDevice; server.standardError = FileHandle.nullDevice
+        try server.run()
+        // SIGKILL: a test process may have set SIGTERM to be ignored, which its children inherit.
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        // Wait for it to listen.
+        for _ in 0..<100 {
+            if (try? HTTP1.blocking("GET", port: evilPort, path: "/index.html", timeout: 1))?.status == 200 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await browser.open("http://127.0.0.1:\(evilPort)/index.html")
+        do {
+            try await browser.wait("document.body && document.body.dataset.done === 'true'", what: "the other page's attempts")
+        } catch {
+            let r = try? await browser.run("return JSON.stringify(window.results) + ' ' + location.href;")
+            throw WebDriver.Failure(description: "\(error); results so far: \(String(describing: r))")
+        }
+        let results = try await browser.run("return JSON.stringify(window.results);") as? String ?? ""
+        // The preflighted request and the read never get through; the simple ones are sent blind.
+        #expect(results.contains(#""header-upload":"blocked""#) && results.contains(#""read-files":"blocked""#), "\(results)")
+        // The studio stored nothing and opened nothing for it: its file list (read with the token
+        // from here) has no forged upload.
+        let list = try HTTP1.blocking("GET", port: port, path: "/api/files", headers: [("X-Evanesco-Token", token)])
+        let listing = String(decoding: list.body, as: UTF8.self)
+        #expect(list.status == 200 && !listing.contains("forged"), "\(listing.prefix(400))")
     }
 }
