@@ -11,41 +11,89 @@ public enum AtomicOutput {
     /// Calls `produce` with a temporary path in the destination's folder; on success moves it to
     /// `path`. Throws `outputExists` before doing any work when `path` exists and `!overwrite`.
     public static func write(to path: String, overwrite: Bool, _ produce: (String) throws -> Void) throws {
-        let url = URL(fileURLWithPath: path)
         let dir = try checkFile(path, overwrite: overwrite)
-        // Hidden, in the same folder (so rename is atomic), keeping the extension so that tools
-        // which pick a format from the name (ffmpeg) still can.
-        let ext = url.pathExtension.isEmpty ? "tmp" : url.pathExtension
-        let temp = dir + "/." + url.deletingPathExtension().lastPathComponent + ".evanesco-\(UUID().uuidString.prefix(8)).\(ext)"
+        let temp = temporaryName(for: path, in: dir)
         Cleanup.add(file: temp)
         defer { unlink(temp); Cleanup.remove(file: temp) }
         try produce(temp)
+        // A writer that reported success but left nothing is not a success.
+        var st = stat()
+        guard stat(temp, &st) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
         if overwrite {
-            guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+            guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
         } else {
             if link(temp, path) != 0 {
                 let e = errno
                 if e == EEXIST { throw ImageIOError.outputExists(path: path) }
+                if e == ENAMETOOLONG || e == ENOSPC || e == EROFS || e == EDQUOT {
+                    throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(e))
+                }
                 // File systems without hard links: fall back to a checked rename.
                 if FileManager.default.fileExists(atPath: path) { throw ImageIOError.outputExists(path: path) }
-                guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+                guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
             }
         }
+        Cleanup.add(placed: path)
+    }
+
+    /// Makes a folder for outputs (and any missing parents), with an error that says why it
+    /// cannot be made; the top-most folder it made is remembered for ``Cleanup/rollBack()``.
+    public static func makeFolder(_ path: String) throws {
+        var existing = URL(fileURLWithPath: path).standardizedFileURL
+        var top: String? = nil
+        var isDir: ObjCBool = false
+        while !FileManager.default.fileExists(atPath: existing.path, isDirectory: &isDir) {
+            top = existing.path
+            existing.deleteLastPathComponent()
+        }
+        guard isDir.boolValue else { throw ImageIOError.cannotWrite(path: path, reason: "\(existing.path) is a file, not a folder") }
+        guard let top else { return }
+        try checkName(path)
+        try checkWritable(folder: existing.path, for: path)
+        guard mkdirs(path) else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
+        Cleanup.add(madeFolder: top)
+    }
+
+    /// mkdir -p, keeping errno on failure.
+    private static func mkdirs(_ path: String) -> Bool {
+        if mkdir(path, 0o755) == 0 || errno == EEXIST { return true }
+        guard errno == ENOENT else { return false }
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !parent.isEmpty, parent != path, mkdirs(parent) else { return false }
+        return mkdir(path, 0o755) == 0 || errno == EEXIST
+    }
+
+    /// A hidden name in `dir` for the temporary file: short whatever the output's name (so an
+    /// output name of 255 bytes, the most a file system allows, still works), and keeping a short
+    /// extension so that tools which pick a format from the name (ffmpeg) still can.
+    static func temporaryName(for path: String, in dir: String) -> String {
+        let ext = (path as NSString).pathExtension
+        let kept = !ext.isEmpty && ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } ? ext : "tmp"
+        var g = SystemRandomNumberGenerator()
+        let tag = String(UInt64.random(in: 0...UInt64.max, using: &g), radix: 36)
+        return dir + "/.evn-" + tag + "." + kept
     }
 
     /// Checks every output of a run together, before any work, so that a refusal never comes
-    /// after something was written: each file's folder exists, no output is a folder, an input,
-    /// or another output, and none exists unless `overwrite`; each directory output is a folder
-    /// or can be made.
+    /// after something was written: each file's folder exists and is writable with room left, its
+    /// name fits the file system, no output is a folder, an input, or another output, none exists
+    /// unless `overwrite`, and every image output has an extension we write; each directory
+    /// output is a writable folder or can be made in one.
     ///
     /// - Parameters:
     ///   - files: Output files (nil entries are ignored; `-` is standard output).
+    ///   - images: Output files that must be images (.jpg, .png, .tif); checked like `files` too.
     ///   - directories: Output folders.
     ///   - inputs: Files the run reads; an output may never be one of them, even with `overwrite`.
     ///   - overwrite: Whether existing output files may be replaced.
-    /// - Throws: `ImageIOError.outputExists`, `.outputIsInput` or `.cannotWrite`.
-    public static func check(files: [String?], directories: [String?] = [], inputs: [String], overwrite: Bool) throws {
-        let outs = files.compactMap { $0 }.filter { $0 != "-" }
+    /// - Throws: `ImageIOError.outputExists`, `.outputIsInput`, `.unknownOutputExtension` or `.cannotWrite`.
+    public static func check(files: [String?] = [], images: [String?] = [], directories: [String?] = [], inputs: [String], overwrite: Bool) throws {
+        for p in images.compactMap({ $0 }) {
+            guard let f = ImageFormat.forOutput(extension: (p as NSString).pathExtension), f != .heif else {
+                throw ImageIOError.unknownOutputExtension(path: p)
+            }
+        }
+        let outs = (files + images).compactMap { $0 }.filter { $0 != "-" }
         let dirs = directories.compactMap { $0 }
         func identity(_ p: String) -> String {
             var st = stat()
@@ -62,24 +110,53 @@ public enum AtomicOutput {
         }
         for p in outs {
             let dir = try checkFile(p, overwrite: overwrite)
-            guard access(dir, W_OK) == 0 else { throw ImageIOError.cannotWrite(path: p, reason: "folder \(dir) is not writable") }
+            try checkWritable(folder: dir, for: p)
         }
         for d in dirs {
+            try checkName(d)
             var isDir: ObjCBool = false
             if FileManager.default.fileExists(atPath: d, isDirectory: &isDir) {
                 if !isDir.boolValue { throw ImageIOError.cannotWrite(path: d, reason: "it is a file, not a folder") }
+                try checkWritable(folder: d, for: d)
             } else {
                 let parent = URL(fileURLWithPath: d).deletingLastPathComponent().path
                 guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDir), isDir.boolValue else {
                     throw ImageIOError.cannotWrite(path: d, reason: "folder \(parent) does not exist")
                 }
+                try checkWritable(folder: parent, for: d)
             }
         }
     }
 
-    /// The one check of an output file: its folder exists, it is not a folder, and it does not
-    /// exist unless `overwrite`. Returns the folder.
+    /// Free bytes below which a folder counts as full before any work starts (a write that needs
+    /// more than is left still fails, cleanly, when it happens).
+    public static let minimumFreeBytes = 256 << 10
+
+    /// The folder can be written in: not read-only, permitted, with room left.
+    static func checkWritable(folder dir: String, for path: String) throws {
+        guard access(dir, W_OK) == 0 else {
+            let e = errno
+            throw ImageIOError.cannotWrite(path: path, reason: e == EROFS ? WriteFailure.reason(EROFS) : "folder \(dir) is not writable (\(WriteFailure.reason(e)))")
+        }
+        var fs = statvfs()
+        if statvfs(dir, &fs) == 0 {
+            let free = Int(clamping: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize))
+            if free < minimumFreeBytes {
+                throw ImageIOError.cannotWrite(path: path, reason: "\(WriteFailure.reason(ENOSPC)) (\(free >> 10) KB free in \(dir))")
+            }
+        }
+    }
+
+    /// The last component fits the file system's limit of 255 bytes.
+    static func checkName(_ path: String) throws {
+        let name = (path as NSString).lastPathComponent
+        if name.utf8.count > 255 { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(ENAMETOOLONG)) }
+    }
+
+    /// The one check of an output file: its name fits, its folder exists, it is not a folder,
+    /// and it does not exist unless `overwrite`. Returns the folder.
     static func checkFile(_ path: String, overwrite: Bool) throws -> String {
+        try checkName(path)
         let dir = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
@@ -92,12 +169,70 @@ public enum AtomicOutput {
         return dir
     }
 
-    /// Writes bytes atomically.
+    /// Writes bytes atomically; every write is checked (a full disk, a read-only folder and a
+    /// short write are errors that say so).
     public static func write(_ bytes: [UInt8], to path: String, overwrite: Bool) throws {
         try write(to: path, overwrite: overwrite) { temp in
-            guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)) else {
-                throw ImageIOError.cannotWrite(path: path, reason: "could not create a file in its folder")
+            try WriteFailure.writeFile(bytes, to: temp, reportPath: path)
+        }
+    }
+}
+
+/// Why a write failed, in words that say what to do, and the checked write itself.
+public enum WriteFailure {
+    /// The cause of a failed write or rename, from its errno.
+    public static func reason(_ code: Int32) -> String {
+        switch code {
+        case ENOSPC: "no space left on the device; free some space or write to another disk"
+        case EDQUOT: "the disk quota is used up; free some space or write elsewhere"
+        case EROFS: "the file system is read-only; write to another folder"
+        case ENAMETOOLONG: "the name is longer than the file system allows (255 bytes a name); choose a shorter name"
+        case EACCES, EPERM: "permission denied; choose a folder you can write to"
+        case ENOENT: "its folder does not exist (or was removed while writing)"
+        case ENOTDIR: "a part of the path is a file, not a folder"
+        case EISDIR: "it is a folder"
+        case EIO: "an I/O error on the device"
+        case EFBIG: "the file is larger than the file system allows"
+        default: String(cString: strerror(code))
+        }
+    }
+
+    /// Creates `path` (which must not exist) and writes all of `bytes`, checking every write and
+    /// the close; on failure the file is removed and the error names `reportPath` and the cause.
+    public static func writeFile(_ bytes: [UInt8], to path: String, reportPath: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ImageIOError.cannotWrite(path: reportPath, reason: reason(errno)) }
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
+                if n < 0 && errno == EINTR { continue }
+                // A write of 0 bytes where some were asked is a full device.
+                guard n > 0 else { failure = n == 0 ? ENOSPC : errno; return }
+                done += n
             }
+        }
+        if close(fd) != 0 && failure == 0 { failure = errno }
+        if failure != 0 {
+            unlink(path)
+            throw ImageIOError.cannotWrite(path: reportPath, reason: reason(failure))
+        }
+    }
+
+    /// Writes all of `bytes` to an open descriptor (standard output, a pipe), checked.
+    ///
+    /// - Returns: 0, or the errno of the failed write.
+    public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Int32 {
+        bytes.withUnsafeBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return n == 0 ? ENOSPC : errno }
+                done += n
+            }
+            return 0
         }
     }
 }
@@ -128,6 +263,25 @@ public enum InputFile {
     /// Like ``expand(_:)``, but keeps what cannot be listed as it is (for checks, not for reading).
     static func expandedQuietly(_ inputs: [String]) -> [String] {
         inputs.flatMap { (try? expand([$0])) ?? [$0] }
+    }
+
+    /// True when `path` is a regular file (following links), not a folder, FIFO, socket or device.
+    public static func isRegular(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Refuses what is not a regular file before anything opens it: a FIFO would block an open
+    /// or a read until some other process writes to it, a device could be read for ever.
+    ///
+    /// - Throws: `ImageIOError.fileNotFound`, `.notAFile` or `.unreadable`.
+    public static func requireRegular(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOENT { throw ImageIOError.fileNotFound(path: path) }
+            throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw ImageIOError.notAFile(path: path) }
     }
 
     /// Reads a whole input file, refusing what is not a regular file (a folder, a FIFO, a device).

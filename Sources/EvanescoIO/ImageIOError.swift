@@ -26,7 +26,7 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
     public var description: String {
         switch self {
         case .fileNotFound(let p): "\(p): no such file; check the path"
-        case .notAFile(let p): "\(p): is a directory or special file, not an image file"
+        case .notAFile(let p): "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a stream to a file first)"
         case .unreadable(let p, let r): "\(p): cannot be read (\(r)); check its permissions"
         case .emptyFile(let p): "\(p): the file is empty (0 bytes); it was probably not copied or saved completely"
         case .unrecognizedFormat(let p, let d): "\(p): not an image this tool reads (\(d)); supported: JPEG, PNG, HEIC/HEIF, TIFF"
@@ -39,7 +39,7 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
         case .unsupportedLayout(let p, let d): "\(p): \(d)"
         case .outputExists(let p): "\(p): already exists; choose another name, or allow overwriting it"
         case .outputIsInput(let p): "\(p): is also an input of this run; write the output to another file (inputs are never modified)"
-        case .cannotWrite(let p, let r): "\(p): cannot be written (\(r)); check that the folder exists and is writable"
+        case .cannotWrite(let p, let r): "\(p): cannot be written: \(r)"
         case .encodeFailed(let p, let f, let d): "\(p): \(f) encoding failed (\(d))"
         case .unknownOutputExtension(let p): "\(p): unknown output type; name it .jpg, .png or .tif"
         }

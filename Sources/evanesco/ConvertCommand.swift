@@ -34,7 +34,7 @@ struct Convert: ParsableCommand {
             let d = try ImageCodecs.read(input)
             let opts = WriteOptions(quality: quality, bitDepth: bitDepth, metadata: keepMetadata ? d.metadata : nil, overwrite: force)
             try ImageCodecs.write(d.image, to: output, options: opts)
-            print("\(output): \(d.image.width)x\(d.image.height), from \(d.format.name)")
+            try StandardOutput.line("\(output): \(d.image.width)x\(d.image.height), from \(d.format.name)")
         }
     }
 }

@@ -50,9 +50,11 @@ struct Demo: ParsableCommand {
             if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
                 guard isDir.boolValue else { throw ValidationError("--out \(dir) is a file; give a folder") }
                 try AtomicOutput.check(files: [clean, sheet, report], inputs: [video].compactMap { $0 }, overwrite: force)
+            } else {
+                try AtomicOutput.check(directories: [dir], inputs: [video].compactMap { $0 }, overwrite: force)
             }
             let clip = try video ?? DemoAssets.pedestrianVideo()
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try AtomicOutput.makeFolder(dir)
             let info = try VideoIO.probe(clip)
             let progress = ProgressDisplay(quiet: false)
             progress.message("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)")
@@ -72,9 +74,9 @@ struct Demo: ParsableCommand {
             try ReportFile.write(StackReport(result, inputs: [clip], output: clean), to: report, overwrite: force)
             progress.message(String(format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, result.frames.count,
                                     result.merge.rawValue, result.timings.total ?? 0))
-            print("clean photo:  \(clean)")
-            print("before/after: \(sheet)")
-            print("report:       \(report)")
+            try StandardOutput.line("clean photo:  \(clean)")
+            try StandardOutput.line("before/after: \(sheet)")
+            try StandardOutput.line("report:       \(report)")
         }
     }
 }

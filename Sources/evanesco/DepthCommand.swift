@@ -58,7 +58,7 @@ struct DepthInfo: ParsableCommand {
             o.requireDepth = false
             let p = try DepthReader.read(photo, options: o)
             let summary = DepthSummary(p)
-            print(json ? try ReportJSON.string(summary) : summary.text)
+            try StandardOutput.line(json ? try ReportJSON.string(summary) : summary.text)
             if p.depth == nil { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
         }
     }
@@ -158,7 +158,7 @@ struct DepthExtract: ParsableCommand {
                         }
                         try ImageCodecs.write(.uint16(q), to: output, options: WriteOptions(bitDepth: 16, overwrite: force))
                         fields.png16Mapping = "value = \(lo) + (v - 1) / 65534 * \(r.max - r.min); v = 0 is a hole"
-                        print("\(output): 16-bit PNG, \(d.kind.rawValue) \(lo)...\(r.max) \(d.units) mapped to 1...65535 (0 = hole)")
+                        try StandardOutput.line("\(output): 16-bit PNG, \(d.kind.rawValue) \(lo)...\(r.max) \(d.units) mapped to 1...65535 (0 = hole)")
                     default:
                         throw ValidationError("name the output .pfm, .tif or .png (or use --raw for the stored samples)")
                     }

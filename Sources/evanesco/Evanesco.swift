@@ -32,11 +32,13 @@ struct Evanesco: ParsableCommand {
     /// check a command's `validate()` makes), then runs.
     static func main() {
         do {
+            try Arguments.refuseInvalidUTF8()
             var command = try parseAsRoot()
             try NumericOptions.refuseNonFinite(in: command)
             // The studio is a server: it stops on SIGINT/SIGTERM by itself, cleanly, and cleans up.
             if !(command is StudioCommand) {
                 Cleanup.installSignalHandlers()
+                Cleanup.recordOutputs()
                 Allocator.keepFreedMemory(limitMB: (command as? Stack)?.memoryLimit ?? 1024)
             }
             try command.run()
@@ -102,11 +104,34 @@ extension Array: FloatHolding where Element: FloatHolding { var nonFinite: Strin
 extension Option: FiniteCheckable where Value: FloatHolding { var nonFiniteValue: String? { wrappedValue.nonFinite } }
 extension OptionGroup: NestedArguments { var nested: Any { wrappedValue } }
 
-/// Runs a command body, turning any error into one line on stderr and exit status 1.
+/// Runs a command body, turning any error into one line on stderr and exit status 1. A run is
+/// all or nothing: the outputs it already placed (the main image before a side output failed)
+/// are removed, so a failed command never leaves a result that looks complete.
 func reportingErrors(_ body: () throws -> Void) throws {
-    do { try body() } catch let e as ExitCode { throw e } catch {
+    do { try body() } catch let e as ExitCode {
+        if e != .success { Cleanup.rollBack() }
+        throw e
+    } catch {
+        Cleanup.rollBack()
         Diagnostics.error(commandLineMessage(error))
         throw ExitCode.failure
+    }
+}
+
+/// The raw command line, before Swift turns it into strings.
+enum Arguments {
+    /// Swift's `CommandLine.arguments` replaces bytes that are not UTF-8 with U+FFFD, so a file
+    /// name that is not UTF-8 would be read or written under another name. Such an argument is
+    /// refused (status 64) before anything is parsed.
+    static func refuseInvalidUTF8() throws {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[i] else { continue }
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
+            if String(validating: bytes, as: UTF8.self) == nil {
+                let shown = String(decoding: bytes, as: UTF8.self)
+                throw ValidationError("argument \(i) (\(shown)) is not valid UTF-8; evanesco reads and writes names in UTF-8 only: rename the file (e.g. convmv -f latin1 -t utf8) or pass another name")
+            }
+        }
     }
 }
 

@@ -42,11 +42,11 @@ struct Faces: ParsableCommand {
             let boxes = f.find(in: img)
             let ms = Date().timeIntervalSince(t0) * 1000
             if json {
-                print(try ReportJSON.string(FacesReport(image: image, cascade: c.path, width: img.width, height: img.height,
+                try StandardOutput.line(ReportJSON.string(FacesReport(image: image, cascade: c.path, width: img.width, height: img.height,
                                                         milliseconds: ms, faces: boxes)))
             } else {
-                if boxes.isEmpty { print("\(image): no face found") }
-                for b in boxes { print("\(image): face at \(b.x),\(b.y) size \(b.width)x\(b.height) (\(b.neighbors) detections)") }
+                if boxes.isEmpty { try StandardOutput.line("\(image): no face found") }
+                for b in boxes { try StandardOutput.line("\(image): face at \(b.x),\(b.y) size \(b.width)x\(b.height) (\(b.neighbors) detections)") }
             }
         }
     }

@@ -8,7 +8,7 @@ import Foundation
 enum FrameSaver {
     static func save(_ r: StackResult, to dir: String, interpolation: Interpolation) throws -> String {
         let folder = (dir as NSString).appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try AtomicOutput.makeFolder(folder)
         let frames = r.decodedFrames ?? []
         for (i, f) in frames.enumerated() {
             try ImageCodecs.write(f.image, to: folder + String(format: "/decoded_%03d.png", i), options: WriteOptions(pngCompression: 1))

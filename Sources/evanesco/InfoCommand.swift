@@ -41,7 +41,7 @@ struct Info: ParsableCommand {
                 info.format = "video (\(name))"; info.width = v.width; info.height = v.height
                 info.frames = v.frameCount; info.framesPerSecond = v.framesPerSecond; info.rotation = v.rotationDegrees
             }
-            print(json ? try ReportJSON.string(info) : info.text)
+            try StandardOutput.line(json ? try ReportJSON.string(info) : info.text)
         }
     }
 }

@@ -93,7 +93,7 @@ struct Portrait: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Every output is checked before any work, so a refusal never leaves one of them written.
-            try AtomicOutput.check(files: [output, saveMask, report], inputs: [photo, depthMap].compactMap { $0 }, overwrite: force)
+            try AtomicOutput.check(files: [report], images: [output, saveMask], inputs: [photo, depthMap].compactMap { $0 }, overwrite: force)
             let renderer = try depthMap.map { try PortraitRenderer(DepthReader.read(photo: photo, depthMap: $0, kind: depthKind)) }
                 ?? PortraitRenderer(contentsOf: photo, options: source.readOptions)
             for w in renderer.photo.warnings { Diagnostics.warning("\(photo): \(w)") }

@@ -105,7 +105,7 @@ struct Stack: ParsableCommand {
             }
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             if let dir = saveMaps, let maps = result.maps {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                try AtomicOutput.makeFolder(dir)
                 for (name, picture) in maps.pictures() {
                     try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: force, pngCompression: 1))
                 }
@@ -118,10 +118,10 @@ struct Stack: ParsableCommand {
                 try ReportFile.write(r, to: report, overwrite: force)
             }
             let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
-            print(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
+            try StandardOutput.line(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
                          result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
-            if let saved { print("frames saved in \(saved)") }
-            if let saveMaps { print("maps saved in \(saveMaps)") }
+            if let saved { try StandardOutput.line("frames saved in \(saved)") }
+            if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }
         }
     }
 }

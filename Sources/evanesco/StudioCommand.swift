@@ -68,7 +68,12 @@ struct StudioCommand: ParsableCommand {
             Task.detached {
                 do {
                     try await studio.run(handlesSignals: false) { url in
-                        FileHandle.standardOutput.write(Data("studio: \(url)\n".utf8))
+                        // If the URL cannot be printed nobody can use the studio: stop.
+                        do { try StandardOutput.line("studio: \(url)") } catch {
+                            Diagnostics.error(commandLineMessage(error))
+                            studio.shutdown()
+                            Foundation.exit(1)
+                        }
                         if open { Self.openBrowser(url) }
                     }
                 } catch { failure.set(error) }

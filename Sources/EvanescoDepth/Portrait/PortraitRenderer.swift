@@ -54,7 +54,8 @@ public struct PhotoPoint: Sendable, Equatable, Codable, LosslessStringConvertibl
         self.init(x: x, y: y, fractional: x <= 1 && y <= 1 && (parts[0].contains(".") || parts[1].contains(".")))
     }
 
-    public var description: String { fractional ? "\(x),\(y)" : "\(Int(x)),\(Int(y))" }
+    /// Whole pixels as given (a huge coordinate is shown as the nearest Int, never trapped on).
+    public var description: String { fractional ? "\(x),\(y)" : "\(Int(saturating: x)),\(Int(saturating: y))" }
 
     /// The point in pixels of a `width` x `height` photo.
     public func pixels(width: Int, height: Int) -> (x: Double, y: Double) {
@@ -360,7 +361,7 @@ public final class PortraitRenderer: Sendable {
                 throw .outOfRange(detail: "the focus point \(p) is outside the \(fullW)x\(fullH) photo")
             }
             let f = normalized.value(atPhotoPoint: x, y, photoWidth: fullW, photoHeight: fullH)
-            return (f, "point \(Int(x)),\(Int(y)): median normalised disparity around it")
+            return (f, "point \(Int(saturating: x)),\(Int(saturating: y)): median normalised disparity around it")
         }
     }
 

@@ -93,9 +93,17 @@ final class HeifDecodedImage {
 }
 
 enum HEIFCodec {
-    static func error(_ e: heif_error, path: String) -> ImageIOError {
-        let msg = (e.message.map { String(cString: $0) } ?? "libheif error \(e.code.rawValue)")
+    /// The decoder's own lines, said once as ours when the decode still succeeded.
+    static func warn(_ said: [String], path: String) {
+        guard !said.isEmpty else { return }
+        let line = "evanesco: warning: \(path): the HEVC decoder reported: \(said.prefix(3).joined(separator: "; "))\n"
+        _ = WriteFailure.writeAll(Array(line.utf8), to: 2)
+    }
+
+    static func error(_ e: heif_error, path: String, decoderSaid: [String] = []) -> ImageIOError {
+        var msg = (e.message.map { String(cString: $0) } ?? "libheif error \(e.code.rawValue)")
             .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingWhitespace
+        if !decoderSaid.isEmpty { msg += "; the HEVC decoder said: " + decoderSaid.prefix(3).joined(separator: "; ") }
         if e.code == heif_error_Invalid_input && (e.subcode == heif_suberror_End_of_data) {
             return .truncated(path: path, format: "HEIF", detail: msg)
         }
@@ -145,8 +153,9 @@ enum HEIFCodec {
         let chroma = deep ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
                           : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
         var out: OpaquePointer? = nil
-        let err = evn_heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil)
-        guard err.code == heif_error_Ok, let out else { throw error(err, path: path) }
+        let (err, said) = LibraryStderr.capture { evn_heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil) }
+        guard err.code == heif_error_Ok, let out else { throw error(err, path: path, decoderSaid: said) }
+        warn(said, path: path)
         let decoded = HeifDecodedImage(out)
         let dw = Int(evn_heif_image_get_width(decoded.image, heif_channel_interleaved))
         let dh = Int(evn_heif_image_get_height(decoded.image, heif_channel_interleaved))
@@ -247,8 +256,9 @@ extension HeifImageHandle {
         defer { evn_heif_decoding_options_free(options) }
         options.pointee.ignore_transformations = ignoreTransformations ? 1 : 0
         var out: OpaquePointer? = nil
-        let err = evn_heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options)
-        guard err.code == heif_error_Ok, let out else { throw HEIFCodec.error(err, path: path) }
+        let (err, said) = LibraryStderr.capture { evn_heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options) }
+        guard err.code == heif_error_Ok, let out else { throw HEIFCodec.error(err, path: path, decoderSaid: said) }
+        HEIFCodec.warn(said, path: path)
         let decoded = HeifDecodedImage(out)
         let w = Int(evn_heif_image_get_width(decoded.image, heif_channel_Y))
         let h = Int(evn_heif_image_get_height(decoded.image, heif_channel_Y))

@@ -203,9 +203,7 @@ public final class DirectoryFrameWriter: FrameWriter {
     }
     public func write(_ frame: Image<UInt8>) throws {
         if written == 0 {
-            do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
-                throw ImageIOError.cannotWrite(path: dir, reason: error.localizedDescription)
-            }
+            try AtomicOutput.makeFolder(dir)
         }
         written += 1
         try ImageCodecs.write(.uint8(frame), to: dir + String(format: "/frame%05d.", written) + ext, options: WriteOptions(overwrite: overwrite))

@@ -96,7 +96,9 @@ final class ErrorCollector: @unchecked Sendable {
 public enum VideoIO {
     /// True when the file's bytes say video container rather than an image.
     public static func isVideo(_ path: String) -> Bool {
-        guard let h = FileHandle(forReadingAtPath: path) else { return false }
+        // A FIFO or a device would block the read below (a FIFO until a writer comes): only
+        // regular files are sniffed; the reader then refuses the rest with its error.
+        guard InputFile.isRegular(path), let h = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? h.close() }
         let head = [UInt8](h.readData(ofLength: 32))
         if case .other(let name) = FormatSniffer.sniff(head) {
@@ -110,7 +112,7 @@ public enum VideoIO {
     /// again: ffprobe reads the whole file to count its frames, and a stack asks two or three
     /// times (memory estimate, decoding, the reader).
     public static func probe(_ path: String) throws -> VideoInfo {
-        guard FileManager.default.fileExists(atPath: path) else { throw ImageIOError.fileNotFound(path: path) }
+        try InputFile.requireRegular(path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let key = attributes.map { "\(path)\u{0}\(($0[.size] as? NSNumber)?.int64Value ?? -1)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)" }
         if let key, let known = probed.value[key] { return known }
@@ -240,7 +242,7 @@ public final class VideoWriter {
         guard FileManager.default.fileExists(atPath: dir) else { throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist") }
         self.width = width; self.height = height; self.finalPath = path; self.overwrite = overwrite
         let ext = url.pathExtension.isEmpty ? "mp4" : url.pathExtension
-        tempPath = dir + "/." + url.deletingPathExtension().lastPathComponent + ".evanesco-\(UUID().uuidString.prefix(8)).\(ext)"
+        tempPath = AtomicOutput.temporaryName(for: "x." + ext, in: dir)
         signal(SIGPIPE, SIG_IGN)
         process = Process()
         process.executableURL = URL(fileURLWithPath: exe)

@@ -10,6 +10,34 @@ public enum Cleanup {
     nonisolated(unsafe) static var files: Set<String> = []
     nonisolated(unsafe) static var children: Set<pid_t> = []
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+    nonisolated(unsafe) static var recording = false
+    nonisolated(unsafe) static var placed: [String] = []
+    nonisolated(unsafe) static var madeFolders: [String] = []
+
+    /// Remembers from now on every output placed and folder made, so that ``rollBack()`` can
+    /// remove them if the run then fails (a command-line tool's run is all or nothing; a server
+    /// does not call this).
+    public static func recordOutputs() { lock.lock(); recording = true; lock.unlock() }
+    /// An output was renamed into place.
+    package static func add(placed path: String) { lock.lock(); if recording { placed.append(path) }; lock.unlock() }
+    /// A folder was made for outputs.
+    package static func add(madeFolder path: String) { lock.lock(); if recording { madeFolders.append(path) }; lock.unlock() }
+
+    /// Removes every output this run placed and every folder it made (with what it wrote in
+    /// them), newest first: the run failed, so nothing of it is left as if it had succeeded.
+    ///
+    /// - Returns: What was removed.
+    @discardableResult
+    public static func rollBack() -> [String] {
+        lock.lock()
+        let files = placed, folders = madeFolders
+        placed = []; madeFolders = []
+        lock.unlock()
+        var removed: [String] = []
+        for f in files.reversed() where unlink(f) == 0 { removed.append(f) }
+        for d in folders.reversed() where (try? FileManager.default.removeItem(atPath: d)) != nil { removed.append(d) }
+        return removed
+    }
 
     /// Registers a temporary file to remove if the run is interrupted.
     package static func add(file path: String) { lock.lock(); files.insert(path); lock.unlock() }
