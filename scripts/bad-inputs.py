@@ -33,18 +33,23 @@ def png(path, w, h, ch=3, fill=None, bits=8):
     if path: open(path, "wb").write(data)
     return data
 
-def run(cls, argv, timeout=60, expect=(0, 1, 64), must_exist=(), must_not_exist=(), unchanged=(), stdin=None):
-    """Runs one case and records whether it was handled cleanly."""
+def run(cls, argv, timeout=60, expect=(0, 1, 64), must_exist=(), must_not_exist=(), unchanged=(), stdin=None, stdout_to=None,
+        clean_dirs=(), binary=None):
+    """Runs one case and records whether it was handled cleanly. STDOUT_TO: a path the command's
+    stdout is written to (/dev/full, a file on a full disk); CLEAN_DIRS: folders besides "."
+    where no temporary file may be left; ARGV may hold bytes (names that are not UTF-8)."""
     digests = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in unchanged if os.path.exists(p)}
     before = set(os.listdir("."))
     start = time.time()
-    p = subprocess.Popen([EVANESCO] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    out_file = open(stdout_to, "wb") if stdout_to else None
+    p = subprocess.Popen([binary or EVANESCO] + argv, stdout=out_file or subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, start_new_session=True)
     problem = None
     try:
         out, err = p.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL); out, err = p.communicate(); problem = f"hang (> {timeout} s)"
+    if out_file: out_file.close()
     rusage = os.wait4(p.pid, os.WNOHANG)[2] if False else None
     rc = p.returncode
     lines = [l for l in err.decode(errors="replace").splitlines() if "error" in l.lower()]
@@ -58,10 +63,12 @@ def run(cls, argv, timeout=60, expect=(0, 1, 64), must_exist=(), must_not_exist=
     for f, d in digests.items():
         if problem is None and hashlib.sha256(open(f, "rb").read()).hexdigest() != d: problem = f"{f} was modified"
     stray = [f for f in set(os.listdir(".")) - before if f.startswith(".") or f.endswith(".tmp")]
+    for d in clean_dirs:
+        if os.path.isdir(d): stray += [os.path.join(d, f) for f in os.listdir(d) if f.startswith(".evn-") or f.endswith(".tmp")]
     if problem is None and stray: problem = f"left temporary files {stray}"
     r = results.setdefault(cls, [0, 0, []])
     r[0] += 1
-    if problem: r[2].append(f"{' '.join(argv)[:120]}: {problem}")
+    if problem: r[2].append(f"{' '.join(a if isinstance(a, str) else a.decode(errors='replace') for a in argv)[:120]}: {problem}")
     else: r[1] += 1
     return rc, err.decode(errors="replace")
 
@@ -307,6 +314,166 @@ if have_shared:
     run("Outputs (no overwrite, nothing left)", ["portrait", "v.jpg", "-o", "v.jpg", "--force"], expect=(1, 64), unchanged=["v.jpg"])
 os.makedirs("demo-out", exist_ok=True); open("demo-out/clean.jpg", "w").write("mine")
 run("Outputs (no overwrite, nothing left)", ["demo", "--out", "demo-out", "--video", "nonexistent.avi"], unchanged=["demo-out/clean.jpg"])
+# --- Full disks, /dev/full, read-only folders (small tmpfs mounts made here, as root) -------------
+def mount_tmpfs(path, size, readonly=False):
+    os.makedirs(path, exist_ok=True)
+    opts = f"size={size}" + (",ro" if readonly else "")
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path], capture_output=True).returncode == 0
+mounts = []
+png("wide-in.png", 900, 700)                        # ~1.9 MB as PNG: larger than what is left below
+for k in range(3): png(f"fb{k}.png", 120, 90)
+if have_shared: shutil.copy(shared("depth/truedepth-iphone/jpeg_depth_data.jpg"), "td.jpg")
+for cmd in (["info", "photo.png", "--json"], ["info", "photo.png"], ["faces", "photo.png", "--json"], ["depth", "info", "photo.png", "--json"],
+            ["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "sdf.png", "--quiet", "--force"]):
+    run("Full disks and /dev/full", cmd, expect=(1,), stdout_to="/dev/full", must_not_exist=["sdf.png"])
+if have_shared:
+    run("Full disks and /dev/full", ["depth", "info", "td.jpg", "--json"], expect=(1,), stdout_to="/dev/full")
+if os.geteuid() == 0 and mount_tmpfs("full", "1m") and mount_tmpfs("nearly", "1m") and mount_tmpfs("ro", "1m", readonly=True):
+    mounts += ["full", "nearly", "ro"]
+    try:
+        with open("full/fill", "wb") as f:
+            while True: f.write(b"\0" * 4096)
+    except OSError: pass
+    open("nearly/fill", "wb").write(b"\0" * 700_000)   # about 300 KB left
+    # Nothing fits: refused before any work, with the cause.
+    for cmd, out in ((["convert", "photo.png", "full/c.png"], "full/c.png"), (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "full/s.png", "--quiet"], "full/s.png"),
+                     (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "fs.png", "--report", "full/r.json", "--quiet"], "fs.png"),
+                     (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "fs.png", "--save-maps", "full/maps", "--quiet"], "fs.png"),
+                     (["demo", "--out", "full/demo", "--video", "clip.mp4", "--frames", "3"], "full/demo")):
+        rc, err = run("Full disks and /dev/full", cmd, expect=(1, 64), must_not_exist=[out, "fs.png"], clean_dirs=["full"])
+        if "no space" not in err: results["Full disks and /dev/full"][2].append(f"{' '.join(cmd)}: message without the cause: {err.strip()[:160]}")
+    run("Full disks and /dev/full", ["info", "photo.png", "--json"], expect=(1,), stdout_to="full/info.json")
+    # Room for the check but not for the output: the write fails, cleanly, and nothing is left.
+    for out in ["nearly/w.png", "nearly/w.tif", "nearly/w.jpg"]:
+        rc, err = run("Full disks and /dev/full", ["convert", "wide-in.png", out, "--quality", "100"], expect=(1,) if not out.endswith(".jpg") else (0, 1),
+                      must_not_exist=[out] if not out.endswith(".jpg") else [], clean_dirs=["nearly"])
+        if os.path.exists(out): os.remove(out)
+    # The main output first, then a side output that no longer fits: the run fails and takes its main output back.
+    rc, err = run("Full disks and /dev/full", ["stack", "wide-in.png", "wide-in.png", "-o", "keepnot.png", "--save-frames", "nearly", "--align", "none", "--quiet"],
+                  expect=(1,), must_not_exist=["keepnot.png"], clean_dirs=["nearly"])
+    if os.listdir("nearly") != ["fill"]: results["Full disks and /dev/full"][2].append(f"save-frames left {os.listdir('nearly')}")
+    # Read-only folders: refused before any work, nothing written anywhere.
+    for cmd, gone in ((["convert", "photo.png", "ro/c.png"], []), (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "ro.png", "--save-frames", "ro", "--quiet"], ["ro.png"]),
+                      (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "ro.png", "--save-maps", "ro/maps", "--quiet"], ["ro.png"]),
+                      (["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "ro.png", "--report", "ro/r.json", "--quiet"], ["ro.png"]),
+                      (["demo", "--out", "ro/demo", "--video", "clip.mp4", "--frames", "3"], []),
+                      (["backdrop", "--color", "photo.png", "--depth", "photo.png", "--depth-format", "disparity8:0,2", "--subject", "nearest", "-o", "ro/frames/"], []),
+                      (["portrait", "photo.png", "--depth-map", "photo.png", "-o", "ro.jpg", "--save-mask", "ro/m.png"], ["ro.jpg"])):
+        rc, err = run("Read-only folders", cmd, expect=(1, 64), must_not_exist=gone)
+        if "read-only" not in err: results["Read-only folders"][2].append(f"{' '.join(cmd)}: message without the cause: {err.strip()[:160]}")
+        if "NSCocoaErrorDomain" in err or "Error Domain" in err: results["Read-only folders"][2].append(f"{' '.join(cmd)}: raw Foundation error: {err.strip()[:160]}")
+else:
+    print("bad-inputs: not root or tmpfs cannot be mounted here: the full-disk and read-only cases were skipped", file=sys.stderr)
+
+# --- Side outputs checked before the main one is written ---------------------------------------
+run("Side outputs checked first", ["portrait", "photo.png", "--depth-map", "photo.png", "-o", "side.jpg", "--save-mask", "m.txt"], expect=(1, 64), must_not_exist=["side.jpg"])
+run("Side outputs checked first", ["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "side.png", "--save-maps", "photo.png", "--quiet"], expect=(1, 64), must_not_exist=["side.png"])
+run("Side outputs checked first", ["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "side.png", "--save-frames", "no/such/dir/x", "--quiet"], expect=(1, 64), must_not_exist=["side.png"])
+
+# --- Long and odd names: every writer takes a 255-byte name; longer, and not UTF-8, are refused --------
+def long_name(ext, total=255): return "n" * (total - len(ext) - 1) + "." + ext
+cases = [(["convert", "photo.png"], ext) for ext in ("png", "jpg", "tif")] + \
+        [(["stack", "fb0.png", "fb1.png", "fb2.png", "--quiet", "-o"], "png"), (["portrait", "photo.png", "--depth-map", "photo.png", "-o"], "jpg"),
+         (["backdrop", "--color", "photo.png", "--depth", "photo.png", "--depth-format", "disparity8:0,2", "--subject", "nearest", "-o"], "mp4")]
+for pre, ext in cases:
+    name = long_name(ext)
+    run("Long and non-UTF-8 names", pre + [name], expect=(0,), must_exist=[name])
+    if os.path.exists(name): os.remove(name)
+    too = long_name(ext, 256)
+    rc, err = run("Long and non-UTF-8 names", pre + [too], expect=(1,), must_not_exist=[too])
+    if "name" not in err: results["Long and non-UTF-8 names"][2].append(f"{too[:20]}...: message does not say the name is too long: {err.strip()[:120]}")
+rep = long_name("json")
+run("Long and non-UTF-8 names", ["stack", "fb0.png", "fb1.png", "fb2.png", "-o", "lr.png", "--report", rep, "--quiet", "--force"], expect=(0,), must_exist=[rep, "lr.png"])
+shutil.copy("photo.png", b"in-\xff.png".decode("latin-1"))
+for argv in ([b"convert", b"photo.png", b"out-\xff.png"], [b"convert", b"in-\xff.png", b"ok.png"], [b"stack", b"fb0.png", b"fb1.png", b"-o", b"s\xfe.png"]):
+    before = set(os.listdir("."))
+    rc, err = run("Long and non-UTF-8 names", argv, expect=(64,))
+    made = [f for f in set(os.listdir(".")) - before]
+    if made: results["Long and non-UTF-8 names"][2].append(f"{argv}: wrote {made}")
+
+# --- Inputs that are not regular files: FIFOs and devices never block -----------------------------
+for f in ("fifo.mp4", "fifo.png", "fifo.jpg", "fifo.xml", "fifo.json"):
+    if not os.path.exists(f): os.mkfifo(f)
+for cmd in (["stack", "fifo.mp4", "-o", "ff.jpg"], ["stack", "fifo.png", "photo.png", "photo.png", "-o", "ff.jpg", "--force"],
+            ["backdrop", "--color", "fifo.mp4", "--depth", "photo.png", "-o", "ff.mp4"], ["backdrop", "--color", "photo.png", "--depth", "fifo.mp4", "-o", "ff2.mp4"],
+            ["info", "fifo.mp4"], ["info", "fifo.jpg"], ["convert", "fifo.png", "ff.png"], ["depth", "info", "fifo.jpg"],
+            ["portrait", "fifo.jpg", "-o", "ff.jpg", "--force"], ["portrait", "photo.png", "--depth-map", "fifo.png", "-o", "ff.jpg", "--force"],
+            ["faces", "photo.png", "--cascade", "fifo.xml"], ["stack", "fb0.png", "fb1.png", "-o", "ff.png", "--homographies", "fifo.json", "--force"],
+            ["info", "/dev/zero"], ["stack", "/dev/zero", "-o", "fz.jpg"], ["convert", "/dev/urandom", "fz.png"], ["stack", "/dev/null", "-o", "fz.jpg"]):
+    run("FIFOs and devices as inputs", cmd, timeout=20, expect=(0, 1, 64), must_not_exist=["ff.mp4", "ff2.mp4", "ff.png", "fz.jpg", "fz.png"])
+
+# --- Numbers that trap a float-to-integer conversion ------------------------------------------------
+for v in ["1e308,1", "9.3e18,0", "1e19,1e19", "1,1e300", "18446744073709551616,2"]:
+    run("CLI values (NaN, infinity, out of range)", ["portrait", "photo.png", "--depth-map", "photo.png", "-o", "fp.jpg", "--force", "--focus-point", v], expect=(1, 64))
+for opt in ["--focus-distance", "--aperture", "--f-number"]:
+    for v in ["1e308", "-1e308", "9.3e18", "3.5e38"]:
+        run("CLI values (NaN, infinity, out of range)", ["portrait", "photo.png", "--depth-map", "photo.png", "-o", "fp.jpg", "--force", opt, v], expect=(0, 1, 64))
+for opt, v in [("--cutoff-offset", "1e308"), ("--blur-radius", "1e308"), ("--gamma", "1e308"), ("--blur-radius", "9.3e18")]:
+    run("CLI values (NaN, infinity, out of range)", ["backdrop", "--color", "photo.png", "--depth", "photo.png", "--depth-format", "disparity8:0,2",
+                                                     "-o", "bv.jpg", "--force", opt, v], expect=(0, 1, 64))
+
+# --- The studio: cross-port requests, slow clients, a killed studio's folder -------------------------
+import http.client, socket as _socket, re as _re
+def start_studio(tmpdir, extra=()):
+    env = dict(os.environ, TMPDIR=tmpdir)
+    p = subprocess.Popen([EVANESCO, "studio", ".", "--no-open", "--port", "0", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    line = p.stdout.readline().decode()
+    m = _re.match(r"studio: http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]+)", line)
+    return p, (int(m.group(1)), m.group(2)) if m else (None, None)
+def request(port, method, path, headers, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request(method, path, body=body, headers=headers)
+    r = c.getresponse(); data = r.read(); c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+os.makedirs("studio-tmp", exist_ok=True)
+os.makedirs("sb", exist_ok=True)
+for k in range(3): shutil.copy(f"fb{k}.png", f"sb/f{k}.png")
+p, (port, token) = start_studio(os.path.abspath("studio-tmp"))
+def studio_case(name, ok):
+    r = results.setdefault("Studio: other pages, slow clients, killed servers", [0, 0, []]); r[0] += 1
+    if ok: r[1] += 1
+    else: r[2].append(name)
+if port:
+    body = b'{"root":0,"path":"sb"}'
+    cookie = f"evanesco-token={token}"
+    for origin in [f"http://127.0.0.1:3000", "http://localhost:8888", f"http://127.0.0.1:{port + 1}", f"http://localhost:{port}", "null"]:
+        for hdrs in ({"Origin": origin, "Cookie": cookie, "Content-Type": "text/plain"},
+                     {"Origin": origin, "Cookie": cookie, "Content-Type": "text/plain", "X-Evanesco-Request": "1"},
+                     {"Origin": origin, "Cookie": cookie, "Content-Type": "text/plain", "Sec-Fetch-Site": "same-site"}):
+            for path in ["/api/burst/open", "/api/upload?name=forged.png", "/api/jobs/job1/cancel"]:
+                st, h, data = request(port, "POST", path, hdrs, body if "open" in path else open("fb0.png", "rb").read())
+                studio_case(f"POST {path} from {origin} {sorted(hdrs)}: {st}", st == 403)
+    st, h, _ = request(port, "POST", "/api/burst/open", {"Origin": f"http://127.0.0.1:{port}", "Cookie": cookie, "Content-Type": "text/plain"}, body)
+    studio_case(f"own origin without X-Evanesco-Request: {st}", st == 403)
+    st, h, _ = request(port, "OPTIONS", "/api/burst/open", {"Origin": "http://127.0.0.1:3000", "Access-Control-Request-Method": "POST",
+                                                             "Access-Control-Request-Headers": "x-evanesco-request"})
+    studio_case(f"preflight: {st} {h}", st == 403 and not any(k.startswith("access-control-allow") for k in h))
+    st, h, _ = request(port, "GET", "/api/files", {"Cookie": cookie, "Sec-Fetch-Site": "same-site"})
+    studio_case(f"same-site GET: {st}", st == 403)
+    st, h, data = request(port, "GET", "/api/files", {"Cookie": cookie})
+    studio_case(f"nothing forged was stored: {data[:200]!r}", st == 200 and b"forged" not in data)
+    st, h, _ = request(port, "POST", "/api/burst/open", {"Origin": f"http://127.0.0.1:{port}", "Cookie": cookie, "X-Evanesco-Request": "1",
+                                                          "Content-Type": "application/json"}, body)
+    studio_case(f"the page itself: {st}", st == 200)
+    # 100 clients that send half a header and stop: the studio still answers others at once.
+    slow = []
+    for k in range(100):
+        s_ = _socket.create_connection(("127.0.0.1", port)); s_.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Ev"); slow.append(s_)
+    t0 = time.time(); st, _, _ = request(port, "GET", "/api/health", {"Cookie": cookie})
+    studio_case(f"answer with 100 slow clients: {st} after {time.time() - t0:.2f} s", st == 200 and time.time() - t0 < 2)
+    for s_ in slow: s_.close()
+    # SIGKILL: the folder stays; the next studio to start removes it.
+    folders = [f for f in os.listdir("studio-tmp") if f.startswith("evanesco-studio-")]
+    os.killpg(p.pid, signal.SIGKILL); p.wait()
+    p2, (port2, _) = start_studio(os.path.abspath("studio-tmp"))
+    after = [f for f in os.listdir("studio-tmp") if f.startswith("evanesco-studio-")]
+    studio_case(f"killed studio's folder {folders} removed at the next start: {after}", len(folders) == 1 and folders[0] not in after and len(after) == 1)
+    p2.send_signal(signal.SIGINT); p2.wait(timeout=20)
+    studio_case(f"clean stop leaves nothing: {os.listdir('studio-tmp')}", os.listdir("studio-tmp") == [])
+else:
+    studio_case("the studio did not start", False)
+    p.kill()
+
 # A signal in the middle of writing: no temporary file and no child process may survive.
 def interrupt(argv, sig, delay, label, is_new, children):
     """Runs evanesco ARGV, sends SIG after DELAY s and checks that no hidden file IS_NEW (a
@@ -328,7 +495,7 @@ for sig in (signal.SIGINT, signal.SIGTERM):
         for delay in (0.3, 0.6, 0.9, 1.2):
             argv = ["convert", "big-in.png", out, "--force"] if not out.endswith(".mp4") else \
                    ["backdrop", "--color", "big-in.png", "--depth", "big-in.png", "--depth-format", "disparity8:0,2", "--subject", "nearest", "-o", out, "--force"]
-            interrupt(argv, sig, delay, out, lambda f: "sig" in f, "evanesco-.*sig")
+            interrupt(argv, sig, delay, out, lambda f: f.startswith(".evn-"), r"ffmpeg.*\.evn-")
 # A signal while a video is read through the temporary file of frames: ffmpeg must not survive,
 # nor any file (the temporary file of frames never had a name).
 subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25", "-t", "20",
@@ -339,6 +506,7 @@ for sig in (signal.SIGINT, signal.SIGTERM):
         interrupt(["stack", "sigclip.mp4", "-o", "sigv.png", "--frames", "300", "--memory-limit", "1", "--spill-dir", ".",
                    "--force", "--quiet"], sig, delay, "spilled video", lambda f: f not in before, "ffmpeg.*sigclip")
 
+for m in mounts: subprocess.run(["umount", os.path.join(work, m)], capture_output=True)
 shutil.rmtree(work, ignore_errors=True)
 total = sum(r[0] for r in results.values()); clean = sum(r[1] for r in results.values())
 if args.markdown:

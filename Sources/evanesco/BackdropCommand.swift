@@ -176,7 +176,11 @@ struct Backdrop: ParsableCommand {
             switch session.failure {
             case BackdropSessionError.depthFormatNeeded(let bits)?:
                 throw ValidationError("\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (its disparity range in 1/m)")
-            case let e?: throw e
+            case let e?:
+                // A live stream that stopped mid-frame: the complete frames before it are a valid
+                // result, and the message says they were kept.
+                if case FrameStreamError.cutMidFrame = e { Cleanup.keepPlaced() }
+                throw e
             case nil: break
             }
             guard result.framesWritten > 0 else { throw FrameStreamError.noFrames(source: color ?? portrait ?? "input") }

@@ -23,6 +23,10 @@ public enum Cleanup {
     /// A folder was made for outputs.
     package static func add(madeFolder path: String) { lock.lock(); if recording { madeFolders.append(path) }; lock.unlock() }
 
+    /// Keeps what was placed so far even if the run then fails (a stream cut short: the frames
+    /// before the cut are complete and the error says they were kept).
+    public static func keepPlaced() { lock.lock(); placed = []; madeFolders = []; lock.unlock() }
+
     /// Removes every output this run placed and every folder it made (with what it wrote in
     /// them), newest first: the run failed, so nothing of it is left as if it had succeeded.
     ///
