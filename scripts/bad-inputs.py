@@ -320,7 +320,13 @@ def mount_tmpfs(path, size, readonly=False):
     opts = f"size={size}" + (",ro" if readonly else "")
     return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path], capture_output=True).returncode == 0
 mounts = []
-png("wide-in.png", 900, 700)                        # ~1.9 MB as PNG: larger than what is left below
+def noise_png(path, w, h):
+    """An RGB PNG of noise: it does not compress, so its size is known (w * h * 3 bytes and a little)."""
+    raw = b"".join(b"\0" + os.urandom(w * 3) for _ in range(h))
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                           chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+noise_png("wide-in.png", 500, 400)                  # 600 KB of noise: more than the 300 KB left below
 for k in range(3): png(f"fb{k}.png", 120, 90)
 if have_shared: shutil.copy(shared("depth/truedepth-iphone/jpeg_depth_data.jpg"), "td.jpg")
 for cmd in (["info", "photo.png", "--json"], ["info", "photo.png"], ["faces", "photo.png", "--json"], ["depth", "info", "photo.png", "--json"],

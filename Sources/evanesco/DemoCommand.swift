@@ -110,9 +110,10 @@ enum DemoAssets {
         if FileManager.default.fileExists(atPath: target) { return target }
         for installed in ["/usr/share/doc/opencv-doc/examples/data/vtest.avi", "/usr/share/opencv4/samples/data/vtest.avi"]
         where FileManager.default.fileExists(atPath: installed) { return installed }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let work = dir + "/download-\(getpid())"
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        do { try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true) } catch {
+            throw ValidationError("cannot make the cache folder \(dir); set XDG_CACHE_HOME to a folder you can write to, or pass --video FILE")
+        }
         defer { try? FileManager.default.removeItem(atPath: work) }
         FileHandle.standardError.write(Data("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...\n".utf8))
         try shell("cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get download opencv-doc >/dev/null)",

@@ -17,8 +17,7 @@ import Testing
         let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage,
-                                                           body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { json($0.body)["session"] as! String }
+            let session = try await client.openDepth("portrait.jpg")
             for seq in ["9223372036854775807", "1", "0", "42"] {
                 try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.5&seq=\(seq)", method: .get, headers: authorized) { r in
                     #expect(r.status == .ok, "seq=\(seq): \(r.status)")
@@ -37,8 +36,7 @@ import Testing
         let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage,
-                                                           body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { json($0.body)["session"] as! String }
+            let session = try await client.openDepth("portrait.jpg")
             let gate = DispatchSemaphore(value: 0)
             studio.depth.lane.start { gate.wait() }
             let first = Task {
@@ -121,9 +119,7 @@ import Testing
         defer { studio.shutdown() }
         let downloads = studio.temporaryDirectory + "/downloads"
         try await StudioFixtures.serve(studio) { client in
-            let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage,
-                                                            body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { json($0.body) }
-            let session = o["session"] as! String
+            let session = try await client.openDepth("portrait.jpg")
             for format in ["jpeg", "png", "tiff"] {
                 try await client.execute(uri: "/api/depth/\(session)/export?effect=blur&format=\(format)", method: .get, headers: authorized) { r in
                     #expect(r.status == .ok && r.body.readableBytes > 1000)
@@ -197,6 +193,15 @@ import Testing
         // A day later, the fresh folder without an owner is stale too.
         #expect(StudioFolders.removeStale(in: tmp, now: Date().addingTimeInterval(90_000)) == [fresh])
         #expect(StudioFolders.identity(of: getpid())?.hasPrefix("\(getpid()) ") == true)
+    }
+}
+
+extension StudioClient {
+    /// Opens a depth photo of the fixture's root as the page does; returns the session id.
+    func openDepth(_ path: String) async throws -> String {
+        try await execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"\#(path)"}"#)) {
+            json($0.body)["session"] as? String ?? ""
+        }
     }
 }
 
