@@ -171,3 +171,22 @@ struct WriteFailureTests {
         #expect(pattern.firstMatch(in: sample, range: NSRange(sample.startIndex..., in: sample)) != nil)
     }
 }
+
+/// A HEIC whose HEVC parameters are damaged: libde265 prints "SPS error: ..." on stderr itself.
+/// The user sees one line of ours with the decoder's words in it, nothing before it.
+@Suite(.enabled(if: FileManager.default.fileExists(atPath: sharedDepth + "/pug-iphone13pro/pug.heic"),
+                "SKIPPED: ../shared/data/depth/pug-iphone13pro/pug.heic is absent"))
+struct DecoderStderrTests {
+    @Test func theDecodersOwnLinesAreFoldedIntoOneError() throws {
+        let s = Scratch()
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: sharedDepth + "/pug-iphone13pro/pug.heic")))
+        let hvcC = try #require(Data(bytes).range(of: Data("hvcC".utf8))?.lowerBound)
+        bytes[hvcC + 80] ^= 0x5A   // inside the SPS: "CB alignment"
+        try Data(bytes).write(to: URL(fileURLWithPath: s.file("sps.heic")))
+        let r = try CLI.run(["convert", s.file("sps.heic"), s.file("o.png")])
+        #expect(r.status == 1)
+        let lines = r.err.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("evanesco: error: ") && lines[0].contains("SPS error"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: s.file("o.png")))
+    }
+}

@@ -11,7 +11,8 @@ import Foundation
 /// unnamed temporary file, and each capture takes what was written between its start and end.
 /// Concurrent captures share it (so two HEIC frames still decode on two threads); what another
 /// thread writes meanwhile (our own progress lines, which start with a carriage return or
-/// "evanesco") is handed back to the real stderr, not folded into an error.
+/// "evanesco", and the studio's log lines, which start with their time) is handed back to the
+/// real stderr, not folded into an error.
 package enum LibraryStderr {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var active = 0
@@ -27,7 +28,7 @@ package enum LibraryStderr {
         var library: [String] = []
         var ours = ""
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            if line.hasPrefix("\r") || line.hasPrefix("\u{1B}") || line.hasPrefix("evanesco") {
+            if line.hasPrefix("\r") || line.hasPrefix("\u{1B}") || line.hasPrefix("evanesco") || isLogLine(line) {
                 ours += line + "\n"
             } else {
                 // A decoder repeats itself (once per slice or tile): each line once.
@@ -41,6 +42,14 @@ package enum LibraryStderr {
         case .failure(let e): try { throw e }()
         }
         fatalError("unreachable")
+    }
+
+    /// A line of our own log (swift-log's stream handler starts each with an ISO 8601 time).
+    static func isLogLine(_ line: Substring) -> Bool {
+        let u = Array(line.utf8.prefix(11))
+        guard u.count == 11 else { return false }
+        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+        return digits.allSatisfy { (48...57).contains(u[$0]) } && u[4] == 45 && u[7] == 45 && u[10] == 84
     }
 
     private static func begin() -> off_t {
