@@ -15,7 +15,14 @@ public enum AtomicOutput {
         let temp = temporaryName(for: path, in: dir)
         Cleanup.add(file: temp)
         defer { unlink(temp); Cleanup.remove(file: temp) }
-        try produce(temp)
+        do { try produce(temp) } catch let e as ImageIOError {
+            // A library writer (libtiff, ffmpeg) says only that its write failed: name the cause
+            // when the device is what failed.
+            if case .encodeFailed = e, let cause = WriteFailure.deviceProblem(in: dir) {
+                throw ImageIOError.cannotWrite(path: path, reason: cause)
+            }
+            throw e
+        }
         // A writer that reported success but left nothing is not a success.
         var st = stat()
         guard stat(temp, &st) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
@@ -195,6 +202,15 @@ public enum WriteFailure {
         case EFBIG: "the file is larger than the file system allows"
         default: String(cString: strerror(code))
         }
+    }
+
+    /// Why writes into `dir` fail now, when the device is the reason (full or read-only), else nil.
+    public static func deviceProblem(in dir: String) -> String? {
+        if access(dir, W_OK) != 0 && errno == EROFS { return reason(EROFS) }
+        var fs = statvfs()
+        guard statvfs(dir, &fs) == 0 else { return nil }
+        let free = UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)
+        return free < 64 << 10 ? reason(ENOSPC) : nil
     }
 
     /// Creates `path` (which must not exist) and writes all of `bytes`, checking every write and
