@@ -135,7 +135,10 @@ static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned w
     png_set_compression_level(io->png, level);   // the image data's, deflated from the first row on
     if (depth == 16) png_set_swap(io->png);
     png_write_image(io->png, rows);
-    png_write_end(io->png, io->info);
+    // NULL, not io->info: with the info, libpng writes its eXIf chunk a second time after the
+    // image data (the specification allows one; readers warn "eXIf: duplicate"). Nothing else
+    // of ours goes after IDAT.
+    png_write_end(io->png, NULL);
     png_destroy_write_struct(&io->png, &io->info);
     return 0;
 }

@@ -163,3 +163,33 @@ import EvanescoCore
         #expect(Self.readBlocks(d.image.uint8) == Self.expected[o])
     }
 }
+
+/// The PNG specification allows one eXIf chunk, before the image data; libpng warns
+/// "eXIf: duplicate" on a second. Every writer path writes exactly one, and reads it back.
+@Suite struct PNGChunkTests {
+    /// The chunk types of a PNG, in order.
+    static func chunkTypes(_ png: [UInt8]) -> [String] {
+        var types: [String] = [], i = 8
+        while i + 8 <= png.count {
+            let length = Int(png[i]) << 24 | Int(png[i + 1]) << 16 | Int(png[i + 2]) << 8 | Int(png[i + 3])
+            types.append(String(decoding: png[(i + 4)..<(i + 8)], as: UTF8.self))
+            i += 12 + length
+        }
+        return types
+    }
+
+    @Test(arguments: [0, 1, 2, 6, 9])
+    func oneExifChunkAtEveryLevel(level: Int) throws {
+        // A minimal big-endian EXIF block: orientation 6.
+        let exif: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
+        let image = Image<UInt8>(width: 64, height: 40, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(i % 251) } }
+        let png = try ImageCodecs.encode(.uint8(image), format: .png, options: WriteOptions(metadata: ImageMetadata(exif: exif), pngCompression: level))
+        let types = Self.chunkTypes(png)
+        #expect(types.filter { $0 == "eXIf" }.count == 1, "level \(level): \(types)")
+        #expect(types.firstIndex(of: "eXIf")! < types.firstIndex(of: "IDAT")!, "\(types)")
+        #expect(types.last == "IEND")
+        let back = try ImageCodecs.decode(png, path: "x.png", options: ReadOptions(applyOrientation: false))
+        // The EXIF is kept (its orientation rewritten for upright pixels), the pixels exact.
+        #expect(back.metadata.exif?.count == exif.count && back.image.uint8.samples == image.samples)
+    }
+}
