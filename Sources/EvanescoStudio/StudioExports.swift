@@ -32,7 +32,8 @@ final class ExportShelf: Sendable {
     func sweep(now: Date = Date(), keeping keep: String? = nil) -> Int {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
         var files: [(path: String, modified: Date, bytes: Int)] = []
-        for n in names {
+        // Hidden files are exports still being written (their writer renames or removes them).
+        for n in names where !n.hasPrefix(".") {
             let p = directory + "/" + n
             var st = stat()
             guard lstat(p, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }

@@ -101,7 +101,7 @@ public final class Studio: Sendable {
         let host = configuration.host, token = configuration.token
         let listening = LockedBox(false)
         let boundPort = listeningPort
-        let idle = TimeAmount.milliseconds(Int64((configuration.idleTimeout * 1000).rounded()))
+        let idle = TimeAmount.milliseconds(Int64(Int(saturating: (configuration.idleTimeout * 1000).rounded())))
         let app = Application(
             router: router(),
             server: .http1(configuration: .init(idleTimeout: idle)),
