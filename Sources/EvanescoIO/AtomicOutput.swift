@@ -145,12 +145,8 @@ public enum AtomicOutput {
             let e = errno
             throw ImageIOError.cannotWrite(path: path, reason: e == EROFS ? WriteFailure.reason(EROFS) : "folder \(dir) is not writable (\(WriteFailure.reason(e)))")
         }
-        var fs = statvfs()
-        if statvfs(dir, &fs) == 0 {
-            let free = Int(clamping: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize))
-            if free < minimumFreeBytes {
-                throw ImageIOError.cannotWrite(path: path, reason: "\(WriteFailure.reason(ENOSPC)) (\(free >> 10) KB free in \(dir))")
-            }
+        if let free = WriteFailure.freeBytes(in: dir), free < minimumFreeBytes {
+            throw ImageIOError.cannotWrite(path: path, reason: "\(WriteFailure.reason(ENOSPC)) (\(free >> 10) KB free in \(dir))")
         }
     }
 
@@ -207,10 +203,15 @@ public enum WriteFailure {
     /// Why writes into `dir` fail now, when the device is the reason (full or read-only), else nil.
     public static func deviceProblem(in dir: String) -> String? {
         if access(dir, W_OK) != 0 && errno == EROFS { return reason(EROFS) }
+        guard let free = freeBytes(in: dir) else { return nil }
+        return free < 64 << 10 ? reason(ENOSPC) : nil
+    }
+
+    /// Bytes an unprivileged user can still write in `dir`'s file system, or nil when unknown.
+    public static func freeBytes(in dir: String) -> Int? {
         var fs = statvfs()
         guard statvfs(dir, &fs) == 0 else { return nil }
-        let free = UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)
-        return free < 64 << 10 ? reason(ENOSPC) : nil
+        return Int(clamping: UInt64(fs.f_bavail) &* UInt64(fs.f_frsize))
     }
 
     /// Creates `path` (which must not exist) and writes all of `bytes`, checking every write and
@@ -218,17 +219,7 @@ public enum WriteFailure {
     public static func writeFile(_ bytes: [UInt8], to path: String, reportPath: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ImageIOError.cannotWrite(path: reportPath, reason: reason(errno)) }
-        var failure: Int32 = 0
-        bytes.withUnsafeBytes { buf in
-            var done = 0
-            while done < buf.count {
-                let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
-                if n < 0 && errno == EINTR { continue }
-                // A write of 0 bytes where some were asked is a full device.
-                guard n > 0 else { failure = n == 0 ? ENOSPC : errno; return }
-                done += n
-            }
-        }
+        var failure = writeAll(bytes, to: fd)
         if close(fd) != 0 && failure == 0 { failure = errno }
         if failure != 0 {
             unlink(path)
@@ -239,12 +230,13 @@ public enum WriteFailure {
     /// Writes all of `bytes` to an open descriptor (standard output, a pipe), checked.
     ///
     /// - Returns: 0, or the errno of the failed write.
-    public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Int32 {
+    public static func writeAll(_ bytes: some ContiguousBytes, to fd: Int32) -> Int32 {
         bytes.withUnsafeBytes { buf in
             var done = 0
             while done < buf.count {
                 let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
                 if n < 0 && errno == EINTR { continue }
+                // A write of 0 bytes where some were asked is a full device.
                 guard n > 0 else { return n == 0 ? ENOSPC : errno }
                 done += n
             }
@@ -290,14 +282,17 @@ public enum InputFile {
     /// Refuses what is not a regular file before anything opens it: a FIFO would block an open
     /// or a read until some other process writes to it, a device could be read for ever.
     ///
+    /// - Returns: The file's status (its size, for a reader).
     /// - Throws: `ImageIOError.fileNotFound`, `.notAFile` or `.unreadable`.
-    public static func requireRegular(_ path: String) throws {
+    @discardableResult
+    public static func requireRegular(_ path: String) throws -> stat {
         var st = stat()
         guard stat(path, &st) == 0 else {
             if errno == ENOENT { throw ImageIOError.fileNotFound(path: path) }
             throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else { throw ImageIOError.notAFile(path: path) }
+        return st
     }
 
     /// Reads a whole input file, refusing what is not a regular file (a folder, a FIFO, a device).
@@ -306,12 +301,7 @@ public enum InputFile {
     /// - Returns: Its bytes.
     /// - Throws: `ImageIOError.fileNotFound` or `.unreadable` with the reason.
     public static func read(_ path: String) throws -> [UInt8] {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            if errno == ENOENT { throw ImageIOError.fileNotFound(path: path) }
-            throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw ImageIOError.notAFile(path: path) }
+        let st = try requireRegular(path)
         guard st.st_size > 0 else { throw ImageIOError.emptyFile(path: path) }
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno))) }

@@ -124,7 +124,7 @@ enum Arguments {
     /// name that is not UTF-8 would be read or written under another name. Such an argument is
     /// refused (status 64) before anything is parsed.
     static func refuseInvalidUTF8() throws {
-        for i in 1..<Int(CommandLine.argc) {
+        for i in 1..<max(1, Int(CommandLine.argc)) {
             guard let raw = CommandLine.unsafeArgv[i] else { continue }
             let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
             if String(validating: bytes, as: UTF8.self) == nil {

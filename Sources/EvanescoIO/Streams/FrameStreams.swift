@@ -237,14 +237,8 @@ public final class RawFrameWriter: FrameWriter {
     public init(fd: Int32) { self.fd = fd; signal(SIGPIPE, SIG_IGN) }
     public func write(_ frame: Image<UInt8>) throws {
         let rgb = frame.withChannels(3)
-        try rgb.samples.withUnsafeBytes { b in
-            var sent = 0
-            while sent < b.count {
-                let n = Glibc.write(fd, b.baseAddress! + sent, b.count - sent)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw ImageIOError.cannotWrite(path: "stdout", reason: "the reader closed the pipe") }
-                sent += n
-            }
+        guard WriteFailure.writeAll(rgb.samples, to: fd) == 0 else {
+            throw ImageIOError.cannotWrite(path: "stdout", reason: "the reader closed the pipe")
         }
         written += 1
     }

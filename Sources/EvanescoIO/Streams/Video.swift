@@ -280,18 +280,10 @@ public final class VideoWriter {
         }
         let rgb = frame.withChannels(3)
         let fd = input.fileHandleForWriting.fileDescriptor
-        try rgb.samples.withUnsafeBytes { buf in
-            var sent = 0
-            while sent < buf.count {
-                let n = write(fd, buf.baseAddress! + sent, buf.count - sent)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    process.waitUntilExit()
-                    while !errBox.done { usleep(1000) }
-                    throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "ffmpeg stopped reading" : errBox.text)
-                }
-                sent += n
-            }
+        guard WriteFailure.writeAll(rgb.samples, to: fd) == 0 else {
+            process.waitUntilExit()
+            while !errBox.done { usleep(1000) }
+            throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "ffmpeg stopped reading" : errBox.text)
         }
     }
 
