@@ -35,10 +35,10 @@ let package = Package(
 
         // Hot loops compiled for any CPU and again with AVX2, chosen at run time (C: Swift cannot
         // give one function a wider instruction set without unsafe flags).
-        .target(name: "CKernels"),
+        .target(name: "CKernels", linkerSettings: [.linkedLibrary("deflate"), .linkedLibrary("z")]),
         .target(name: "EvanescoCore", dependencies: ["CKernels"]),
         .target(name: "EvanescoIO",
-                dependencies: ["EvanescoCore", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
+                dependencies: ["EvanescoCore", "CKernels", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
         .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),
@@ -58,7 +58,7 @@ let package = Package(
                           path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
-        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG"]),
+        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels"]),
         .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
         .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),

@@ -88,8 +88,8 @@ static void evn_png_write_fn(png_structp png, png_bytep src, size_t n) {
 }
 static void evn_png_flush_fn(png_structp png) { (void)png; }
 
-// A PNG written in parts (the image data compressed by the caller, in pieces at once): the
-// header and metadata chunks through libpng, then chunks the caller gives, then IEND.
+// A PNG written in parts: the header and metadata chunks through libpng, then the image data
+// the caller compresses in pieces (CKernels' evn_png_write_idat), then IEND.
 
 /// Starts a PNG in io->out: signature, IHDR, and iCCP/eXIf when given. Returns 0 on success;
 /// on failure io->out is freed and io->error says why.
@@ -118,74 +118,10 @@ static inline int evn_png_write_head(evn_png_io *io, unsigned width, unsigned he
     return 0;
 }
 
-/// Encodes rows of `channels` (1, 2, 3, 4) samples of `depth` (8 or 16, host order) bits into
-/// io->out (free() it), libpng choosing each row's filter and compressing at zlib `level`: the
-/// slower levels (the fast ones are written in pieces by the caller, see evn_png_write_head).
-/// icc/exif may be NULL. Returns 0 on success.
-static inline int evn_png_write(evn_png_io *io, unsigned char **rows, unsigned width, unsigned height,
-                                int channels, int depth, int level,
-                                const unsigned char *icc, unsigned icc_len,
-                                const unsigned char *exif, unsigned exif_len) {
-    if (evn_png_write_head(io, width, height, channels, depth, icc, icc_len, exif, exif_len) != 0) return -1;
-    if (setjmp(png_jmpbuf(io->png))) {
-        png_destroy_write_struct(&io->png, &io->info);
-        free(io->out); io->out = NULL; io->out_size = 0;
-        return -1;
-    }
-    png_set_compression_level(io->png, level);   // the image data's, deflated from the first row on
-    if (depth == 16) png_set_swap(io->png);
-    png_write_image(io->png, rows);
-    // NULL, not io->info: with the info, libpng writes its eXIf chunk a second time after the
-    // image data (the specification allows one; readers warn "eXIf: duplicate"). Nothing else
-    // of ours goes after IDAT.
-    png_write_end(io->png, NULL);
-    png_destroy_write_struct(&io->png, &io->info);
-    return 0;
-}
-
-/// Appends one chunk (`name`: 4 letters) after evn_png_write_head. Returns 0 on success; on
-/// failure io->out is freed, the struct destroyed and io->error says why.
-static inline int evn_png_write_chunk(evn_png_io *io, const char *name, const unsigned char *data, size_t length) {
-    if (setjmp(png_jmpbuf(io->png))) {
-        png_destroy_write_struct(&io->png, &io->info);
-        free(io->out); io->out = NULL; io->out_size = 0;
-        return -1;
-    }
-    png_write_chunk(io->png, (png_const_bytep)name, data, length);
-    return 0;
-}
-
-/// Frees libpng's state after the last chunk (io->out stays: the caller frees it).
+/// Frees libpng's state after the head (io->out stays: the caller frees it).
 static inline void evn_png_write_done(evn_png_io *io) {
     if (io->png) png_destroy_write_struct(&io->png, &io->info);
     io->png = NULL; io->info = NULL;
-}
-
-/// Raw deflate (no header or check value) of `n` bytes into `out` (`cap` bytes: at least
-/// evn_deflate_bound(n)), ending with a sync flush (a piece that more follow) or as the last
-/// block of the stream (`last`). Returns the bytes written, or -1.
-static inline long evn_deflate_raw(const unsigned char *in, size_t n, unsigned char *out, size_t cap,
-                                   int level, int rle, int last) {
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, rle ? Z_RLE : Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    z.next_in = (Bytef *)in; z.avail_in = (uInt)n;
-    z.next_out = out; z.avail_out = (uInt)cap;
-    int r = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
-    long written = (long)(cap - z.avail_out);
-    int ok = last ? r == Z_STREAM_END : (r == Z_OK && z.avail_in == 0 && z.avail_out > 0);
-    deflateEnd(&z);
-    return ok ? written : -1;
-}
-
-/// Room for evn_deflate_raw's output of `n` bytes (zlib's bound for stored blocks, and the flush).
-static inline size_t evn_deflate_bound(size_t n) { return n + n / 8 + (n >> 14) * 5 + 64; }
-
-static inline unsigned long evn_adler32(unsigned long adler, const unsigned char *p, size_t n) {
-    return adler32_z(adler, p, n);
-}
-static inline unsigned long evn_adler32_combine(unsigned long a, unsigned long b, size_t n2) {
-    return adler32_combine(a, b, (z_off_t)n2);
 }
 
 // The plain PNGs bursts are made of (8- or 16-bit grey, RGB or RGBA, not interlaced, no

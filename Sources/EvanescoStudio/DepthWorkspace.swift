@@ -47,7 +47,7 @@ final class DepthStudioSession: Sendable {
         var m: [String: [UInt8]] = [:]
         for a in photo.auxiliary where a.image.width > 0 && [.portrait, .skin, .hair, .teeth, .glasses, .sky].contains(a.kind) && m[a.kind.rawValue] == nil {
             let grey = a.image.float32.luma(.rec709).resized(width: w, height: h, interpolation: .bilinear)
-            m[a.kind.rawValue] = try ImageCodecs.encode(.uint8(DepthEffects.grey(grey, as: UInt8.self)), format: .png, options: WriteOptions(pngCompression: 1))
+            m[a.kind.rawValue] = try ImageCodecs.encode(.uint8(DepthEffects.grey(grey, as: UInt8.self)), format: .png, options: WriteOptions(compression: .fast))
         }
         mattes = m
         original = try ImageCodecs.encode(preview.image, format: .jpeg, options: WriteOptions(quality: 88))

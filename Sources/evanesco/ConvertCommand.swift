@@ -13,6 +13,7 @@ struct Convert: ParsableCommand {
         EXAMPLES:
           evanesco convert IMG_0001.HEIC out.jpg --quality 90 --keep-metadata
           evanesco convert scan.tif out.png --bit-depth 16
+          evanesco convert scan.tif archive.png --compression best
         """)
 
     @Argument(help: "Input image.") var input: String
@@ -20,6 +21,7 @@ struct Convert: ParsableCommand {
     @Option(help: "JPEG quality, 1-100.") var quality = 92
     @Option(help: "Output bits per sample: 8, 16 (PNG, TIFF) or 32 (float TIFF). Default: the input's, where the format allows.")
     var bitDepth: Int?
+    @OptionGroup var lossless: LosslessOptions
     @Flag(help: "Copy EXIF and the ICC profile to the output.") var keepMetadata = false
     @Flag(help: "Overwrite OUT if it exists.") var force = false
 
@@ -32,7 +34,8 @@ struct Convert: ParsableCommand {
         try reportingErrors {
             try AtomicOutput.check(files: [output], inputs: [input], overwrite: force)
             let d = try ImageCodecs.read(input)
-            let opts = WriteOptions(quality: quality, bitDepth: bitDepth, metadata: keepMetadata ? d.metadata : nil, overwrite: force)
+            let opts = WriteOptions(quality: quality, bitDepth: bitDepth, metadata: keepMetadata ? d.metadata : nil, overwrite: force,
+                                    compression: lossless.compression)
             try ImageCodecs.write(d.image, to: output, options: opts)
             try StandardOutput.line("\(output): \(d.image.width)x\(d.image.height), from \(d.format.name)")
         }

@@ -87,6 +87,7 @@ struct DepthExtract: ParsableCommand {
     @Option(help: "Extract an auxiliary image instead: depth, portrait, skin, hair, teeth, glasses, sky, gainmap, confidence, original.") var aux: String?
     @Flag(help: "Normalise the finite range to 0...1 (.pfm/.tif).") var normalize = false
     @Flag(help: "Stored samples, in sensor orientation.") var raw = false
+    @OptionGroup var lossless: LosslessOptions
     @Flag(help: "Overwrite an existing output.") var force = false
     @Option(help: "Write a JSON report (kind, range, mapping, source).") var report: String?
     @OptionGroup var source: DepthSourceOptions
@@ -118,7 +119,7 @@ struct DepthExtract: ParsableCommand {
                 if raw, let bytes = a.embeddedBytes, let f = a.embeddedFormat, ImageFormat.forOutput(extension: ext) == f {
                     try AtomicOutput.write(bytes, to: output, overwrite: force)
                 } else {
-                    try ImageCodecs.write(a.image, to: output, options: WriteOptions(overwrite: force))
+                    try ImageCodecs.write(a.image, to: output, options: WriteOptions(overwrite: force, compression: lossless.compression))
                 }
                 fields.auxiliary = DepthSummary.Auxiliary(kind: a.kind, type: a.type, width: a.image.width, height: a.image.height, source: a.source)
             } else {
@@ -130,7 +131,7 @@ struct DepthExtract: ParsableCommand {
                         guard ext == "png" || ext == "tif" || ext == "tiff" else {
                             throw ValidationError("--raw writes the stored samples: name the output .png or .tif")
                         }
-                        try ImageCodecs.write(d.stored, to: output, options: WriteOptions(overwrite: force))
+                        try ImageCodecs.write(d.stored, to: output, options: WriteOptions(overwrite: force, compression: lossless.compression))
                     }
                     fields.stored = d.storedFormat
                 } else {
@@ -147,7 +148,7 @@ struct DepthExtract: ParsableCommand {
                     case "pfm":
                         try AtomicOutput.write(PFM.encode(map), to: output, overwrite: force)
                     case "tif", "tiff":
-                        try ImageCodecs.write(.float32(map), to: output, options: WriteOptions(bitDepth: 32, overwrite: force))
+                        try ImageCodecs.write(.float32(map), to: output, options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
                     case "png":
                         guard let r else { throw DepthError.badMetadata(path: photo, detail: "every value of the depth map is a hole; there is nothing to write") }
                         let lo = r.min, span = max(r.max - r.min, .leastNormalMagnitude)
@@ -156,7 +157,7 @@ struct DepthExtract: ParsableCommand {
                                 for i in 0..<s.count { dst[i] = s[i].isFinite ? UInt16(1 + ((s[i] - lo) / span * 65534).rounded()) : 0 }
                             }
                         }
-                        try ImageCodecs.write(.uint16(q), to: output, options: WriteOptions(bitDepth: 16, overwrite: force))
+                        try ImageCodecs.write(.uint16(q), to: output, options: WriteOptions(bitDepth: 16, overwrite: force, compression: lossless.compression))
                         fields.png16Mapping = "value = \(lo) + (v - 1) / 65534 * \(r.max - r.min); v = 0 is a hole"
                         try StandardOutput.line("\(output): 16-bit PNG, \(d.kind.rawValue) \(lo)...\(r.max) \(d.units) mapped to 1...65535 (0 = hole)")
                     default:

@@ -61,6 +61,7 @@ struct Portrait: ParsableCommand {
     @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
     @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights: Float = 2
     @Option(help: "JPEG quality, 1-100.") var quality: Int = 92
+    @OptionGroup var lossless: LosslessOptions
     @Option(help: "Also write the full-size mask as an 8-bit image.") var saveMask: String?
     @Option(help: "Write a JSON report (depth, focus, timings).") var report: String?
     @Flag(help: "Overwrite existing outputs.") var force = false
@@ -99,9 +100,10 @@ struct Portrait: ParsableCommand {
             for w in renderer.photo.warnings { Diagnostics.warning("\(photo): \(w)") }
             var r = try renderer.render(settings)
             try r.report.times.measure(\.encode) {
-                try ImageCodecs.write(r.image, to: output, options: WriteOptions(quality: quality, metadata: r.metadata, overwrite: force))
+                try ImageCodecs.write(r.image, to: output, options: WriteOptions(quality: quality, metadata: r.metadata, overwrite: force,
+                                                                                 compression: lossless.compression))
                 if let saveMask {
-                    try ImageCodecs.write(.uint8(DepthEffects.grey(r.mask, as: UInt8.self)), to: saveMask, options: WriteOptions(overwrite: force))
+                    try ImageCodecs.write(.uint8(DepthEffects.grey(r.mask, as: UInt8.self)), to: saveMask, options: WriteOptions(overwrite: force, compression: lossless.compression))
                 }
             }
             r.report.times = r.report.times.rounded

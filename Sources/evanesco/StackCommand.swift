@@ -40,6 +40,7 @@ struct Stack: ParsableCommand {
     @Option(help: "Sigma-clip and robust kappa.") var kappa: Float = 2.5
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
+    @OptionGroup var lossless: LosslessOptions
     @Option(help: "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or a truth.json.")
     var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
@@ -98,16 +99,15 @@ struct Stack: ParsableCommand {
             for n in result.notices { Diagnostics.warning(n.description) }
             var image = result.image
             if let b = bitDepth { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
-            // zlib level 1 for PNG/TIFF: 12 MP at level 6 took 3.6 s, more than the whole merge.
             try result.timings.measure(\.encode) {
                 try ImageCodecs.write(image, to: output, options: WriteOptions(quality: quality, metadata: result.referenceMetadata,
-                                                                               overwrite: force, pngCompression: 1))
+                                                                               overwrite: force, compression: lossless.compression))
             }
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             if let dir = saveMaps, let maps = result.maps {
                 try AtomicOutput.makeFolder(dir)
                 for (name, picture) in maps.pictures() {
-                    try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: force, pngCompression: 1))
+                    try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: force, compression: .fast))
                 }
                 try ReportFile.write(maps.legend(names: result.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"), overwrite: force)
             }

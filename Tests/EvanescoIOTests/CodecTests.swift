@@ -34,12 +34,12 @@ import EvanescoCore
         #expect(try ImageCodecs.read(t.file("a.png")).image == .uint16(img))
     }
 
-    /// The fast levels (0-2) compress the image data in pieces of rows joined into one zlib
-    /// stream: lossless at every depth and channel count, from one piece (a 1 x 1 image) to many
-    /// (the 700 x 400 ones: 3 pieces at 8-bit RGB, 8 at 16-bit RGBA), with the metadata chunks
-    /// kept. libpng checks every chunk's CRC and zlib the stream's Adler-32 on the way back.
-    @Test(arguments: [0, 1, 2])
-    func pngFastLevelsAreLosslessInPieces(_ level: Int) throws {
+    /// Every setting compresses the image data in pieces of rows joined into one zlib stream:
+    /// lossless at every depth and channel count, from one piece (a 1 x 1 image) to many (the
+    /// 700 x 400 ones: 3 pieces at 8-bit RGB, 8 at 16-bit RGBA), with the metadata chunks kept.
+    /// libpng checks every chunk's CRC and zlib the stream's Adler-32 on the way back.
+    @Test(arguments: LosslessCompression.allCases)
+    func pngIsLosslessInPieces(_ level: LosslessCompression) throws {
         let t = TempDir()
         let icc = iccProfile(size: 3_000), exif = exifBlock(orientation: 1)
         for (w, h) in [(1, 1), (5, 3), (61, 37), (700, 400)] { for channels in [1, 3, 4] {
@@ -49,9 +49,13 @@ import EvanescoCore
                 let f = t.file("\(w)x\(h)x\(channels)-\(name).png")
                 // (An RGB profile goes with colour pictures only: libpng drops it from a grey one.)
                 let meta = ImageMetadata(exif: exif, icc: channels >= 3 ? icc : nil)
-                try ImageCodecs.write(img, to: f, options: WriteOptions(metadata: meta, pngCompression: level))
+                try ImageCodecs.write(img, to: f, options: WriteOptions(metadata: meta, compression: level))
                 let back = try ImageCodecs.read(f)
                 let same = back.image == img
+                // And through libpng alone (the file has metadata, so the reader above took
+                // libpng too; this pins it).
+                let libpng = try PNGCodec.decode(InputFile.read(f), path: f, limits: .standard, fastPath: false)
+                #expect(libpng.image == img, "\(w)x\(h)x\(channels) \(name)-bit at \(level): libpng")
                 #expect(same, "\(w)x\(h)x\(channels) \(name)-bit at level \(level)")
                 #expect(back.metadata.icc == meta.icc && back.metadata.exif == exif, "\(w)x\(h)x\(channels) \(name)-bit at level \(level): metadata")
             }
@@ -59,19 +63,25 @@ import EvanescoCore
         #expect(PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 3 + 1) == 3 && PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 8 + 1) == 8)
     }
 
+    /// Deflate with the horizontal (integers) or floating-point predictor, read back by libtiff:
+    /// one strip (53 x 31) and several (700 x 400: 3 strips at 8-bit RGB, 7 at 16-bit RGB, each
+    /// compressed on its own core), at every compression setting.
     @Test(arguments: [1, 3, 4])
     func tiffAllDepthsAreLossless(_ channels: Int) throws {
         let t = TempDir()
-        let a = noiseImage(53, 31, channels: channels, as: UInt8.self)
-        let b = noiseImage(53, 31, channels: channels, as: UInt16.self)
-        var f = noiseImage(53, 31, channels: channels, as: Float.self)
-        f.samples[0] = -3.5; f.samples[1] = 1e6     // floats keep any value, e.g. depth in metres
-        try ImageCodecs.write(.uint8(a), to: t.file("8.tif"))
-        try ImageCodecs.write(.uint16(b), to: t.file("16.tif"))
-        try ImageCodecs.write(.float32(f), to: t.file("32.tif"))
-        #expect(try ImageCodecs.read(t.file("8.tif")).image == .uint8(a))
-        #expect(try ImageCodecs.read(t.file("16.tif")).image == .uint16(b))
-        #expect(try ImageCodecs.read(t.file("32.tif")).image == .float32(f))
+        for (w, h) in [(53, 31), (700, 400)] { for compression in LosslessCompression.allCases {
+            let a = noiseImage(w, h, channels: channels, as: UInt8.self)
+            let b = noiseImage(w, h, channels: channels, as: UInt16.self)
+            var f = noiseImage(w, h, channels: channels, as: Float.self)
+            f.samples[0] = -3.5; f.samples[1] = 1e6     // floats keep any value, e.g. depth in metres
+            let options = WriteOptions(overwrite: true, compression: compression)
+            try ImageCodecs.write(.uint8(a), to: t.file("8.tif"), options: options)
+            try ImageCodecs.write(.uint16(b), to: t.file("16.tif"), options: options)
+            try ImageCodecs.write(.float32(f), to: t.file("32.tif"), options: options)
+            #expect(try ImageCodecs.read(t.file("8.tif")).image == .uint8(a), "\(w)x\(h) \(compression)")
+            #expect(try ImageCodecs.read(t.file("16.tif")).image == .uint16(b), "\(w)x\(h) \(compression)")
+            #expect(try ImageCodecs.read(t.file("32.tif")).image == .float32(f), "\(w)x\(h) \(compression)")
+        }}
     }
 
     @Test func jpegWithinTolerance() throws {
@@ -148,7 +158,7 @@ import EvanescoCore
     @Test(arguments: 1...8)
     func pngExifChunkOrientation(_ o: Int) throws {
         let t = TempDir()
-        let png = try PNGCodec.encode(Self.blocks, level: 1, icc: nil, exif: exifBlock(orientation: o), path: "x")
+        let png = try PNGCodec.encode(Self.blocks, compression: .fast, icc: nil, exif: exifBlock(orientation: o), path: "x")
         try AtomicOutput.write(png, to: t.file("o.png"), overwrite: false)
         let d = try ImageCodecs.read(t.file("o.png"))
         #expect(Self.readBlocks(d.image.uint8) == Self.expected[o])
@@ -178,12 +188,12 @@ import EvanescoCore
         return types
     }
 
-    @Test(arguments: [0, 1, 2, 6, 9])
-    func oneExifChunkAtEveryLevel(level: Int) throws {
+    @Test(arguments: LosslessCompression.allCases)
+    func oneExifChunkAtEveryLevel(level: LosslessCompression) throws {
         // A minimal big-endian EXIF block: orientation 6.
         let exif: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
         let image = Image<UInt8>(width: 64, height: 40, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(i % 251) } }
-        let png = try ImageCodecs.encode(.uint8(image), format: .png, options: WriteOptions(metadata: ImageMetadata(exif: exif), pngCompression: level))
+        let png = try ImageCodecs.encode(.uint8(image), format: .png, options: WriteOptions(metadata: ImageMetadata(exif: exif), compression: level))
         let types = Self.chunkTypes(png)
         #expect(types.filter { $0 == "eXIf" }.count == 1, "level \(level): \(types)")
         #expect(types.firstIndex(of: "eXIf")! < types.firstIndex(of: "IDAT")!, "\(types)")

@@ -29,7 +29,7 @@ enum DepthFixtures {
     }
 
     static func png<S: PixelSample>(_ image: Image<S>) -> [UInt8] {
-        try! PNGCodec.encode(image, level: 6, icc: nil, exif: nil, path: "fixture.png")
+        try! PNGCodec.encode(image, compression: .default, icc: nil, exif: nil, path: "fixture.png")
     }
 
     /// A disparity plane with a known pattern: v = (x * 7 + y * 3) % 256.

@@ -22,7 +22,7 @@ import EvanescoIO
         let frames = burst(texturedScene(320, height), shifts: Stacker.shifts)
         for (k, f) in frames.enumerated() {
             let image: AnyImage = sixteen ? .uint16(f.image.uint16) : f.image
-            try ImageCodecs.write(image, to: "\(dir)/f\(k).png", options: WriteOptions(pngCompression: 1))
+            try ImageCodecs.write(image, to: "\(dir)/f\(k).png", options: WriteOptions(compression: .fast))
         }
         try Data("not a picture".utf8).write(to: URL(fileURLWithPath: "\(dir)/f3b.png"))
         return dir
@@ -33,7 +33,7 @@ import EvanescoIO
         let dir = try burstFolder(sixteen: false), spillDir = try folder("file")
         defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: spillDir) }
         let f2 = try ImageCodecs.read("\(dir)/f2.png").image
-        try ImageCodecs.write(.uint16(f2.uint16), to: "\(dir)/f2.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        try ImageCodecs.write(.uint16(f2.uint16), to: "\(dir)/f2.png", options: WriteOptions(overwrite: true, compression: .fast))
         var o = StackOptions()
         let memory = try BurstStacker.stack(contentsOf: [dir], options: o)
         o.memoryLimit = 1
@@ -111,7 +111,7 @@ import EvanescoIO
     @Test func aFrameOfAnotherSizeIsRefusedAsInMemory() throws {
         let dir = try burstFolder(sixteen: false)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f5.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f5.png", options: WriteOptions(overwrite: true, compression: .fast))
         var o = StackOptions()
         o.memoryLimit = nil
         let expected = StackError.sizeMismatch(frame: "\(dir)/f5.png", size: "300x240", reference: "\(dir)/f0.png", referenceSize: "320x240")
@@ -120,7 +120,7 @@ import EvanescoIO
         #expect(throws: expected) { try BurstStacker.stack(contentsOf: [dir], options: o) }
         // Through the file, such a frame stops the stack at once: the frames after it are not
         // all decoded first.
-        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f1.png", options: WriteOptions(overwrite: true, pngCompression: 1))
+        try ImageCodecs.write(.uint8(texturedScene(300, 240)), to: "\(dir)/f1.png", options: WriteOptions(overwrite: true, compression: .fast))
         let decoded = LockedBox(0)
         o.progress = { p in if p.stage == .decode { decoded.update { $0 = max($0, p.done) } } }
         #expect(throws: StackError.sizeMismatch(frame: "\(dir)/f1.png", size: "300x240", reference: "\(dir)/f0.png", referenceSize: "320x240")) {

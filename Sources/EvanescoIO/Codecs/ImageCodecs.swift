@@ -51,8 +51,8 @@ public struct WriteOptions: Sendable {
     public var metadata: ImageMetadata?
     /// Replace an existing file.
     public var overwrite = false
-    /// zlib level for PNG and TIFF's deflate (0...9; TIFF uses 1...9).
-    public var pngCompression = 6
+    /// How hard PNG and TIFF compress (the pixels are the same whatever the setting).
+    public var compression = LosslessCompression.default
 
     /// - Parameters:
     ///   - format: Format; nil picks it from the extension.
@@ -60,11 +60,11 @@ public struct WriteOptions: Sendable {
     ///   - bitDepth: 8, 16 or 32; nil keeps the image's.
     ///   - metadata: EXIF and ICC to carry.
     ///   - overwrite: Replace an existing file.
-    ///   - pngCompression: zlib level 0...9.
+    ///   - compression: How hard PNG and TIFF compress.
     public init(format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
-                overwrite: Bool = false, pngCompression: Int = 6) {
+                overwrite: Bool = false, compression: LosslessCompression = .default) {
         self.format = format; self.quality = quality; self.bitDepth = bitDepth; self.metadata = metadata
-        self.overwrite = overwrite; self.pngCompression = pngCompression
+        self.overwrite = overwrite; self.compression = compression
     }
 }
 
@@ -153,9 +153,9 @@ public enum ImageCodecs {
             let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
             if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
             return depth == 8
-                ? try PNGCodec.encode(image.uint8, level: options.pngCompression, icc: options.metadata?.icc,
+                ? try PNGCodec.encode(image.uint8, compression: options.compression, icc: options.metadata?.icc,
                                       exif: options.metadata?.exifForUprightPixels, path: path)
-                : try PNGCodec.encode(image.uint16, level: options.pngCompression, icc: options.metadata?.icc,
+                : try PNGCodec.encode(image.uint16, compression: options.compression, icc: options.metadata?.icc,
                                       exif: options.metadata?.exifForUprightPixels, path: path)
         default:
             throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "only JPEG and PNG are encoded in memory; write TIFF to a file")
@@ -182,9 +182,9 @@ public enum ImageCodecs {
             let depth = options.bitDepth ?? image.bitDepth
             try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in
                 switch depth {
-                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
-                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
-                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, level: options.pngCompression, reportPath: path)
+                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
+                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
+                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
                 }
             }
         case .heif:

@@ -1,5 +1,7 @@
+import CKernels
 import CPNG
 import EvanescoCore
+import Glibc
 
 /// Owns one libpng read struct (through the shim's io record), destroyed in deinit.
 final class PNGReader {
@@ -99,31 +101,53 @@ enum PNGCodec {
         return depth == 16 ? read(UInt16.self).map { .uint16($0) } : read(UInt8.self).map { .uint8($0) }
     }
 
-    static func encode<S: PixelSample>(_ image: Image<S>, level: Int, icc: [UInt8]?, exif: [UInt8]?, path: String) throws -> [UInt8] {
+    /// Encodes 8- or 16-bit samples (1-4 channels) as a PNG in memory: the header and metadata
+    /// chunks through libpng, the image data in pieces of rows filtered and deflated at once on
+    /// every core (``pieces(height:filteredRowBytes:)``), one IDAT chunk a piece, one zlib stream.
+    /// The bytes depend on the pixels and `compression` only, not on the machine's cores.
+    static func encode<S: PixelSample>(_ image: Image<S>, compression: LosslessCompression, icc: [UInt8]?, exif: [UInt8]?,
+                                       path: String) throws -> [UInt8] {
         precondition(S.self == UInt8.self || S.self == UInt16.self)
-        if level <= 2 { return try encodeInPieces(image, level: max(0, level), icc: icc, exif: exif, path: path) }
-        var io = evn_png_io()
-        let rowBytes = image.rowLength * MemoryLayout<S>.size
-        let icc = icc ?? [], exif = exif ?? []
-        let r = image.samples.withUnsafeBufferPointer { src in
-            let base = UnsafeMutableRawPointer(mutating: src.baseAddress!).assumingMemoryBound(to: UInt8.self)
-            var ptrs: [UnsafeMutablePointer<UInt8>?] = (0..<image.height).map { base + $0 * rowBytes }
-            return icc.withUnsafeBufferPointer { iccBuf in
-                exif.withUnsafeBufferPointer { exifBuf in
-                    ptrs.withUnsafeMutableBufferPointer {
-                        evn_png_write(&io, $0.baseAddress, UInt32(image.width), UInt32(image.height), Int32(image.channels),
-                                      Int32(S.bitDepth), Int32(level), iccBuf.baseAddress, UInt32(icc.count),
-                                      exifBuf.baseAddress, UInt32(exif.count))
-                    }
+        func failed(_ detail: String) -> ImageIOError { .encodeFailed(path: path, format: "PNG", detail: detail) }
+        let (filter, level) = compression.png(sixteenBit: S.self == UInt16.self)
+        let w = image.width, h = image.height, channels = image.channels, sampleBytes = MemoryLayout<S>.size
+        let rowBytes = w * channels * sampleBytes
+        let count = pieces(height: h, filteredRowBytes: rowBytes + 1)
+        let pieces = UnsafeMutablePointer<evn_png_piece>.allocate(capacity: count)
+        pieces.initialize(repeating: evn_png_piece(data: nil, length: -1, adler: 1, filtered: 0), count: count)
+        defer {
+            for k in 0..<count { free(pieces[k].data) }
+            pieces.deallocate()
+        }
+        image.samples.withUnsafeBufferPointer { src in
+            let shared = UncheckedSendable((UnsafeRawPointer(src.baseAddress!).assumingMemoryBound(to: UInt8.self), pieces))
+            StripExecutor.forEachStrip(rows: count, minimumRows: 1) { range in
+                let (base, pieces) = shared.value
+                for k in range {
+                    _ = evn_png_encode_piece(base, rowBytes, channels * sampleBytes, sampleBytes == 2 ? 1 : 0,
+                                             h * k / count, h * (k + 1) / count, filter, level, k == count - 1 ? 1 : 0, pieces + k)
                 }
             }
         }
-        guard r == 0, let out = io.out else {
-            let msg = stringFromCBuffer(io.error)
-            throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: msg)
+        guard (0..<count).allSatisfy({ pieces[$0].length >= 0 }) else { throw failed("out of memory while compressing the image data") }
+        var io = evn_png_io()
+        let icc = icc ?? [], exif = exif ?? []
+        let head = icc.withUnsafeBufferPointer { i in exif.withUnsafeBufferPointer { e in
+            evn_png_write_head(&io, UInt32(w), UInt32(h), Int32(channels), Int32(S.bitDepth), i.baseAddress, UInt32(icc.count),
+                               e.baseAddress, UInt32(exif.count))
+        }}
+        guard head == 0, let headBytes = io.out else { throw failed(stringFromCBuffer(io.error)) }
+        evn_png_write_done(&io)
+        defer { free(headBytes) }
+        let headCount = io.out_size, idatCount = evn_png_idat_size(pieces, count)
+        let iend: [UInt8] = [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+        return [UInt8](unsafeUninitializedCapacity: headCount + idatCount + iend.count) { out, initialized in
+            let base = out.baseAddress!
+            base.update(from: headBytes, count: headCount)
+            let written = evn_png_write_idat(pieces, count, level, base + headCount)
+            (base + headCount + written).update(from: iend, count: iend.count)
+            initialized = headCount + written + iend.count
         }
-        defer { free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: io.out_size))
     }
 
     /// Rows of the image data per compressed piece: whole rows, about 256 KB of filtered bytes a
@@ -131,86 +155,5 @@ enum PNGCodec {
     /// depend on the machine's cores.
     static func pieces(height: Int, filteredRowBytes: Int) -> Int {
         max(1, min(64, height, height * filteredRowBytes / (256 * 1024)))
-    }
-
-    /// The fast levels (0-2: the SUB filter on every row, and at 0-1 zlib's run-length strategy,
-    /// as libpng is told for them on the other path), with the image data compressed in pieces
-    /// at once: each piece of rows is filtered and deflated on its own (ending on a sync flush,
-    /// so the pieces concatenate into one zlib stream, joined by their combined Adler-32) and
-    /// becomes one IDAT chunk. The header and metadata chunks come from libpng.
-    static func encodeInPieces<S: PixelSample>(_ image: Image<S>, level: Int, icc: [UInt8]?, exif: [UInt8]?, path: String) throws -> [UInt8] {
-        let w = image.width, h = image.height, channels = image.channels, sampleBytes = MemoryLayout<S>.size
-        let bpp = channels * sampleBytes, rowBytes = w * bpp, filtered = rowBytes + 1
-        let count = pieces(height: h, filteredRowBytes: filtered)
-        func rows(_ k: Int) -> Range<Int> { (h * k / count)..<(h * (k + 1) / count) }
-        func failed(_ detail: String) -> ImageIOError { .encodeFailed(path: path, format: "PNG", detail: detail) }
-        // Piece k: rows(k); its output leaves room for the zlib header
-        // in front of the first and the check value after the last.
-        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: count)
-        outputs.initialize(repeating: nil, count: count)
-        let lengths = UnsafeMutablePointer<Int>.allocate(capacity: count), checks = UnsafeMutablePointer<UInt>.allocate(capacity: count)
-        lengths.initialize(repeating: -1, count: count); checks.initialize(repeating: 1, count: count)
-        defer {
-            for k in 0..<count { outputs[k]?.deallocate() }
-            outputs.deallocate(); lengths.deallocate(); checks.deallocate()
-        }
-        let rle: Int32 = level <= 1 ? 1 : 0
-        image.samples.withUnsafeBufferPointer { src in
-            let shared = UncheckedSendable((UnsafeRawPointer(src.baseAddress!).assumingMemoryBound(to: UInt8.self), outputs, lengths, checks))
-            StripExecutor.forEachStrip(rows: count, minimumRows: 1) { range in
-                let (base, outputs, lengths, checks) = shared.value
-                for k in range {
-                    let (y0, y1) = (rows(k).lowerBound, rows(k).upperBound)
-                    let n = (y1 - y0) * filtered
-                    let raw = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, n))
-                    defer { raw.deallocate() }
-                    for y in y0..<y1 {
-                        let o = raw + (y - y0) * filtered, row = base + y * rowBytes
-                        o[0] = 1   // SUB: each byte minus the one a pixel before
-                        let d = o + 1
-                        if S.self == UInt16.self {
-                            // PNG's samples are big-endian.
-                            for i in stride(from: 0, to: rowBytes, by: 2) { d[i] = row[i + 1]; d[i + 1] = row[i] }
-                            var i = rowBytes - 1
-                            while i >= bpp { d[i] = d[i] &- d[i - bpp]; i -= 1 }
-                        } else {
-                            for i in 0..<min(bpp, rowBytes) { d[i] = row[i] }
-                            for i in bpp..<max(bpp, rowBytes) { d[i] = row[i] &- row[i - bpp] }
-                        }
-                    }
-                    let cap = evn_deflate_bound(n)
-                    let out = UnsafeMutablePointer<UInt8>.allocate(capacity: cap + 6)
-                    outputs[k] = out
-                    checks[k] = UInt(evn_adler32(1, raw, n))
-                    lengths[k] = evn_deflate_raw(raw, n, out + 2, cap, Int32(level), rle, k == count - 1 ? 1 : 0)
-                }
-            }
-        }
-        guard (0..<count).allSatisfy({ lengths[$0] >= 0 }) else { throw failed("zlib could not compress the image data") }
-        // One zlib stream: header (deflate, 32 KB window; FLEVEL 0, fastest, or 1, fast), the
-        // pieces, and the Adler-32 of all the filtered bytes, combined from the pieces'.
-        var adler = checks[0]
-        for k in 1..<count { adler = UInt(evn_adler32_combine(adler, checks[k], rows(k).count * filtered)) }
-        outputs[0]![0] = 0x78; outputs[0]![1] = level <= 1 ? 0x01 : 0x5E
-        let tail = outputs[count - 1]! + 2 + lengths[count - 1]
-        tail[0] = UInt8(truncatingIfNeeded: adler >> 24); tail[1] = UInt8(truncatingIfNeeded: adler >> 16)
-        tail[2] = UInt8(truncatingIfNeeded: adler >> 8); tail[3] = UInt8(truncatingIfNeeded: adler)
-        var io = evn_png_io()
-        let icc = icc ?? [], exif = exif ?? []
-        let head = icc.withUnsafeBufferPointer { i in exif.withUnsafeBufferPointer { e in
-            evn_png_write_head(&io, UInt32(w), UInt32(h), Int32(channels), Int32(S.bitDepth), i.baseAddress, UInt32(icc.count),
-                               e.baseAddress, UInt32(exif.count))
-        }}
-        guard head == 0 else { throw failed(stringFromCBuffer(io.error)) }
-        for k in 0..<count {
-            let start = k == 0 ? outputs[k]! : outputs[k]! + 2
-            let length = lengths[k] + (k == 0 ? 2 : 0) + (k == count - 1 ? 4 : 0)
-            guard evn_png_write_chunk(&io, "IDAT", start, length) == 0 else { throw failed(stringFromCBuffer(io.error)) }
-        }
-        guard evn_png_write_chunk(&io, "IEND", nil, 0) == 0 else { throw failed(stringFromCBuffer(io.error)) }
-        evn_png_write_done(&io)
-        guard let out = io.out else { throw failed("no output") }
-        defer { free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: io.out_size))
     }
 }

@@ -1,3 +1,4 @@
+import CKernels
 import CTIFF
 import EvanescoCore
 
@@ -184,9 +185,12 @@ enum TIFFCodec {
         switch img { case .uint8(let i): return .uint8(inv(i)); case .uint16(let i): return .uint16(inv(i)); case .float32(let i): return .float32(inv(i)) }
     }
 
-    /// Writes 8/16-bit integer or 32-bit float samples, deflate-compressed with a predictor.
+    /// Writes 8/16-bit integer or 32-bit float samples, Deflate-compressed with a predictor
+    /// (horizontal for integers, floating-point for float). Integer strips (about 256 KB each)
+    /// are predicted and compressed on every core, each its own zlib stream as TIFF wants, and
+    /// handed to libtiff as they are; float strips go through libtiff's own predictor.
     static func write<S: PixelSample>(_ image: Image<S>, to file: String, icc: [UInt8]?, orientation: Orientation = .up,
-                                      level: Int = 6, reportPath: String) throws {
+                                      compression: LosslessCompression = .default, reportPath: String) throws {
         let handle = try TIFFWriteHandle(path: file, reportPath: reportPath)
         let tif = handle.tif
         let isFloat = S.self == Float.self
@@ -200,30 +204,67 @@ enum TIFFCodec {
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_ORIENTATION), UInt16(orientation.rawValue))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_COMPRESSION), UInt16(COMPRESSION_ADOBE_DEFLATE))
         _ = evn_tiff_set_u16(tif, UInt32(TIFFTAG_PREDICTOR), UInt16(isFloat ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL))
-        _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ZIPQUALITY), UInt32(min(max(level, 1), 9)))
+        _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ZIPQUALITY), UInt32(compression.tiffLevel))
         if image.channels == 4 { _ = evn_tiff_set_extra_alpha(tif) }
-        let rowsPerStrip = max(1, (256 * 1024) / max(1, image.rowLength * MemoryLayout<S>.size))
+        let rowBytes = image.rowLength * MemoryLayout<S>.size
+        let rowsPerStrip = max(1, (256 * 1024) / max(1, rowBytes))
         _ = evn_tiff_set_u32(tif, UInt32(TIFFTAG_ROWSPERSTRIP), UInt32(rowsPerStrip))
         if let icc, !icc.isEmpty {
             _ = icc.withUnsafeBytes { evn_tiff_set_bytes(tif, UInt32(TIFFTAG_ICCPROFILE), UInt32(icc.count), $0.baseAddress) }
         }
-        let rowBytes = image.rowLength * MemoryLayout<S>.size
+        func failed() -> ImageIOError { .encodeFailed(path: reportPath, format: "TIFF", detail: handle.error) }
+        let strips = (image.height + rowsPerStrip - 1) / rowsPerStrip
         try image.samples.withUnsafeBytes { src in
-            var y = 0
-            while y < image.height {
-                let n = min(rowsPerStrip, image.height - y)
-                // libtiff's predictor works in place, so hand it a scratch copy of the strip.
-                var strip = [UInt8](UnsafeRawBufferPointer(rebasing: src[(y * rowBytes)..<((y + n) * rowBytes)]))
-                let r = strip.withUnsafeMutableBytes { TIFFWriteEncodedStrip(tif, UInt32(y / rowsPerStrip), $0.baseAddress, tmsize_t(n * rowBytes)) }
-                guard r >= 0 else {
-                    throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: handle.error)
+            if isFloat {
+                for s in 0..<strips {
+                    let y = s * rowsPerStrip, n = min(rowsPerStrip, image.height - y)
+                    // libtiff's predictor works in place, so hand it a scratch copy of the strip.
+                    var strip = [UInt8](UnsafeRawBufferPointer(rebasing: src[(y * rowBytes)..<((y + n) * rowBytes)]))
+                    let r = strip.withUnsafeMutableBytes { TIFFWriteEncodedStrip(tif, UInt32(s), $0.baseAddress, tmsize_t(n * rowBytes)) }
+                    guard r >= 0 else { throw failed() }
                 }
-                y += n
+                return
+            }
+            try compressedStrips(src, rowBytes: rowBytes, rows: image.height, rowsPerStrip: rowsPerStrip, channels: image.channels,
+                                 bits: S.bitDepth, level: compression.tiffLevel) { s, bytes, count in
+                guard TIFFWriteRawStrip(tif, UInt32(s), UnsafeMutableRawPointer(mutating: bytes), tmsize_t(count)) >= 0 else { throw failed() }
             }
         }
         handle.close()
-        if handle.io.error.0 != 0 {
-            throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: handle.error)
+        if handle.io.error.0 != 0 { throw failed() }
+    }
+
+    /// Predicts and compresses every strip (on every core), then hands them to `emit` in order.
+    private static func compressedStrips(_ src: UnsafeRawBufferPointer, rowBytes: Int, rows: Int, rowsPerStrip: Int, channels: Int,
+                                         bits: Int, level: Int32,
+                                         emit: (Int, UnsafePointer<UInt8>, Int) throws -> Void) throws {
+        let strips = (rows + rowsPerStrip - 1) / rowsPerStrip
+        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: strips)
+        let lengths = UnsafeMutablePointer<Int>.allocate(capacity: strips)
+        outputs.initialize(repeating: nil, count: strips); lengths.initialize(repeating: -1, count: strips)
+        defer {
+            for s in 0..<strips { outputs[s]?.deallocate() }
+            outputs.deallocate(); lengths.deallocate()
+        }
+        let shared = UncheckedSendable((src.baseAddress!, outputs, lengths))
+        StripExecutor.forEachStrip(rows: strips, minimumRows: 1) { range in
+            let (base, outputs, lengths) = shared.value
+            for s in range {
+                let y = s * rowsPerStrip, n = min(rowsPerStrip, rows - y), bytes = n * rowBytes
+                let predicted = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes)
+                defer { predicted.deallocate() }
+                evn_tiff_predict_rows(base + y * rowBytes, rowBytes * 8 / bits, channels, Int32(bits), n, predicted)
+                let cap = evn_zlib_bound(bytes)
+                let out = UnsafeMutablePointer<UInt8>.allocate(capacity: cap)
+                outputs[s] = out
+                lengths[s] = evn_zlib_compress(predicted, bytes, out, cap, level)
+            }
+        }
+        for s in 0..<strips {
+            guard lengths[s] >= 0, let out = outputs[s] else {
+                throw ImageIOError.encodeFailed(path: "", format: "TIFF", detail: "out of memory while compressing strip \(s)")
+            }
+            try emit(s, out, lengths[s])
         }
     }
 }
