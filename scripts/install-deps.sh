@@ -17,3 +17,5 @@ if ((${#missing[@]})); then
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "install-deps: Swift 6 is not on PATH; install it from swift.org first" >&2; exit 1; }
+# PngSuite's images for PngSuiteTests (from PyPI; without a network the test says it is absent).
+"$(dirname "$0")/pngsuite.sh" || echo "install-deps: PngSuite's images are missing; PngSuiteTests will be skipped" >&2
