@@ -1,5 +1,5 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift build -c release --static-swift-stdlib --product EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
+//   swift build -c release --static-swift-stdlib --product EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
 //                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
@@ -37,9 +37,9 @@ while !args.isEmpty {
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
     case "--only": opts.only = args.removeFirst()
-    case "decode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "kernels", "stack": opts.what = a
+    case "decode", "encode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "kernels", "stack": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|kernels|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|kernels|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
         exit(2)
     }
 }
@@ -47,7 +47,12 @@ while !args.isEmpty {
 func now() -> Double { Date().timeIntervalSinceReferenceDate }
 func median(_ v: [Double]) -> Double { let s = v.sorted(); return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2 }
 
-struct Row: Codable { var name: String; var subject: String; var baseline: String; var subjectMedian: Double; var baselineMedian: Double; var ratio: Double; var subjectRuns: [Double]; var baselineRuns: [Double] }
+struct Row: Codable {
+    var name: String; var subject: String; var baseline: String; var subjectMedian: Double; var baselineMedian: Double; var ratio: Double
+    var subjectRuns: [Double]; var baselineRuns: [Double]
+    /// encode: the files' sizes.
+    var subjectBytes: Int? = nil; var baselineBytes: Int? = nil
+}
 nonisolated(unsafe) var rows: [Row] = []
 
 /// Runs a and b alternately `n` times (after one warm-up each) and records medians.
@@ -478,6 +483,8 @@ if opts.what == "stack" {
                      name, median(total), median(align), median(fused), median(warp), median(warp) * 1e9 / px * Double(ProcessInfo.processInfo.activeProcessorCount), median(merge)))
     }
 }
+
+if opts.what == "encode" { try encodeBenchmark() }
 
 if let json = opts.json {
     let data = try JSONEncoder().encode(rows)
