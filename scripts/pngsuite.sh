@@ -13,9 +13,23 @@ sha256=739c433ba96f078315de54c0db975aee537cbc3e1d0ae4ed9aab0ca1e427e2c1
 if [ -d "$dest" ] && [ "$(find "$dest" -name '*.png' | wc -l)" -eq 28 ]; then exit 0; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if ! python3 -m pip download "pypng==$version" --no-binary :all: --no-deps -d "$work" -q >"$work/pip.log" 2>&1; then
+# pip where there is one; otherwise PyPI's simple index read with plain Python.
+fetch() {
+    python3 -m pip download "pypng==$version" --no-binary :all: --no-deps -d "$work" -q && return 0
+    python3 - "$version" "$work" <<'PY'
+import re, sys, urllib.request
+version, work = sys.argv[1], sys.argv[2]
+name = f"pypng-{version}.tar.gz"
+with urllib.request.urlopen("https://pypi.org/simple/pypng/", timeout=60) as r:
+    page = r.read().decode()
+url = next(u for u in re.findall(r'href="([^"]+)"', page) if u.split("#")[0].endswith("/" + name))
+with urllib.request.urlopen(url.split("#")[0], timeout=120) as r, open(f"{work}/{name}", "wb") as f:
+    f.write(r.read())
+PY
+}
+if ! fetch >"$work/fetch.log" 2>&1; then
     echo "pngsuite: could not download pypng $version from PyPI (offline?); PngSuiteTests will say it is absent" >&2
-    cat "$work/pip.log" >&2
+    cat "$work/fetch.log" >&2
     exit 1
 fi
 archive="$work/pypng-$version.tar.gz"
