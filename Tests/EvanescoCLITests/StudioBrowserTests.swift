@@ -264,6 +264,49 @@ struct StudioBrowser {
     }
 }
 
+extension StudioBrowser {
+    /// Chromium decodes the PNGs we write, at every setting, to the pixels written: a picture
+    /// large enough for many pieces (1200 x 800 RGB: 11 IDAT chunks joined into one zlib stream),
+    /// handed to the page as bytes and drawn through createImageBitmap into a canvas.
+    @Test("Chromium reads our PNGs at every compression with the same pixels")
+    func chromiumReadsOurPNGs() async throws {
+        let w = 1200, h = 800
+        var seed: UInt64 = 11
+        let image = Image<UInt8>(width: w, height: h, channels: 3) { d in
+            for i in 0..<d.count {
+                seed = seed &* 6364136223846793005 &+ 1442695040888963407
+                d[i] = UInt8(truncatingIfNeeded: (i / 3 % w) / 5 + (i / 3 / w) / 4 + Int(seed >> 61) + (i % 3) * 40)
+            }
+        }
+        // FNV-1a over the RGB samples, as the page computes it over the canvas's RGBA.
+        var want: UInt32 = 2_166_136_261
+        for v in image.samples { want = (want ^ UInt32(v)) &* 16_777_619 }
+        let browser = try await WebDriver()
+        do {
+            try await browser.open("about:blank")
+            for compression in LosslessCompression.allCases {
+                let png = try ImageCodecs.encode(.uint8(image), format: .png, options: WriteOptions(compression: compression))
+                let got = try await browser.run("""
+                    const bytes = Uint8Array.from(atob(a[0]), (c) => c.charCodeAt(0));
+                    const bitmap = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+                    const c = document.createElement('canvas'); c.width = bitmap.width; c.height = bitmap.height;
+                    const g = c.getContext('2d'); g.drawImage(bitmap, 0, 0);
+                    const d = g.getImageData(0, 0, c.width, c.height).data;
+                    let hash = 2166136261;
+                    for (let i = 0; i < d.length; i++) { if ((i & 3) !== 3) hash = Math.imul(hash ^ d[i], 16777619) >>> 0; }
+                    return [c.width, c.height, hash];
+                    """, [Data(png).base64EncodedString()]) as? [Any]
+                let numbers = (got ?? []).compactMap { ($0 as? NSNumber)?.uint32Value }
+                #expect(numbers == [UInt32(w), UInt32(h), want], "\(compression): chromium read \(String(describing: got))")
+            }
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+}
+
 /// A page on another local port that tries to use the studio: simple `text/plain` POSTs (no
 /// preflight), a request with the page's header (needs a preflight), a read of the file list,
 /// and a form posted into a frame.

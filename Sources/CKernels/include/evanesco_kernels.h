@@ -196,4 +196,8 @@ ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, pt
 }
 #endif
 
+// Lossless writing's kernels (PNG filters, deflate in pieces) are declared in their own header,
+// included here so that a build folder made before it existed rebuilds the module.
+#include "evanesco_encode.h"
+
 #endif
