@@ -130,6 +130,10 @@ enum PNGCodec {
             }
         }
         guard (0..<count).allSatisfy({ pieces[$0].length >= 0 }) else { throw failed("out of memory while compressing the image data") }
+        // A chunk holds at most 2^31 - 1 bytes (a piece of a picture of over 100 GB could not).
+        guard (0..<count).allSatisfy({ pieces[$0].length <= Int(Int32.max) - 6 }) else {
+            throw failed("the picture is too large for PNG's chunks; write .tif")
+        }
         var io = evn_png_io()
         let icc = icc ?? [], exif = exif ?? []
         let head = icc.withUnsafeBufferPointer { i in exif.withUnsafeBufferPointer { e in
