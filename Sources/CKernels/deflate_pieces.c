@@ -57,9 +57,6 @@ typedef struct {
     /// WALK_MATCH for a length (a distance follows); 0 for a longer code, end-of-block or a
     /// symbol that is not allowed (the walk's slow path).
     uint8_t walk[1u << PRIMARY_BITS];
-    /// For the literal/length code: `walk` over PAIR_BITS bits, with two literals taken at once
-    /// where both codes fit.
-    uint8_t pairs[1u << 12];
     uint16_t per_length[MAX_BITS + 1];
     uint16_t symbols[320];   // in canonical order: by length, then by symbol
 } huffman;
@@ -143,26 +140,17 @@ static int read_tables(bit_reader *r, huffman *lit, huffman *dist, huffman *scra
     return 0;
 }
 
-enum { WALK_MATCH = 0x40, PAIR_BITS = 12 };
+enum { WALK_MATCH = 0x40 };
 
 /// Fills `walk` from `table`: `lengths` for the literal/length code, otherwise the distance code.
 static void build_walk(huffman *h, int lengths) {
     for (unsigned i = 0; i < (1u << PRIMARY_BITS); i++) {
         const unsigned e = h->table[i], s = e >> 4, len = e & 15;
-        uint8_t w = 0;
+        uint8_t w = 0;   // 0: no short code, the slow path
         if (!e) w = 0;
         else if (lengths) w = s < 256 ? (uint8_t)len : (s >= 257 && s <= 285) ? (uint8_t)((len + length_extra[s - 257]) | WALK_MATCH) : 0;
         else w = s <= 29 ? (uint8_t)(len + (s >= 4 ? s / 2 - 1 : 0)) : 0;
         h->walk[i] = w;
-    }
-    if (!lengths) return;
-    for (unsigned i = 0; i < (1u << PAIR_BITS); i++) {
-        uint8_t w = h->walk[i & ((1u << PRIMARY_BITS) - 1)];
-        if (w && !(w & WALK_MATCH)) {
-            const uint8_t second = h->walk[(i >> w) & ((1u << PRIMARY_BITS) - 1)];
-            if (second && !(second & WALK_MATCH) && w + second <= PAIR_BITS) w = (uint8_t)(w + second);
-        }
-        h->pairs[i] = w;
     }
 }
 
@@ -195,7 +183,7 @@ static int walk_symbols(bit_reader *r, const huffman *lit, const huffman *dist) 
             if (position(r) > limit) return -1;
             refill(r);
         }
-        const unsigned e = lit->pairs[r->buf & ((1u << PAIR_BITS) - 1)];
+        const unsigned e = lit->walk[r->buf & mask];
         if (__builtin_expect(e != 0, 1)) {
             skip(r, e & 31);
             if (!(e & WALK_MATCH)) continue;
