@@ -226,7 +226,7 @@ enum TIFFCodec {
                 return
             }
             try compressedStrips(src, rowBytes: rowBytes, rows: image.height, rowsPerStrip: rowsPerStrip, channels: image.channels,
-                                 bits: S.bitDepth, level: compression.tiffLevel) { s, bytes, count in
+                                 bits: S.bitDepth, level: compression.tiffLevel, reportPath: reportPath) { s, bytes, count in
                 guard TIFFWriteRawStrip(tif, UInt32(s), UnsafeMutableRawPointer(mutating: bytes), tmsize_t(count)) >= 0 else { throw failed() }
             }
         }
@@ -236,7 +236,7 @@ enum TIFFCodec {
 
     /// Predicts and compresses every strip (on every core), then hands them to `emit` in order.
     private static func compressedStrips(_ src: UnsafeRawBufferPointer, rowBytes: Int, rows: Int, rowsPerStrip: Int, channels: Int,
-                                         bits: Int, level: Int32,
+                                         bits: Int, level: Int32, reportPath: String,
                                          emit: (Int, UnsafePointer<UInt8>, Int) throws -> Void) throws {
         let strips = (rows + rowsPerStrip - 1) / rowsPerStrip
         let outputs = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: strips)
@@ -262,7 +262,7 @@ enum TIFFCodec {
         }
         for s in 0..<strips {
             guard lengths[s] >= 0, let out = outputs[s] else {
-                throw ImageIOError.encodeFailed(path: "", format: "TIFF", detail: "out of memory while compressing strip \(s)")
+                throw ImageIOError.encodeFailed(path: reportPath, format: "TIFF", detail: "out of memory while compressing strip \(s)")
             }
             try emit(s, out, lengths[s])
         }
