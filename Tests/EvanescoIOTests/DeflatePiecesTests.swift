@@ -37,14 +37,19 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         }
     }
 
-    static func joined(_ input: [UInt8], pieces: Int, level: Int32) -> [UInt8]? {
+    /// `zlibPieces`: the pieces (by index) compressed by the zlib fallback instead.
+    static func joined(_ input: [UInt8], pieces: Int, level: Int32, zlibPieces: Set<Int> = []) -> [UInt8]? {
         var stream: [UInt8] = []
         for k in 0..<pieces {
             let a = input.count * k / pieces, b = input.count * (k + 1) / pieces
             let cap = evn_deflate_piece_bound(b - a)
             var out = [UInt8](repeating: 0, count: cap)
             let n = input.withUnsafeBufferPointer { src in
-                out.withUnsafeMutableBufferPointer { evn_deflate_piece(src.baseAddress! + a, b - a, $0.baseAddress, cap, level, k == pieces - 1 ? 1 : 0) }
+                out.withUnsafeMutableBufferPointer { o in
+                    let last: Int32 = k == pieces - 1 ? 1 : 0
+                    return zlibPieces.contains(k) ? evn_deflate_piece_zlib(src.baseAddress! + a, b - a, o.baseAddress, cap, min(level, 9), last)
+                                                  : evn_deflate_piece(src.baseAddress! + a, b - a, o.baseAddress, cap, level, last)
+                }
             }
             guard n >= 0 else { return nil }
             stream += out.prefix(n)
@@ -60,6 +65,16 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
                 let stream = try #require(Self.joined(input, pieces: pieces, level: level), "\(kind) \(size) level \(level)")
                 #expect(inflateRaw(stream, expected: size) == input, "\(kind): \(size) bytes in \(pieces) pieces at level \(level)")
             }
+        }
+    }
+
+    /// The zlib fallback (taken for a piece the walk could not follow) joins with libdeflate's
+    /// pieces on either side, first, middle or last.
+    @Test func zlibPiecesJoinLibdeflatePieces() throws {
+        let input = Self.data("small-noise", 400_000)
+        for zlibPieces: Set<Int> in [[0], [1], [3], [0, 2], [0, 1, 2, 3]] {
+            let stream = try #require(Self.joined(input, pieces: 4, level: 1, zlibPieces: zlibPieces))
+            #expect(inflateRaw(stream, expected: input.count) == input, "zlib for pieces \(zlibPieces.sorted())")
         }
     }
 
