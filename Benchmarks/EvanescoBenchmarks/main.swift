@@ -334,6 +334,13 @@ if opts.what == "backdrop" {
                 let r = try pipe.process(color: col, depth: dep, face: box, subject: .face)
                 if i >= 3 { t.append(now() - s0); tm.append(r.info.maskMilliseconds); tc.append(r.info.compositeMilliseconds) }
             }
+            if let dir = opts.save {
+                // The frame after the timed ones, with its mask: to compare outputs before and after a change.
+                let r = try pipe.process(color: col, depth: dep, face: box, subject: .face, keepMask: true)
+                let base = "\(dir)/backdrop-\(shot)-\(cw0)x\(ch0)"
+                try ImageCodecs.write(.uint8(r.frame), to: base + ".png", options: WriteOptions(overwrite: true))
+                if let m = r.mask { try ImageCodecs.write(.uint8(m), to: base + "-mask.png", options: WriteOptions(overwrite: true)) }
+            }
             let key = "\(cw0)x\(ch0) (depth \(dw0)x\(dh0))"
             if perRes[key] == nil { order.append(key) }
             perRes[key, default: []].append(median(t) * 1000)
