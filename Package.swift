@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
         .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),
-        .target(name: "EvanescoDepth", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
+        .target(name: "EvanescoDepth", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces", "CKernels"]),
         // The studio: a local web app over the library (server, page resources, sessions).
         .target(name: "EvanescoStudio",
                 dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels"]),
         .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
-        .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces"], exclude: ["Golden"]),
+        .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels"], exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries", "EvanescoCore", "EvanescoIO", "CPNG"], resources: [.copy("Regressions")]),
         // Test support: an HTTP/1.1 client over a socket, for the tests that talk to a real

@@ -199,5 +199,7 @@ ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, pt
 // Lossless writing's kernels (PNG filters, deflate in pieces) are declared in their own header,
 // included here so that a build folder made before it existed rebuilds the module.
 #include "evanesco_encode.h"
+// The backdrop pipeline's kernels, likewise.
+#include "evanesco_backdrop.h"
 
 #endif

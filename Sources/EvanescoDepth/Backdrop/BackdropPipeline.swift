@@ -2,6 +2,7 @@ import EvanescoCore
 import EvanescoIO
 import Foundation
 import EvanescoFaces
+import CKernels
 
 /// Where the subject is.
 public enum SubjectSelection: Sendable, Equatable {
@@ -105,6 +106,14 @@ public final class BackdropPipeline {
     var previousMask: [Float]?
     var background: Image<UInt8>?
     var gammaTable: (gamma: Float, table: [Float]) = (.nan, [])
+    /// Buffers reused from frame to frame (a frame allocates only its returned mask).
+    struct Scratch {
+        var bin: [UInt8] = [], half: [Float] = [], blurred: [Float] = [], smoothed: [Float] = [], mask: [Float] = []
+        var blurSigma: Float = .nan, blurWeights: [Float] = []
+    }
+    var scratch = Scratch()
+    /// Reused output storage (a new frame is allocated only when the caller still holds the last).
+    var outputBuffer: Image<UInt8>?
     let backgroundSource: Image<UInt8>?
 
     /// - Parameters:
@@ -139,17 +148,9 @@ public final class BackdropPipeline {
     /// The nearest large depth region: the nearest 5 cm depth slice from which a 30 cm band holds
     /// at least `minimumFraction` of the valid pixels; its median depth.
     public static func nearestRegionDepth(_ depth: Image<Float>, minimumFraction: Float = 0.05) -> (depth: Float, fraction: Float)? {
-        var hist = [Int](repeating: 0, count: 400)   // 2.5 cm bins up to 10 m
-        var valid = 0
-        // Every other pixel of every other row: a fraction needs no more.
-        depth.samples.withUnsafeBufferPointer { d in hist.withUnsafeMutableBufferPointer { hist in
-            for y in stride(from: 0, to: depth.height, by: 2) {
-                for x in stride(from: 0, to: depth.width, by: 2) {
-                    let v = d[y &* depth.width &+ x]
-                    if v > 0 && v < 10 { hist[Int(v * 40)] += 1; valid += 1 }   // bins 0..<400
-                }
-            }
-        }}
+        // 2.5 cm bins up to 10 m, of every other pixel of every other row: a fraction needs no more.
+        guard let (counts, valid) = depthHistogram(depth, lo: 0, scale: 40, bins: 400) else { return nil }
+        let hist = counts.map { Int($0) }
         guard valid > 0 else { return nil }
         let need = Int(Float(valid) * minimumFraction)
         for start in 0..<388 {
@@ -165,21 +166,43 @@ public final class BackdropPipeline {
         return nil
     }
 
+    /// The histogram of every other depth sample of every other row (evn_depth_histogram): bin
+    /// Int((v - lo) * scale) for valid depth v landing in 0..<bins, and the samples counted.
+    static func depthHistogram(_ depth: Image<Float>, lo: Float, scale: Float, bins: Int) -> (counts: [UInt32], counted: Int)? {
+        let w = depth.width, pairs = (depth.height + 1) / 2
+        guard !depth.samples.isEmpty else { return nil }
+        let total = LockedBox((counts: [UInt32](repeating: 0, count: bins), counted: 0, failed: false))
+        depth.samples.withUnsafeBufferPointer { d in
+            let base = UncheckedSendable(d)
+            // Strips of row pairs: each strip starts at an even row, so the rows sampled are those
+            // of the whole map.
+            StripExecutor.forEachStrip(rows: pairs, minimumRows: 64) { rows in
+                let y0 = 2 * rows.lowerBound, y1 = min(2 * rows.upperBound, depth.height)
+                var counts = [UInt32](repeating: 0, count: bins)
+                let counted = counts.withUnsafeMutableBufferPointer { c in
+                    evn_depth_histogram(base.value.baseAddress! + y0 * w, w, y1 - y0, 2, lo, scale, bins, c.baseAddress!)
+                }
+                total.update { t in
+                    if counted < 0 { t.failed = true; return }
+                    for b in 0..<bins { t.counts[b] &+= counts[b] }
+                    t.counted += counted
+                }
+            }
+        }
+        let t = total.value
+        return t.failed ? nil : (t.counts, t.counted)
+    }
+
     /// The cutoff snapped to a depth gap: with 1 cm bins of the valid depth, the emptiest bin
     /// (3-bin average) between subject + 5 cm and `cutoff`, if it holds under a tenth of the
     /// subject's own density (the mean of the bins within 5 cm of it); else `cutoff` unchanged.
     public static func gapCutoff(_ depth: Image<Float>, subject: Float, cutoff: Float) -> Float {
-        let lo = subject - 0.05, n = Int(((cutoff + 0.02) - lo) * 100) + 1
-        guard n > 12, n < 2000 else { return cutoff }
-        var hist = [Float](repeating: 0, count: n)
-        let bins = Float(n)
-        depth.samples.withUnsafeBufferPointer { d in hist.withUnsafeMutableBufferPointer { hist in
-            for y in stride(from: 0, to: depth.height, by: 2) { for x in stride(from: 0, to: depth.width, by: 2) {
-                let v = d[y &* depth.width &+ x]
-                // Truncation toward zero: t in (-1, n) is bin 0..<n (NaN fails both tests).
-                if v > 0 { let t = (v - lo) * 100; if t > -1 && t < bins { hist[Int(t)] += 1 } }
-            }}
-        }}
+        let lo = subject - 0.05, span = ((cutoff + 0.02) - lo) * 100
+        // NaN and infinity fail the range test before Int() could trap on them.
+        guard span > 11, span < 1999 else { return cutoff }
+        let n = Int(span) + 1
+        guard let (counts, _) = depthHistogram(depth, lo: lo, scale: 100, bins: n) else { return cutoff }
+        let hist = counts.map { Float($0) }
         let peak = hist[0..<11].reduce(0, +) / 11
         guard peak > 0 else { return cutoff }
         var best = -1, bestV = Float.infinity
@@ -205,81 +228,81 @@ public final class BackdropPipeline {
     public func reset() { previousCutoff = nil; previousMask = nil }
 
     /// The blurred, gamma-corrected mask at half the depth resolution (0...1), with its size.
+    /// Binary cut (1 = subject, holes 2), the colour vote when asked for, each hole decided by its
+    /// known neighbours, 2x2 box averages into the half-resolution plane, Gaussian blur, temporal
+    /// smoothing and gamma: the C kernels of evanesco_backdrop.h, in strips of rows.
+    /// - Complexity: O(depth pixels + half-resolution pixels x blur taps), two passes over the
+    ///   depth and three over the half-resolution plane.
     public func mask(depth: Image<Float>, cutoff: Float, subject: Float? = nil, color: Image<UInt8>? = nil) -> (mask: [Float], width: Int, height: Int) {
         let w = depth.width, h = depth.height
         let hw = (w + 1) / 2, hh = (h + 1) / 2
-        // Binary cut (1 = subject), holes marked 2, then holes decided by their known neighbours,
-        // then 2x2 box averages into the half-resolution plane.
-        var bin = [UInt8](repeating: 0, count: w * h)
+        var bin = scratch.bin
+        scratch.bin = []
+        if bin.count != w * h { bin = [UInt8](repeating: 0, count: w * h) }
         depth.samples.withUnsafeBufferPointer { d in bin.withUnsafeMutableBufferPointer { bp in
             let b = UncheckedSendable(bp)
             StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
-                for i in (rows.lowerBound * w)..<(rows.upperBound * w) {
-                    let v = d[i]
-                    b.value[i] = v <= 0 ? 2 : (v <= cutoff ? 1 : 0)
-                }
+                let lo = rows.lowerBound * w
+                _ = evn_depth_cut(d.baseAddress! + lo, rows.count * w, cutoff, b.value.baseAddress! + lo)
             }
         }}
-        let holes = options.fillHoles ? bin.withUnsafeBufferPointer { b in var n = 0; for v in b where v == 2 { n &+= 1 }; return n } : 0
         if options.refineWithColor, let color, let subject {
             Self.colorVote(&bin, depth: depth, color: color, core: subject + options.coreDepth, cutoff: cutoff)
         }
-        if holes > 0 {
-            // Each hole takes the majority of its known 3x3 neighbours (ties and no neighbours: 0).
-            let src = bin
-            src.withUnsafeBufferPointer { sb in bin.withUnsafeMutableBufferPointer { bb in
-                let s = sb.baseAddress!, b = bb.baseAddress!
-                for y in 0..<h {
-                    let ylo = max(0, y - 1), yhi = min(h - 1, y + 1), row = y &* w
-                    for x in 0..<w where s[row &+ x] == 2 {
-                        let xlo = max(0, x - 1), xhi = min(w - 1, x + 1)
-                        var f = 0, k = 0
-                        // ylo...yhi and xlo...xhi are inside the plane: wrapping offsets cannot overflow.
-                        for yy in ylo...yhi {
-                            let r = yy &* w
-                            for xx in xlo...xhi {
-                                let u = Int(s[r &+ xx])
-                                if u != 2 { k &+= 1; f &+= u }
-                            }
-                        }
-                        b[row &+ x] = k > 0 && f &* 2 > k ? 1 : 0
-                    }
-                }
-            }}
-        } else if !options.fillHoles {
-            bin.withUnsafeMutableBufferPointer { b in for i in 0..<b.count where b[i] == 2 { b[i] = 0 } }
-        }
-        var half = [Float](repeating: 0, count: hw * hh)
-        bin.withUnsafeBufferPointer { B in half.withUnsafeMutableBufferPointer { half in
-            for hy in 0..<hh {
-                let y0 = 2 * hy, y1 = min(2 * hy + 1, h - 1)
-                for hx in 0..<hw {
-                    let x0 = 2 * hx, x1 = min(2 * hx + 1, w - 1)
-                    // y0, y1 < h and x0, x1 < w: the offsets lie inside the w x h plane.
-                    let a = y0 &* w, b = y1 &* w
-                    half[hy &* hw &+ hx] = Float(Int(B[a &+ x0]) &+ Int(B[a &+ x1]) &+ Int(B[b &+ x0]) &+ Int(B[b &+ x1])) * 0.25
-                }
-            }
-        }}
         // Gaussian blur at half resolution: sigma/2, less the spread the 2x2 average already adds.
         let sigma = options.blurSigmaAt640 * Float(w) / 640 / 2
         let sigmaLeft = max(sigma * sigma - 0.25, 0).squareRoot()
-        var m = sigmaLeft > 0.3 ? GaussianBlur.apply(half, width: hw, height: hh, sigma: sigmaLeft) : half
-        // Temporal smoothing of the mask.
-        if let p = previousMask, p.count == m.count, options.temporalWeight < 1 {
-            let a = options.temporalWeight
-            m.withUnsafeMutableBufferPointer { m in p.withUnsafeBufferPointer { p in
-                for i in 0..<m.count { m[i] = a * m[i] + (1 - a) * p[i] }
-            }}
-        }
-        previousMask = m
-        // Gamma (CIGammaAdjust) through a table of 1025 entries; the index is clamped to it.
+        let weights = sigmaLeft > 0.3 ? blurWeights(sigma: sigmaLeft) : []
+        let n = hw * hh
+        // Taken out of the scratch while written (a copy still held there would be copied on write).
+        var half = scratch.half, blurred = scratch.blurred, smoothed = scratch.smoothed, m = scratch.mask
+        (scratch.half, scratch.blurred, scratch.smoothed, scratch.mask) = ([], [], [], [])
+        if half.count != n { half = [Float](repeating: 0, count: n) }
+        if blurred.count != n { blurred = [Float](repeating: 0, count: n) }
+        if smoothed.count != n { smoothed = [Float](repeating: 0, count: n) }
+        if m.count != n { m = [Float](repeating: 0, count: n) }
         let g = options.gamma
         if gammaTable.gamma != g { gammaTable = (g, (0...1024).map { powf(Float($0) / 1024, g) }) }
-        gammaTable.table.withUnsafeBufferPointer { table in m.withUnsafeMutableBufferPointer { m in
-            for i in 0..<m.count { m[i] = table[Int(min(max(m[i], 0), 1) * 1024 + 0.5)] }
-        }}
+        let previous = previousMask.flatMap { $0.count == n && options.temporalWeight < 1 ? $0 : nil } ?? []
+        let fill: Int32 = options.fillHoles ? 1 : 0, a = options.temporalWeight
+        bin.withUnsafeBufferPointer { B in half.withUnsafeMutableBufferPointer { H in blurred.withUnsafeMutableBufferPointer { T in
+        weights.withUnsafeBufferPointer { G in previous.withUnsafeBufferPointer { P in gammaTable.table.withUnsafeBufferPointer { table in
+        smoothed.withUnsafeMutableBufferPointer { S in m.withUnsafeMutableBufferPointer { M in
+            let hp = UncheckedSendable(H), tp = UncheckedSendable(T), sp = UncheckedSendable(S), mp = UncheckedSendable(M)
+            let blur = evn_blur(weights: G.baseAddress, taps: G.count, width: hw, height: hh)
+            // Coverage rows and their horizontal blur (a row needs no other rows), then the
+            // vertical blur back into the coverage plane, temporal smoothing (kept for the next
+            // frame) and gamma.
+            StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+                evn_half_coverage(B.baseAddress!, w, h, fill, rows.lowerBound, rows.upperBound, hp.value.baseAddress!)
+                guard !G.isEmpty else { return }
+                withUnsafePointer(to: blur) {
+                    evn_blur_rows($0, hp.value.baseAddress!, rows.lowerBound, rows.upperBound, tp.value.baseAddress!)
+                }
+            }
+            StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+                if !G.isEmpty {
+                    withUnsafePointer(to: blur) {
+                        evn_blur_columns($0, tp.value.baseAddress!, rows.lowerBound, rows.upperBound, hp.value.baseAddress!)
+                    }
+                }
+                evn_mask_finish(hp.value.baseAddress!, P.isEmpty ? nil : P.baseAddress, a, table.baseAddress!,
+                                rows.lowerBound * hw, rows.upperBound * hw, sp.value.baseAddress!, mp.value.baseAddress!)
+            }
+        }}}}}}}}
+        (scratch.bin, scratch.half, scratch.blurred) = (bin, half, blurred)
+        // The returned mask is reused by the next frame unless the caller still holds it.
+        scratch.mask = m
+        // The smoothed mask is the next frame's previous; the old previous becomes the spare.
+        scratch.smoothed = previousMask ?? []
+        previousMask = smoothed
         return (m, hw, hh)
+    }
+
+    /// The Gaussian's weights for the mask blur, kept while sigma does not change.
+    func blurWeights(sigma: Float) -> [Float] {
+        if scratch.blurSigma != sigma { scratch.blurSigma = sigma; scratch.blurWeights = GaussianBlur.kernel(sigma: sigma, truncate: 3) }
+        return scratch.blurWeights
     }
 
     /// Colour vote on the depth band (core, cutoff]: 512-bin RGB histograms (3 bits a channel) of
@@ -323,102 +346,97 @@ public final class BackdropPipeline {
         return b
     }
 
-    /// Reused output storage (a new frame is allocated only when the caller still holds the last).
-    var outputBuffer: Image<UInt8>?
+    /// Per output column of a `width`-wide row its four mask columns and weights (tap j of column x
+    /// at j * width + x) and, per window index i (first tap + 1, clamped to 0...maskWidth), the
+    /// first column with that index or more (the index only grows with x): a run of equal windows
+    /// in mask space is a run of output columns.
+    struct ColumnTaps {
+        var width = 0, maskWidth = 0
+        var taps: [Int32] = [], weights: [Float] = [], first: [Int] = []
+        init() {}
+        init(width W: Int, maskWidth mw: Int) {
+            width = W
+            maskWidth = mw
+            taps = [Int32](repeating: 0, count: W * 4)
+            weights = [Float](repeating: 0, count: W * 4)
+            first = [Int](repeating: W, count: mw + 2)
+            let sx = Float(mw) / Float(W)
+            var next = 0
+            for x in 0..<W {
+                let s = (Float(x) + 0.5) * sx - 0.5, f = s.rounded(.down)
+                let (a, b, c, d) = Kernels.cubicWeights(s - f)
+                let base = Int(f)
+                for j in 0..<4 { taps[j * W + x] = Int32(min(max(base - 1 + j, 0), mw - 1)) }
+                weights[x] = a
+                weights[W + x] = b
+                weights[2 * W + x] = c
+                weights[3 * W + x] = d
+                let i = min(max(Int(f), -1), mw - 1) + 1
+                while next <= i {
+                    first[next] = x
+                    next += 1
+                }
+            }
+        }
+    }
+    var columnTaps = ColumnTaps()
 
     /// Bicubic upscale of the mask to the colour size fused with the blend: out = colour * m +
-    /// background * (1 - m) (black without a background), 8-bit fixed point. Per row: the mask row
-    /// at the colour width (4-tap cubic, taps precomputed per column), then a vectorisable blend.
+    /// background * (1 - m) (black without a background), 8-bit fixed point. Per row
+    /// (evn_backdrop_row_blend): the mask row at the colour width, copies where the four taps are
+    /// all 0 or all 1, a vectorised upscale and blend in between.
+    /// - Complexity: O(colour pixels); the upscale only where the mask is neither 0 nor 1.
     public func composite(color: Image<UInt8>, mask: [Float], width mw: Int, height mh: Int, keepMask: Bool = false) -> (frame: Image<UInt8>, mask: Image<UInt8>?) {
         let src3 = color.channels == 3 ? color : color.withChannels(3)
         let W = src3.width, H = src3.height
         let bg = backgroundFor(width: W, height: H)
-        let sx = Float(mw) / Float(W), sy = Float(mh) / Float(H)
-        var xi = [Int32](repeating: 0, count: W * 4), xw = [Float](repeating: 0, count: W * 4)
-        // Each output column's first tap, as a window index i = floor + 1 in 0...mw; xFirst[i] is the
-        // first output column whose window index is i or more (the index only grows with x), so a
-        // run of equal windows in mask space is a run of output columns.
-        var xFirst = [Int](repeating: W, count: mw + 2)
-        var next = 0
-        for x in 0..<W {
-            let s = (Float(x) + 0.5) * sx - 0.5, f = s.rounded(.down), t = s - f
-            let (a, b, cc, d) = Kernels.cubicWeights(t)
-            let base = Int(f)
-            for j in 0..<4 { xi[x * 4 + j] = Int32(min(max(base - 1 + j, 0), mw - 1)) }
-            xw[x * 4] = a; xw[x * 4 + 1] = b; xw[x * 4 + 2] = cc; xw[x * 4 + 3] = d
-            let i = min(max(Int(f), -1), mw - 1) + 1
-            while next <= i { xFirst[next] = x; next += 1 }
-        }
+        let sy = Float(mh) / Float(H)
+        if columnTaps.width != W || columnTaps.maskWidth != mw { columnTaps = ColumnTaps(width: W, maskWidth: mw) }
         var out = outputBuffer.flatMap { $0.width == W && $0.height == H && $0.channels == 3 ? $0 : nil } ?? Image<UInt8>(width: W, height: H, channels: 3)
         outputBuffer = nil
         var full: Image<UInt8>? = keepMask ? Image<UInt8>(width: W, height: H, channels: 1) : nil
         let blackBackground = [UInt8](repeating: 0, count: bg == nil ? W * 3 : 0)
+        let ct = columnTaps
+        let windows = ct.first.firstIndex { $0 >= W } ?? ct.first.count
         src3.samples.withUnsafeBufferPointer { src in
-            mask.withUnsafeBufferPointer { M in xi.withUnsafeBufferPointer { XI in xw.withUnsafeBufferPointer { XW in xFirst.withUnsafeBufferPointer { XF in
+            mask.withUnsafeBufferPointer { M in ct.taps.withUnsafeBufferPointer { XI in ct.weights.withUnsafeBufferPointer { XW in ct.first.withUnsafeBufferPointer { XF in
             out.samples.withUnsafeMutableBufferPointer { dstBuf in
                 let dst = UncheckedSendable(dstBuf)
                 let bgs = bg.map { b in b.samples.withUnsafeBufferPointer { UncheckedSendable($0) } }
                 let black = blackBackground.withUnsafeBufferPointer { UncheckedSendable($0) }
                 let fm = UncheckedSendable(full?.samples.withUnsafeMutableBufferPointer { $0.baseAddress })
                 StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
-                    // Per-strip scratch rows, as raw pointers: the inner loops index them per pixel.
+                    // Per-strip scratch rows.
                     let line = UnsafeMutablePointer<Float>.allocate(capacity: mw)
-                    let m3 = UnsafeMutablePointer<UInt16>.allocate(capacity: W * 3)
                     let flag = UnsafeMutablePointer<UInt8>.allocate(capacity: mw)
                     let window = UnsafeMutablePointer<UInt8>.allocate(capacity: mw + 1)
-                    defer { line.deallocate(); m3.deallocate(); flag.deallocate(); window.deallocate() }
-                    let xf = XF.baseAddress!
+                    defer { line.deallocate(); flag.deallocate(); window.deallocate() }
+                    let mp = M.baseAddress!
+                    var row = evn_backdrop_row()
+                    row.mask_width = mw
+                    row.width = W
+                    row.taps = XI.baseAddress
+                    row.tap_weights = XW.baseAddress
+                    row.first = XF.baseAddress
+                    row.windows = windows
+                    row.line = line
+                    row.flag = flag
+                    row.window = window
                     for y in rows {
-                        let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down), t = s - f
-                        let (a, b, cc, d) = Kernels.cubicWeights(t)
-                        let r0 = min(max(Int(f) - 1, 0), mh - 1) * mw, r1 = min(max(Int(f), 0), mh - 1) * mw
-                        let r2 = min(max(Int(f) + 1, 0), mh - 1) * mw, r3 = min(max(Int(f) + 2, 0), mh - 1) * mw
-                        let mp = M.baseAddress!
-                        for i in 0..<mw { line[i] = a * mp[r0 &+ i] + b * mp[r1 &+ i] + cc * mp[r2 &+ i] + d * mp[r3 &+ i] }
-                        // Where all four taps are 0 (or 1) the pixel is background (or subject): copy
-                        // runs of those; blend only the transition.
-                        for j in 0..<mw { flag[j] = line[j] <= 0.001 ? 0 : (line[j] >= 0.999 ? 1 : 2) }
-                        // window[i]: the class of the four taps starting at column i - 1 (clamped).
-                        for i in 0...mw {
-                            let p = flag[max(i &- 2, 0)], q = flag[max(i &- 1, 0)], r = flag[min(i, mw &- 1)], u = flag[min(i &+ 1, mw &- 1)]
-                            window[i] = p == q && q == r && r == u ? p : 2
-                        }
-                        let o = y &* W &* 3
-                        let bgRow = bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!
-                        var i = 0
-                        while xf[i] < W {
-                            let kind = window[i]
-                            var k = i &+ 1
-                            while xf[k] < W && window[k] == kind { k &+= 1 }
-                            let x = xf[i], e = xf[k]
-                            i = k
-                            guard e > x else { continue }
-                            let lo = o &+ x &* 3, n = (e &- x) &* 3
-                            switch kind {
-                            case 0:
-                                (dst.value.baseAddress! + lo).update(from: bgRow + (x &* 3), count: n)
-                                if let p = fm.value { (p + (y &* W &+ x)).update(repeating: 0, count: e &- x) }
-                            case 1:
-                                (dst.value.baseAddress! + lo).update(from: src.baseAddress! + lo, count: n)
-                                if let p = fm.value { (p + (y &* W &+ x)).update(repeating: 255, count: e &- x) }
-                            default:
-                                for xx in x..<e {
-                                    let k = xx &* 4
-                                    let v = XW[k] * line[Int(XI[k])] + XW[k &+ 1] * line[Int(XI[k &+ 1])]
-                                        + XW[k &+ 2] * line[Int(XI[k &+ 2])] + XW[k &+ 3] * line[Int(XI[k &+ 3])]
-                                    let mi = UInt16(min(max(v, 0), 1) * 256 + 0.5)
-                                    let q = (xx &- x) &* 3
-                                    m3[q] = mi; m3[q &+ 1] = mi; m3[q &+ 2] = mi
-                                    if let p = fm.value { p[y &* W &+ xx] = UInt8(truncatingIfNeeded: (Int(mi) &* 255 &+ 128) >> 8) }
-                                }
-                                let bgp = bgRow + (x &* 3)
-                                let sp = src.baseAddress! + lo, dp = dst.value.baseAddress! + lo
-                                for i in 0..<n {
-                                    let fg = UInt16(sp[i]), bk = UInt16(bgp[i]), mm = m3[i]
-                                    dp[i] = UInt8(truncatingIfNeeded: (fg &* mm &+ bk &* (256 &- mm) &+ 128) >> 8)
-                                }
-                            }
-                        }
+                        let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down)
+                        let (a, b, c, d) = Kernels.cubicWeights(s - f)
+                        let r = Int(f)
+                        row.rows = (mp + min(max(r - 1, 0), mh - 1) * mw, mp + min(max(r, 0), mh - 1) * mw,
+                                    mp + min(max(r + 1, 0), mh - 1) * mw, mp + min(max(r + 2, 0), mh - 1) * mw)
+                        row.weights = (a, b, c, d)
+                        let o = y * W * 3
+                        row.src = UnsafePointer(src.baseAddress! + o)
+                        row.background = UnsafePointer(bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!)
+                        row.dst = dst.value.baseAddress! + o
+                        row.mask_out = fm.value.map { $0 + y * W }
+                        // Two rows on, while they are this strip's.
+                        row.prefetch_offset = y + 2 < rows.upperBound ? 2 * W * 3 : 0
+                        evn_backdrop_row_blend(&row)
                     }
                 }
             }}}}}
