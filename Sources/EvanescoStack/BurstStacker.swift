@@ -43,7 +43,7 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
             "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
         case .cancelled: "the stack was cancelled before it finished"
         case .spillFailed(let d, let r):
-            "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); free space there, choose another folder (--spill-dir) or raise --memory-limit"
+            "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); free space there, choose another spill directory or raise the memory limit"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r): "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
         case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
@@ -400,7 +400,7 @@ public enum BurstStacker {
         let lo = options.localAlignment
         if options.align == .local {
             let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo)
-            return (LocalFrameReport(used: true, decision: "asked for (--align local)", field: la.statistics, coarse: nil), la.field)
+            return (LocalFrameReport(used: true, decision: "asked for (align: local)", field: la.statistics, coarse: nil), la.field)
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
         let coarse = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)

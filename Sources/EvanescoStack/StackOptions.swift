@@ -1,5 +1,6 @@
 import EvanescoAlign
 import EvanescoCore
+import Foundation
 
 /// How frames are registered to the reference.
 public enum AlignMode: String, Sendable, Codable, CaseIterable {
@@ -35,15 +36,15 @@ public struct StackOptions: Sendable {
     /// bilinear and free of the phase shift of a = -0.75 bicubic).
     public var interpolation: Interpolation = .catmullRom
     /// Sigma-clip and robust kappa.
-    public var kappa: Float = 2.5
+    public var kappa = Float(Limits.kappa.defaultValue!)
     /// Winsorized: fraction replaced at each end.
-    public var winsorFraction: Float = 0.2
+    public var winsorFraction = Float(Limits.winsorFraction.defaultValue!)
     /// Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half. `nil` (the
     /// default) picks 1 above ``halfResolutionAlignmentAbove`` pixels, else 0.
     public var alignLevel: Int?
     /// Frame size (pixels) above which alignment is refined at half resolution when
     /// ``alignLevel`` is nil: 12 MP frames align in a third of the time, no less accurately.
-    public var halfResolutionAlignmentAbove = 8_000_000
+    public var halfResolutionAlignmentAbove = Int(Limits.halfResolutionAlignmentAbove.defaultValue!)
     /// Two frames cannot outvote a moving object: when only two frames are usable, merge them by
     /// their mean (and say so in ``StackResult/notices``). Set to false to keep ``merge``.
     public var meanForTwoFrames = true
@@ -53,13 +54,13 @@ public struct StackOptions: Sendable {
     /// an earlier report, or ground truth. nil entries mark frames to leave out.
     public var givenHomographies: [Homography?]?
     /// Frames taken from a video input, evenly spaced (``BurstStacker/stack(contentsOf:options:)``).
-    public var videoFrames = 20
+    public var videoFrames = Int(Limits.videoFrames.defaultValue!)
     /// Bytes the decoded frames may take in memory, all together
     /// (``BurstStacker/stack(contentsOf:options:)``). A burst whose frames need more is decoded
     /// into a temporary file instead (see ``spillDirectory``) and merged band by band from it, so
     /// the peak memory stays near this figure whatever the number of frames: 100 frames of 24 MP
     /// (7.2 GB decoded) stack in about 1 GB. nil keeps every burst in memory. Default 1 GiB.
-    public var memoryLimit: Int? = 1 << 30
+    public var memoryLimit: Int? = Int(Limits.memoryLimit.defaultValue!)
     /// Where the temporary file of decoded frames goes when a burst exceeds ``memoryLimit``
     /// (nil: `$TMPDIR`, else `/tmp`). The file is unnamed from the moment it is made: nothing is
     /// left there, whatever happens.
@@ -74,6 +75,40 @@ public struct StackOptions: Sendable {
 
     /// The defaults: automatic alignment, the robust merge, Catmull-Rom sampling, frame 0 as reference.
     public init() {}
+
+    /// Each numeric setting's name, default and allowed values; the defaults above are these.
+    public enum Limits {
+        public static let reference = NumericSetting("reference frame", 0...1_000_000, default: 0, integer: true)
+        public static let kappa = NumericSetting("kappa", 0...100, open: .minimum, default: 2.5, typical: 1...5)
+        public static let winsorFraction = NumericSetting("winsor fraction", 0...0.5, open: .maximum, default: 0.2)
+        public static let alignLevel = NumericSetting("align level", 0...4, default: nil, integer: true)
+        public static let halfResolutionAlignmentAbove = NumericSetting("half-resolution alignment threshold", 1...1e12, default: 8_000_000,
+                                                                        unit: "pixels", integer: true)
+        public static let videoFrames = NumericSetting("video frames", 1...100_000, default: 20, integer: true, typical: 3...100)
+        /// Bytes; at least 1 MiB, at most 16 TiB.
+        public static let memoryLimit = NumericSetting("memory limit", 1_048_576...17_592_186_044_416, default: 1_073_741_824, unit: "bytes",
+                                                       integer: true)
+    }
+
+    /// Checks every value, NaN and infinity included, and that the spill directory is a folder
+    /// this user can write to.
+    ///
+    /// - Throws: ``SettingError`` naming the setting.
+    public func validate() throws(SettingError) {
+        try Limits.reference.check(reference)
+        try Limits.kappa.check(kappa)
+        try Limits.winsorFraction.check(winsorFraction)
+        if let alignLevel { try Limits.alignLevel.check(alignLevel) }
+        try Limits.halfResolutionAlignmentAbove.check(halfResolutionAlignmentAbove)
+        try Limits.videoFrames.check(videoFrames)
+        if let memoryLimit { try Limits.memoryLimit.check(memoryLimit) }
+        if let d = spillDirectory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: d, isDirectory: &isDirectory), isDirectory.boolValue,
+                  FileManager.default.isWritableFile(atPath: d)
+            else { throw SettingError(setting: "spill directory", detail: "\(d) is not a folder this user can write to") }
+        }
+    }
 
     /// The options that apply to a burst of `count` frames of `pixels` pixels each: the
     /// two-frame and alignment-level policies resolved.
@@ -153,7 +188,7 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         case .fellBack(let source, let reason): "\(source): \(reason)"
         case .depthConverted(let source, let from, let to) where from > to:
             "\(source): \(from == 32 ? "float" : "\(from)-bit") frame merged as \(to)-bit, the reference's depth: its finer levels are rounded "
-                + "away (to keep them, make a frame of that depth the reference with --reference)"
+                + "away (to keep them, make a frame of that depth the reference frame)"
         case .depthConverted(let source, let from, let to): "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"
         }
     }

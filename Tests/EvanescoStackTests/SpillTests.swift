@@ -140,7 +140,7 @@ import EvanescoIO
             Issue.record("stacked with an impossible spill folder")
         } catch let e as StackError {
             guard case .spillFailed(let d, _) = e else { Issue.record("\(e)"); return }
-            #expect(d == o.spillDirectory && e.description.contains("--spill-dir") && e.description.contains("--memory-limit"))
+            #expect(d == o.spillDirectory && e.description.contains("spill directory") && e.description.contains("memory limit") && !e.description.contains("--"))
         }
     }
 

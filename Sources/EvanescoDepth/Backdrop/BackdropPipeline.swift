@@ -17,13 +17,13 @@ public enum SubjectSelection: Sendable, Equatable {
 /// Settings of the background replacement.
 public struct BackdropOptions: Sendable {
     /// cutoff = subject depth + this (metres).
-    public var cutoffOffset: Float = 0.25
+    public var cutoffOffset = Float(Limits.cutoffOffset.defaultValue!)
     /// Gaussian sigma of the mask, in depth pixels of a 640-wide map (scaled with the depth width).
-    public var blurSigmaAt640: Float = 5.3
+    public var blurSigmaAt640 = Float(Limits.blurSigmaAt640.defaultValue!)
     /// Gamma applied to the blurred mask (CIGammaAdjust's `inputPower`); below 1 widens the subject.
-    public var gamma: Float = 0.55
+    public var gamma = Float(Limits.gamma.defaultValue!)
     /// Temporal smoothing: weight of the newest cutoff and mask (1 = none).
-    public var temporalWeight: Float = 0.5
+    public var temporalWeight = Float(Limits.temporalWeight.defaultValue!)
     /// Move the cutoff nearer, into the emptiest depth gap between the subject and subject +
     /// offset, when there is a clear one (a chair or wall just behind the person is then cut off).
     public var snapCutoffToGap = true
@@ -34,9 +34,29 @@ public struct BackdropOptions: Sendable {
     /// `coreDepth` of its depth) and of the sure background (beyond the cutoff) vote on them.
     public var refineWithColor = false
     /// Depth beyond the subject's that is subject for sure (metres).
-    public var coreDepth: Float = 0.08
+    public var coreDepth = Float(Limits.coreDepth.defaultValue!)
     /// The sample's settings, plus gap snapping and hole filling.
     public init() {}
+
+    /// Each numeric setting's name, default and allowed values; the defaults above are these.
+    public enum Limits {
+        public static let cutoffOffset = NumericSetting("cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2)
+        public static let blurSigmaAt640 = NumericSetting("blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30)
+        public static let gamma = NumericSetting("gamma", 0.05...10, default: 0.55, typical: 0.1...3)
+        public static let temporalWeight = NumericSetting("temporal weight", 0...1, open: .minimum, default: 0.5)
+        public static let coreDepth = NumericSetting("core depth", 0...10, default: 0.08, unit: "m", typical: 0...0.5)
+    }
+
+    /// Checks every value, NaN and infinity included.
+    ///
+    /// - Throws: ``SettingError`` naming the setting.
+    public func validate() throws(SettingError) {
+        try Limits.cutoffOffset.check(cutoffOffset)
+        try Limits.blurSigmaAt640.check(blurSigmaAt640)
+        try Limits.gamma.check(gamma)
+        try Limits.temporalWeight.check(temporalWeight)
+        try Limits.coreDepth.check(coreDepth)
+    }
 }
 
 /// Why the subject was not taken from a face.

@@ -10,7 +10,7 @@ public struct BackdropSessionOptions: Sendable {
     /// Where the subject is.
     public var subject: SubjectSelection = .face
     /// Run face detection every N frames and hold the box in between.
-    public var detectEvery = 10
+    public var detectEvery = Int(Limits.detectEvery.defaultValue!)
     /// How depth samples become metres; nil picks from the sample type (16-bit:
     /// `DepthEncoding.millimetres16`, float: `.identity` (metres); 8-bit needs a
     /// `.disparity8(min:max:)` with the stream's disparity range).
@@ -19,12 +19,39 @@ public struct BackdropSessionOptions: Sendable {
     /// (5.3 at 640 wide, scaled with the depth width).
     public var blurRadius: Float?
     /// Faces are searched on the colour frame scaled to this long side.
-    public var faceWorkingSize = 480
+    public var faceWorkingSize = Int(Limits.faceWorkingSize.defaultValue!)
     /// Smallest face searched, in pixels of that scaled frame.
-    public var faceMinSize = 30
+    public var faceMinSize = Int(Limits.faceMinSize.defaultValue!)
 
     /// The defaults: a face as subject, detection every 10 frames, the format sniffed.
     public init() {}
+
+    /// Each numeric setting's name, default and allowed values (the pipeline's are
+    /// ``BackdropOptions/Limits``).
+    public enum Limits {
+        public static let detectEvery = NumericSetting("face detection interval", 1...100_000, default: 10, unit: "frames", integer: true,
+                                                       typical: 1...60)
+        public static let blurRadius = NumericSetting("blur radius", 0...200, default: nil, unit: "depth pixels", typical: 0...30)
+        public static let faceWorkingSize = NumericSetting("face search size", 64...8192, default: 480, unit: "pixels", integer: true)
+        public static let faceMinSize = NumericSetting("smallest face", 8...4096, default: 30, unit: "pixels", integer: true)
+    }
+
+    /// Checks every value, NaN and infinity included.
+    ///
+    /// - Throws: ``SettingError`` naming the setting.
+    public func validate() throws(SettingError) {
+        try pipeline.validate()
+        try Limits.detectEvery.check(detectEvery)
+        if let blurRadius { try Limits.blurRadius.check(blurRadius) }
+        try Limits.faceWorkingSize.check(faceWorkingSize)
+        try Limits.faceMinSize.check(faceMinSize)
+        guard faceMinSize <= faceWorkingSize else {
+            throw SettingError(setting: Limits.faceMinSize.name, detail: "must be at most the face search size (\(faceWorkingSize))")
+        }
+        if case .point(let x, let y) = subject, x < 0 || y < 0 {
+            throw SettingError(setting: "subject point", detail: "must be X,Y with X, Y >= 0 (colour pixels)")
+        }
+    }
 }
 
 /// One composited frame and its account.
