@@ -59,17 +59,17 @@ struct Backdrop: ParsableCommand {
     @Option(help: "Background image (scaled to fill). Default: black, as the sample.") var background: String?
     @Option(name: .shortAndLong, help: "Output: video, folder, image, or - (raw rgb24 on stdout).") var output: String
     @Option(help: "face, nearest, or X,Y (colour pixels).") var subject: SubjectSelection = .face
-    @Option(help: "Cutoff = subject depth + this, metres.") var cutoffOffset: Float = 0.25
+    @Option(help: "Cutoff = subject depth + this, metres.") var cutoffOffset = BackdropOptions().cutoffOffset
     @Option(help: "Mask blur sigma in depth pixels (default 5.3 at 640-wide depth, scaled).") var blurRadius: Float?
-    @Option(help: "Mask gamma.") var gamma: Float = 0.55
+    @Option(help: "Mask gamma.") var gamma = BackdropOptions().gamma
     @Option(help: "auto, mm16, disparity8:MIN,MAX, pfm.") var depthFormat: DepthFormatArgument = .auto
     @Option(help: ArgumentHelp("Raw colour frame size on stdin.", valueName: "WIDTHxHEIGHT")) var size: FrameSize?
     @Option(help: "Raw colour pixel format on stdin (rgb24).") var pixelFormat: String = "rgb24"
     @Option(help: ArgumentHelp("Raw depth frame size on stdin.", valueName: "WIDTHxHEIGHT")) var depthSize: FrameSize?
     @Option(help: "Frame rate of a video output (default: the colour video's, else 30).") var fps: Double?
     @Option(help: "Face cascade XML (default: opencv-data's haarcascade_frontalface_default.xml).") var cascade: String?
-    @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery: Int = 10
-    @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal: Float = 0.5
+    @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery = BackdropSessionOptions().detectEvery
+    @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions().temporalWeight
     @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
     @Flag(help: "Keep the sample's fixed cutoff (no snapping to the depth gap).") var noGapSnap = false
     @Option(help: "Write a JSON report: per frame face box, subject depth, cutoff, timings; overall fps.") var report: String?
@@ -83,12 +83,26 @@ struct Backdrop: ParsableCommand {
         if color == "-" && size == nil { throw ValidationError("--color - needs --size WxH") }
         if depth == "-" && depthSize == nil { throw ValidationError("--depth - needs --depth-size WxH") }
         if pixelFormat != "rgb24" { throw ValidationError("--pixel-format: only rgb24 is read from stdin") }
-        if !(cutoffOffset >= 0 && cutoffOffset < 10) { throw ValidationError("--cutoff-offset must be within 0...10 metres") }
-        if !(gamma > 0 && gamma < 10) { throw ValidationError("--gamma must be within (0, 10)") }
-        if let b = blurRadius, !(b >= 0 && b < 200) { throw ValidationError("--blur-radius must be within 0...200") }
+        try validateSettings(Self.flags) { () throws(SettingError) in try options().validate() }
         if let f = fps, !(f > 0 && f <= 1000) { throw ValidationError("--fps must be within (0, 1000]") }
-        if !(1...100_000).contains(detectEvery) { throw ValidationError("--detect-every must be within 1...100000") }
-        if !(temporal > 0 && temporal <= 1) { throw ValidationError("--temporal must be within (0, 1]") }
+    }
+
+    /// The flag of each setting the library names.
+    static let flags = ["temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject"]
+
+    /// The library's settings from the flags (a portrait's depth encoding is added by run()).
+    func options() -> BackdropSessionOptions {
+        var options = BackdropSessionOptions()
+        options.pipeline.cutoffOffset = cutoffOffset
+        options.pipeline.gamma = gamma
+        options.pipeline.refineWithColor = refine
+        options.pipeline.snapCutoffToGap = !noGapSnap
+        options.pipeline.temporalWeight = temporal
+        options.subject = subject
+        options.detectEvery = detectEvery
+        options.depthEncoding = depthFormat.format
+        options.blurRadius = blurRadius
+        return options
     }
 
     func reader(_ src: String, isDepth: Bool, format: DepthEncoding?) throws -> FrameReader {
@@ -130,11 +144,7 @@ struct Backdrop: ParsableCommand {
             } else {
                 try AtomicOutput.check(files: [output, report], inputs: inputs, overwrite: force)
             }
-            var options = BackdropSessionOptions()
-            options.pipeline.cutoffOffset = cutoffOffset; options.pipeline.gamma = gamma; options.pipeline.refineWithColor = refine
-            options.pipeline.snapCutoffToGap = !noGapSnap; options.pipeline.temporalWeight = temporal
-            options.subject = subject; options.detectEvery = detectEvery; options.depthEncoding = depthFormat.format
-            options.blurRadius = blurRadius
+            var options = options()
             let bg = try background.map { try ImageCodecs.read($0).image.uint8 }
             var classifier: CascadeClassifier?
             if subject == .face {

@@ -142,6 +142,7 @@ func commandLineMessage(_ error: Error) -> String {
     case CascadeError.notFound: String(describing: error).replacingOccurrences(of: "or give a cascade file", with: "or pass --cascade FILE.xml")
     case StackError.referenceOutOfRange: "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
     case StackError.tooSmallToAlign: String(describing: error) + " (--align none)"
+    case StackError.spillFailed: String(describing: error) + " (--spill-dir, --memory-limit MB)"
     case FocusError.relativeAccuracy: String(describing: error) + " (--focus 0..1 or --focus-point X,Y)"
     default: String(describing: error)
     }

@@ -33,11 +33,11 @@ struct Stack: ParsableCommand {
     @Option(help: "auto (homography, falling back to translation, plus local alignment on frames with parallax), none, translation, homography or local (homography plus a per-cell correction on every frame).") var align: AlignMode = .auto
     @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge: MergeMethod = .robust
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
-    @Option(help: "Frames taken from a video, evenly spaced.") var frames = 20
+    @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
     @Option(help: "Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half (default: 1 above 8 MP, else 0).")
     var alignLevel: Int?
     @Option(help: "Warp interpolation: catmullRom, bilinear, bicubic or nearest.") var interpolation: Interpolation = .catmullRom
-    @Option(help: "Sigma-clip and robust kappa.") var kappa: Float = 2.5
+    @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
     @OptionGroup var lossless: LosslessOptions
@@ -47,25 +47,38 @@ struct Stack: ParsableCommand {
     @Option(help: "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values.")
     var saveMaps: String?
     @Option(help: "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit).")
-    var memoryLimit = 1024
+    var memoryLimit = (StackOptions().memoryLimit ?? 0) >> 20
     @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
 
+    /// The library's settings from the flags (progress and given registrations are added by run()).
+    func options() throws -> StackOptions {
+        var options = StackOptions()
+        options.align = align
+        options.merge = merge
+        options.reference = reference
+        options.interpolation = interpolation
+        options.kappa = kappa
+        options.alignLevel = alignLevel
+        options.videoFrames = frames
+        options.retainFrames = saveFrames != nil
+        options.memoryLimit = try memoryLimitBytes(memoryLimit)
+        options.spillDirectory = spillDir
+        options.collectMaps = saveMaps != nil
+        return options
+    }
+
+    /// The flag of each setting the library names.
+    static let flags = ["reference frame": "--reference", "video frames": "--frames", "spill directory": "--spill-dir",
+                        "memory limit": "--memory-limit"]
+
     func validate() throws {
-        if frames < 1 { throw ValidationError("--frames must be at least 1") }
+        let options = try options()
+        try validateSettings(Self.flags) { () throws(SettingError) in try options.validate() }
         if let b = bitDepth, b != 8 && b != 16 { throw ValidationError("--bit-depth must be 8 or 16") }
-        if !(kappa > 0 && kappa.isFinite) { throw ValidationError("--kappa must be a positive number") }
         if !(1...100).contains(quality) { throw ValidationError("--quality must be within 1...100") }
-        if let l = alignLevel, !(0...4).contains(l) { throw ValidationError("--align-level must be within 0...4") }
-        _ = try memoryLimitBytes(memoryLimit)
-        if let d = spillDir {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: d, isDirectory: &isDir), isDir.boolValue, FileManager.default.isWritableFile(atPath: d) else {
-                throw ValidationError("--spill-dir \(d) is not a folder this user can write to")
-            }
-        }
         let ext = (output as NSString).pathExtension.lowercased()
         guard let format = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
             throw ValidationError("\(output): name the output .jpg, .png or .tif")
@@ -82,21 +95,20 @@ struct Stack: ParsableCommand {
             try AtomicOutput.check(files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
                                    inputs: inputs + [homographies].compactMap { $0 }, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
-            var options = StackOptions()
-            options.align = align; options.merge = merge; options.reference = reference
-            options.interpolation = interpolation; options.kappa = kappa; options.alignLevel = alignLevel
-            options.videoFrames = frames; options.progress = progress.stackCallback
-            options.retainFrames = saveFrames != nil
-            options.memoryLimit = try memoryLimitBytes(memoryLimit)
-            options.spillDirectory = spillDir
-            options.collectMaps = saveMaps != nil
+            var options = try options()
+            options.progress = progress.stackCallback
             if let path = homographies {
                 options.givenHomographies = try StackReport.homographies(from: InputFile.read(path), name: path)
             }
             let start = Date()
             var result = try BurstStacker.stack(contentsOf: inputs, options: options)
             progress.finish()
-            for n in result.notices { Diagnostics.warning(n.description) }
+            for n in result.notices {
+                // The library says what to do in words; here, with the flag that does it.
+                if case .depthConverted(_, let from, let to) = n, from > to { Diagnostics.warning(n.description + " (--reference N)") } else {
+                    Diagnostics.warning(n.description)
+                }
+            }
             var image = result.image
             if let b = bitDepth { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
             try result.timings.measure(\.encode) {
