@@ -82,13 +82,28 @@ final class BackdropWorkspace: Sendable {
     }
     struct Settings: Sendable { var options: BackdropSessionOptions; var background: FileRef?; var mask: Bool; var frame: Int }
 
+    /// The page's fields and the library settings they set: the page takes their defaults and
+    /// slider ranges from `GET /api/backdrop/settings`, and a refusal names the field.
+    static let fields: [(field: String, setting: NumericSetting)] = [
+        ("offset", BackdropOptions.Limits.cutoffOffset), ("blur", BackdropOptions.Limits.blurSigmaAt640), ("gamma", BackdropOptions.Limits.gamma),
+    ]
+    struct FieldSetting: Codable { var field: String; var setting: NumericSetting }
+
     func settings(_ request: Request) throws -> Settings {
         var o = BackdropSessionOptions()
-        o.pipeline.cutoffOffset = try queryFloat(request, "offset", default: 0.25, range: 0...10)
-        o.pipeline.gamma = try queryFloat(request, "gamma", default: 0.55, range: 0.05...10)
-        if request.uri.queryParameters.get("blur") != nil { o.blurRadius = try queryFloat(request, "blur", default: 5.3, range: 0...200) }
+        func number(_ field: String) throws -> Float? {
+            guard let s = request.uri.queryParameters.get(field) else { return nil }
+            guard let v = Float(s) else { throw HTTPError(.badRequest, message: "\(field)=\(s) is not a number") }
+            return v
+        }
+        if let v = try number("offset") { o.pipeline.cutoffOffset = v }
+        if let v = try number("blur") { o.pipeline.blurSigmaAt640 = v }
+        if let v = try number("gamma") { o.pipeline.gamma = v }
         o.pipeline.temporalWeight = 1
         o.detectEvery = 1
+        try validateSettings(Dictionary(uniqueKeysWithValues: Self.fields.map { ($0.setting.name, $0.field) })) { () throws(SettingError) in
+            try o.validate()
+        }
         let view = request.uri.queryParameters.get("view") ?? "composite"
         guard view == "composite" || view == "mask" else { throw HTTPError(.badRequest, message: "view=\(view) is not composite or mask") }
         var bg: FileRef?
@@ -106,6 +121,9 @@ final class BackdropWorkspace: Sendable {
     }
 
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
+        router.get("/api/backdrop/settings") { _, _ -> Response in
+            try jsonResponse(Self.fields.map { FieldSetting(field: $0.field, setting: $0.setting) })
+        }
         router.post("/api/backdrop/open") { request, _ -> Response in
             let body = try await decodeBody(request, as: OpenRequest.self)
             let long = self.previewLongSide, maxFrames = self.maxClipFrames

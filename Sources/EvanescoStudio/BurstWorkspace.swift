@@ -171,6 +171,7 @@ final class BurstWorkspace: Sendable {
                 options.merge = mm
             }
             options.collectMaps = true
+            try validateSettings(["reference frame": "reference"]) { () throws(SettingError) in try options.validate() }
             let asked = options
             let job = studio.startJob(workspace: "burst", lane: self.lane) { job in
                 var o = asked

@@ -402,6 +402,14 @@ func queryFloat(_ request: Request, _ name: String, default d: Float, range: Clo
     return v
 }
 
+/// Runs an option type's `validate()`; a refusal becomes a 400 naming the page's field for the
+/// setting (`fields` maps a setting's name to it; a setting not in it keeps its name).
+func validateSettings(_ fields: [String: String], _ validate: () throws(SettingError) -> Void) throws {
+    if let refusal = SettingError.refusal(validate) {
+        throw HTTPError(.badRequest, message: refusal.named(fields[refusal.setting] ?? refusal.setting))
+    }
+}
+
 /// Runs library work and turns its errors into 422 responses carrying its one-line message.
 func libraryCall<T: Sendable>(_ lane: WorkLane, _ work: @escaping @Sendable () throws -> T) async throws -> T {
     do { return try await lane.run(work) } catch let e as HTTPError { throw e } catch {

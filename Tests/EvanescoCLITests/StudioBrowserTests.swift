@@ -233,6 +233,9 @@ struct StudioBrowser {
             try await browser.wait("document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0", seconds: 60, what: "the backdrop composite")
             try await browser.run("const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o => o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));")
             try await browser.wait("document.querySelector('[data-testid=backdrop-progress]').textContent.includes('cutoff')", what: "the backdrop facts")
+            // The sliders' defaults and ranges came from the library (GET /api/backdrop/settings).
+            let sliders = try await browser.run("return ['offset', 'blur', 'gamma'].map(f => { const s = document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, s.disabled].join(' '); }).join('; ');") as? String
+            #expect(sliders == "0.25 0 2 false; 5.3 0 30 false; 0.55 0.1 3 false", "\(sliders ?? "nil")")
             try await Task.sleep(for: .milliseconds(800))
             if let shots { try await browser.screenshot(to: shots + "/studio-backdrop.png") }
             _ = small

@@ -478,6 +478,23 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             #expect(withBackground.samples[(120 * w + 280) * 3] > 20)
             try await client.execute(uri: "/api/backdrop/\(session)/render?bgRoot=0&bgPath=../secret.txt", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
             try await client.execute(uri: "/api/backdrop/\(session)/render?gamma=0", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            // Refusals come from the library's validate() and name the page's field, NaN included.
+            for (query, message) in [("gamma=nan", "gamma must be within 0.05...10"), ("offset=11", "offset must be within 0...10 m"),
+                                     ("blur=-1", "blur must be within 0...200 depth pixels at 640 wide"), ("offset=abc", "offset=abc is not a number")] {
+                try await client.execute(uri: "/api/backdrop/\(session)/render?\(query)", method: .get, headers: authorized) { r in
+                    #expect(r.status == .badRequest)
+                    #expect(errorMessage(r).contains(message), "\(query): \(errorMessage(r))")
+                }
+            }
+            // The page's defaults and slider ranges are the library's.
+            let settings: [[String: Any]] = try await client.execute(uri: "/api/backdrop/settings", method: .get, headers: authorized) { r in
+                try #require(JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [[String: Any]])
+            }
+            let byField = Dictionary(uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
+            #expect(Set(byField.keys) == ["offset", "blur", "gamma"])
+            #expect(byField["offset"]?["defaultValue"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
+            #expect(byField["gamma"]?["defaultValue"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05)
+            #expect(byField["blur"]?["defaultValue"] as? Double == 5.3 && byField["blur"]?["typicalMaximum"] as? Double == 30)
             let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")

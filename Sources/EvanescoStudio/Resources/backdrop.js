@@ -17,11 +17,29 @@ export class BackdropWorkspace {
         this.render();
       });
     }
+    this.settingsLoaded = this.loadSettings();
     this.q('background-select').addEventListener('change', () => this.render());
     this.q('frame-slider').addEventListener('input', () => this.render());
     this.q('open-clip').addEventListener('click', () => this.openClip());
     this.q('play-button').addEventListener('click', () => this.togglePlay());
     this.q('backdrop-export').addEventListener('click', () => this.export());
+  }
+
+  /** Sets each slider's range, step and default from the library's settings. */
+  async loadSettings() {
+    try {
+      for (const { field, setting } of await api('/api/backdrop/settings')) {
+        const input = this.q(`${field}-slider`);
+        if (!input) continue;
+        const span = setting.typicalMaximum - setting.typicalMinimum;
+        input.min = setting.typicalMinimum;
+        input.max = setting.typicalMaximum;
+        input.step = setting.integer ? 1 : Math.pow(10, Math.floor(Math.log10(span / 100)));
+        input.value = setting.defaultValue;
+        input.disabled = false;
+        this.root.querySelector(`output[data-for=${field}]`).textContent = input.value;
+      }
+    } catch (e) { showError(e.message); }
   }
 
   /** Fills the background and clip choices from the file list. */
@@ -92,6 +110,8 @@ export class BackdropWorkspace {
     if (this.busy) { this.again = true; return; }
     this.busy = true;
     try {
+      // The sliders hold the library's defaults only once its settings have arrived.
+      await this.settingsLoaded;
       const p = this.params();
       const get = (view) => api(`/api/backdrop/${this.session}/render?${query({ ...p, view })}`, { raw: true });
       const [composite, mask] = await Promise.all([get('composite'), get('mask')]);
