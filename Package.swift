@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
     ],
     targets: [
         // System-library shims: a module map and a header each, nothing else.
@@ -47,7 +48,8 @@ let package = Package(
         .target(name: "EvanescoStudio",
                 dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
                                .product(name: "Hummingbird", package: "hummingbird"),
-                               .product(name: "Logging", package: "swift-log")],
+                               .product(name: "Logging", package: "swift-log"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
                 resources: [.copy("Resources")]),
         .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
         .executableTarget(name: "evanesco",
@@ -69,7 +71,7 @@ let package = Package(
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         .testTarget(name: "EvanescoStudioTests",
                     dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
-                                   .product(name: "Hummingbird", package: "hummingbird")]),
+                                   .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "HTTPTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The studio: a local web app over the library. It serves the page (plain HTML, CSS and
 /// JavaScript modules kept in the package), the files under the paths it was given, and an API
@@ -94,10 +95,13 @@ public final class Studio: Sendable {
     /// Serves until SIGINT or SIGTERM (unless `handlesSignals` is false: the caller then stops
     /// the process itself, after ``shutdown()``), then removes the temporary files.
     ///
+    /// Cancelling the task that runs it stops the server gracefully too.
+    ///
     /// - Parameters:
     ///   - handlesSignals: Stop gracefully on SIGINT and SIGTERM.
+    ///   - logger: Where the server logs (default: stderr, errors only).
     ///   - ready: Called once listening, with the URL to open (token included).
-    public func run(handlesSignals: Bool = true, ready: @escaping @Sendable (String) -> Void) async throws {
+    public func run(handlesSignals: Bool = true, logger: Logger? = nil, ready: @escaping @Sendable (String) -> Void) async throws {
         let host = configuration.host, token = configuration.token
         let listening = LockedBox(false)
         let boundPort = listeningPort
@@ -113,7 +117,7 @@ public final class Studio: Sendable {
                 let shown = host.contains(":") ? "[\(host)]" : host
                 ready("http://\(shown):\(port)/?token=\(token)")
             },
-            logger: { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
+            logger: logger ?? { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
         defer { shutdown() }
         // Exports nobody fetched are deleted after their age even when no request comes.
         let shelf = exports
@@ -124,7 +128,15 @@ public final class Studio: Sendable {
             }
         }
         defer { sweeper.cancel() }
-        do { try await app.runService(gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : []) } catch {
+        // The server runs in a task of its own, so that cancelling this one does not cancel it
+        // mid-flight (which makes the server log errors about closing channels that are already
+        // closed): it is asked to shut down gracefully instead, as SIGINT and SIGTERM ask.
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : [],
+                                                      logger: app.logger))
+        let server = Task { try await group.run() }
+        do {
+            try await withTaskCancellationHandler { try await server.value } onCancel: { Task { await group.triggerGracefulShutdown() } }
+        } catch {
             // Whatever stops it before it listens (a port in use, a host that is not an address
             // of this machine) is a bind failure, said with what to do.
             if !listening.value { throw StudioError.cannotBind(host: host, port: configuration.port, detail: String(describing: error)) }

@@ -4,6 +4,8 @@ import Foundation
 import HTTPTestSupport
 import Hummingbird
 import HTTPTypes
+import Logging
+import Testing
 @testable import EvanescoStudio
 
 /// A folder the tests fill and remove.
@@ -110,9 +112,12 @@ extension StudioFixtures {
     /// does at Ctrl-C (its temporary folder is removed).
     static func serve(_ studio: Studio, _ body: (StudioClient) async throws -> Void) async throws {
         let (ports, sink) = AsyncStream.makeStream(of: Int.self)
+        // Everything the server logs, at info and above: a clean shutdown (the task cancelled)
+        // must log nothing above info.
+        let log = LogRecords()
         let server = Task {
             defer { sink.finish() }
-            try await studio.run(handlesSignals: false) { url in
+            try await studio.run(handlesSignals: false, logger: log.logger(level: .info)) { url in
                 // http://127.0.0.1:PORT/?token=...
                 sink.yield(Int(url.split(separator: ":")[2].prefix { $0.isNumber }) ?? 0)
                 sink.finish()
@@ -132,5 +137,36 @@ extension StudioFixtures {
         }
         server.cancel()
         try await server.value
+        // The capture works: the server said it was listening (at info).
+        #expect(log.records.contains { $0.message.contains("listening") }, "\(log.records.map(\.message))")
+        let loud = log.records.filter { $0.level > .info }
+        #expect(loud.isEmpty, "a clean shutdown logged: \(loud.map { "\($0.level) \($0.message)" })")
+    }
+}
+
+/// Log records kept in memory (a `LogHandler` per logger, all writing to one list).
+final class LogRecords: Sendable {
+    struct Record: Sendable { var level: Logger.Level; var message: String }
+    private let box = LockedBox([Record]())
+    var records: [Record] { box.value }
+
+    func logger(level: Logger.Level) -> Logger {
+        var l = Logger(label: "evanesco.studio.test") { _ in Handler(records: self) }
+        l.logLevel = level
+        return l
+    }
+
+    struct Handler: LogHandler {
+        let records: LogRecords
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
+                 line: UInt) {
+            records.box.update { $0.append(Record(level: level, message: "\(message)")) }
+        }
     }
 }
