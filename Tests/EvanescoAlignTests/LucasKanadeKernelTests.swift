@@ -3,6 +3,9 @@ import CKernels
 import EvanescoCore
 @testable import EvanescoAlign
 
+/// Why an AVX2 test did not run.
+let avx2Absent: Comment = "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable path was tested"
+
 /// The C kernel of local alignment's Lucas-Kanade step against the sums written out in Double,
 /// and its AVX2 variant against its portable one (the same operations in the same order: equal
 /// bit for bit, so a burst stacks to the same bytes on every x86-64 CPU).
@@ -89,9 +92,8 @@ import EvanescoCore
         }
     }
 
-    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)")
+    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func avx2EqualsPortable() throws {
-        guard evn_cpu_has_avx2() != 0 else { return }
         let p = Planes(w: 96, h: 64, seed: 7, invalidFraction: 0.03)
         for width in [8, 13, 25, 33, 47] { for (tukey, masked) in [(false, false), (true, false), (false, true), (true, true)] {
             let a = Self.run(p, x0: 4, x1: 4 + width, y0: 3, y1: 40, rowStep: 2, ox: 2, oy: 5, t: (0.61, 0.07), bias: -2,
@@ -105,9 +107,8 @@ import EvanescoCore
 
 /// Registration's samples of a frame at its template points, with and without the AVX2 kernel.
 @Suite struct RegistrationSampleKernel {
-    @Test("Samples at mapped points (some outside, NaN) are the same bits with the AVX2 kernel as without, for every count's tail")
+    @Test("Samples at mapped points (some outside, NaN) are the same bits with the AVX2 kernel as without, for every count's tail", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func sameBits() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         var rng = SplitMix(seed: 11)
         let w = 120, h = 90
         let img = Image<Float>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = Float(rng.unit() * 255) } }
@@ -195,9 +196,8 @@ extension SplitMix {
         #expect(wts.contains { $0 > 0.9 } && wts.contains { $0 == 0 } && !wts.contains(-1))
     }
 
-    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)")
+    @Test("The AVX2 variant gives the portable variant's sums bit for bit (skipped where the CPU has no AVX2)", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func avx2EqualsPortable() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         for (count, np) in [(999, 8), (4_097, 6), (12_345, 8), (70, 2)] {
             let (tl, smp) = Self.level(count, seed: 99)
             func run(_ f: (UnsafePointer<evn_normal_points>, Int, Int, Int32, Int32, UnsafeMutablePointer<evn_normal_sums>) -> Void) -> [UInt64] {

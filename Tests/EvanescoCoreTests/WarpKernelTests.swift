@@ -3,13 +3,15 @@ import Testing
 import CKernels
 @testable import EvanescoCore
 
+/// Why an AVX2 test did not run.
+let avx2Absent: Comment = "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable path was tested"
+
 /// The AVX2 kernel of the cubic warp through a local field (eight pixels a step) against the
 /// arithmetic it stands in for, and the whole cached path with and without it.
 @Suite struct WarpKernel {
     /// Rows of interleaved RGB floats as the cache holds them, a tap table, and positions.
-    @Test("Eight pixels whose taps start on consecutive columns of one row: the Swift loop's arithmetic, bit for bit; a group that does not qualify is left to the caller")
+    @Test("Eight pixels whose taps start on consecutive columns of one row: the Swift loop's arithmetic, bit for bit; a group that does not qualify is left to the caller", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func matchesTheQuadArithmetic() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         let w = 64, h = 16, stride = w * 3 + 8, mask = 15
         var block = [Float](repeating: 0, count: 16 * stride + 8)
         for r in 0..<h { for j in 0..<(w * 3) { block[r * stride + j] = Float((r * 37 + j * 11) % 251) + 0.25 } }
@@ -45,9 +47,8 @@ import CKernels
         }
     }
 
-    @Test("The cached path through a varying field gives the same bits with the AVX2 kernel as without")
+    @Test("The cached path through a varying field gives the same bits with the AVX2 kernel as without", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func sameBitsWithAndWithoutAVX2() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         let w = 200, h = 150
         let img = DisplacementFieldTests.textured(w, h)
         var f = DisplacementField(width: w, height: h, cell: 8)
@@ -71,9 +72,8 @@ import CKernels
         #expect(a.0.map(\.bitPattern) == b.0.map(\.bitPattern))
     }
 
-    @Test("The two-pass cubic warp (horizontal pass into the cache, vertical pass out) gives the same bits with the AVX2 kernels as without: near-translations, rotations whose groups change row or origin, scales whose phases drift, projective maps, frame edges, segments of every length mod 8")
+    @Test("The two-pass cubic warp (horizontal pass into the cache, vertical pass out) gives the same bits with the AVX2 kernels as without: near-translations, rotations whose groups change row or origin, scales whose phases drift, projective maps, frame edges, segments of every length mod 8", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func twoPassSameBits() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         let w = 203, h = 121
         let img = Image<UInt8>(width: w, height: h, channels: 3) { d in
             for y in 0..<h { for x in 0..<w { for c in 0..<3 {
@@ -110,9 +110,8 @@ import CKernels
         }
     }
 
-    @Test("The one-channel bilinear warp of a Float plane gives the same bits with the AVX2 kernel as without, under projective maps")
+    @Test("The one-channel bilinear warp of a Float plane gives the same bits with the AVX2 kernel as without, under projective maps", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func bilinearPlaneSameBits() {
-        guard evn_cpu_has_avx2() != 0 else { return }
         let w = 161, h = 97
         let plane = Image<Float>(width: w, height: h, channels: 1) { d in
             for y in 0..<h { for x in 0..<w { d[y * w + x] = 100 + 60 * sinf(Float(x) * 0.23) * cosf(Float(y) * 0.19) } }
