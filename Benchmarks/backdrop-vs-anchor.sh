@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 rounds=${1:-3}
-swift build -c release --static-swift-stdlib --product EvanescoBenchmarks >/dev/null
+scripts/build-release.sh EvanescoBenchmarks >/dev/null
 out=$(mktemp -d)
 for r in $(seq "$rounds"); do
     python3 "$shared/bench/anchor_backdrop.py" --iterations 100 --runs 1 --json "$out/anchor$r.json" 2>/dev/null

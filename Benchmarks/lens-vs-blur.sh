@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 photo=$shared/data/${1:-depth/pug-iphone13pro/pug.heic}; rounds=${2:-7}; point=${3:-0.5,0.5}
 [ -f "$photo" ] || { echo "no photo at $photo" >&2; exit 2; }
-swift build -c release --static-swift-stdlib --product evanesco >/dev/null
+scripts/build-release.sh evanesco >/dev/null
 bin=$PWD/.build/release/evanesco
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

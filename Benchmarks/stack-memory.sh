@@ -25,7 +25,7 @@ else
     fi
 fi
 frames=$(ls "$dir/frames" | wc -l)
-swift build -c release --static-swift-stdlib --product evanesco >/dev/null
+scripts/build-release.sh evanesco >/dev/null
 bin=$PWD/.build/release/evanesco
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

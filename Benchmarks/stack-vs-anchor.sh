@@ -9,7 +9,7 @@ source Benchmarks/lib.sh
 burst=${1:-pug-handheld}; rounds=${2:-3}; anchor_merge=${3:-sigma}
 dir=$shared/data/bursts/synthetic/$burst
 [ -d "$dir" ] || { echo "no burst at $dir" >&2; exit 2; }
-swift build -c release --static-swift-stdlib --product evanesco >/dev/null
+scripts/build-release.sh evanesco >/dev/null
 bin=$PWD/.build/release/evanesco
 out=$(mktemp -d)
 ours=() anchor=()

@@ -20,7 +20,7 @@ shared=${EVANESCO_SHARED_DATA:-$root/../shared/data}
 # Swift modules and the C the Swift importer compiles, -Xcc for the C targets).
 (cd FuzzTesting && swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link \
     --product "$target" >/dev/null)
-swift build -c release --static-swift-stdlib --product evanesco >/dev/null
+scripts/build-release.sh evanesco >/dev/null
 bin=$root/FuzzTesting/.build/release/$target
 evanesco=$root/.build/release/evanesco
 work=$root/.build/fuzz/$target

@@ -10,7 +10,7 @@
 #   scripts/readme-pictures.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --static-swift-stdlib --product evanesco >/dev/null
+scripts/build-release.sh evanesco >/dev/null
 bin=.build/release/evanesco
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/evanesco
 data=$cache/opencv-doc

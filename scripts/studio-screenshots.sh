@@ -4,7 +4,7 @@
 #   scripts/studio-screenshots.sh            (writes docs/images/studio-*.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --static-swift-stdlib --product evanesco
+scripts/build-release.sh evanesco
 swift build --build-tests
 EVANESCO_BIN="$PWD/.build/release/evanesco" EVANESCO_SCREENSHOTS="$PWD/docs/images" \
     swift test --skip-build --filter StudioBrowser

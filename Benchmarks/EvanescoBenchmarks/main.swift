@@ -1,5 +1,5 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   swift build -c release --static-swift-stdlib --product EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
+//   scripts/build-release.sh EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
 //                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
