@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "EvanescoStudioTests",
                     dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
                                    .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "HTTPTestSupport"]),
+        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

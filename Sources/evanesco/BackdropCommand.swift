@@ -35,7 +35,8 @@ struct Backdrop: ParsableCommand {
         SRC is a video (read through ffmpeg), a folder of images, one image, or - for raw frames \
         on stdin (give --size for colour, --depth-size for depth; raw depth is gray16le for mm16, \
         else gray). OUT is a video (.mp4, .mkv, .mov), a folder (frames as PNG), an image (one \
-        frame), or - for raw rgb24 frames on stdout, e.g. to feed a virtual webcam through ffmpeg.
+        frame), or - for raw rgb24 frames on stdout, e.g. to feed a virtual webcam through ffmpeg \
+        (-o - | ffmpeg -f rawvideo -pix_fmt rgb24 -s WxH -i - -f v4l2 /dev/videoN).
 
         Depth formats: mm16 (16-bit millimetres, 0 = unknown), disparity8:MIN,MAX (8-bit \
         disparity in 1/m from MIN to MAX), pfm (float metres); auto picks mm16 for 16-bit and \
@@ -48,9 +49,9 @@ struct Backdrop: ParsableCommand {
         region is used (the report says so). Faces use OpenCV cascades (apt-get install opencv-data).
 
         EXAMPLES:
-          evanesco backdrop --color cam.mp4 --depth depth.mkv --background beach.jpg -o out.mp4
+          evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
           evanesco backdrop --portrait IMG_0001.HEIC --background beach.jpg -o out.jpg
-          evanesco backdrop --color cam.mp4 --depth depth.mkv -o - | ffmpeg -f rawvideo -pix_fmt rgb24 -s 1280x720 -i - -f v4l2 /dev/video4
+          evanesco backdrop --color cam.mp4 --depth d.mkv --subject nearest -o frames/
         """)
 
     @Option(help: "Colour frames (video, folder, image, or -).") var color: String?
@@ -71,7 +72,8 @@ struct Backdrop: ParsableCommand {
     @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery = BackdropSessionOptions().detectEvery
     @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions().temporalWeight
     @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
-    @Flag(help: "Keep the sample's fixed cutoff (no snapping to the depth gap).") var noGapSnap = false
+    @Flag(inversion: .prefixedNo, help: "Snap the cutoff to the empty depth gap just behind the subject (--no-gap-snap keeps the sample's fixed cutoff).")
+    var gapSnap = true
     @Option(help: "Write a JSON report: per frame face box, subject depth, cutoff, timings; overall fps.") var report: String?
     @Flag(help: "Overwrite existing outputs.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -96,7 +98,7 @@ struct Backdrop: ParsableCommand {
         options.pipeline.cutoffOffset = cutoffOffset
         options.pipeline.gamma = gamma
         options.pipeline.refineWithColor = refine
-        options.pipeline.snapCutoffToGap = !noGapSnap
+        options.pipeline.snapCutoffToGap = gapSnap
         options.pipeline.temporalWeight = temporal
         options.subject = subject
         options.detectEvery = detectEvery

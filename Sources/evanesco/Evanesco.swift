@@ -19,8 +19,8 @@ struct Evanesco: ParsableCommand {
           evanesco convert photo.heic photo.png --bit-depth 16 --keep-metadata
           evanesco stack burst/ -o clean.jpg --report report.json
           evanesco depth info IMG_0001.HEIC --json
-          evanesco portrait IMG_0001.HEIC -o blur.jpg --effect blur --focus-point 0.5,0.4
-          evanesco backdrop --color cam.mp4 --depth depth.mkv --background beach.jpg -o out.mp4
+          evanesco portrait IMG_0001.HEIC -o o.jpg --effect blur --focus-point 0.5,0.4
+          evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
           evanesco studio ~/Pictures
           evanesco demo
         """,

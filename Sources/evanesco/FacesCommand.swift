@@ -15,7 +15,7 @@ struct Faces: ParsableCommand {
 
         EXAMPLES:
           evanesco faces group.jpg --json
-          evanesco faces group.jpg --cascade lbpcascade_frontalface_improved.xml --min-neighbors 3
+          evanesco faces group.jpg --cascade my-cascade.xml --min-neighbors 3
         """)
 
     @Argument(help: "Image file.") var image: String

@@ -32,12 +32,12 @@ struct Portrait: ParsableCommand {
         portrait matte, when the file has one, sharpens the subject's edge.
 
         EXAMPLES:
-          evanesco portrait IMG_0001.HEIC -o blur.jpg --effect blur --focus-point 0.5,0.45
-          evanesco portrait IMG_0001.HEIC -o spot.jpg --effect spotlight --focus 0.8 --refine auto
-          evanesco portrait IMG_0001.HEIC -o mask.png --effect mask --focus-distance 1.2 --report r.json
-          evanesco portrait photo.jpg --depth-map photo-depth.png -o blur.jpg --effect blur --focus-point 0.3,0.6
-          evanesco portrait IMG_0001.HEIC -o lens.jpg --effect lens --focus-point 0.5,0.45 --aperture 60 --blades 6
-          evanesco portrait selfie.heic -o lens.jpg --effect lens --focus-point 0.5,0.4 --f-number 2.8 --cat-eye
+          evanesco portrait photo.heic -o blur.jpg --effect blur --focus-point 0.5,0.45
+          evanesco portrait photo.heic -o spot.jpg --effect spotlight --focus 0.8
+          evanesco portrait photo.heic -o mask.png --effect mask --focus-distance 1.2
+          evanesco portrait a.jpg --depth-map d.png -o b.jpg --focus 0.7 --refine auto
+          evanesco portrait in.heic -o lens.jpg --effect lens --aperture 60 --blades 6
+          evanesco portrait me.heic -o lens.jpg --effect lens --f-number 2.8 --cat-eye
         """)
 
     @Argument(help: "Portrait photo with depth (HEIC or JPEG), or any photo with --depth-map.") var photo: String

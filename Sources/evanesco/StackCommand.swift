@@ -7,7 +7,20 @@ import Foundation
 
 extension AlignMode: ExpressibleByArgument {}
 extension MergeMethod: ExpressibleByArgument {}
-extension Interpolation: ExpressibleByArgument {}
+/// On the command line in kebab-case, as every value is (`catmull-rom`); the old spelling
+/// `catmullRom` is still accepted.
+extension Interpolation: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let v = Self.allCases.first(where: { $0.argument == argument || $0.rawValue == argument }) else { return nil }
+        self = v
+    }
+    /// The value in kebab-case: each capital becomes a dash and its lower case.
+    var argument: String {
+        rawValue.reduce(into: "") { s, c in s += c.isUppercase ? "-" + c.lowercased() : String(c) }
+    }
+    public static var allValueStrings: [String] { allCases.map(\.argument) }
+    public var defaultValueDescription: String { argument }
+}
 
 struct Stack: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,8 +37,8 @@ struct Stack: ParsableCommand {
         EXAMPLES:
           evanesco stack burst/*.jpg -o clean.jpg
           evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
-          evanesco stack tripod/ --align none --merge median -o clean.tif --bit-depth 16
-          evanesco stack desk-handheld/ --align local -o clean.jpg --report report.json --save-maps maps/
+          evanesco stack tripod/ --align none --merge median -o out.tif --bit-depth 16
+          evanesco stack desk/ --align local -o clean.jpg --save-maps maps/
         """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
@@ -36,7 +49,7 @@ struct Stack: ParsableCommand {
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
     @Option(help: "Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half (default: 1 above 8 MP, else 0).")
     var alignLevel: Int?
-    @Option(help: "Warp interpolation: catmullRom, bilinear, bicubic or nearest.") var interpolation: Interpolation = .catmullRom
+    @Option(help: "Warp interpolation: catmull-rom, bilinear, bicubic or nearest (catmullRom, the old spelling, is accepted too).") var interpolation: Interpolation = .catmullRom
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
