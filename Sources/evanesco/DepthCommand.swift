@@ -138,11 +138,10 @@ struct DepthExtract: ParsableCommand {
                     if let kind { d = d.converted(to: kind) }
                     var r = d.finiteRange
                     var map = d.map
-                    if normalize, let range = r {
-                        let lo = range.min, span = max(range.max - range.min, .leastNormalMagnitude)
-                        map.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = (m[i] - lo) / span } }
+                    if normalize, let n = d.normalizedMap() {
+                        map = n.map
                         // The PNG mapping and the report speak of the values written: 0...1 now.
-                        r = (min: 0, max: range.max > range.min ? 1 : 0)
+                        r = (min: 0, max: n.range.max > n.range.min ? 1 : 0)
                     }
                     switch ext {
                     case "pfm":
@@ -150,16 +149,10 @@ struct DepthExtract: ParsableCommand {
                     case "tif", "tiff":
                         try ImageCodecs.write(.float32(map), to: output, options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
                     case "png":
-                        guard let r else { throw DepthError.badMetadata(path: photo, detail: "every value of the depth map is a hole; there is nothing to write") }
-                        let lo = r.min, span = max(r.max - r.min, .leastNormalMagnitude)
-                        let q = Image<UInt16>(width: map.width, height: map.height, channels: 1) { dst in
-                            map.samples.withUnsafeBufferPointer { s in
-                                for i in 0..<s.count { dst[i] = s[i].isFinite ? UInt16(1 + ((s[i] - lo) / span * 65534).rounded()) : 0 }
-                            }
-                        }
-                        try ImageCodecs.write(.uint16(q), to: output, options: WriteOptions(bitDepth: 16, overwrite: force, compression: lossless.compression))
-                        fields.png16Mapping = "value = \(lo) + (v - 1) / 65534 * \(r.max - r.min); v = 0 is a hole"
-                        try StandardOutput.line("\(output): 16-bit PNG, \(d.kind.rawValue) \(lo)...\(r.max) \(d.units) mapped to 1...65535 (0 = hole)")
+                        let range = try DepthPNG.write(map, range: r, to: output, source: photo,
+                                                       options: WriteOptions(overwrite: force, compression: lossless.compression))
+                        fields.png16Mapping = DepthPNG.mapping(range: range)
+                        try StandardOutput.line("\(output): 16-bit PNG, \(d.kind.rawValue) \(range.min)...\(range.max) \(d.units) mapped to 1...65535 (0 = hole)")
                     default:
                         throw ValidationError("name the output .pfm, .tif or .png (or use --raw for the stored samples)")
                     }
