@@ -31,7 +31,7 @@ final class BackdropStudioSession: Sendable {
 
     init(id: String, color colorPath: String, depth depthPath: String, previewLongSide: Int, maxFrames: Int) throws {
         self.id = id; name = (colorPath as NSString).lastPathComponent
-        let c = try BackdropWorkspace.reader(colorPath, isDepth: false), d = try BackdropWorkspace.reader(depthPath, isDepth: true)
+        let c = try FrameSources.open(colorPath, role: .color), d = try FrameSources.open(depthPath, role: .depth(nil))
         var cs: [AnyImage] = [], ds: [AnyImage] = []
         var more = false
         while true {
@@ -58,14 +58,6 @@ final class BackdropWorkspace: Sendable {
     let maxClipFrames: Int
 
     init(previewLongSide: Int, maxClipFrames: Int) { self.previewLongSide = previewLongSide; self.maxClipFrames = maxClipFrames }
-
-    static func reader(_ path: String, isDepth: Bool) throws -> FrameReader {
-        var isDir: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
-        guard exists else { throw ImageIOError.fileNotFound(path: path) }
-        if !isDir.boolValue && VideoIO.isVideo(path) { return try VideoFrameReader(path: path, layout: isDepth ? .gray16le : .rgb24) }
-        return try ImageFileReader(path: path)
-    }
 
     /// The face cascade, loaded once (nil when opencv-data is missing: the nearest region is used).
     var faces: CascadeClassifier? {
@@ -182,7 +174,7 @@ final class BackdropWorkspace: Sendable {
                     name = "\(base)-backdrop.jpg"; path = studio.downloadPath(name)
                     out = ImageFrameWriter(path: path, overwrite: false)
                 } else if let clip = s.clip {
-                    color = try Self.reader(clip.color, isDepth: false); depth = try Self.reader(clip.depth, isDepth: true)
+                    color = try FrameSources.open(clip.color, role: .color); depth = try FrameSources.open(clip.depth, role: .depth(nil))
                     name = "\(base)-backdrop.mp4"; path = studio.downloadPath(name)
                     out = try VideoFrameWriter(path: path, framesPerSecond: s.framesPerSecond, overwrite: false)
                 } else { return }

@@ -107,23 +107,6 @@ struct Backdrop: ParsableCommand {
         return options
     }
 
-    func reader(_ src: String, isDepth: Bool, format: DepthEncoding?) throws -> FrameReader {
-        // Raw and video depth: 16-bit unless the format says 8-bit disparity.
-        let layout: RawFrameReader.Layout = !isDepth ? .rgb24 : (format == .millimetres16 || format == nil ? .gray16le : .gray)
-        if src == "-" {
-            let s = isDepth ? depthSize! : size!
-            return RawFrameReader(fd: 0, width: s.width, height: s.height, layout: layout)
-        }
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: src, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: src) }
-        let ext = URL(fileURLWithPath: src).pathExtension
-        // A video by its bytes, or any file whose name is not an image's.
-        if !isDir.boolValue && (VideoIO.isVideo(src) || (ImageFormat.forOutput(extension: ext) == nil && ext.lowercased() != "pfm")) {
-            return try VideoFrameReader(path: src, layout: layout)
-        }
-        return try ImageFileReader(path: src)
-    }
-
     /// Video outputs by extension, image outputs by extension, `-` for stdout; anything else is a folder of frames.
     static let videoExtensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
     var outputExtension: String { URL(fileURLWithPath: output).pathExtension.lowercased() }
@@ -166,8 +149,8 @@ struct Backdrop: ParsableCommand {
                     Diagnostics.warning("\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate")
                 }
             } else {
-                colorReader = try reader(color!, isDepth: false, format: nil)
-                depthReader = try reader(depth!, isDepth: true, format: options.depthEncoding)
+                colorReader = try FrameSources.open(color!, role: .color, rawSize: size.map { ($0.width, $0.height) })
+                depthReader = try FrameSources.open(depth!, role: .depth(options.depthEncoding), rawSize: depthSize.map { ($0.width, $0.height) })
                 if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 { frameRate = v.info.framesPerSecond }
             }
             // One image cannot hold several frames: refuse before the first one is written.

@@ -279,3 +279,48 @@ public final class MemoryFrameReader: FrameReader {
     public init(frames: [AnyImage], name: String) { self.frames = frames[...]; self.name = name }
     public func next() throws -> AnyImage? { frames.popFirst() }
 }
+
+/// What a stream of frames holds: colour, or depth in an encoding (nil: not known yet, sniffed
+/// from the samples later).
+public enum FrameRole: Sendable, Equatable {
+    case color
+    case depth(DepthEncoding?)
+
+    /// How raw and video frames of this role are read: colour as 8-bit RGB; depth as 16-bit grey
+    /// (millimetres, or not known yet), else 8-bit grey (disparity8, and float maps, which only
+    /// image files can carry).
+    public var rawLayout: RawFrameReader.Layout {
+        switch self {
+        case .color: .rgb24
+        case .depth(let e): e == nil || e == .millimetres16 ? .gray16le : .gray
+        }
+    }
+}
+
+/// The one way a stream of frames is opened (the CLI, the studio and batch jobs all come here),
+/// so that a path means the same thing everywhere.
+public enum FrameSources {
+    /// Opens `source`:
+    /// - `-`: raw frames on `stdin` (`rawSize` is needed), laid out as ``FrameRole/rawLayout``;
+    /// - a folder (its images, sorted by name) or an image file (`.jpg`, `.png`, `.tif`, `.heic`,
+    ///   `.pfm`);
+    /// - a video: a file ffprobe recognises by its bytes, or any file whose name is not an image's
+    ///   (read through ffmpeg).
+    ///
+    /// - Throws: ``ImageIOError/fileNotFound(path:)``, ``FrameStreamError/badSize(_:)`` for `-`
+    ///   without a size, or what opening the video throws.
+    public static func open(_ source: String, role: FrameRole, rawSize: (width: Int, height: Int)? = nil,
+                            stdin fd: Int32 = 0) throws -> FrameReader {
+        if source == "-" {
+            guard let rawSize else { throw FrameStreamError.badSize("- (raw frames need WIDTHxHEIGHT)") }
+            return RawFrameReader(fd: fd, width: rawSize.width, height: rawSize.height, layout: role.rawLayout)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else { throw ImageIOError.fileNotFound(path: source) }
+        let ext = URL(fileURLWithPath: source).pathExtension
+        if !isDirectory.boolValue && (VideoIO.isVideo(source) || (ImageFormat.forOutput(extension: ext) == nil && ext.lowercased() != "pfm")) {
+            return try VideoFrameReader(path: source, layout: role.rawLayout)
+        }
+        return try ImageFileReader(path: source)
+    }
+}
