@@ -5,28 +5,6 @@ import EvanescoIO
 import Foundation
 import EvanescoFaces
 
-extension SubjectSelection: ExpressibleByArgument {}
-
-/// `--depth-format`: auto, or a stream ``DepthEncoding`` (mm16, metres/pfm, disparity8:MIN,MAX).
-enum DepthFormatArgument: ExpressibleByArgument, Equatable {
-    case auto
-    case format(DepthEncoding)
-    init?(argument: String) {
-        if argument == "auto" { self = .auto } else if let f = DepthEncoding(argument) { self = .format(f) } else { return nil }
-    }
-    var format: DepthEncoding? { if case .format(let f) = self { f } else { nil } }
-    var defaultValueDescription: String { "auto" }
-}
-
-/// `WIDTHxHEIGHT`.
-struct FrameSize: ExpressibleByArgument {
-    var width: Int, height: Int
-    init?(argument: String) {
-        guard let (w, h) = try? FrameStreamError.parseSize(argument) else { return nil }
-        width = w; height = h
-    }
-}
-
 struct Backdrop: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backdrop",

@@ -5,23 +5,6 @@ import EvanescoIO
 import EvanescoStack
 import Foundation
 
-extension AlignMode: ExpressibleByArgument {}
-extension MergeMethod: ExpressibleByArgument {}
-/// On the command line in kebab-case, as every value is (`catmull-rom`); the old spelling
-/// `catmullRom` is still accepted.
-extension Interpolation: ExpressibleByArgument {
-    public init?(argument: String) {
-        guard let v = Self.allCases.first(where: { $0.argument == argument || $0.rawValue == argument }) else { return nil }
-        self = v
-    }
-    /// The value in kebab-case: each capital becomes a dash and its lower case.
-    var argument: String {
-        rawValue.reduce(into: "") { s, c in s += c.isUppercase ? "-" + c.lowercased() : String(c) }
-    }
-    public static var allValueStrings: [String] { allCases.map(\.argument) }
-    public var defaultValueDescription: String { argument }
-}
-
 struct Stack: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stack",
@@ -164,12 +147,4 @@ func peakResidentMB() -> Int {
     #else
     return (u.ru_maxrss + (1 << 20) - 1) >> 20
     #endif
-}
-
-/// `--memory-limit` (megabytes, 0 for none) as the library's bytes, checked.
-func memoryLimitBytes(_ megabytes: Int) throws -> Int? {
-    guard (0...(1 << 24)).contains(megabytes) else {
-        throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)")
-    }
-    return megabytes == 0 ? nil : megabytes << 20
 }

@@ -72,3 +72,22 @@ struct ArgumentSpellingTests {
         #expect(try !Backdrop.parse(base + ["--no-gap-snap"]).options().pipeline.snapCutoffToGap)
     }
 }
+
+@Suite("Command files stay small")
+struct CommandSizeTests {
+    @Test("Every command's file is at most 150 code lines (blank and comment lines not counted): the work is the library's")
+    func commandFiles() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/evanesco").path
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix("Command.swift") }
+        #expect(files.count >= 10, "\(files)")
+        for f in files {
+            let lines = try String(contentsOfFile: dir + "/" + f, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            let code = lines.filter { l in
+                let t = l.trimmingCharacters(in: .whitespaces)
+                return !t.isEmpty && !t.hasPrefix("//")
+            }
+            #expect(code.count <= 150, "\(f): \(code.count) code lines")
+        }
+    }
+}
