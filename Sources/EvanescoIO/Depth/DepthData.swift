@@ -202,8 +202,11 @@ public struct DepthPhoto: Sendable {
     public var path: String
     /// Its container format.
     public var format: ImageFormat
-    /// The primary image, upright (only when decoding was asked for).
+    /// The photo effects start from, upright (only when decoding was asked for): the primary
+    /// image, or the original a render was made from (Lens Blur's GImage; see ``photoSource``).
     public var photo: DecodedImage?
+    /// Where ``photo`` came from when it is not the primary image; nil for the primary image.
+    public var photoSource: String?
     /// Upright size of the primary image.
     public var width: Int
     /// Upright height of the primary image.

@@ -413,7 +413,24 @@ public enum DepthReader {
             var aux = AuxiliaryImage(kind: .original, type: "GImage original", image: .uint8(Image(width: 0, height: 0, channels: 3)),
                                      width: 0, height: 0, source: "GImage (XMP)", embeddedBytes: bytes, embeddedFormat: .jpeg)
             if let hdr = try? ImageCodecs.probe(bytes: bytes, path: path) { aux.width = hdr.storedWidth; aux.height = hdr.storedHeight }
-            if options.decodeAuxiliary.contains(.original) { aux.image = try ImageCodecs.decode(bytes, path: path + " (GImage)").image }
+            if options.decodeAuxiliary.contains(.original) || options.decodePhoto {
+                aux.image = try ImageCodecs.decode(bytes, path: path + " (GImage)").image
+            }
+            // Lens Blur's primary image is Google's blurred render; the depth belongs to the
+            // original, so the photo every effect starts from is the original.
+            if options.decodePhoto, var shown = out.photo {
+                var original = aux.image
+                if (original.width, original.height) != (out.width, out.height), orient != .up {
+                    original = original.map(orient)
+                }
+                if (original.width, original.height) == (out.width, out.height) {
+                    shown.image = original
+                    out.photo = shown
+                    out.photoSource = "the GImage original (the primary image is Google's Lens Blur render)"
+                } else {
+                    out.warnings.append("the GImage original is \(original.width)x\(original.height), the photo \(out.width)x\(out.height): effects use the primary image, Google's blurred render")
+                }
+            }
             out.auxiliary.append(aux)
         }
         for item in items where !["depth", "primary", "confidence"].contains(item.semantic.lowercased()) {
