@@ -31,5 +31,7 @@ for a in 10 40 80; do
     eval "runs=(\"\${l$a[@]}\")"
     m=$(median "${runs[@]}")
     echo "  portrait --effect lens --aperture $a: median ${m} s   ratio to blur $(ratio "$m" "$mb"), to the anchor's blur $(ratio "$m" "$ma")   runs: ${runs[*]}"
-    echo "    stages (last run): $(python3 -c "import json; d = json.load(open('$out/lens$a.json')); print({k: round(v, 3) for k, v in d['times_s'].items()}, 'layers', d['lens']['statistics']['layers'], 'grid 1/%d' % d['lens']['statistics']['grid_divisor'])")"
+    # Assigned first: a key that is not in the report fails the script (set -e), not just the line.
+    stages=$(python3 -c "import json; d = json.load(open('$out/lens$a.json')); print({k: round(v, 3) for k, v in d['times_s'].items()}, 'layers', d['lens']['statistics']['layers'], 'grid 1/%d' % d['lens']['statistics']['grid_divisor'])")
+    echo "    stages (last run): $stages"
 done

@@ -23,6 +23,9 @@ echo "$(basename "$photo") --effect $effect --focus $focus, $rounds alternated r
 echo "  evanesco portrait: median ${mo} s   runs: ${ours[*]}"
 echo "  anchor_depth.py:   median ${ma} s   runs: ${anchor[*]}"
 echo "  ratio evanesco / anchor: $(ratio "$mo" "$ma")"
-echo "  evanesco stages (last run): $(python3 -c "import json; print({k: round(v, 3) for k, v in json.load(open('$out/ours.json'))['timesSeconds'].items()})")"
-echo "  anchor stages (last run):   $(python3 -c "import json; print(json.load(open('$out/anchor.json'))['times_s'])")"
+# Assigned first: a key that is not in the report fails the script (set -e), not just the line.
+stages=$(python3 -c "import json; print({k: round(v, 3) for k, v in json.load(open('$out/ours.json'))['times_s'].items()})")
+anchor_stages=$(python3 -c "import json; print(json.load(open('$out/anchor.json'))['times_s'])")
+echo "  evanesco stages (last run): $stages"
+echo "  anchor stages (last run):   $anchor_stages"
 rm -rf "$out"

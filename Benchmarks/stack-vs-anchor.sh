@@ -24,7 +24,9 @@ echo "burst $burst, $rounds alternated rounds (wall clock, whole command)"
 echo "  evanesco stack (robust):          median ${mo} s   runs: ${ours[*]}"
 echo "  anchor_stack.py ($anchor_merge): median ${ma} s   runs: ${anchor[*]}"
 echo "  ratio evanesco / anchor: $(ratio "$mo" "$ma")"
-echo "  evanesco stages (last run): $(python3 -c "import json; print(json.load(open('$out/ours.json'))['times_s'])")"
+# Assigned first: a key that is not in the report fails the script (set -e), not just the line.
+stages=$(python3 -c "import json; print(json.load(open('$out/ours.json'))['times_s'])")
+echo "  evanesco stages (last run): $stages"
 for who in ours anchor; do
     align=$(python3 "$shared/bench/score.py" align --truth "$dir/truth.json" --report "$out/$who.json" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('align err mean/p90/max px', d['mean_px'], d['p90_px'], d['max_px'])")
     img=$(python3 "$shared/bench/score.py" image "$out/$who.png" --burst "$dir" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('PSNR %.2f SSIM %.4f AGE %.3f pEPs %.4f occl.pEPs %.4f' % (d['PSNR'], d['SSIM'], d['AGE'], d['pEPs'], d['occluded']['pEPs']))")

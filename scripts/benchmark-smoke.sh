@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Every benchmark script once, on a small input and one round: a script that reads a key the
+# reports no longer write, or calls a flag that is gone, fails here (and in CI) instead of
+# printing a broken chart the next time someone measures. Needs ../shared (data and the anchors'
+# Python packages: ../shared/bench/setup.sh). Figures printed here are not measurements.
+#   scripts/benchmark-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d ../shared/data ] || { echo "benchmark-smoke: SKIPPED, ../shared/data is absent; no benchmark script was run" >&2; exit 0; }
+scripts/build-release.sh evanesco EvanescoBenchmarks >/dev/null
+run() {
+    local name=$1; shift
+    local start; start=$(date +%s)
+    if ! out=$(timeout 900 "$@" 2>&1); then
+        echo "$out" | tail -20 >&2
+        echo "benchmark-smoke: $name FAILED: $*" >&2
+        exit 1
+    fi
+    echo "benchmark-smoke: $name ok ($(( $(date +%s) - start )) s)"
+}
+small=depth/truedepth-iphone/jpeg_depth_data.jpg
+run portrait Benchmarks/portrait-vs-anchor.sh "$small" blur 1
+run lens Benchmarks/lens-vs-blur.sh "$small" 1
+run stack Benchmarks/stack-vs-anchor.sh motorcycle-handheld 1
+run stack-all Benchmarks/stack-all-vs-anchor.sh 1 motorcycle-parallax hdrplus-tree
+run stack-memory Benchmarks/stack-memory.sh motorcycle-handheld 1 64
+run backdrop Benchmarks/backdrop-vs-anchor.sh 1
+run build-vs-build Benchmarks/build-vs-build.sh .build/release .build/release 1
