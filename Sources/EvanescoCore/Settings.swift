@@ -23,7 +23,8 @@ public struct NumericSetting: Sendable, Codable, Equatable {
 
     /// - Parameters:
     ///   - name: The setting in words.
-    ///   - range: The values allowed; `open` leaves out an end.
+    ///   - range: The values allowed.
+    ///   - open: The ends of `range` left out (none by default).
     ///   - defaultValue: The default, or nil when it is computed.
     ///   - unit: The unit, or empty.
     ///   - integer: Whole numbers only.

@@ -93,7 +93,7 @@ public struct StackOptions: Sendable {
     /// Checks every value, NaN and infinity included, and that the spill directory is a folder
     /// this user can write to.
     ///
-    /// - Throws: ``SettingError`` naming the setting.
+    /// - Throws: `SettingError` naming the setting.
     public func validate() throws(SettingError) {
         try Limits.reference.check(reference)
         try Limits.kappa.check(kappa)

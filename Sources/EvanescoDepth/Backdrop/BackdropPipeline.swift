@@ -49,7 +49,7 @@ public struct BackdropOptions: Sendable {
 
     /// Checks every value, NaN and infinity included.
     ///
-    /// - Throws: ``SettingError`` naming the setting.
+    /// - Throws: `SettingError` naming the setting.
     public func validate() throws(SettingError) {
         try Limits.cutoffOffset.check(cutoffOffset)
         try Limits.blurSigmaAt640.check(blurSigmaAt640)

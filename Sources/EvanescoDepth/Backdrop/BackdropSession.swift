@@ -38,7 +38,7 @@ public struct BackdropSessionOptions: Sendable {
 
     /// Checks every value, NaN and infinity included.
     ///
-    /// - Throws: ``SettingError`` naming the setting.
+    /// - Throws: `SettingError` naming the setting.
     public func validate() throws(SettingError) {
         try pipeline.validate()
         try Limits.detectEvery.check(detectEvery)
