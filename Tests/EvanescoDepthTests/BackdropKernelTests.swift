@@ -156,6 +156,7 @@ struct BackdropKernelTests {
         // One composite row over a mask with flat 0, flat 1 and transition stretches.
         let mw = 53, W = 211
         let taps = BackdropPipeline.ColumnTaps(width: W, maskWidth: mw)
+        #expect(taps.windows == (taps.first.firstIndex { $0 >= W } ?? taps.first.count))
         let rows = (0..<4).map { r in (0..<mw).map { i -> Float in i < 12 ? 0 : (i > 40 ? 1 : Float((i + r) % 7) / 6) } }
         let src = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 31) }, bg = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 5) }
         func run(_ f: (UnsafePointer<evn_backdrop_row>) -> Void) -> ([UInt8], [UInt8]) {
@@ -177,7 +178,7 @@ struct BackdropKernelTests {
                 row.taps = t.baseAddress
                 row.tap_weights = tw.baseAddress
                 row.first = first.baseAddress
-                row.windows = taps.first.firstIndex { $0 >= W } ?? taps.first.count
+                row.windows = taps.windows
                 row.src = s.baseAddress
                 row.background = b.baseAddress
                 row.dst = dst.baseAddress

@@ -1,7 +1,8 @@
 // The backdrop pipeline's per-frame kernels (depth cut, half-resolution coverage, Gaussian blur,
-// temporal smoothing and gamma, bicubic upscale fused with the blend). Each is one C body
-// compiled portably and with AVX2 (see evanesco_kernels.h); the unsuffixed name picks the AVX2
-// variant where the CPU has it. No fused multiply-add: every variant gives the same bits.
+// temporal smoothing and gamma, bicubic upscale fused with the blend). The vector ones are one C
+// body compiled portably and with AVX2 (see evanesco_kernels.h; the unsuffixed name picks the
+// AVX2 variant where the CPU has it, and every variant gives the same bits: no fused
+// multiply-add); the depth histogram and the mask's last step are plain C, one variant.
 #ifndef EVANESCO_BACKDROP_H
 #define EVANESCO_BACKDROP_H
 

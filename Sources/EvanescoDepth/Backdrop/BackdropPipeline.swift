@@ -373,6 +373,8 @@ public final class BackdropPipeline {
     struct ColumnTaps {
         var width = 0, maskWidth = 0
         var taps: [Int32] = [], weights: [Float] = [], first: [Int] = []
+        /// The windows that start inside the row: the first i with first[i] = width.
+        var windows = 0
         init() {}
         init(width W: Int, maskWidth mw: Int) {
             width = W
@@ -397,6 +399,7 @@ public final class BackdropPipeline {
                     next += 1
                 }
             }
+            windows = next
         }
     }
     var columnTaps = ColumnTaps()
@@ -417,7 +420,6 @@ public final class BackdropPipeline {
         var full: Image<UInt8>? = keepMask ? Image<UInt8>(width: W, height: H, channels: 1) : nil
         let blackBackground = [UInt8](repeating: 0, count: bg == nil ? W * 3 : 0)
         let ct = columnTaps
-        let windows = ct.first.firstIndex { $0 >= W } ?? ct.first.count
         src3.samples.withUnsafeBufferPointer { src in
             mask.withUnsafeBufferPointer { M in ct.taps.withUnsafeBufferPointer { XI in ct.weights.withUnsafeBufferPointer { XW in ct.first.withUnsafeBufferPointer { XF in
             out.samples.withUnsafeMutableBufferPointer { dstBuf in
@@ -438,7 +440,7 @@ public final class BackdropPipeline {
                     row.taps = XI.baseAddress
                     row.tap_weights = XW.baseAddress
                     row.first = XF.baseAddress
-                    row.windows = windows
+                    row.windows = ct.windows
                     row.line = line
                     row.flag = flag
                     row.window = window
