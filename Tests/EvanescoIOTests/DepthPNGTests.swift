@@ -12,6 +12,16 @@ struct DepthPNGTests {
         #expect(Array(q.samples) == [1, 65535, 32768, 0, 0, 65535])
     }
 
+    @Test("A range wider than Float holds (a hostile map from -3e38 to 3e38) neither traps nor turns values into holes")
+    func hugeRange() throws {
+        let map = Image<Float>(width: 4, height: 1, channels: 1, samples: [-3e38, 3e38, 0, .nan])
+        let q = DepthPNG.samples(map, range: (min: -3e38, max: 3e38))
+        #expect(Array(q.samples) == [1, 65535, 32768, 0])
+        let d = DepthData(floatMap: map, kind: .depth, units: "m", source: "test")
+        let n = try #require(d.normalizedMap())
+        #expect(n.map.samples[0] == 0 && n.map.samples[1] == 1 && n.map.samples[2] == 0.5 && n.map.samples[3].isNaN)
+    }
+
     @Test("Written and read back: the values to within span / 131068, holes kept, a 16-bit grey PNG")
     func roundTrip() throws {
         let w = 37, h = 11

@@ -5,9 +5,9 @@ extension DepthData {
     /// when every value is a hole. A flat map (one value) becomes all 0.
     public func normalizedMap() -> (map: Image<Float>, range: (min: Float, max: Float))? {
         guard let range = finiteRange else { return nil }
-        let lo = range.min, span = max(range.max - range.min, .leastNormalMagnitude)
+        let unit = UnitPosition(range)
         var out = map
-        out.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = (m[i] - lo) / span } }
+        out.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = unit(m[i]) } }
         return (out, range)
     }
 }
@@ -21,12 +21,12 @@ public enum DepthPNG {
     ///
     /// - Complexity: O(pixels).
     public static func samples(_ map: Image<Float>, range: (min: Float, max: Float)) -> Image<UInt16> {
-        let lo = range.min, span = max(range.max - range.min, .leastNormalMagnitude)
+        let unit = UnitPosition(range)
         return Image<UInt16>(width: map.width, height: map.height, channels: 1) { dst in
             map.samples.withUnsafeBufferPointer { s in
                 for i in 0..<s.count {
                     // Clamped, so a value outside the range cannot wrap around; holes are 0.
-                    dst[i] = s[i].isFinite ? UInt16(1 + (min(max((s[i] - lo) / span, 0), 1) * 65534).rounded()) : 0
+                    dst[i] = s[i].isFinite ? UInt16(1 + (min(max(unit(s[i]), 0), 1) * 65534).rounded()) : 0
                 }
             }
         }
@@ -60,5 +60,22 @@ public enum DepthPNG {
         o.bitDepth = 16
         try ImageCodecs.write(.uint16(samples(map, range: range)), to: path, options: o)
         return range
+    }
+}
+
+/// Where a value lies in a range, 0 at its minimum and 1 at its maximum (not clamped): in Float,
+/// as the depth formats always computed it, and in Double when the range is wider than a Float
+/// can hold (-3e38...3e38: its span would be infinite, every quotient 0 or NaN).
+struct UnitPosition {
+    let lo: Float, span: Float, wideSpan: Double
+
+    init(_ range: (min: Float, max: Float)) {
+        lo = range.min
+        span = max(range.max - range.min, .leastNormalMagnitude)
+        wideSpan = max(Double(range.max) - Double(range.min), Double(Float.leastNormalMagnitude))
+    }
+
+    func callAsFunction(_ v: Float) -> Float {
+        span.isFinite ? (v - lo) / span : Float((Double(v) - Double(lo)) / wideSpan)
     }
 }
