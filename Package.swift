@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "EvanescoStack", targets: ["EvanescoStack"]),
         .library(name: "EvanescoDepth", targets: ["EvanescoDepth"]),
         .library(name: "EvanescoFaces", targets: ["EvanescoFaces"]),
+        .library(name: "EvanescoBatch", targets: ["EvanescoBatch"]),
         .executable(name: "evanesco", targets: ["evanesco"]),
         // Test support: the fuzz targets' bodies (FuzzTesting/ and the regression replay use them).
         .library(name: "EvanescoFuzzEntries", targets: ["EvanescoFuzzEntries"]),
@@ -20,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System-library shims: a module map and a header each, nothing else.
@@ -51,9 +54,16 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
                 resources: [.copy("Resources")]),
+        // Batches: manifests, resumable local runs and shards, and the PostgreSQL job queue.
+        .target(name: "EvanescoBatch",
+                dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
+                               .product(name: "PostgresNIO", package: "postgres-nio"),
+                               .product(name: "Prometheus", package: "swift-prometheus"),
+                               .product(name: "Hummingbird", package: "hummingbird"),
+                               .product(name: "Logging", package: "swift-log")]),
         .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
         .executableTarget(name: "evanesco",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "CMalloc",
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "EvanescoBatch", "CMalloc",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "EvanescoBenchmarks",
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "CTurboJPEG", "CPNG", "CHeif", "CKernels"],
@@ -72,6 +82,7 @@ let package = Package(
         .testTarget(name: "EvanescoStudioTests",
                     dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
                                    .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "EvanescoBatchTests", dependencies: ["EvanescoBatch", "EvanescoCore", "EvanescoStack", "EvanescoDepth"]),
         .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

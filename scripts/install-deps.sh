@@ -3,7 +3,8 @@
 # Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
 set -euo pipefail
 packages=(pkg-config libturbojpeg0-dev libpng-dev zlib1g-dev libdeflate-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps
-          chromium chromium-driver)   # the last two: a real browser and its WebDriver server, for the studio's browser tests
+          chromium chromium-driver    # a real browser and its WebDriver server, for the studio's browser tests
+          postgresql)                 # the batch queue's server, for its integration tests (scripts/with-postgres.sh)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

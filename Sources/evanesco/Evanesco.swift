@@ -21,11 +21,13 @@ struct Evanesco: ParsableCommand {
           evanesco depth info IMG_0001.HEIC --json
           evanesco portrait IMG_0001.HEIC -o o.jpg --effect blur --focus-point 0.5,0.4
           evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
+          evanesco batch run jobs.jsonl --jobs 2
+          evanesco worker --queue postgres://me@db/photos
           evanesco studio ~/Pictures
           evanesco demo
         """,
         version: "0.1.0",
-        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, StudioCommand.self, Demo.self]
+        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Batch.self, Worker.self, StudioCommand.self, Demo.self]
     )
 
     /// Parses, refuses NaN and infinity in every numeric option (they pass every `<`/`>` range
@@ -35,8 +37,12 @@ struct Evanesco: ParsableCommand {
             try Arguments.refuseInvalidUTF8()
             var command = try parseAsRoot()
             try NumericOptions.refuseNonFinite(in: command)
-            // The studio is a server: it stops on SIGINT/SIGTERM by itself, cleanly, and cleans up.
-            if !(command is StudioCommand) {
+            // The studio and workers are servers: they stop on SIGINT/SIGTERM by themselves
+            // (a worker drains). A batch keeps what it finished: its receipts make it resumable.
+            if command is BatchRun {
+                Cleanup.installSignalHandlers()
+            } else if !(command is StudioCommand || command is Worker || command is BatchSubmit || command is BatchStatusCommand
+                        || command is BatchRetry || command is BatchCancel) {
                 Cleanup.installSignalHandlers()
                 Cleanup.recordOutputs()
                 Allocator.keepFreedMemory(limitMB: (command as? Stack)?.memoryLimit ?? 1024)

@@ -68,7 +68,8 @@ public enum Cleanup {
             if !running.isEmpty { usleep(10_000) }
         }
         for pid in running { kill(pid, SIGKILL); waitpid(pid, nil, 0) }
-        for path in f { unlink(path) }
+        // A staging folder (a batch job's) goes with what is in it.
+        for path in f where unlink(path) != 0 && (errno == EISDIR || errno == EPERM) { try? FileManager.default.removeItem(atPath: path) }
     }
 
     /// Handles SIGINT and SIGTERM (for a command-line tool): cleans up, then exits with 128 +

@@ -1,0 +1,194 @@
+import EvanescoCore
+import EvanescoDepth
+import EvanescoIO
+import EvanescoStack
+import Foundation
+
+/// What a job does.
+public enum JobKind: String, Sendable, Codable, CaseIterable {
+    /// Align and merge a burst (``EvanescoStack``'s `BurstStacker`): inputs are image files, one
+    /// folder of images or one video; options are `StackOptions`.
+    case stack
+    /// Render a depth effect on a portrait photo (`PortraitRenderer`): inputs are the photo, and
+    /// optionally a separate disparity map; options are `PortraitSettings`.
+    case portrait
+    /// Replace the background behind a person (`BackdropSession`): inputs are the colour and the
+    /// depth stream; options are `BackdropSessionOptions`.
+    case backdrop
+
+    /// The JPEG quality a job of this kind writes when its line gives none: the command line's
+    /// default for the same command, so that a batch job and the command give the same bytes.
+    public var defaultQuality: Int {
+        switch self {
+        case .stack: 95
+        case .portrait, .backdrop: 92
+        }
+    }
+}
+
+/// A job's settings: the library's own option type for its kind.
+public enum JobOptions: Sendable, Encodable {
+    case stack(StackOptions)
+    case portrait(PortraitSettings)
+    case backdrop(BackdropSessionOptions)
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .stack(let o): try o.encode(to: encoder)
+        case .portrait(let o): try o.encode(to: encoder)
+        case .backdrop(let o): try o.encode(to: encoder)
+        }
+    }
+}
+
+/// One line of a batch manifest, read and checked:
+/// `{"id": "...", "kind": "stack" | "portrait" | "backdrop", "inputs": [...], "output": "...", "options": {...}}`,
+/// with two optional keys: `quality` (JPEG quality of the output, 1...100; default: the command's)
+/// and, for a backdrop, `background` (an image scaled to fill; default black).
+public struct BatchJob: Sendable {
+    /// The job's name, unique in its manifest or queue: 1 to 200 of `A-Z a-z 0-9 . _ - : @ +`,
+    /// not starting with a dot (it names the job's receipt file).
+    public var id: String
+    public var kind: JobKind
+    /// Input paths, absolute (a relative path in a manifest is relative to the manifest's folder).
+    public var inputs: [String]
+    /// The output path, absolute.
+    public var output: String
+    public var options: JobOptions
+    /// JPEG quality of the output.
+    public var quality: Int
+    /// A backdrop's background image, absolute.
+    public var background: String?
+    /// The line as it was written, checked (what a queue stores and a worker reads back).
+    public var line: String
+
+    /// The job as one JSON line with absolute paths and every setting written out (what a queue
+    /// stores): ``parse(_:base:checkFiles:)`` reads it back to the same job on any machine that
+    /// mounts the same paths.
+    ///
+    /// - Returns: The line.
+    /// - Throws: `EncodingError` (not expected: every setting is finite once validated).
+    public func normalizedLine() throws -> String {
+        struct Line: Encodable {
+            var id: String, kind: JobKind, inputs: [String], output: String, quality: Int, background: String?
+            var options: JobOptions
+        }
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try e.encode(Line(id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background, options: options))
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The characters a job id may hold.
+    static let idCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:@+")
+
+    /// Reads and checks one manifest line.
+    ///
+    /// - Parameters:
+    ///   - line: The JSON object.
+    ///   - base: The folder relative paths are resolved against.
+    ///   - checkFiles: Also check that every input exists and that the output's folder does.
+    /// - Returns: The job, its paths absolute.
+    /// - Throws: ``ManifestError`` with a one-line message.
+    public static func parse(_ line: String, base: String, checkFiles: Bool = true) throws(ManifestError) -> BatchJob {
+        let raw: Raw
+        do { raw = try JSONDecoder().decode(Raw.self, from: Data(line.utf8)) } catch {
+            // Name the job when its id at least was readable.
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            throw ManifestError(message: SettingsCoding.message(error), id: object?["id"] as? String)
+        }
+        func bad(_ m: String) -> ManifestError { ManifestError(message: m, id: raw.id) }
+        guard (1...200).contains(raw.id.count), raw.id.allSatisfy(idCharacters.contains), !raw.id.hasPrefix(".") else {
+            throw bad("id \"\(raw.id)\" must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting with a dot")
+        }
+        guard !raw.inputs.isEmpty, raw.inputs.allSatisfy({ !$0.isEmpty }) else { throw bad("inputs must list at least one path") }
+        guard !raw.output.isEmpty else { throw bad("output must be a path") }
+        if let q = raw.quality, !(1...100).contains(q) { throw bad("quality must be within 1...100") }
+        func absolute(_ p: String) -> String {
+            URL(fileURLWithPath: p, relativeTo: URL(fileURLWithPath: base, isDirectory: true)).standardizedFileURL.path
+        }
+        let inputs = raw.inputs.map(absolute), output = absolute(raw.output)
+        let background = raw.background.map(absolute)
+        if background != nil && raw.kind != .backdrop { throw bad("background is a backdrop job's key; a \(raw.kind.rawValue) job has none") }
+        let ext = (output as NSString).pathExtension.lowercased()
+        switch raw.kind {
+        case .stack, .portrait:
+            guard let f = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
+                throw bad("output \(raw.output): name it .jpg, .png or .tif")
+            }
+            _ = f
+            if raw.kind == .portrait && inputs.count > 2 {
+                throw bad("a portrait job takes the photo, and optionally its disparity map: \(inputs.count) inputs given")
+            }
+        case .backdrop:
+            guard inputs.count == 2 else { throw bad("a backdrop job takes two inputs, the colour and the depth stream: \(inputs.count) given") }
+            guard inputs.allSatisfy({ $0 != "-" }) else { throw bad("a batch job cannot read stdin") }
+        }
+        if inputs.contains(output) || background == output { throw bad("output \(raw.output) is also an input") }
+        if checkFiles {
+            for p in inputs + [background].compactMap({ $0 }) where !FileManager.default.fileExists(atPath: p) {
+                throw bad("input \(p): no such file or folder")
+            }
+            var isDir: ObjCBool = false
+            let dir = (output as NSString).deletingLastPathComponent
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw bad("output folder \(dir) does not exist; make it first")
+            }
+        }
+        return BatchJob(id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options, quality: raw.quality ?? raw.kind.defaultQuality,
+                        background: background, line: line)
+    }
+
+    /// The line's JSON as decoded: the options by the kind's own type.
+    struct Raw: Decodable {
+        var id: String
+        var kind: JobKind
+        var inputs: [String]
+        var output: String
+        var options: JobOptions
+        var quality: Int?
+        var background: String?
+
+        enum Key: String, CodingKey, CaseIterable { case id, kind, inputs, output, options, quality, background }
+
+        init(from decoder: any Decoder) throws {
+            try SettingsCoding.rejectUnknownKeys(decoder, known: Key.allCases.map(\.rawValue))
+            let c = try decoder.container(keyedBy: Key.self)
+            id = try c.decode(String.self, forKey: .id)
+            guard let k = JobKind(rawValue: try c.decode(String.self, forKey: .kind)) else {
+                throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "must be stack, portrait or backdrop")
+            }
+            kind = k
+            inputs = try c.decode([String].self, forKey: .inputs)
+            output = try c.decode(String.self, forKey: .output)
+            quality = try c.decodeWholeNumberIfPresent(forKey: .quality)
+            background = try c.decodeIfPresent(String.self, forKey: .background)
+            let present = c.contains(.options)
+            switch k {
+            case .stack: options = .stack(present ? try c.decode(StackOptions.self, forKey: .options) : StackOptions())
+            case .portrait: options = .portrait(present ? try c.decode(PortraitSettings.self, forKey: .options) : PortraitSettings())
+            case .backdrop: options = .backdrop(present ? try c.decode(BackdropSessionOptions.self, forKey: .options) : BackdropSessionOptions())
+            }
+        }
+    }
+}
+
+/// Why a manifest line (or a queued job) was refused.
+public struct ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, in one line.
+    public var message: String
+    /// The job's id, when the line got that far.
+    public var id: String?
+    /// The line number in the manifest (1-based), when read from one.
+    public var line: Int?
+
+    /// - Parameters:
+    ///   - message: What is wrong.
+    ///   - id: The job's id, if known.
+    ///   - line: The line number, if known.
+    public init(message: String, id: String? = nil, line: Int? = nil) { self.message = message; self.id = id; self.line = line }
+
+    public var description: String {
+        (line.map { "line \($0): " } ?? "") + (id.map { "job \($0): " } ?? "") + message
+    }
+}

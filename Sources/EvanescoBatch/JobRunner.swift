@@ -1,0 +1,194 @@
+import EvanescoCore
+import EvanescoDepth
+import EvanescoFaces
+import EvanescoIO
+import EvanescoStack
+import Foundation
+
+/// A job's machine-readable account: the same report its command writes with `--report`.
+public enum JobReport: Encodable, Sendable {
+    case stack(StackReport)
+    case portrait(PortraitReport)
+    case backdrop(BackdropReport)
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .stack(let r): try r.encode(to: encoder)
+        case .portrait(let r): try r.encode(to: encoder)
+        case .backdrop(let r): try r.encode(to: encoder)
+        }
+    }
+}
+
+/// Why a job failed, and whether trying again can help.
+public struct JobFailure: Error, Sendable, CustomStringConvertible {
+    /// The one-line message (the library's own, which says what to do).
+    public var message: String
+    /// True for bad input (the library's typed errors): the job fails at once. False for what
+    /// may pass (I/O, a full disk, a lost database): the job is tried again, with backoff.
+    public var permanent: Bool
+
+    /// - Parameters:
+    ///   - message: What went wrong.
+    ///   - permanent: Whether another attempt is useless.
+    public init(message: String, permanent: Bool) { self.message = message; self.permanent = permanent }
+
+    public var description: String { message }
+
+    /// Classifies any error a job threw.
+    ///
+    /// - Parameter error: The error.
+    /// - Returns: Its message, and permanent for the library's typed errors about the input or
+    ///   the settings; transient for writes that failed and anything else.
+    public static func classify(_ error: any Error) -> JobFailure {
+        if let f = error as? JobFailure { return f }
+        let message = (error as? CustomStringConvertible)?.description ?? "\(error)"
+        switch error {
+        case let e as ImageIOError:
+            switch e {
+            case .cannotWrite, .encodeFailed: return JobFailure(message: message, permanent: false)
+            default: return JobFailure(message: message, permanent: true)
+            }
+        case is SettingError, is StackError, is PortraitError, is DepthError, is FrameStreamError, is CascadeError,
+             is BackdropSessionError, is ManifestError:
+            return JobFailure(message: message, permanent: true)
+        default:
+            return JobFailure(message: message, permanent: false)
+        }
+    }
+}
+
+/// Runs one job through the library, the same entry points `evanesco stack`, `portrait` and
+/// `backdrop` use, writing its output under a staging name beside the output. The caller moves
+/// it into place (``Staging/place(_:at:)``) only when it may: a batch at once, a queue worker
+/// inside the transaction that proves it still holds the job's lease.
+public enum JobRunner {
+    /// Runs `job`, writing to `staging`.
+    ///
+    /// - Parameters:
+    ///   - job: The job.
+    ///   - staging: Where the output goes (from ``Staging/prepare(for:token:)``).
+    ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
+    /// - Returns: The job's report.
+    /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
+    public static func run(_ job: BatchJob, staging: String, cancellation: StackCancellation? = nil) throws -> JobReport {
+        let start = Date()
+        switch job.options {
+        case .stack(var options):
+            options.cancellation = cancellation
+            var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
+            try result.timings.measure(\.encode) {
+                try ImageCodecs.write(result.image, to: staging, options: WriteOptions(quality: job.quality, metadata: result.referenceMetadata,
+                                                                                        overwrite: true))
+            }
+            result.timings.total = Date().timeIntervalSince(start)
+            return .stack(StackReport(result, inputs: job.inputs, output: job.output))
+        case .portrait(let settings):
+            let renderer = job.inputs.count == 2
+                ? try PortraitRenderer(DepthReader.read(photo: job.inputs[0], depthMap: job.inputs[1], kind: .disparity))
+                : try PortraitRenderer(contentsOf: job.inputs[0])
+            var r = try renderer.render(settings)
+            try r.report.times.measure(\.encode) {
+                try ImageCodecs.write(r.image, to: staging, options: WriteOptions(quality: job.quality, metadata: r.metadata, overwrite: true))
+            }
+            r.report.times = r.report.times.rounded
+            return .portrait(r.report)
+        case .backdrop(let options):
+            return .backdrop(try runBackdrop(job, options: options, staging: staging))
+        }
+    }
+
+    static func runBackdrop(_ job: BatchJob, options: BackdropSessionOptions, staging: String) throws -> BackdropReport {
+        let background = try job.background.map { try ImageCodecs.read($0).image.uint8 }
+        let cascade = options.subject == .face ? try? CascadeClassifier.load() : nil
+        let color = try FrameSources.open(job.inputs[0], role: .color)
+        let depth = try FrameSources.open(job.inputs[1], role: .depth(options.depthEncoding))
+        let ext = (job.output as NSString).pathExtension.lowercased()
+        let writer: FrameWriter
+        if ImageFormat.forOutput(extension: ext) != nil {
+            writer = ImageFrameWriter(path: staging, overwrite: true)
+        } else if ["mp4", "mkv", "mov", "m4v", "avi", "webm"].contains(ext) {
+            let rate = (color as? VideoFrameReader).map(\.info.framesPerSecond).flatMap { $0 > 0 ? $0 : nil } ?? 30
+            writer = try VideoFrameWriter(path: staging, framesPerSecond: rate, overwrite: true)
+        } else {
+            writer = try DirectoryFrameWriter(dir: staging, overwrite: true)
+        }
+        let session = BackdropSession(options: options, background: background, cascade: cascade)
+        var report = session.run(color: color, depth: depth, to: writer)
+        if let e = session.failure { throw e }
+        guard report.framesWritten > 0 else { throw FrameStreamError.noFrames(source: job.inputs[0]) }
+        report.output = job.output
+        return report
+    }
+}
+
+/// Staged outputs: each attempt writes into its own hidden folder beside the output
+/// (`.evanesco-staging-HASH-TOKEN/`, HASH naming the output, TOKEN the attempt), and the output is
+/// renamed out of it into place whole, so a reader never sees half an output. Whatever an attempt
+/// leaves (a worker killed mid-write) is in that folder, and the next attempt at the same output
+/// removes it.
+public enum Staging {
+    /// The prefix of every staging folder's name.
+    public static let marker = ".evanesco-staging-"
+
+    /// A short name of an output path (FNV-1a, 64 bits, hex).
+    static func tag(_ output: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in output.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return String(h, radix: 16)
+    }
+
+    /// Makes the attempt's staging folder, after removing any an earlier attempt at the same
+    /// output left, and returns the path to write the output to (the output's own name, inside it).
+    ///
+    /// - Parameters:
+    ///   - output: The job's output.
+    ///   - token: Unique to the attempt (a lease token, a random tag).
+    /// - Returns: The staging path of the output.
+    /// - Throws: `ImageIOError.cannotWrite` when the folder cannot be made.
+    public static func prepare(for output: String, token: String) throws -> String {
+        let dir = (output as NSString).deletingLastPathComponent
+        let prefix = marker + tag(output) + "-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: (dir as NSString).appendingPathComponent(name))
+        }
+        let folder = (dir as NSString).appendingPathComponent(prefix + token)
+        guard mkdir(folder, 0o755) == 0 else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno))) }
+        return (folder as NSString).appendingPathComponent((output as NSString).lastPathComponent)
+    }
+
+    /// Moves a staged output into place, replacing what is there (a folder output included), and
+    /// removes its staging folder.
+    ///
+    /// - Parameters:
+    ///   - staged: The path ``prepare(for:token:)`` returned.
+    ///   - output: Its final path.
+    /// - Throws: `ImageIOError.cannotWrite` with the reason.
+    public static func place(_ staged: String, at output: String) throws {
+        defer { discard(staged) }
+        if rename(staged, output) == 0 { return }
+        let e = errno
+        guard e == ENOTEMPTY || e == EEXIST || e == EISDIR else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(e))) }
+        // A folder output from an earlier run: set it aside, move the new one in, remove the old.
+        let aside = staged + ".old"
+        guard rename(output, aside) == 0 else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno))) }
+        guard rename(staged, output) == 0 else {
+            let reason = String(cString: strerror(errno))
+            _ = rename(aside, output)
+            throw ImageIOError.cannotWrite(path: output, reason: reason)
+        }
+    }
+
+    /// Removes an attempt's staging folder and whatever is in it.
+    ///
+    /// - Parameter staged: The path ``prepare(for:token:)`` returned.
+    public static func discard(_ staged: String) {
+        try? FileManager.default.removeItem(atPath: (staged as NSString).deletingLastPathComponent)
+    }
+
+    /// A random token for one attempt.
+    public static func newToken() -> String {
+        var g = SystemRandomNumberGenerator()
+        return String(UInt64.random(in: 0...UInt64.max, using: &g), radix: 36)
+    }
+}

@@ -1,0 +1,241 @@
+import EvanescoCore
+import EvanescoIO
+import EvanescoStack
+import Foundation
+
+/// A job's receipt: what `batch status` counts and what an operator reads. Written atomically
+/// (``AtomicOutput``) into the manifest's state folder, `done/ID.json` or `failed/ID.json`.
+public struct JobReceipt: Encodable, Sendable {
+    public var id: String
+    public var kind: JobKind
+    public var output: String
+    /// `done` or `failed`.
+    public var state: String
+    /// Attempts made (transient failures are tried again).
+    public var attempts: Int
+    /// Seconds the last attempt took.
+    public var seconds: Double
+    /// ISO 8601, UTC.
+    public var finishedAt: String
+    /// The machine that ran it.
+    public var host: String
+    /// Why it failed (failed jobs).
+    public var error: String?
+    /// The job's own report (done jobs): the same JSON its command's `--report` writes.
+    public var report: JobReport?
+}
+
+/// What `batch status` reads back of a receipt.
+struct ReceiptSummary: Decodable {
+    var id: String
+    var state: String
+    var seconds: Double
+    var finishedAt: String
+    var error: String?
+}
+
+/// Counts of a batch, from receipts or from a queue.
+public struct BatchStatus: Codable, Sendable, Equatable {
+    public struct Failure: Codable, Sendable, Equatable {
+        public var id: String
+        public var error: String
+        public var attempts: Int?
+    }
+    public var total: Int
+    public var done: Int
+    public var failed: Int
+    public var pending: Int
+    /// Claimed by a worker now (queues only).
+    public var running: Int
+    /// Cancelled before they ran (queues only).
+    public var cancelled: Int
+    /// Jobs finished per minute over the last 10 minutes of finishes (0 when none).
+    public var jobsPerMinute: Double
+    /// Seconds left at that rate (nil when nothing is finishing).
+    public var secondsLeft: Double?
+    /// Leases that expired with their worker gone (queues only).
+    public var leaseLosses: Int
+    /// Attempts over every job (queues only; a job tried twice counts 2).
+    public var attempts: Int
+    public var failures: [Failure]
+
+    /// The status in a few lines of text.
+    public var text: String {
+        var lines = ["\(total) jobs: \(done) done, \(failed) failed, \(pending) pending"
+            + (running > 0 ? ", \(running) running" : "") + (cancelled > 0 ? ", \(cancelled) cancelled" : "")]
+        if jobsPerMinute > 0 {
+            lines.append(String(format: "%.1f jobs/min", jobsPerMinute) + (secondsLeft.map { ", about \(Self.duration($0)) left" } ?? ""))
+        }
+        if leaseLosses > 0 { lines.append("\(leaseLosses) lease\(leaseLosses == 1 ? "" : "s") lost (a worker died or stalled; its job was taken over)") }
+        for f in failures.prefix(20) { lines.append("failed \(f.id): \(f.error)") }
+        if failures.count > 20 { lines.append("... and \(failures.count - 20) more failures (--json lists them all)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func duration(_ s: Double) -> String {
+        s < 90 ? "\(Int(s.rounded())) s" : s < 5400 ? "\(Int((s / 60).rounded())) min" : String(format: "%.1f h", s / 3600)
+    }
+
+    /// Jobs per minute over the finishes in the last 10 minutes before the latest.
+    static func rate(finishes: [Date]) -> Double {
+        guard let last = finishes.max() else { return 0 }
+        let window = finishes.filter { last.timeIntervalSince($0) <= 600 }
+        guard window.count >= 2, let first = window.min(), last > first else { return 0 }
+        return Double(window.count - 1) / last.timeIntervalSince(first) * 60
+    }
+}
+
+/// `evanesco batch run`: a manifest on this machine, no database. Resumable: a job whose output
+/// and receipt exist is skipped, so a killed run is started again with the same command. Each
+/// job's output is staged beside it and renamed into place whole, then its receipt written.
+public struct LocalBatch: Sendable {
+    /// The manifest.
+    public var manifest: BatchManifest
+    /// Jobs run at once.
+    public var concurrency = 1
+    /// This process's slice of the manifest.
+    public var shard: Shard?
+    /// Replace outputs that exist without a receipt of this batch (else such a job fails: the
+    /// file may be someone's).
+    public var overwrite = false
+    /// Attempts for a job whose failure may pass (I/O); a bad input fails at once.
+    public var maxAttempts = 3
+    /// Called after each job, from any thread, with the jobs finished so far (this run), the
+    /// jobs this run has to do, and the job's receipt.
+    public var progress: (@Sendable (Int, Int, JobReceipt) -> Void)?
+
+    /// - Parameter manifest: The manifest.
+    public init(manifest: BatchManifest) { self.manifest = manifest }
+
+    /// The state folder of a manifest: `MANIFEST.state` beside it.
+    public static func stateFolder(of manifestPath: String) -> String { manifestPath + ".state" }
+
+    /// What a run did.
+    public struct Summary: Encodable, Sendable {
+        public var manifest: String
+        public var shard: String?
+        public var jobs: Int
+        public var skipped: Int
+        public var done: Int
+        public var failed: [BatchStatus.Failure]
+        public var seconds: Double
+    }
+
+    /// Runs this process's slice.
+    ///
+    /// - Returns: What was done, skipped and failed.
+    /// - Throws: `ImageIOError` when the state folder cannot be made.
+    public func run() throws -> Summary {
+        let start = Date()
+        let state = Self.stateFolder(of: manifest.path)
+        for sub in ["done", "failed"] { try AtomicOutput.makeFolder((state as NSString).appendingPathComponent(sub)) }
+        let mine = manifest.jobs(in: shard)
+        let todo = mine.filter { !Self.isDone($0, state: state) }
+        struct Tally { var next = 0, finished = 0, failures: [BatchStatus.Failure] = [] }
+        let tally = LockedBox(Tally())
+        let host = ProcessInfo.processInfo.hostName
+        DispatchQueue.concurrentPerform(iterations: max(1, min(concurrency, todo.count))) { _ in
+            while true {
+                let index: Int? = tally.update { t in
+                    guard t.next < todo.count else { return nil }
+                    t.next += 1
+                    return t.next - 1
+                }
+                guard let index else { return }
+                let job = todo[index]
+                let receipt = runOne(job, state: state, host: host)
+                let n = tally.update { t in
+                    t.finished += 1
+                    if receipt.state == "failed" { t.failures.append(.init(id: job.id, error: receipt.error ?? "", attempts: receipt.attempts)) }
+                    return t.finished
+                }
+                progress?(n, todo.count, receipt)
+            }
+        }
+        let failures = tally.value.failures
+        return Summary(manifest: manifest.path, shard: shard?.description, jobs: mine.count, skipped: mine.count - todo.count,
+                       done: todo.count - failures.count, failed: failures.sorted { $0.id < $1.id }, seconds: Date().timeIntervalSince(start))
+    }
+
+    static func receiptPath(_ state: String, _ folder: String, _ id: String) -> String {
+        ((state as NSString).appendingPathComponent(folder) as NSString).appendingPathComponent(id + ".json")
+    }
+
+    static func isDone(_ job: BatchJob, state: String) -> Bool {
+        FileManager.default.fileExists(atPath: receiptPath(state, "done", job.id)) && FileManager.default.fileExists(atPath: job.output)
+    }
+
+    func runOne(_ job: BatchJob, state: String, host: String) -> JobReceipt {
+        var attempts = 0
+        while true {
+            attempts += 1
+            let began = Date()
+            var receipt = JobReceipt(id: job.id, kind: job.kind, output: job.output, state: "done", attempts: attempts, seconds: 0,
+                                     finishedAt: "", host: host, error: nil, report: nil)
+            do {
+                if !overwrite && FileManager.default.fileExists(atPath: job.output) {
+                    throw JobFailure(message: "\(job.output) exists and no receipt says this batch wrote it; remove it, or run with --force to replace it",
+                                     permanent: true)
+                }
+                let staging = try Staging.prepare(for: job.output, token: Staging.newToken())
+                let folder = (staging as NSString).deletingLastPathComponent
+                Cleanup.add(file: folder)
+                defer { Staging.discard(staging); Cleanup.remove(file: folder) }
+                receipt.report = try JobRunner.run(job, staging: staging)
+                try Staging.place(staging, at: job.output)
+                receipt.seconds = Date().timeIntervalSince(began)
+                receipt.finishedAt = Self.timestamp()
+                try AtomicOutput.write(try ReportJSON.encode(receipt), to: Self.receiptPath(state, "done", job.id), overwrite: true)
+                unlink(Self.receiptPath(state, "failed", job.id))
+                return receipt
+            } catch {
+                let failure = JobFailure.classify(error)
+                if !failure.permanent && attempts < maxAttempts {
+                    Thread.sleep(forTimeInterval: min(30, 0.5 * Double(1 << attempts)))
+                    continue
+                }
+                receipt.state = "failed"
+                receipt.error = failure.message
+                receipt.report = nil
+                receipt.seconds = Date().timeIntervalSince(began)
+                receipt.finishedAt = Self.timestamp()
+                try? AtomicOutput.write(try ReportJSON.encode(receipt), to: Self.receiptPath(state, "failed", job.id), overwrite: true)
+                return receipt
+            }
+        }
+    }
+
+    static func timestamp(_ date: Date = Date()) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: date)
+    }
+
+    /// The status of a manifest from its receipts.
+    ///
+    /// - Parameter manifest: The manifest.
+    /// - Returns: Done (receipt and output present), failed (a failure receipt and no newer
+    ///   success), pending (the rest), the rate of the last finishes and the time left.
+    public static func status(of manifest: BatchManifest) -> BatchStatus {
+        let state = stateFolder(of: manifest.path)
+        let decoder = ReportJSON.decoder()
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var done = 0, failures: [BatchStatus.Failure] = [], finishes: [Date] = []
+        for job in manifest.jobs {
+            if isDone(job, state: state) {
+                done += 1
+                if let data = FileManager.default.contents(atPath: receiptPath(state, "done", job.id)),
+                   let r = try? decoder.decode(ReceiptSummary.self, from: data), let d = f.date(from: r.finishedAt) { finishes.append(d) }
+            } else if let data = FileManager.default.contents(atPath: receiptPath(state, "failed", job.id)),
+                      let r = try? decoder.decode(ReceiptSummary.self, from: data) {
+                failures.append(.init(id: job.id, error: r.error ?? "", attempts: nil))
+            }
+        }
+        let pending = manifest.jobs.count - done - failures.count
+        let rate = BatchStatus.rate(finishes: finishes)
+        return BatchStatus(total: manifest.jobs.count, done: done, failed: failures.count, pending: pending, running: 0, cancelled: 0,
+                           jobsPerMinute: rate, secondsLeft: rate > 0 && pending > 0 ? Double(pending) / rate * 60 : nil, leaseLosses: 0,
+                           attempts: 0, failures: failures)
+    }
+}

@@ -1,0 +1,424 @@
+import EvanescoCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A job a worker holds: its spec, and the token that fences it (only the holder of the current
+/// token may finish the job).
+public struct ClaimedJob: Sendable {
+    public var id: String
+    public var spec: String
+    public var token: Int64
+    public var attempt: Int
+    public var maxAttempts: Int
+}
+
+/// What ``JobQueue/submit(_:maxAttempts:)`` did.
+public struct SubmitResult: Sendable, Codable, Equatable {
+    /// Jobs new to the queue.
+    public var added: Int
+    /// Jobs already in the queue under the same id (submitting again changes nothing).
+    public var alreadyQueued: Int
+    /// Jobs refused: an id already queued with another spec, or an output another job writes.
+    public var refused: [BatchStatus.Failure]
+}
+
+/// The job queue on PostgreSQL: one table of jobs, claimed with `FOR UPDATE SKIP LOCKED` under
+/// a lease that the worker renews, finished only in a transaction that checks the lease's token,
+/// and woken by `LISTEN/NOTIFY` (the pattern of graphile-worker, river, Oban and Solid Queue).
+/// The schema is created and migrated by ``migrate()``, versioned in `SCHEMA.meta`.
+public final class JobQueue: Sendable {
+    /// The schema version this build writes and reads.
+    public static let schemaVersion = 1
+
+    public let address: QueueAddress
+    let client: PostgresClient
+    let logger: Logger
+    let runner: Task<Void, Never>
+    var s: String { "\"\(address.schema)\"" }
+    /// The NOTIFY channel of this queue.
+    var channel: String { "evanesco_\(address.schema)" }
+
+    /// Opens a pool of connections to the queue (none is made until the first query).
+    ///
+    /// - Parameters:
+    ///   - address: The database and schema.
+    ///   - logger: Where the pool logs (default: nowhere; the callers report what failed).
+    /// - Throws: When the TLS configuration cannot be made.
+    public init(_ address: QueueAddress, logger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        self.address = address
+        self.logger = logger
+        let client = PostgresClient(configuration: try address.clientConfiguration(), backgroundLogger: logger)
+        self.client = client
+        runner = Task { await client.run() }
+    }
+
+    /// Closes the pool.
+    public func close() { runner.cancel() }
+
+    deinit { runner.cancel() }
+
+    // MARK: Schema
+
+    /// Creates the schema, or migrates it to ``schemaVersion``, under an advisory lock (several
+    /// workers starting at once migrate once). Refuses a schema newer than this build.
+    ///
+    /// - Throws: ``QueueError/schemaTooNew(found:supported:)``, or the database's error.
+    public func migrate() async throws {
+        let version: Int = try await client.withTransaction(logger: logger) { c in
+            try await c.query("SELECT pg_advisory_xact_lock(hashtext(\(self.address.schema + ".migrate")))", logger: self.logger)
+            try await c.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: self.s)", logger: self.logger)
+            try await c.query("CREATE TABLE IF NOT EXISTS \(unescaped: self.s).meta (key text PRIMARY KEY, value text NOT NULL)", logger: self.logger)
+            var found = 0
+            for try await v in try await c.query("SELECT value FROM \(unescaped: self.s).meta WHERE key = 'schema_version'", logger: self.logger)
+                .decode(String.self) { found = Int(v) ?? 0 }
+            if found > Self.schemaVersion { return found }
+            if found < 1 {
+                for statement in Self.version1(self.s) { try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger) }
+            }
+            try await c.query("""
+                INSERT INTO \(unescaped: self.s).meta (key, value) VALUES ('schema_version', \(String(Self.schemaVersion)))
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, logger: self.logger)
+            return found
+        }
+        if version > Self.schemaVersion { throw QueueError.schemaTooNew(found: version, supported: Self.schemaVersion) }
+    }
+
+    static func version1(_ s: String) -> [String] {
+        [
+            "CREATE SEQUENCE \(s).lease_tokens",
+            """
+            CREATE TABLE \(s).jobs (
+                seq bigserial NOT NULL,
+                id text PRIMARY KEY,
+                kind text NOT NULL,
+                spec text NOT NULL,
+                output text NOT NULL UNIQUE,
+                state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done', 'failed', 'cancelled')),
+                attempts int NOT NULL DEFAULT 0,
+                max_attempts int NOT NULL,
+                run_after timestamptz NOT NULL DEFAULT now(),
+                lease_token bigint,
+                lease_owner text,
+                lease_expires timestamptz,
+                lease_losses int NOT NULL DEFAULT 0,
+                error text,
+                report jsonb,
+                submitted_at timestamptz NOT NULL DEFAULT now(),
+                started_at timestamptz,
+                finished_at timestamptz,
+                seconds double precision,
+                finished_by text
+            )
+            """,
+            "CREATE INDEX jobs_ready ON \(s).jobs (seq) WHERE state = 'pending'",
+            "CREATE INDEX jobs_leased ON \(s).jobs (lease_expires) WHERE state = 'running'",
+            "CREATE INDEX jobs_finished ON \(s).jobs (finished_at) WHERE finished_at IS NOT NULL",
+        ]
+    }
+
+    // MARK: Producers
+
+    /// Adds jobs; idempotent: a job id already queued with the same spec is left as it is.
+    ///
+    /// - Parameters:
+    ///   - jobs: Checked jobs (from ``BatchManifest``).
+    ///   - maxAttempts: Attempts before a job whose failures may pass is failed for good.
+    /// - Returns: What was added, already there, or refused.
+    public func submit(_ jobs: [BatchJob], maxAttempts: Int) async throws -> SubmitResult {
+        var result = SubmitResult(added: 0, alreadyQueued: 0, refused: [])
+        for chunk in stride(from: 0, to: jobs.count, by: 1000).map({ Array(jobs[$0..<min(jobs.count, $0 + 1000)]) }) {
+            let ids = chunk.map(\.id), kinds = chunk.map(\.kind.rawValue), specs = try chunk.map { try $0.normalizedLine() }
+            let outputs = chunk.map(\.output)
+            var added = Set<String>()
+            let rows = try await client.query("""
+                INSERT INTO \(unescaped: s).jobs (id, kind, spec, output, max_attempts)
+                SELECT * FROM unnest(\(ids)::text[], \(kinds)::text[], \(specs)::text[], \(outputs)::text[]) AS t, (SELECT \(maxAttempts)::int) AS m
+                ON CONFLICT DO NOTHING RETURNING id
+                """, logger: logger)
+            for try await id in rows.decode(String.self) { added.insert(id) }
+            result.added += added.count
+            let others = chunk.filter { !added.contains($0.id) }
+            if others.isEmpty { continue }
+            var byId: [String: (String, String)] = [:], byOutput: [String: String] = [:]
+            let existing = try await client.query("""
+                SELECT id, spec, output FROM \(unescaped: s).jobs WHERE id = ANY(\(others.map(\.id))) OR output = ANY(\(others.map(\.output)))
+                """, logger: logger)
+            for try await (id, spec, output) in existing.decode((String, String, String).self) { byId[id] = (spec, output); byOutput[output] = id }
+            for job in others {
+                if let (spec, _) = byId[job.id] {
+                    if spec == (try job.normalizedLine()) { result.alreadyQueued += 1 } else {
+                        result.refused.append(.init(id: job.id, error: "already queued with other settings or paths; the queued job was kept (cancel it and submit under a new id to change it)"))
+                    }
+                } else if let other = byOutput[job.output] {
+                    result.refused.append(.init(id: job.id, error: "output \(job.output) is job \(other)'s; two jobs cannot write one file"))
+                } else {
+                    result.refused.append(.init(id: job.id, error: "not added (submitted concurrently with a conflicting job); submit again"))
+                }
+            }
+        }
+        if result.added > 0 { try await notify() }
+        return result
+    }
+
+    /// Wakes the workers listening.
+    func notify() async throws {
+        try await client.query("SELECT pg_notify(\(channel), '')", logger: logger)
+    }
+
+    /// Puts failed jobs back to pending, with their attempts reset.
+    ///
+    /// - Parameter ids: Only these (nil: every failed job).
+    /// - Returns: The jobs requeued.
+    public func retryFailed(ids: [String]? = nil) async throws -> Int {
+        let rows = try await client.query("""
+            UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = 0, error = NULL, run_after = now(), finished_at = NULL
+            WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
+            """, logger: logger)
+        let n = try await count(rows)
+        if n > 0 { try await notify() }
+        return n
+    }
+
+    /// Cancels pending and running jobs; a worker running one loses its lease at its next
+    /// heartbeat and discards its work.
+    ///
+    /// - Parameter ids: Only these (nil: every pending and running job).
+    /// - Returns: The jobs cancelled.
+    public func cancel(ids: [String]? = nil) async throws -> Int {
+        let rows = try await client.query("""
+            UPDATE \(unescaped: s).jobs SET state = 'cancelled', lease_token = NULL, lease_expires = NULL, finished_at = now()
+            WHERE state IN ('pending', 'running') AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
+            """, logger: logger)
+        return try await count(rows)
+    }
+
+    func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var n = 0
+        for try await _ in rows { n += 1 }
+        return n
+    }
+
+    // MARK: Workers
+
+    /// Claims up to `limit` ready jobs for `owner`, oldest first, skipping rows other workers
+    /// hold locked, each with a new fencing token and a lease of `lease` seconds.
+    public func claim(limit: Int, owner: String, lease: Double) async throws -> [ClaimedJob] {
+        let rows = try await client.query("""
+            WITH picked AS (
+                SELECT id FROM \(unescaped: s).jobs WHERE state = 'pending' AND run_after <= now()
+                ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            UPDATE \(unescaped: s).jobs j SET state = 'running', attempts = j.attempts + 1,
+                lease_token = nextval('\(unescaped: s).lease_tokens'), lease_owner = \(owner),
+                lease_expires = now() + make_interval(secs => \(lease)), started_at = now()
+            FROM picked WHERE j.id = picked.id
+            RETURNING j.id, j.spec, j.lease_token, j.attempts, j.max_attempts
+            """, logger: logger)
+        var jobs: [ClaimedJob] = []
+        for try await (id, spec, token, attempt, max) in rows.decode((String, String, Int64, Int32, Int32).self) {
+            jobs.append(ClaimedJob(id: id, spec: spec, token: token, attempt: Int(attempt), maxAttempts: Int(max)))
+        }
+        return jobs
+    }
+
+    /// Takes back the jobs whose lease expired (their worker was killed, stalled or cut off):
+    /// pending again, or failed if that was their last attempt. Rows a worker holds locked (it is
+    /// finishing them) are skipped.
+    ///
+    /// - Returns: Leases taken back.
+    public func reclaimExpired() async throws -> Int {
+        let rows = try await client.query("""
+            WITH lost AS (
+                SELECT id FROM \(unescaped: s).jobs WHERE state = 'running' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
+            UPDATE \(unescaped: s).jobs j SET lease_losses = j.lease_losses + 1, lease_token = NULL, lease_expires = NULL, run_after = now(),
+                state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+                error = 'worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing its lease (killed, stalled or cut off)'
+                    || CASE WHEN j.attempts >= j.max_attempts THEN ' on each of ' || j.attempts || ' attempts' ELSE '' END,
+                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END
+            FROM lost WHERE j.id = lost.id RETURNING j.id
+            """, logger: logger)
+        let n = try await count(rows)
+        if n > 0 { try await notify() }
+        return n
+    }
+
+    /// Renews the leases of the given tokens.
+    ///
+    /// - Returns: The tokens still held; any other was lost (expired and taken, or cancelled).
+    public func renew(tokens: [Int64], lease: Double) async throws -> Set<Int64> {
+        guard !tokens.isEmpty else { return [] }
+        let rows = try await client.query("""
+            UPDATE \(unescaped: s).jobs SET lease_expires = now() + make_interval(secs => \(lease))
+            WHERE state = 'running' AND lease_token = ANY(\(tokens)) RETURNING lease_token
+            """, logger: logger)
+        var held = Set<Int64>()
+        for try await t in rows.decode(Int64.self) { held.insert(t) }
+        return held
+    }
+
+    /// How a fenced transaction ended.
+    public enum Fenced: Sendable, Equatable {
+        /// The token was current: the change was made.
+        case applied
+        /// The token is stale (the lease was lost): nothing was changed.
+        case lostLease
+    }
+
+    /// Finishes a job as done: inside one transaction that locks the job's row and checks the
+    /// token, `place` moves the output into place, then the report is recorded. A worker that
+    /// lost its lease gets ``Fenced/lostLease`` and `place` is not called.
+    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void) async throws -> Fenced {
+        try await fenced(job) { c in
+            try place()
+            try await c.query("""
+                UPDATE \(unescaped: self.s).jobs SET state = 'done', report = \(report)::jsonb, seconds = \(seconds), finished_at = now(),
+                    finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
+                WHERE id = \(job.id)
+                """, logger: self.logger)
+        }
+    }
+
+    /// Records a failed attempt, fenced: a permanent failure (or the last attempt) fails the
+    /// job; otherwise it is pending again after a backoff of 2^attempt seconds (at most 10 min).
+    public func fail(_ job: ClaimedJob, message: String, permanent: Bool, owner: String) async throws -> Fenced {
+        let final = permanent || job.attempt >= job.maxAttempts
+        let backoff = min(600.0, pow(2, Double(job.attempt)))
+        return try await fenced(job) { c in
+            try await c.query("""
+                UPDATE \(unescaped: self.s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
+                    lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
+                    finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
+                WHERE id = \(job.id)
+                """, logger: self.logger)
+        }
+    }
+
+    /// Gives a job back unfinished (a drain that ran out of time): pending at once, the attempt
+    /// not counted.
+    public func release(_ job: ClaimedJob) async throws -> Fenced {
+        try await fenced(job) { c in
+            try await c.query("""
+                UPDATE \(unescaped: self.s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
+                    lease_expires = NULL, run_after = now()
+                WHERE id = \(job.id)
+                """, logger: self.logger)
+        }
+    }
+
+    func fenced(_ job: ClaimedJob, _ body: (PostgresConnection) async throws -> Void) async throws -> Fenced {
+        try await client.withTransaction(logger: logger) { c in
+            let rows = try await c.query("""
+                SELECT 1 FROM \(unescaped: self.s).jobs WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' FOR UPDATE
+                """, logger: self.logger)
+            guard try await self.count(rows) == 1 else { return Fenced.lostLease }
+            try await body(c)
+            return Fenced.applied
+        }
+    }
+
+    /// Waits for a notification on this queue's channel, or `timeout` seconds, whichever comes
+    /// first, on the connection `listener` (kept open between calls by ``Listener``).
+    public func listener() -> Listener { Listener(queue: self) }
+
+    // MARK: Status
+
+    /// Counts, throughput, time left and failures.
+    public func status(failureLimit: Int = 1000) async throws -> BatchStatus {
+        var counts: [String: Int] = [:], attempts = 0, losses = 0
+        for try await (state, n, a, l) in try await client.query("""
+            SELECT state, count(*)::int8, coalesce(sum(attempts), 0)::int8, coalesce(sum(lease_losses), 0)::int8 FROM \(unescaped: s).jobs GROUP BY state
+            """, logger: logger).decode((String, Int64, Int64, Int64).self) {
+            counts[state] = Int(n); attempts += Int(a); losses += Int(l)
+        }
+        var finishedRecently = 0, span = 0.0
+        for try await (n, seconds) in try await client.query("""
+            SELECT count(*)::int8, coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0)::float8 FROM \(unescaped: s).jobs
+            WHERE state = 'done' AND finished_at > (SELECT max(finished_at) FROM \(unescaped: s).jobs WHERE state = 'done') - interval '10 minutes'
+            """, logger: logger).decode((Int64, Double).self) { finishedRecently = Int(n); span = seconds }
+        var failures: [BatchStatus.Failure] = []
+        for try await (id, error, a) in try await client.query("""
+            SELECT id, coalesce(error, ''), attempts FROM \(unescaped: s).jobs WHERE state = 'failed' ORDER BY id LIMIT \(failureLimit)
+            """, logger: logger).decode((String, String, Int32).self) { failures.append(.init(id: id, error: error, attempts: Int(a))) }
+        let rate = finishedRecently >= 2 && span > 0 ? Double(finishedRecently - 1) / span * 60 : 0
+        let pending = counts["pending", default: 0], running = counts["running", default: 0]
+        return BatchStatus(total: counts.values.reduce(0, +), done: counts["done", default: 0], failed: counts["failed", default: 0],
+                           pending: pending, running: running, cancelled: counts["cancelled", default: 0], jobsPerMinute: rate,
+                           secondsLeft: rate > 0 && pending + running > 0 ? Double(pending + running) / rate * 60 : nil,
+                           leaseLosses: losses, attempts: attempts, failures: failures)
+    }
+
+    /// Bytes the queue's table and indexes take, and jobs in it (for "what the database holds per job").
+    public func footprint() async throws -> (bytes: Int, jobs: Int) {
+        var bytes = 0, jobs = 0
+        for try await (b, n) in try await client.query("""
+            SELECT pg_total_relation_size('\(unescaped: s).jobs')::int8, (SELECT count(*) FROM \(unescaped: s).jobs)::int8
+            """, logger: logger).decode((Int64, Int64).self) { bytes = Int(b); jobs = Int(n) }
+        return (bytes, jobs)
+    }
+}
+
+/// A dedicated connection that LISTENs to a queue's channel; reconnects after the database
+/// restarts. Notifications only shorten a wait: the worker polls as well.
+public final class Listener: @unchecked Sendable {
+    let queue: JobQueue
+    let wake = LockedBox<[CheckedContinuation<Void, Never>]>([])
+    var task: Task<Void, Never>?
+
+    init(queue: JobQueue) {
+        self.queue = queue
+    }
+
+    /// Starts listening in the background.
+    public func start() {
+        let queue = self.queue
+        task = Task { [weak self] in
+            var id = 1
+            while !Task.isCancelled {
+                do {
+                    let connection = try await PostgresConnection.connect(configuration: try queue.address.connectionConfiguration(), id: id,
+                                                                          logger: queue.logger)
+                    id += 1
+                    defer { Task { try? await connection.close() } }
+                    try await connection.listen(on: queue.channel) { notifications in
+                        for try await _ in notifications { self?.fire() }
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+        }
+    }
+
+    /// Stops listening.
+    public func stop() { task?.cancel(); fire() }
+
+    func fire() {
+        let waiting = wake.update { w in defer { w = [] }; return w }
+        for c in waiting { c.resume() }
+    }
+
+    /// Returns at the next notification or after `seconds`.
+    public func wait(seconds: Double) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await withCheckedContinuation { c in self.wake.update { $0.append(c) } } }
+            group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
+            await group.next()
+            group.cancelAll()
+            self.fire()
+        }
+    }
+}
+
+/// Why the queue refused.
+public enum QueueError: Error, CustomStringConvertible, Equatable {
+    case schemaTooNew(found: Int, supported: Int)
+
+    public var description: String {
+        switch self {
+        case .schemaTooNew(let found, let supported):
+            "the queue's schema is version \(found), newer than this evanesco reads (\(supported)); upgrade evanesco on this machine"
+        }
+    }
+}

@@ -1,0 +1,278 @@
+import EvanescoCore
+import EvanescoIO
+import EvanescoStack
+import Foundation
+import Logging
+
+/// `evanesco worker`: claims jobs from a ``JobQueue`` and runs them through the library.
+///
+/// - Claims up to ``Settings/concurrency`` jobs with `FOR UPDATE SKIP LOCKED`, each under a lease
+///   of ``Settings/lease`` seconds that a heartbeat renews every third of it.
+/// - Wakes on `LISTEN/NOTIFY`, and polls every ``Settings/poll`` seconds as well (a notification
+///   lost while the database restarted costs at most one poll).
+/// - Finishes a job only inside the transaction that proves it still holds the job's token: the
+///   output is renamed into place there, so a worker that lost its lease (stalled, cut off)
+///   discards its work and no output is written twice.
+/// - Bad input fails the job at once with the library's message; I/O and database errors are
+///   tried again with backoff. A database that goes away costs retries, never a job.
+/// - ``drain()`` (SIGTERM) stops claiming, lets running jobs finish within ``Settings/grace``
+///   seconds, and gives back the rest.
+public final class QueueWorker: @unchecked Sendable {
+    /// How the worker runs.
+    public struct Settings: Sendable {
+        /// Jobs run at once.
+        public var concurrency = 1
+        /// Lease length, seconds.
+        public var lease = 30.0
+        /// Poll interval, seconds.
+        public var poll = 2.0
+        /// Seconds a drain waits for running jobs before giving them back.
+        public var grace = 30.0
+        /// Exit once no job is pending or running (a fleet that ends with its queue).
+        public var exitWhenDone = false
+        /// This worker's name in the queue (`lease_owner`, `finished_by`): host and process id.
+        public var name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+        public init() {}
+    }
+
+    /// What a worker did.
+    public struct Summary: Sendable, Codable {
+        public var done = 0
+        public var failed = 0
+        public var retried = 0
+        public var discarded = 0
+        public var released = 0
+    }
+
+    struct Running {
+        var job: ClaimedJob
+        var cancellation: StackCancellation
+        var lost = false
+    }
+
+    public let queue: JobQueue
+    public let settings: Settings
+    public let metrics: WorkerMetrics?
+    let logger: Logger
+    let running = LockedBox<[Int64: Running]>([:])
+    let draining = LockedBox(false)
+    let summary = LockedBox(Summary())
+    let listener: Listener
+
+    /// - Parameters:
+    ///   - queue: The queue.
+    ///   - settings: How to run.
+    ///   - metrics: Counters to update, or nil.
+    ///   - logger: Where to log (one line per job).
+    public init(queue: JobQueue, settings: Settings, metrics: WorkerMetrics? = nil, logger: Logger) {
+        self.queue = queue; self.settings = settings; self.metrics = metrics; self.logger = logger
+        listener = queue.listener()
+    }
+
+    /// Stops claiming; running jobs get ``Settings/grace`` seconds to finish.
+    public func drain() {
+        guard !draining.update({ d in defer { d = true }; return d }) else { return }
+        logger.info("draining: no new jobs; \(running.value.count) running get \(Int(settings.grace)) s to finish")
+        listener.fire()
+    }
+
+    /// Runs until drained (or, with ``Settings/exitWhenDone``, until the queue is empty).
+    ///
+    /// - Returns: What was done.
+    public func run() async -> Summary {
+        await retrying("create or migrate the schema") { try await self.queue.migrate() }
+        listener.start()
+        defer { listener.stop() }
+        let heartbeat = Task { await self.heartbeats() }
+        defer { heartbeat.cancel() }
+        var jobTasks: [Task<Void, Never>] = []
+        while !draining.value {
+            let free = settings.concurrency - running.value.count
+            var claimed: [ClaimedJob] = []
+            if free > 0 {
+                do {
+                    let reclaimed = try await queue.reclaimExpired()
+                    if reclaimed > 0 { metrics?.leaseLosses.increment(by: Int64(reclaimed)); logger.info("took back \(reclaimed) expired lease(s)") }
+                    claimed = try await queue.claim(limit: free, owner: settings.name, lease: settings.lease)
+                } catch {
+                    logger.warning("queue unreachable (\(Self.brief(error))); retrying")
+                    await listener.wait(seconds: min(settings.poll, 1))
+                    continue
+                }
+            }
+            if draining.value {
+                // Claimed just as the drain began: give them straight back.
+                for job in claimed { await retrying("give back \(job.id)") { _ = try await self.queue.release(job) } }
+                break
+            }
+            for job in claimed {
+                running.update { $0[job.token] = Running(job: job, cancellation: StackCancellation()) }
+                metrics?.running.set(Double(running.value.count))
+                jobTasks.append(Task { await self.execute(job) })
+            }
+            jobTasks.removeAll { $0.isCancelled }
+            if claimed.isEmpty && running.value.isEmpty && settings.exitWhenDone {
+                if let s = try? await queue.status(failureLimit: 0), s.pending + s.running == 0 { break }
+            }
+            if claimed.isEmpty || running.value.count >= settings.concurrency { await listener.wait(seconds: settings.poll) }
+        }
+        await finishDrain()
+        for t in jobTasks { t.cancel() }
+        return summary.value
+    }
+
+    /// After a drain: waits up to the grace period, then gives back what still runs.
+    func finishDrain() async {
+        let deadline = Date().addingTimeInterval(settings.grace)
+        while !running.value.isEmpty && Date() < deadline { await listener.wait(seconds: 0.1) }
+        for (_, r) in running.value {
+            r.cancellation.cancel()
+            await retrying("give back \(r.job.id)", limit: 10) { _ = try await self.queue.release(r.job) }
+            summary.update { $0.released += 1 }
+            logger.info("gave back \(r.job.id) unfinished (grace of \(Int(settings.grace)) s over)")
+        }
+        // Staging folders of jobs given back go with the process (Cleanup).
+        Cleanup.run()
+    }
+
+    /// Renews every held lease each third of the lease; a job whose lease was lost is cancelled.
+    func heartbeats() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(settings.lease / 3))
+            let tokens = running.value.filter { !$0.value.lost }.map(\.key)
+            guard !tokens.isEmpty else { continue }
+            do {
+                let held = try await queue.renew(tokens: tokens, lease: settings.lease)
+                for t in tokens where !held.contains(t) {
+                    running.update { r in
+                        r[t]?.lost = true
+                        r[t]?.cancellation.cancel()
+                    }
+                    logger.warning("lost the lease of \(running.value[t]?.job.id ?? "?") (expired and taken over, or cancelled); its work will be discarded")
+                }
+            } catch {
+                // The database is away: keep working; the finish checks the token anyway.
+                logger.warning("lease renewal failed (\(Self.brief(error))); will retry")
+            }
+        }
+    }
+
+    /// Runs one job on its own thread (the library's work is synchronous and must not hold the
+    /// heartbeat's threads), then finishes it, fenced.
+    func execute(_ job: ClaimedJob) async {
+        let started = Date()
+        let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
+        let outcome: Result<(String, JobReport), JobFailure> = await withCheckedContinuation { done in
+            let thread = Thread {
+                done.resume(returning: Self.attempt(job, cancellation: cancellation))
+            }
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        let seconds = Date().timeIntervalSince(started)
+        if running.value[job.token]?.lost == true {
+            if case .success(let (staged, _)) = outcome { Staging.discard(staged) }
+            discard(job, seconds: seconds)
+            return
+        }
+        switch outcome {
+        case .success(let (staged, report)):
+            let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
+            var placed = false
+            let result = await retrying("record \(job.id) as done", limit: 120) {
+                try await self.queue.complete(job, report: json, seconds: seconds, owner: self.settings.name) {
+                    if !placed {
+                        let output = try BatchJob.parse(job.spec, base: "/", checkFiles: false).output
+                        try Staging.place(staged, at: output)
+                        placed = true
+                    }
+                }
+            }
+            if result == .applied {
+                summary.update { $0.done += 1 }
+                metrics?.done.increment()
+                metrics?.seconds.record(seconds)
+                logger.info("done \(job.id) in \(String(format: "%.2f", seconds)) s (attempt \(job.attempt))")
+            } else {
+                Staging.discard(staged)
+                discard(job, seconds: seconds)
+                return
+            }
+        case .failure(let failure):
+            let final = failure.permanent || job.attempt >= job.maxAttempts
+            let result = await retrying("record \(job.id)'s failure", limit: 120) {
+                try await self.queue.fail(job, message: failure.message, permanent: failure.permanent, owner: self.settings.name)
+            }
+            if result == .applied {
+                if final {
+                    summary.update { $0.failed += 1 }
+                    metrics?.failed.increment()
+                    logger.error("failed \(job.id): \(failure.message)")
+                } else {
+                    summary.update { $0.retried += 1 }
+                    logger.warning("attempt \(job.attempt) of \(job.id) failed, will retry: \(failure.message)")
+                }
+            } else {
+                discard(job, seconds: seconds)
+                return
+            }
+        }
+        running.update { $0[job.token] = nil }
+        metrics?.running.set(Double(running.value.count))
+        listener.fire()
+    }
+
+    func discard(_ job: ClaimedJob, seconds: Double) {
+        summary.update { $0.discarded += 1 }
+        metrics?.leaseLosses.increment()
+        logger.warning("discarded \(job.id): its lease was lost while it ran (\(String(format: "%.1f", seconds)) s); another worker has it")
+        running.update { $0[job.token] = nil }
+        metrics?.running.set(Double(running.value.count))
+        listener.fire()
+    }
+
+    /// The job's work, synchronous: parse, stage, run. Never throws.
+    static func attempt(_ job: ClaimedJob, cancellation: StackCancellation) -> Result<(String, JobReport), JobFailure> {
+        var staged: String?
+        do {
+            let spec = try BatchJob.parse(job.spec, base: "/", checkFiles: false)
+            staged = try Staging.prepare(for: spec.output, token: String(job.token))
+            let folder = (staged! as NSString).deletingLastPathComponent
+            Cleanup.add(file: folder)
+            defer { Cleanup.remove(file: folder) }
+            let report = try JobRunner.run(spec, staging: staged!, cancellation: cancellation)
+            return .success((staged!, report))
+        } catch {
+            if let staged { Staging.discard(staged) }
+            return .failure(JobFailure.classify(error))
+        }
+    }
+
+    /// Runs a database step until it succeeds (the database restarting, the network blinking),
+    /// with backoff up to 5 s, at most `limit` times.
+    @discardableResult
+    func retrying<T>(_ what: String, limit: Int = .max, _ body: () async throws -> T) async -> T? {
+        var delay = 0.1
+        for attempt in 1... {
+            do { return try await body() } catch {
+                if attempt >= limit {
+                    logger.error("gave up trying to \(what) after \(attempt) attempts: \(Self.brief(error))")
+                    return nil
+                }
+                if attempt == 1 || attempt % 10 == 0 { logger.warning("could not \(what) (\(Self.brief(error))); retrying") }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(5, delay * 2)
+            }
+        }
+        return nil
+    }
+
+    /// An error in a few words (PSQLError's description hides the server's message).
+    static func brief(_ error: any Error) -> String {
+        let text = String(reflecting: error)
+        if let r = text.range(of: "message: ") {
+            return String(text[r.upperBound...].prefix { $0 != "," && $0 != ")" }).trimmingCharacters(in: .init(charactersIn: "\""))
+        }
+        return String(text.prefix(200))
+    }
+}

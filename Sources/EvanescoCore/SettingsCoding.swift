@@ -1,0 +1,106 @@
+import Foundation
+
+/// Any key of a JSON object, for reading objects whose keys are checked by hand.
+public struct AnyCodingKey: CodingKey, Hashable, Sendable {
+    public var stringValue: String
+    public var intValue: Int?
+    public init(_ string: String) { stringValue = string }
+    public init?(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
+}
+
+/// Reading option types from JSON (a batch manifest, a saved preset) the way a careful user
+/// expects: a missing key keeps the default, an unknown key is refused by name (a typo such as
+/// `kapa` must not silently leave kappa at its default), and the values are then checked by the
+/// type's own `validate()`.
+public enum SettingsCoding {
+    /// Refuses any key of the object being decoded that is not in `known`.
+    ///
+    /// - Parameters:
+    ///   - decoder: The decoder positioned on the object.
+    ///   - known: The keys the type reads.
+    /// - Throws: `DecodingError.dataCorrupted` naming the unknown key and the known ones.
+    public static func rejectUnknownKeys(_ decoder: any Decoder, known: [String]) throws {
+        let container = try decoder.container(keyedBy: AnyCodingKey.self)
+        let allowed = Set(known)
+        for key in container.allKeys where !allowed.contains(key.stringValue) {
+            let near = known.min { distance($0, key.stringValue) < distance($1, key.stringValue) }
+            let hint = near.map { distance($0, key.stringValue) <= 2 ? " (did you mean \"\($0)\"?)" : "" } ?? ""
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + [key],
+                                                    debugDescription: "unknown setting \"\(key.stringValue)\"\(hint); known: \(known.sorted().joined(separator: ", "))"))
+        }
+    }
+
+    /// The error a `validate()` refusal becomes while decoding: it names the JSON key.
+    ///
+    /// - Parameters:
+    ///   - error: The refusal.
+    ///   - decoder: The decoder positioned on the object.
+    /// - Returns: A `DecodingError.dataCorrupted` at the object's path.
+    public static func invalid(_ error: SettingError, in decoder: any Decoder) -> DecodingError {
+        .dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+    }
+
+    /// A `DecodingError` in one line: where (`options.kappa`) and what.
+    ///
+    /// - Parameter error: Any error from a decoder.
+    /// - Returns: The line a user reads.
+    public static func message(_ error: any Error) -> String {
+        func path(_ p: [any CodingKey]) -> String {
+            p.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        func at(_ p: [any CodingKey]) -> String { p.isEmpty ? "" : "\(path(p)): " }
+        switch error {
+        case DecodingError.dataCorrupted(let c):
+            if let u = c.underlyingError as NSError?, c.codingPath.isEmpty { return "not valid JSON (\(u.userInfo[NSDebugDescriptionErrorKey] ?? u.localizedDescription))" }
+            return at(c.codingPath) + c.debugDescription
+        case DecodingError.keyNotFound(let key, let c): return "\(at(c.codingPath))\"\(key.stringValue)\" is missing"
+        case DecodingError.typeMismatch(let type, let c): return "\(at(c.codingPath))expected \(describe(type))"
+        case DecodingError.valueNotFound(let type, let c): return "\(at(c.codingPath))expected \(describe(type)), found null"
+        default: return "\(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type: "a whole number"
+        case is Float.Type, is Double.Type: "a number"
+        case is [Any].Type: "an array"
+        default: "\(type)"
+        }
+    }
+
+    /// Edit distance, for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        var row = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A whole number, read as a number first so that `1.5` or `1e30` gets a message naming the
+    /// key (Foundation's decoder says only that the data is not valid JSON).
+    ///
+    /// - Parameter key: The key.
+    /// - Returns: The value, or nil when the key is absent or null.
+    /// - Throws: `DecodingError.dataCorrupted` naming the key when the number is not whole or too large.
+    public func decodeWholeNumberIfPresent(forKey key: Key) throws -> Int? {
+        guard let d = try decodeIfPresent(Double.self, forKey: key) else { return nil }
+        guard d.rounded() == d, abs(d) < 9e15 else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be a whole number, not \(d)")
+        }
+        return Int(d)
+    }
+}

@@ -1,0 +1,58 @@
+import EvanescoCore
+import Foundation
+
+/// StackOptions as JSON (a batch manifest's `options`, a preset): the settings a user chooses,
+/// under the command line's names in camelCase (`kappa`, `alignLevel`, `videoFrames`). A missing
+/// key keeps its default, an unknown key is refused by name, and the values are checked by
+/// ``StackOptions/validate()`` as they are read. Callbacks, given registrations and the maps
+/// switch are not settings and are not read or written.
+extension StackOptions: Codable {
+    enum Key: String, CodingKey, CaseIterable {
+        case align, merge, reference, interpolation, kappa, winsorFraction, alignLevel, videoFrames, memoryLimit, spillDirectory,
+             meanForTwoFrames, halfResolutionAlignmentAbove
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init()
+        try SettingsCoding.rejectUnknownKeys(decoder, known: Key.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: Key.self)
+        align = try c.decodeIfPresent(AlignMode.self, forKey: .align) ?? align
+        merge = try c.decodeIfPresent(MergeMethod.self, forKey: .merge) ?? merge
+        reference = try c.decodeWholeNumberIfPresent(forKey: .reference) ?? reference
+        if let name = try c.decodeIfPresent(String.self, forKey: .interpolation) {
+            // The command line's kebab-case spelling and the Swift case name are both accepted.
+            guard let i = Interpolation(rawValue: name == "catmull-rom" ? "catmullRom" : name) else {
+                throw DecodingError.dataCorruptedError(forKey: .interpolation, in: c,
+                    debugDescription: "must be one of catmull-rom, bilinear, bicubic, nearest")
+            }
+            interpolation = i
+        }
+        kappa = try c.decodeIfPresent(Float.self, forKey: .kappa) ?? kappa
+        winsorFraction = try c.decodeIfPresent(Float.self, forKey: .winsorFraction) ?? winsorFraction
+        alignLevel = try c.decodeWholeNumberIfPresent(forKey: .alignLevel) ?? alignLevel
+        videoFrames = try c.decodeWholeNumberIfPresent(forKey: .videoFrames) ?? videoFrames
+        if c.contains(.memoryLimit) { memoryLimit = try c.decodeWholeNumberIfPresent(forKey: .memoryLimit) }
+        spillDirectory = try c.decodeIfPresent(String.self, forKey: .spillDirectory)
+        meanForTwoFrames = try c.decodeIfPresent(Bool.self, forKey: .meanForTwoFrames) ?? meanForTwoFrames
+        halfResolutionAlignmentAbove = try c.decodeWholeNumberIfPresent(forKey: .halfResolutionAlignmentAbove) ?? halfResolutionAlignmentAbove
+        if let refusal = SettingError.refusal({ () throws(SettingError) in try validate() }) {
+            throw SettingsCoding.invalid(refusal, in: decoder)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(align, forKey: .align)
+        try c.encode(merge, forKey: .merge)
+        try c.encode(reference, forKey: .reference)
+        try c.encode(interpolation == .catmullRom ? "catmull-rom" : interpolation.rawValue, forKey: .interpolation)
+        try c.encode(kappa, forKey: .kappa)
+        try c.encode(winsorFraction, forKey: .winsorFraction)
+        try c.encodeIfPresent(alignLevel, forKey: .alignLevel)
+        try c.encode(videoFrames, forKey: .videoFrames)
+        try c.encode(memoryLimit, forKey: .memoryLimit)
+        try c.encodeIfPresent(spillDirectory, forKey: .spillDirectory)
+        try c.encode(meanForTwoFrames, forKey: .meanForTwoFrames)
+        try c.encode(halfResolutionAlignmentAbove, forKey: .halfResolutionAlignmentAbove)
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import EvanescoBatch
+import EvanescoCore
+import Foundation
+import Logging
+
+struct Worker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Run jobs from a PostgreSQL queue until stopped (SIGTERM drains).",
+        discussion: """
+        Start as many as you like, on as many machines as share the queue and the files. Each \
+        claims jobs under a lease it renews; a worker that dies loses its lease after --lease \
+        seconds and another takes the job; a worker that lost its lease discards its work, so \
+        every output is placed once. SIGTERM or SIGINT stops claiming, lets running jobs finish \
+        within --grace seconds and gives back the rest. One line per job on stderr.
+
+        EXAMPLES:
+          evanesco worker --queue postgres://me@db/photos --jobs 2
+          EVANESCO_QUEUE=postgres://me@db/photos evanesco worker --metrics-port 9464
+        """)
+
+    @OptionGroup var queue: QueueOption
+    @Option(help: "Jobs run at once.") var jobs = 1
+    @Option(help: "Lease length in seconds (renewed every third of it).") var lease = 30.0
+    @Option(help: "Poll interval in seconds (notifications wake the worker sooner).") var poll = 2.0
+    @Option(help: "Seconds running jobs get to finish after SIGTERM.") var grace = 30.0
+    @Option(help: "Serve Prometheus metrics on 127.0.0.1:PORT/metrics.") var metricsPort: Int?
+    @Flag(help: "Exit once no job is pending or running.") var exitWhenDone = false
+    @Flag(help: "Only warnings and errors on stderr.") var quiet = false
+
+    func validate() throws {
+        _ = try queue.address()
+        guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be within 1...256") }
+        guard (1...3600).contains(lease) else { throw ValidationError("--lease must be within 1...3600 seconds") }
+        guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
+        guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
+        if let p = metricsPort, !(1...65535).contains(p) { throw ValidationError("--metrics-port must be within 1...65535") }
+    }
+
+    func run() throws {
+        var settings = QueueWorker.Settings()
+        settings.concurrency = jobs; settings.lease = lease; settings.poll = poll; settings.grace = grace
+        settings.exitWhenDone = exitWhenDone
+        let address = try queue.address(), port = metricsPort, quiet = quiet
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = quiet ? .warning : .info
+            return h
+        }
+        var logger = Logger(label: "evanesco.worker")
+        logger.logLevel = quiet ? .warning : .info
+        let metrics = port == nil ? nil : WorkerMetrics()
+        let queue = try JobQueue(address, logger: Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let worker = QueueWorker(queue: queue, settings: settings, metrics: metrics, logger: logger)
+        // SIGTERM and SIGINT drain instead of killing.
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            s.setEventHandler { worker.drain() }
+            s.resume()
+            sources.append(s)
+        }
+        logger.info("worker \(settings.name) on \(address), \(jobs) at once, lease \(lease) s")
+        let summary = try runAsync {
+            let served = port.map { p in Task { try await metrics!.serve(port: p) } }
+            defer { served?.cancel() }
+            return await worker.run()
+        }
+        queue.close()
+        _ = sources
+        try StandardOutput.line("worker \(settings.name): \(summary.done) done, \(summary.failed) failed, \(summary.retried) to retry, "
+                                + "\(summary.discarded) discarded (lease lost), \(summary.released) given back")
+    }
+}

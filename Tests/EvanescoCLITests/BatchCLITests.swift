@@ -1,0 +1,111 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+import Testing
+
+/// `evanesco batch run` and `batch status` on manifests the tests make: every job through the
+/// library, outputs identical to the commands alone, resumable, sharded.
+@Suite(.serialized) struct BatchCLITests {
+    func receipt(_ made: BatchFixtures.Made, _ folder: String, _ id: String) -> [String: Any]? {
+        guard let d = FileManager.default.contents(atPath: made.manifest + ".state/\(folder)/\(id).json") else { return nil }
+        return try? JSONSerialization.jsonObject(with: d) as? [String: Any]
+    }
+
+    @Test func runsEveryJobOnceResumesAndReportsFailures() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 12, portraits: 8, bad: 2)
+        var r = try CLI.run(["batch", "run", made.manifest, "--jobs", "2", "--report", s.file("summary.json")])
+        #expect(r.status == 1, "a failed job makes the run fail: \(r.err)")
+        #expect(r.out.contains("22 jobs: 20 done, 0 skipped (done before), 2 failed"), "\(r.out)")
+        for (id, message) in made.bad {
+            #expect(r.err.contains("job \(id) failed: ") && r.err.contains(message), "\(r.err)")
+            let failed = try #require(receipt(made, "failed", id))
+            #expect((failed["error"] as? String)?.contains(message) == true)
+        }
+        // Every good job: its output, its receipt holding its command's report, the same bytes as the command alone.
+        for (id, job) in made.good {
+            #expect(FileManager.default.fileExists(atPath: job.output), "\(id)")
+            let done = try #require(receipt(made, "done", id))
+            #expect(done["state"] as? String == "done" && (done["report"] as? [String: Any]) != nil)
+        }
+        try BatchFixtures.expectSameAsCommand(made, ids: made.good.keys.sorted(), scratch: s.path)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("summary.json")))) as? [String: Any])
+        #expect(summary["done"] as? Int == 20 && (summary["failed"] as? [Any])?.count == 2)
+        #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "\(BatchFixtures.leftovers(in: s.path))")
+
+        // Status from the receipts.
+        r = try CLI.run(["batch", "status", made.manifest, "--json"])
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(status["done"] as? Int == 20 && status["failed"] as? Int == 2 && status["pending"] as? Int == 0 && status["total"] as? Int == 22)
+
+        // Resume: done jobs are skipped; a deleted output is made again; the failures are tried again.
+        let stamp = try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date
+        try FileManager.default.removeItem(atPath: made.good["portrait3"]!.output)
+        r = try CLI.run(["batch", "run", made.manifest, "--quiet"])
+        #expect(r.out.contains("22 jobs: 1 done, 19 skipped (done before), 2 failed"), "\(r.out)")
+        #expect(FileManager.default.fileExists(atPath: made.good["portrait3"]!.output))
+        #expect(try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date == stamp, "a done job was run again")
+    }
+
+    @Test func anOutputThatIsNotTheBatchsIsNotReplacedWithoutForce() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 2, portraits: 0, bad: 0)
+        let theirs = made.good["stack0"]!.output
+        try Data("someone's file".utf8).write(to: URL(fileURLWithPath: theirs))
+        var r = try CLI.run(["batch", "run", made.manifest, "--quiet"])
+        #expect(r.status == 1 && r.err.contains("exists and no receipt says this batch wrote it") && r.err.contains("--force"), "\(r.err)")
+        #expect(FileManager.default.contents(atPath: theirs) == Data("someone's file".utf8))
+        r = try CLI.run(["batch", "run", made.manifest, "--quiet", "--force"])
+        #expect(r.status == 0, "\(r.err)")
+        try BatchFixtures.expectSameAsCommand(made, ids: ["stack0"], scratch: s.path)
+    }
+
+    @Test func badManifestLinesAreAllReportedAndNothingRuns() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 2, portraits: 0, bad: 0)
+        var text = try String(contentsOfFile: made.manifest, encoding: .utf8)
+        text += BatchFixtures.line("k", "stack", ["burst0"], "out/k.jpg", ["kappa": -2]) + "\n{\"id\": \"x\"}\n"
+        try text.write(toFile: made.manifest, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["batch", "run", made.manifest])
+        #expect(r.status == 65, "\(r.err)")
+        #expect(r.err.contains("2 bad lines; nothing was run") && r.err.contains("line 3: job k: options: kappa must be within (0, 100]")
+                && r.err.contains("line 4: job x: \"kind\" is missing"), "\(r.err)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: made.outputs)
+        #expect(!FileManager.default.fileExists(atPath: made.manifest + ".state") && written.isEmpty)
+    }
+
+    @Test func shardsInParallelCoverTheManifestExactlyOnce() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 14, portraits: 7, bad: 0)
+        // Five slices at once: two by --shard, Slurm's array variables, a Kubernetes Indexed Job's, and --shard again.
+        let environments: [([String], [String: String])] = [
+            (["--shard", "0/5"], [:]), (["--shard", "1/5"], [:]),
+            ([], ["SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "5"]),
+            ([], ["JOB_COMPLETION_INDEX": "3", "EVANESCO_SHARD_COUNT": "5"]), (["--shard", "4/5"], [:]),
+        ]
+        let processes = try environments.map { args, env -> (Process, Pipe) in
+            let p = Process(), out = Pipe()
+            p.executableURL = URL(fileURLWithPath: CLI.binary)
+            p.arguments = ["batch", "run", made.manifest, "--quiet"] + args
+            p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SLURM_") && $0.key != "JOB_COMPLETION_INDEX" }
+                .merging(env) { $1 }
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            return (p, out)
+        }
+        var total = 0
+        for (i, (p, out)) in processes.enumerated() {
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0 && text.contains("shard \(i)/5"), "\(text)")
+            let done = text.split(separator: " ").firstIndex(of: "done,").map { Int(text.split(separator: " ")[$0 - 1]) ?? 0 } ?? 0
+            #expect(done == (21 - i + 4) / 5, "shard \(i): \(text)")
+            total += done
+        }
+        #expect(total == 21, "every job run exactly once over the shards")
+        let receipts = try FileManager.default.contentsOfDirectory(atPath: made.manifest + ".state/done")
+        #expect(receipts.count == 21)
+        try BatchFixtures.expectSameAsCommand(made, ids: ["stack3", "portrait5"], scratch: s.path)
+    }
+}
