@@ -66,7 +66,7 @@ let package = Package(
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "EvanescoBatch", "CMalloc",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "EvanescoBenchmarks",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "CTurboJPEG", "CPNG", "CHeif", "CKernels"],
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels"],
                           path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),

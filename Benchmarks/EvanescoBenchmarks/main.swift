@@ -1,5 +1,5 @@
 // Throughput benchmarks, run on demand (not in CI):
-//   scripts/build-release.sh EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|all]
+//   scripts/build-release.sh EvanescoBenchmarks && .build/release/EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|local|kernels|stack|backdrop|lens|lens-oracle|queue|all]
 //                                           [--repeat N] [--json FILE] [--only NAME (warp-path: a map; align-burst: a burst)]
 // Each comparison alternates the two contenders in one process and reports medians and ratios,
 // since the 2-core machines are shared and noisy.
@@ -37,9 +37,9 @@ while !args.isEmpty {
     case "--shared": opts.shared = args.removeFirst()
     case "--save": opts.save = args.removeFirst()
     case "--only": opts.only = args.removeFirst()
-    case "decode", "encode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "kernels", "stack": opts.what = a
+    case "decode", "encode", "warp", "warp-path", "align", "align-burst", "all", "backdrop", "lens", "lens-oracle", "local", "kernels", "stack", "queue": opts.what = a
     default:
-        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|kernels|stack|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
+        FileHandle.standardError.write(Data("usage: EvanescoBenchmarks [decode|encode|warp|warp-path|align|align-burst|backdrop|lens|lens-oracle|local|kernels|stack|queue|all] [--repeat N] [--json FILE] [--shared DIR] [--save DIR] [--only NAME]\n".utf8))
         exit(2)
     }
 }
@@ -492,6 +492,15 @@ if opts.what == "stack" {
 }
 
 if opts.what == "encode" { try encodeBenchmark() }
+
+if opts.what == "queue" {
+    // Needs a PostgreSQL server: Benchmarks/queue.sh runs this beside a private cluster.
+    guard let url = ProcessInfo.processInfo.environment["EVANESCO_QUEUE"] ?? ProcessInfo.processInfo.environment["EVANESCO_TEST_DATABASE_URL"] else {
+        FileHandle.standardError.write(Data("queue: set EVANESCO_QUEUE=postgres://... (or run Benchmarks/queue.sh)\n".utf8))
+        exit(2)
+    }
+    try await queueBenchmark(url: url)
+}
 
 if let json = opts.json {
     let data = try JSONEncoder().encode(rows)

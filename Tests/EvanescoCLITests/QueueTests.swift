@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import HTTPTestSupport
 import Testing
 
 /// The PostgreSQL queue against a real server: `scripts/with-postgres.sh` starts a private
@@ -175,5 +176,26 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         #expect(try FileManager.default.attributesOfItem(atPath: output)[.modificationDate] as? Date == written, "the stalled worker replaced the output")
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack0"], scratch: s.path)
         #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
+    }
+
+    /// `--metrics-port` serves Prometheus text with the jobs done, failed and running, the job
+    /// seconds histogram and the leases lost; a bad job and a transient one are told apart.
+    @Test func metricsCountWhatTheWorkerDid() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 3, portraits: 0, bad: 1)
+        let queue = try PG.queue("metrics"), schema = "metrics_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
+        let port = Int(try PG.value("SELECT 20000 + (pg_backend_pid() % 20000)")) ?? 29464
+        let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--metrics-port", String(port)])
+        #expect(try eventually(60) { try PG.value("SELECT count(*) FROM \(schema).jobs WHERE state IN ('done', 'failed')") == "4" })
+        var text = ""
+        #expect(eventually(10) {
+            text = (try? HTTP1.blocking("GET", port: port, path: "/metrics", timeout: 5)).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+            return text.contains("evanesco_jobs_done_total 3")
+        }, "\(text)")
+        #expect(text.contains("evanesco_jobs_failed_total 1") && text.contains("evanesco_jobs_running 0")
+                && text.contains("evanesco_job_seconds_count 3") && text.contains("evanesco_lease_losses_total 0"), "\(text)")
+        w.signal(SIGTERM)
+        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
     }
 }

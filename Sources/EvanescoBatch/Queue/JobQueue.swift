@@ -265,56 +265,71 @@ public final class JobQueue: Sendable {
         case lostLease
     }
 
-    /// Finishes a job as done: inside one transaction that locks the job's row and checks the
-    /// token, `place` moves the output into place, then the report is recorded. A worker that
-    /// lost its lease gets ``Fenced/lostLease`` and `place` is not called.
-    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void) async throws -> Fenced {
-        try await fenced(job) { c in
-            try place()
-            try await c.query("""
-                UPDATE \(unescaped: self.s).jobs SET state = 'done', report = \(report)::jsonb, seconds = \(seconds), finished_at = now(),
+    /// A finished job to record.
+    public struct Completion: Sendable {
+        public var job: ClaimedJob
+        /// The job's report, JSON.
+        public var report: String
+        public var seconds: Double
+        public init(job: ClaimedJob, report: String, seconds: Double) { self.job = job; self.report = report; self.seconds = seconds }
+    }
+
+    /// Finishes jobs as done, several in one transaction (a worker's jobs that finished while the
+    /// previous ones were being recorded: one commit for all of them). In that transaction the
+    /// UPDATE matches only the rows whose token is still the worker's, and holds their locks
+    /// from then on; only then does `place` move each of those outputs into place, and the commit
+    /// follows. A job whose lease was lost is left out and `place` is not called for it; if
+    /// `place` throws, nothing is recorded (the caller retries).
+    ///
+    /// - Returns: The ids recorded as done; the others had lost their lease.
+    public func complete(_ items: [Completion], owner: String, place: (Completion) throws -> Void) async throws -> Set<String> {
+        guard !items.isEmpty else { return [] }
+        return try await client.withTransaction(logger: logger) { c in
+            let rows = try await c.query("""
+                UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
                     finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
-                WHERE id = \(job.id)
+                FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
+                            \(items.map(\.seconds))::float8[]) AS t(id, token, report, seconds)
+                WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running' RETURNING j.id
                 """, logger: self.logger)
+            var applied = Set<String>()
+            for try await id in rows.decode(String.self) { applied.insert(id) }
+            for item in items where applied.contains(item.job.id) { try place(item) }
+            return applied
         }
     }
 
-    /// Records a failed attempt, fenced: a permanent failure (or the last attempt) fails the
-    /// job; otherwise it is pending again after a backoff of 2^attempt seconds (at most 10 min).
+    /// Finishes one job as done (``complete(_:owner:place:)`` for one).
+    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void) async throws -> Fenced {
+        try await complete([Completion(job: job, report: report, seconds: seconds)], owner: owner) { _ in try place() }.isEmpty ? .lostLease : .applied
+    }
+
+    /// Records a failed attempt, fenced by the token: a permanent failure (or the last attempt)
+    /// fails the job; otherwise it is pending again after a backoff of 2^attempt seconds (at
+    /// most 10 min).
     public func fail(_ job: ClaimedJob, message: String, permanent: Bool, owner: String) async throws -> Fenced {
         let final = permanent || job.attempt >= job.maxAttempts
         let backoff = min(600.0, pow(2, Double(job.attempt)))
-        return try await fenced(job) { c in
-            try await c.query("""
-                UPDATE \(unescaped: self.s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
-                    lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
-                    finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
-                WHERE id = \(job.id)
-                """, logger: self.logger)
-        }
+        let rows = try await client.query("""
+            UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
+                lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
+                finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
+            WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
+            """, logger: logger)
+        return try await count(rows) == 1 ? .applied : .lostLease
     }
 
     /// Gives a job back unfinished (a drain that ran out of time): pending at once, the attempt
-    /// not counted.
+    /// not counted. Fenced by the token.
     public func release(_ job: ClaimedJob) async throws -> Fenced {
-        try await fenced(job) { c in
-            try await c.query("""
-                UPDATE \(unescaped: self.s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
-                    lease_expires = NULL, run_after = now()
-                WHERE id = \(job.id)
-                """, logger: self.logger)
-        }
-    }
-
-    func fenced(_ job: ClaimedJob, _ body: (PostgresConnection) async throws -> Void) async throws -> Fenced {
-        try await client.withTransaction(logger: logger) { c in
-            let rows = try await c.query("""
-                SELECT 1 FROM \(unescaped: self.s).jobs WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' FOR UPDATE
-                """, logger: self.logger)
-            guard try await self.count(rows) == 1 else { return Fenced.lostLease }
-            try await body(c)
-            return Fenced.applied
-        }
+        let rows = try await client.query("""
+            UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
+                lease_expires = NULL, run_after = now()
+            WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
+            """, logger: logger)
+        let released = try await count(rows) == 1
+        if released { try await notify() }
+        return released ? .applied : .lostLease
     }
 
     /// Waits for a notification on this queue's channel, or `timeout` seconds, whichever comes

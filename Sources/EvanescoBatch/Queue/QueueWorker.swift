@@ -58,6 +58,7 @@ public final class QueueWorker: @unchecked Sendable {
     let draining = LockedBox(false)
     let summary = LockedBox(Summary())
     let listener: Listener
+    lazy var completer = Completer(worker: self)
 
     /// - Parameters:
     ///   - queue: The queue.
@@ -178,17 +179,9 @@ public final class QueueWorker: @unchecked Sendable {
         switch outcome {
         case .success(let (staged, report)):
             let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
-            var placed = false
-            let result = await retrying("record \(job.id) as done", limit: 120) {
-                try await self.queue.complete(job, report: json, seconds: seconds, owner: self.settings.name) {
-                    if !placed {
-                        let output = try BatchJob.parse(job.spec, base: "/", checkFiles: false).output
-                        try Staging.place(staged, at: output)
-                        placed = true
-                    }
-                }
-            }
-            if result == .applied {
+            let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).output) ?? ""
+            let applied = await completer.record(JobQueue.Completion(job: job, report: json, seconds: seconds), staged: staged, output: output)
+            if applied == true {
                 summary.update { $0.done += 1 }
                 metrics?.done.increment()
                 metrics?.seconds.record(seconds)
@@ -231,6 +224,45 @@ public final class QueueWorker: @unchecked Sendable {
         listener.fire()
     }
 
+    /// Records finished jobs as done, those that finished together in one transaction (a group
+    /// commit): with many short jobs, one commit per job would cost more than the jobs.
+    actor Completer {
+        unowned let worker: QueueWorker
+        var waiting: [(item: JobQueue.Completion, staged: String, output: String, done: CheckedContinuation<Bool?, Never>)] = []
+        var draining = false
+
+        init(worker: QueueWorker) { self.worker = worker }
+
+        /// Records one job, with the others waiting; true when recorded, false when its lease was
+        /// lost (its output was not placed), nil when the database stayed away.
+        func record(_ item: JobQueue.Completion, staged: String, output: String) async -> Bool? {
+            await withCheckedContinuation { c in
+                waiting.append((item, staged, output, c))
+                if !draining {
+                    draining = true
+                    Task { await self.drain() }
+                }
+            }
+        }
+
+        func drain() async {
+            while !waiting.isEmpty {
+                let batch = Array(waiting.prefix(64))
+                waiting.removeFirst(batch.count)
+                let paths = Dictionary(uniqueKeysWithValues: batch.map { ($0.item.job.id, ($0.staged, $0.output)) })
+                let applied = await worker.retrying("record \(batch.count) finished job(s) as done", limit: 120) {
+                    try await self.worker.queue.complete(batch.map(\.item), owner: self.worker.settings.name) { item in
+                        // Placed already when an earlier try placed it but did not commit.
+                        guard let (staged, output) = paths[item.job.id], FileManager.default.fileExists(atPath: staged) else { return }
+                        try Staging.place(staged, at: output)
+                    }
+                }
+                for b in batch { b.done.resume(returning: applied.map { $0.contains(b.item.job.id) }) }
+            }
+            draining = false
+        }
+    }
+
     /// The job's work, synchronous: parse, stage, run. Never throws.
     static func attempt(_ job: ClaimedJob, cancellation: StackCancellation) -> Result<(String, JobReport), JobFailure> {
         var staged: String?
@@ -251,7 +283,7 @@ public final class QueueWorker: @unchecked Sendable {
     /// Runs a database step until it succeeds (the database restarting, the network blinking),
     /// with backoff up to 5 s, at most `limit` times.
     @discardableResult
-    func retrying<T>(_ what: String, limit: Int = .max, _ body: () async throws -> T) async -> T? {
+    func retrying<T>(_ what: String, limit: Int = .max, _ body: @Sendable () async throws -> T) async -> T? {
         var delay = 0.1
         for attempt in 1... {
             do { return try await body() } catch {
