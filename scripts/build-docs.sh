@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build/docs
 mkdir -p "$out"
-for target in EvanescoCore EvanescoIO EvanescoAlign EvanescoStack EvanescoFaces EvanescoDepth EvanescoStudio; do
+for target in EvanescoCore EvanescoIO EvanescoAlign EvanescoStack EvanescoFaces EvanescoDepth EvanescoStudio EvanescoBatch; do
     if ! swift package --allow-writing-to-directory "$out" generate-documentation --target "$target" \
         --warnings-as-errors --output-path "$out/$target" > "$out/$target.log" 2>&1; then
         grep -v "^\[[0-9]" "$out/$target.log" >&2

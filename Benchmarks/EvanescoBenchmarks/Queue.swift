@@ -11,7 +11,7 @@ func queueBenchmark(url: String, jobs: Int = 20_000, claimers: Int = 16) async t
     let producer = try JobQueue(address)
     try await producer.migrate()
     var submitSeconds = 0.0
-    for batch in [1, 8] {
+    for batch in [1, 8, 32] {
         let specs = try (0..<jobs).map { i in
             try BatchJob.parse(#"{"id": "b\#(batch)-\#(i)", "kind": "stack", "inputs": ["/in/\#(i)"], "output": "/out/\#(batch)/\#(i).jpg"}"#,
                                base: "/", checkFiles: false)

@@ -6,7 +6,7 @@ import Foundation
 
 /// What a job does.
 public enum JobKind: String, Sendable, Codable, CaseIterable {
-    /// Align and merge a burst (``EvanescoStack``'s `BurstStacker`): inputs are image files, one
+    /// Align and merge a burst (`BurstStacker`): inputs are image files, one
     /// folder of images or one video; options are `StackOptions`.
     case stack
     /// Render a depth effect on a portrait photo (`PortraitRenderer`): inputs are the photo, and

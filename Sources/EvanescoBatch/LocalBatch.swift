@@ -73,7 +73,7 @@ public struct BatchStatus: Codable, Sendable, Equatable {
     }
 
     static func duration(_ s: Double) -> String {
-        s < 90 ? "\(Int(s.rounded())) s" : s < 5400 ? "\(Int((s / 60).rounded())) min" : String(format: "%.1f h", s / 3600)
+        s < 90 ? String(format: "%.0f s", s) : s < 5400 ? String(format: "%.0f min", s / 60) : String(format: "%.1f h", s / 3600)
     }
 
     /// Jobs per minute over the finishes in the last 10 minutes before the latest.

@@ -108,4 +108,23 @@ import Testing
         #expect(receipts.count == 21)
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack3", "portrait5"], scratch: s.path)
     }
+
+    @Test func backdropJobsWriteTheSameFramesAsTheCommand() throws {
+        let s = Scratch()
+        let (color, depth) = try BackdropCommands().writeFrames(s, count: 3)
+        try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
+        let manifest = s.file("jobs.jsonl")
+        try (BatchFixtures.line("call", "backdrop", ["color", "depth"], "out/frames", ["subject": "nearest", "cutoffOffset": 0.3]) + "\n")
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        var r = try CLI.run(["batch", "run", manifest, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        r = try CLI.run(["backdrop", "--color", color, "--depth", depth, "-o", s.file("alone"), "--subject", "nearest", "--cutoff-offset", "0.3", "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let frames = try FileManager.default.contentsOfDirectory(atPath: s.file("out/frames")).sorted()
+        #expect(frames == ["frame00001.png", "frame00002.png", "frame00003.png"])
+        for f in frames {
+            #expect(FileManager.default.contents(atPath: s.file("out/frames/" + f)) == FileManager.default.contents(atPath: s.file("alone/" + f)), "\(f)")
+        }
+        #expect(BatchFixtures.leftovers(in: s.file("out")).isEmpty)
+    }
 }

@@ -198,4 +198,37 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         w.signal(SIGTERM)
         #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
     }
+
+    /// A failure that may pass (the output folder gone: a write error) is tried again after its
+    /// backoff, and the job is done on the next attempt once the folder is back.
+    @Test func aTransientFailureIsRetriedWithBackoff() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 1, portraits: 0, bad: 0)
+        let queue = try PG.queue("transient"), schema = "transient_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue, "--max-attempts", "3"]).status == 0)
+        try FileManager.default.removeItem(atPath: made.outputs)
+        let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--exit-when-done"])
+        #expect(try eventually(30) { try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 1" }, "\(w.text)")
+        #expect(try PG.value("SELECT error FROM \(schema).jobs").contains("cannot be written") || w.text.contains("will retry"), "\(w.text)")
+        try FileManager.default.createDirectory(atPath: made.outputs, withIntermediateDirectories: true)
+        #expect(w.wait(seconds: 60) && w.process.terminationStatus == 0)
+        #expect(try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "done 2")
+        try BatchFixtures.expectSameAsCommand(made, ids: ["stack0"], scratch: s.path)
+    }
+
+    /// SIGTERM with no grace left: the running job is given back, pending again with its attempt
+    /// not counted, and its staging folder removed.
+    @Test func aDrainPastItsGraceGivesTheJobBack() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1)
+        let queue = try PG.queue("release"), schema = "release_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
+        let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--grace", "0"])
+        #expect(try eventually(60) { try PG.value("SELECT state FROM \(schema).jobs") == "running" })
+        w.signal(SIGTERM)
+        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
+        #expect(w.summary.contains("0 done") && w.summary.contains("1 given back"), "\(w.summary)")
+        #expect(try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 0", "given back, the attempt not counted")
+        #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
+    }
 }

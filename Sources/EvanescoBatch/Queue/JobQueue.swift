@@ -377,7 +377,9 @@ public final class JobQueue: Sendable {
 /// restarts. Notifications only shorten a wait: the worker polls as well.
 public final class Listener: @unchecked Sendable {
     let queue: JobQueue
-    let wake = LockedBox<[CheckedContinuation<Void, Never>]>([])
+    /// Waiters, and a wake-up that came while nobody waited (kept for the next wait, so a job
+    /// that finishes between a claim and the wait does not cost a whole poll interval).
+    let wake = LockedBox<(waiters: [CheckedContinuation<Void, Never>], missed: Bool)>(([], false))
     var task: Task<Void, Never>?
 
     init(queue: JobQueue) {
@@ -410,18 +412,34 @@ public final class Listener: @unchecked Sendable {
     public func stop() { task?.cancel(); fire() }
 
     func fire() {
-        let waiting = wake.update { w in defer { w = [] }; return w }
+        let waiting = wake.update { w in
+            defer { w.waiters = [] }
+            if w.waiters.isEmpty { w.missed = true }
+            return w.waiters
+        }
         for c in waiting { c.resume() }
     }
 
     /// Returns at the next notification or after `seconds`.
     public func wait(seconds: Double) async {
+        if wake.update({ w in defer { w.missed = false }; return w.missed }) { return }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await withCheckedContinuation { c in self.wake.update { $0.append(c) } } }
+            group.addTask {
+                await withCheckedContinuation { c in
+                    let now = self.wake.update { w in
+                        if w.missed { w.missed = false; return true }
+                        w.waiters.append(c)
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+            }
             group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
             await group.next()
             group.cancelAll()
-            self.fire()
+            // Release this wait's own continuation if the timer won.
+            let waiting = self.wake.update { w in defer { w.waiters = [] }; return w.waiters }
+            for c in waiting { c.resume() }
         }
     }
 }

@@ -48,6 +48,8 @@ public final class QueueWorker: @unchecked Sendable {
         var job: ClaimedJob
         var cancellation: StackCancellation
         var lost = false
+        /// Finished and being recorded: no longer renewed (its row leaves `running` at the commit).
+        var completing = false
     }
 
     public let queue: JobQueue
@@ -73,7 +75,7 @@ public final class QueueWorker: @unchecked Sendable {
     /// Stops claiming; running jobs get ``Settings/grace`` seconds to finish.
     public func drain() {
         guard !draining.update({ d in defer { d = true }; return d }) else { return }
-        logger.info("draining: no new jobs; \(running.value.count) running get \(Int(settings.grace)) s to finish")
+        logger.info("draining: no new jobs; \(running.value.count) running get \(String(format: "%.0f", settings.grace)) s to finish")
         listener.fire()
     }
 
@@ -88,12 +90,11 @@ public final class QueueWorker: @unchecked Sendable {
         defer { heartbeat.cancel() }
         var jobTasks: [Task<Void, Never>] = []
         while !draining.value {
-            let free = settings.concurrency - running.value.count
+            // A job being recorded no longer takes a slot: the next one starts while the commit runs.
+            let free = settings.concurrency - running.value.values.filter { !$0.completing }.count
             var claimed: [ClaimedJob] = []
             if free > 0 {
                 do {
-                    let reclaimed = try await queue.reclaimExpired()
-                    if reclaimed > 0 { metrics?.leaseLosses.increment(by: Int64(reclaimed)); logger.info("took back \(reclaimed) expired lease(s)") }
                     claimed = try await queue.claim(limit: free, owner: settings.name, lease: settings.lease)
                 } catch {
                     logger.warning("queue unreachable (\(Self.brief(error))); retrying")
@@ -115,7 +116,9 @@ public final class QueueWorker: @unchecked Sendable {
             if claimed.isEmpty && running.value.isEmpty && settings.exitWhenDone {
                 if let s = try? await queue.status(failureLimit: 0), s.pending + s.running == 0 { break }
             }
-            if claimed.isEmpty || running.value.count >= settings.concurrency { await listener.wait(seconds: settings.poll) }
+            if claimed.isEmpty || running.value.values.filter({ !$0.completing }).count >= settings.concurrency {
+                await listener.wait(seconds: settings.poll)
+            }
         }
         await finishDrain()
         for t in jobTasks { t.cancel() }
@@ -130,26 +133,36 @@ public final class QueueWorker: @unchecked Sendable {
             r.cancellation.cancel()
             await retrying("give back \(r.job.id)", limit: 10) { _ = try await self.queue.release(r.job) }
             summary.update { $0.released += 1 }
-            logger.info("gave back \(r.job.id) unfinished (grace of \(Int(settings.grace)) s over)")
+            logger.info("gave back \(r.job.id) unfinished (grace of \(String(format: "%.0f", settings.grace)) s over)")
         }
         // Staging folders of jobs given back go with the process (Cleanup).
         Cleanup.run()
     }
 
-    /// Renews every held lease each third of the lease; a job whose lease was lost is cancelled.
+    /// Each third of the lease: takes back the jobs whose lease expired (any worker's), and
+    /// renews every lease this worker holds; a job whose lease was lost is cancelled.
     func heartbeats() async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(settings.lease / 3))
-            let tokens = running.value.filter { !$0.value.lost }.map(\.key)
+            do {
+                let reclaimed = try await queue.reclaimExpired()
+                if reclaimed > 0 { metrics?.leaseLosses.increment(by: Int64(reclaimed)); logger.info("took back \(reclaimed) expired lease(s)") }
+            } catch {
+                logger.warning("could not look for expired leases (\(Self.brief(error))); will retry")
+            }
+            try? await Task.sleep(for: .seconds(min(settings.lease / 3, settings.poll)))
+            let tokens = running.value.filter { !$0.value.lost && !$0.value.completing }.map(\.key)
             guard !tokens.isEmpty else { continue }
             do {
                 let held = try await queue.renew(tokens: tokens, lease: settings.lease)
                 for t in tokens where !held.contains(t) {
-                    running.update { r in
+                    // A job that finished meanwhile (recorded, or being recorded) did not lose anything.
+                    let lostJob: String? = running.update { r in
+                        guard let job = r[t], !job.completing else { return nil }
                         r[t]?.lost = true
-                        r[t]?.cancellation.cancel()
+                        job.cancellation.cancel()
+                        return job.job.id
                     }
-                    logger.warning("lost the lease of \(running.value[t]?.job.id ?? "?") (expired and taken over, or cancelled); its work will be discarded")
+                    if let lostJob { logger.warning("lost the lease of \(lostJob) (expired and taken over, or cancelled); its work will be discarded") }
                 }
             } catch {
                 // The database is away: keep working; the finish checks the token anyway.
@@ -171,7 +184,12 @@ public final class QueueWorker: @unchecked Sendable {
             thread.start()
         }
         let seconds = Date().timeIntervalSince(started)
-        if running.value[job.token]?.lost == true {
+        let lost = running.update { r -> Bool in
+            r[job.token]?.completing = true
+            return r[job.token]?.lost == true
+        }
+        listener.fire()
+        if lost {
             if case .success(let (staged, _)) = outcome { Staging.discard(staged) }
             discard(job, seconds: seconds)
             return

@@ -1,0 +1,116 @@
+import ArgumentParser
+import EvanescoBatch
+import EvanescoCore
+import Foundation
+
+/// `--queue URL`, or `$EVANESCO_QUEUE` (keeps a password off the command line).
+struct QueueOption: ParsableArguments {
+    @Option(help: "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] (default: $EVANESCO_QUEUE).")
+    var queue: String?
+
+    var url: String? { queue ?? ProcessInfo.processInfo.environment["EVANESCO_QUEUE"] }
+
+    func address() throws -> QueueAddress {
+        guard let url else { throw ValidationError("give --queue postgres://... or set EVANESCO_QUEUE") }
+        do { return try QueueAddress(url) } catch { throw ValidationError(error.message) }
+    }
+
+    func validate() throws { if url != nil { _ = try address() } }
+}
+
+/// Runs an async body from a synchronous command (the root command is synchronous).
+func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = LockedBox<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { let v = try await body(); box.update { $0 = .success(v) } } catch { box.update { $0 = .failure(error) } }
+        done.signal()
+    }
+    done.wait()
+    return try box.value!.get()
+}
+
+struct BatchSubmit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "submit",
+        abstract: "Add a manifest's jobs to a queue (idempotent: a job id already queued is left as it is).")
+
+    @Argument(help: "The manifest (JSON Lines).") var manifest: String
+    @OptionGroup var queue: QueueOption
+    @Option(help: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once.") var maxAttempts = 5
+
+    func validate() throws {
+        _ = try queue.address()
+        guard (1...100).contains(maxAttempts) else { throw ValidationError("--max-attempts must be within 1...100") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let m = try readManifest(manifest)
+            let address = try queue.address(), attempts = maxAttempts
+            let r = try runAsync {
+                let q = try JobQueue(address)
+                defer { q.close() }
+                try await q.migrate()
+                return try await q.submit(m.jobs, maxAttempts: attempts)
+            }
+            for f in r.refused { Diagnostics.warning("job \(f.id) not submitted: \(f.error)") }
+            try StandardOutput.line("\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
+            if !r.refused.isEmpty { throw ExitCode.failure }
+        }
+    }
+}
+
+struct BatchRetry: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "retry", abstract: "Put failed jobs back in the queue, their attempts reset.")
+
+    @Flag(help: "Retry failed jobs (all of them, or the IDS given).") var failed = false
+    @Argument(help: "Job ids (default: every failed job).") var ids: [String] = []
+    @OptionGroup var queue: QueueOption
+
+    func validate() throws {
+        guard failed else { throw ValidationError("say what to retry: --failed") }
+        _ = try queue.address()
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let address = try queue.address(), ids = ids
+            let n = try runAsync {
+                let q = try JobQueue(address)
+                defer { q.close() }
+                try await q.migrate()
+                return try await q.retryFailed(ids: ids.isEmpty ? nil : ids)
+            }
+            try StandardOutput.line("\(n) failed job\(n == 1 ? "" : "s") queued again")
+        }
+    }
+}
+
+struct BatchCancel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel",
+        abstract: "Cancel pending and running jobs (a worker running one discards its work at its next heartbeat).")
+
+    @Argument(help: "Job ids.") var ids: [String] = []
+    @Flag(help: "Cancel every pending and running job.") var all = false
+    @OptionGroup var queue: QueueOption
+
+    func validate() throws {
+        guard all != !ids.isEmpty else { throw ValidationError("give job ids, or --all") }
+        _ = try queue.address()
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let address = try queue.address(), ids = ids
+            let n = try runAsync {
+                let q = try JobQueue(address)
+                defer { q.close() }
+                try await q.migrate()
+                return try await q.cancel(ids: ids.isEmpty ? nil : ids)
+            }
+            try StandardOutput.line("\(n) job\(n == 1 ? "" : "s") cancelled")
+        }
+    }
+}
