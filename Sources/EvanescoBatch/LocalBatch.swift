@@ -4,7 +4,7 @@ import EvanescoStack
 import Foundation
 
 /// A job's receipt: what `batch status` counts and what an operator reads. Written atomically
-/// (``AtomicOutput``) into the manifest's state folder, `done/ID.json` or `failed/ID.json`.
+/// (`AtomicOutput`) into the manifest's state folder, `done/ID.json` or `failed/ID.json`.
 public struct JobReceipt: Encodable, Sendable {
     public var id: String
     public var kind: JobKind

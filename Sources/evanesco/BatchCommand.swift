@@ -106,13 +106,7 @@ struct BatchStatusCommand: ParsableCommand {
             if let manifest {
                 status = LocalBatch.status(of: try readManifest(manifest))
             } else {
-                let address = try queue.address()
-                status = try runAsync {
-                    let q = try JobQueue(address)
-                    defer { q.close() }
-                    try await q.migrate()
-                    return try await q.status()
-                }
+                status = try queue.with { try await $0.status() }
             }
             try StandardOutput.line(json ? String(decoding: try ReportJSON.encode(status).dropLast(), as: UTF8.self) : status.text)
         }

@@ -16,6 +16,17 @@ struct QueueOption: ParsableArguments {
     }
 
     func validate() throws { if url != nil { _ = try address() } }
+
+    /// Opens the queue (creating or migrating its schema), runs `body` on it, closes it.
+    func with<T: Sendable>(_ body: @escaping @Sendable (JobQueue) async throws -> T) throws -> T {
+        let address = try address()
+        return try runAsync {
+            let q = try JobQueue(address)
+            defer { q.close() }
+            try await q.migrate()
+            return try await body(q)
+        }
+    }
 }
 
 /// Runs an async body from a synchronous command (the root command is synchronous).
@@ -48,12 +59,7 @@ struct BatchSubmit: ParsableCommand {
         try reportingErrors {
             let m = try readManifest(manifest)
             let address = try queue.address(), attempts = maxAttempts
-            let r = try runAsync {
-                let q = try JobQueue(address)
-                defer { q.close() }
-                try await q.migrate()
-                return try await q.submit(m.jobs, maxAttempts: attempts)
-            }
+            let r = try queue.with { try await $0.submit(m.jobs, maxAttempts: attempts) }
             for f in r.refused { Diagnostics.warning("job \(f.id) not submitted: \(f.error)") }
             try StandardOutput.line("\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
             if !r.refused.isEmpty { throw ExitCode.failure }
@@ -75,13 +81,8 @@ struct BatchRetry: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let address = try queue.address(), ids = ids
-            let n = try runAsync {
-                let q = try JobQueue(address)
-                defer { q.close() }
-                try await q.migrate()
-                return try await q.retryFailed(ids: ids.isEmpty ? nil : ids)
-            }
+            let ids = ids
+            let n = try queue.with { try await $0.retryFailed(ids: ids.isEmpty ? nil : ids) }
             try StandardOutput.line("\(n) failed job\(n == 1 ? "" : "s") queued again")
         }
     }
@@ -103,13 +104,8 @@ struct BatchCancel: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let address = try queue.address(), ids = ids
-            let n = try runAsync {
-                let q = try JobQueue(address)
-                defer { q.close() }
-                try await q.migrate()
-                return try await q.cancel(ids: ids.isEmpty ? nil : ids)
-            }
+            let ids = ids
+            let n = try queue.with { try await $0.cancel(ids: ids.isEmpty ? nil : ids) }
             try StandardOutput.line("\(n) job\(n == 1 ? "" : "s") cancelled")
         }
     }
