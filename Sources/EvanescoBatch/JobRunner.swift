@@ -42,7 +42,7 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     ///   the settings; transient for writes that failed and anything else.
     public static func classify(_ error: any Error) -> JobFailure {
         if let f = error as? JobFailure { return f }
-        let message = (error as? CustomStringConvertible)?.description ?? "\(error)"
+        let message = String(describing: error)
         switch error {
         case let e as ImageIOError:
             switch e {

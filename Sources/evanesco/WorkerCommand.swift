@@ -25,7 +25,9 @@ struct Worker: ParsableCommand {
     @Option(help: "Lease length in seconds (renewed every third of it).") var lease = 30.0
     @Option(help: "Poll interval in seconds (notifications wake the worker sooner).") var poll = 2.0
     @Option(help: "Seconds running jobs get to finish after SIGTERM.") var grace = 30.0
-    @Option(help: "Serve Prometheus metrics on 127.0.0.1:PORT/metrics.") var metricsPort: Int?
+    @Option(help: "Serve Prometheus metrics on PORT (GET /metrics).") var metricsPort: Int?
+    @Option(help: "Address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine.")
+    var metricsHost = "127.0.0.1"
     @Flag(help: "Exit once no job is pending or running.") var exitWhenDone = false
     @Flag(help: "Only warnings and errors on stderr.") var quiet = false
 
@@ -36,13 +38,17 @@ struct Worker: ParsableCommand {
         guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
         guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
         if let p = metricsPort, !(1...65535).contains(p) { throw ValidationError("--metrics-port must be within 1...65535") }
+        var address = in6_addr()
+        guard inet_pton(AF_INET, metricsHost, &address) == 1 || inet_pton(AF_INET6, metricsHost, &address) == 1 else {
+            throw ValidationError("--metrics-host must be an IP address (127.0.0.1, 0.0.0.0, ::1)")
+        }
     }
 
     func run() throws {
         var settings = QueueWorker.Settings()
         settings.concurrency = jobs; settings.lease = lease; settings.poll = poll; settings.grace = grace
         settings.exitWhenDone = exitWhenDone
-        let address = try queue.address(), port = metricsPort, quiet = quiet
+        let address = try queue.address(), port = metricsPort, host = metricsHost, quiet = quiet
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = quiet ? .warning : .info
@@ -64,7 +70,7 @@ struct Worker: ParsableCommand {
         }
         logger.info("worker \(settings.name) on \(address), \(jobs) at once, lease \(lease) s")
         let summary = try runAsync {
-            let served = port.map { p in Task { try await metrics!.serve(port: p) } }
+            let served = port.map { p in Task { try await metrics!.serve(host: host, port: p) } }
             defer { served?.cancel() }
             return await worker.run()
         }

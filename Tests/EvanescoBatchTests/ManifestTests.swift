@@ -62,7 +62,7 @@ import Testing
     let dir: String = {
         let d = NSTemporaryDirectory() + "evanesco-manifest-\(UUID().uuidString)"
         try! FileManager.default.createDirectory(atPath: d + "/in", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: d + "/in/a.png", contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: d + "/in/a.png", contents: Data([1]))
         return d
     }()
 
