@@ -279,7 +279,11 @@ public final class JobQueue: Sendable {
     /// UPDATE matches only the rows whose token is still the worker's, and holds their locks
     /// from then on; only then does `place` move each of those outputs into place, and the commit
     /// follows. A job whose lease was lost is left out and `place` is not called for it; if
-    /// `place` throws, nothing is recorded (the caller retries).
+    /// `place` throws, nothing is recorded (the caller retries). One window remains: if the
+    /// connection fails after `place` but before the commit is acknowledged, the output is in
+    /// place but the job is not recorded as done; it runs again once its lease expires and its
+    /// output is replaced, whole, by the same bytes. An output is never half-written, nor placed
+    /// by a worker that lost its lease.
     ///
     /// - Returns: The ids recorded as done; the others had lost their lease.
     public func complete(_ items: [Completion], owner: String, place: (Completion) throws -> Void) async throws -> Set<String> {
