@@ -107,7 +107,7 @@ public enum JobRunner {
         let writer: FrameWriter
         if ImageFormat.forOutput(extension: ext) != nil {
             writer = ImageFrameWriter(path: staging, overwrite: true)
-        } else if ["mp4", "mkv", "mov", "m4v", "avi", "webm"].contains(ext) {
+        } else if VideoFrameWriter.extensions.contains(ext) {
             let rate = (color as? VideoFrameReader).map(\.info.framesPerSecond).flatMap { $0 > 0 ? $0 : nil } ?? 30
             writer = try VideoFrameWriter(path: staging, framesPerSecond: rate, overwrite: true)
         } else {

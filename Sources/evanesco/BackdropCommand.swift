@@ -86,10 +86,9 @@ struct Backdrop: ParsableCommand {
     }
 
     /// Video outputs by extension, image outputs by extension, `-` for stdout; anything else is a folder of frames.
-    static let videoExtensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
     var outputExtension: String { URL(fileURLWithPath: output).pathExtension.lowercased() }
     var outputIsImage: Bool { output != "-" && ImageFormat.forOutput(extension: outputExtension) != nil }
-    var outputIsFrameFolder: Bool { output != "-" && !outputIsImage && !Self.videoExtensions.contains(outputExtension) }
+    var outputIsFrameFolder: Bool { output != "-" && !outputIsImage && !VideoFrameWriter.extensions.contains(outputExtension) }
 
     func writer(frameRate: Double) throws -> FrameWriter {
         // The same classification the up-front output check used, so the two cannot disagree.

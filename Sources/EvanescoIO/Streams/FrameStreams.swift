@@ -247,6 +247,8 @@ public final class RawFrameWriter: FrameWriter {
 
 /// A video file through ffmpeg.
 public final class VideoFrameWriter: FrameWriter {
+    /// The output extensions written as a video (anything else that is not an image is a folder of frames).
+    public static let extensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
     let path: String, fps: Double, overwrite: Bool
     var writer: VideoWriter?
     public private(set) var written = 0
