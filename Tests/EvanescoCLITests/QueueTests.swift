@@ -110,7 +110,11 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         w2.signal(SIGTERM)
         #expect(w2.wait(seconds: 30), "worker 2 did not drain within its grace")
         #expect(w2.process.terminationStatus == 0 && w2.text.contains("draining"), "\(w2.text)")
-        #expect(w2.text.contains("done \(drainedJob) "), "the job running at SIGTERM was finished: \(drainedJob)\n\(w2.text)")
+        // A worker claims its next job while the last one is still being recorded, so two rows
+        // can be its own at that moment: every one of them is finished, none given back.
+        for job in drainedJob.split(separator: ",") {
+            #expect(w2.text.contains("done \(job) "), "the job \(job) held at SIGTERM was finished\n\(w2.text)")
+        }
         // The database restarts under w3; a fourth worker joins afterwards.
         // (system(), not Process: the restarted server outlives the script, and Foundation's
         // waitUntilExit was seen to hang on it.)
