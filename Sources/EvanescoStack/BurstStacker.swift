@@ -36,12 +36,23 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     /// The decoded frames exceed ``StackOptions/memoryLimit`` and the temporary file that holds
     /// them instead could not be made or written.
     case spillFailed(directory: String, reason: String)
+    /// ``StackOptions/erase`` is not the reference frame's size.
+    case eraseMaskSize(mask: String, reference: String)
+    /// ``StackOptions/erase`` masks no pixel.
+    case eraseMaskEmpty
+    /// Every frame agreed with the merge inside ``StackOptions/erase``: nothing saw behind it.
+    case nothingBehindMask(maskedPixels: Int)
 
     public var description: String {
         switch self {
         case .tooSmallToAlign(let w, let h):
             "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at least); merge them without alignment"
         case .cancelled: "the stack was cancelled before it finished"
+        case .eraseMaskSize(let m, let r):
+            "the erase mask is \(m) but the result is \(r): paint the mask over the result (the reference frame's pixels), at its size"
+        case .eraseMaskEmpty: "the erase mask marks no pixel: paint white (opaque) where the result must not keep what it shows"
+        case .nothingBehindMask(let n):
+            "no frame saw behind what the merge shows inside the erase mask (\(n) pixels): every frame agrees with the merge there, so there is nothing to fill it from; mask only what stayed for part of the burst, or add frames in which that place is clear"
         case .spillFailed(let d, let r):
             "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); free space there, choose another spill directory or raise the memory limit"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
@@ -82,6 +93,8 @@ public struct StackResult: Sendable {
     public var localFields: [DisplacementField?] = []
     /// The per-pixel maps, when ``StackOptions/collectMaps`` is set.
     public var maps: StackMaps?
+    /// What the erase pass did, when ``StackOptions/erase`` was given.
+    public var erase: EraseSummary?
     /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
     /// ``StackOptions/memoryLimit``; nil when they were held in memory.
     public var spilledBytes: Int?
@@ -133,20 +146,25 @@ public enum BurstStacker {
         // From a spill file the merge runs in bands of rows, dropping the pages it has read after
         // each, so the resident part of the file stays at one band of every frame.
         let band = source.bandRows(frames: used.count, limit: options.memoryLimit)
+        var eraseSummary: EraseSummary?
         if source.eightBit {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt8.self)
             let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
                           bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            result = (.uint8(r.0), r.1)
+            let e = try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
+            result = (.uint8(e.0), r.1)
+            eraseSummary = e.1
         } else {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt16.self)
             let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
                           bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            result = (.uint16(r.0), r.1)
+            let e = try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
+            result = (.uint16(e.0), r.1)
+            eraseSummary = e.1
         }
         // Warping and merging run fused, tile by tile; their wall time is split by their shares
         // of the threads' time.
-        let fused = Date().timeIntervalSince(t1), (warp, kernel) = split.value
+        let fused = Date().timeIntervalSince(t1) - (timings.erase ?? 0), (warp, kernel) = split.value
         let warpShare = warp + kernel > 0 ? Double(warp) / Double(warp + kernel) : 0
         timings.warp = fused * warpShare
         timings.merge = fused * (1 - warpShare)
@@ -160,6 +178,7 @@ public enum BurstStacker {
                             referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
                             localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
+        r.erase = eraseSummary
         return r
     }
 
@@ -206,6 +225,9 @@ public enum BurstStacker {
             throw StackError.referenceOutOfRange(options.reference, count: frames.count)
         }
         let ref = frames[options.reference]
+        if let mask = options.erase, mask.width != ref.width || mask.height != ref.height {
+            throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(ref.width)x\(ref.height)")
+        }
         for f in frames {
             if f.width != ref.width || f.height != ref.height {
                 throw StackError.sizeMismatch(frame: f.name, size: "\(f.width)x\(f.height)", reference: ref.name, referenceSize: "\(ref.width)x\(ref.height)")
@@ -432,25 +454,13 @@ public enum BurstStacker {
                                       threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>?, maps: inout StackMaps?,
                                       frameIndex: [Int], bandRows: Int?, afterBand: (() -> Void)?) -> (Image<S>, Float?) {
         let n = warpers.count
-        let network = SortingNetwork(size: n)
-        var sigma: Float? = nil
-        let kernel: any MergeKernel
-        switch options.merge {
-        case .mean: kernel = MeanKernel()
-        case .median: kernel = MedianKernel(network: network)
-        case .sigmaClip: kernel = SigmaClipKernel(network: network, kappa: options.kappa)
-        case .winsorized: kernel = WinsorizedKernel(network: network, fraction: options.winsorFraction)
-        case .mode: kernel = ModeKernel(network: network, fullScale: S.fullScale)
-        case .robust:
-            let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)
-            sigma = s
-            kernel = SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s)
-        }
+        let (kernel, sigma) = makeKernel(warpers, width: w, height: h, channels: c, options: options, afterBand: afterBand)
         let tileWidth = tileWidth(frames: n, channels: c)
         let start = Date()
         let rowsDone = LockedBox(0)
         // Maps: a frame agrees with the result within 3 x the noise (at least 2 % of full scale).
-        let tolerance = maps == nil ? 0 : max(3 * (sigma ?? estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)), 0.02 * S.fullScale)
+        let tolerance = maps == nil ? 0 : agreement(S.self, noise: sigma ?? estimateNoise(warpers, width: w, height: h, channels: c,
+                                                                                         network: SortingNetwork(size: n), afterRow: afterBand))
         maps?.tolerance = tolerance
         let keptMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
         let provenanceMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
@@ -520,6 +530,40 @@ public enum BurstStacker {
             maps?.provenance = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = pp[i] } }
         }
         return (out, sigma)
+    }
+
+    /// The merge kernel `options` ask for, and the burst's noise when the robust merge measured it.
+    static func makeKernel<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
+                              afterBand: (() -> Void)?) -> (any MergeKernel, Float?) {
+        let network = SortingNetwork(size: warpers.count)
+        switch options.merge {
+        case .mean: return (MeanKernel(), nil)
+        case .median: return (MedianKernel(network: network), nil)
+        case .sigmaClip: return (SigmaClipKernel(network: network, kappa: options.kappa), nil)
+        case .winsorized: return (WinsorizedKernel(network: network, fraction: options.winsorFraction), nil)
+        case .mode: return (ModeKernel(network: network, fullScale: S.fullScale), nil)
+        case .robust:
+            let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)
+            return (SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s), s)
+        }
+    }
+
+    /// How far a frame may be from the result and still agree with it: 3 x the burst's noise, at
+    /// least 2 % of full scale (the maps' kept count and the erase pass both judge by it).
+    static func agreement<S: PixelSample>(_: S.Type, noise: Float) -> Float { max(3 * noise, 0.02 * S.fullScale) }
+
+    /// The erase pass (``StackOptions/erase``) over a finished merge, with the merge's kernel and
+    /// the maps' tolerance; nil summary when no mask was given.
+    static func erase<S>(_ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, options: StackOptions, maps: inout StackMaps?,
+                         frameIndex: [Int]) throws -> (Image<S>, EraseSummary?) {
+        guard let mask = options.erase else { return (plain, nil) }
+        let w = plain.width, h = plain.height, c = plain.channels
+        var (kernel, s) = makeKernel(warpers, width: w, height: h, channels: c, options: options, afterBand: nil)
+        s = sigma ?? s ?? estimateNoise(warpers, width: w, height: h, channels: c, network: SortingNetwork(size: warpers.count))
+        let tolerance = agreement(S.self, noise: s ?? 0)
+        let (image, summary) = try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: tolerance, kernel: kernel,
+                                                frameIndex: frameIndex, maps: &maps, cancellation: options.cancellation)
+        return (image, summary)
     }
 
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each

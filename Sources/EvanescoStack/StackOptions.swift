@@ -65,6 +65,11 @@ public struct StackOptions: Sendable {
     /// (nil: `$TMPDIR`, else `/tmp`). The file is unnamed from the moment it is made: nothing is
     /// left there, whatever happens.
     public var spillDirectory: String?
+    /// Where the result must not keep what the plain merge shows (someone who stood there for
+    /// most of the burst): inside it, each pixel is merged again from the frames that saw behind,
+    /// blended into the rest over ``EraseSummary/seamBand`` pixels; beyond that band the output is
+    /// the plain merge's, to the bit. In the reference frame's pixels, at its size.
+    public var erase: EraseMask?
     /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:local:)``).
     public var retainFrames = false
     /// Called from any thread as stages advance.
@@ -102,6 +107,9 @@ public struct StackOptions: Sendable {
         try Limits.halfResolutionAlignmentAbove.check(halfResolutionAlignmentAbove)
         try Limits.videoFrames.check(videoFrames)
         if let memoryLimit { try Limits.memoryLimit.check(memoryLimit) }
+        if let erase, erase.count == 0 {
+            throw SettingError(setting: "erase mask", detail: "marks no pixel: paint white (opaque) where the result must not keep what it shows")
+        }
         if let d = spillDirectory {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: d, isDirectory: &isDirectory), isDirectory.boolValue,

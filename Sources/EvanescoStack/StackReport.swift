@@ -37,12 +37,15 @@ public struct StackReport: Sendable, Codable, Equatable {
     public var framesHeld: String?
     /// Bytes of that temporary file.
     public var spilledBytes: Int?
+    /// What the erase pass did (`--erase`), when it ran.
+    public var erase: EraseSummary?
     /// The process's peak resident memory in MB, when the program filled it in
     /// (`evanesco stack` does, after writing its outputs).
     public var peakResidentMB: Int?
 
     enum CodingKeys: String, CodingKey {
-        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices, framesHeld, spilledBytes, peakResidentMB
+        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices, framesHeld, spilledBytes, erase
+        case peakResidentMB
         case times = "times_s"
     }
 
@@ -61,6 +64,7 @@ public struct StackReport: Sendable, Codable, Equatable {
         times = result.timings.rounded
         framesHeld = result.spilledBytes == nil ? "memory" : "temporary file"
         spilledBytes = result.spilledBytes
+        erase = result.erase
     }
 
     /// Registrations from a report (ours, or the bench tools' `truth.json`), by frame index: its

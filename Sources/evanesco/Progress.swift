@@ -66,3 +66,18 @@ final class ProgressDisplay: @unchecked Sendable {
 
     private func write(_ s: String) { FileHandle.standardError.write(Data(s.utf8)) }
 }
+
+/// This process's peak resident memory so far, in MB (getrusage: kilobytes on Linux).
+func peakResidentMB() -> Int {
+    var u = rusage()
+    #if os(Linux)
+    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u) == 0 else { return 0 }
+    #else
+    guard getrusage(RUSAGE_SELF, &u) == 0 else { return 0 }
+    #endif
+    #if os(Linux)
+    return (u.ru_maxrss + 1023) / 1024
+    #else
+    return (u.ru_maxrss + (1 << 20) - 1) >> 20
+    #endif
+}

@@ -22,6 +22,7 @@ struct Stack: ParsableCommand {
           evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
           evanesco stack tripod/ --align none --merge median -o out.tif --bit-depth 16
           evanesco stack desk/ --align local -o clean.jpg --save-maps maps/
+          evanesco stack square/*.jpg --erase tourist-mask.png -o clean.jpg
         """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
@@ -42,6 +43,8 @@ struct Stack: ParsableCommand {
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
     @Option(help: "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values.")
     var saveMaps: String?
+    @Option(help: "Erase what the merge keeps inside MASK: a picture the size of the result, white where it must go (someone who stood there most of the burst). Those pixels are merged again from the frames that saw behind.")
+    var erase: String?
     @Option(help: "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit).")
     var memoryLimit = (StackOptions().memoryLimit ?? 0) >> 20
     @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir: String?
@@ -89,10 +92,11 @@ struct Stack: ParsableCommand {
             let mapFiles = saveMaps.map { dir in StackMaps.fileNames.map { (dir as NSString).appendingPathComponent($0) } } ?? []
             let mapsDirExists = saveMaps.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue } ?? false
             try AtomicOutput.check(files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
-                                   inputs: inputs + [homographies].compactMap { $0 }, overwrite: force)
+                                   inputs: inputs + [homographies, erase].compactMap { $0 }, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
             var options = try options()
             options.progress = progress.stackCallback
+            options.erase = try erase.map(EraseMask.read)
             if let path = homographies {
                 options.givenHomographies = try StackReport.homographies(from: InputFile.read(path), name: path)
             }
@@ -112,13 +116,7 @@ struct Stack: ParsableCommand {
                                                                                overwrite: force, compression: lossless.compression))
             }
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
-            if let dir = saveMaps, let maps = result.maps {
-                try AtomicOutput.makeFolder(dir)
-                for (name, picture) in maps.pictures() {
-                    try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: force, compression: .fast))
-                }
-                try ReportFile.write(maps.legend(names: result.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"), overwrite: force)
-            }
+            if let dir = saveMaps { try FrameSaver.saveMaps(result, to: dir, overwrite: force) }
             result.timings.total = Date().timeIntervalSince(start)
             if let report {
                 var r = StackReport(result, inputs: inputs, output: output)
@@ -128,23 +126,9 @@ struct Stack: ParsableCommand {
             let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
             try StandardOutput.line(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
                          result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
+            if let erased = result.erase { try StandardOutput.line(erased.description) }
             if let saved { try StandardOutput.line("frames saved in \(saved)") }
             if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }
         }
     }
-}
-
-/// This process's peak resident memory so far, in MB (getrusage: kilobytes on Linux).
-func peakResidentMB() -> Int {
-    var u = rusage()
-    #if os(Linux)
-    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u) == 0 else { return 0 }
-    #else
-    guard getrusage(RUSAGE_SELF, &u) == 0 else { return 0 }
-    #endif
-    #if os(Linux)
-    return (u.ru_maxrss + 1023) / 1024
-    #else
-    return (u.ru_maxrss + (1 << 20) - 1) >> 20
-    #endif
 }

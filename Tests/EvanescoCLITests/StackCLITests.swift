@@ -105,4 +105,38 @@ import EvanescoIO
         r = try CLI.run(["stack", dir, "-o", s.file("o.bmp")])
         #expect(r.status != 0 && r.err.contains(".jpg, .png or .tif"))
     }
+
+    @Test("--erase: a block that stood in 3 of 5 frames is kept by the merge and erased under the mask; a mask of another size is refused")
+    func erasesUnderTheMask() throws {
+        let s = Scratch()
+        let dir = try writeBurst(s)
+        // Paint a red block into frames 1...3, the same place in the scene (frame k is the scene shifted by (-k, k/2)).
+        for k in 1...3 {
+            var f = try ImageCodecs.read(dir + "/frame\(k).png").image.uint8
+            for y in 100..<130 { for x in 120..<160 { f[x - k, y + k / 2, 0] = 230; f[x - k, y + k / 2, 1] = 30; f[x - k, y + k / 2, 2] = 30 } }
+            try ImageCodecs.write(.uint8(f), to: dir + "/frame\(k).png", options: WriteOptions(overwrite: true))
+        }
+        let mask = Image<UInt8>(width: 200, height: 150, channels: 1) { d in
+            for y in 0..<150 { for x in 0..<200 { d[y * 200 + x] = (92..<138).contains(y) && (112..<168).contains(x) ? 255 : 0 } }
+        }
+        try ImageCodecs.write(.uint8(mask), to: s.file("mask.png"))
+        var r = try CLI.run(["stack", dir, "-o", s.file("plain.png"), "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        r = try CLI.run(["stack", dir, "-o", s.file("erased.png"), "--erase", s.file("mask.png"), "--report", s.file("r.json"), "--quiet"])
+        #expect(r.status == 0 && r.out.contains("erase:") && r.out.contains("changed"), "\(r.out) \(r.err)")
+        let plain = try ImageCodecs.read(s.file("plain.png")).image.uint8, erased = try ImageCodecs.read(s.file("erased.png")).image.uint8
+        #expect(plain[140, 115, 0] > 200 && plain[140, 115, 1] < 60, "the merge keeps the block: it is the majority there")
+        #expect(abs(Int(erased[140, 115, 1]) - Int(erased[140, 115, 0]) / 2 - 60) < 12, "the scene shows again (green = 60 + red / 2 in it)")
+        #expect(erased[10, 10, 0] == plain[10, 10, 0] && erased[190, 20, 2] == plain[190, 20, 2], "far from the mask nothing changed")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("r.json")))) as? [String: Any])
+        let erase = try #require(report["erase"] as? [String: Any])
+        #expect((erase["remerged_pixels"] as? Int ?? 0) > 1000 && erase["masked_pixels"] as? Int == 46 * 56 && erase["seam_band"] as? Int == 12, "\(erase)")
+        // A mask of another size: refused, nothing written.
+        try ImageCodecs.write(.uint8(Image<UInt8>(width: 20, height: 20, channels: 1)), to: s.file("small.png"))
+        r = try CLI.run(["stack", dir, "-o", s.file("bad.png"), "--erase", s.file("small.png")])
+        #expect(r.status == 1 && r.err.contains("erase mask is 20x20 but the result is 200x150"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: s.file("bad.png")))
+        r = try CLI.run(["stack", dir, "-o", s.file("mask.png"), "--erase", s.file("mask.png"), "--force"])
+        #expect(r.status != 0, "the output may not overwrite the mask")
+    }
 }

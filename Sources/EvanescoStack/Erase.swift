@@ -1,0 +1,361 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// Where the result must not keep what the plain merge shows (``StackOptions/erase``): a
+/// person who stood in one place for most of the burst, a cup that was moved halfway through.
+/// No per-pixel vote removes those, since at their place they are the majority.
+///
+/// The mask is in the reference frame's pixels, the size of the result.
+public struct EraseMask: Sendable, Equatable {
+    /// Width in pixels (the reference frame's).
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// 1 where the result must not keep what the merge shows, 0 elsewhere, row by row.
+    public let masked: [UInt8]
+
+    /// - Parameters:
+    ///   - width: The reference frame's width.
+    ///   - height: Its height.
+    ///   - masked: `width * height` flags, row by row.
+    public init(width: Int, height: Int, masked: [Bool]) {
+        precondition(width >= 0 && height >= 0 && masked.count == width * height, "mask size")
+        self.width = width; self.height = height
+        self.masked = masked.map { $0 ? 1 : 0 }
+    }
+
+    /// A mask from a picture: masked where it is white, at least half of full scale in its
+    /// brightest colour channel and, with an alpha channel, at least half opaque (a brush stroke
+    /// painted on a transparent layer works as it is).
+    ///
+    /// - Parameter image: A grey, grey + alpha, RGB or RGBA picture.
+    public init(_ image: AnyImage) {
+        let f = image.float32, c = f.channels, colours = c == 2 || c == 4 ? c - 1 : c, half: Float = 0.5
+        var flags = [Bool](repeating: false, count: f.width * f.height)
+        for i in flags.indices {
+            var bright: Float = 0
+            for ch in 0..<colours { bright = max(bright, f.samples[i * c + ch]) }
+            flags[i] = bright >= half && (colours == c || f.samples[i * c + c - 1] >= half)
+        }
+        self.init(width: f.width, height: f.height, masked: flags)
+    }
+
+    /// Reads a mask picture (PNG, TIFF, JPEG...).
+    ///
+    /// - Parameter path: The picture's path.
+    /// - Throws: `ImageIOError` when it cannot be read.
+    public static func read(_ path: String) throws -> EraseMask { EraseMask(try ImageCodecs.read(path).image) }
+
+    /// Masked pixels.
+    public var count: Int { masked.reduce(0) { $0 + Int($1) } }
+
+    /// The smallest rectangle holding every masked pixel, nil when none is.
+    var bounds: (x0: Int, y0: Int, x1: Int, y1: Int)? {
+        var x0 = width, y0 = height, x1 = -1, y1 = -1
+        for y in 0..<height {
+            let row = y * width
+            for x in 0..<width where masked[row + x] != 0 {
+                x0 = min(x0, x); x1 = max(x1, x); y0 = min(y0, y); y1 = max(y1, y)
+            }
+        }
+        return x1 < 0 ? nil : (x0, y0, x1 + 1, y1 + 1)
+    }
+}
+
+/// What the erase pass did (``StackResult/erase``).
+public struct EraseSummary: Sendable, Codable, Equatable {
+    /// Pixels in the mask.
+    public var maskedPixels: Int
+    /// Masked pixels that changed: merged again from the frames that saw behind what the plain
+    /// merge showed, they differ from it by more than the burst's noise.
+    public var remergedPixels: Int
+    /// Masked pixels that stay as the plain merge had them: every frame agreed with it there
+    /// (nothing moved: the background around what was erased), or the frames that disagreed
+    /// did not agree with one another.
+    public var keptPixels: Int { maskedPixels - remergedPixels }
+    /// Frames per changed pixel, on average.
+    public var meanFrames: Double
+    /// The frames (indices in the report) that filled the re-merged pixels, most first, with
+    /// how many pixels each filled.
+    public var frames: [FrameShare]
+    /// Pixels beyond the mask blended into the plain merge, at most this far from it, so that
+    /// no seam shows; beyond it the output is the plain merge's, to the bit.
+    public var seamBand: Int
+
+    /// One frame's part in the re-merged region.
+    public struct FrameShare: Sendable, Codable, Equatable {
+        /// The frame's index in the report.
+        public var index: Int
+        /// Re-merged pixels it was used for (it agreed with the result there).
+        public var pixels: Int
+    }
+
+    /// A sentence for the user.
+    public var description: String {
+        let share = maskedPixels > 0 ? 100 * Double(remergedPixels) / Double(maskedPixels) : 0
+        var s = String(format: "erase: %.1f%% of the %d masked pixels changed, merged again from the frames that saw behind (%.1f frames each",
+                       share, maskedPixels, meanFrames)
+        s += frames.isEmpty ? ")" : ", mostly frames \(frames.prefix(4).map { String($0.index) }.joined(separator: ", ")))"
+        if keptPixels > 0 { s += String(format: "; %.1f%% as merged: nothing else was seen there", 100 - share) }
+        return s
+    }
+}
+
+/// The erase pass over a finished merge.
+///
+/// Inside the mask, each frame is judged over a window of 33 x 33 pixels around each pixel: the
+/// share of the window where it disagrees with the plain merge (by more than the maps'
+/// tolerance). Frames that saw what the merge shows agree almost everywhere; frames that saw
+/// behind it disagree over the object's extent. The two groups are split where the spread of
+/// those shares is widest (Otsu's criterion, per pixel, so one stroke may cover things that left
+/// at different times) and the pixel is merged again, robustly, from the disagreeing group
+/// only; where no such group stands out, or its frames do not agree with one another, the merge
+/// is kept. A band of ``seamBand`` pixels around the mask blends into the plain merge.
+enum Eraser {
+    /// Window half-size (pixels) over which a frame is judged.
+    static let radius = 16
+    /// Pixels beyond the mask that are blended; the issue allows 16.
+    static let seamBand = 12
+    /// The least difference between the two groups' mean shares for a split to count.
+    static let minimumGap: Float = 0.1
+
+    /// Erases the masked region of `plain` (merged from `warpers` with `kernel`).
+    ///
+    /// - Complexity: O(n x A) time and n x A bytes, for n frames and A pixels of the mask's
+    ///   bounding box grown by ``radius`` + ``seamBand``; each frame is sampled there twice.
+    static func apply<S: PixelSample>(_ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
+                                      kernel: any MergeKernel, frameIndex: [Int], maps: inout StackMaps?,
+                                      cancellation: StackCancellation?) throws -> (Image<S>, EraseSummary) {
+        let w = plain.width, h = plain.height, c = plain.channels, n = warpers.count
+        guard let b = mask.bounds else { throw StackError.eraseMaskEmpty }
+        // O: pixels that may change; R: pixels whose disagreement the windows over O read.
+        let ox0 = max(0, b.x0 - seamBand), oy0 = max(0, b.y0 - seamBand), ox1 = min(w, b.x1 + seamBand), oy1 = min(h, b.y1 + seamBand)
+        let rx0 = max(0, ox0 - radius), ry0 = max(0, oy0 - radius), rx1 = min(w, ox1 + radius), ry1 = min(h, oy1 + radius)
+        let rw = rx1 - rx0, rh = ry1 - ry0, ow = ox1 - ox0, oh = oy1 - oy0
+        let weight = seamWeights(mask, x0: ox0, y0: oy0, x1: ox1, y1: oy1)
+        let tileWidth = BurstStacker.tileWidth(frames: n, channels: c)
+        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
+                                   UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
+                                   (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }) }
+        defer { for (tile, merged, _) in buffers.all { tile.deallocate(); merged.deallocate() } }
+
+        /// Samples rows `rows` of columns x0..<x1 of every frame, a tile at a time.
+        func walk(rows: Range<Int>, x0: Int, x1: Int, _ body: (SampleTile, UnsafeMutablePointer<Float>, Int, Int) -> Void) {
+            buffers.borrow { tile, merged, caches in
+                for cache in caches { cache.invalidate() }
+                var s0 = x0
+                while s0 < x1 {
+                    let s1 = min(x1, s0 + tileWidth)
+                    for y in rows where cancellation?.isCancelled != true {
+                        let t = tile.resized(pixels: s1 - s0)
+                        for k in 0..<n {
+                            warpers[k].sampleRow(y: y, x0: s0, x1: s1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
+                        }
+                        body(t, merged, y, s0)
+                    }
+                    s0 = s1
+                }
+            }
+        }
+
+        // Pass 1: where each frame disagrees with the merge (1), agrees (0), or does not reach (2).
+        let verdict = UnsafeMutablePointer<UInt8>.allocate(capacity: n * rw * rh)
+        defer { verdict.deallocate() }
+        let v = UncheckedSendable(verdict)
+        plain.samples.withUnsafeBufferPointer { m in
+            let m = UncheckedSendable(m)
+            StripExecutor.forEachStrip(rows: rh, minimumRows: 8) { local in
+                walk(rows: (local.lowerBound + ry0)..<(local.upperBound + ry0), x0: rx0, x1: rx1) { t, _, y, s0 in
+                    for k in 0..<n {
+                        let row = v.value + k * rw * rh + (y - ry0) * rw + (s0 - rx0)
+                        for p in 0..<t.pixels {
+                            guard t.valid[k * t.pixels + p] != 0 else { row[p] = 2; continue }
+                            var worst: Float = 0
+                            let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
+                            for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
+                            row[p] = worst > tolerance ? 1 : 0
+                        }
+                    }
+                }
+            }
+        }
+        if cancellation?.isCancelled == true { throw StackError.cancelled }
+
+        // Each frame's share of disagreement in the window around each pixel of O, in 1/250ths
+        // (255: the frame does not reach the pixel).
+        let share = UnsafeMutablePointer<UInt8>.allocate(capacity: n * ow * oh)
+        defer { share.deallocate() }
+        let sh = UncheckedSendable(share)
+        StripExecutor.forEachStrip(rows: n, minimumRows: 1) { frames in
+            var against = [Int32](repeating: 0, count: (rw + 1) * (rh + 1)), seen = against
+            for k in frames { windowShares(v.value + k * rw * rh, rw: rw, rh: rh, into: sh.value + k * ow * oh,
+                                           o: (ox0 - rx0, oy0 - ry0, ow, oh), against: &against, seen: &seen) }
+        }
+
+        // Pass 2: merge each pixel again from the frames that disagreed, and blend.
+        let minimumSupport = n < 5 ? 1 : 2
+        var out = plain
+        let tally = LockedBox((remerged: 0, frameSum: 0, filled: [Int](repeating: 0, count: n)))
+        let record = maps.map { _ in (kept: [Int32](repeating: -1, count: ow * oh), provenance: [Int32](repeating: -1, count: ow * oh)) }
+        let recorded = LockedBox(record)
+        out.samples.withUnsafeMutableBufferPointer { dst in
+            let d = UncheckedSendable(dst)
+            StripExecutor.forEachStrip(rows: oh, minimumRows: 8) { local in
+                var order = [(UInt8, Int)](), chosen = [Bool](repeating: false, count: n * tileWidth), agreeing = [Bool](repeating: false, count: n)
+                var remerged = 0, frameSum = 0, filled = [Int](repeating: 0, count: n)
+                var kept: [(Int, Int32, Int32)] = []
+                walk(rows: (local.lowerBound + oy0)..<(local.upperBound + oy0), x0: ox0, x1: ox1) { t, merged, y, s0 in
+                    let oRow = (y - oy0) * ow + (s0 - ox0)
+                    for p in 0..<t.pixels {
+                        for k in 0..<n { chosen[k * t.pixels + p] = false }
+                        guard weight[oRow + p] > 0 else { continue }
+                        order.removeAll(keepingCapacity: true)
+                        for k in 0..<n where sh.value[k * ow * oh + oRow + p] != 255 { order.append((sh.value[k * ow * oh + oRow + p], k)) }
+                        guard let split = otsuSplit(&order) else { continue }
+                        for (_, k) in order[split...] { chosen[k * t.pixels + p] = true }
+                    }
+                    for k in 0..<n { for p in 0..<t.pixels where !chosen[k * t.pixels + p] { t.valid[k * t.pixels + p] = 0 } }
+                    t.countValid()
+                    kernel.merge(t, into: merged)
+                    for p in 0..<t.pixels where t.counts[p * c] > 0 {
+                        // The chosen frames must agree with one another: a consistent view of what is behind.
+                        var support = 0, best = Float.infinity, bestFrame = -1
+                        for k in 0..<n where t.valid[k * t.pixels + p] != 0 {
+                            var worst: Float = 0, dist: Float = 0
+                            for ch in 0..<c {
+                                let e = abs(t.values[k * t.stride + p * c + ch] - merged[p * c + ch])
+                                worst = max(worst, e); dist += e * e
+                            }
+                            if worst <= tolerance { support += 1; agreeing[k] = true } else { agreeing[k] = false }
+                            if dist < best { best = dist; bestFrame = k }
+                        }
+                        guard support >= minimumSupport else { continue }
+                        let a = weight[oRow + p], o = (y * w + s0 + p) * c
+                        var change: Float = 0
+                        for ch in 0..<c {
+                            let m = d.value[o + ch].floatValue
+                            change = max(change, abs(merged[p * c + ch] - m))
+                            d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
+                        }
+                        // Counted where the view behind differs from what the merge showed.
+                        if mask.masked[y * w + s0 + p] != 0 && change > tolerance {
+                            remerged += 1; frameSum += support
+                            for k in 0..<n where t.valid[k * t.pixels + p] != 0 && agreeing[k] { filled[k] += 1 }
+                            kept.append((oRow + p, Int32(support), Int32(frameIndex[bestFrame] + 1)))
+                        }
+                    }
+                }
+                tally.update { $0.remerged += remerged; $0.frameSum += frameSum; for k in 0..<n { $0.filled[k] += filled[k] } }
+                if !kept.isEmpty { recorded.update { r in for (i, s, f) in kept { r?.kept[i] = s; r?.provenance[i] = f } } }
+            }
+        }
+        if cancellation?.isCancelled == true { throw StackError.cancelled }
+        let masked = mask.count, t = tally.value
+        // A few changed pixels (resampling at sharp edges, a passer-by's edge) are no view at
+        // all: what is erased covers far more of a brush stroke than 5 %.
+        guard t.remerged > 0, t.remerged * 20 >= masked else { throw StackError.nothingBehindMask(maskedPixels: masked) }
+        if let r = recorded.value, var m = maps {
+            var keptMap = m.kept, provenanceMap = m.provenance
+            for i in 0..<(ow * oh) where r.kept[i] >= 0 {
+                let x = ox0 + i % ow, y = oy0 + i / ow
+                keptMap.samples[y * w + x] = UInt16(r.kept[i]); provenanceMap.samples[y * w + x] = UInt16(r.provenance[i])
+            }
+            m.kept = keptMap; m.provenance = provenanceMap
+            maps = m
+        }
+        let shares = (0..<n).filter { t.filled[$0] > 0 }.map { EraseSummary.FrameShare(index: frameIndex[$0], pixels: t.filled[$0]) }
+            .sorted { ($0.pixels, -$0.index) > ($1.pixels, -$1.index) }
+        return (out, EraseSummary(maskedPixels: masked, remergedPixels: t.remerged, meanFrames: Double(t.frameSum) / Double(t.remerged),
+                                  frames: shares, seamBand: seamBand))
+    }
+
+    /// Splits `values` (sorted here) into a low and a high group where the between-group spread
+    /// is widest; the index of the first high value, or nil when the groups' means are less
+    /// than ``minimumGap`` apart (nobody saw anything else) or either group is empty.
+    static func otsuSplit(_ values: inout [(UInt8, Int)]) -> Int? {
+        let m = values.count
+        guard m >= 2 else { return nil }
+        values.sort { $0.0 < $1.0 }
+        var total = 0
+        for (s, _) in values { total += Int(s) }
+        var below = 0, best: Double = -1, at = 0
+        for i in 1..<m {
+            below += Int(values[i - 1].0)
+            guard values[i].0 != values[i - 1].0 else { continue }
+            let m0 = Double(below) / Double(i), m1 = Double(total - below) / Double(m - i)
+            let spread = Double(i) * Double(m - i) * (m1 - m0) * (m1 - m0)
+            if spread > best { best = spread; at = i }
+        }
+        guard at > 0 else { return nil }
+        below = 0
+        for i in 0..<at { below += Int(values[i].0) }
+        let gap = (Double(total - below) / Double(m - at) - Double(below) / Double(at)) / 250
+        return gap >= Double(minimumGap) ? at : nil
+    }
+
+    /// One frame's disagreement share in the (2 ``radius`` + 1)-pixel window around each pixel
+    /// of the rectangle `o` (in R's coordinates), clipped to R, from summed-area tables.
+    static func windowShares(_ verdict: UnsafePointer<UInt8>, rw: Int, rh: Int, into share: UnsafeMutablePointer<UInt8>,
+                             o: (x: Int, y: Int, w: Int, h: Int), against: inout [Int32], seen: inout [Int32]) {
+        let stride = rw + 1
+        for y in 0..<rh {
+            var a: Int32 = 0, s: Int32 = 0
+            for x in 0..<rw {
+                let v = verdict[y * rw + x]
+                a += v == 1 ? 1 : 0; s += v != 2 ? 1 : 0
+                against[(y + 1) * stride + x + 1] = against[y * stride + x + 1] + a
+                seen[(y + 1) * stride + x + 1] = seen[y * stride + x + 1] + s
+            }
+        }
+        for y in 0..<o.h {
+            let ry = o.y + y, y0 = max(0, ry - radius), y1 = min(rh, ry + radius + 1)
+            for x in 0..<o.w {
+                let rx = o.x + x
+                guard verdict[ry * rw + rx] != 2 else { share[y * o.w + x] = 255; continue }
+                let x0 = max(0, rx - radius), x1 = min(rw, rx + radius + 1)
+                func box(_ t: [Int32]) -> Int32 { t[y1 * stride + x1] - t[y0 * stride + x1] - t[y1 * stride + x0] + t[y0 * stride + x0] }
+                let n = box(seen)
+                share[y * o.w + x] = n > 0 ? UInt8((250 * Int(box(against)) + Int(n) / 2) / Int(n)) : 0
+            }
+        }
+    }
+
+    /// 1 on the mask, falling smoothly to 0 at ``seamBand`` + 1 pixels from it (chamfer
+    /// distance), over the rectangle x0..<x1, y0..<y1.
+    static func seamWeights(_ mask: EraseMask, x0: Int, y0: Int, x1: Int, y1: Int) -> [Float] {
+        let ow = x1 - x0, oh = y1 - y0, far = Float(seamBand + 1)
+        var d = [Float](repeating: .infinity, count: ow * oh)
+        for y in 0..<oh { for x in 0..<ow where mask.masked[(y + y0) * mask.width + x + x0] != 0 { d[y * ow + x] = 0 } }
+        let diagonal = Float(2).squareRoot()
+        for y in 0..<oh {
+            for x in 0..<ow {
+                var v = d[y * ow + x]
+                if x > 0 { v = min(v, d[y * ow + x - 1] + 1) }
+                if y > 0 {
+                    v = min(v, d[(y - 1) * ow + x] + 1)
+                    if x > 0 { v = min(v, d[(y - 1) * ow + x - 1] + diagonal) }
+                    if x + 1 < ow { v = min(v, d[(y - 1) * ow + x + 1] + diagonal) }
+                }
+                d[y * ow + x] = v
+            }
+        }
+        for y in stride(from: oh - 1, through: 0, by: -1) {
+            for x in stride(from: ow - 1, through: 0, by: -1) {
+                var v = d[y * ow + x]
+                if x + 1 < ow { v = min(v, d[y * ow + x + 1] + 1) }
+                if y + 1 < oh {
+                    v = min(v, d[(y + 1) * ow + x] + 1)
+                    if x + 1 < ow { v = min(v, d[(y + 1) * ow + x + 1] + diagonal) }
+                    if x > 0 { v = min(v, d[(y + 1) * ow + x - 1] + diagonal) }
+                }
+                d[y * ow + x] = v
+            }
+        }
+        return d.map { dist in
+            guard dist < far else { return 0 }
+            let t = 1 - dist / far
+            return t * t * (3 - 2 * t)
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+import EvanescoAlign
+import EvanescoCore
+@testable import EvanescoStack
+
+/// The erase brush on bursts made here: a textured scene, a block that stands still in 6 of
+/// 10 frames (the majority at its place, which every merge keeps), a moving occluder, and noise.
+@Suite struct Erase {
+    static let scene = texturedScene(320, 240)
+    static let shifts: [(Double, Double)] = [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75), (-1, -1.5), (2, 2), (-0.5, 1.25), (1, -2), (-1.5, 0.5)]
+    /// The lingering block, in scene (reference) pixels, and the frames it is in.
+    static let block = (x: 150..<210, y: 120..<170), present = 2...7
+
+    /// The burst: the block is painted in scene coordinates before each frame's shift.
+    static func frames(blockEverywhere: Bool = false) -> [BurstFrame] {
+        var rng = SplitMix(seed: 7)
+        return shifts.enumerated().map { k, s in
+            var scene = Self.scene
+            if blockEverywhere || present.contains(k) {
+                for y in block.y { for x in block.x { for c in 0..<3 { scene[x, y, c] = UInt8((x * 5 + y * 3 + c * 60) % 80 + (c == 0 ? 170 : 20)) } } }
+            }
+            var f = scene.warped(by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height, interpolation: .catmullRom).image
+            // A block crossing the top of the picture, and Gaussian noise of 3 levels.
+            let x0 = 10 + k * 25
+            for y in 20..<50 { for x in x0..<(x0 + 25) where x < f.width { for c in 0..<3 { f[x, y, c] = UInt8(40 + 60 * c) } } }
+            for i in f.samples.indices { f.samples[i] = UInt8(clampingRounded: Float(f.samples[i]) + 3 * rng.gaussian()) }
+            return BurstFrame(name: "f\(k)", image: .uint8(f))
+        }
+    }
+
+    static func options(mask: EraseMask?) -> StackOptions {
+        var o = StackOptions()
+        o.givenHomographies = shifts.map { Homography.translation($0.0, $0.1) }
+        o.collectMaps = true
+        o.erase = mask
+        return o
+    }
+
+    /// The block grown by `margin` pixels.
+    static func blockMask(margin: Int) -> EraseMask {
+        EraseMask(width: 320, height: 240, masked: (0..<(320 * 240)).map { i in
+            let x = i % 320, y = i / 320
+            return x >= block.x.lowerBound - margin && x < block.x.upperBound + margin && y >= block.y.lowerBound - margin && y < block.y.upperBound + margin
+        })
+    }
+
+    static func psnr(_ a: Image<UInt8>, _ b: Image<UInt8>, where inside: (Int, Int) -> Bool) -> Double {
+        var sum = 0.0, n = 0
+        for y in 0..<a.height { for x in 0..<a.width where inside(x, y) { for c in 0..<3 {
+            let d = Double(a[x, y, c]) - Double(b[x, y, c]); sum += d * d; n += 1
+        } } }
+        return 10 * log10(255 * 255 / max(sum / Double(n), 1e-9))
+    }
+
+    @Test func theLingeringBlockIsErasedAndNothingElseChanges() throws {
+        let frames = Self.frames(), mask = Self.blockMask(margin: 8)
+        let plain = try BurstStacker.stack(frames, options: Self.options(mask: nil))
+        let erased = try BurstStacker.stack(frames, options: Self.options(mask: mask))
+        let p = plain.image.uint8, e = erased.image.uint8
+        let inBlock = { (x: Int, y: Int) in Self.block.x.contains(x) && Self.block.y.contains(y) }
+        // The plain merge keeps the block (the majority there); the erased one shows the scene.
+        #expect(Self.psnr(p, Self.scene, where: inBlock) < 20)
+        let inside = Self.psnr(e, Self.scene, where: inBlock)
+        #expect(inside > 38, "PSNR inside the block \(inside) dB")
+        // Beyond the seam band the output is the plain merge's, bit for bit; within it, close.
+        let band = Eraser.seamBand
+        #expect(band <= 16)
+        var changedFar = 0, changedNear = 0
+        for y in 0..<240 { for x in 0..<320 {
+            let dx = max(Self.block.x.lowerBound - 8 - x, x - (Self.block.x.upperBound + 7), 0)
+            let dy = max(Self.block.y.lowerBound - 8 - y, y - (Self.block.y.upperBound + 7), 0)
+            let far = dx * dx + dy * dy > band * band
+            let differs = (0..<3).contains { p[x, y, $0] != e[x, y, $0] }
+            if differs && far { changedFar += 1 }
+            if differs && !far && !mask.masked[y * 320 + x].isMasked { changedNear += 1 }
+        }}
+        #expect(changedFar == 0, "\(changedFar) pixels changed beyond the seam band")
+        #expect(changedNear > 0, "the seam band blends")
+        // The summary and the maps say which frames filled the region: those without the block.
+        let s = try #require(erased.erase)
+        // What changed is the block (3,000 pixels), not the margin around it.
+        #expect(s.maskedPixels == mask.count && s.remergedPixels >= 2_800 && s.remergedPixels <= 3_200, "\(s)")
+        #expect(s.meanFrames >= 3 && s.meanFrames <= 4.01, "\(s)")
+        let clear: Set<Int> = [0, 1, 8, 9]
+        let major = s.frames.filter { $0.pixels * 20 > s.maskedPixels }.map(\.index)
+        #expect(Set(major).isSubset(of: clear) && major.count == 4, "\(s.frames)")
+        let maps = try #require(erased.maps)
+        var fromClear = 0, total = 0
+        for y in Self.block.y { for x in Self.block.x {
+            total += 1
+            if clear.contains(Int(maps.provenance[x, y, 0]) - 1) { fromClear += 1 }
+        }}
+        #expect(fromClear * 100 >= total * 98, "\(total - fromClear) of \(total) block pixels credited to a frame that showed the block")
+        #expect(!s.description.isEmpty && s.description.contains("merged again"))
+    }
+
+    @Test func aMaskOfTheWrongSizeIsRefusedBeforeAlignment() {
+        var o = Self.options(mask: EraseMask(width: 100, height: 100, masked: Array(repeating: true, count: 10_000)))
+        o.givenHomographies = nil
+        let stages = LockedBox(Set<StackStage>())
+        o.progress = { p in stages.update { _ = $0.insert(p.stage) } }
+        #expect(throws: StackError.eraseMaskSize(mask: "100x100", reference: "320x240")) { try BurstStacker.stack(Self.frames(), options: o) }
+        #expect(stages.value.isEmpty, "no stage ran: \(stages.value)")
+        #expect(StackError.eraseMaskSize(mask: "100x100", reference: "320x240").description.contains("at its size"))
+    }
+
+    @Test func aMaskOverWhatEveryFrameShowsIsRefused() {
+        // The block is in every frame: no frame saw behind it.
+        #expect(throws: StackError.nothingBehindMask(maskedPixels: Self.blockMask(margin: 0).count)) {
+            try BurstStacker.stack(Self.frames(blockEverywhere: true), options: Self.options(mask: Self.blockMask(margin: 0)))
+        }
+        #expect(StackError.nothingBehindMask(maskedPixels: 5).description.contains("no frame saw behind"))
+    }
+
+    @Test func anEmptyMaskIsRefused() {
+        let empty = EraseMask(width: 320, height: 240, masked: Array(repeating: false, count: 320 * 240))
+        #expect(throws: SettingError.self) { try Self.options(mask: empty).validate() }
+        #expect(throws: StackError.eraseMaskEmpty) { try BurstStacker.stack(Self.frames(), options: Self.options(mask: empty)) }
+    }
+
+    @Test func aMaskPictureIsWhiteAndOpaque() {
+        // RGBA: white opaque, white transparent, black opaque, grey just above half.
+        let rgba = Image<UInt8>(width: 4, height: 1, channels: 4, samples: [255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 255, 128, 128, 128, 200])
+        #expect(EraseMask(.uint8(rgba)).masked == [1, 0, 0, 1])
+        let grey16 = Image<UInt16>(width: 3, height: 1, channels: 1, samples: [65535, 1000, 40000])
+        #expect(EraseMask(.uint16(grey16)).masked == [1, 0, 1])
+    }
+
+    @Test func otsuSplitsOnlyWhenTwoGroupsStandOut() {
+        var clear: [(UInt8, Int)] = [(3, 0), (180, 1), (2, 2), (5, 3), (170, 4), (4, 5)]
+        let at = Eraser.otsuSplit(&clear)
+        #expect(at == 4 && Set(clear[4...].map(\.1)) == [1, 4])
+        var same: [(UInt8, Int)] = [(3, 0), (9, 1), (2, 2), (12, 3), (6, 4)]
+        #expect(Eraser.otsuSplit(&same) == nil, "a spread of noise is no second group")
+    }
+}
+
+private extension UInt8 { var isMasked: Bool { self != 0 } }
+
+/// A reproducible random source with Gaussian samples (Box-Muller).
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func uniform() -> Float { Float(next() >> 40) / Float(1 << 24) }
+    mutating func gaussian() -> Float {
+        let u = max(uniform(), 1e-7), v = uniform()
+        return (-2 * logf(u)).squareRoot() * cosf(2 * .pi * v)
+    }
+}
