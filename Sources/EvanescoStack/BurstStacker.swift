@@ -552,16 +552,14 @@ public enum BurstStacker {
     /// least 2 % of full scale (the maps' kept count and the erase pass both judge by it).
     static func agreement<S: PixelSample>(_: S.Type, noise: Float) -> Float { max(3 * noise, 0.02 * S.fullScale) }
 
-    /// The erase pass (``StackOptions/erase``) over a finished merge, with the merge's kernel and
-    /// the maps' tolerance; nil summary when no mask was given.
+    /// The erase pass (``StackOptions/erase``) over a finished merge, judging agreement as the
+    /// maps do; nil summary when no mask was given.
     static func erase<S>(_ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, options: StackOptions, maps: inout StackMaps?,
                          frameIndex: [Int]) throws -> (Image<S>, EraseSummary?) {
         guard let mask = options.erase else { return (plain, nil) }
-        let w = plain.width, h = plain.height, c = plain.channels
-        var (kernel, s) = makeKernel(warpers, width: w, height: h, channels: c, options: options, afterBand: nil)
-        s = sigma ?? s ?? estimateNoise(warpers, width: w, height: h, channels: c, network: SortingNetwork(size: warpers.count))
-        let tolerance = agreement(S.self, noise: s ?? 0)
-        let (image, summary) = try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: tolerance, kernel: kernel,
+        let noise = sigma ?? estimateNoise(warpers, width: plain.width, height: plain.height, channels: plain.channels,
+                                           network: SortingNetwork(size: warpers.count))
+        let (image, summary) = try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
                                                 frameIndex: frameIndex, maps: &maps, cancellation: options.cancellation)
         return (image, summary)
     }

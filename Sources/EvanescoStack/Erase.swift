@@ -63,12 +63,78 @@ public struct EraseMask: Sendable, Equatable {
     }
 }
 
+/// A stroke of a round brush over the result (the studio's erase brush): a path of points in
+/// the reference frame's pixels, painted with a disc of ``radius`` pixels.
+public struct EraseStroke: Sendable, Codable, Equatable {
+    /// The path, `[x, y]` each (pixel centres at whole numbers); one point paints a disc.
+    public var points: [[Double]]
+    /// The brush's radius in pixels.
+    public var radius: Double
+
+    /// - Parameters:
+    ///   - points: The path, `[x, y]` each.
+    ///   - radius: The brush's radius in pixels.
+    public init(points: [[Double]], radius: Double) { self.points = points; self.radius = radius }
+
+    /// The brush's radius.
+    public static let radiusLimits = NumericSetting("brush radius", 0.5...2_000, default: 24, unit: "pixels")
+    /// Points in one stroke, at most.
+    public static let maximumPoints = 2_000
+
+    /// Checks the radius, that there are 1 to ``maximumPoints`` points of two finite numbers each.
+    ///
+    /// - Throws: `SettingError` naming the brush radius or the stroke.
+    public func validate() throws(SettingError) {
+        try Self.radiusLimits.check(radius)
+        guard (1...Self.maximumPoints).contains(points.count) else {
+            throw SettingError(setting: "stroke", detail: "has \(points.count) points; it must have 1 to \(Self.maximumPoints)")
+        }
+        for p in points where p.count != 2 || !p.allSatisfy({ $0.isFinite && abs($0) <= 1e6 }) {
+            throw SettingError(setting: "stroke", detail: "has a point \(p) that is not [x, y] in pixels")
+        }
+    }
+}
+
+extension EraseMask {
+    /// The mask the strokes paint, each a round brush dragged along its path.
+    ///
+    /// - Parameters:
+    ///   - width: The result's width.
+    ///   - height: Its height.
+    ///   - strokes: The strokes; one that fails ``EraseStroke/validate()`` paints nothing.
+    public init(width: Int, height: Int, strokes: [EraseStroke]) {
+        var flags = [Bool](repeating: false, count: width * height)
+        // (A stroke that does not validate paints nothing, rather than trap on a NaN.)
+        for stroke in strokes where (try? stroke.validate()) != nil {
+            let r = stroke.radius, pts = stroke.points
+            for i in 0..<pts.count {
+                let a = pts[i], b = pts[min(i + 1, pts.count - 1)]
+                let x0 = max(0, Int((min(a[0], b[0]) - r).rounded(.down))), x1 = min(width - 1, Int((max(a[0], b[0]) + r).rounded(.up)))
+                let y0 = max(0, Int((min(a[1], b[1]) - r).rounded(.down))), y1 = min(height - 1, Int((max(a[1], b[1]) + r).rounded(.up)))
+                guard x0 <= x1, y0 <= y1 else { continue }
+                let dx = b[0] - a[0], dy = b[1] - a[1], length2 = dx * dx + dy * dy
+                for y in y0...y1 {
+                    for x in x0...x1 {
+                        // Distance from the pixel centre to the segment a-b.
+                        let px = Double(x) - a[0], py = Double(y) - a[1]
+                        let t = length2 > 0 ? min(1, max(0, (px * dx + py * dy) / length2)) : 0
+                        let ex = px - t * dx, ey = py - t * dy
+                        if ex * ex + ey * ey <= r * r { flags[y * width + x] = true }
+                    }
+                }
+            }
+        }
+        self.init(width: width, height: height, masked: flags)
+    }
+}
+
 /// What the erase pass did (``StackResult/erase``).
 public struct EraseSummary: Sendable, Codable, Equatable {
     /// Pixels in the mask.
     public var maskedPixels: Int
     /// Masked pixels that changed: merged again from the frames that saw behind what the plain
-    /// merge showed, they differ from it by more than the burst's noise.
+    /// merge showed, they differ from it by more than twice the agreement tolerance (6 x the
+    /// burst's noise, at least 4 % of full scale).
     public var remergedPixels: Int
     /// Masked pixels that stay as the plain merge had them: every frame agreed with it there
     /// (nothing moved: the background around what was erased), or the frames that disagreed
@@ -109,9 +175,11 @@ public struct EraseSummary: Sendable, Codable, Equatable {
 /// tolerance). Frames that saw what the merge shows agree almost everywhere; frames that saw
 /// behind it disagree over the object's extent. The two groups are split where the spread of
 /// those shares is widest (Otsu's criterion, per pixel, so one stroke may cover things that left
-/// at different times) and the pixel is merged again, robustly, from the disagreeing group
-/// only; where no such group stands out, or its frames do not agree with one another, the merge
-/// is kept. A band of ``seamBand`` pixels around the mask blends into the plain merge.
+/// at different times). The pixel is then merged again from the largest group of the
+/// disagreeing frames that agree with one another (a passer-by among them is left out, however
+/// many frames it spans, since it shows different things in each); where no such group of two
+/// stands out, the merge is kept. A band of ``seamBand`` pixels around the mask blends into the
+/// plain merge.
 enum Eraser {
     /// Window half-size (pixels) over which a frame is judged.
     static let radius = 16
@@ -120,12 +188,12 @@ enum Eraser {
     /// The least difference between the two groups' mean shares for a split to count.
     static let minimumGap: Float = 0.1
 
-    /// Erases the masked region of `plain` (merged from `warpers` with `kernel`).
+    /// Erases the masked region of `plain` (merged from `warpers`).
     ///
     /// - Complexity: O(n x A) time and n x A bytes, for n frames and A pixels of the mask's
     ///   bounding box grown by ``radius`` + ``seamBand``; each frame is sampled there twice.
     static func apply<S: PixelSample>(_ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
-                                      kernel: any MergeKernel, frameIndex: [Int], maps: inout StackMaps?,
+                                      frameIndex: [Int], maps: inout StackMaps?,
                                       cancellation: StackCancellation?) throws -> (Image<S>, EraseSummary) {
         let w = plain.width, h = plain.height, c = plain.channels, n = warpers.count
         guard let b = mask.bounds else { throw StackError.eraseMaskEmpty }
@@ -202,35 +270,29 @@ enum Eraser {
         out.samples.withUnsafeMutableBufferPointer { dst in
             let d = UncheckedSendable(dst)
             StripExecutor.forEachStrip(rows: oh, minimumRows: 8) { local in
-                var order = [(UInt8, Int)](), chosen = [Bool](repeating: false, count: n * tileWidth), agreeing = [Bool](repeating: false, count: n)
+                var order = [(UInt8, Int)](), chosen = [Int](), members = [Int]()
                 var remerged = 0, frameSum = 0, filled = [Int](repeating: 0, count: n)
                 var kept: [(Int, Int32, Int32)] = []
                 walk(rows: (local.lowerBound + oy0)..<(local.upperBound + oy0), x0: ox0, x1: ox1) { t, merged, y, s0 in
                     let oRow = (y - oy0) * ow + (s0 - ox0)
-                    for p in 0..<t.pixels {
-                        for k in 0..<n { chosen[k * t.pixels + p] = false }
-                        guard weight[oRow + p] > 0 else { continue }
+                    for p in 0..<t.pixels where weight[oRow + p] > 0 {
                         order.removeAll(keepingCapacity: true)
-                        for k in 0..<n where sh.value[k * ow * oh + oRow + p] != 255 { order.append((sh.value[k * ow * oh + oRow + p], k)) }
-                        guard let split = otsuSplit(&order) else { continue }
-                        for (_, k) in order[split...] { chosen[k * t.pixels + p] = true }
-                    }
-                    for k in 0..<n { for p in 0..<t.pixels where !chosen[k * t.pixels + p] { t.valid[k * t.pixels + p] = 0 } }
-                    t.countValid()
-                    kernel.merge(t, into: merged)
-                    for p in 0..<t.pixels where t.counts[p * c] > 0 {
-                        // The chosen frames must agree with one another: a consistent view of what is behind.
-                        var support = 0, best = Float.infinity, bestFrame = -1
-                        for k in 0..<n where t.valid[k * t.pixels + p] != 0 {
-                            var worst: Float = 0, dist: Float = 0
-                            for ch in 0..<c {
-                                let e = abs(t.values[k * t.stride + p * c + ch] - merged[p * c + ch])
-                                worst = max(worst, e); dist += e * e
-                            }
-                            if worst <= tolerance { support += 1; agreeing[k] = true } else { agreeing[k] = false }
-                            if dist < best { best = dist; bestFrame = k }
+                        for k in 0..<n where sh.value[k * ow * oh + oRow + p] != 255 && t.valid[k * t.pixels + p] != 0 {
+                            order.append((sh.value[k * ow * oh + oRow + p], k))
                         }
-                        guard support >= minimumSupport else { continue }
+                        guard let split = otsuSplit(&order) else { continue }
+                        // What stayed and then left (or came and stayed) held its place over one
+                        // run of frames: the frames that agree with the merge span little more
+                        // than their number. Behind it: the disagreeing frames before or after
+                        // that run (those within it saw someone passing in front).
+                        var first = n, last = -1
+                        for (_, k) in order[..<split] { first = min(first, k); last = max(last, k) }
+                        guard split * 4 >= (last - first + 1) * 3 else { continue }
+                        chosen.removeAll(keepingCapacity: true)
+                        for (_, k) in order[split...] where k < first || k > last { chosen.append(k) }
+                        // What is behind: the largest group of the chosen frames that agree with one another.
+                        let group = largestAgreeingGroup(chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
+                        guard group >= minimumSupport else { continue }
                         let a = weight[oRow + p], o = (y * w + s0 + p) * c
                         var change: Float = 0
                         for ch in 0..<c {
@@ -238,11 +300,13 @@ enum Eraser {
                             change = max(change, abs(merged[p * c + ch] - m))
                             d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
                         }
-                        // Counted where the view behind differs from what the merge showed.
-                        if mask.masked[y * w + s0 + p] != 0 && change > tolerance {
-                            remerged += 1; frameSum += support
-                            for k in 0..<n where t.valid[k * t.pixels + p] != 0 && agreeing[k] { filled[k] += 1 }
-                            kept.append((oRow + p, Int32(support), Int32(frameIndex[bestFrame] + 1)))
+                        // Counted where the view behind differs clearly from what the merge
+                        // showed (by twice what agreement allows: resampling a sharp edge at
+                        // another sub-pixel phase moves a value by about that much).
+                        if mask.masked[y * w + s0 + p] != 0 && change > 2 * tolerance {
+                            remerged += 1; frameSum += group
+                            for k in members { filled[k] += 1 }
+                            kept.append((oRow + p, Int32(group), Int32(frameIndex[members[0]] + 1)))
                         }
                     }
                 }
@@ -268,6 +332,55 @@ enum Eraser {
             .sorted { ($0.pixels, -$0.index) > ($1.pixels, -$1.index) }
         return (out, EraseSummary(maskedPixels: masked, remergedPixels: t.remerged, meanFrames: Double(t.frameSum) / Double(t.remerged),
                                   frames: shares, seamBand: seamBand))
+    }
+
+    /// Among `frames` at `pixel` of `t`: the frame with the most others within `tolerance` x
+    /// sqrt(2) of it (two noisy samples differ by sqrt(2) times one's noise), ties going to the
+    /// tighter group; its group is then taken again around the group's mean. Writes that mean
+    /// to `out` and the group's frames, the one nearest the mean first, to `members`.
+    ///
+    /// - Returns: The group's size.
+    /// - Complexity: O(m^2 c) for m frames and c channels.
+    static func largestAgreeingGroup(_ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
+                                     members: inout [Int]) -> Int {
+        let c = t.channels, pairTolerance = tolerance * Float(2).squareRoot()
+        @inline(__always) func sample(_ k: Int) -> UnsafeMutablePointer<Float> { t.values + k * t.stride + p * c }
+        var bestCount = 0, bestSpread = Float.infinity, centre = -1
+        for i in frames {
+            var count = 0, spread: Float = 0
+            for j in frames {
+                var worst: Float = 0
+                for ch in 0..<c { worst = max(worst, abs(sample(i)[ch] - sample(j)[ch])) }
+                if worst <= pairTolerance { count += 1; spread += worst }
+            }
+            if count > bestCount || (count == bestCount && spread < bestSpread) { bestCount = count; bestSpread = spread; centre = i }
+        }
+        guard centre >= 0 else { return 0 }
+        // The group around the centre frame, then around the group's mean.
+        var mean = [Float](repeating: 0, count: c)
+        for pass in 0..<2 {
+            var sum = [Float](repeating: 0, count: c), n = 0
+            for j in frames {
+                var worst: Float = 0
+                for ch in 0..<c { worst = max(worst, abs(sample(j)[ch] - (pass == 0 ? sample(centre)[ch] : mean[ch]))) }
+                guard worst <= (pass == 0 ? pairTolerance : tolerance) else { continue }
+                for ch in 0..<c { sum[ch] += sample(j)[ch] }
+                n += 1
+            }
+            guard n > 0 else { break }
+            for ch in 0..<c { mean[ch] = sum[ch] / Float(n) }
+        }
+        members.removeAll(keepingCapacity: true)
+        var nearest = Float.infinity
+        for j in frames {
+            var worst: Float = 0, dist: Float = 0
+            for ch in 0..<c { let e = abs(sample(j)[ch] - mean[ch]); worst = max(worst, e); dist += e * e }
+            guard worst <= tolerance else { continue }
+            members.append(j)
+            if dist < nearest { nearest = dist; members.swapAt(0, members.count - 1) }
+        }
+        for ch in 0..<c { out[ch] = mean[ch] }
+        return members.count
     }
 
     /// Splits `values` (sorted here) into a low and a high group where the between-group spread
@@ -357,5 +470,52 @@ enum Eraser {
             let t = 1 - dist / far
             return t * t * (3 - 2 * t)
         }
+    }
+}
+
+extension BurstStacker {
+    /// Erases `mask` from a finished stack without merging the burst again: only the mask's
+    /// region (grown by the seam band and the judging window) is sampled, so a brush stroke is
+    /// answered in a fraction of the stack's time. What ``StackOptions/erase`` does during a stack.
+    ///
+    /// - Parameters:
+    ///   - mask: Where the result must not keep what the plain merge shows, at the result's size.
+    ///   - plain: The stack to erase from, as ``stack(_:options:)`` returned it for `frames`
+    ///     (with no mask: erasing twice is erasing the union of the masks once).
+    ///   - frames: The frames that were stacked, in the same order.
+    ///   - interpolation: The interpolation the stack used (``StackOptions/interpolation``).
+    /// - Returns: `plain` with the erased image, ``StackResult/erase`` and its maps updated.
+    /// - Throws: ``StackError/eraseMaskSize(mask:reference:)``, ``StackError/eraseMaskEmpty``,
+    ///   ``StackError/nothingBehindMask(maskedPixels:)``, or ``StackError/channelMismatch(frame:)``
+    ///   when `frames` are not the frames of `plain`.
+    public static func erase(_ mask: EraseMask, from plain: StackResult, frames: [BurstFrame],
+                             interpolation: Interpolation = StackOptions().interpolation) throws -> StackResult {
+        let w = plain.image.width, h = plain.image.height
+        guard mask.width == w, mask.height == h else { throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(w)x\(h)") }
+        guard frames.count == plain.frames.count else { throw StackError.noUsableInput(reasons: ["the frames given are not the frames that were stacked"]) }
+        for f in frames where f.image.width != w || f.image.height != h || f.image.channels != plain.image.channels {
+            throw StackError.channelMismatch(frame: f.name)
+        }
+        let start = Date()
+        let used = plain.frames.filter(\.used).map(\.index)
+        let eightBit: Bool = if case .uint8 = plain.image { true } else { false }
+        let source = BurstFrameSource(names: frames.map(\.name), width: w, height: h, channels: plain.image.channels, eightBit: eightBit,
+                                      referenceMetadata: plain.referenceMetadata, memory: frames, spill: nil, slots: [])
+        var options = StackOptions()
+        options.erase = mask
+        var r = plain
+        let homographies = used.map { plain.frames[$0].homography }
+        let fields = used.map { $0 < plain.localFields.count ? plain.localFields[$0] : nil }
+        if eightBit {
+            let e = try erase(source.samplers(used, homographies, fields, interpolation, as: UInt8.self), plain.image.uint8,
+                              sigma: plain.noiseSigma, options: options, maps: &r.maps, frameIndex: used)
+            r.image = .uint8(e.0); r.erase = e.1
+        } else {
+            let e = try erase(source.samplers(used, homographies, fields, interpolation, as: UInt16.self), plain.image.uint16,
+                              sigma: plain.noiseSigma, options: options, maps: &r.maps, frameIndex: used)
+            r.image = .uint16(e.0); r.erase = e.1
+        }
+        r.timings.erase = Date().timeIntervalSince(start)
+        return r
     }
 }

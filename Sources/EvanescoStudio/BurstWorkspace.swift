@@ -22,9 +22,15 @@ final class BurstStudioSession: Sendable {
     let state = LockedBox(Stacked?.none)
 
     struct Stacked: Sendable {
+        /// What is shown: the stack, with the erase strokes erased from it.
         var result: StackResult
         var pictures: [String: AnyImage]
         var previews: [String: [UInt8]]
+        /// The stack as merged, before any stroke, and the options it was stacked with.
+        var plain: StackResult
+        var options: StackOptions
+        /// The erase brush's strokes, oldest first.
+        var strokes: [EraseStroke] = []
     }
 
     var count: Int { info.count }
@@ -134,11 +140,30 @@ final class BurstWorkspace: Sendable {
         /// "memory", or "temporary file" for a burst over the memory limit, and that file's size.
         var framesHeld: String
         var spilledBytes: Int?
+        /// The erase brush: strokes erased from the result, and what the last pass did.
+        var strokes: Int
+        var erase: EraseSummary?
     }
 
     static let pictureNames = ["result", "reference", "kept", "provenance", "shift", "legend"]
 
+    /// The result and its maps, by the names the image route takes.
+    static func pictures(of result: StackResult) -> [String: AnyImage] {
+        var pictures: [String: AnyImage] = ["result": result.image]
+        for (name, image) in result.maps?.pictures() ?? [] {
+            switch name {
+            case "kept.png": pictures["kept"] = image
+            case "provenance.png": pictures["provenance"] = image
+            case "local-shift.png": pictures["shift"] = image
+            case "provenance-legend.png": pictures["legend"] = image
+            default: break
+            }
+        }
+        return pictures
+    }
+
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
+        addEraseRoutes(router)
         router.post("/api/burst/open") { request, _ -> Response in
             let ref = try await decodeBody(request, as: FileRef.self)
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
@@ -179,19 +204,9 @@ final class BurstWorkspace: Sendable {
                 o.progress = { job.progress($0) }
                 s.state.update { $0 = nil }
                 let (result, reference) = try s.stack(o)
-                var pictures: [String: AnyImage] = ["result": result.image, "reference": reference]
-                if let maps = result.maps {
-                    for (name, image) in maps.pictures() {
-                        switch name {
-                        case "kept.png": pictures["kept"] = image
-                        case "provenance.png": pictures["provenance"] = image
-                        case "local-shift.png": pictures["shift"] = image
-                        case "provenance-legend.png": pictures["legend"] = image
-                        default: break
-                        }
-                    }
-                }
-                s.state.update { $0 = BurstStudioSession.Stacked(result: result, pictures: pictures, previews: [:]) }
+                var pictures = Self.pictures(of: result)
+                pictures["reference"] = reference
+                s.state.update { $0 = BurstStudioSession.Stacked(result: result, pictures: pictures, previews: [:], plain: result, options: asked) }
             }
             return try jsonResponse(["job": job.id])
         }
@@ -203,7 +218,8 @@ final class BurstWorkspace: Sendable {
                                            reference: r.referenceIndex, noiseSigma: r.noiseSigma, timings: r.timings.rounded,
                                            notices: r.notices.map(\.description), width: r.image.width, height: r.image.height,
                                            legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
-                                           framesHeld: r.spilledBytes == nil ? "memory" : "temporary file", spilledBytes: r.spilledBytes))
+                                           framesHeld: r.spilledBytes == nil ? "memory" : "temporary file", spilledBytes: r.spilledBytes,
+                                           strokes: st.strokes.count, erase: r.erase))
         }
         // A picture of the result: preview size (cached) or full size (for 1:1).
         router.get("/api/burst/:id/image") { request, context -> Response in

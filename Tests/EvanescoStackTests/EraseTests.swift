@@ -127,6 +127,36 @@ import EvanescoCore
         #expect(EraseMask(.uint16(grey16)).masked == [1, 0, 1])
     }
 
+    @Test("Erasing a finished stack gives what stacking with the mask gives, to the bit")
+    func erasingAfterwardsIsErasingDuring() throws {
+        let frames = Self.frames(), mask = Self.blockMask(margin: 4)
+        let plain = try BurstStacker.stack(frames, options: Self.options(mask: nil))
+        let during = try BurstStacker.stack(frames, options: Self.options(mask: mask))
+        let after = try BurstStacker.erase(mask, from: plain, frames: frames)
+        #expect(after.image == during.image && after.erase == during.erase)
+        #expect(after.maps?.provenance == during.maps?.provenance && after.maps?.kept == during.maps?.kept)
+        #expect(throws: StackError.eraseMaskSize(mask: "4x4", reference: "320x240")) {
+            try BurstStacker.erase(EraseMask(width: 4, height: 4, masked: Array(repeating: true, count: 16)), from: plain, frames: frames)
+        }
+    }
+
+    @Test func strokesPaintDiscsAndCapsules() throws {
+        let disc = EraseMask(width: 100, height: 100, strokes: [EraseStroke(points: [[50, 50]], radius: 10)])
+        #expect(abs(Double(disc.count) - Double.pi * 100) < 12, "\(disc.count)")
+        // A horizontal stroke of length 40, radius 5: a 40 x 11 band plus two half discs.
+        let capsule = EraseMask(width: 100, height: 100, strokes: [EraseStroke(points: [[30, 50], [70, 50]], radius: 5)])
+        #expect(abs(Double(capsule.count) - (40 * 11 + Double.pi * 25)) < 12, "\(capsule.count)")
+        #expect(capsule.masked[50 * 100 + 50] == 1 && capsule.masked[50 * 100 + 80] == 0 && capsule.masked[44 * 100 + 50] == 0)
+        // Strokes that do not validate paint nothing (and do not trap).
+        for bad in [EraseStroke(points: [[.nan, 3]], radius: 5), EraseStroke(points: [[3, 3]], radius: .infinity),
+                    EraseStroke(points: [[1e300, 3]], radius: 5), EraseStroke(points: [], radius: 5)] {
+            #expect(throws: SettingError.self) { try bad.validate() }
+            #expect(EraseMask(width: 10, height: 10, strokes: [bad]).count == 0)
+        }
+        // Off the picture: clipped.
+        #expect(EraseMask(width: 10, height: 10, strokes: [EraseStroke(points: [[-50, -50], [200, 200]], radius: 2)]).count > 10)
+    }
+
     @Test func otsuSplitsOnlyWhenTwoGroupsStandOut() {
         var clear: [(UInt8, Int)] = [(3, 0), (180, 1), (2, 2), (5, 3), (170, 4), (4, 5)]
         let at = Eraser.otsuSplit(&clear)

@@ -15,7 +15,11 @@ export class BurstWorkspace {
     this.q('split-slider').addEventListener('input', () => this.split());
     this.q('map-select').addEventListener('change', () => this.showPictures());
     this.q('zoom-button').addEventListener('click', () => { this.zoomed = !this.zoomed; this.showPictures(); });
+    this.q('erase-button').addEventListener('click', () => this.setErasing(!this.erasing));
+    this.q('undo-button').addEventListener('click', () => this.undoStroke());
+    this.erasing = false;
     this.setUpPan();
+    this.setUpBrush();
   }
 
   async open(entry) {
@@ -35,6 +39,10 @@ export class BurstWorkspace {
     for (const id of ['result-image', 'before-image']) { const img = this.q(id); img.removeAttribute('src'); }
     for (const id of ['download-jpeg', 'download-png16', 'download-tiff']) { this.q(id).classList.add('disabled'); this.q(id).removeAttribute('href'); }
     this.q('zoom-button').disabled = true;
+    this.setErasing(false);
+    this.q('erase-button').disabled = true;
+    this.q('undo-button').disabled = true;
+    this.q('erase-status').textContent = '';
     this.q('map-legend').hidden = true;
     this.q('burst-report').textContent = '';
     this.q('stack-progress').textContent = '';
@@ -139,6 +147,8 @@ export class BurstWorkspace {
       a.classList.remove('disabled');
     }
     this.q('zoom-button').disabled = false;
+    this.q('erase-button').disabled = false;
+    this.q('undo-button').disabled = !r.strokes;
     await this.showPictures();
     setStatus(`stacked ${r.usedFrames} frames`);
   }
@@ -168,10 +178,90 @@ export class BurstWorkspace {
     this.q('result-image').style.clipPath = `inset(0 0 0 ${v}%)`;
   }
 
+  /** The erase brush: on, the result takes strokes instead of pans (and shows whole, not split). */
+  setErasing(on) {
+    this.erasing = on;
+    const button = this.q('erase-button');
+    button.setAttribute('aria-pressed', String(on));
+    button.textContent = on ? 'Erase brush: on' : 'Erase brush';
+    this.q('brush-canvas').hidden = !on;
+    if (on) { this.q('map-select').value = 'result'; this.q('split-slider').value = 0; this.split(); this.showPictures(); }
+  }
+
+  /** Paint a stroke (a red trace at the brush's size); on release it is erased from the result. */
+  setUpBrush() {
+    const canvas = this.q('brush-canvas');
+    let stroke = null;
+    const scale = () => (this.report ? this.report.width / canvas.clientWidth : 1);
+    const at = (ev) => { const r = canvas.getBoundingClientRect(); return [(ev.clientX - r.left) * scale(), (ev.clientY - r.top) * scale()]; };
+    const draw = () => {
+      const ctx = canvas.getContext('2d');
+      ctx.clearRect(0, 0, canvas.width, canvas.height);
+      if (!stroke) return;
+      const k = canvas.width / (this.report ? this.report.width : canvas.width);
+      ctx.strokeStyle = ctx.fillStyle = 'rgba(255, 40, 40, 0.5)';
+      ctx.lineWidth = 2 * stroke.radius * k; ctx.lineCap = ctx.lineJoin = 'round';
+      ctx.beginPath();
+      stroke.points.forEach(([x, y], i) => (i ? ctx.lineTo(x * k, y * k) : ctx.moveTo(x * k, y * k)));
+      if (stroke.points.length === 1) { ctx.arc(stroke.points[0][0] * k, stroke.points[0][1] * k, stroke.radius * k, 0, 2 * Math.PI); ctx.fill(); } else ctx.stroke();
+    };
+    canvas.addEventListener('pointerdown', (ev) => {
+      if (!this.erasing || this.erasingNow) return;
+      canvas.width = canvas.clientWidth; canvas.height = canvas.clientHeight;
+      // The brush size is in screen pixels, as it is painted; the stroke is sent in the result's.
+      stroke = { points: [at(ev)], radius: Number(this.q('brush-size').value) / 2 * scale() };
+      canvas.setPointerCapture(ev.pointerId);
+      draw();
+    });
+    canvas.addEventListener('pointermove', (ev) => {
+      if (!stroke) return;
+      const p = at(ev), last = stroke.points[stroke.points.length - 1];
+      if (Math.hypot(p[0] - last[0], p[1] - last[1]) < Math.max(1, stroke.radius / 4) || stroke.points.length >= 2000) return;
+      stroke.points.push(p);
+      draw();
+    });
+    const release = () => { if (!stroke) return; const s = stroke; stroke = null; this.eraseStroke(s).finally(draw); };
+    canvas.addEventListener('pointerup', release);
+    canvas.addEventListener('pointercancel', () => { stroke = null; draw(); });
+  }
+
+  async eraseStroke(stroke) {
+    showError(null);
+    this.erasingNow = true;
+    const pressed = performance.now();
+    this.q('erase-status').textContent = 'erasing…';
+    try {
+      const r = await api(`/api/burst/${this.session}/erase`, { method: 'POST', body: stroke });
+      await this.afterErase(r, pressed);
+    } catch (err) {
+      this.q('erase-status').textContent = '';
+      showError(err.message);
+    } finally { this.erasingNow = false; }
+  }
+
+  async undoStroke() {
+    showError(null);
+    const pressed = performance.now();
+    try { await this.afterErase(await api(`/api/burst/${this.session}/erase/undo`, { method: 'POST' }), pressed); } catch (err) { showError(err.message); }
+  }
+
+  async afterErase(r, pressed) {
+    this.report = await api(`/api/burst/${this.session}/report`);
+    await this.showPictures();
+    const shown = performance.now() - pressed;
+    this.root.dataset.eraseShownMs = shown.toFixed(0);
+    this.q('undo-button').disabled = !r.strokes;
+    const e = r.erase;
+    this.q('erase-status').textContent = !r.strokes ? 'no strokes: the merge as stacked'
+      : `${r.strokes} stroke${r.strokes === 1 ? '' : 's'} erased: ${(100 * e.remergedPixels / e.maskedPixels).toFixed(1)}% of ${e.maskedPixels} painted pixels changed, `
+        + `from ${e.meanFrames.toFixed(1)} frames each (${seconds(r.seconds)}, shown after ${seconds(shown / 1000)})`;
+    setStatus(`${r.strokes} erase stroke${r.strokes === 1 ? '' : 's'}`);
+  }
+
   setUpPan() {
     const viewer = this.q('burst-viewer');
     let drag = null;
-    viewer.addEventListener('pointerdown', (ev) => { if (!this.zoomed) return; drag = { x: ev.clientX, y: ev.clientY, l: viewer.scrollLeft, t: viewer.scrollTop }; viewer.setPointerCapture(ev.pointerId); });
+    viewer.addEventListener('pointerdown', (ev) => { if (!this.zoomed || this.erasing) return; drag = { x: ev.clientX, y: ev.clientY, l: viewer.scrollLeft, t: viewer.scrollTop }; viewer.setPointerCapture(ev.pointerId); });
     viewer.addEventListener('pointermove', (ev) => { if (!drag) return; viewer.scrollLeft = drag.l - (ev.clientX - drag.x); viewer.scrollTop = drag.t - (ev.clientY - drag.y); });
     viewer.addEventListener('pointerup', () => { drag = null; });
   }

@@ -1,0 +1,72 @@
+import EvanescoCore
+import EvanescoStack
+import Foundation
+import Hummingbird
+
+/// The erase brush: strokes painted over the result are erased from it (``BurstStacker/erase(_:from:frames:interpolation:)``
+/// in EvanescoStack), one stroke at a time, each undoable. The stack's own result is kept, so
+/// every stroke erases the union of the strokes from it: undo is erasing one stroke fewer.
+extension BurstStudioSession {
+    /// Erases the union of `strokes` from the plain result (none: the plain result again), and
+    /// makes that the shown result.
+    func erase(_ strokes: [EraseStroke]) throws -> StackResult {
+        guard let st = state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+        let plain = st.plain
+        var result = plain
+        if !strokes.isEmpty {
+            let mask = EraseMask(width: plain.image.width, height: plain.image.height, strokes: strokes)
+            if let frames {
+                result = try BurstStacker.erase(mask, from: plain, frames: frames, interpolation: st.options.interpolation)
+            } else {
+                // A burst over the memory limit is stacked again from its files, with the same registrations.
+                var o = st.options
+                o.erase = mask
+                o.memoryLimit = memoryLimit
+                o.givenHomographies = plain.frames.map(\.homography)
+                result = try BurstStacker.stack(contentsOf: files, options: o)
+            }
+        }
+        state.update { s in
+            guard s != nil else { return }
+            s!.result = result
+            s!.strokes = strokes
+            s!.pictures.merge(BurstWorkspace.pictures(of: result)) { $1 }
+            for key in Array(s!.previews.keys) where key.hasPrefix("result") || key.hasPrefix("kept") || key.hasPrefix("provenance") {
+                s!.previews[key] = nil
+            }
+        }
+        return result
+    }
+}
+
+extension BurstWorkspace {
+    /// What a stroke or an undo answers: how many strokes are erased now and what the pass did.
+    struct Erased: Codable {
+        var strokes: Int
+        var erase: EraseSummary?
+        var seconds: Double
+    }
+
+    func addEraseRoutes(_ router: Router<BasicRequestContext>) {
+        // A stroke: {"points": [[x, y], ...], "radius": r}, in the result's pixels.
+        router.post("/api/burst/:id/erase") { request, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            let stroke = try await decodeBody(request, as: EraseStroke.self)
+            try validateSettings(["brush radius": "radius", "stroke": "points"]) { () throws(SettingError) in try stroke.validate() }
+            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            let strokes = st.strokes + [stroke]
+            let start = Date()
+            let r = try await libraryCall(self.lane) { try s.erase(strokes) }
+            return try jsonResponse(Erased(strokes: strokes.count, erase: r.erase, seconds: Date().timeIntervalSince(start)))
+        }
+        router.post("/api/burst/:id/erase/undo") { _, context -> Response in
+            let s = try self.sessions.get(context.parameters.get("id"))
+            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            guard !st.strokes.isEmpty else { throw HTTPError(.conflict, message: "there is no stroke to undo") }
+            let strokes = Array(st.strokes.dropLast())
+            let start = Date()
+            let r = try await libraryCall(self.lane) { try s.erase(strokes) }
+            return try jsonResponse(Erased(strokes: strokes.count, erase: r.erase, seconds: Date().timeIntervalSince(start)))
+        }
+    }
+}
