@@ -268,6 +268,73 @@ struct StudioBrowser {
 }
 
 extension StudioBrowser {
+    /// The erase brush as a photographer uses it: stack a burst in which a block stood in 3 of
+    /// 5 frames (the merge keeps it), switch the brush on, paint over the block, see it gone
+    /// within a second of releasing; undo brings it back. With EVANESCO_SCREENSHOTS=DIR, the
+    /// README's before and after pictures.
+    @Test("The erase brush in chromium: paint over what stood still, it is gone within a second; undo")
+    func eraseBrushInChromium() async throws {
+        let s = Scratch()
+        try FileManager.default.createDirectory(atPath: s.file("photos/square"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: s.file("tmp"), withIntermediateDirectories: true)
+        for k in 0..<5 {
+            var f = StudioData.frame(20, width: 480, height: 320)   // (its square is off the picture: nothing moves)
+            if (1...3).contains(k) { for y in 150..<250 { for x in 280..<340 { f[x, y, 0] = 200; f[x, y, 1] = 40; f[x, y, 2] = 30 } } }
+            try ImageCodecs.write(.uint8(f), to: s.file("photos/square/f\(k).png"))
+        }
+        let studio = try StudioProcess([s.file("photos")], tmp: s.file("tmp"))
+        let url = String(studio.url.dropFirst("studio: ".count))
+        let shots = ProcessInfo.processInfo.environment["EVANESCO_SCREENSHOTS"]
+        let browser: WebDriver
+        do { browser = try await WebDriver() } catch {
+            _ = studio.interrupt()
+            throw error
+        }
+        let red = """
+            const img = document.querySelector('[data-testid=result-image]');
+            const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+            const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+            let worst = -255;
+            for (const x of [283, 310, 337]) { const d = g.getImageData(x, 200, 1, 1).data; worst = Math.max(worst, d[0] - d[1]); }
+            return worst;
+            """
+        do {
+            try await browser.open(url)
+            try await browser.wait("document.body.dataset.ready === 'true'", what: "the file list")
+            try await browser.click("[data-testid=file-item][data-path=square]")
+            try await browser.wait("document.querySelectorAll('[data-testid=frame-item]').length === 5", what: "the frame strip")
+            try await browser.click("[data-testid=stack-button]")
+            try await browser.wait("document.querySelector('[data-testid=stack-progress]').textContent === 'done' && !document.querySelector('[data-testid=erase-button]').disabled",
+                                   seconds: 120, what: "the stacked result")
+            try await browser.wait("document.querySelector('[data-testid=result-image]').naturalWidth === 480", what: "the result picture")
+            #expect(try await browser.run(red) as? Int ?? 0 > 100, "the merge keeps the block: 3 of 5 frames")
+            try await browser.click("[data-testid=erase-button]")
+            try await browser.wait("!document.querySelector('[data-testid=brush-canvas]').hidden", what: "the brush")
+            if let shots { try await browser.screenshot(to: shots + "/studio-erase-before.png") }
+            // Paint down the block with a brush wider than it, as a photographer would: some 20 points.
+            try await browser.run("const b = document.querySelector('[data-testid=brush-size]'); b.value = 90; b.dispatchEvent(new Event('input'));")
+            let path = (0...20).map { i in (310.0 / 480, (140.0 + 6 * Double(i)) / 320) }
+            try await browser.stroke("[data-testid=brush-canvas]", through: path, milliseconds: 600)
+            try await browser.wait("document.querySelector('[data-testid=erase-status]').textContent.includes('1 stroke erased')", seconds: 30, what: "the erased result")
+            try await browser.wait("document.querySelector('[data-testid=result-image]').complete", what: "the new picture")
+            let shown = Double(try await browser.run("return document.querySelector('[data-testid=workspace-burst]').dataset.eraseShownMs || '-1';") as? String ?? "-1") ?? -1
+            #expect(shown >= 0 && shown < 1000, "the erased result was shown \(shown) ms after the release")
+            #expect(try await browser.run(red) as? Int ?? 255 < 40, "the block is gone")
+            if let shots { try await browser.screenshot(to: shots + "/studio-erase-after.png") }
+            try await browser.click("[data-testid=undo-button]")
+            try await browser.wait("document.querySelector('[data-testid=erase-status]').textContent.includes('no strokes')", what: "the undo")
+            try await browser.wait("document.querySelector('[data-testid=result-image]').complete", what: "the picture again")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await browser.run(red) as? Int ?? 0 > 100, "undo brings the block back")
+        } catch {
+            await browser.quit()
+            _ = studio.interrupt()
+            throw error
+        }
+        await browser.quit()
+        #expect(studio.interrupt().status == 0)
+    }
+
     /// Chromium decodes the PNGs we write, at every setting, to the pixels written: a picture
     /// large enough for many pieces (1200 x 800 RGB: 11 IDAT chunks joined into one zlib stream),
     /// handed to the page as bytes and drawn through createImageBitmap into a canvas.

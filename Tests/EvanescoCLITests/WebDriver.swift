@@ -168,6 +168,23 @@ final class WebDriver: @unchecked Sendable {
         _ = try await value("DELETE", "/actions")
     }
 
+    /// A stroke with the mouse over an element: press at the first point, move through the
+    /// others (fractions of its width and height) over `milliseconds`, release.
+    func stroke(_ css: String, through points: [(Double, Double)], milliseconds: Int) async throws {
+        let id = try await find(css)
+        let rect = try await value("GET", "/element/\(id)/rect") as? [String: Any] ?? [:]
+        let w = rect["width"] as? Double ?? 100, h = rect["height"] as? Double ?? 100
+        let origin = ["element-6066-11e4-a52e-4f735466cecf": id]
+        func move(_ p: (Double, Double), _ ms: Int) -> [String: Any] {
+            ["type": "pointerMove", "duration": ms, "origin": origin, "x": Int((p.0 - 0.5) * w), "y": Int((p.1 - 0.5) * h)]
+        }
+        var actions: [[String: Any]] = [move(points[0], 0), ["type": "pointerDown", "button": 0]]
+        for p in points.dropFirst() { actions.append(move(p, milliseconds / max(1, points.count - 1))) }
+        actions.append(["type": "pointerUp", "button": 0])
+        _ = try await value("POST", "/actions", ["actions": [["type": "pointer", "id": "mouse", "parameters": ["pointerType": "mouse"], "actions": actions]]])
+        _ = try await value("DELETE", "/actions")
+    }
+
     /// Clicks at a fraction of an element's size.
     func click(_ css: String, at x: Double, _ y: Double) async throws {
         let id = try await find(css)
