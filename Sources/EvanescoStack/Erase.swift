@@ -175,10 +175,12 @@ public struct EraseSummary: Sendable, Codable, Equatable {
 /// tolerance). Frames that saw what the merge shows agree almost everywhere; frames that saw
 /// behind it disagree over the object's extent. The two groups are split where the spread of
 /// those shares is widest (Otsu's criterion, per pixel, so one stroke may cover things that left
-/// at different times). The pixel is then merged again from the largest group of the
-/// disagreeing frames that agree with one another (a passer-by among them is left out, however
-/// many frames it spans, since it shows different things in each); where no such group of two
-/// stands out, the merge is kept. A band of ``seamBand`` pixels around the mask blends into the
+/// at different times). What stood still held its place over one run of frames, so the frames
+/// that agree with the merge must span little more than their number (else the merge shows the
+/// background, seen between passers-by, and is kept); the frames that saw behind it are the
+/// disagreeing ones before that run or after it. The pixel takes the mean of the largest group of
+/// those that agree with one another (a passer-by among them is left out); where no such group
+/// of two stands out, the merge is kept. Frames are taken in the burst's order as its time order. A band of ``seamBand`` pixels around the mask blends into the
 /// plain merge.
 enum Eraser {
     /// Window half-size (pixels) over which a frame is judged.

@@ -3,7 +3,7 @@ import EvanescoStack
 import Foundation
 import Hummingbird
 
-/// The erase brush: strokes painted over the result are erased from it (``BurstStacker/erase(_:from:frames:interpolation:)``
+/// The erase brush: strokes painted over the result are erased from it (`BurstStacker.erase`
 /// in EvanescoStack), one stroke at a time, each undoable. The stack's own result is kept, so
 /// every stroke erases the union of the strokes from it: undo is erasing one stroke fewer.
 extension BurstStudioSession {

@@ -34,8 +34,6 @@ final class StudioCatalog: @unchecked Sendable {
     let uploadsIndex: Int
     private let lock = NSLock()
     private var depthCache: [String: Bool] = [:]
-    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif"]
-    static let videoExtensions: Set<String> = ["mp4", "mov", "avi", "mkv", "webm", "m4v"]
     static let depthCarriers: Set<String> = ["jpg", "jpeg", "heic", "heif"]
     static let maxEntries = 5000
     static let maxDepth = 4
@@ -60,8 +58,8 @@ final class StudioCatalog: @unchecked Sendable {
 
     static func kind(ofFile name: String) -> String? {
         let ext = (name as NSString).pathExtension.lowercased()
-        if imageExtensions.contains(ext) { return "image" }
-        if videoExtensions.contains(ext) { return "video" }
+        if ImageFormat.fileExtensions.contains(ext) { return "image" }
+        if VideoIO.fileExtensions.contains(ext) { return "video" }
         return nil
     }
 

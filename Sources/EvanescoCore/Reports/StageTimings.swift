@@ -15,7 +15,7 @@ public struct StageTimings: Sendable, Codable, Equatable {
     public var merge: Double?
     /// Wall time of the fused, tile-by-tile warp and merge.
     public var warpMerge: Double?
-    /// Merging the erase mask's region again (``StackOptions/erase`` in EvanescoStack).
+    /// Merging the erase mask's region again (`StackOptions.erase` in EvanescoStack).
     public var erase: Double?
     /// Normalising the depth map and choosing the focus (portrait).
     public var normalize: Double?

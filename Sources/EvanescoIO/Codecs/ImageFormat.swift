@@ -7,6 +7,10 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         switch self { case .jpeg: "JPEG"; case .png: "PNG"; case .heif: "HEIF"; case .tiff: "TIFF" }
     }
 
+    /// The file extensions of the image files read (a folder's frames, a file panel's images);
+    /// what is read is decided by the bytes, these only pick files out of a folder.
+    public static let fileExtensions: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif"]
+
     /// Format for an output path by its extension.
     public static func forOutput(extension ext: String) -> ImageFormat? {
         switch ext.lowercased() {

@@ -53,7 +53,7 @@ public final class ImageFileReader: FrameReader {
 
     /// A folder (its image files by extension, sorted by name, hidden files ignored) or one file.
     public convenience init(path: String) throws {
-        let exts: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif", "pfm"]
+        let exts = ImageFormat.fileExtensions.union(["pfm"])
         var files = try InputFile.expand([path])
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
@@ -247,8 +247,8 @@ public final class RawFrameWriter: FrameWriter {
 
 /// A video file through ffmpeg.
 public final class VideoFrameWriter: FrameWriter {
-    /// The output extensions written as a video (anything else that is not an image is a folder of frames).
-    public static let extensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
+    /// The output extensions written as a video (``VideoIO/fileExtensions``).
+    public static let extensions = VideoIO.fileExtensions
     let path: String, fps: Double, overwrite: Bool
     var writer: VideoWriter?
     public private(set) var written = 0

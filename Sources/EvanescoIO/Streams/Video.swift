@@ -94,6 +94,11 @@ final class ErrorCollector: @unchecked Sendable {
 
 /// Videos through ffmpeg and ffprobe subprocesses: probing, frame extraction, sniffing.
 public enum VideoIO {
+    /// The file extensions of the video containers read and written through ffmpeg: what a
+    /// file panel lists as a video, and the outputs written as one (anything else that is not
+    /// an image is a folder of frames).
+    public static let fileExtensions: Set<String> = ["mp4", "mkv", "mov", "m4v", "avi", "webm"]
+
     /// True when the file's bytes say video container rather than an image.
     public static func isVideo(_ path: String) -> Bool {
         // A FIFO or a device would block the read below (a FIFO until a writer comes): only
