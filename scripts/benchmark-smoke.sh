@@ -27,3 +27,4 @@ run stack-memory Benchmarks/stack-memory.sh motorcycle-handheld 1 64
 run backdrop Benchmarks/backdrop-vs-anchor.sh 1
 run build-vs-build Benchmarks/build-vs-build.sh .build/release .build/release 1
 run erase-family Benchmarks/erase-family.sh graffiti 1 0.6
+run parallax-family Benchmarks/parallax-family.sh motorcycle 4 1

@@ -151,14 +151,16 @@ public enum BurstStacker {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt8.self)
             let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
                           bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            let e = try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
+            let e = options.erase == nil ? (r.0, nil)
+                : try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
             result = (.uint8(e.0), r.1)
             eraseSummary = e.1
         } else {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt16.self)
             let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
                           bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            let e = try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
+            let e = options.erase == nil ? (r.0, nil)
+                : try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
             result = (.uint16(e.0), r.1)
             eraseSummary = e.1
         }
