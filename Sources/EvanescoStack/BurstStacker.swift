@@ -147,22 +147,24 @@ public enum BurstStacker {
         // each, so the resident part of the file stays at one band of every frame.
         let band = source.bandRows(frames: used.count, limit: options.memoryLimit)
         var eraseSummary: EraseSummary?
+        /// Merges at sample type S, then erases the mask's region (``StackOptions/erase``) if one was given.
+        func mergeAndErase<S: PixelSample>(as type: S.Type) throws -> (Image<S>, Float?) {
+            let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: S.self)
+            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
+                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
+            guard let mask = options.erase else { return r }
+            let e = try timings.measure(\.erase) {
+                try erase(mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation)
+            }
+            eraseSummary = e.1
+            return (e.0, r.1)
+        }
         if source.eightBit {
-            let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt8.self)
-            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
-                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            let e = options.erase == nil ? (r.0, nil)
-                : try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
-            result = (.uint8(e.0), r.1)
-            eraseSummary = e.1
+            let r = try mergeAndErase(as: UInt8.self)
+            result = (.uint8(r.0), r.1)
         } else {
-            let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: UInt16.self)
-            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
-                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
-            let e = options.erase == nil ? (r.0, nil)
-                : try timings.measure(\.erase) { try erase(warpers, r.0, sigma: r.1, options: options, maps: &maps, frameIndex: used) }
-            result = (.uint16(e.0), r.1)
-            eraseSummary = e.1
+            let r = try mergeAndErase(as: UInt16.self)
+            result = (.uint16(r.0), r.1)
         }
         // Warping and merging run fused, tile by tile; their wall time is split by their shares
         // of the threads' time.
@@ -554,16 +556,15 @@ public enum BurstStacker {
     /// least 2 % of full scale (the maps' kept count and the erase pass both judge by it).
     static func agreement<S: PixelSample>(_: S.Type, noise: Float) -> Float { max(3 * noise, 0.02 * S.fullScale) }
 
-    /// The erase pass (``StackOptions/erase``) over a finished merge, judging agreement as the
-    /// maps do; nil summary when no mask was given.
-    static func erase<S>(_ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, options: StackOptions, maps: inout StackMaps?,
-                         frameIndex: [Int]) throws -> (Image<S>, EraseSummary?) {
-        guard let mask = options.erase else { return (plain, nil) }
+    /// The erase pass (``StackOptions/erase``) over a finished merge of `warpers`, judging
+    /// agreement as the maps do (with the merge's noise estimate, or a new one when the merge
+    /// made none).
+    static func erase<S>(_ mask: EraseMask, _ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, maps: inout StackMaps?,
+                         frameIndex: [Int], cancellation: StackCancellation?) throws -> (Image<S>, EraseSummary) {
         let noise = sigma ?? estimateNoise(warpers, width: plain.width, height: plain.height, channels: plain.channels,
                                            network: SortingNetwork(size: warpers.count))
-        let (image, summary) = try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
-                                                frameIndex: frameIndex, maps: &maps, cancellation: options.cancellation)
-        return (image, summary)
+        return try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
+                                frameIndex: frameIndex, maps: &maps, cancellation: cancellation)
     }
 
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each

@@ -488,35 +488,36 @@ extension BurstStacker {
     ///   - interpolation: The interpolation the stack used (``StackOptions/interpolation``).
     /// - Returns: `plain` with the erased image, ``StackResult/erase`` and its maps updated.
     /// - Throws: ``StackError/eraseMaskSize(mask:reference:)``, ``StackError/eraseMaskEmpty``,
-    ///   ``StackError/nothingBehindMask(maskedPixels:)``, or ``StackError/channelMismatch(frame:)``
-    ///   when `frames` are not the frames of `plain`.
+    ///   ``StackError/nothingBehindMask(maskedPixels:)``; ``StackError/sizeMismatch(frame:size:reference:referenceSize:)``,
+    ///   ``StackError/channelMismatch(frame:)`` or ``StackError/noUsableInput(reasons:)`` when `frames` are not
+    ///   the frames of `plain`.
     public static func erase(_ mask: EraseMask, from plain: StackResult, frames: [BurstFrame],
                              interpolation: Interpolation = StackOptions().interpolation) throws -> StackResult {
         let w = plain.image.width, h = plain.image.height
         guard mask.width == w, mask.height == h else { throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(w)x\(h)") }
         guard frames.count == plain.frames.count else { throw StackError.noUsableInput(reasons: ["the frames given are not the frames that were stacked"]) }
-        for f in frames where f.image.width != w || f.image.height != h || f.image.channels != plain.image.channels {
-            throw StackError.channelMismatch(frame: f.name)
+        for f in frames {
+            if f.image.width != w || f.image.height != h {
+                throw StackError.sizeMismatch(frame: f.name, size: "\(f.image.width)x\(f.image.height)", reference: "the result", referenceSize: "\(w)x\(h)")
+            }
+            if f.image.channels != plain.image.channels { throw StackError.channelMismatch(frame: f.name) }
         }
         let start = Date()
         let used = plain.frames.filter(\.used).map(\.index)
         let eightBit: Bool = if case .uint8 = plain.image { true } else { false }
         let source = BurstFrameSource(names: frames.map(\.name), width: w, height: h, channels: plain.image.channels, eightBit: eightBit,
                                       referenceMetadata: plain.referenceMetadata, memory: frames, spill: nil, slots: [])
-        var options = StackOptions()
-        options.erase = mask
         var r = plain
         let homographies = used.map { plain.frames[$0].homography }
         let fields = used.map { $0 < plain.localFields.count ? plain.localFields[$0] : nil }
-        if eightBit {
-            let e = try erase(source.samplers(used, homographies, fields, interpolation, as: UInt8.self), plain.image.uint8,
-                              sigma: plain.noiseSigma, options: options, maps: &r.maps, frameIndex: used)
-            r.image = .uint8(e.0); r.erase = e.1
-        } else {
-            let e = try erase(source.samplers(used, homographies, fields, interpolation, as: UInt16.self), plain.image.uint16,
-                              sigma: plain.noiseSigma, options: options, maps: &r.maps, frameIndex: used)
-            r.image = .uint16(e.0); r.erase = e.1
+        /// Erases at sample type S, from the frames as the stack sampled them.
+        func erase<S: PixelSample>(_ image: Image<S>) throws -> Image<S> {
+            let e = try BurstStacker.erase(mask, source.samplers(used, homographies, fields, interpolation, as: S.self), image,
+                                           sigma: plain.noiseSigma, maps: &r.maps, frameIndex: used, cancellation: nil)
+            r.erase = e.1
+            return e.0
         }
+        r.image = eightBit ? .uint8(try erase(plain.image.uint8)) : .uint16(try erase(plain.image.uint16))
         r.timings.erase = Date().timeIntervalSince(start)
         return r
     }
