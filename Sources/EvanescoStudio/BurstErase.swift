@@ -7,10 +7,14 @@ import Hummingbird
 /// in EvanescoStack), one stroke at a time, each undoable. The stack's own result is kept, so
 /// every stroke erases the union of the strokes from it: undo is erasing one stroke fewer.
 extension BurstStudioSession {
-    /// Erases the union of `strokes` from the plain result (none: the plain result again), and
-    /// makes that the shown result.
-    func erase(_ strokes: [EraseStroke]) throws -> StackResult {
+    /// Changes the strokes with `change` (given the current ones; run on the burst's lane, so
+    /// a stroke and an undo arriving together apply one after the other), erases their union
+    /// from the plain result (none: the plain result again) and makes that the shown result.
+    ///
+    /// - Returns: The shown result and the number of strokes in it.
+    func erase(_ change: ([EraseStroke]) throws -> [EraseStroke]) throws -> (result: StackResult, strokes: Int) {
         guard let st = state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+        let strokes = try change(st.strokes)
         let plain = st.plain
         var result = plain
         if !strokes.isEmpty {
@@ -35,7 +39,7 @@ extension BurstStudioSession {
                 s!.previews[key] = nil
             }
         }
-        return result
+        return (result, strokes.count)
     }
 }
 
@@ -53,20 +57,20 @@ extension BurstWorkspace {
             let s = try self.sessions.get(context.parameters.get("id"))
             let stroke = try await decodeBody(request, as: EraseStroke.self)
             try validateSettings(["brush radius": "radius", "stroke": "points"]) { () throws(SettingError) in try stroke.validate() }
-            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
-            let strokes = st.strokes + [stroke]
             let start = Date()
-            let r = try await libraryCall(self.lane) { try s.erase(strokes) }
-            return try jsonResponse(Erased(strokes: strokes.count, erase: r.erase, seconds: Date().timeIntervalSince(start)))
+            let r = try await libraryCall(self.lane) { try s.erase { $0 + [stroke] } }
+            return try jsonResponse(Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
         }
         router.post("/api/burst/:id/erase/undo") { _, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
-            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
-            guard !st.strokes.isEmpty else { throw HTTPError(.conflict, message: "there is no stroke to undo") }
-            let strokes = Array(st.strokes.dropLast())
             let start = Date()
-            let r = try await libraryCall(self.lane) { try s.erase(strokes) }
-            return try jsonResponse(Erased(strokes: strokes.count, erase: r.erase, seconds: Date().timeIntervalSince(start)))
+            let r = try await libraryCall(self.lane) {
+                try s.erase { strokes in
+                    guard !strokes.isEmpty else { throw HTTPError(.conflict, message: "there is no stroke to undo") }
+                    return Array(strokes.dropLast())
+                }
+            }
+            return try jsonResponse(Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
         }
     }
 }
