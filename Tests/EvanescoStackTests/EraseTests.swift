@@ -153,6 +153,33 @@ import EvanescoCore
             #expect(throws: SettingError.self) { try bad.validate() }
             #expect(EraseMask(width: 10, height: 10, strokes: [bad]).count == 0)
         }
+        // Random strokes: exactly the pixels whose centre is within the radius of the path.
+        var noise = GaussianNoise(seed: 3)
+        for _ in 0..<20 {
+            let radius = Double(1 + 30 * noise.uniform())
+            var points: [[Double]] = []
+            for _ in 0..<(1 + Int(6 * noise.uniform())) {
+                let x = Double(-20 + 140 * noise.uniform()), y = Double(-20 + 110 * noise.uniform())
+                points.append([x, y])
+            }
+            let stroke = EraseStroke(points: points, radius: radius)
+            var expected = [UInt8](repeating: 0, count: 100 * 80)
+            for y in 0..<80 { for x in 0..<100 {
+                for i in 0..<points.count {
+                    let a = points[i], b = points[min(i + 1, points.count - 1)]
+                    let dx: Double = b[0] - a[0], dy: Double = b[1] - a[1], px: Double = Double(x) - a[0], py: Double = Double(y) - a[1]
+                    let length2: Double = dx * dx + dy * dy
+                    let t: Double = length2 > 0 ? min(1, max(0, (px * dx + py * dy) / length2)) : 0
+                    let ex: Double = px - t * dx, ey: Double = py - t * dy
+                    if ex * ex + ey * ey <= radius * radius { expected[y * 100 + x] = 1 }
+                }
+            }}
+            #expect(EraseMask(width: 100, height: 80, strokes: [stroke]).masked == expected, "\(stroke)")
+        }
+        // The most a request may ask: 2,000 points of the largest brush (painted run by run, not pixel by pixel).
+        let path: [[Double]] = (0..<2_000).map { (i: Int) -> [Double] in [Double(i % 40) * 50, Double(i / 40) * 30] }
+        let big = EraseStroke(points: path, radius: 2_000)
+        #expect(EraseMask(width: 2_000, height: 1_500, strokes: [big]).count == 3_000_000)
         // Off the picture: clipped.
         #expect(EraseMask(width: 10, height: 10, strokes: [EraseStroke(points: [[-50, -50], [200, 200]], radius: 2)]).count > 10)
     }
