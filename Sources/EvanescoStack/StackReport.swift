@@ -46,7 +46,7 @@ public struct StackReport: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices, framesHeld, spilledBytes, erase
         case peakResidentMB
-        case times = "times_s"
+        case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
 
     /// The report of `result`.

@@ -126,23 +126,22 @@ final class BurstWorkspace: Sendable {
     }
     struct FrameInfo: Codable { var index: Int; var name: String; var width: Int; var height: Int }
     struct StackRequest: Codable { var reference: Int?; var align: String?; var merge: String? }
-    struct Report: Codable {
-        var frames: [FrameReport]
-        var usedFrames: Int
-        var merge: String
-        var align: String
-        var reference: Int
-        var noiseSigma: Float?
-        var timings: StageTimings
-        var notices: [String]
-        var width: Int, height: Int
+    /// The stack's report as the page reads it: the library's ``StackReport`` (the same keys as
+    /// `evanesco stack --report`), and beside its keys what only the studio has: the provenance
+    /// legend and how many brush strokes are erased.
+    struct Report: Encodable {
+        var stack: StackReport
         var legend: StackMaps.Legend?
-        /// "memory", or "temporary file" for a burst over the memory limit, and that file's size.
-        var framesHeld: String
-        var spilledBytes: Int?
-        /// The erase brush: strokes erased from the result, and what the last pass did.
         var strokes: Int
-        var erase: EraseSummary?
+
+        enum StudioKeys: String, CodingKey { case legend, strokes }
+
+        func encode(to encoder: Encoder) throws {
+            try stack.encode(to: encoder)
+            var c = encoder.container(keyedBy: StudioKeys.self)
+            try c.encodeIfPresent(legend, forKey: .legend)
+            try c.encode(strokes, forKey: .strokes)
+        }
     }
 
     static let pictureNames = ["result", "reference", "kept", "provenance", "shift", "legend"]
@@ -214,12 +213,9 @@ final class BurstWorkspace: Sendable {
             let s = try self.sessions.get(context.parameters.get("id"))
             guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
             let r = st.result
-            return try jsonResponse(Report(frames: r.frames, usedFrames: r.usedFrames, merge: r.merge.rawValue, align: r.align.rawValue,
-                                           reference: r.referenceIndex, noiseSigma: r.noiseSigma, timings: r.timings.rounded,
-                                           notices: r.notices.map(\.description), width: r.image.width, height: r.image.height,
+            return try jsonResponse(Report(stack: StackReport(r, inputs: [s.source.path], output: nil),
                                            legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
-                                           framesHeld: r.spilledBytes == nil ? "memory" : "temporary file", spilledBytes: r.spilledBytes,
-                                           strokes: st.strokes.count, erase: r.erase))
+                                           strokes: st.strokes.count))
         }
         // A picture of the result: preview size (cached) or full size (for 1:1).
         router.get("/api/burst/:id/image") { request, context -> Response in

@@ -96,7 +96,7 @@ final class StudioJob: Sendable {
             while true {
                 let (events, finished) = self.events(from: next)
                 for e in events {
-                    let json = String(decoding: try JSONEncoder().encode(e), as: UTF8.self)
+                    let json = try ReportJSON.line(e)
                     try await writer.write(ByteBuffer(string: "event: \(e.type)\ndata: \(json)\n\n"))
                 }
                 next += events.count

@@ -351,12 +351,10 @@ func oneLine(_ error: Error) -> String {
     String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " ")
 }
 
+/// A JSON answer, in the one convention of every report (``ReportJSON``: snake_case keys, sorted).
 func jsonResponse<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-    let e = JSONEncoder()
-    e.outputFormatting = [.sortedKeys]
-    e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-    return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: try e.encode(value))))
+    Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+             body: .init(byteBuffer: ByteBuffer(bytes: try ReportJSON.encode(value))))
 }
 
 func imageResponse(_ bytes: [UInt8], type: String, headers extra: HTTPFields = [:]) -> Response {
@@ -432,7 +430,7 @@ func libraryCall<T: Sendable>(_ lane: WorkLane, _ work: @escaping @Sendable () t
 /// Decodes a JSON body of at most 64 KB.
 func decodeBody<T: Decodable>(_ request: Request, as type: T.Type) async throws -> T {
     let body = try await request.body.collect(upTo: 65536)
-    do { return try JSONDecoder().decode(T.self, from: Data(buffer: body)) } catch {
+    do { return try ReportJSON.decoder().decode(T.self, from: Data(buffer: body)) } catch {
         throw HTTPError(.badRequest, message: "the request body is not the JSON expected (\(oneLine(error)))")
     }
 }

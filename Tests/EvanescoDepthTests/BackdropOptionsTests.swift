@@ -1,4 +1,5 @@
 import EvanescoCore
+import Foundation
 import Testing
 @testable import EvanescoDepth
 
@@ -35,5 +36,20 @@ struct BackdropOptionsTests {
         ok.blurRadius = 0
         ok.subject = .point(x: 0, y: 0)
         #expect(throws: Never.self) { try ok.validate() }
+    }
+}
+
+@Suite("Depth reports in the report convention")
+struct DepthReportJSONTests {
+    @Test("A backdrop frame's report is written with snake_case keys (times_s) and read back the same")
+    func backdropFrameReportRoundTrips() throws {
+        var times = StageTimings()
+        times.mask = 0.004; times.effect = 0.002
+        let report = BackdropFrameReport(frame: 3, subject: .nearestRegion(percent: 5, fallback: nil), subjectDepth: 0.8,
+                                         cutoff: 1.05, face: nil, faceHeldFromFrame: 1, times: times)
+        let bytes = try ReportJSON.encode(report)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains("\"times_s\"") && text.contains("\"subject_depth\"") && text.contains("\"face_held_from_frame\""), "\(text)")
+        #expect(try ReportJSON.decoder().decode(BackdropFrameReport.self, from: Data(bytes)) == report)
     }
 }

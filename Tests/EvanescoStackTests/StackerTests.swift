@@ -139,6 +139,8 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         #expect(obj["frames_used"] as? Int == 4 && (obj["times_s"] as? [String: Double])?["warp_merge"] != nil)
         let frame1 = try #require((obj["frames"] as? [[String: Any]])?[1])
         #expect((frame1["homography"] as? [[Double]])?.count == 3 && frame1["status"] as? String == "aligned")
+        // Read back whole with the report decoder: the same report (times_s included).
+        #expect(try ReportJSON.decoder().decode(StackReport.self, from: Data(bytes)) == StackReport(r, inputs: ["a"], output: "o.png"))
         let back = try StackReport.homographies(from: bytes, name: "report")
         #expect(back.count == 4)
         for i in 0..<4 { #expect(back[i] == r.frames[i].homography) }

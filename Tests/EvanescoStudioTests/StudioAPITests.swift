@@ -341,10 +341,14 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             #expect(events.first == "queued" && events.contains("started") && events.contains("progress") && events.last == "done", "\(events)")
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
                 let o = json(r.body)
-                #expect(o["usedFrames"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median", "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
-                #expect((o["legend"] as? [String: Any])?["mergedFrames"] as? Int == 3)
-                #expect(o["framesHeld"] as? String == (throughAFile ? "temporary file" : "memory"))
-                #expect((o["spilledBytes"] as? Int ?? 0) >= (throughAFile ? 3 * 192 * 128 * 3 : 0))
+                #expect(o["frames_used"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median", "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
+                #expect((o["legend"] as? [String: Any])?["merged_frames"] as? Int == 3)
+                #expect(o["frames_held"] as? String == (throughAFile ? "temporary file" : "memory"))
+                #expect((o["spilled_bytes"] as? Int ?? 0) >= (throughAFile ? 3 * 192 * 128 * 3 : 0))
+                // The library's report itself, as `evanesco stack --report` writes it.
+                let report = try ReportJSON.decoder().decode(StackReport.self, from: Data(buffer: r.body))
+                #expect(report.tool == "evanesco stack" && report.framesUsed == 3 && report.frames.count == 3 && report.times.align != nil)
+                #expect((o["times_s"] as? [String: Any])?["align"] is Double && o["strokes"] as? Int == 0)
             }
             // The download is the library's result, sample for sample.
             var options = StackOptions()
@@ -405,7 +409,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 return json(r.body)
             }
             let session = o["session"] as! String
-            #expect(o["width"] as? Int == 320 && o["previewWidth"] as? Int == 160 && o["previewHeight"] as? Int == 120)
+            #expect(o["width"] as? Int == 320 && o["preview_width"] as? Int == 160 && o["preview_height"] as? Int == 120)
             #expect(((o["depth"] as? [String: Any])?["depth"] as? [String: Any])?["source"] as? String == "GDepth (XMP)")
             // Click on the left (near) half, then the right (far) half.
             let near: Double = try await client.execute(uri: "/api/depth/\(session)/focus-at?x=0.2&y=0.5", method: .get, headers: authorized) { json($0.body)["focus"] as! Double }
@@ -492,9 +496,9 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             let byField = Dictionary(uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
             #expect(Set(byField.keys) == ["offset", "blur", "gamma"])
-            #expect(byField["offset"]?["defaultValue"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
-            #expect(byField["gamma"]?["defaultValue"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05)
-            #expect(byField["blur"]?["defaultValue"] as? Double == 5.3 && byField["blur"]?["typicalMaximum"] as? Double == 30)
+            #expect(byField["offset"]?["default_value"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
+            #expect(byField["gamma"]?["default_value"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05)
+            #expect(byField["blur"]?["default_value"] as? Double == 5.3 && byField["blur"]?["typical_maximum"] as? Double == 30)
             let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")

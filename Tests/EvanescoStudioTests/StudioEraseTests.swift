@@ -59,7 +59,7 @@ import Testing
             try await client.execute(uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)) { r in
                 #expect(r.status == .ok, "\(errorMessage(r))")
                 let o = json(r.body), e = o["erase"] as? [String: Any] ?? [:]
-                #expect(o["strokes"] as? Int == 1 && (e["remergedPixels"] as? Int ?? 0) >= 1_400, "\(o)")
+                #expect(o["strokes"] as? Int == 1 && (e["remerged_pixels"] as? Int ?? 0) >= 1_400, "\(o)")
             }
             let erased = try await download()
             let frames = (0..<5).map { BurstFrame(name: "f\($0)", image: .uint8(Self.lingerFrame($0))) }

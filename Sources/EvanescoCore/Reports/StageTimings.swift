@@ -73,6 +73,18 @@ public enum ReportJSON {
         return e
     }
 
+    /// `value` as one line of report JSON (the same keys, not pretty-printed, no newline): for
+    /// streams that carry one document a line, such as server-sent events.
+    ///
+    /// - Parameter value: The document.
+    /// - Returns: The line.
+    /// - Throws: `EncodingError` if a value cannot be encoded.
+    public static func line<T: Encodable>(_ value: T) throws -> String {
+        let e = encoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try e.encode(value), as: UTF8.self)
+    }
+
     /// A decoder for documents written by ``encoder()``.
     public static func decoder() -> JSONDecoder {
         let d = JSONDecoder()

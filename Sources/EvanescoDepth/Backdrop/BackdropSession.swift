@@ -83,7 +83,7 @@ public struct BackdropFrameReport: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case frame, subject, subjectDepth, cutoff, face, faceHeldFromFrame
-        case times = "times_s"
+        case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
 }
 

@@ -203,7 +203,7 @@ public struct PortraitReport: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case input, effect, focus, focusFrom, slope, width, refinedWith, radius, levels, protectSubject, outputWidth, outputHeight
         case depth, normalization, mask, lens
-        case times = "times_s"
+        case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
 }
 

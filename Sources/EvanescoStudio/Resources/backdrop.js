@@ -31,11 +31,11 @@ export class BackdropWorkspace {
       for (const { field, setting } of await api('/api/backdrop/settings')) {
         const input = this.q(`${field}-slider`);
         if (!input) continue;
-        const span = setting.typicalMaximum - setting.typicalMinimum;
-        input.min = setting.typicalMinimum;
-        input.max = setting.typicalMaximum;
+        const span = setting.typical_maximum - setting.typical_minimum;
+        input.min = setting.typical_minimum;
+        input.max = setting.typical_maximum;
         input.step = setting.integer ? 1 : Math.pow(10, Math.floor(Math.log10(span / 100)));
-        input.value = setting.defaultValue;
+        input.value = setting.default_value;
         input.disabled = false;
         this.root.querySelector(`output[data-for=${field}]`).textContent = input.value;
       }
@@ -82,7 +82,7 @@ export class BackdropWorkspace {
   async opened(o) {
     this.session = o.session;
     this.frames = o.frames;
-    this.fps = o.framesPerSecond;
+    this.fps = o.frames_per_second;
     const slider = this.q('frame-slider');
     slider.max = String(o.frames - 1);
     slider.value = '0';
@@ -90,8 +90,8 @@ export class BackdropWorkspace {
     this.q('backdrop-export').disabled = false;
     const notes = [];
     if (o.truncated) notes.push(`the first ${o.frames} frames are shown; the export takes them all`);
-    if (o.relativeAccuracy) notes.push('the depth has relative accuracy: the cutoff offset in metres is approximate');
-    if (!o.faceCascade) notes.push('no face cascade (apt-get install opencv-data): the nearest large depth region is the subject');
+    if (o.relative_accuracy) notes.push('the depth has relative accuracy: the cutoff offset in metres is approximate');
+    if (!o.face_cascade) notes.push('no face cascade (apt-get install opencv-data): the nearest large depth region is the subject');
     this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, ${o.frames} frame(s)`;
     this.q('backdrop-info').textContent = notes.join('; ');
     await this.render();

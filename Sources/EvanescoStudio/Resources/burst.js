@@ -137,9 +137,9 @@ export class BurstWorkspace {
     this.renderStrip(this.report);
     const r = this.report;
     const notices = r.notices.length ? `<br>${r.notices.map((n) => escapeHTML(n)).join('<br>')}` : '';
-    this.q('burst-report').innerHTML = `${r.usedFrames} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
-      + `${r.width}×${r.height}, ${seconds(r.timings.total || ((r.timings.align || 0) + (r.timings.warpMerge || 0)))}`
-      + (r.spilledBytes ? `, frames kept in a temporary file (${(r.spilledBytes / 1e9).toFixed(1)} GB) to stay within the memory limit` : '')
+    this.q('burst-report').innerHTML = `${r.frames_used} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
+      + `${r.width}×${r.height}, ${seconds(r.times_s.total || ((r.times_s.align || 0) + (r.times_s.warp_merge || 0)))}`
+      + (r.spilled_bytes ? `, frames kept in a temporary file (${(r.spilled_bytes / 1e9).toFixed(1)} GB) to stay within the memory limit` : '')
       + notices;
     for (const [id, format] of [['download-jpeg', 'jpeg'], ['download-png16', 'png16'], ['download-tiff', 'tiff']]) {
       const a = this.q(id);
@@ -150,7 +150,7 @@ export class BurstWorkspace {
     this.q('erase-button').disabled = false;
     this.q('undo-button').disabled = !r.strokes;
     await this.showPictures();
-    setStatus(`stacked ${r.usedFrames} frames`);
+    setStatus(`stacked ${r.frames_used} frames`);
   }
 
   async showPictures() {
@@ -253,8 +253,8 @@ export class BurstWorkspace {
     this.q('undo-button').disabled = !r.strokes;
     const e = r.erase;
     this.q('erase-status').textContent = !r.strokes ? 'no strokes: the merge as stacked'
-      : `${r.strokes} stroke${r.strokes === 1 ? '' : 's'} erased: ${(100 * e.remergedPixels / e.maskedPixels).toFixed(1)}% of ${e.maskedPixels} painted pixels changed, `
-        + `from ${e.meanFrames.toFixed(1)} frames each (${seconds(r.seconds)}, shown after ${seconds(shown / 1000)})`;
+      : `${r.strokes} stroke${r.strokes === 1 ? '' : 's'} erased: ${(100 * e.remerged_pixels / e.masked_pixels).toFixed(1)}% of ${e.masked_pixels} painted pixels changed, `
+        + `from ${e.mean_frames.toFixed(1)} frames each (${seconds(r.seconds)}, shown after ${seconds(shown / 1000)})`;
     setStatus(`${r.strokes} erase stroke${r.strokes === 1 ? '' : 's'}`);
   }
 

@@ -68,8 +68,8 @@ export class DepthWorkspace {
     this.root.querySelector('.title').textContent = `Decoding ${entry.path}…`;
     const o = await api('/api/depth/open', { method: 'POST', body: { root: entry.root, path: entry.path } });
     this.session = o.session;
-    this.previewLongSide = Math.max(o.previewWidth, o.previewHeight);
-    this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, preview ${o.previewWidth}×${o.previewHeight}`;
+    this.previewLongSide = Math.max(o.preview_width, o.preview_height);
+    this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, preview ${o.preview_width}×${o.preview_height}`;
     this.renderInfo(o);
     this.renderMattes(o.mattes);
     this.q('export-button').disabled = false;
@@ -81,7 +81,7 @@ export class DepthWorkspace {
     const aux = (o.depth.auxiliary || []).map((a) => `${a.kind} ${a.width}×${a.height}`).join(', ') || 'none';
     const rows = [
       ['Photo', `${o.width}×${o.height} (${escapeHTML(o.depth.format || '')})`],
-      ['Map', d.kind ? `${escapeHTML(d.kind)} ${d.width}×${d.height}, ${escapeHTML(d.storedFormat || '')}` : 'none'],
+      ['Map', d.kind ? `${escapeHTML(d.kind)} ${d.width}×${d.height}, ${escapeHTML(d.stored_format || '')}` : 'none'],
       ['Units', escapeHTML(d.units || '')],
       ['Range', d.range ? d.range.map((v) => Number(v).toPrecision(4)).join(' … ') : ''],
       ['Accuracy', escapeHTML(d.accuracy || 'unknown')],

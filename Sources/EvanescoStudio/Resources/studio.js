@@ -23,9 +23,9 @@ function renderFiles() {
   list.replaceChildren();
   for (const root of state.files.roots) {
     const entries = state.files.entries.filter((e) => e.root === root.index);
-    if (root.isUploads && entries.length === 0) continue;
+    if (root.is_uploads && entries.length === 0) continue;
     const h = document.createElement('h3');
-    h.textContent = root.isUploads ? 'Uploaded' : root.name;
+    h.textContent = root.is_uploads ? 'Uploaded' : root.name;
     list.append(h);
     if (entries.length === 0) { const p = document.createElement('p'); p.className = 'hint'; p.textContent = 'No images, folders of images or videos here.'; list.append(p); }
     for (const e of entries) {
@@ -75,7 +75,7 @@ export async function refreshFiles() {
 
 async function upload(files) {
   showError(null);
-  const limit = state.files ? state.files.maxUploadBytes : Infinity;
+  const limit = state.files ? state.files.max_upload_bytes : Infinity;
   let added = 0;
   for (const f of files) {
     if (f.size > limit) { showError(`${f.name} is ${(f.size / 1048576).toFixed(0)} MB; the studio takes uploads up to ${(limit / 1048576).toFixed(0)} MB`); continue; }
