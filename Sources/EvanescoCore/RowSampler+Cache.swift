@@ -1,0 +1,234 @@
+import CKernels
+
+extension RowSampler {
+    /// Rows kept between calls for 8-bit RGB cubic sampling, walking a column segment down
+    /// consecutive output rows.
+    ///
+    /// Without a local correction it holds each source row already interpolated horizontally
+    /// at the segment's output columns (the first of two separable passes: for a homography,
+    /// the output points that land on source row r form a line, so the source column for
+    /// output column x on row r is exact); an output row is then one vertical 4-tap pass over
+    /// these rows, 4 loads a pixel instead of 16. With a local correction it holds the source
+    /// rows converted to Float, and every tap is one 4-float load.
+    ///
+    /// Any call order is correct (rows are keyed by source row, frame, segment and map, and the
+    /// window moves when a segment leaves it); the walk down a segment is what makes it fast.
+    /// One cache per thread; it may serve several frames in turn, but each frame walking its own
+    /// cache is the point.
+    public final class Cache: @unchecked Sendable {
+        /// Ring slots (a power of two): rows one segment may span.
+        public static var rows: Int { 16 }
+        let capacityColumns: Int
+        @usableFromInline let stride: Int
+        @usableFromInline let storage: UnsafeMutablePointer<Float>
+        /// The source row held in each slot, or -1.
+        var held: [Int]
+        /// The first source column held, and how many.
+        @usableFromInline var colLo = 0
+        var cols = 0
+        /// The frame whose rows are held (its samples' address and size).
+        var source: UnsafeRawPointer? = nil
+        var sourceWidth = 0
+        /// What the slots hold: 0 nothing, 1 converted source rows, 2 horizontal-pass rows (for
+        /// `segment` and `map`).
+        var mode = 0
+        var segment = 0..<0
+        var map: [Float] = []
+        @usableFromInline let capacityPixels: Int
+        /// One source row's columns converted to Float, for the horizontal pass (or, on the
+        /// locally corrected path, the segment's source positions).
+        @usableFromInline let scratch: UnsafeMutablePointer<Float>
+
+        /// - Parameter pixels: The longest output segment sampled through it.
+        public init(pixels: Int) {
+            capacityPixels = max(1, pixels)
+            capacityColumns = max(1, pixels) + 80 + 64
+            stride = max(capacityColumns * 3 + 1, capacityPixels * 4)
+            storage = .allocate(capacity: Self.rows * stride + 8)
+            storage.initialize(repeating: 0, count: Self.rows * stride + 8)
+            scratch = .allocate(capacity: capacityColumns * 3 + 8)
+            scratch.initialize(repeating: 0, count: capacityColumns * 3 + 8)
+            held = Array(repeating: -1, count: Self.rows)
+        }
+        deinit { storage.deallocate(); scratch.deallocate() }
+
+        /// Forgets every row held: call it when a frame the cache served may have been freed
+        /// (another could be allocated at its address).
+        public func invalidate() { source = nil }
+
+        /// Makes columns `lo...hi` of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`) present.
+        /// False when the columns do not fit (the caller takes the direct path).
+        @usableFromInline
+        func prepare(_ src: UnsafePointer<UInt8>, w: Int, lo: Int, hi: Int, rowLo: Int, rowHi: Int) -> Bool {
+            guard hi - lo + 1 <= capacityColumns, rowHi - rowLo + 1 <= Self.rows else { return false }
+            let raw = UnsafeRawPointer(src)
+            if mode != 1 || raw != source || w != sourceWidth || lo < colLo || hi >= colLo + cols {
+                // A new window: half the slack on each side, so a segment drifting with a
+                // rotation stays inside for many rows.
+                source = raw; sourceWidth = w; mode = 1
+                colLo = max(0, lo - (capacityColumns - (hi - lo + 1)) / 2)
+                cols = min(w, colLo + capacityColumns) - colLo
+                if hi >= colLo + cols { colLo = max(0, hi + 1 - capacityColumns); cols = min(w, colLo + capacityColumns) - colLo }
+                for i in held.indices { held[i] = -1 }
+            }
+            let n = cols * 3
+            let storage = self.storage
+            for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
+                let slot = r & (Self.rows - 1)
+                Quad.convert(src + (r * w + colLo) * 3, n, into: storage + slot * stride)
+                storage[slot * stride + n] = 0
+                held[slot] = r
+            }
+            return true
+        }
+
+        /// Makes the horizontal pass of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`)
+        /// present for output columns `x0..<x1` under the output-to-frame map `m`: slot r holds,
+        /// from output column x0 on, the RGB (3 floats a pixel) interpolated along source row r at
+        /// the source column of the output point on row r, with the weights of `lut`. False when a row's line is degenerate or the
+        /// rows do not fit (the caller takes another path).
+        @usableFromInline
+        func preparePass(_ src: UnsafePointer<UInt8>, w: Int, h: Int, x0: Int, x1: Int, m: [Float],
+                         rowLo: Int, rowHi: Int, lut: UnsafeBufferPointer<SIMD4<Float>>) -> Bool {
+            guard x1 - x0 <= capacityPixels, rowHi - rowLo + 1 <= Self.rows else { return false }
+            let raw = UnsafeRawPointer(src)
+            if mode != 2 || raw != source || w != sourceWidth || segment != x0..<x1 || map != m {
+                source = raw; sourceWidth = w; mode = 2; segment = x0..<x1; map = m
+                for i in held.indices { held[i] = -1 }
+            }
+            let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+            let projective = m6 != 0 || m7 != 0
+            let steps = Float(CubicTable.steps)
+            var converted: (lo: Int, hi: Int)? = nil
+            defer {
+                // The row below the last converted one, which a segment walking down its strip
+                // converts next: its bytes are fetched while the other frames' rows are sampled.
+                if let (lo, hi) = converted, rowHi + 1 < h { evn_prefetch(src + ((rowHi + 1) * w + lo) * 3, (hi - lo + 1) * 3) }
+            }
+            for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
+                let fr = Float(r)
+                // Output points on source row r: y = a + b x (sy = r solved for y).
+                let den = m4 - fr * m7
+                guard abs(den) > 1e-6 else { held[r & (Self.rows - 1)] = -1; return false }
+                let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
+                let d = storage + (r & (Self.rows - 1)) * stride
+                // The source column of output column x on this row: (al x + be) / (ga x + de).
+                let al = m0 + m1 * b, be = m1 * a + m2, ga = m6 + m7 * b, de = m7 * a + m8
+                @inline(__always) func sourceX(_ xi: Int) -> Float {
+                    let x = Float(xi)
+                    guard projective else { return al * x + be }
+                    let q = ga * x + de
+                    return q > 1e-12 ? (al * x + be) / q : -1
+                }
+                // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
+                // converted to Float once (a vectorised loop), so each tap is one 4-float load.
+                let (lo, hi) = RowSampler.tapSpan(sourceX(x0), sourceX(x1 - 1), count: w)
+                guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
+                let n = (hi - lo + 1) * 3
+                let s = src + (r * w + lo) * 3
+                converted = (lo, hi)
+                // Through a local pointer: read from the class on every step, it would have to be
+                // reloaded after each store, and the loop would not vectorise.
+                let scratch = self.scratch
+                Quad.convert(s, n, into: scratch)
+                scratch[n] = 0
+                let row = UnsafeRawPointer(scratch), out = UnsafeMutableRawPointer(d)
+                @inline(__always) func tap(_ col: Int) -> SIMD4<Float> {
+                    row.loadUnaligned(fromByteOffset: (col &- lo) &* 12, as: SIMD4<Float>.self)
+                }
+                // One pixel, taps clamped to the frame (its RGB, and a fourth float that the next
+                // pixel overwrites: pixels are written in order, and the slot has room past the last).
+                @inline(__always) func pixel(_ i: Int) {
+                    let cx = min(max(sourceX(x0 &+ i), Float(lo)), Float(hi))
+                    let ix = Int(cx)
+                    let wx = lut[Int((cx - Float(ix)) * steps + 0.5)]
+                    let v: SIMD4<Float>
+                    if ix >= 1 && ix + 2 < w {
+                        v = (wx[0] * tap(ix &- 1) + wx[1] * tap(ix)) + (wx[2] * tap(ix &+ 1) + wx[3] * tap(ix &+ 2))
+                    } else {
+                        v = (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix)) + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
+                    }
+                    out.storeBytes(of: v, toByteOffset: i &* 12, as: SIMD4<Float>.self)
+                }
+                let count = x1 - x0
+                var i = 0
+                if w <= Quad.maxExtent {
+                    // Four pixels a step where their tap origins are consecutive columns (a map near
+                    // a translation, the burst's case) and every tap is inside the row: each tap is
+                    // then 3 vector loads of 4 pixels' interleaved RGB. Along a source row the phase
+                    // changes slowly (by the map's scale and shear, a few thousandths of a pixel per
+                    // pixel), so most often the 4 share it, and its weights. Positions as in
+                    // rowCubicRGB8TwoPass: exact at knots every 64 pixels, a line between. Kept as
+                    // the offset from the output column, e = sx - t, which is monotonic along the
+                    // line: the first and last of 4 pixels tell whether their origins are
+                    // consecutive (equal offsets' origins), and whether they share a phase.
+                    let row = row.assumingMemoryBound(to: Float.self)
+                    // Whether the 4 share a phase often enough to test for it: up to a phase drift
+                    // of 1.5 table steps over 4 pixels (a 0.4 % scale) the test pays for its
+                    // mispredictions (measured: 5.2 against 5.5 ns a pixel at a 0.1 % scale, the
+                    // same at 0.8 %); beyond, every step takes the per-lane weights.
+                    let slope = (sourceX(x1 &- 1) - sourceX(x0)) / Float(max(1, count &- 1))
+                    let shared = abs(slope - 1) * 384 < 1.5
+                    let lanes = SIMD4<Float>(0, 1, 2, 3)
+                    // Where the CPU has AVX2, CKernels takes the groups that qualify, eight pixels
+                    // a step (the same decisions and arithmetic: the same bits); the loop below
+                    // takes the others.
+                    let eight = evn_cpu_has_avx2() != 0
+                    var pass = evn_warp_pass(source: row, stride: 0, mask: 0, lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
+                                             out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
+                    while i &+ 4 <= count {
+                        let n = min(Quad.knotSpacing, (count &- i) & ~3)
+                        let s0 = sourceX(x0 &+ i), s1 = sourceX(x0 &+ i &+ n &- 1)
+                        let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
+                        guard s0 > -1, s1 > -1, abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= 1e-3 else {
+                            for k in i..<(i &+ n) { pixel(k) }
+                            i &+= n
+                            continue
+                        }
+                        pass.s0 = s0; pass.slope = drift; pass.base = i
+                        var g = 0
+                        while g < n {
+                            if eight {
+                                g = evn_warp_horizontal_pass_avx2(&pass, g, n)
+                                if g >= n { break }
+                            }
+                            let e0 = Quad.fixed(s0 + drift * Float(g)), e3 = Quad.fixed(s0 + drift * Float(g &+ 3))
+                            let first = Int(e0 &>> 7) &+ g &- 1
+                            let k = i &+ g
+                            g &+= 4
+                            guard e3 &>> 7 == e0 &>> 7, first >= lo, first &+ 6 <= hi else {
+                                pixel(k); pixel(k &+ 1); pixel(k &+ 2); pixel(k &+ 3)
+                                continue
+                            }
+                            let p = UnsafeRawPointer(row + (first &- lo) &* 3)
+                            if shared && e0 == e3 {
+                                // One phase: its weights, each the same for every lane.
+                                let wx = lut[Int(e0 & 127)]
+                                let w0 = SIMD4(repeating: wx[0]), w1 = SIMD4(repeating: wx[1])
+                                let w2 = SIMD4(repeating: wx[2]), w3 = SIMD4(repeating: wx[3])
+                                @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
+                                    (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
+                                        + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3 * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
+                                }
+                                out.storeBytes(of: part(0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(16), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: part(32), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
+                            } else {
+                                // Consecutive origins, phases of their own: weights a lane each.
+                                let l = Quad.rows(Quad.fixed(SIMD4(repeating: s0) + drift * (SIMD4(repeating: Float(g &- 4)) + lanes)), lut)
+                                let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2), t3 = Quad.taps(p + 36, l, 3)
+                                out.storeBytes(of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
+                                out.storeBytes(of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
+                            }
+                        }
+                        i &+= n
+                    }
+                }
+                while i < count { pixel(i); i &+= 1 }
+                held[r & (Self.rows - 1)] = r
+            }
+            return true
+        }
+    }
+}
