@@ -66,7 +66,8 @@ let package = Package(
                           dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "EvanescoBatch", "CMalloc",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "EvanescoBenchmarks",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels"],
+                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
