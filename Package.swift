@@ -13,7 +13,7 @@ let package = Package(
         .library(name: "EvanescoBatch", targets: ["EvanescoBatch"]),
         .executable(name: "evanesco", targets: ["evanesco"]),
         // Test support: the fuzz targets' bodies (FuzzTesting/ and the regression replay use them).
-        .library(name: "EvanescoFuzzEntries", targets: ["EvanescoFuzzEntries"]),
+        .library(name: "EvanescoFuzzEntries", targets: ["EvanescoFuzzEntries"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -22,18 +22,21 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1")
     ],
     targets: [
         // System-library shims: a module map and a header each, nothing else.
-        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg",
-                       providers: [.apt(["libturbojpeg0-dev"])]),
-        .systemLibrary(name: "CPNG", pkgConfig: "libpng",
-                       providers: [.apt(["libpng-dev", "zlib1g-dev", "libdeflate-dev"])]),
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(
+            name: "CPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev", "zlib1g-dev", "libdeflate-dev"])]),
         // libheif is opened on first use (dlopen, see its shim.h), not linked.
         .systemLibrary(name: "CHeif", providers: [.apt(["libheif-dev"])]),
-        .systemLibrary(name: "CTIFF", pkgConfig: "libtiff-4",
-                       providers: [.apt(["libtiff-dev"])]),
+        .systemLibrary(
+            name: "CTIFF", pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]),
         // glibc's <malloc.h> (mallopt), for the command-line tool's allocator tuning.
         .systemLibrary(name: "CMalloc"),
 
@@ -41,50 +44,86 @@ let package = Package(
         // give one function a wider instruction set without unsafe flags).
         .target(name: "CKernels", linkerSettings: [.linkedLibrary("deflate"), .linkedLibrary("z")]),
         .target(name: "EvanescoCore", dependencies: ["CKernels"]),
-        .target(name: "EvanescoIO",
-                dependencies: ["EvanescoCore", "CKernels", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
+        .target(
+            name: "EvanescoIO",
+            dependencies: ["EvanescoCore", "CKernels", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
         .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),
         .target(name: "EvanescoDepth", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces", "CKernels"]),
         // The studio: a local web app over the library (server, page resources, sessions).
-        .target(name: "EvanescoStudio",
-                dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
-                               .product(name: "Hummingbird", package: "hummingbird"),
-                               .product(name: "Logging", package: "swift-log"),
-                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-                resources: [.copy("Resources")]),
+        .target(
+            name: "EvanescoStudio",
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            resources: [.copy("Resources")]),
         // Batches: manifests, resumable local runs and shards, and the PostgreSQL job queue.
-        .target(name: "EvanescoBatch",
-                dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
-                               .product(name: "PostgresNIO", package: "postgres-nio"),
-                               .product(name: "Prometheus", package: "swift-prometheus"),
-                               .product(name: "Hummingbird", package: "hummingbird"),
-                               .product(name: "Logging", package: "swift-log")]),
-        .target(name: "EvanescoFuzzEntries", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
-        .executableTarget(name: "evanesco",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoStudio", "EvanescoBatch", "CMalloc",
-                                         .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "EvanescoBenchmarks",
-                          dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces", "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels",
-                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
-                          path: "Benchmarks/EvanescoBenchmarks"),
+        .target(
+            name: "EvanescoBatch",
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
+        .target(
+            name: "EvanescoFuzzEntries",
+            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
+        .executableTarget(
+            name: "evanesco",
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
+                "EvanescoStudio", "EvanescoBatch", "CMalloc",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ]),
+        .executableTarget(
+            name: "EvanescoBenchmarks",
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
+                "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ],
+            path: "Benchmarks/EvanescoBenchmarks"),
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
-        .testTarget(name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels"]),
-        .testTarget(name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
-        .testTarget(name: "EvanescoStackTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
-        .testTarget(name: "EvanescoDepthTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels"], exclude: ["Golden"]),
+        .testTarget(
+            name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels"]),
+        .testTarget(
+            name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
+        .testTarget(
+            name: "EvanescoStackTests",
+            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
+        .testTarget(
+            name: "EvanescoDepthTests",
+            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels"],
+            exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
-        .testTarget(name: "EvanescoFuzzRegressionTests", dependencies: ["EvanescoFuzzEntries", "EvanescoCore", "EvanescoIO", "CPNG"], resources: [.copy("Regressions")]),
+        .testTarget(
+            name: "EvanescoFuzzRegressionTests",
+            dependencies: ["EvanescoFuzzEntries", "EvanescoCore", "EvanescoIO", "CPNG"],
+            resources: [.copy("Regressions")]),
         // Test support: an HTTP/1.1 client over a socket, for the tests that talk to a real
         // server (the studio's API tests and the browser test's WebDriver).
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
-        .testTarget(name: "EvanescoStudioTests",
-                    dependencies: ["EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
-                                   .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EvanescoBatchTests", dependencies: ["EvanescoBatch", "EvanescoCore", "EvanescoStack", "EvanescoDepth"]),
-        .testTarget(name: "EvanescoCLITests", dependencies: ["evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport"]),
+        .testTarget(
+            name: "EvanescoStudioTests",
+            dependencies: [
+                "EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")
+            ]),
+        .testTarget(
+            name: "EvanescoBatchTests",
+            dependencies: ["EvanescoBatch", "EvanescoCore", "EvanescoStack", "EvanescoDepth"]),
+        .testTarget(
+            name: "EvanescoCLITests",
+            dependencies: [
+                "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport"
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,15 +4,18 @@
 // Each target is one file calling its body in EvanescoFuzzEntries.
 import PackageDescription
 
-let names = ["FuzzJPEG", "FuzzPNG", "FuzzTIFF", "FuzzPFM", "FuzzEXIF", "FuzzXMP", "FuzzDepthJPEG", "FuzzHEIF",
-             "FuzzCascade", "FuzzRawFrames", "FuzzHomographies"]
+let names = [
+    "FuzzJPEG", "FuzzPNG", "FuzzTIFF", "FuzzPFM", "FuzzEXIF", "FuzzXMP", "FuzzDepthJPEG", "FuzzHEIF",
+    "FuzzCascade", "FuzzRawFrames", "FuzzHomographies"
+]
 
 let package = Package(
     name: "EvanescoFuzzTesting",
     dependencies: [.package(name: "Evanesco", path: "..")],
     targets: names.map {
-        .executableTarget(name: $0, dependencies: [.product(name: "EvanescoFuzzEntries", package: "Evanesco")],
-                          swiftSettings: [.unsafeFlags(["-parse-as-library"])])
+        .executableTarget(
+            name: $0, dependencies: [.product(name: "EvanescoFuzzEntries", package: "Evanesco")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])])
     },
     swiftLanguageModes: [.v6]
 )

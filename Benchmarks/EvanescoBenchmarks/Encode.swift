@@ -17,11 +17,15 @@ final class EncodeAnchor {
             .appendingPathComponent("encode_anchor.py").path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script]
-        process.standardInput = input; process.standardOutput = output
+        process.standardInput = input
+        process.standardOutput = output
         try process.run()
     }
 
-    deinit { try? input.fileHandleForWriting.close(); process.waitUntilExit() }
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
 
     func ask(_ line: String) throws -> [String: Any] {
         try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
@@ -36,7 +40,9 @@ final class EncodeAnchor {
         let end = pending.firstIndex(of: 10)!
         let reply = pending[pending.startIndex..<end]
         pending = Data(pending[(end + 1)...])
-        guard let object = try JSONSerialization.jsonObject(with: reply) as? [String: Any] else { throw BenchError.anchor("bad reply") }
+        guard let object = try JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
+            throw BenchError.anchor("bad reply")
+        }
         if let error = object["error"] as? String { throw BenchError.anchor(error) }
         return object
     }
@@ -61,7 +67,10 @@ final class EncodeAnchor {
     }
 }
 
-enum BenchError: Error { case anchor(String), mismatch(String) }
+enum BenchError: Error {
+    case anchor(String)
+    case mismatch(String)
+}
 
 /// A 16-bit picture made from an 8-bit photo: a [1 2 1] smoothing computed in 16 bits, so the
 /// low byte carries information as a stack's or a raw converter's output does.
@@ -86,21 +95,43 @@ func sixteenBit(_ image: Image<UInt8>) -> Image<UInt16> {
 extension Bench {
     /// Alternates our write and the anchor's ``Bench/repeats`` times (or `repeats`) (after one warm-up each) and records
     /// medians, as compare() does, with the files' sizes.
-    func compareWrites(_ name: String, _ subject: String, _ ours: () throws -> (Double, Int),
-                       _ baseline: String, _ theirs: () throws -> (Double, Int), repeats: Int? = nil) rethrows {
-        var (_, oursBytes) = try ours(); var (_, theirBytes) = try theirs()
+    func compareWrites(
+        _ name: String, _ subject: String, _ ours: () throws -> (Double, Int),
+        _ baseline: String, _ theirs: () throws -> (Double, Int), repeats: Int? = nil
+    ) rethrows {
+        var (_, oursBytes) = try ours()
+        var (_, theirBytes) = try theirs()
         var a: [Double] = [], b: [Double] = []
         for i in 0..<(repeats ?? self.repeats) {
-            if i % 2 == 0 { let x = try ours(); a.append(x.0); oursBytes = x.1; let y = try theirs(); b.append(y.0); theirBytes = y.1 }
-            else { let y = try theirs(); b.append(y.0); theirBytes = y.1; let x = try ours(); a.append(x.0); oursBytes = x.1 }
+            if i % 2 == 0 {
+                let x = try ours()
+                a.append(x.0)
+                oursBytes = x.1
+                let y = try theirs()
+                b.append(y.0)
+                theirBytes = y.1
+            } else {
+                let y = try theirs()
+                b.append(y.0)
+                theirBytes = y.1
+                let x = try ours()
+                a.append(x.0)
+                oursBytes = x.1
+            }
         }
-        let r = Row(name: name, subject: subject, baseline: baseline, subjectMedian: median(a), baselineMedian: median(b),
-                    ratio: median(a) / median(b), subjectRuns: a, baselineRuns: b, subjectBytes: oursBytes, baselineBytes: theirBytes)
+        let r = Row(
+            name: name, subject: subject, baseline: baseline, subjectMedian: median(a), baselineMedian: median(b),
+            ratio: median(a) / median(b), subjectRuns: a, baselineRuns: b, subjectBytes: oursBytes,
+            baselineBytes: theirBytes)
         rows.append(r)
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-        print(pad(name, 40) + pad(subject, 16) + String(format: "%7.3f s %6.2f MB   ", r.subjectMedian, Double(oursBytes) / 1e6)
-              + pad(baseline, 18) + String(format: "%7.3f s %6.2f MB   time %.2f  size %.2f", r.baselineMedian, Double(theirBytes) / 1e6,
-                                           r.ratio, Double(oursBytes) / Double(theirBytes)))
+        print(
+            pad(name, 40) + pad(subject, 16)
+                + String(format: "%7.3f s %6.2f MB   ", r.subjectMedian, Double(oursBytes) / 1e6)
+                + pad(baseline, 18)
+                + String(
+                    format: "%7.3f s %6.2f MB   time %.2f  size %.2f", r.baselineMedian, Double(theirBytes) / 1e6,
+                    r.ratio, Double(oursBytes) / Double(theirBytes)))
     }
 
     func encode() throws {
@@ -109,11 +140,16 @@ extension Bench {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let anchor = try EncodeAnchor()
         var photos: [(String, AnyImage)] = []
-        for (name, path) in [("pug.heic 4032x3024", "/data/depth/pug-iphone13pro/pug.heic"),
-                             ("pug-handheld f00.jpg 4032x3024", "/data/bursts/synthetic/pug-handheld/frames/f00.jpg"),
-                             ("jpeg_depth_data.jpg 2316x3088", "/data/depth/truedepth-iphone/jpeg_depth_data.jpg")] {
-            if let d = try? ImageCodecs.read(shared + path) { photos.append((name, .uint8(d.image.uint8))) }
-            else { print("encode: \(name) is absent, skipped") }
+        for (name, path) in [
+            ("pug.heic 4032x3024", "/data/depth/pug-iphone13pro/pug.heic"),
+            ("pug-handheld f00.jpg 4032x3024", "/data/bursts/synthetic/pug-handheld/frames/f00.jpg"),
+            ("jpeg_depth_data.jpg 2316x3088", "/data/depth/truedepth-iphone/jpeg_depth_data.jpg")
+        ] {
+            if let d = try? ImageCodecs.read(shared + path) {
+                photos.append((name, .uint8(d.image.uint8)))
+            } else {
+                print("encode: \(name) is absent, skipped")
+            }
         }
         if photos.isEmpty {
             print("encode: no shared photos; a synthetic 12 MP picture instead")
@@ -139,7 +175,9 @@ extension Bench {
                         let t = now()
                         try ImageCodecs.write(image, to: out, options: options)
                         let seconds = now() - t
-                        return (seconds, Int((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? -1))
+                        return (
+                            seconds, Int((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? -1)
+                        )
                     }
                 }
                 func theirs(_ ext: String, _ level: Int?) -> () throws -> (Double, Int) {
@@ -148,22 +186,35 @@ extension Bench {
                 let label = "\(name) \(depth)"
                 // --repeat 0: only the read-back below (CI's check that other programs read our files).
                 if repeats > 0 {
-                    try compareWrites("PNG \(label)", "ours default", ours("png", WriteOptions()), "cv2 default", theirs("png", nil))
-                    try compareWrites("PNG \(label)", "ours default", ours("png", WriteOptions()), "cv2 level 1", theirs("png", 1))
-                    try compareWrites("PNG \(label)", "ours fast", ours("png", WriteOptions(compression: .fast)), "cv2 default", theirs("png", nil))
-                    try compareWrites("PNG \(label)", "ours best", ours("png", WriteOptions(compression: .best)), "cv2 level 9", theirs("png", 9),
-                                      repeats: min(3, repeats))
-                    try compareWrites("TIFF \(label)", "ours default", ours("tif", WriteOptions()), "cv2 default", theirs("tif", nil))
+                    try compareWrites(
+                        "PNG \(label)", "ours default", ours("png", WriteOptions()), "cv2 default", theirs("png", nil))
+                    try compareWrites(
+                        "PNG \(label)", "ours default", ours("png", WriteOptions()), "cv2 level 1", theirs("png", 1))
+                    try compareWrites(
+                        "PNG \(label)", "ours fast", ours("png", WriteOptions(compression: .fast)), "cv2 default",
+                        theirs("png", nil))
+                    try compareWrites(
+                        "PNG \(label)", "ours best", ours("png", WriteOptions(compression: .best)), "cv2 level 9",
+                        theirs("png", 9),
+                        repeats: min(3, repeats))
+                    try compareWrites(
+                        "TIFF \(label)", "ours default", ours("tif", WriteOptions()), "cv2 default", theirs("tif", nil))
                     if depth == "8-bit" {
-                        try compareWrites("JPEG q92 \(label)", "ours", ours("jpg", WriteOptions(quality: 92)), "cv2 q92", theirs("jpg", 92))
+                        try compareWrites(
+                            "JPEG q92 \(label)", "ours", ours("jpg", WriteOptions(quality: 92)), "cv2 q92",
+                            theirs("jpg", 92))
                     }
                 }
                 // Every file of ours has the pixels, for libpng/libtiff (our reader) and for OpenCV.
-                for (ext, compression) in [("png", LosslessCompression.fast), ("png", .default), ("png", .best), ("tif", .default)] {
+                for (ext, compression) in [
+                    ("png", LosslessCompression.fast), ("png", .default), ("png", .best), ("tif", .default)
+                ] {
                     let out = scratch + "/check." + ext
                     try? FileManager.default.removeItem(atPath: out)
                     try ImageCodecs.write(image, to: out, options: WriteOptions(compression: compression))
-                    guard try ImageCodecs.read(out).image == image, try anchor.ask("check \(out)")["same"] as? Bool == true else {
+                    guard try ImageCodecs.read(out).image == image,
+                        try anchor.ask("check \(out)")["same"] as? Bool == true
+                    else {
                         throw BenchError.mismatch("\(label) \(ext) \(compression): the pixels read back differ")
                     }
                 }

@@ -8,8 +8,14 @@ import Foundation
 @main
 struct EvanescoBenchmarks: AsyncParsableCommand {
     enum Which: String, CaseIterable, ExpressibleByArgument {
-        case all, decode, encode, warp, warpPath = "warp-path", align, alignBurst = "align-burst", local, kernels, stack
-        case backdrop, lens, lensOracle = "lens-oracle", queue
+        case all, decode, encode, warp
+        case warpPath = "warp-path"
+        case align
+        case alignBurst = "align-burst"
+        case local, kernels, stack
+        case backdrop, lens
+        case lensOracle = "lens-oracle"
+        case queue
     }
 
     static let configuration = CommandConfiguration(
@@ -45,7 +51,9 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
 
     func run() async throws {
         let bench = Bench(repeats: repeats, shared: shared, only: only, save: save)
-        print("EvanescoBenchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(repeats) alternated runs, medians")
+        print(
+            "EvanescoBenchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(repeats) alternated runs, medians"
+        )
         let quick: Set<Which> = [.decode, .warp, .align, .lens, .local, .kernels]
         func runs(_ w: Which) -> Bool { which == w || (which == .all && quick.contains(w)) }
         if runs(.decode) { try bench.decode() }

@@ -14,8 +14,9 @@ extension Bench {
         var submitSeconds = 0.0
         for batch in [1, 8, 32] {
             let specs = try (0..<jobs).map { i in
-                try BatchJob.parse(#"{"id": "b\#(batch)-\#(i)", "kind": "stack", "inputs": ["/in/\#(i)"], "output": "/out/\#(batch)/\#(i).jpg"}"#,
-                                   base: "/", checkFiles: false)
+                try BatchJob.parse(
+                    #"{"id": "b\#(batch)-\#(i)", "kind": "stack", "inputs": ["/in/\#(i)"], "output": "/out/\#(batch)/\#(i).jpg"}"#,
+                    base: "/", checkFiles: false)
             }
             var t = now()
             let submitted = try await producer.submit(specs, maxAttempts: 3)
@@ -32,7 +33,9 @@ extension Bench {
                             if claimed.isEmpty { return n }
                             // All of a claim's jobs recorded in one transaction, as a worker's completer
                             // does with the jobs that finished together.
-                            let done = try await q.complete(claimed.map { .init(job: $0, report: "{}", seconds: 0) }, owner: "bench-\(i)") { _ in }
+                            let done = try await q.complete(
+                                claimed.map { .init(job: $0, report: "{}", seconds: 0) }, owner: "bench-\(i)"
+                            ) { _ in }
                             n += done.count
                         }
                     }
@@ -41,16 +44,25 @@ extension Bench {
             }
             let seconds = now() - t
             precondition(counts == jobs, "\(counts) of \(jobs) jobs claimed")
-            print(String(format: "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then one fenced complete of the claimed jobs), %.2f s",
-                         jobs, claimers, batch, Double(jobs) / seconds, seconds))
-            rows.append(Row(name: "queue claims/s, \(claimers) claimers, \(batch) per claim", subject: "evanesco queue", baseline: "goal 5000/s",
-                            subjectMedian: Double(jobs) / seconds, baselineMedian: 5000, ratio: Double(jobs) / seconds / 5000,
-                            subjectRuns: [seconds], baselineRuns: []))
+            print(
+                String(
+                    format:
+                        "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then one fenced complete of the claimed jobs), %.2f s",
+                    jobs, claimers, batch, Double(jobs) / seconds, seconds))
+            rows.append(
+                Row(
+                    name: "queue claims/s, \(claimers) claimers, \(batch) per claim", subject: "evanesco queue",
+                    baseline: "goal 5000/s",
+                    subjectMedian: Double(jobs) / seconds, baselineMedian: 5000, ratio: Double(jobs) / seconds / 5000,
+                    subjectRuns: [seconds], baselineRuns: []))
             for q in queues { q.close() }
         }
         let footprint = try await producer.footprint()  // both rounds' jobs
-        print(String(format: "queue: submit %.0f jobs/s; the table and its indexes hold %.0f bytes per job (%d jobs, no-op reports)",
-                     Double(jobs) / submitSeconds, Double(footprint.bytes) / Double(footprint.jobs), footprint.jobs))
+        print(
+            String(
+                format:
+                    "queue: submit %.0f jobs/s; the table and its indexes hold %.0f bytes per job (%d jobs, no-op reports)",
+                Double(jobs) / submitSeconds, Double(footprint.bytes) / Double(footprint.jobs), footprint.jobs))
         producer.close()
     }
 }

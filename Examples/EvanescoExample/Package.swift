@@ -9,7 +9,7 @@ let package = Package(
     name: "EvanescoExample",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(url: evanesco, from: "0.2.0"),
+        .package(url: evanesco, from: "0.2.0")
     ],
     targets: [
         .executableTarget(
@@ -18,7 +18,7 @@ let package = Package(
                 .product(name: "EvanescoCore", package: "evanesco"),
                 .product(name: "EvanescoIO", package: "evanesco"),
                 .product(name: "EvanescoStack", package: "evanesco"),
-                .product(name: "EvanescoDepth", package: "evanesco"),
-            ]),
+                .product(name: "EvanescoDepth", package: "evanesco")
+            ])
     ]
 )

@@ -16,16 +16,19 @@ public struct GreyPyramid: Sendable {
     public let height: Int
 
     /// Builds levels until the longer side would drop below `minSide`.
-    @_specialize(exported: true, where S == UInt8)
-    @_specialize(exported: true, where S == UInt16)
-    @_specialize(exported: true, where S == Float)
+    @_specialize(exported:true,where S == UInt8)
+    @_specialize(exported:true,where S == UInt16)
+    @_specialize(exported:true,where S == Float)
     public init<S: PixelSample>(_ image: Image<S>, minSide: Int = 48, maxLevels: Int = 10, baseLevel: Int = 0) {
         let base = baseLevel >= 1 && image.width >= 4 * minSide && image.height >= 32 ? 1 : 0
         self.baseLevel = base
-        width = image.width; height = image.height
+        width = image.width
+        height = image.height
         var raw = base == 1 ? GreyPyramid.lumaHalf255(image) : GreyPyramid.luma255(image)
-        var lv: [Image<Float>] = base == 1 ? [Image<Float>(width: 0, height: 0, channels: 1), GreyPyramid.smooth(raw)]
-                                           : [GreyPyramid.smooth(raw)]
+        var lv: [Image<Float>] =
+            base == 1
+            ? [Image<Float>(width: 0, height: 0, channels: 1), GreyPyramid.smooth(raw)]
+            : [GreyPyramid.smooth(raw)]
         while lv.count < maxLevels, max(raw.width, raw.height) / 2 >= minSide, min(raw.width, raw.height) / 2 >= 8 {
             raw = GreyPyramid.halve(raw)
             lv.append(GreyPyramid.smooth(raw))
@@ -34,9 +37,9 @@ public struct GreyPyramid: Sendable {
     }
 
     /// Rec.601 luma on a 0...255 scale, whatever the sample type.
-    @_specialize(exported: true, where S == UInt8)
-    @_specialize(exported: true, where S == UInt16)
-    @_specialize(exported: true, where S == Float)
+    @_specialize(exported:true,where S == UInt8)
+    @_specialize(exported:true,where S == UInt16)
+    @_specialize(exported:true,where S == Float)
     public static func luma255<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         // Called from generic code (a pyramid of any sample type), the specialisations above
         // are not reached: 8-bit frames, the common case, take a concrete copy of the loop
@@ -57,7 +60,9 @@ public struct GreyPyramid: Sendable {
                     } else {
                         for i in lo..<hi {
                             let o = i * c
-                            d[i] = (0.299 * s[o].floatValue + 0.587 * s[o + 1].floatValue + 0.114 * s[o + 2].floatValue) * k
+                            d[i] =
+                                (0.299 * s[o].floatValue + 0.587 * s[o + 1].floatValue + 0.114 * s[o + 2].floatValue)
+                                * k
                         }
                     }
                 }
@@ -66,9 +71,9 @@ public struct GreyPyramid: Sendable {
     }
 
     /// Luma of 2x2 blocks (level 1) straight from the pixels.
-    @_specialize(exported: true, where S == UInt8)
-    @_specialize(exported: true, where S == UInt16)
-    @_specialize(exported: true, where S == Float)
+    @_specialize(exported:true,where S == UInt8)
+    @_specialize(exported:true,where S == UInt16)
+    @_specialize(exported:true,where S == Float)
     public static func lumaHalf255<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         if let rgb8 = img as? Image<UInt8>, rgb8.channels >= 3 { return lumaHalf255(rgb8: rgb8) }
         let c = img.channels, sw = img.width, w = img.width / 2, h = img.height / 2
@@ -81,10 +86,17 @@ public struct GreyPyramid: Sendable {
                         let r0 = 2 * y * sw * c, r1 = r0 + sw * c
                         for x in 0..<w {
                             let a = r0 + 2 * x * c, b = r1 + 2 * x * c
-                            var acc = wr * (s[a].floatValue + s[a + c].floatValue + s[b].floatValue + s[b + c].floatValue)
+                            var acc =
+                                wr * (s[a].floatValue + s[a + c].floatValue + s[b].floatValue + s[b + c].floatValue)
                             if c >= 3 {
-                                acc += wg * (s[a + 1].floatValue + s[a + c + 1].floatValue + s[b + 1].floatValue + s[b + c + 1].floatValue)
-                                acc += wb * (s[a + 2].floatValue + s[a + c + 2].floatValue + s[b + 2].floatValue + s[b + c + 2].floatValue)
+                                acc +=
+                                    wg
+                                    * (s[a + 1].floatValue + s[a + c + 1].floatValue + s[b + 1].floatValue
+                                        + s[b + c + 1].floatValue)
+                                acc +=
+                                    wb
+                                    * (s[a + 2].floatValue + s[a + c + 2].floatValue + s[b + 2].floatValue
+                                        + s[b + c + 2].floatValue)
                             }
                             d[y * w + x] = acc * k
                         }
@@ -124,7 +136,10 @@ public struct GreyPyramid: Sendable {
                 StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
                     for y in rows {
                         let r0 = 2 * y * sw, r1 = r0 + sw
-                        for x in 0..<w { d[y * w + x] = 0.25 * (s[r0 + 2 * x] + s[r0 + 2 * x + 1] + s[r1 + 2 * x] + s[r1 + 2 * x + 1]) }
+                        for x in 0..<w {
+                            d[y * w + x] =
+                                0.25 * (s[r0 + 2 * x] + s[r0 + 2 * x + 1] + s[r1 + 2 * x] + s[r1 + 2 * x + 1])
+                        }
                     }
                 }
             }

@@ -99,7 +99,8 @@ public enum LocalAligner {
         public init(_ pyramid: GreyPyramid) { self.pyramid = pyramid }
 
         func plane(_ level: Int) -> ReferencePlane {
-            lock.lock(); defer { lock.unlock() }
+            lock.lock()
+            defer { lock.unlock() }
             if let p = planes[level] { return p }
             let p = ReferencePlane(pyramid.levels[level])
             planes[level] = p
@@ -109,11 +110,15 @@ public enum LocalAligner {
 
     /// Estimates the field of `frame` against a reference pyramid used once (see ``Reference``
     /// for a reference that many frames are matched against).
-    public static func estimate(reference: GreyPyramid, frame: GreyPyramid, homography: Homography,
-                                options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
-                                continuing: LocalAlignment? = nil) -> LocalAlignment {
-        estimate(reference: Reference(reference), frame: frame, homography: homography, options: options, finestLevel: finestLevel,
-                 continuing: continuing)
+    public static func estimate(
+        reference: GreyPyramid, frame: GreyPyramid, homography: Homography,
+        options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
+        continuing: LocalAlignment? = nil
+    ) -> LocalAlignment {
+        estimate(
+            reference: Reference(reference), frame: frame, homography: homography, options: options,
+            finestLevel: finestLevel,
+            continuing: continuing)
     }
 
     /// Estimates the field of `frame` against `reference` given its homography, coarse to fine
@@ -129,19 +134,24 @@ public enum LocalAligner {
     ///   - continuing: A coarser estimate of this frame with these options (a coarse look) to
     ///     continue from, at the level below it, instead of starting again at the coarsest.
     /// - Returns: The field in full-resolution reference pixels and its statistics.
-    public static func estimate(reference prepared: Reference, frame: GreyPyramid, homography: Homography,
-                                options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
-                                continuing: LocalAlignment? = nil) -> LocalAlignment {
+    public static func estimate(
+        reference prepared: Reference, frame: GreyPyramid, homography: Homography,
+        options: LocalAlignmentOptions = LocalAlignmentOptions(), finestLevel: Int? = nil,
+        continuing: LocalAlignment? = nil
+    ) -> LocalAlignment {
         let reference = prepared.pyramid
         let W = reference.width, H = reference.height
         let cell = options.cellSize(width: W, height: H)
         let finest = max(reference.baseLevel, min(finestLevel ?? 0, reference.levels.count - 1))
         var coarsest = finest
         while coarsest + 1 < min(reference.levels.count, frame.levels.count)
-                && options.searchRadius / Float(1 << coarsest) > 3 { coarsest += 1 }
+            && options.searchRadius / Float(1 << coarsest) > 3
+        { coarsest += 1 }
         // A continued estimate goes on from where it stopped (its field already holds the block
         // search's answer, at whatever level that ran).
-        let resume = continuing.flatMap { c in c.field.cell == cell && c.level > finest && c.textured.count == c.field.dx.count ? c : nil }
+        let resume = continuing.flatMap { c in
+            c.field.cell == cell && c.level > finest && c.textured.count == c.field.dx.count ? c : nil
+        }
         var field = resume?.field ?? DisplacementField(width: W, height: H, cell: cell)
         var textured = resume?.textured ?? [Bool](repeating: false, count: field.dx.count)
         let start = resume.map { $0.level - 1 } ?? coarsest
@@ -150,7 +160,8 @@ public enum LocalAligner {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
             guard ref.width >= 8, ref.height >= 8, fr.width == ref.width, fr.height == ref.height else { continue }
-            let planes = LevelPlanes(reference: prepared.plane(level), frame: fr, homography: homography.rescaled(by: Double(s)))
+            let planes = LevelPlanes(
+                reference: prepared.plane(level), frame: fr, homography: homography.rescaled(by: Double(s)))
             let searches = level == coarsest && resume == nil
             if searches { planes.prepareBoxSums() }
             if level == finest { finestPlanes = planes }
@@ -162,9 +173,13 @@ public enum LocalAligner {
             let iterations = level != finest ? 3 : finestLevel != nil ? 4 : options.iterations
             let cols = field.columns
             let dxIn = field.dx, dyIn = field.dy
-            let out = LockedBox((dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
-                                 confidence: [Float](repeating: 0, count: dxIn.count)))
-            let texture = planes.reference.textures(cell: cell, scale: s, radius: radius, columns: cols, rows: field.rows)
+            let out = LockedBox(
+                (
+                    dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
+                    confidence: [Float](repeating: 0, count: dxIn.count)
+                ))
+            let texture = planes.reference.textures(
+                cell: cell, scale: s, radius: radius, columns: cols, rows: field.rows)
             StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
                 var local: [(Int, Float, Float, Bool, Float, Float)] = []
                 for j in rowRange {
@@ -173,16 +188,28 @@ public enum LocalAligner {
                         let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
                         var d = SIMD2(dxIn[idx], dyIn[idx]) * s
                         let win = Window(planes, cx: cx, cy: cy, radius: radius)
-                        guard win.count > 0 else { local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0)); continue }
+                        guard win.count > 0 else {
+                            local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0))
+                            continue
+                        }
                         if search > 0 { d = win.blockSearch(around: d, radius: search) }
-                        let (refined, ok, residual, confidence) = win.lucasKanade(from: d, iterations: iterations, texture: texture[idx])
+                        let (refined, ok, residual, confidence) = win.lucasKanade(
+                            from: d, iterations: iterations, texture: texture[idx])
                         if ok { d = refined }
                         let limit = options.searchRadius * s + 2
                         if (d * d).sum() > limit * limit { d = d / (d * d).sum().squareRoot() * limit }
                         local.append((idx, d.x / s, d.y / s, ok, residual, confidence))
                     }
                 }
-                out.update { o in for (idx, x, y, ok, res, conf) in local { o.dx[idx] = x; o.dy[idx] = y; o.textured[idx] = ok; o.residual[idx] = res; o.confidence[idx] = conf } }
+                out.update { o in
+                    for (idx, x, y, ok, res, conf) in local {
+                        o.dx[idx] = x
+                        o.dy[idx] = y
+                        o.textured[idx] = ok
+                        o.residual[idx] = res
+                        o.confidence[idx] = conf
+                    }
+                }
             }
             let o = out.value
             // Cells this level measured take the new value; cells without texture here keep what
@@ -193,7 +220,8 @@ public enum LocalAligner {
             let limit = res.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&res))
             for i in field.dx.indices {
                 if o.textured[i] {
-                    field.dx[i] = o.dx[i]; field.dy[i] = o.dy[i]
+                    field.dx[i] = o.dx[i]
+                    field.dy[i] = o.dy[i]
                     textured[i] = o.residual[i] <= limit
                 }
             }
@@ -206,34 +234,50 @@ public enum LocalAligner {
         // that the large windows average out. A cell without texture or coverage keeps the coarse value.
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
-            return LocalAlignment(field: field, statistics: statistics(field, textured), level: finest, textured: textured)
+            return LocalAlignment(
+                field: field, statistics: statistics(field, textured), level: finest, textured: textured)
         }
         let s = 1 / Float(1 << finest)
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
-        for j in 0..<fine.rows { for i in 0..<fine.columns {
-            let v = field.value(atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()), y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
-            fine.dx[j * fine.columns + i] = v.x; fine.dy[j * fine.columns + i] = v.y
-        }}
+        for j in 0..<fine.rows {
+            for i in 0..<fine.columns {
+                let v = field.value(
+                    atX: Int(((Float(i) + 0.5) * Float(fineCell) - 0.5).rounded()),
+                    y: Int(((Float(j) + 0.5) * Float(fineCell) - 0.5).rounded()))
+                fine.dx[j * fine.columns + i] = v.x
+                fine.dy[j * fine.columns + i] = v.y
+            }
+        }
         let coarseField = fine
-        let radius = max(4, Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
+        let radius = max(
+            4,
+            Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
         let cols = fine.columns
         let results = LockedBox([(Int, SIMD2<Float>)]())
-        let texture = planes.reference.textures(cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
+        let texture = planes.reference.textures(
+            cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
         StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
             var local: [(Int, SIMD2<Float>)] = []
-            for j in rowRange { for i in 0..<cols {
-                let idx = j * cols + i
-                let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
-                let win = Window(planes, cx: cx, cy: cy, radius: radius)
-                guard win.count > 0 else { continue }
-                let (d, ok, _, _) = win.lucasKanade(from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
-                                                    texture: texture[idx], prior: 0.5, measuringResidual: false)
-                if ok { local.append((idx, d / s)) }
-            }}
+            for j in rowRange {
+                for i in 0..<cols {
+                    let idx = j * cols + i
+                    let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
+                    let win = Window(planes, cx: cx, cy: cy, radius: radius)
+                    guard win.count > 0 else { continue }
+                    let (d, ok, _, _) = win.lucasKanade(
+                        from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
+                        texture: texture[idx], prior: 0.5, measuringResidual: false)
+                    if ok { local.append((idx, d / s)) }
+                }
+            }
             results.update { $0.append(contentsOf: local) }
         }
         var measured = [Bool](repeating: false, count: fine.dx.count)
-        for (idx, d) in results.value { fine.dx[idx] = d.x; fine.dy[idx] = d.y; measured[idx] = true }
+        for (idx, d) in results.value {
+            fine.dx[idx] = d.x
+            fine.dy[idx] = d.y
+            measured[idx] = true
+        }
         medianFilter(&fine)
         // The statistics describe the field applied, over the cells the detail pass measured.
         return LocalAlignment(field: fine, statistics: statistics(fine, measured), level: finest, textured: measured)
@@ -242,20 +286,35 @@ public enum LocalAligner {
     /// Untextured cells take the median of their textured neighbours, growing outwards.
     static func fillUntextured(_ f: inout DisplacementField, _ textured: [Bool]) {
         var known = textured
-        if !known.contains(true) { f.dx = f.dx.map { _ in 0 }; f.dy = f.dy.map { _ in 0 }; return }
+        if !known.contains(true) {
+            f.dx = f.dx.map { _ in 0 }
+            f.dy = f.dy.map { _ in 0 }
+            return
+        }
         var pending = (0..<known.count).filter { !known[$0] }
         while !pending.isEmpty {
             var next: [Int] = [], updates: [(Int, Float, Float)] = []
             for idx in pending {
                 let i = idx % f.columns, j = idx / f.columns
                 var xs: [Float] = [], ys: [Float] = []
-                for jj in max(0, j - 1)...min(f.rows - 1, j + 1) { for ii in max(0, i - 1)...min(f.columns - 1, i + 1) where known[jj * f.columns + ii] {
-                    xs.append(f.dx[jj * f.columns + ii]); ys.append(f.dy[jj * f.columns + ii])
-                }}
-                if xs.isEmpty { next.append(idx) } else { updates.append((idx, Selection.median(&xs), Selection.median(&ys))) }
+                for jj in max(0, j - 1)...min(f.rows - 1, j + 1) {
+                    for ii in max(0, i - 1)...min(f.columns - 1, i + 1) where known[jj * f.columns + ii] {
+                        xs.append(f.dx[jj * f.columns + ii])
+                        ys.append(f.dy[jj * f.columns + ii])
+                    }
+                }
+                if xs.isEmpty {
+                    next.append(idx)
+                } else {
+                    updates.append((idx, Selection.median(&xs), Selection.median(&ys)))
+                }
             }
             if updates.isEmpty { break }
-            for (idx, x, y) in updates { f.dx[idx] = x; f.dy[idx] = y; known[idx] = true }
+            for (idx, x, y) in updates {
+                f.dx[idx] = x
+                f.dy[idx] = y
+                known[idx] = true
+            }
             pending = next
         }
     }
@@ -266,16 +325,24 @@ public enum LocalAligner {
     static func smoothByConfidence(_ f: inout DisplacementField, confidence: [Float]) {
         let c = f.columns, r = f.rows
         var dx = f.dx, dy = f.dy
-        for j in 0..<r { for i in 0..<c {
-            var sx: Float = 0, sy: Float = 0, sw: Float = 0
-            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) {
-                let k = jj * c + ii
-                let w = min(confidence[k], 50) * (k == j * c + i ? 4 : 1) + 1e-3
-                sx += w * f.dx[k]; sy += w * f.dy[k]; sw += w
-            }}
-            dx[j * c + i] = sx / sw; dy[j * c + i] = sy / sw
-        }}
-        f.dx = dx; f.dy = dy
+        for j in 0..<r {
+            for i in 0..<c {
+                var sx: Float = 0, sy: Float = 0, sw: Float = 0
+                for jj in max(0, j - 1)...min(r - 1, j + 1) {
+                    for ii in max(0, i - 1)...min(c - 1, i + 1) {
+                        let k = jj * c + ii
+                        let w = min(confidence[k], 50) * (k == j * c + i ? 4 : 1) + 1e-3
+                        sx += w * f.dx[k]
+                        sy += w * f.dy[k]
+                        sw += w
+                    }
+                }
+                dx[j * c + i] = sx / sw
+                dy[j * c + i] = sy / sw
+            }
+        }
+        f.dx = dx
+        f.dy = dy
     }
 
     /// Median of each component over each cell's 3x3 neighbourhood (on the grid's edges, over
@@ -296,57 +363,85 @@ public enum LocalAligner {
         var xs: [Float] = []
         func edge(_ i: Int, _ j: Int) {
             xs.removeAll(keepingCapacity: true)
-            for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) { xs.append(v[jj * c + ii]) } }
+            for jj in max(0, j - 1)...min(r - 1, j + 1) {
+                for ii in max(0, i - 1)...min(c - 1, i + 1) { xs.append(v[jj * c + ii]) }
+            }
             out[j * c + i] = Selection.median(&xs)
         }
         guard c >= 3, r >= 3 else {
             for j in 0..<r { for i in 0..<c { edge(i, j) } }
             return out
         }
-        for i in 0..<c { edge(i, 0); edge(i, r - 1) }
-        for j in 1..<(r - 1) { edge(0, j); edge(c - 1, j) }
+        for i in 0..<c {
+            edge(i, 0)
+            edge(i, r - 1)
+        }
+        for j in 1..<(r - 1) {
+            edge(0, j)
+            edge(c - 1, j)
+        }
         var lo = [Float](repeating: 0, count: c), mid = lo, hi = lo
-        v.withUnsafeBufferPointer { vp in out.withUnsafeMutableBufferPointer { op in
-        lo.withUnsafeMutableBufferPointer { lp in mid.withUnsafeMutableBufferPointer { mp in hi.withUnsafeMutableBufferPointer { hp in
-            let v = vp.baseAddress!, o = op.baseAddress!, l = lp.baseAddress!, m = mp.baseAddress!, h = hp.baseAddress!
-            for j in 1..<(r - 1) {
-                let a = v + (j - 1) * c, b = a + c, d = b + c
-                var i = 0
-                while i + 4 <= c {
-                    let (x, y, z) = sort3(load4(a + i), load4(b + i), load4(d + i))
-                    store4(x, l + i); store4(y, m + i); store4(z, h + i)
-                    i += 4
-                }
-                while i < c {
-                    let (x, y, z) = sort3(SIMD4(repeating: a[i]), SIMD4(repeating: b[i]), SIMD4(repeating: d[i]))
-                    l[i] = x[0]; m[i] = y[0]; h[i] = z[0]
-                    i += 1
-                }
-                let row = o + j * c
-                i = 1
-                while i + 4 <= c - 1 {
-                    let low = vmax(vmax(load4(l + i - 1), load4(l + i)), load4(l + i + 1))
-                    let high = vmin(vmin(load4(h + i - 1), load4(h + i)), load4(h + i + 1))
-                    store4(median3(low, median3(load4(m + i - 1), load4(m + i), load4(m + i + 1)), high), row + i)
-                    i += 4
-                }
-                while i < c - 1 {
-                    let low = max(max(l[i - 1], l[i]), l[i + 1]), high = min(min(h[i - 1], h[i]), h[i + 1])
-                    row[i] = median3(low, median3(m[i - 1], m[i], m[i + 1]), high)
-                    i += 1
+        v.withUnsafeBufferPointer { vp in
+            out.withUnsafeMutableBufferPointer { op in
+                lo.withUnsafeMutableBufferPointer { lp in
+                    mid.withUnsafeMutableBufferPointer { mp in
+                        hi.withUnsafeMutableBufferPointer { hp in
+                            let v = vp.baseAddress!, o = op.baseAddress!, l = lp.baseAddress!, m = mp.baseAddress!,
+                                h = hp.baseAddress!
+                            for j in 1..<(r - 1) {
+                                let a = v + (j - 1) * c, b = a + c, d = b + c
+                                var i = 0
+                                while i + 4 <= c {
+                                    let (x, y, z) = sort3(load4(a + i), load4(b + i), load4(d + i))
+                                    store4(x, l + i)
+                                    store4(y, m + i)
+                                    store4(z, h + i)
+                                    i += 4
+                                }
+                                while i < c {
+                                    let (x, y, z) = sort3(
+                                        SIMD4(repeating: a[i]), SIMD4(repeating: b[i]), SIMD4(repeating: d[i]))
+                                    l[i] = x[0]
+                                    m[i] = y[0]
+                                    h[i] = z[0]
+                                    i += 1
+                                }
+                                let row = o + j * c
+                                i = 1
+                                while i + 4 <= c - 1 {
+                                    let low = vmax(vmax(load4(l + i - 1), load4(l + i)), load4(l + i + 1))
+                                    let high = vmin(vmin(load4(h + i - 1), load4(h + i)), load4(h + i + 1))
+                                    store4(
+                                        median3(low, median3(load4(m + i - 1), load4(m + i), load4(m + i + 1)), high),
+                                        row + i)
+                                    i += 4
+                                }
+                                while i < c - 1 {
+                                    let low = max(max(l[i - 1], l[i]), l[i + 1]),
+                                        high = min(min(h[i - 1], h[i]), h[i + 1])
+                                    row[i] = median3(low, median3(m[i - 1], m[i], m[i + 1]), high)
+                                    i += 1
+                                }
+                            }
+                        }
+                    }
                 }
             }
-        }}}}}
+        }
         return out
     }
 
-    @inline(__always) private static func sort3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+    @inline(__always) private static func sort3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> (
+        SIMD4<Float>, SIMD4<Float>, SIMD4<Float>
+    ) {
         let a1 = vmin(a, b), b1 = vmax(a, b)
         let b2 = vmin(b1, c), c2 = vmax(b1, c)
         return (vmin(a1, b2), vmax(a1, b2), c2)
     }
 
-    @inline(__always) private static func median3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> SIMD4<Float> {
+    @inline(__always) private static func median3(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> SIMD4<
+        Float
+    > {
         vmax(vmin(a, b), vmin(vmax(a, b), c))
     }
 
@@ -362,7 +457,9 @@ public enum LocalAligner {
         let p90 = lengths.isEmpty ? 0 : lengths[min(lengths.count - 1, Int(Float(lengths.count) * 0.9))]
         let p50 = lengths.isEmpty ? 0 : lengths[lengths.count / 2]
         func r(_ v: Float) -> Float { (v * 1000).rounded() / 1000 }
-        return LocalFieldStatistics(cell: f.cell, cells: f.dx.count, texturedCells: lengths.count, meanPx: r(mean), p50Px: r(p50), p90Px: r(p90), maxPx: r(lengths.last ?? 0))
+        return LocalFieldStatistics(
+            cell: f.cell, cells: f.dx.count, texturedCells: lengths.count, meanPx: r(mean), p50Px: r(p50),
+            p90Px: r(p90), maxPx: r(lengths.last ?? 0))
     }
 }
 
@@ -375,19 +472,30 @@ final class ReferencePlane: @unchecked Sendable {
     init(_ image: Image<Float>) {
         precondition(image.channels == 1)
         let w = image.width, h = image.height, n = w * h
-        width = w; height = h
-        ref = .allocate(capacity: max(1, n)); gx = .allocate(capacity: max(1, n)); gy = .allocate(capacity: max(1, n))
+        width = w
+        height = h
+        ref = .allocate(capacity: max(1, n))
+        gx = .allocate(capacity: max(1, n))
+        gy = .allocate(capacity: max(1, n))
         ref.initialize(repeating: 0, count: max(1, n))
         image.samples.withUnsafeBufferPointer { if n > 0 { ref.update(from: $0.baseAddress!, count: n) } }
-        gx.initialize(repeating: 0, count: max(1, n)); gy.initialize(repeating: 0, count: max(1, n))
+        gx.initialize(repeating: 0, count: max(1, n))
+        gy.initialize(repeating: 0, count: max(1, n))
         if w >= 3 && h >= 3 {
-            for y in 1..<(h - 1) { for x in 1..<(w - 1) {
-                let i = y &* w &+ x
-                gx[i] = 0.5 * (ref[i &+ 1] - ref[i &- 1]); gy[i] = 0.5 * (ref[i &+ w] - ref[i &- w])
-            }}
+            for y in 1..<(h - 1) {
+                for x in 1..<(w - 1) {
+                    let i = y &* w &+ x
+                    gx[i] = 0.5 * (ref[i &+ 1] - ref[i &- 1])
+                    gy[i] = 0.5 * (ref[i &+ w] - ref[i &- w])
+                }
+            }
         }
     }
-    deinit { ref.deallocate(); gx.deallocate(); gy.deallocate() }
+    deinit {
+        ref.deallocate()
+        gx.deallocate()
+        gy.deallocate()
+    }
 
     private let lock = NSLock()
     private var textures: [SIMD2<Int>: [Float]] = [:]
@@ -397,15 +505,18 @@ final class ReferencePlane: @unchecked Sendable {
     /// `radius`: it depends on the reference alone, so the first frame matched computes it and
     /// the burst's others reuse it.
     func textures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [Float] {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         let key = SIMD2(cell, radius)
         if let t = textures[key], t.count == columns * rows { return t }
         var t = [Float](repeating: 0, count: columns * rows)
-        for j in 0..<rows { for i in 0..<columns {
-            let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
-            let (x0, y0, x1, y1) = Window.bounds(width: width, height: height, cx: cx, cy: cy, radius: radius)
-            t[j * columns + i] = Window.texture(self, x0: x0, y0: y0, x1: x1, y1: y1)
-        }}
+        for j in 0..<rows {
+            for i in 0..<columns {
+                let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
+                let (x0, y0, x1, y1) = Window.bounds(width: width, height: height, cx: cx, cy: cy, radius: radius)
+                t[j * columns + i] = Window.texture(self, x0: x0, y0: y0, x1: x1, y1: y1)
+            }
+        }
         textures[key] = t
         return t
     }
@@ -432,10 +543,14 @@ final class LevelPlanes: @unchecked Sendable {
     init(reference: ReferencePlane, frame image: Image<Float>, homography: Homography) {
         precondition(image.channels == 1)
         let w = reference.width, h = reference.height, n = w * h
-        width = w; height = h
+        width = w
+        height = h
         self.reference = reference
-        ref = reference.ref; gx = reference.gx; gy = reference.gy
-        frame = .allocate(capacity: n); valid = .allocate(capacity: n)
+        ref = reference.ref
+        gx = reference.gx
+        gy = reference.gy
+        frame = .allocate(capacity: n)
+        valid = .allocate(capacity: n)
         invalid = .allocate(capacity: (w + 1) * (h + 1))
         let sampler = RowSampler(frame: image, homography: homography, interpolation: .bilinear)
         let shared = UncheckedSendable((frame, valid))
@@ -459,32 +574,41 @@ final class LevelPlanes: @unchecked Sendable {
     private(set) var frameSums: UnsafeMutablePointer<Double>? = nil, squareSums: UnsafeMutablePointer<Double>? = nil
 
     deinit {
-        frame.deallocate(); valid.deallocate(); invalid.deallocate()
-        frameSums?.deallocate(); squareSums?.deallocate()
+        frame.deallocate()
+        valid.deallocate()
+        invalid.deallocate()
+        frameSums?.deallocate()
+        squareSums?.deallocate()
     }
 
     /// Makes ``frameSums`` and ``squareSums`` (call before sharing the planes between threads).
     func prepareBoxSums() {
         guard frameSums == nil else { return }
         let W = width + 1, n = W * (height + 1)
-        let s1 = UnsafeMutablePointer<Double>.allocate(capacity: n), s2 = UnsafeMutablePointer<Double>.allocate(capacity: n)
-        s1.initialize(repeating: 0, count: n); s2.initialize(repeating: 0, count: n)
+        let s1 = UnsafeMutablePointer<Double>.allocate(capacity: n),
+            s2 = UnsafeMutablePointer<Double>.allocate(capacity: n)
+        s1.initialize(repeating: 0, count: n)
+        s2.initialize(repeating: 0, count: n)
         for y in 0..<height {
             var r1 = 0.0, r2 = 0.0
             for x in 0..<width {
                 let v = Double(frame[y * width + x])
-                r1 += v; r2 += v * v
+                r1 += v
+                r2 += v * v
                 s1[(y + 1) * W + x + 1] = s1[y * W + x + 1] + r1
                 s2[(y + 1) * W + x + 1] = s2[y * W + x + 1] + r2
             }
         }
-        frameSums = s1; squareSums = s2
+        frameSums = s1
+        squareSums = s2
     }
 
     /// The warped frame's sum and sum of squares over columns x0..<x1, rows y0..<y1 (inside);
     /// ``prepareBoxSums()`` must have run.
     @inline(__always) func boxSums(x0: Int, y0: Int, x1: Int, y1: Int) -> (Float, Float) {
-        guard let s1 = frameSums, let s2 = squareSums else { preconditionFailure("LevelPlanes.boxSums before prepareBoxSums()") }
+        guard let s1 = frameSums, let s2 = squareSums else {
+            preconditionFailure("LevelPlanes.boxSums before prepareBoxSums()")
+        }
         let W = width + 1
         let a = y0 * W + x0, b = y0 * W + x1, c = y1 * W + x0, d = y1 * W + x1
         return (Float(s1[d] - s1[b] - s1[c] + s1[a]), Float(s2[d] - s2[b] - s2[c] + s2[a]))
@@ -508,8 +632,12 @@ final class LevelPlanes: @unchecked Sendable {
     UnsafeMutableRawPointer(p).storeBytes(of: v, as: SIMD4<Float>.self)
 }
 // The standard library's pointwiseMin/Max are generic calls here, not one instruction each.
-@inline(__always) private func vmin(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> { a.replacing(with: b, where: b .< a) }
-@inline(__always) private func vmax(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> { a.replacing(with: b, where: b .> a) }
+@inline(__always) private func vmin(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
+    a.replacing(with: b, where: b .< a)
+}
+@inline(__always) private func vmax(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
+    a.replacing(with: b, where: b .> a)
+}
 
 /// One cell's window: reference pixels, their gradients, and the warped frame to match.
 struct Window {
@@ -529,7 +657,10 @@ struct Window {
     static func bounds(width: Int, height: Int, cx: Float, cy: Float, radius: Int) -> (Int, Int, Int, Int) {
         let r = Float(radius)
         let x0 = max(1, Int((cx - r).rounded(.up))), y0 = max(1, Int((cy - r).rounded(.up)))
-        return (x0, y0, max(x0, min(width - 1, Int((cx + r).rounded(.down)) + 1)), max(y0, min(height - 1, Int((cy + r).rounded(.down)) + 1)))
+        return (
+            x0, y0, max(x0, min(width - 1, Int((cx + r).rounded(.down)) + 1)),
+            max(y0, min(height - 1, Int((cy + r).rounded(.down)) + 1))
+        )
     }
 
     /// The centre of cell (`i`, `j`) of a grid of `cell` full-resolution pixels, in the pixels
@@ -550,12 +681,22 @@ struct Window {
             var x = x0
             while x + 4 <= x1 {
                 let gx = load4(gxr + x), gy = load4(gyr + x)
-                xx4 += gx * gx; xy4 += gx * gy; yy4 += gy * gy
+                xx4 += gx * gx
+                xy4 += gx * gy
+                yy4 += gy * gy
                 x += 4
             }
-            while x < x1 { let gx = gxr[x], gy = gyr[x]; sxx += gx * gx; sxy += gx * gy; syy += gy * gy; x += 1 }
+            while x < x1 {
+                let gx = gxr[x], gy = gyr[x]
+                sxx += gx * gx
+                sxy += gx * gy
+                syy += gy * gy
+                x += 1
+            }
         }
-        sxx += xx4.sum(); sxy += xy4.sum(); syy += yy4.sum()
+        sxx += xx4.sum()
+        sxy += xy4.sum()
+        syy += yy4.sum()
         let n = Float((x1 - x0) * Window.rows(y0, y1))
         let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
         return tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
@@ -585,24 +726,39 @@ struct Window {
                     for y in y0..<y1 {
                         let ro = r + y * w, fo = p + (y + sy) * w + sx
                         var x = x0
-                        while x + 4 <= x1 { c4 += load4(fo + x) * (load4(ro + x) - mean4); x += 4 }
-                        while x < x1 { cross += fo[x] * (ro[x] - refMean); x += 1 }
+                        while x + 4 <= x1 {
+                            c4 += load4(fo + x) * (load4(ro + x) - mean4)
+                            x += 4
+                        }
+                        while x < x1 {
+                            cross += fo[x] * (ro[x] - refMean)
+                            x += 1
+                        }
                     }
-                    cross += c4.sum(); valid = count
+                    cross += c4.sum()
+                    valid = count
                 } else {
                     for y in y0..<y1 {
                         let ro = y * w, fo = (y + sy) * w + sx
                         for x in x0..<x1 where v[fo + x] != 0 {
                             let f = p[fo + x], g = r[ro + x] - refMean
-                            sum += f; sum2 += f * f; cross += f * g; valid += 1
+                            sum += f
+                            sum2 += f * f
+                            cross += f * g
+                            valid += 1
                         }
                     }
                 }
                 guard Float(valid) > 0.6 * n else { continue }
                 // Zero-mean SSD up to terms that do not depend on the shift, per valid pixel.
                 let fm = sum / Float(valid)
-                let cost = (sum2 - fm * sum - 2 * cross) / Float(valid) + 0.5 * Float((sx - bx) * (sx - bx) + (sy - by) * (sy - by))
-                if cost < best { best = cost; bestShift = SIMD2(Float(sx), Float(sy)) }
+                let cost =
+                    (sum2 - fm * sum - 2 * cross) / Float(valid) + 0.5
+                    * Float((sx - bx) * (sx - bx) + (sy - by) * (sy - by))
+                if cost < best {
+                    best = cost
+                    bestShift = SIMD2(Float(sx), Float(sy))
+                }
             }
         }
         return bestShift
@@ -613,8 +769,10 @@ struct Window {
     /// Returns whether the window had texture and coverage, the match's residual (RMS grey
     /// levels; infinity unless `measuringResidual`) and the texture `minEig` it was given (the
     /// window's ``texture(_:x0:y0:x1:y1:)``, the same for every frame: the reference's).
-    func lucasKanade(from start: SIMD2<Float>, iterations: Int, texture minEig: Float, prior priorWeight: Float = 0.05,
-                     measuringResidual: Bool = true) -> (SIMD2<Float>, Bool, Float, Float) {
+    func lucasKanade(
+        from start: SIMD2<Float>, iterations: Int, texture minEig: Float, prior priorWeight: Float = 0.05,
+        measuringResidual: Bool = true
+    ) -> (SIMD2<Float>, Bool, Float, Float) {
         guard count > 0 else { return (start, false, .infinity, 0) }
         let n = Float((x1 - x0) * Window.rows(y0, y1))
         guard minEig > 0.05 else { return (start, false, .infinity, 0) }
@@ -632,17 +790,22 @@ struct Window {
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
             if measuringResidual { lastResidual = (a.squared_residual / Float(a.used)).squareRoot() }
             // The prior adds prior * |d + step - start|^2.
-            a.a00 += prior; a.a11 += prior
-            a.b0 += prior * (d.x - start.x); a.b1 += prior * (d.y - start.y)
+            a.a00 += prior
+            a.a11 += prior
+            a.b0 += prior * (d.x - start.x)
+            a.b1 += prior * (d.y - start.y)
             // Solve the 3x3 system (symmetric) by Cramer's rule; the step is minus the solution.
-            let c00 = a.a11 * a.a22 - a.a12 * a.a12, c01 = a.a02 * a.a12 - a.a01 * a.a22, c02 = a.a01 * a.a12 - a.a02 * a.a11
+            let c00 = a.a11 * a.a22 - a.a12 * a.a12, c01 = a.a02 * a.a12 - a.a01 * a.a22,
+                c02 = a.a01 * a.a12 - a.a02 * a.a11
             let det3 = a.a00 * c00 + a.a01 * c01 + a.a02 * c02
             guard abs(det3) > 1e-9 else { return (start, false, .infinity, 0) }
-            let c11 = a.a00 * a.a22 - a.a02 * a.a02, c12 = a.a01 * a.a02 - a.a00 * a.a12, c22 = a.a00 * a.a11 - a.a01 * a.a01
+            let c11 = a.a00 * a.a22 - a.a02 * a.a02, c12 = a.a01 * a.a02 - a.a00 * a.a12,
+                c22 = a.a00 * a.a11 - a.a01 * a.a01
             let sx = (c00 * a.b0 + c01 * a.b1 + c02 * a.b2) / det3
             let sy = (c01 * a.b0 + c11 * a.b1 + c12 * a.b2) / det3
             let sb = (c02 * a.b0 + c12 * a.b1 + c22 * a.b2) / det3
-            d -= SIMD2(sx, sy); bias += sb
+            d -= SIMD2(sx, sy)
+            bias += sb
             // One level refines by little: the coarser level had it within a pixel or so.
             let moved = d - start
             if (moved * moved).sum() > 4 { d = start + moved / (moved * moved).sum().squareRoot() * 2 }
@@ -677,12 +840,13 @@ struct Window {
         // Eight pixels at a time (CKernels, with AVX2 where the CPU has it); the validity test
         // only where some tap is invalid.
         let allValid = L.allValid(x0: xa + ox, y0: ya + oy, x1: xb + ox + 1, y1: yb + oy + 1)
-        var window = evn_lk_window(ref: L.ref, gx: L.gx, gy: L.gy, frame: L.frame, stride: w, frame_offset: oy * w + ox,
-                                   valid: allValid ? nil : UnsafePointer(L.valid),
-                                   x0: xa, x1: xb, y0: ya, y1: yb, row_step: Window.rowStep,
-                                   w00: (1 - tx) * (1 - ty), w01: tx * (1 - ty), w10: (1 - tx) * ty, w11: tx * ty,
-                                   bias: bias, tukey: tukey ? 1 : 0, huber: Window.huber, inverse_tukey_c: 1 / Window.tukeyC,
-                                   residual: residual ? 1 : 0)
+        var window = evn_lk_window(
+            ref: L.ref, gx: L.gx, gy: L.gy, frame: L.frame, stride: w, frame_offset: oy * w + ox,
+            valid: allValid ? nil : UnsafePointer(L.valid),
+            x0: xa, x1: xb, y0: ya, y1: yb, row_step: Window.rowStep,
+            w00: (1 - tx) * (1 - ty), w01: tx * (1 - ty), w10: (1 - tx) * ty, w11: tx * ty,
+            bias: bias, tukey: tukey ? 1 : 0, huber: Window.huber, inverse_tukey_c: 1 / Window.tukeyC,
+            residual: residual ? 1 : 0)
         var s = evn_lk_sums()
         evn_lk_sums_window(&window, &s)
         return s

@@ -24,58 +24,74 @@ extension RegistrationReference {
 
     /// Bilinear samples of `img` at the template points mapped through `w` (NaN outside; the
     /// padding's entries are left as they are).
-    static func sample(_ img: Image<Float>, _ tl: TemplateLevel, through w: Homography, into smp: UnsafeMutablePointer<Float>) {
+    static func sample(
+        _ img: Image<Float>, _ tl: TemplateLevel, through w: Homography, into smp: UnsafeMutablePointer<Float>
+    ) {
         let m = w.m.map { Float($0) }
         let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
         let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
         img.samples.withUnsafeBufferPointer { src in
-        tl.x.withUnsafeBufferPointer { xs in
-        tl.y.withUnsafeBufferPointer { ys in
-            let shared = UncheckedSendable((src.baseAddress!, xs.baseAddress!, ys.baseAddress!, smp))
-            // Eight points a step where the CPU has AVX2 (CKernels, the same values); the rest here.
-            let eight = evn_cpu_has_avx2() != 0
-            StripExecutor.forEachStrip(rows: tl.count, minimumRows: 8192) { range in
-                let (src, xs, ys, smp) = shared.value
-                var first = range.lowerBound
-                if eight {
-                    m.withUnsafeBufferPointer { map in
-                        var points = evn_sample_points(image: src, width: iw, max_x: maxX, max_y: maxY, x: xs, y: ys, map: map.baseAddress)
-                        evn_sample_points_avx2(&points, range.lowerBound, range.upperBound, smp)
+            tl.x.withUnsafeBufferPointer { xs in
+                tl.y.withUnsafeBufferPointer { ys in
+                    let shared = UncheckedSendable((src.baseAddress!, xs.baseAddress!, ys.baseAddress!, smp))
+                    // Eight points a step where the CPU has AVX2 (CKernels, the same values); the rest here.
+                    let eight = evn_cpu_has_avx2() != 0
+                    StripExecutor.forEachStrip(rows: tl.count, minimumRows: 8192) { range in
+                        let (src, xs, ys, smp) = shared.value
+                        var first = range.lowerBound
+                        if eight {
+                            m.withUnsafeBufferPointer { map in
+                                var points = evn_sample_points(
+                                    image: src, width: iw, max_x: maxX, max_y: maxY, x: xs, y: ys, map: map.baseAddress)
+                                evn_sample_points_avx2(&points, range.lowerBound, range.upperBound, smp)
+                            }
+                            first = range.upperBound - (range.upperBound - range.lowerBound) % 8
+                        }
+                        for i in first..<range.upperBound {
+                            let x = xs[i], y = ys[i]
+                            let r = 1 / (m6 * x + m7 * y + m8)
+                            let qx = (m0 * x + m1 * y + m2) * r, qy = (m3 * x + m4 * y + m5) * r
+                            guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else {
+                                smp[i] = .nan
+                                continue
+                            }
+                            // Non-negative and inside the frame: truncation is the floor, and the four taps
+                            // (o, o + 1, o + iw, o + iw + 1) lie inside the image.
+                            let ix = Int(qx), iy = Int(qy)
+                            let ax = qx - Float(ix), ay = qy - Float(iy)
+                            let o = iy &* iw &+ ix
+                            let top = src[o] + (src[o &+ 1] - src[o]) * ax,
+                                bot = src[o &+ iw] + (src[o &+ iw &+ 1] - src[o &+ iw]) * ax
+                            smp[i] = top + (bot - top) * ay
+                        }
                     }
-                    first = range.upperBound - (range.upperBound - range.lowerBound) % 8
-                }
-                for i in first..<range.upperBound {
-                    let x = xs[i], y = ys[i]
-                    let r = 1 / (m6 * x + m7 * y + m8)
-                    let qx = (m0 * x + m1 * y + m2) * r, qy = (m3 * x + m4 * y + m5) * r
-                    guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else { smp[i] = .nan; continue }
-                    // Non-negative and inside the frame: truncation is the floor, and the four taps
-                    // (o, o + 1, o + iw, o + iw + 1) lie inside the image.
-                    let ix = Int(qx), iy = Int(qy)
-                    let ax = qx - Float(ix), ay = qy - Float(iy)
-                    let o = iy &* iw &+ ix
-                    let top = src[o] + (src[o &+ 1] - src[o]) * ax, bot = src[o &+ iw] + (src[o &+ iw &+ 1] - src[o &+ iw]) * ax
-                    smp[i] = top + (bot - top) * ay
                 }
             }
-        }}}
+        }
     }
 
     /// Robust inverse-compositional Gauss-Newton at one level, with a gain/offset fit each step.
     /// `parameters`: 2 (translation), 6 (affine) or 8 (homography).
-    func refine(_ w: inout Homography, _ tl: TemplateLevel, _ img: Image<Float>, parameters np: Int, iterations: Int,
-                tolerance: Double) throws -> LevelOutcome {
+    func refine(
+        _ w: inout Homography, _ tl: TemplateLevel, _ img: Image<Float>, parameters np: Int, iterations: Int,
+        tolerance: Double
+    ) throws -> LevelOutcome {
         let n = tl.count, padded = tl.padded
         // NaN: the point falls outside the frame (and the padding never has a sample).
         let smp = UnsafeMutablePointer<Float>.allocate(capacity: padded)
         smp.initialize(repeating: .nan, count: padded)
         let wts = UnsafeMutablePointer<Float>.allocate(capacity: padded)
         wts.initialize(repeating: 1, count: padded)
-        defer { smp.deallocate(); wts.deallocate() }
+        defer {
+            smp.deallocate()
+            wts.deallocate()
+        }
         var gain: Double = 1, offset: Double = 0, rawSlope: Double = 1
-        var outcome = LevelOutcome(residual: 0, inlierFraction: 0, overlap: 0, gain: 1, offset: 0, iterations: 0, correlation: 0)
+        var outcome = LevelOutcome(
+            residual: 0, inlierFraction: 0, overlap: 0, gain: 1, offset: 0, iterations: 0, correlation: 0)
         // N maps level pixels to normalised coordinates.
-        let nrm = Homography.affine(Double(1 / tl.scale), 0, Double(-tl.cx / tl.scale), 0, Double(1 / tl.scale), Double(-tl.cy / tl.scale))
+        let nrm = Homography.affine(
+            Double(1 / tl.scale), 0, Double(-tl.cx / tl.scale), 0, Double(1 / tl.scale), Double(-tl.cy / tl.scale))
         let nrmInv = nrm.inverse!
         var absr = [Float]()
         for it in 0..<iterations {
@@ -85,12 +101,20 @@ extension RegistrationReference {
             let e = tl.t.withUnsafeBufferPointer { Exposure(smp, wts, $0.baseAddress!, padded) }
             // Weighted (robust) correlation, reported for information.
             let sw = e.sw, st = e.st, si = e.si
-            let correlation = sw > 0 ? (e.sti - st * si / sw) / max(1e-9, ((e.stt - st * st / sw) * (e.sii - si * si / sw)).squareRoot()) : 0
+            let correlation =
+                sw > 0
+                ? (e.sti - st * si / sw) / max(1e-9, ((e.stt - st * st / sw) * (e.sii - si * si / sw)).squareRoot()) : 0
             guard e.count >= max(12, n / 20), sw > 0 else { throw RegistrationError.noOverlap }
             let vt = e.stt - st * st / sw
-            if vt > 1e-9 { gain = (e.sti - st * si / sw) / vt; offset = (si - gain * st) / sw }
+            if vt > 1e-9 {
+                gain = (e.sti - st * si / sw) / vt
+                offset = (si - gain * st) / sw
+            }
             rawSlope = gain
-            if !(gain > 0.5 && gain < 2) { gain = 1; offset = (si - st) / sw }
+            if !(gain > 0.5 && gain < 2) {
+                gain = 1
+                offset = (si - st) / sw
+            }
             // 3. Robust scale of the residuals (frame mapped back to the reference's exposure):
             // the median of about 1024 of them, evenly spread over the points, is as good a scale
             // (to a few percent) as all of them and saves most of the selection's time.
@@ -99,31 +123,48 @@ extension RegistrationReference {
             absr.removeAll(keepingCapacity: true)
             tl.t.withUnsafeBufferPointer { t in
                 var i = 0
-                while i < n { if !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - t[i])) }; i &+= step }
+                while i < n {
+                    if !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - t[i])) }
+                    i &+= step
+                }
             }
             // Capped: when most points disagree (a wrong start locked onto a moving object),
             // a scale grown from the same residuals would call everything an inlier.
             let sigma = min(4, max(0.5, 1.4826 * (absr.isEmpty ? 0 : Selection.kthOfMagnitudes(&absr, absr.count / 2))))
             // 4. Tukey weights and the normal equations over the steepest-descent rows.
-            let s = NormalEquations.sum(tl, smp, wts, parameters: np, offset: off, inverseGain: ig, c2: (4.685 * sigma) * (4.685 * sigma))
-            guard s.wsumHessian > 0, let dp = solveSymmetric(s.matrix(np, scaledBy: s.wsum / s.wsumHessian), s.b, np) else {
+            let s = NormalEquations.sum(
+                tl, smp, wts, parameters: np, offset: off, inverseGain: ig, c2: (4.685 * sigma) * (4.685 * sigma))
+            guard s.wsumHessian > 0, let dp = solveSymmetric(s.matrix(np, scaledBy: s.wsum / s.wsumHessian), s.b, np)
+            else {
                 throw RegistrationError.diverged("flat texture")
             }
-            let dW: Homography = np == 2 ? .translation(dp[0], dp[1])
-                : np == 6 ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
-                : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
+            let dW: Homography =
+                np == 2
+                ? .translation(dp[0], dp[1])
+                : np == 6
+                    ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
+                    : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
             guard let dWinv = dW.inverse else { throw RegistrationError.diverged("singular update") }
             let update = nrmInv * dWinv * nrm
             w = w * update
             guard w.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("non-finite warp") }
             // Converged when no corner moves more than `tolerance` pixels.
             var moved = 0.0
-            for (cx, cy) in [(0.0, 0.0), (Double(tl.width - 1), 0.0), (0.0, Double(tl.height - 1)), (Double(tl.width - 1), Double(tl.height - 1))] {
-                if let p = update.apply(cx, cy) { moved = max(moved, abs(p.x - cx), abs(p.y - cy)) } else { moved = .infinity }
+            for (cx, cy) in [
+                (0.0, 0.0), (Double(tl.width - 1), 0.0), (0.0, Double(tl.height - 1)),
+                (Double(tl.width - 1), Double(tl.height - 1))
+            ] {
+                if let p = update.apply(cx, cy) {
+                    moved = max(moved, abs(p.x - cx), abs(p.y - cy))
+                } else {
+                    moved = .infinity
+                }
             }
-            outcome = LevelOutcome(residual: (s.wr2 / max(s.wsum, 1e-9)).squareRoot(), inlierFraction: Double(s.inliers) / Double(max(e.count, 1)),
-                                   overlap: Double(e.count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
-                                   correlation: correlation, slope: rawSlope)
+            outcome = LevelOutcome(
+                residual: (s.wr2 / max(s.wsum, 1e-9)).squareRoot(),
+                inlierFraction: Double(s.inliers) / Double(max(e.count, 1)),
+                overlap: Double(e.count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
+                correlation: correlation, slope: rawSlope)
             if moved < tolerance { break }
         }
         return outcome
@@ -148,14 +189,24 @@ struct Exposure {
                 let v = UnsafeRawPointer(smp + i).loadUnaligned(as: SIMD4<Float>.self)
                 let ok = v .== v
                 let wt = UnsafeRawPointer(wts + i).loadUnaligned(as: SIMD4<Float>.self).replacing(with: 0, where: .!ok)
-                let x = v.replacing(with: 0, where: .!ok), tt = UnsafeRawPointer(t + i).loadUnaligned(as: SIMD4<Float>.self)
+                let x = v.replacing(with: 0, where: .!ok),
+                    tt = UnsafeRawPointer(t + i).loadUnaligned(as: SIMD4<Float>.self)
                 let wtt = wt * tt, wx = wt * x
-                a += wt; b += wtt; c += wx; d += wtt * tt; e += wtt * x; f += wx * x
-                valid &-= unsafeBitCast(ok, to: SIMD4<Int32>.self)   // a true lane is -1
+                a += wt
+                b += wtt
+                c += wx
+                d += wtt * tt
+                e += wtt * x
+                f += wx * x
+                valid &-= unsafeBitCast(ok, to: SIMD4<Int32>.self)  // a true lane is -1
                 i &+= 4
             }
-            sw += Double(a.sum()); st += Double(b.sum()); si += Double(c.sum())
-            stt += Double(d.sum()); sti += Double(e.sum()); sii += Double(f.sum())
+            sw += Double(a.sum())
+            st += Double(b.sum())
+            si += Double(c.sum())
+            stt += Double(d.sum())
+            sti += Double(e.sum())
+            sii += Double(f.sum())
             count &+= Int(valid.wrappedSum())
         }
     }
@@ -180,14 +231,23 @@ struct NormalEquations {
     func matrix(_ np: Int, scaledBy k: Double) -> [Double] {
         var m = [Double](repeating: 0, count: np * np)
         var idx = 0
-        for q in 0..<np { for u in q..<np { m[q * np + u] = a[idx] * k; m[u * np + q] = a[idx] * k; idx += 1 } }
+        for q in 0..<np {
+            for u in q..<np {
+                m[q * np + u] = a[idx] * k
+                m[u * np + q] = a[idx] * k
+                idx += 1
+            }
+        }
         return m
     }
 
     mutating func add(_ o: NormalEquations) {
         for i in a.indices { a[i] += o.a[i] }
         for i in b.indices { b[i] += o.b[i] }
-        wr2 += o.wr2; wsum += o.wsum; wsumHessian += o.wsumHessian; inliers += o.inliers
+        wr2 += o.wr2
+        wsum += o.wsum
+        wsumHessian += o.wsumHessian
+        inliers += o.inliers
     }
 
     /// Residuals `(smp - offset) * inverseGain - t`, Tukey weights with squared scale `c2`
@@ -196,28 +256,34 @@ struct NormalEquations {
     /// it, the same sums without). Large levels are split between the threads, in pieces of
     /// 8192 points whatever the cores and whichever thread runs them, summed in order: the same
     /// sums every run.
-    static func sum(_ tl: TemplateLevel, _ smp: UnsafePointer<Float>, _ wts: UnsafeMutablePointer<Float>, parameters np: Int,
-                    offset: Float, inverseGain: Float, c2: Float) -> NormalEquations {
+    static func sum(
+        _ tl: TemplateLevel, _ smp: UnsafePointer<Float>, _ wts: UnsafeMutablePointer<Float>, parameters np: Int,
+        offset: Float, inverseGain: Float, c2: Float
+    ) -> NormalEquations {
         let piece = 8192, pieces = max(1, (tl.padded + piece - 1) / piece)
         let parts = LockedBox([NormalEquations](repeating: NormalEquations(), count: pieces))
         tl.t.withUnsafeBufferPointer { t in
-        tl.agreement.withUnsafeBufferPointer { agr in
-        tl.jacobian.withUnsafeBufferPointer { jac in
-            let points = UncheckedSendable(evn_normal_points(t: t.baseAddress, agreement: agr.baseAddress, jacobian: jac.baseAddress,
-                                                             samples: smp, weights: wts, padded: tl.padded, offset: offset,
-                                                             inverse_gain: inverseGain, inv_c2: 1 / c2))
-            StripExecutor.forEachStrip(rows: pieces, minimumRows: 1) { strip in
-                var points = points.value
-                for p in strip {
-                    let start = p * piece, end = min(tl.padded, (p + 1) * piece)
-                    let split = min(max(start, tl.hessianCount), end)
-                    var part = evn_normal_sums()
-                    evn_normal_sums_add(&points, start, split, Int32(np), 1, &part)
-                    evn_normal_sums_add(&points, split, end, Int32(np), 0, &part)
-                    parts.update { $0[p] = NormalEquations(part) }
+            tl.agreement.withUnsafeBufferPointer { agr in
+                tl.jacobian.withUnsafeBufferPointer { jac in
+                    let points = UncheckedSendable(
+                        evn_normal_points(
+                            t: t.baseAddress, agreement: agr.baseAddress, jacobian: jac.baseAddress,
+                            samples: smp, weights: wts, padded: tl.padded, offset: offset,
+                            inverse_gain: inverseGain, inv_c2: 1 / c2))
+                    StripExecutor.forEachStrip(rows: pieces, minimumRows: 1) { strip in
+                        var points = points.value
+                        for p in strip {
+                            let start = p * piece, end = min(tl.padded, (p + 1) * piece)
+                            let split = min(max(start, tl.hessianCount), end)
+                            var part = evn_normal_sums()
+                            evn_normal_sums_add(&points, start, split, Int32(np), 1, &part)
+                            evn_normal_sums_add(&points, split, end, Int32(np), 0, &part)
+                            parts.update { $0[p] = NormalEquations(part) }
+                        }
+                    }
                 }
             }
-        }}}
+        }
         var total = NormalEquations()
         for part in parts.value { total.add(part) }
         return total
@@ -230,7 +296,10 @@ extension NormalEquations {
         self.init()
         withUnsafeBytes(of: s.a) { a = Array($0.bindMemory(to: Double.self)) }
         withUnsafeBytes(of: s.b) { b = Array($0.bindMemory(to: Double.self)) }
-        wr2 = s.wr2; wsum = s.wsum; wsumHessian = s.wsum_hessian; inliers = Int(s.inliers)
+        wr2 = s.wr2
+        wsum = s.wsum
+        wsumHessian = s.wsum_hessian
+        inliers = Int(s.inliers)
     }
 }
 
@@ -250,8 +319,16 @@ func solveSymmetric(_ a: [Double], _ b: [Double], _ n: Int) -> [Double]? {
         }
     }
     var y = [Double](repeating: 0, count: n)
-    for i in 0..<n { var s = b[i]; for k in 0..<i { s -= l[i * n + k] * y[k] }; y[i] = s / l[i * n + i] }
+    for i in 0..<n {
+        var s = b[i]
+        for k in 0..<i { s -= l[i * n + k] * y[k] }
+        y[i] = s / l[i * n + i]
+    }
     var x = [Double](repeating: 0, count: n)
-    for i in stride(from: n - 1, through: 0, by: -1) { var s = y[i]; for k in (i + 1)..<n { s -= l[k * n + i] * x[k] }; x[i] = s / l[i * n + i] }
+    for i in stride(from: n - 1, through: 0, by: -1) {
+        var s = y[i]
+        for k in (i + 1)..<n { s -= l[k * n + i] * x[k] }
+        x[i] = s / l[i * n + i]
+    }
     return x
 }

@@ -18,15 +18,20 @@ extension RegistrationReference {
             let s = UncheckedSendable(buffer)
             StripExecutor.forEachStrip(rows: cells, minimumRows: 1) { range in
                 for cyi in range {
-                    let row = selectPoints(s.value, width: w, height: h, y0: max(2, cyi * cellH), y1: min(h - 2, (cyi + 1) * cellH),
-                                           cells: cells, cellWidth: cellW, quota: quota)
+                    let row = selectPoints(
+                        s.value, width: w, height: h, y0: max(2, cyi * cellH), y1: min(h - 2, (cyi + 1) * cellH),
+                        cells: cells, cellWidth: cellW, quota: quota)
                     rows.update { $0[cyi] = row }
                 }
             }
         }
         var px: [Float] = [], py: [Float] = [], pt: [Float] = [], pgx: [Float] = [], pgy: [Float] = []
         for case let r? in rows.value {
-            px += r.x; py += r.y; pt += r.value; pgx += r.gx; pgy += r.gy
+            px += r.x
+            py += r.y
+            pt += r.value
+            pgx += r.gx
+            pgy += r.gy
         }
         return TemplateLevel(width: w, height: h, x: px, y: py, t: pt, gx: pgx, gy: pgy)
     }
@@ -51,11 +56,15 @@ extension RegistrationReference {
     }
 
     /// Points of one row of the grid: positions, values and gradients.
-    private struct PointRow: Sendable { var x: [Float] = [], y: [Float] = [], value: [Float] = [], gx: [Float] = [], gy: [Float] = [] }
+    private struct PointRow: Sendable {
+        var x: [Float] = [], y: [Float] = [], value: [Float] = [], gx: [Float] = [], gy: [Float] = []
+    }
 
     /// The points of one row of ``selectPoints(_:cap:)``'s grid (rows y0..<y1), cell by cell.
-    private static func selectPoints(_ s: UnsafeBufferPointer<Float>, width w: Int, height h: Int, y0: Int, y1: Int,
-                                     cells: Int, cellWidth cellW: Int, quota: Int) -> PointRow {
+    private static func selectPoints(
+        _ s: UnsafeBufferPointer<Float>, width w: Int, height h: Int, y0: Int, y1: Int,
+        cells: Int, cellWidth cellW: Int, quota: Int
+    ) -> PointRow {
         var r = PointRow()
         var cand: [(g: Float, i: Int)] = []
         guard y0 < y1 else { return r }
@@ -68,12 +77,15 @@ extension RegistrationReference {
                     let i = y * w + x
                     let gx = 0.5 * (s[i + 1] - s[i - 1]), gy = 0.5 * (s[i + w] - s[i - w])
                     let g = gx * gx + gy * gy
-                    if g >= 1.0 { cand.append((g, i)) }   // |grad| >= 1 grey level / px
+                    if g >= 1.0 { cand.append((g, i)) }  // |grad| >= 1 grey level / px
                 }
             }
             for c in cand.count > quota ? strongest(cand, quota: quota) : cand {
-                r.x.append(Float(c.i % w)); r.y.append(Float(c.i / w)); r.value.append(s[c.i])
-                r.gx.append(0.5 * (s[c.i + 1] - s[c.i - 1])); r.gy.append(0.5 * (s[c.i + w] - s[c.i - w]))
+                r.x.append(Float(c.i % w))
+                r.y.append(Float(c.i / w))
+                r.value.append(s[c.i])
+                r.gx.append(0.5 * (s[c.i + 1] - s[c.i - 1]))
+                r.gy.append(0.5 * (s[c.i + w] - s[c.i - w]))
             }
         }
         return r

@@ -52,11 +52,14 @@ public final class RegistrationReference: Sendable {
 
     /// Registers a frame: returns the homography mapping the frame's pixels to the reference's.
     /// `initial`, when given, is a starting estimate in the same convention (e.g. from features).
-    @_specialize(exported: true, where S == UInt8)
-    @_specialize(exported: true, where S == UInt16)
-    public func register<S: PixelSample>(_ frame: Image<S>, model: MotionModel, initial: Homography? = nil) throws -> RegistrationResult {
+    @_specialize(exported:true,where S == UInt8)
+    @_specialize(exported:true,where S == UInt16)
+    public func register<S: PixelSample>(_ frame: Image<S>, model: MotionModel, initial: Homography? = nil) throws
+        -> RegistrationResult
+    {
         guard frame.width == width, frame.height == height else {
-            throw RegistrationError.sizeMismatch(frame: "\(frame.width)x\(frame.height)", reference: "\(width)x\(height)")
+            throw RegistrationError.sizeMismatch(
+                frame: "\(frame.width)x\(frame.height)", reference: "\(width)x\(height)")
         }
         return try register(pyramid: framePyramid(frame), model: model, initial: initial)
     }
@@ -74,8 +77,10 @@ public final class RegistrationReference: Sendable {
     /// - Returns: The homography mapping the frame's pixels to the reference's, with its confidence.
     /// - Throws: ``RegistrationError`` when the sizes differ, the frame does not overlap, the
     ///   estimate diverges or too little texture agrees.
-    public func register(pyramid fp: GreyPyramid, model: MotionModel, initial: Homography? = nil,
-                         finestLevel: Int? = nil) throws -> RegistrationResult {
+    public func register(
+        pyramid fp: GreyPyramid, model: MotionModel, initial: Homography? = nil,
+        finestLevel: Int? = nil
+    ) throws -> RegistrationResult {
         guard fp.width == width, fp.height == height else {
             throw RegistrationError.sizeMismatch(frame: "\(fp.width)x\(fp.height)", reference: "\(width)x\(height)")
         }
@@ -124,7 +129,8 @@ public final class RegistrationReference: Sendable {
         let ranked = order.map { candidates[$0] }
         for c in ranked {
             do {
-                var r = try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: initial != nil, through: stop)
+                var r = try refineRest(
+                    c, fp, top: top, finest: finest, model: model, hasInitial: initial != nil, through: stop)
                 r.start = initial != nil ? .given : .coarseShift
                 if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                 if r.inlierFraction >= 0.5 { break }
@@ -138,16 +144,24 @@ public final class RegistrationReference: Sendable {
         if initial == nil && model == .homography && options.largeMotionSearch {
             // Features on the finest level of at most ~500 px, then the rotation-and-scale search.
             var featureLevel = top
-            while featureLevel > finest && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320 { featureLevel -= 1 }
+            while featureLevel > finest
+                && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320
+            { featureLevel -= 1 }
             if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
-               let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
-               var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true, through: stop) {
+                let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
+                var r = try? refineFrom(
+                    start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true,
+                    through: stop)
+            {
                 r.start = .features
                 best = r
                 if r.inlierFraction >= 0.5 { return r }
             }
             for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
-                if var r = try? refineFrom(start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true, through: stop) {
+                if var r = try? refineFrom(
+                    start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true,
+                    through: stop)
+                {
                     r.start = .rotationSearch
                     if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
                     if r.inlierFraction >= 0.5 { break }
@@ -180,8 +194,9 @@ public final class RegistrationReference: Sendable {
         let finest = finestLevel(fp), top = topLevel(fp)
         guard r.level > finest else { return r }
         guard let w = r.homography.inverse else { throw RegistrationError.diverged("singular warp") }
-        let c = try refineLevels(Candidate(w: w, outcome: nil, iterations: r.iterations, level: r.level), fp, from: r.level - 1, top: top,
-                                 finest: finest, model: r.model, hasInitial: true, largeMotion: false, through: finest)
+        let c = try refineLevels(
+            Candidate(w: w, outcome: nil, iterations: r.iterations, level: r.level), fp, from: r.level - 1, top: top,
+            finest: finest, model: r.model, hasInitial: true, largeMotion: false, through: finest)
         var out = try judged(c, model: r.model)
         out.start = r.start
         return out
@@ -189,51 +204,80 @@ public final class RegistrationReference: Sendable {
 
     /// A start refined at some of the levels: the warp (reference to frame, level-0 pixels), the
     /// last level's outcome, and the iterations so far.
-    struct Candidate { var w: Homography; var outcome: LevelOutcome?; var iterations: Int; var level = Int.max }
+    struct Candidate {
+        var w: Homography
+        var outcome: LevelOutcome?
+        var iterations: Int
+        var level = Int.max
+    }
 
-    func refineFrom(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                    largeMotion: Bool = false, through stop: Int? = nil) throws -> RegistrationResult {
-        let c = try refineTop(start, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
-        return try refineRest(c, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion, through: stop)
+    func refineFrom(
+        _ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+        largeMotion: Bool = false, through stop: Int? = nil
+    ) throws -> RegistrationResult {
+        let c = try refineTop(
+            start, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion)
+        return try refineRest(
+            c, fp, top: top, finest: finest, model: model, hasInitial: hasInitial, largeMotion: largeMotion,
+            through: stop)
     }
 
     /// `start` refined at the coarsest level.
-    func refineTop(_ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                   largeMotion: Bool = false) throws -> Candidate {
-        try refineLevels(Candidate(w: start, outcome: nil, iterations: 0), fp, from: top, top: top, finest: finest, model: model,
-                         hasInitial: hasInitial, largeMotion: largeMotion, through: top)
+    func refineTop(
+        _ start: Homography, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+        largeMotion: Bool = false
+    ) throws -> Candidate {
+        try refineLevels(
+            Candidate(w: start, outcome: nil, iterations: 0), fp, from: top, top: top, finest: finest, model: model,
+            hasInitial: hasInitial, largeMotion: largeMotion, through: top)
     }
 
     /// A candidate refined at the coarsest level, refined at the others down to `stop` (the
     /// finest when nil) and judged.
-    func refineRest(_ c: Candidate, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                    largeMotion: Bool = false, through stop: Int? = nil) throws -> RegistrationResult {
+    func refineRest(
+        _ c: Candidate, _ fp: GreyPyramid, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+        largeMotion: Bool = false, through stop: Int? = nil
+    ) throws -> RegistrationResult {
         let through = stop ?? finest
-        let r = top > through ? try refineLevels(c, fp, from: top - 1, top: top, finest: finest, model: model, hasInitial: hasInitial,
-                                                  largeMotion: largeMotion, through: through) : c
+        let r =
+            top > through
+            ? try refineLevels(
+                c, fp, from: top - 1, top: top, finest: finest, model: model, hasInitial: hasInitial,
+                largeMotion: largeMotion, through: through) : c
         return try judged(r, model: model)
     }
 
     /// Refines `c` at levels `from` down to `through`.
-    func refineLevels(_ c: Candidate, _ fp: GreyPyramid, from: Int, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
-                      largeMotion: Bool, through: Int) throws -> Candidate {
+    func refineLevels(
+        _ c: Candidate, _ fp: GreyPyramid, from: Int, top: Int, finest: Int, model: MotionModel, hasInitial: Bool,
+        largeMotion: Bool, through: Int
+    ) throws -> Candidate {
         var w = c.w
         var last = c.outcome
         var totalIterations = c.iterations
         var reached = c.level
         for level in stride(from: from, through: through, by: -1) {
             let tl = templates[level]
-            guard tl.count >= 12 else { if level == finest { throw RegistrationError.tooLittleTexture }; continue }
+            guard tl.count >= 12 else {
+                if level == finest { throw RegistrationError.tooLittleTexture }
+                continue
+            }
             let s = pow(0.5, Double(level))
             var wl = w.rescaled(by: s)
             // The coarsest level settles the shift, intermediate levels an affine warp; perspective
             // is only fitted on the two finest levels, where enough points constrain it.
             let parameters: Int
-            if model == .translation || (level == top && !hasInitial && top > finest) { parameters = 2 }
-            else if level > finest + 1 && !(largeMotion && level < top) { parameters = 6 } else { parameters = 8 }
+            if model == .translation || (level == top && !hasInitial && top > finest) {
+                parameters = 2
+            } else if level > finest + 1 && !(largeMotion && level < top) {
+                parameters = 6
+            } else {
+                parameters = 8
+            }
             // Coarse levels only need to hand the next level a good start.
-            let out = try refine(&wl, tl, fp.levels[level], parameters: parameters, iterations: options.iterations,
-                                 tolerance: level == finest ? 0.005 : 0.02)
+            let out = try refine(
+                &wl, tl, fp.levels[level], parameters: parameters, iterations: options.iterations,
+                tolerance: level == finest ? 0.005 : 0.02)
             totalIterations += out.iterations
             w = wl.rescaled(by: 1 / s)
             last = out
@@ -249,18 +293,23 @@ public final class RegistrationReference: Sendable {
     func judged(_ c: Candidate, model: MotionModel) throws -> RegistrationResult {
         let w = c.w, totalIterations = c.iterations
         guard let final = c.outcome else { throw RegistrationError.tooLittleTexture }
-        guard let h = w.inverse, h.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("singular warp") }
+        guard let h = w.inverse, h.m.allSatisfy({ $0.isFinite }) else {
+            throw RegistrationError.diverged("singular warp")
+        }
         let det = h.m[0] * h.m[4] - h.m[1] * h.m[3]
-        guard det > 0.25, det < 4 else { throw RegistrationError.diverged(String(format: "scale change %.2f", det.squareRoot())) }
+        guard det > 0.25, det < 4 else {
+            throw RegistrationError.diverged(String(format: "scale change %.2f", det.squareRoot()))
+        }
         guard final.overlap >= 0.2 else { throw RegistrationError.noOverlap }
         // Agreement is absolute (grey levels), so a frame of something else, or a start that
         // locked onto a moving object, cannot pass by scaling its own residuals.
         guard final.inlierFraction >= Double(options.minimumInlierFraction) else {
             throw RegistrationError.poorMatch(inlierFraction: final.inlierFraction)
         }
-        return RegistrationResult(homography: h, model: model, residual: final.residual, inlierFraction: final.inlierFraction,
-                                  gain: final.gain, offset: final.offset, iterations: totalIterations, correlation: final.correlation,
-                                  level: c.level)
+        return RegistrationResult(
+            homography: h, model: model, residual: final.residual, inlierFraction: final.inlierFraction,
+            gain: final.gain, offset: final.offset, iterations: totalIterations, correlation: final.correlation,
+            level: c.level)
     }
 
 }

@@ -76,7 +76,9 @@ public struct RegistrationResult: Sendable, Codable {
     /// ``RegistrationReference/register(pyramid:model:initial:finestLevel:)``).
     public var level = 0
 
-    enum CodingKeys: String, CodingKey { case homography, model, residual, inlierFraction, gain, offset, iterations, correlation, start }
+    enum CodingKeys: String, CodingKey {
+        case homography, model, residual, inlierFraction, gain, offset, iterations, correlation, start
+    }
 }
 
 /// Why a frame could not be registered; the stacker reports it and leaves the frame out.
@@ -92,13 +94,22 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case .tooSmall(let w, let h): "\(w)x\(h) pixels is too small to register (\(RegistrationReference.minimumSide) on each side at least)"
+        case .tooSmall(let w, let h):
+            "\(w)x\(h) pixels is too small to register (\(RegistrationReference.minimumSide) on each side at least)"
         case .sizeMismatch(let f, let r): "frame is \(f) but the reference is \(r)"
         case .tooLittleTexture: "the reference has too little texture to align against"
         case .noOverlap: "the frame does not overlap the reference enough"
         case .diverged(let d): "alignment diverged (\(d))"
-        case .poorMatch(let f): String(format: "only %.0f%% of the texture matches the reference after alignment (a different scene, or too much moving)", f * 100)
-        case .structureless(let g): String(format: "at coarse scale the frame does not follow the reference's structure (slope %.2f): noise, a blank or a different scene", g)
+        case .poorMatch(let f):
+            String(
+                format:
+                    "only %.0f%% of the texture matches the reference after alignment (a different scene, or too much moving)",
+                f * 100)
+        case .structureless(let g):
+            String(
+                format:
+                    "at coarse scale the frame does not follow the reference's structure (slope %.2f): noise, a blank or a different scene",
+                g)
         }
     }
 }

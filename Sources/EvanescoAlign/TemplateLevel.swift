@@ -36,8 +36,11 @@ struct TemplateLevel: Sendable {
     /// Points at (`x`, `y`) with values `t` and gradients (`gx`, `gy`) in level pixels, in
     /// selection order.
     init(width: Int, height: Int, x: [Float], y: [Float], t: [Float], gx: [Float], gy: [Float]) {
-        self.width = width; self.height = height
-        cx = Float(width - 1) / 2; cy = Float(height - 1) / 2; scale = Float(max(width, height)) / 2
+        self.width = width
+        self.height = height
+        cx = Float(width - 1) / 2
+        cy = Float(height - 1) / 2
+        scale = Float(max(width, height)) / 2
         count = x.count
         padded = (count + 3) & ~3
         // Every k-th point first (k = 1 up to 4096 points, then up to 4 as they grow), the rest
@@ -50,13 +53,21 @@ struct TemplateLevel: Sendable {
         var jac = [Float](repeating: 0, count: 8 * n)
         for (i, o) in order.enumerated() {
             let xn = (x[o] - cx) / s, yn = (y[o] - cy) / s
-            let gxn = gx[o] * s, gyn = gy[o] * s   // per normalised unit
-            px[i] = x[o]; py[i] = y[o]; pt[i] = t[o]
-            agree[i] = RegistrationReference.agreementThreshold + RegistrationReference.agreementShift * (gx[o] * gx[o] + gy[o] * gy[o]).squareRoot()
+            let gxn = gx[o] * s, gyn = gy[o] * s  // per normalised unit
+            px[i] = x[o]
+            py[i] = y[o]
+            pt[i] = t[o]
+            agree[i] =
+                RegistrationReference.agreementThreshold + RegistrationReference.agreementShift
+                * (gx[o] * gx[o] + gy[o] * gy[o]).squareRoot()
             let proj = gxn * xn + gyn * yn
             let row: [Float] = [gxn * xn, gxn * yn, gxn, gyn * xn, gyn * yn, gyn, -xn * proj, -yn * proj]
             for c in 0..<8 { jac[c * n + i] = row[c] }
         }
-        self.x = px; self.y = py; self.t = pt; agreement = agree; jacobian = jac
+        self.x = px
+        self.y = py
+        self.t = pt
+        agreement = agree
+        jacobian = jac
     }
 }

@@ -75,7 +75,10 @@ public struct BatchJob: Sendable {
         }
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try e.encode(Line(id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background, options: options))
+        let data = try e.encode(
+            Line(
+                id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background,
+                options: options))
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -101,7 +104,9 @@ public struct BatchJob: Sendable {
         guard (1...200).contains(raw.id.count), raw.id.allSatisfy(idCharacters.contains), !raw.id.hasPrefix(".") else {
             throw bad("id \"\(raw.id)\" must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting with a dot")
         }
-        guard !raw.inputs.isEmpty, raw.inputs.allSatisfy({ !$0.isEmpty }) else { throw bad("inputs must list at least one path") }
+        guard !raw.inputs.isEmpty, raw.inputs.allSatisfy({ !$0.isEmpty }) else {
+            throw bad("inputs must list at least one path")
+        }
         guard !raw.output.isEmpty else { throw bad("output must be a path") }
         if let q = raw.quality, !(1...100).contains(q) { throw bad("quality must be within 1...100") }
         func absolute(_ p: String) -> String {
@@ -109,7 +114,9 @@ public struct BatchJob: Sendable {
         }
         let inputs = raw.inputs.map(absolute), output = absolute(raw.output)
         let background = raw.background.map(absolute)
-        if background != nil && raw.kind != .backdrop { throw bad("background is a backdrop job's key; a \(raw.kind.rawValue) job has none") }
+        if background != nil && raw.kind != .backdrop {
+            throw bad("background is a backdrop job's key; a \(raw.kind.rawValue) job has none")
+        }
         let ext = (output as NSString).pathExtension.lowercased()
         switch raw.kind {
         case .stack, .portrait:
@@ -118,10 +125,13 @@ public struct BatchJob: Sendable {
             }
             _ = f
             if raw.kind == .portrait && inputs.count > 2 {
-                throw bad("a portrait job takes the photo, and optionally its disparity map: \(inputs.count) inputs given")
+                throw bad(
+                    "a portrait job takes the photo, and optionally its disparity map: \(inputs.count) inputs given")
             }
         case .backdrop:
-            guard inputs.count == 2 else { throw bad("a backdrop job takes two inputs, the colour and the depth stream: \(inputs.count) given") }
+            guard inputs.count == 2 else {
+                throw bad("a backdrop job takes two inputs, the colour and the depth stream: \(inputs.count) given")
+            }
             guard inputs.allSatisfy({ $0 != "-" }) else { throw bad("a batch job cannot read stdin") }
         }
         if inputs.contains(output) || background == output { throw bad("output \(raw.output) is also an input") }
@@ -135,8 +145,10 @@ public struct BatchJob: Sendable {
                 throw bad("output folder \(dir) does not exist; make it first")
             }
         }
-        return BatchJob(id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options, quality: raw.quality ?? raw.kind.defaultQuality,
-                        background: background, line: line)
+        return BatchJob(
+            id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
+            quality: raw.quality ?? raw.kind.defaultQuality,
+            background: background, line: line)
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -156,7 +168,8 @@ public struct BatchJob: Sendable {
             let c = try decoder.container(keyedBy: Key.self)
             id = try c.decode(String.self, forKey: .id)
             guard let k = JobKind(rawValue: try c.decode(String.self, forKey: .kind)) else {
-                throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "must be stack, portrait or backdrop")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .kind, in: c, debugDescription: "must be stack, portrait or backdrop")
             }
             kind = k
             inputs = try c.decode([String].self, forKey: .inputs)
@@ -166,8 +179,12 @@ public struct BatchJob: Sendable {
             let present = c.contains(.options)
             switch k {
             case .stack: options = .stack(present ? try c.decode(StackOptions.self, forKey: .options) : StackOptions())
-            case .portrait: options = .portrait(present ? try c.decode(PortraitSettings.self, forKey: .options) : PortraitSettings())
-            case .backdrop: options = .backdrop(present ? try c.decode(BackdropSessionOptions.self, forKey: .options) : BackdropSessionOptions())
+            case .portrait:
+                options = .portrait(
+                    present ? try c.decode(PortraitSettings.self, forKey: .options) : PortraitSettings())
+            case .backdrop:
+                options = .backdrop(
+                    present ? try c.decode(BackdropSessionOptions.self, forKey: .options) : BackdropSessionOptions())
             }
         }
     }
@@ -186,7 +203,11 @@ public struct ManifestError: Error, Sendable, Equatable, CustomStringConvertible
     ///   - message: What is wrong.
     ///   - id: The job's id, if known.
     ///   - line: The line number, if known.
-    public init(message: String, id: String? = nil, line: Int? = nil) { self.message = message; self.id = id; self.line = line }
+    public init(message: String, id: String? = nil, line: Int? = nil) {
+        self.message = message
+        self.id = id
+        self.line = line
+    }
 
     public var description: String {
         (line.map { "line \($0): " } ?? "") + (id.map { "job \($0): " } ?? "") + message

@@ -28,7 +28,8 @@ public struct BatchManifest: Sendable {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         let st = try InputFile.requireRegular(absolute)
         guard Int(st.st_size) <= maximumBytes else {
-            throw ManifestProblems(path: path, problems: [ManifestError(message: "the manifest is over 1 GiB; split it into several")])
+            throw ManifestProblems(
+                path: path, problems: [ManifestError(message: "the manifest is over 1 GiB; split it into several")])
         }
         let bytes = try InputFile.read(absolute)
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -45,7 +46,9 @@ public struct BatchManifest: Sendable {
     ///   - checkFiles: Also check that inputs exist and output folders do.
     /// - Returns: The manifest.
     /// - Throws: ``ManifestProblems`` listing every bad line.
-    public static func parse(_ text: String, path: String, checkFiles: Bool = true) throws(ManifestProblems) -> BatchManifest {
+    public static func parse(_ text: String, path: String, checkFiles: Bool = true) throws(ManifestProblems)
+        -> BatchManifest
+    {
         let base = (path as NSString).deletingLastPathComponent
         var jobs: [BatchJob] = [], numbers: [Int] = [], problems: [ManifestError] = []
         var ids: [String: Int] = [:], outputs: [String: Int] = [:]
@@ -56,9 +59,13 @@ public struct BatchManifest: Sendable {
             if trimmed.isEmpty { continue }
             do throws(ManifestError) {
                 let job = try BatchJob.parse(trimmed, base: base, checkFiles: checkFiles)
-                if let first = ids[job.id] { throw ManifestError(message: "the id is also line \(first)'s; ids must be unique", id: job.id) }
+                if let first = ids[job.id] {
+                    throw ManifestError(message: "the id is also line \(first)'s; ids must be unique", id: job.id)
+                }
                 if let first = outputs[job.output] {
-                    throw ManifestError(message: "output \(job.output) is also line \(first)'s; two jobs cannot write one file", id: job.id)
+                    throw ManifestError(
+                        message: "output \(job.output) is also line \(first)'s; two jobs cannot write one file",
+                        id: job.id)
                 }
                 ids[job.id] = number
                 outputs[job.output] = number
@@ -71,7 +78,9 @@ public struct BatchManifest: Sendable {
             }
         }
         if !problems.isEmpty { throw ManifestProblems(path: path, problems: problems) }
-        if jobs.isEmpty { throw ManifestProblems(path: path, problems: [ManifestError(message: "the manifest has no jobs")]) }
+        if jobs.isEmpty {
+            throw ManifestProblems(path: path, problems: [ManifestError(message: "the manifest has no jobs")])
+        }
         return BatchManifest(path: path, jobs: jobs, lineNumbers: numbers)
     }
 
@@ -109,7 +118,8 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     ///   - count: Number of slices, 1 or more.
     public init?(index: Int, count: Int) {
         guard count >= 1, count <= 1_000_000, (0..<count).contains(index) else { return nil }
-        self.index = index; self.count = count
+        self.index = index
+        self.count = count
     }
 
     /// Parses `I/N` (0-based I).
@@ -133,14 +143,23 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         if let id = environment["SLURM_ARRAY_TASK_ID"] {
             let min = Int(environment["SLURM_ARRAY_TASK_MIN"] ?? "0")
             guard let i = Int(id), let min, let n = environment["SLURM_ARRAY_TASK_COUNT"].flatMap(Int.init),
-                  let s = Shard(index: i - min, count: n) else {
-                throw ManifestError(message: "SLURM_ARRAY_TASK_ID=\(id) with SLURM_ARRAY_TASK_MIN=\(environment["SLURM_ARRAY_TASK_MIN"] ?? "unset") and SLURM_ARRAY_TASK_COUNT=\(environment["SLURM_ARRAY_TASK_COUNT"] ?? "unset") is not a slice; submit with sbatch --array=0-(N-1) (a contiguous range)")
+                let s = Shard(index: i - min, count: n)
+            else {
+                throw ManifestError(
+                    message:
+                        "SLURM_ARRAY_TASK_ID=\(id) with SLURM_ARRAY_TASK_MIN=\(environment["SLURM_ARRAY_TASK_MIN"] ?? "unset") and SLURM_ARRAY_TASK_COUNT=\(environment["SLURM_ARRAY_TASK_COUNT"] ?? "unset") is not a slice; submit with sbatch --array=0-(N-1) (a contiguous range)"
+                )
             }
             return s
         }
         if let index = environment["JOB_COMPLETION_INDEX"] {
-            guard let i = Int(index), let n = environment["EVANESCO_SHARD_COUNT"].flatMap(Int.init), let s = Shard(index: i, count: n) else {
-                throw ManifestError(message: "JOB_COMPLETION_INDEX=\(index) needs EVANESCO_SHARD_COUNT set to the Job's completions (now \(environment["EVANESCO_SHARD_COUNT"] ?? "unset"))")
+            guard let i = Int(index), let n = environment["EVANESCO_SHARD_COUNT"].flatMap(Int.init),
+                let s = Shard(index: i, count: n)
+            else {
+                throw ManifestError(
+                    message:
+                        "JOB_COMPLETION_INDEX=\(index) needs EVANESCO_SHARD_COUNT set to the Job's completions (now \(environment["EVANESCO_SHARD_COUNT"] ?? "unset"))"
+                )
             }
             return s
         }

@@ -31,7 +31,10 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - message: What went wrong.
     ///   - permanent: Whether another attempt is useless.
-    public init(message: String, permanent: Bool) { self.message = message; self.permanent = permanent }
+    public init(message: String, permanent: Bool) {
+        self.message = message
+        self.permanent = permanent
+    }
 
     public var description: String { message }
 
@@ -50,7 +53,7 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
             default: return JobFailure(message: message, permanent: true)
             }
         case is SettingError, is StackError, is PortraitError, is DepthError, is FrameStreamError, is CascadeError,
-             is BackdropSessionError, is ManifestError:
+            is BackdropSessionError, is ManifestError:
             return JobFailure(message: message, permanent: true)
         default:
             return JobFailure(message: message, permanent: false)
@@ -71,25 +74,33 @@ public enum JobRunner {
     ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
     /// - Returns: The job's report.
     /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
-    public static func run(_ job: BatchJob, staging: String, cancellation: StackCancellation? = nil) throws -> JobReport {
+    public static func run(_ job: BatchJob, staging: String, cancellation: StackCancellation? = nil) throws -> JobReport
+    {
         let start = Date()
         switch job.options {
         case .stack(var options):
             options.cancellation = cancellation
             var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
             try result.timings.measure(\.encode) {
-                try ImageCodecs.write(result.image, to: staging, options: WriteOptions(quality: job.quality, metadata: result.referenceMetadata,
-                                                                                        overwrite: true))
+                try ImageCodecs.write(
+                    result.image, to: staging,
+                    options: WriteOptions(
+                        quality: job.quality, metadata: result.referenceMetadata,
+                        overwrite: true))
             }
             result.timings.total = Date().timeIntervalSince(start)
             return .stack(StackReport(result, inputs: job.inputs, output: job.output))
         case .portrait(let settings):
-            let renderer = job.inputs.count == 2
-                ? try PortraitRenderer(DepthReader.read(photo: job.inputs[0], depthMap: job.inputs[1], kind: .disparity))
+            let renderer =
+                job.inputs.count == 2
+                ? try PortraitRenderer(
+                    DepthReader.read(photo: job.inputs[0], depthMap: job.inputs[1], kind: .disparity))
                 : try PortraitRenderer(contentsOf: job.inputs[0])
             var r = try renderer.render(settings)
             try r.report.times.measure(\.encode) {
-                try ImageCodecs.write(r.image, to: staging, options: WriteOptions(quality: job.quality, metadata: r.metadata, overwrite: true))
+                try ImageCodecs.write(
+                    r.image, to: staging,
+                    options: WriteOptions(quality: job.quality, metadata: r.metadata, overwrite: true))
             }
             r.report.times = r.report.times.rounded
             return .portrait(r.report)
@@ -98,7 +109,8 @@ public enum JobRunner {
         }
     }
 
-    static func runBackdrop(_ job: BatchJob, options: BackdropSessionOptions, staging: String) throws -> BackdropReport {
+    static func runBackdrop(_ job: BatchJob, options: BackdropSessionOptions, staging: String) throws -> BackdropReport
+    {
         let background = try job.background.map { try ImageCodecs.read($0).image.uint8 }
         let cascade = options.subject == .face ? try? CascadeClassifier.load() : nil
         let color = try FrameSources.open(job.inputs[0], role: .color)
@@ -153,7 +165,9 @@ public enum Staging {
             try? FileManager.default.removeItem(atPath: (dir as NSString).appendingPathComponent(name))
         }
         let folder = (dir as NSString).appendingPathComponent(prefix + token)
-        guard mkdir(folder, 0o755) == 0 else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno))) }
+        guard mkdir(folder, 0o755) == 0 else {
+            throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno)))
+        }
         return (folder as NSString).appendingPathComponent((output as NSString).lastPathComponent)
     }
 
@@ -168,10 +182,14 @@ public enum Staging {
         defer { discard(staged) }
         if rename(staged, output) == 0 { return }
         let e = errno
-        guard e == ENOTEMPTY || e == EEXIST || e == EISDIR else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(e))) }
+        guard e == ENOTEMPTY || e == EEXIST || e == EISDIR else {
+            throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(e)))
+        }
         // A folder output from an earlier run: set it aside, move the new one in, remove the old.
         let aside = staged + ".old"
-        guard rename(output, aside) == 0 else { throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno))) }
+        guard rename(output, aside) == 0 else {
+            throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno)))
+        }
         guard rename(staged, output) == 0 else {
             let reason = String(cString: strerror(errno))
             _ = rename(aside, output)

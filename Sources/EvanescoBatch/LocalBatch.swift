@@ -61,19 +61,29 @@ public struct BatchStatus: Codable, Sendable, Equatable {
 
     /// The status in a few lines of text.
     public var text: String {
-        var lines = ["\(total) jobs: \(done) done, \(failed) failed, \(pending) pending"
-            + (running > 0 ? ", \(running) running" : "") + (cancelled > 0 ? ", \(cancelled) cancelled" : "")]
+        var lines = [
+            "\(total) jobs: \(done) done, \(failed) failed, \(pending) pending"
+                + (running > 0 ? ", \(running) running" : "") + (cancelled > 0 ? ", \(cancelled) cancelled" : "")
+        ]
         if jobsPerMinute > 0 {
-            lines.append(String(format: "%.1f jobs/min", jobsPerMinute) + (secondsLeft.map { ", about \(Self.duration($0)) left" } ?? ""))
+            lines.append(
+                String(format: "%.1f jobs/min", jobsPerMinute)
+                    + (secondsLeft.map { ", about \(Self.duration($0)) left" } ?? ""))
         }
-        if leaseLosses > 0 { lines.append("\(leaseLosses) lease\(leaseLosses == 1 ? "" : "s") lost (a worker died or stalled; its job was taken over)") }
+        if leaseLosses > 0 {
+            lines.append(
+                "\(leaseLosses) lease\(leaseLosses == 1 ? "" : "s") lost (a worker died or stalled; its job was taken over)"
+            )
+        }
         for f in failures.prefix(20) { lines.append("failed \(f.id): \(f.error)") }
         if failures.count > 20 { lines.append("... and \(failures.count - 20) more failures (--json lists them all)") }
         return lines.joined(separator: "\n")
     }
 
     static func duration(_ s: Double) -> String {
-        s < 90 ? String(format: "%.0f s", s) : s < 5400 ? String(format: "%.0f min", s / 60) : String(format: "%.1f h", s / 3600)
+        s < 90
+            ? String(format: "%.0f s", s)
+            : s < 5400 ? String(format: "%.0f min", s / 60) : String(format: "%.1f h", s / 3600)
     }
 
     /// Jobs per minute over the finishes in the last 10 minutes before the latest.
@@ -146,15 +156,19 @@ public struct LocalBatch: Sendable {
                 let receipt = runOne(job, state: state, host: host)
                 let n = tally.update { t in
                     t.finished += 1
-                    if receipt.state == "failed" { t.failures.append(.init(id: job.id, error: receipt.error ?? "", attempts: receipt.attempts)) }
+                    if receipt.state == "failed" {
+                        t.failures.append(.init(id: job.id, error: receipt.error ?? "", attempts: receipt.attempts))
+                    }
                     return t.finished
                 }
                 progress?(n, todo.count, receipt)
             }
         }
         let failures = tally.value.failures
-        return Summary(manifest: manifest.path, shard: shard?.description, jobs: mine.count, skipped: mine.count - todo.count,
-                       done: todo.count - failures.count, failed: failures.sorted { $0.id < $1.id }, seconds: Date().timeIntervalSince(start))
+        return Summary(
+            manifest: manifest.path, shard: shard?.description, jobs: mine.count, skipped: mine.count - todo.count,
+            done: todo.count - failures.count, failed: failures.sorted { $0.id < $1.id },
+            seconds: Date().timeIntervalSince(start))
     }
 
     static func receiptPath(_ state: String, _ folder: String, _ id: String) -> String {
@@ -162,7 +176,8 @@ public struct LocalBatch: Sendable {
     }
 
     static func isDone(_ job: BatchJob, state: String) -> Bool {
-        FileManager.default.fileExists(atPath: receiptPath(state, "done", job.id)) && FileManager.default.fileExists(atPath: job.output)
+        FileManager.default.fileExists(atPath: receiptPath(state, "done", job.id))
+            && FileManager.default.fileExists(atPath: job.output)
     }
 
     func runOne(_ job: BatchJob, state: String, host: String) -> JobReceipt {
@@ -170,22 +185,29 @@ public struct LocalBatch: Sendable {
         while true {
             attempts += 1
             let began = Date()
-            var receipt = JobReceipt(id: job.id, kind: job.kind, output: job.output, state: "done", attempts: attempts, seconds: 0,
-                                     finishedAt: "", host: host, error: nil, report: nil)
+            var receipt = JobReceipt(
+                id: job.id, kind: job.kind, output: job.output, state: "done", attempts: attempts, seconds: 0,
+                finishedAt: "", host: host, error: nil, report: nil)
             do {
                 if !overwrite && FileManager.default.fileExists(atPath: job.output) {
-                    throw JobFailure(message: "\(job.output) exists and no receipt says this batch wrote it; remove it, or run with --force to replace it",
-                                     permanent: true)
+                    throw JobFailure(
+                        message:
+                            "\(job.output) exists and no receipt says this batch wrote it; remove it, or run with --force to replace it",
+                        permanent: true)
                 }
                 let staging = try Staging.prepare(for: job.output, token: Staging.newToken())
                 let folder = (staging as NSString).deletingLastPathComponent
                 Cleanup.add(file: folder)
-                defer { Staging.discard(staging); Cleanup.remove(file: folder) }
+                defer {
+                    Staging.discard(staging)
+                    Cleanup.remove(file: folder)
+                }
                 receipt.report = try JobRunner.run(job, staging: staging)
                 try Staging.place(staging, at: job.output)
                 receipt.seconds = Date().timeIntervalSince(began)
                 receipt.finishedAt = Self.timestamp()
-                try AtomicOutput.write(try ReportJSON.encode(receipt), to: Self.receiptPath(state, "done", job.id), overwrite: true)
+                try AtomicOutput.write(
+                    try ReportJSON.encode(receipt), to: Self.receiptPath(state, "done", job.id), overwrite: true)
                 unlink(Self.receiptPath(state, "failed", job.id))
                 return receipt
             } catch {
@@ -199,7 +221,8 @@ public struct LocalBatch: Sendable {
                 receipt.report = nil
                 receipt.seconds = Date().timeIntervalSince(began)
                 receipt.finishedAt = Self.timestamp()
-                try? AtomicOutput.write(try ReportJSON.encode(receipt), to: Self.receiptPath(state, "failed", job.id), overwrite: true)
+                try? AtomicOutput.write(
+                    try ReportJSON.encode(receipt), to: Self.receiptPath(state, "failed", job.id), overwrite: true)
                 return receipt
             }
         }
@@ -226,16 +249,22 @@ public struct LocalBatch: Sendable {
             if isDone(job, state: state) {
                 done += 1
                 if let data = FileManager.default.contents(atPath: receiptPath(state, "done", job.id)),
-                   let r = try? decoder.decode(ReceiptSummary.self, from: data), let d = f.date(from: r.finishedAt) { finishes.append(d) }
+                    let r = try? decoder.decode(ReceiptSummary.self, from: data), let d = f.date(from: r.finishedAt)
+                {
+                    finishes.append(d)
+                }
             } else if let data = FileManager.default.contents(atPath: receiptPath(state, "failed", job.id)),
-                      let r = try? decoder.decode(ReceiptSummary.self, from: data) {
+                let r = try? decoder.decode(ReceiptSummary.self, from: data)
+            {
                 failures.append(.init(id: job.id, error: r.error ?? "", attempts: nil))
             }
         }
         let pending = manifest.jobs.count - done - failures.count
         let rate = BatchStatus.rate(finishes: finishes)
-        return BatchStatus(total: manifest.jobs.count, done: done, failed: failures.count, pending: pending, running: 0, cancelled: 0,
-                           jobsPerMinute: rate, secondsLeft: rate > 0 && pending > 0 ? Double(pending) / rate * 60 : nil, leaseLosses: 0,
-                           attempts: 0, failures: failures)
+        return BatchStatus(
+            total: manifest.jobs.count, done: done, failed: failures.count, pending: pending, running: 0, cancelled: 0,
+            jobsPerMinute: rate, secondsLeft: rate > 0 && pending > 0 ? Double(pending) / rate * 60 : nil,
+            leaseLosses: 0,
+            attempts: 0, failures: failures)
     }
 }

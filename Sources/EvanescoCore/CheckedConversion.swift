@@ -17,8 +17,14 @@ extension Int {
     /// - Parameter value: Any floating-point value.
     @inlinable
     public init<F: BinaryFloatingPoint>(saturating value: F) {
-        if value.isNaN { self = 0; return }
-        if let v = Int(checking: value) { self = v; return }
+        if value.isNaN {
+            self = 0
+            return
+        }
+        if let v = Int(checking: value) {
+            self = v
+            return
+        }
         self = value < 0 ? .min : .max
     }
 }

@@ -44,8 +44,15 @@ extension Image {
                 let rowLen = rowLength
                 StripExecutor.forEachStrip(rows: height, minimumRows: 32) { rows in
                     for i in (rows.lowerBound * rowLen)..<(rows.upperBound * rowLen) {
-                        if c == 4 && i % 4 == 3 { d[i] = s[i].floatValue * scale; continue }
-                        if let table { d[i] = table[Int(s[i].floatValue)] } else { d[i] = SRGB.toLinear(s[i].floatValue * scale) }
+                        if c == 4 && i % 4 == 3 {
+                            d[i] = s[i].floatValue * scale
+                            continue
+                        }
+                        if let table {
+                            d[i] = table[Int(s[i].floatValue)]
+                        } else {
+                            d[i] = SRGB.toLinear(s[i].floatValue * scale)
+                        }
                     }
                 }
             }
@@ -64,7 +71,8 @@ extension Image {
                 StripExecutor.forEachStrip(rows: height, minimumRows: 32) { rows in
                     for i in (rows.lowerBound * w)..<(rows.upperBound * w) {
                         let o = i * c
-                        d[i] = Sample(clampingRounded: wr * s[o].floatValue + wg * s[o + 1].floatValue + wb * s[o + 2].floatValue)
+                        d[i] = Sample(
+                            clampingRounded: wr * s[o].floatValue + wg * s[o + 1].floatValue + wb * s[o + 2].floatValue)
                     }
                 }
             }

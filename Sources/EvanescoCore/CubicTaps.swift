@@ -29,7 +29,7 @@ enum Quad {
     /// weights). By the float-to-integer bit trick: no checked conversions.
     @inlinable @inline(__always)
     static func fixed(_ v: SIMD4<Float>) -> SIMD4<Int32> {
-        let magic = SIMD4<Float>(repeating: 12_582_912)   // 1.5 * 2^23: the sum's low mantissa bits are the integer
+        let magic = SIMD4<Float>(repeating: 12_582_912)  // 1.5 * 2^23: the sum's low mantissa bits are the integer
         return unsafeBitCast(v * 128 + magic, to: SIMD4<Int32>.self) &- 0x4B40_0000
     }
 
@@ -45,7 +45,9 @@ enum Quad {
 
     /// The table's weights for the phases `q & 127` of 4 pixels, as ``taps(_:_:_:_:_:)`` takes them.
     @inlinable @inline(__always)
-    static func rows(_ q: SIMD4<Int32>, _ lut: UnsafeBufferPointer<SIMD4<Float>>) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+    static func rows(_ q: SIMD4<Int32>, _ lut: UnsafeBufferPointer<SIMD4<Float>>) -> (
+        SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>
+    ) {
         let ph = q & 127
         return (lut[Int(ph[0])], lut[Int(ph[1])], lut[Int(ph[2])], lut[Int(ph[3])])
     }
@@ -54,17 +56,27 @@ enum Quad {
     /// (`l0...l3`, rows of ``CubicTable``).
     @inlinable @inline(__always)
     static func taps(_ p: UnsafeRawPointer, _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ t: Int)
-        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
-        (p.loadUnaligned(as: SIMD4<Float>.self) * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]),
-         p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self) * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
-         p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
+    {
+        (
+            p.loadUnaligned(as: SIMD4<Float>.self) * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]),
+            p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self) * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
+            p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t])
+        )
     }
 
     /// 4 pixels' interleaved RGB (`v`, 3 vectors), weighted by tap `t` of each pixel's weights.
     @inlinable @inline(__always)
-    static func weighted(_ v: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ t: Int)
-        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
-        (v.0 * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]), v.1 * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]), v.2 * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t]))
+    static func weighted(
+        _ v: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>),
+        _ t: Int
+    )
+        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
+    {
+        (
+            v.0 * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]), v.1 * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
+            v.2 * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t])
+        )
     }
 
     /// True when every lane is (the mask's 128 bits tested in two halves; the standard library's
@@ -85,7 +97,10 @@ enum Quad {
             out.storeBytes(of: SIMD16<Float>(v), toByteOffset: j &* 4, as: SIMD16<Float>.self)
             j &+= 16
         }
-        while j < n { d[j] = Float(s[j]); j &+= 1 }
+        while j < n {
+            d[j] = Float(s[j])
+            j &+= 1
+        }
     }
 
     /// The widest or tallest frame these loops take (``fixed(_:)``'s range, with room): a

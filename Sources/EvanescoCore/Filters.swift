@@ -17,7 +17,13 @@ public enum Selection {
                 while i <= j {
                     while v[i] < pivot { i += 1 }
                     while v[j] > pivot { j -= 1 }
-                    if i <= j { let t = v[i]; v[i] = v[j]; v[j] = t; i += 1; j -= 1 }
+                    if i <= j {
+                        let t = v[i]
+                        v[i] = v[j]
+                        v[j] = t
+                        i += 1
+                        j -= 1
+                    }
                 }
                 if k <= j { hi = j } else if k >= i { lo = i } else { break }
             }
@@ -48,17 +54,23 @@ public enum Selection {
                         var bad: UInt32 = 0
                         for i in 0..<count {
                             let key = c[i]
-                            bad |= key >> 31 | (key > 0x7F80_0000 ? 1 : 0)   // negative, or NaN
+                            bad |= key >> 31 | (key > 0x7F80_0000 ? 1 : 0)  // negative, or NaN
                             hist[Int(truncatingIfNeeded: key >> UInt32(shift)) & 255] &+= 1
                         }
                         // (Only the first pass can find one, before anything moved: the
                         // others see the values it kept.)
                         if bad != 0 { return nil }
                         var byte = 0
-                        while rank >= hist[byte] { rank -= hist[byte]; byte += 1 }
+                        while rank >= hist[byte] {
+                            rank -= hist[byte]
+                            byte += 1
+                        }
                         // The values with that byte (and the higher bytes kept so far) to the front.
                         var kept = 0
-                        for i in 0..<count where Int(truncatingIfNeeded: c[i] >> UInt32(shift)) & 255 == byte { c[kept] = c[i]; kept += 1 }
+                        for i in 0..<count where Int(truncatingIfNeeded: c[i] >> UInt32(shift)) & 255 == byte {
+                            c[kept] = c[i]
+                            kept += 1
+                        }
                         count = kept
                         if count == 1 { break }
                     }
@@ -95,40 +107,50 @@ public enum GaussianBlur {
 
     /// Separable Gaussian over a width x height grid of samples, edges clamped; rows in strips.
     @inlinable
-    public static func apply<T: BlurSample>(_ src: [T], width w: Int, height h: Int, sigma: Float, truncate: Float = 3) -> [T] {
+    public static func apply<T: BlurSample>(_ src: [T], width w: Int, height h: Int, sigma: Float, truncate: Float = 3)
+        -> [T]
+    {
         let g = kernel(sigma: sigma, truncate: truncate), k = g.count / 2
         var tmp = [T](repeating: .zero, count: w * h), out = [T](repeating: .zero, count: w * h)
-        src.withUnsafeBufferPointer { S in tmp.withUnsafeMutableBufferPointer { TP in g.withUnsafeBufferPointer { G in
-            let t = UncheckedSendable(TP)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
-                let taps = 2 * k + 1, gp = G.baseAddress!
-                for y in rows {
-                    let row = y * w, sp = S.baseAddress! + row, tp = t.value.baseAddress! + row
-                    for x in 0..<w {
-                        var acc = T.zero
-                        if x >= k && x + k < w {
-                            let p = sp + (x - k)
-                            for j in 0..<taps { acc = acc + p[j] * gp[j] }
-                        } else {
-                            for j in 0..<taps { acc = acc + sp[min(max(x - k + j, 0), w - 1)] * gp[j] }
+        src.withUnsafeBufferPointer { S in
+            tmp.withUnsafeMutableBufferPointer { TP in
+                g.withUnsafeBufferPointer { G in
+                    let t = UncheckedSendable(TP)
+                    StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
+                        let taps = 2 * k + 1, gp = G.baseAddress!
+                        for y in rows {
+                            let row = y * w, sp = S.baseAddress! + row, tp = t.value.baseAddress! + row
+                            for x in 0..<w {
+                                var acc = T.zero
+                                if x >= k && x + k < w {
+                                    let p = sp + (x - k)
+                                    for j in 0..<taps { acc = acc + p[j] * gp[j] }
+                                } else {
+                                    for j in 0..<taps { acc = acc + sp[min(max(x - k + j, 0), w - 1)] * gp[j] }
+                                }
+                                tp[x] = acc
+                            }
                         }
-                        tp[x] = acc
                     }
                 }
             }
-        }}}
-        tmp.withUnsafeBufferPointer { TB in out.withUnsafeMutableBufferPointer { O in g.withUnsafeBufferPointer { G in
-            let o = UncheckedSendable(O)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
-                for y in rows {
-                    let op = o.value.baseAddress! + y * w
-                    for j in 0...(2 * k) {
-                        let yy = min(max(y - k + j, 0), h - 1), gw = G[j], ip = TB.baseAddress! + yy * w
-                        for x in 0..<w { op[x] = op[x] + ip[x] * gw }
+        }
+        tmp.withUnsafeBufferPointer { TB in
+            out.withUnsafeMutableBufferPointer { O in
+                g.withUnsafeBufferPointer { G in
+                    let o = UncheckedSendable(O)
+                    StripExecutor.forEachStrip(rows: h, minimumRows: 8) { rows in
+                        for y in rows {
+                            let op = o.value.baseAddress! + y * w
+                            for j in 0...(2 * k) {
+                                let yy = min(max(y - k + j, 0), h - 1), gw = G[j], ip = TB.baseAddress! + yy * w
+                                for x in 0..<w { op[x] = op[x] + ip[x] * gw }
+                            }
+                        }
                     }
                 }
             }
-        }}}
+        }
         return out
     }
 }

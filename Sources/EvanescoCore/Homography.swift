@@ -33,7 +33,9 @@ public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible
         Homography([1, 0, tx, 0, 1, ty, 0, 0, 1])
     }
     /// `x' = a x + b y + c, y' = d x + e y + f`.
-    public static func affine(_ a: Double, _ b: Double, _ c: Double, _ d: Double, _ e: Double, _ f: Double) -> Homography {
+    public static func affine(_ a: Double, _ b: Double, _ c: Double, _ d: Double, _ e: Double, _ f: Double)
+        -> Homography
+    {
         Homography([a, b, c, d, e, f, 0, 0, 1])
     }
     /// Rotation by `degrees` (clockwise on screen, since y points down) and uniform `scale` about
@@ -72,9 +74,11 @@ public struct Homography: Sendable, Equatable, Hashable, CustomStringConvertible
         let det = a[0] * c00 + a[1] * c01 + a[2] * c02
         let scale = a.map(abs).max() ?? 1
         guard abs(det) > 1e-14 * scale * scale * scale else { return nil }
-        let inv = [c00, a[2] * a[7] - a[1] * a[8], a[1] * a[5] - a[2] * a[4],
-                   c01, a[0] * a[8] - a[2] * a[6], a[2] * a[3] - a[0] * a[5],
-                   c02, a[1] * a[6] - a[0] * a[7], a[0] * a[4] - a[1] * a[3]].map { $0 / det }
+        let inv = [
+            c00, a[2] * a[7] - a[1] * a[8], a[1] * a[5] - a[2] * a[4],
+            c01, a[0] * a[8] - a[2] * a[6], a[2] * a[3] - a[0] * a[5],
+            c02, a[1] * a[6] - a[0] * a[7], a[0] * a[4] - a[1] * a[3]
+        ].map { $0 / det }
         return Homography(inv).normalized()
     }
 
@@ -112,10 +116,12 @@ extension Homography: Codable {
     public init(from decoder: Decoder) throws {
         let rows = try decoder.singleValueContainer().decode([[Double]].self)
         guard rows.count == 3, rows.allSatisfy({ $0.count == 3 }) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a homography is 3 rows of 3 numbers"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "a homography is 3 rows of 3 numbers"))
         }
         guard rows.joined().allSatisfy(\.isFinite) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a homography's elements must be finite"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "a homography's elements must be finite"))
         }
         self.init(rows: rows)
     }

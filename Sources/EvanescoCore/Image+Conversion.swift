@@ -35,16 +35,23 @@ extension Image {
                         for _ in 0..<w {
                             switch (src, target) {
                             case (1, _):
-                                d[di] = s[si]; d[di + 1] = s[si]; d[di + 2] = s[si]
+                                d[di] = s[si]
+                                d[di + 1] = s[si]
+                                d[di + 2] = s[si]
                                 if target == 4 { d[di + 3] = opaque }
                             case (_, 1):
-                                let l = 0.299 * s[si].floatValue + 0.587 * s[si + 1].floatValue + 0.114 * s[si + 2].floatValue
+                                let l =
+                                    0.299 * s[si].floatValue + 0.587 * s[si + 1].floatValue + 0.114
+                                    * s[si + 2].floatValue
                                 d[di] = Sample(clampingRounded: l)
                             default:
-                                d[di] = s[si]; d[di + 1] = s[si + 1]; d[di + 2] = s[si + 2]
+                                d[di] = s[si]
+                                d[di + 1] = s[si + 1]
+                                d[di + 2] = s[si + 2]
                                 if target == 4 { d[di + 3] = src == 4 ? s[si + 3] : opaque }
                             }
-                            si += src; di += target
+                            si += src
+                            di += target
                         }
                     }
                 }

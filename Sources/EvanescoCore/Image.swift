@@ -28,7 +28,9 @@ public struct Image<Sample: PixelSample>: Sendable {
     /// A zero-filled image.
     public init(width: Int, height: Int, channels: Int) {
         precondition(width >= 0 && height >= 0 && (1...4).contains(channels), "bad image geometry")
-        self.width = width; self.height = height; self.channels = channels
+        self.width = width
+        self.height = height
+        self.channels = channels
         self.samples = ContiguousArray(repeating: .zero, count: width * height * channels)
     }
 
@@ -36,18 +38,24 @@ public struct Image<Sample: PixelSample>: Sendable {
     public init(width: Int, height: Int, channels: Int, samples: ContiguousArray<Sample>) {
         precondition(width >= 0 && height >= 0 && (1...4).contains(channels), "bad image geometry")
         precondition(samples.count == width * height * channels, "sample count does not match geometry")
-        self.width = width; self.height = height; self.channels = channels
+        self.width = width
+        self.height = height
+        self.channels = channels
         self.samples = samples
     }
 
     /// Creates an image whose samples are written by `fill` into uninitialised memory (no zero
     /// fill: the caller must write every sample).
     @inlinable
-    public init(width: Int, height: Int, channels: Int,
-                unsafeUninitialized fill: (UnsafeMutableBufferPointer<Sample>) throws -> Void) rethrows {
+    public init(
+        width: Int, height: Int, channels: Int,
+        unsafeUninitialized fill: (UnsafeMutableBufferPointer<Sample>) throws -> Void
+    ) rethrows {
         precondition(width >= 0 && height >= 0 && (1...4).contains(channels), "bad image geometry")
         let n = width * height * channels
-        self.width = width; self.height = height; self.channels = channels
+        self.width = width
+        self.height = height
+        self.channels = channels
         self.samples = try ContiguousArray(unsafeUninitializedCapacity: n) { buf, count in
             try fill(buf)
             count = n
@@ -85,25 +93,61 @@ public enum AnyImage: Sendable, Equatable {
     case float32(Image<Float>)
 
     /// Width in pixels.
-    public var width: Int { switch self { case .uint8(let i): i.width; case .uint16(let i): i.width; case .float32(let i): i.width } }
+    public var width: Int {
+        switch self {
+        case .uint8(let i): i.width
+        case .uint16(let i): i.width
+        case .float32(let i): i.width
+        }
+    }
     /// Height in pixels.
-    public var height: Int { switch self { case .uint8(let i): i.height; case .uint16(let i): i.height; case .float32(let i): i.height } }
+    public var height: Int {
+        switch self {
+        case .uint8(let i): i.height
+        case .uint16(let i): i.height
+        case .float32(let i): i.height
+        }
+    }
     /// Samples per pixel.
-    public var channels: Int { switch self { case .uint8(let i): i.channels; case .uint16(let i): i.channels; case .float32(let i): i.channels } }
+    public var channels: Int {
+        switch self {
+        case .uint8(let i): i.channels
+        case .uint16(let i): i.channels
+        case .float32(let i): i.channels
+        }
+    }
     /// Bits per sample: 8, 16 or 32 (float).
-    public var bitDepth: Int { switch self { case .uint8: 8; case .uint16: 16; case .float32: 32 } }
+    public var bitDepth: Int {
+        switch self {
+        case .uint8: 8
+        case .uint16: 16
+        case .float32: 32
+        }
+    }
 
     /// The image as 8-bit samples (rounded; floats clamped to 0...1).
     public var uint8: Image<UInt8> {
-        switch self { case .uint8(let i): i; case .uint16(let i): i.converted(to: UInt8.self); case .float32(let i): i.converted(to: UInt8.self) }
+        switch self {
+        case .uint8(let i): i
+        case .uint16(let i): i.converted(to: UInt8.self)
+        case .float32(let i): i.converted(to: UInt8.self)
+        }
     }
     /// The image as 16-bit samples.
     public var uint16: Image<UInt16> {
-        switch self { case .uint8(let i): i.converted(to: UInt16.self); case .uint16(let i): i; case .float32(let i): i.converted(to: UInt16.self) }
+        switch self {
+        case .uint8(let i): i.converted(to: UInt16.self)
+        case .uint16(let i): i
+        case .float32(let i): i.converted(to: UInt16.self)
+        }
     }
     /// The image as Float samples normalised so that 1.0 is full scale.
     public var float32: Image<Float> {
-        switch self { case .uint8(let i): i.converted(to: Float.self); case .uint16(let i): i.converted(to: Float.self); case .float32(let i): i }
+        switch self {
+        case .uint8(let i): i.converted(to: Float.self)
+        case .uint16(let i): i.converted(to: Float.self)
+        case .float32(let i): i
+        }
     }
 
     /// Applies a sample-type-independent transform.

@@ -2,14 +2,14 @@
 /// upright. Depth maps and mattes, stored in sensor orientation, take the same transform as the
 /// photo. HEIF's `irot`/`imir` express the same eight cases.
 public enum Orientation: Int, Sendable, CaseIterable, Codable {
-    case up = 1               // as stored
-    case upMirrored = 2       // mirror left-right
-    case down = 3             // rotate 180
-    case downMirrored = 4     // mirror top-bottom
-    case leftMirrored = 5     // transpose (mirror across the main diagonal)
-    case right = 6            // rotate 90 clockwise to display
-    case rightMirrored = 7    // transverse (mirror across the anti-diagonal)
-    case left = 8             // rotate 90 counter-clockwise to display
+    case up = 1  // as stored
+    case upMirrored = 2  // mirror left-right
+    case down = 3  // rotate 180
+    case downMirrored = 4  // mirror top-bottom
+    case leftMirrored = 5  // transpose (mirror across the main diagonal)
+    case right = 6  // rotate 90 clockwise to display
+    case rightMirrored = 7  // transverse (mirror across the anti-diagonal)
+    case left = 8  // rotate 90 counter-clockwise to display
 
     /// True when width and height swap.
     public var swapsAxes: Bool { rawValue >= 5 }

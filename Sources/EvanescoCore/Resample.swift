@@ -42,8 +42,10 @@ extension Image {
     /// Core Image counterpart: CIBicubicScaleTransform / CILanczosScaleTransform (with our
     /// top-left origin). Separable: a vertical pass into a row buffer, then a horizontal pass.
     @inlinable
-    public func resized(width newWidth: Int, height newHeight: Int,
-                        interpolation: Interpolation = .bilinear) -> Image<Sample> {
+    public func resized(
+        width newWidth: Int, height newHeight: Int,
+        interpolation: Interpolation = .bilinear
+    ) -> Image<Sample> {
         precondition(newWidth > 0 && newHeight > 0, "resize to an empty image")
         if newWidth == width && newHeight == height { return self }
         let c = channels, sw = width, sh = height
@@ -57,16 +59,20 @@ extension Image {
                 let s = (Float(o) + 0.5) * scale - 0.5
                 switch interpolation {
                 case .nearest:
-                    idx[o] = Int32(min(max(Int((Float(o) + 0.5) * scale), 0), size - 1)); w[o] = 1
+                    idx[o] = Int32(min(max(Int((Float(o) + 0.5) * scale), 0), size - 1))
+                    w[o] = 1
                 case .bilinear:
                     let f = s.rounded(.down), t = s - f, i = Int(f)
-                    idx[o * 2] = Int32(min(max(i, 0), size - 1)); idx[o * 2 + 1] = Int32(min(max(i + 1, 0), size - 1))
-                    w[o * 2] = 1 - t; w[o * 2 + 1] = t
+                    idx[o * 2] = Int32(min(max(i, 0), size - 1))
+                    idx[o * 2 + 1] = Int32(min(max(i + 1, 0), size - 1))
+                    w[o * 2] = 1 - t
+                    w[o * 2 + 1] = t
                 case .bicubic, .catmullRom:
                     let f = s.rounded(.down), t = s - f, i = Int(f)
                     let (w0, w1, w2, w3) = Kernels.cubicWeights(t, a: a)
                     for (j, wt) in [w0, w1, w2, w3].enumerated() {
-                        idx[o * 4 + j] = Int32(min(max(i - 1 + j, 0), size - 1)); w[o * 4 + j] = wt
+                        idx[o * 4 + j] = Int32(min(max(i - 1 + j, 0), size - 1))
+                        w[o * 4 + j] = wt
                     }
                 }
             }
@@ -75,35 +81,40 @@ extension Image {
         let xt = taps(newWidth, sw, sx), yt = taps(newHeight, sh, sy)
         return samples.withUnsafeBufferPointer { src in
             Image(width: newWidth, height: newHeight, channels: c) { dst in
-                xt.idx.withUnsafeBufferPointer { xi in xt.w.withUnsafeBufferPointer { xw in
-                yt.idx.withUnsafeBufferPointer { yi in yt.w.withUnsafeBufferPointer { yw in
-                    StripExecutor.forEachStrip(rows: newHeight, minimumRows: 16) { rows in
-                        var line = [Float](repeating: 0, count: sw * c)
-                        line.withUnsafeMutableBufferPointer { line in
-                            for y in rows {
-                                // Vertical pass: blend the source rows this output row needs.
-                                for i in 0..<(sw * c) { line[i] = 0 }
-                                for j in 0..<yt.k {
-                                    let wgt = yw[y * yt.k + j], r = Int(yi[y * yt.k + j]) * sw * c
-                                    if wgt == 0 { continue }
-                                    for i in 0..<(sw * c) { line[i] += wgt * src[r + i].floatValue }
-                                }
-                                // Horizontal pass.
-                                var o = y * newWidth * c
-                                for x in 0..<newWidth {
-                                    for ch in 0..<c {
-                                        var acc: Float = 0
-                                        for j in 0..<xt.k {
-                                            acc += xw[x * xt.k + j] * line[Int(xi[x * xt.k + j]) * c + ch]
+                xt.idx.withUnsafeBufferPointer { xi in
+                    xt.w.withUnsafeBufferPointer { xw in
+                        yt.idx.withUnsafeBufferPointer { yi in
+                            yt.w.withUnsafeBufferPointer { yw in
+                                StripExecutor.forEachStrip(rows: newHeight, minimumRows: 16) { rows in
+                                    var line = [Float](repeating: 0, count: sw * c)
+                                    line.withUnsafeMutableBufferPointer { line in
+                                        for y in rows {
+                                            // Vertical pass: blend the source rows this output row needs.
+                                            for i in 0..<(sw * c) { line[i] = 0 }
+                                            for j in 0..<yt.k {
+                                                let wgt = yw[y * yt.k + j], r = Int(yi[y * yt.k + j]) * sw * c
+                                                if wgt == 0 { continue }
+                                                for i in 0..<(sw * c) { line[i] += wgt * src[r + i].floatValue }
+                                            }
+                                            // Horizontal pass.
+                                            var o = y * newWidth * c
+                                            for x in 0..<newWidth {
+                                                for ch in 0..<c {
+                                                    var acc: Float = 0
+                                                    for j in 0..<xt.k {
+                                                        acc += xw[x * xt.k + j] * line[Int(xi[x * xt.k + j]) * c + ch]
+                                                    }
+                                                    dst[o + ch] = Sample(clampingRounded: acc)
+                                                }
+                                                o += c
+                                            }
                                         }
-                                        dst[o + ch] = Sample(clampingRounded: acc)
                                     }
-                                    o += c
                                 }
                             }
                         }
                     }
-                }}}}
+                }
             }
         }
     }
@@ -123,7 +134,9 @@ public struct Resize: ImageTransform {
     ///   - height: Target height.
     ///   - interpolation: The resampling filter.
     public init(width: Int, height: Int, interpolation: Interpolation = .bilinear) {
-        self.width = width; self.height = height; self.interpolation = interpolation
+        self.width = width
+        self.height = height
+        self.interpolation = interpolation
     }
     /// Resizes one image.
     ///

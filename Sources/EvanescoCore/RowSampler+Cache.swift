@@ -50,7 +50,10 @@ extension RowSampler {
             scratch.initialize(repeating: 0, count: capacityColumns * 3 + 8)
             held = Array(repeating: -1, count: Self.rows)
         }
-        deinit { storage.deallocate(); scratch.deallocate() }
+        deinit {
+            storage.deallocate()
+            scratch.deallocate()
+        }
 
         /// Forgets every row held: call it when a frame the cache served may have been freed
         /// (another could be allocated at its address).
@@ -65,10 +68,15 @@ extension RowSampler {
             if mode != 1 || raw != source || w != sourceWidth || lo < colLo || hi >= colLo + cols {
                 // A new window: half the slack on each side, so a segment drifting with a
                 // rotation stays inside for many rows.
-                source = raw; sourceWidth = w; mode = 1
+                source = raw
+                sourceWidth = w
+                mode = 1
                 colLo = max(0, lo - (capacityColumns - (hi - lo + 1)) / 2)
                 cols = min(w, colLo + capacityColumns) - colLo
-                if hi >= colLo + cols { colLo = max(0, hi + 1 - capacityColumns); cols = min(w, colLo + capacityColumns) - colLo }
+                if hi >= colLo + cols {
+                    colLo = max(0, hi + 1 - capacityColumns)
+                    cols = min(w, colLo + capacityColumns) - colLo
+                }
                 for i in held.indices { held[i] = -1 }
             }
             let n = cols * 3
@@ -88,12 +96,18 @@ extension RowSampler {
         /// the source column of the output point on row r, with the weights of `lut`. False when a row's line is degenerate or the
         /// rows do not fit (the caller takes another path).
         @usableFromInline
-        func preparePass(_ src: UnsafePointer<UInt8>, w: Int, h: Int, x0: Int, x1: Int, m: [Float],
-                         rowLo: Int, rowHi: Int, lut: UnsafeBufferPointer<SIMD4<Float>>) -> Bool {
+        func preparePass(
+            _ src: UnsafePointer<UInt8>, w: Int, h: Int, x0: Int, x1: Int, m: [Float],
+            rowLo: Int, rowHi: Int, lut: UnsafeBufferPointer<SIMD4<Float>>
+        ) -> Bool {
             guard x1 - x0 <= capacityPixels, rowHi - rowLo + 1 <= Self.rows else { return false }
             let raw = UnsafeRawPointer(src)
             if mode != 2 || raw != source || w != sourceWidth || segment != x0..<x1 || map != m {
-                source = raw; sourceWidth = w; mode = 2; segment = x0..<x1; map = m
+                source = raw
+                sourceWidth = w
+                mode = 2
+                segment = x0..<x1
+                map = m
                 for i in held.indices { held[i] = -1 }
             }
             let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
@@ -103,13 +117,18 @@ extension RowSampler {
             defer {
                 // The row below the last converted one, which a segment walking down its strip
                 // converts next: its bytes are fetched while the other frames' rows are sampled.
-                if let (lo, hi) = converted, rowHi + 1 < h { evn_prefetch(src + ((rowHi + 1) * w + lo) * 3, (hi - lo + 1) * 3) }
+                if let (lo, hi) = converted, rowHi + 1 < h {
+                    evn_prefetch(src + ((rowHi + 1) * w + lo) * 3, (hi - lo + 1) * 3)
+                }
             }
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
                 let fr = Float(r)
                 // Output points on source row r: y = a + b x (sy = r solved for y).
                 let den = m4 - fr * m7
-                guard abs(den) > 1e-6 else { held[r & (Self.rows - 1)] = -1; return false }
+                guard abs(den) > 1e-6 else {
+                    held[r & (Self.rows - 1)] = -1
+                    return false
+                }
                 let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
                 let d = storage + (r & (Self.rows - 1)) * stride
                 // The source column of output column x on this row: (al x + be) / (ga x + de).
@@ -123,7 +142,10 @@ extension RowSampler {
                 // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
                 // converted to Float once (a vectorised loop), so each tap is one 4-float load.
                 let (lo, hi) = RowSampler.tapSpan(sourceX(x0), sourceX(x1 - 1), count: w)
-                guard hi - lo + 1 <= capacityColumns else { held[r & (Self.rows - 1)] = -1; return false }
+                guard hi - lo + 1 <= capacityColumns else {
+                    held[r & (Self.rows - 1)] = -1
+                    return false
+                }
                 let n = (hi - lo + 1) * 3
                 let s = src + (r * w + lo) * 3
                 converted = (lo, hi)
@@ -146,7 +168,9 @@ extension RowSampler {
                     if ix >= 1 && ix + 2 < w {
                         v = (wx[0] * tap(ix &- 1) + wx[1] * tap(ix)) + (wx[2] * tap(ix &+ 1) + wx[3] * tap(ix &+ 2))
                     } else {
-                        v = (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix)) + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
+                        v =
+                            (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix))
+                            + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
                     }
                     out.storeBytes(of: v, toByteOffset: i &* 12, as: SIMD4<Float>.self)
                 }
@@ -174,18 +198,23 @@ extension RowSampler {
                     // a step (the same decisions and arithmetic: the same bits); the loop below
                     // takes the others.
                     let eight = evn_cpu_has_avx2() != 0
-                    var pass = evn_warp_pass(source: row, stride: 0, mask: 0, lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
-                                             out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
+                    var pass = evn_warp_pass(
+                        source: row, stride: 0, mask: 0,
+                        lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
+                        out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
                     while i &+ 4 <= count {
                         let n = min(Quad.knotSpacing, (count &- i) & ~3)
                         let s0 = sourceX(x0 &+ i), s1 = sourceX(x0 &+ i &+ n &- 1)
                         let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
-                        guard s0 > -1, s1 > -1, abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= 1e-3 else {
+                        guard s0 > -1, s1 > -1, abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= 1e-3
+                        else {
                             for k in i..<(i &+ n) { pixel(k) }
                             i &+= n
                             continue
                         }
-                        pass.s0 = s0; pass.slope = drift; pass.base = i
+                        pass.s0 = s0
+                        pass.slope = drift
+                        pass.base = i
                         var g = 0
                         while g < n {
                             if eight {
@@ -197,7 +226,10 @@ extension RowSampler {
                             let k = i &+ g
                             g &+= 4
                             guard e3 &>> 7 == e0 &>> 7, first >= lo, first &+ 6 <= hi else {
-                                pixel(k); pixel(k &+ 1); pixel(k &+ 2); pixel(k &+ 3)
+                                pixel(k)
+                                pixel(k &+ 1)
+                                pixel(k &+ 2)
+                                pixel(k &+ 3)
                                 continue
                             }
                             let p = UnsafeRawPointer(row + (first &- lo) &* 3)
@@ -207,25 +239,38 @@ extension RowSampler {
                                 let w0 = SIMD4(repeating: wx[0]), w1 = SIMD4(repeating: wx[1])
                                 let w2 = SIMD4(repeating: wx[2]), w3 = SIMD4(repeating: wx[3])
                                 @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
-                                    (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1 * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
-                                        + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3 * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
+                                    (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1
+                                        * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
+                                        + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3
+                                            * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
                                 }
                                 out.storeBytes(of: part(0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
                                 out.storeBytes(of: part(16), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
                                 out.storeBytes(of: part(32), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
                             } else {
                                 // Consecutive origins, phases of their own: weights a lane each.
-                                let l = Quad.rows(Quad.fixed(SIMD4(repeating: s0) + drift * (SIMD4(repeating: Float(g &- 4)) + lanes)), lut)
-                                let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2), t3 = Quad.taps(p + 36, l, 3)
-                                out.storeBytes(of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
-                                out.storeBytes(of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
-                                out.storeBytes(of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
+                                let l = Quad.rows(
+                                    Quad.fixed(
+                                        SIMD4(repeating: s0) + drift * (SIMD4(repeating: Float(g &- 4)) + lanes)), lut)
+                                let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2),
+                                    t3 = Quad.taps(p + 36, l, 3)
+                                out.storeBytes(
+                                    of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
+                                out.storeBytes(
+                                    of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: k &* 12 &+ 16,
+                                    as: SIMD4<Float>.self)
+                                out.storeBytes(
+                                    of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: k &* 12 &+ 32,
+                                    as: SIMD4<Float>.self)
                             }
                         }
                         i &+= n
                     }
                 }
-                while i < count { pixel(i); i &+= 1 }
+                while i < count {
+                    pixel(i)
+                    i &+= 1
+                }
                 held[r & (Self.rows - 1)] = r
             }
             return true

@@ -6,8 +6,10 @@ extension RowSampler {
     /// The per-pixel loop; `channels` and `kind` (0 nearest, 1 bilinear, 2 cubic) are constants
     /// at each call site above, so the optimiser specialises this inlined body for them.
     @inlinable @inline(__always)
-    func row(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
-             _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, kind: Int) {
+    func row(
+        _ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+        _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>, channels c: Int, kind: Int
+    ) {
         let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let a: Float = interpolation.cubicParameter ?? -0.75
@@ -22,10 +24,22 @@ extension RowSampler {
             if let f = offsets {
                 // Homography of p + d(p): the numerators and the denominator are affine in p.
                 let d = f.value(atX: x0 &+ i, y: y)
-                sx += m0 * d.x + m1 * d.y; sy += m3 * d.x + m4 * d.y; den += m6 * d.x + m7 * d.y
+                sx += m0 * d.x + m1 * d.y
+                sy += m3 * d.x + m4 * d.y
+                den += m6 * d.x + m7 * d.y
             }
-            if projective || offsets != nil { if den > 1e-12 { sx /= den; sy /= den } else { sx = -1e9; sy = -1e9 } }
-            nx += m0; ny += m3; dd += m6
+            if projective || offsets != nil {
+                if den > 1e-12 {
+                    sx /= den
+                    sy /= den
+                } else {
+                    sx = -1e9
+                    sy = -1e9
+                }
+            }
+            nx += m0
+            ny += m3
+            dd += m6
             let o = i &* c
             guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
                 valid[i] = 0
@@ -71,16 +85,22 @@ extension RowSampler {
     /// matches): the validity test and taps of ``row(_:_:_:_:_:_:_:channels:kind:)``, each
     /// pixel's source position exact (its own division), four pixels a step.
     @inlinable
-    func rowBilinear1(_ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
-                      _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>) {
+    func rowBilinear1(
+        _ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
+        _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>
+    ) {
         let w = width, h = height
         let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
         let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
         @inline(__always) func pixel(_ i: Int, _ sx: Float, _ sy: Float) {
-            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else { valid[i] = 0; out[i] = 0; return }
+            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+                valid[i] = 0
+                out[i] = 0
+                return
+            }
             valid[i] = 1
             let cx = min(max(sx, 0), maxX), cy = min(max(sy, 0), maxY)
-            let ix = Int(cx), iy = Int(cy)   // cx, cy >= 0: truncation is the floor
+            let ix = Int(cx), iy = Int(cy)  // cx, cy >= 0: truncation is the floor
             let tx = cx - Float(ix), ty = cy - Float(iy)
             let o = iy &* w &+ ix
             let dx = ix &+ 1 < w ? 1 : 0, dy = iy &+ 1 < h ? w : 0
@@ -91,7 +111,12 @@ extension RowSampler {
         // Pixel i alone, from its own position (none beyond the map's horizon).
         @inline(__always) func alone(_ i: Int) {
             let fx = Float(x0 &+ i), d = m6 * fx + m8
-            if d > 1e-12 { pixel(i, (m0 * fx + m2) / d, (m3 * fx + m5) / d) } else { valid[i] = 0; out[i] = 0 }
+            if d > 1e-12 {
+                pixel(i, (m0 * fx + m2) / d, (m3 * fx + m5) / d)
+            } else {
+                valid[i] = 0
+                out[i] = 0
+            }
         }
         // The map's arithmetic per lane is the scalar one (the same operations in the same
         // order), so every position is what a pixel alone computes.
@@ -101,17 +126,24 @@ extension RowSampler {
         // Float planes: eight pixels a step where the CPU has AVX2 (CKernels, lane by lane the
         // arithmetic below); a step it cannot take falls to this loop's.
         let eight = Sample.self == Float.self && evn_cpu_has_avx2() != 0
-        var row = evn_bilinear_row(plane: UnsafeRawPointer(src).assumingMemoryBound(to: Float.self), width: w, height: h, x0: x0,
-                                   m0: m0, m2: m2, m3: m3, m5: m5, m6: m6, m8: m8)
+        var row = evn_bilinear_row(
+            plane: UnsafeRawPointer(src).assumingMemoryBound(to: Float.self), width: w, height: h, x0: x0,
+            m0: m0, m2: m2, m3: m3, m5: m5, m6: m6, m8: m8)
         while i &+ 4 <= count {
             if eight && i &+ 8 <= count {
                 let j = evn_bilinear_row_avx2(&row, i, count, out, valid)
-                if j != i { i = j; continue }
+                if j != i {
+                    i = j
+                    continue
+                }
             }
             let fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + lanes
             let d = m6 * fx + m8
             guard Quad.allTrue(d .> tiny) else {
-                alone(i); alone(i &+ 1); alone(i &+ 2); alone(i &+ 3)
+                alone(i)
+                alone(i &+ 1)
+                alone(i &+ 2)
+                alone(i &+ 3)
                 i &+= 4
                 continue
             }
@@ -127,8 +159,10 @@ extension RowSampler {
                     if Quad.allTrue(inside) {
                         let p = UnsafeRawPointer(src)
                         let o = (Int(fy0) &* w &+ Int(fx0)) &* 4, below = o &+ w &* 4
-                        let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self), t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
-                        let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self), b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
+                        let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self),
+                            t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
+                        let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self),
+                            b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
                         let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
                         let value: SIMD4<Float> = top + (bottom - top) * ty
                         UnsafeMutableRawPointer(out + i).storeBytes(of: value, as: SIMD4<Float>.self)
@@ -138,9 +172,15 @@ extension RowSampler {
                     }
                 }
             }
-            pixel(i, px[0], py[0]); pixel(i &+ 1, px[1], py[1]); pixel(i &+ 2, px[2], py[2]); pixel(i &+ 3, px[3], py[3])
+            pixel(i, px[0], py[0])
+            pixel(i &+ 1, px[1], py[1])
+            pixel(i &+ 2, px[2], py[2])
+            pixel(i &+ 3, px[3], py[3])
             i &+= 4
         }
-        while i < count { alone(i); i &+= 1 }
+        while i < count {
+            alone(i)
+            i &+= 1
+        }
     }
 }

@@ -34,7 +34,6 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         return (max(0, Int(min(max(min(a, b), 0), last)) - 2), min(count - 1, Int(min(max(max(a, b), 0), last)) + 3))
     }
 
-
     /// - Parameters:
     ///   - frame: The frame to sample.
     ///   - homography: Maps the frame's pixels to the output's (the registration convention);
@@ -42,9 +41,12 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - interpolation: The sampler.
     ///   - offsets: A local correction: output pixel `p` samples the frame at `H^-1 (p + d(p))`.
     @inlinable
-    public init(frame: Image<Sample>, homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil) {
-        self.init(image: frame, external: nil, owner: nil, width: frame.width, height: frame.height, channels: frame.channels,
-                  homography: homography, interpolation: interpolation, offsets: offsets)
+    public init(
+        frame: Image<Sample>, homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil
+    ) {
+        self.init(
+            image: frame, external: nil, owner: nil, width: frame.width, height: frame.height, channels: frame.channels,
+            homography: homography, interpolation: interpolation, offsets: offsets)
     }
 
     /// A sampler over samples held outside an ``Image`` (rows of a memory-mapped file, say),
@@ -59,17 +61,27 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - homography: As in ``init(frame:homography:interpolation:offsets:)``.
     ///   - interpolation: The sampler.
     ///   - offsets: A local correction, or nil.
-    public init(samples: UnsafePointer<Sample>, width: Int, height: Int, channels: Int, owner: AnyObject,
-                homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil) {
-        self.init(image: nil, external: samples, owner: owner, width: width, height: height, channels: channels,
-                  homography: homography, interpolation: interpolation, offsets: offsets)
+    public init(
+        samples: UnsafePointer<Sample>, width: Int, height: Int, channels: Int, owner: AnyObject,
+        homography: Homography?, interpolation: Interpolation, offsets: DisplacementField? = nil
+    ) {
+        self.init(
+            image: nil, external: samples, owner: owner, width: width, height: height, channels: channels,
+            homography: homography, interpolation: interpolation, offsets: offsets)
     }
 
     @usableFromInline
-    init(image: Image<Sample>?, external: UnsafePointer<Sample>?, owner: AnyObject?, width: Int, height: Int, channels: Int,
-         homography: Homography?, interpolation: Interpolation, offsets: DisplacementField?) {
-        self.image = image; self.external = external; self.owner = owner
-        self.width = width; self.height = height; self.channels = channels
+    init(
+        image: Image<Sample>?, external: UnsafePointer<Sample>?, owner: AnyObject?, width: Int, height: Int,
+        channels: Int,
+        homography: Homography?, interpolation: Interpolation, offsets: DisplacementField?
+    ) {
+        self.image = image
+        self.external = external
+        self.owner = owner
+        self.width = width
+        self.height = height
+        self.channels = channels
         self.interpolation = interpolation
         self.offsets = offsets
         if let h = homography, h != .identity {
@@ -91,8 +103,10 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
     ///   - cache: Optional converted source rows (see ``Cache``), made for segments of at
     ///     least `x1 - x0` pixels; 8-bit RGB cubic sampling reads its taps from there.
     @inlinable
-    public func sampleRow(y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
-                          cache: Cache? = nil) {
+    public func sampleRow(
+        y: Int, x0: Int, x1: Int, into out: UnsafeMutablePointer<Float>, valid: UnsafeMutablePointer<UInt8>,
+        cache: Cache? = nil
+    ) {
         let c = channels, w = width
         guard w > 0 && height > 0 else {
             for j in 0..<((x1 - x0) * c) { out[j] = 0 }

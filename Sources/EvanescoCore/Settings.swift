@@ -29,8 +29,11 @@ public struct NumericSetting: Sendable, Codable, Equatable {
     ///   - unit: The unit, or empty.
     ///   - integer: Whole numbers only.
     ///   - typical: The slider's range (default: the allowed range).
-    public init(_ name: String, _ range: ClosedRange<Double>, open: OpenEnds = [], default defaultValue: Double?, unit: String = "",
-                integer: Bool = false, typical: ClosedRange<Double>? = nil) {
+    public init(
+        _ name: String, _ range: ClosedRange<Double>, open: OpenEnds = [], default defaultValue: Double?,
+        unit: String = "",
+        integer: Bool = false, typical: ClosedRange<Double>? = nil
+    ) {
         self.name = name
         minimum = range.lowerBound
         maximum = range.upperBound
@@ -63,7 +66,8 @@ public struct NumericSetting: Sendable, Codable, Equatable {
     /// "within (0, 10] m": the allowed range as an error states it.
     public var rangeDescription: String {
         func number(_ v: Double) -> String { v.rounded() == v && abs(v) < 1e15 ? String(Int(v)) : String(v) }
-        let range = minimumIncluded && maximumIncluded
+        let range =
+            minimumIncluded && maximumIncluded
             ? "\(number(minimum))...\(number(maximum))"
             : "\(minimumIncluded ? "[" : "(")\(number(minimum)), \(number(maximum))\(maximumIncluded ? "]" : ")")"
         return "within \(range)" + (unit.isEmpty ? "" : " \(unit)") + (integer ? " (a whole number)" : "")

@@ -6,7 +6,10 @@ public struct AnyCodingKey: CodingKey, Hashable, Sendable {
     public var intValue: Int?
     public init(_ string: String) { stringValue = string }
     public init?(stringValue: String) { self.stringValue = stringValue }
-    public init?(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
+    public init?(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
 }
 
 /// Reading option types from JSON (a batch manifest, a saved preset) the way a careful user
@@ -26,8 +29,12 @@ public enum SettingsCoding {
         for key in container.allKeys where !allowed.contains(key.stringValue) {
             let near = known.min { distance($0, key.stringValue) < distance($1, key.stringValue) }
             let hint = near.map { distance($0, key.stringValue) <= 2 ? " (did you mean \"\($0)\"?)" : "" } ?? ""
-            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + [key],
-                                                    debugDescription: "unknown setting \"\(key.stringValue)\"\(hint); known: \(known.sorted().joined(separator: ", "))"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: container.codingPath + [key],
+                    debugDescription:
+                        "unknown setting \"\(key.stringValue)\"\(hint); known: \(known.sorted().joined(separator: ", "))"
+                ))
         }
     }
 
@@ -47,16 +54,20 @@ public enum SettingsCoding {
     /// - Returns: The line a user reads.
     public static func message(_ error: any Error) -> String {
         func path(_ p: [any CodingKey]) -> String {
-            p.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+            p.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(
+                of: ".[", with: "[")
         }
         func at(_ p: [any CodingKey]) -> String { p.isEmpty ? "" : "\(path(p)): " }
         switch error {
         case DecodingError.dataCorrupted(let c):
-            if let u = c.underlyingError as NSError?, c.codingPath.isEmpty { return "not valid JSON (\(u.userInfo[NSDebugDescriptionErrorKey] ?? u.localizedDescription))" }
+            if let u = c.underlyingError as NSError?, c.codingPath.isEmpty {
+                return "not valid JSON (\(u.userInfo[NSDebugDescriptionErrorKey] ?? u.localizedDescription))"
+            }
             return at(c.codingPath) + c.debugDescription
         case DecodingError.keyNotFound(let key, let c): return "\(at(c.codingPath))\"\(key.stringValue)\" is missing"
         case DecodingError.typeMismatch(let type, let c): return "\(at(c.codingPath))expected \(describe(type))"
-        case DecodingError.valueNotFound(let type, let c): return "\(at(c.codingPath))expected \(describe(type)), found null"
+        case DecodingError.valueNotFound(let type, let c):
+            return "\(at(c.codingPath))expected \(describe(type)), found null"
         default: return "\(error)"
         }
     }
@@ -99,7 +110,8 @@ extension KeyedDecodingContainer {
     public func decodeWholeNumberIfPresent(forKey key: Key) throws -> Int? {
         guard let d = try decodeIfPresent(Double.self, forKey: key) else { return nil }
         guard d.rounded() == d, abs(d) < 9e15 else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be a whole number, not \(d)")
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "must be a whole number, not \(d)")
         }
         return Int(d)
     }

@@ -17,8 +17,10 @@ public enum StripExecutor {
     /// of waking further threads to share the same cores. Once the items have run out and an
     /// item is left running alone (the last frame of an odd number), its strips spread over the
     /// idle cores again.
-    public static func forEachIndex(in range: Range<Int>, workers: Int, until stop: @Sendable () -> Bool = { false },
-                                    _ body: @Sendable (Int) -> Void) {
+    public static func forEachIndex(
+        in range: Range<Int>, workers: Int, until stop: @Sendable () -> Bool = { false },
+        _ body: @Sendable (Int) -> Void
+    ) {
         guard !range.isEmpty else { return }
         let next = LockedBox(range.lowerBound)
         let parallel = min(workers, range.count) > 1
@@ -28,7 +30,10 @@ public enum StripExecutor {
             if parallel { ItemThread.group = group }
             defer { if parallel { ItemThread.group = outer } }
             while !stop() {
-                let i = next.update { v -> Int in defer { v += 1 }; return v }
+                let i = next.update { v -> Int in
+                    defer { v += 1 }
+                    return v
+                }
                 guard i < range.upperBound else { break }
                 group.add(1)
                 body(i)
@@ -75,7 +80,12 @@ public enum StripExecutor {
             // one (tens of microseconds to start, against milliseconds of strips), and every
             // strip is done before this returns.
             let job = StripJob(body, rows: rows, strips: strips), done = DispatchSemaphore(value: 0)
-            for _ in 1..<threads { Thread { job.take(); done.signal() }.start() }
+            for _ in 1..<threads {
+                Thread {
+                    job.take()
+                    done.signal()
+                }.start()
+            }
             job.take()
             for _ in 1..<threads { done.wait() }
             // The threads' closures hold the job, not the body: dropped here, the body does not
@@ -88,7 +98,9 @@ public enum StripExecutor {
 extension StripExecutor {
     /// Rows of strip `s` of `strips` covering `0..<rows`.
     @inlinable @inline(__always)
-    static func strip(_ s: Int, of strips: Int, rows: Int) -> Range<Int> { (rows * s / strips)..<(rows * (s + 1) / strips) }
+    static func strip(_ s: Int, of strips: Int, rows: Int) -> Range<Int> {
+        (rows * s / strips)..<(rows * (s + 1) / strips)
+    }
 }
 
 /// The strips of a lone item's ``StripExecutor/forEachStrip(rows:minimumRows:_:)``, for the
@@ -99,13 +111,18 @@ final class StripJob: @unchecked Sendable {
     let rows: Int, strips: Int
     private let next = LockedBox(0)
     @usableFromInline init(_ body: @escaping (Range<Int>) -> Void, rows: Int, strips: Int) {
-        self.body = body; self.rows = rows; self.strips = strips
+        self.body = body
+        self.rows = rows
+        self.strips = strips
     }
     /// Runs strips until none is left.
     @usableFromInline func take() {
         guard let body else { return }
         while true {
-            let s = next.update { v -> Int in defer { v += 1 }; return v }
+            let s = next.update { v -> Int in
+                defer { v += 1 }
+                return v
+            }
             guard s < strips else { return }
             let r = StripExecutor.strip(s, of: strips, rows: rows)
             if !r.isEmpty { body(r) }
@@ -125,11 +142,16 @@ final class ItemGroup: @unchecked Sendable {
     /// cannot see.
     static let others = ItemGroup(running: 2)
 
-    func add(_ n: Int) { lock.lock(); running += n; lock.unlock() }
+    func add(_ n: Int) {
+        lock.lock()
+        running += n
+        lock.unlock()
+    }
 
     /// Whether items other than the caller's are running (the caller's own is one of them).
     @usableFromInline var othersRunning: Bool {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return running > 1
     }
 }
@@ -165,13 +187,21 @@ public final class LockedBox<T>: @unchecked Sendable {
     /// - Parameter v: The initial value.
     public init(_ v: T) { self.v = v }
     /// The current value, read under the lock.
-    public var value: T { lock.lock(); defer { lock.unlock() }; return v }
+    public var value: T {
+        lock.lock()
+        defer { lock.unlock() }
+        return v
+    }
     /// Changes the value under the lock.
     ///
     /// - Parameter body: The change.
     /// - Returns: What `body` returns.
     @discardableResult
-    public func update<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&v) }
+    public func update<R>(_ body: (inout T) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&v)
+    }
 }
 
 /// Objects that strips borrow and hand back: a loop of many strips on a few threads then makes
@@ -191,27 +221,39 @@ public final class ReusePool<T>: @unchecked Sendable {
         let item = free.popLast()
         lock.unlock()
         let x: T
-        if let item { x = item } else {
+        if let item {
+            x = item
+        } else {
             x = make()
-            lock.lock(); made.append(x); lock.unlock()
+            lock.lock()
+            made.append(x)
+            lock.unlock()
         }
-        defer { lock.lock(); free.append(x); lock.unlock() }
+        defer {
+            lock.lock()
+            free.append(x)
+            lock.unlock()
+        }
         return try body(x)
     }
 
     /// Every object made so far (to release what they hold once no strip runs).
-    public var all: [T] { lock.lock(); defer { lock.unlock() }; return made }
+    public var all: [T] {
+        lock.lock()
+        defer { lock.unlock() }
+        return made
+    }
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @usableFromInline
 func ProcessInfo_activeProcessorCount() -> Int {
     #if canImport(Glibc)
-    return Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        return Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     #else
-    return 1
+        return 1
     #endif
 }

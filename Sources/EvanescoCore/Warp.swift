@@ -12,7 +12,8 @@ public struct WarpResult<Sample: PixelSample>: Sendable {
     ///   - validity: 255 where the image is valid, 0 elsewhere.
     @inlinable
     public init(image: Image<Sample>, validity: Image<UInt8>) {
-        self.image = image; self.validity = validity
+        self.image = image
+        self.validity = validity
     }
 }
 
@@ -33,8 +34,10 @@ extension Image {
     ///   - interpolation: The sampler.
     /// - Returns: The warped image and its validity mask (255 valid, 0 not).
     @inlinable
-    public func warped(by homography: Homography, width outW: Int, height outH: Int,
-                       interpolation: Interpolation = .bilinear) -> WarpResult<Sample> {
+    public func warped(
+        by homography: Homography, width outW: Int, height outH: Int,
+        interpolation: Interpolation = .bilinear
+    ) -> WarpResult<Sample> {
         let sampler = RowSampler(frame: self, homography: homography, interpolation: interpolation)
         let c = channels
         var mask = Image<UInt8>(width: outW, height: outH, channels: 1, unsafeUninitialized: { _ in })
@@ -48,12 +51,15 @@ extension Image {
                     // Segments of at most 512 pixels, each with its own cache of converted source
                     // rows, kept as the strip walks down (the 8-bit RGB cubic path reads it).
                     let cached = Sample.self == UInt8.self && c == 3 && interpolation.cubicParameter != nil
-                    let caches = cached ? (0..<((outW + 511) / 512)).map { _ in RowSampler<Sample>.Cache(pixels: 512) } : []
+                    let caches =
+                        cached ? (0..<((outW + 511) / 512)).map { _ in RowSampler<Sample>.Cache(pixels: 512) } : []
                     for y in rows {
                         var x0 = 0
                         while x0 < outW {
                             let x1 = min(outW, x0 + 512)
-                            sampler.sampleRow(y: y, x0: x0, x1: x1, into: row + x0 * c, valid: mk + y * outW + x0, cache: cached ? caches[x0 / 512] : nil)
+                            sampler.sampleRow(
+                                y: y, x0: x0, x1: x1, into: row + x0 * c, valid: mk + y * outW + x0,
+                                cache: cached ? caches[x0 / 512] : nil)
                             x0 = x1
                         }
                         let o = y * outW * c

@@ -12,7 +12,8 @@ public enum CascadeError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .fileNotFound(let p): "\(p): no such cascade file; check the path (OpenCV cascades are XML files such as haarcascade_frontalface_default.xml)"
+        case .fileNotFound(let p):
+            "\(p): no such cascade file; check the path (OpenCV cascades are XML files such as haarcascade_frontalface_default.xml)"
         case .notFound(let s):
             "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or give a cascade file"
         case .unreadable(let p, let d): "\(p): not a usable OpenCV cascade (\(d))"
@@ -34,7 +35,11 @@ public struct DetectedBox: Sendable, Equatable, Codable {
     ///   - height: Height.
     ///   - neighbors: Raw detections grouped into the box.
     public init(x: Int, y: Int, width: Int, height: Int, neighbors: Int = 0) {
-        self.x = x; self.y = y; self.width = width; self.height = height; self.neighbors = neighbors
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+        self.neighbors = neighbors
     }
 }
 
@@ -69,8 +74,10 @@ public struct CascadeClassifier: Sendable {
     var rectsPerFeature = 3
 
     /// The default frontal-face cascade's file name and where Debian's opencv-data puts it.
-    public static let defaultSearchPaths = ["/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml",
-                                            "/usr/share/opencv/haarcascades/haarcascade_frontalface_default.xml"]
+    public static let defaultSearchPaths = [
+        "/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml",
+        "/usr/share/opencv/haarcascades/haarcascade_frontalface_default.xml"
+    ]
 
     /// Loads `path`, or the first of `defaultSearchPaths` that exists.
     public static func load(_ path: String? = nil) throws -> CascadeClassifier {
@@ -96,33 +103,51 @@ public struct CascadeClassifier: Sendable {
         var limits = XMPDocument.Limits()
         limits.maxElements = 2_000_000
         let doc: XMPDocument
-        do { doc = try XMPDocument(xml, limits: limits) } catch { throw CascadeError.unreadable(path: path, detail: error.description) }
+        do { doc = try XMPDocument(xml, limits: limits) } catch {
+            throw CascadeError.unreadable(path: path, detail: error.description)
+        }
         guard let cascade = doc.elements("", "cascade").first else {
-            throw CascadeError.unsupported(path: path, detail: "no <cascade> element: old-format (opencv_haar_classifier) cascades are not supported; use the files of opencv-data 4.x")
+            throw CascadeError.unsupported(
+                path: path,
+                detail:
+                    "no <cascade> element: old-format (opencv_haar_classifier) cascades are not supported; use the files of opencv-data 4.x"
+            )
         }
         func child(_ e: XMLElement, _ n: String) -> XMLElement? { e.children.first { $0.name == n } }
         func text(_ e: XMLElement?, _ n: String) -> String? { e.flatMap { child($0, n) }?.text.trimmingWhitespace }
-        guard text(cascade, "stageType") == "BOOST" else { throw CascadeError.unsupported(path: path, detail: "only BOOST cascades are supported") }
+        guard text(cascade, "stageType") == "BOOST" else {
+            throw CascadeError.unsupported(path: path, detail: "only BOOST cascades are supported")
+        }
         switch text(cascade, "featureType") {
         case "HAAR": feature = .haar
         case "LBP": feature = .lbp
-        case let t: throw CascadeError.unsupported(path: path, detail: "feature type \(t ?? "?") is not supported (HAAR and LBP are)")
+        case let t:
+            throw CascadeError.unsupported(
+                path: path, detail: "feature type \(t ?? "?") is not supported (HAAR and LBP are)")
         }
-        guard let w = FileNumber.int(text(cascade, "width"), in: 3...999), let h = FileNumber.int(text(cascade, "height"), in: 3...999) else {
-            throw CascadeError.unreadable(path: path, detail: "the window width/height is missing or not within 3...999")
+        guard let w = FileNumber.int(text(cascade, "width"), in: 3...999),
+            let h = FileNumber.int(text(cascade, "height"), in: 3...999)
+        else {
+            throw CascadeError.unreadable(
+                path: path, detail: "the window width/height is missing or not within 3...999")
         }
-        windowWidth = w; windowHeight = h
+        windowWidth = w
+        windowHeight = h
         // Every number in the file must be finite; integers (indices, rectangle corners) must be
         // whole and in range before they are converted.
         func numbers(_ s: String, _ what: String) throws -> [Double] {
             let v = s.split { $0.isWhitespace }.map { FileNumber.double($0) }
-            guard v.allSatisfy({ $0 != nil }) else { throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number") }
+            guard v.allSatisfy({ $0 != nil }) else {
+                throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number")
+            }
             return v.map { $0! }
         }
         // Ranges passed here fit Int32, except the LBP subset words (read as UInt32 bit patterns).
         func index(_ v: Double, _ range: ClosedRange<Int>, _ what: String) throws -> Int32 {
             guard let i = FileNumber.int(exactly: v, in: range) else {
-                throw CascadeError.unreadable(path: path, detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
+                throw CascadeError.unreadable(
+                    path: path,
+                    detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
             }
             return Int32(truncatingIfNeeded: i)
         }
@@ -139,26 +164,39 @@ public struct CascadeClassifier: Sendable {
             for weak in wc.children {
                 let n = try numbers(text(weak, "internalNodes") ?? "", "internalNodes")
                 let l = try numbers(text(weak, "leafValues") ?? "", "leafValues")
-                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty, n.count / perNode < 10_000, l.count < 10_000 else {
-                    throw CascadeError.unreadable(path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
+                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty, n.count / perNode < 10_000,
+                    l.count < 10_000
+                else {
+                    throw CascadeError.unreadable(
+                        path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
                 }
-                guard nodes.count < 1_000_000 else { throw CascadeError.unreadable(path: path, detail: "more than 1,000,000 nodes") }
+                guard nodes.count < 1_000_000 else {
+                    throw CascadeError.unreadable(path: path, detail: "more than 1,000,000 nodes")
+                }
                 weaks.append(Weak(node: Int32(nodes.count), leaf: Int32(leaves.count)))
                 let m = n.count / perNode
                 for (i, k) in stride(from: 0, to: n.count, by: perNode).enumerated() {
                     // A child is a later node of the same tree (i < child < m) or a leaf (-leaf <= 0):
                     // the evaluation walks forward only, so it always ends, and never leaves the tree.
                     let children = try [n[k], n[k + 1]].map { v -> Int32 in
-                        v > 0 ? try index(v, (i + 1)...max(i + 1, m - 1), "a node's child") : try index(v, -(l.count - 1)...0, "a node's leaf")
+                        v > 0
+                            ? try index(v, (i + 1)...max(i + 1, m - 1), "a node's child")
+                            : try index(v, -(l.count - 1)...0, "a node's leaf")
                     }
                     if children.contains(where: { $0 > 0 && Int($0) >= m }) {
                         throw CascadeError.unreadable(path: path, detail: "a node's child points past its tree")
                     }
-                    var node = Node(left: children[0], right: children[1], feature: try index(n[k + 2], 0...1_000_000, "a feature index"),
-                                    threshold: 0, subset: -1)
-                    if feature == .haar { node.threshold = Float(n[k + 3]) } else {
+                    var node = Node(
+                        left: children[0], right: children[1],
+                        feature: try index(n[k + 2], 0...1_000_000, "a feature index"),
+                        threshold: 0, subset: -1)
+                    if feature == .haar {
+                        node.threshold = Float(n[k + 3])
+                    } else {
                         node.subset = Int32(subsets.count)
-                        subsets += try (0..<8).map { try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word") }
+                        subsets += try (0..<8).map {
+                            try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word")
+                        }
                     }
                     nodes.append(node)
                 }
@@ -169,23 +207,39 @@ public struct CascadeClassifier: Sendable {
         rectsPerFeature = feature == .haar ? 3 : 1
         for f in featuresEl.children {
             if feature == .haar {
-                if text(f, "tilted") == "1" { throw CascadeError.unsupported(path: path, detail: "tilted Haar features are not supported") }
-                guard let rs = child(f, "rects") else { throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects") }
+                if text(f, "tilted") == "1" {
+                    throw CascadeError.unsupported(path: path, detail: "tilted Haar features are not supported")
+                }
+                guard let rs = child(f, "rects") else {
+                    throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects")
+                }
                 var got: [HaarRect] = []
                 for r in rs.children {
                     let v = try numbers(r.text, "a Haar rect")
-                    guard v.count == 5 else { throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers") }
-                    got.append(HaarRect(x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
-                                        w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"), weight: Float(v[4])))
+                    guard v.count == 5 else {
+                        throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers")
+                    }
+                    got.append(
+                        HaarRect(
+                            x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
+                            w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"),
+                            weight: Float(v[4])))
                 }
-                guard (1...3).contains(got.count) else { throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects") }
+                guard (1...3).contains(got.count) else {
+                    throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects")
+                }
                 while got.count < 3 { got.append(HaarRect(x: 0, y: 0, w: 0, h: 0, weight: 0)) }
                 rects += got
             } else {
                 let v = try numbers(text(f, "rect") ?? "", "an LBP rect")
-                guard v.count == 4 else { throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers") }
-                rects.append(HaarRect(x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
-                                      w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"), weight: 1))
+                guard v.count == 4 else {
+                    throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers")
+                }
+                rects.append(
+                    HaarRect(
+                        x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
+                        w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"),
+                        weight: 1))
             }
         }
         let featureCount = rects.count / rectsPerFeature
@@ -194,7 +248,8 @@ public struct CascadeClassifier: Sendable {
         }
         // Every rect must lie inside the window (LBP: its 3x3 block grid).
         let k: Int32 = feature == .haar ? 1 : 3
-        guard rects.allSatisfy({ $0.x >= 0 && $0.y >= 0 && $0.x + k * $0.w <= Int32(w) && $0.y + k * $0.h <= Int32(h) }) else {
+        guard rects.allSatisfy({ $0.x >= 0 && $0.y >= 0 && $0.x + k * $0.w <= Int32(w) && $0.y + k * $0.h <= Int32(h) })
+        else {
             throw CascadeError.unreadable(path: path, detail: "a feature rectangle lies outside the \(w)x\(h) window")
         }
     }
@@ -209,15 +264,18 @@ public struct CascadeClassifier: Sendable {
     ///   - minSize: Smallest window searched, in pixels.
     ///   - maxSize: Largest window searched, in pixels.
     /// - Returns: The grouped boxes; empty for a multi-channel image.
-    public func detect(_ grey: Image<UInt8>, scaleFactor: Double = 1.1, minNeighbors: Int = 3,
-                       minSize: Int = 0, maxSize: Int = .max) -> [DetectedBox] {
+    public func detect(
+        _ grey: Image<UInt8>, scaleFactor: Double = 1.1, minNeighbors: Int = 3,
+        minSize: Int = 0, maxSize: Int = .max
+    ) -> [DetectedBox] {
         guard grey.channels == 1 else { return [] }
         let scaleFactor = scaleFactor.isNaN ? 1.1 : min(max(scaleFactor, 1.01), 4)
         var raw: [DetectedBox] = []
         var factor = 1.0
         while true {
             defer { factor *= scaleFactor }
-            let winW = Int((Double(windowWidth) * factor).rounded()), winH = Int((Double(windowHeight) * factor).rounded())
+            let winW = Int((Double(windowWidth) * factor).rounded()),
+                winH = Int((Double(windowHeight) * factor).rounded())
             let sw = Int((Double(grey.width) / factor).rounded()), sh = Int((Double(grey.height) / factor).rounded())
             if sw - windowWidth <= 0 || sh - windowHeight <= 0 { break }
             if winW > maxSize || winH > maxSize { break }
@@ -226,7 +284,10 @@ public struct CascadeClassifier: Sendable {
             let step = factor > 2 ? 1 : 2
             let hits = scan(img, step: step)
             for (x, y) in hits {
-                raw.append(DetectedBox(x: Int((Double(x) * factor).rounded()), y: Int((Double(y) * factor).rounded()), width: winW, height: winH))
+                raw.append(
+                    DetectedBox(
+                        x: Int((Double(x) * factor).rounded()), y: Int((Double(y) * factor).rounded()), width: winW,
+                        height: winH))
             }
         }
         return Self.group(raw, minNeighbors: minNeighbors, eps: 0.2)
@@ -244,7 +305,10 @@ public struct CascadeClassifier: Sendable {
                     let v = Int32(s[y * w + x])
                     rs += v
                     sum[(y + 1) * stride + x + 1] = sum[y * stride + x + 1] + rs
-                    if feature == .haar { rq += Double(v * v); sq[(y + 1) * stride + x + 1] = sq[y * stride + x + 1] + rq }
+                    if feature == .haar {
+                        rq += Double(v * v)
+                        sq[(y + 1) * stride + x + 1] = sq[y * stride + x + 1] + rq
+                    }
                 }
             }
         }
@@ -253,87 +317,131 @@ public struct CascadeClassifier: Sendable {
         // Feature rects as integral-image offsets for this stride.
         let offs: [Int32] = rects.flatMap { r -> [Int32] in
             let x = Int(r.x), y = Int(r.y), rw = Int(r.w), rh = Int(r.h)
-            return [Int32(y * stride + x), Int32(y * stride + x + rw), Int32((y + rh) * stride + x), Int32((y + rh) * stride + x + rw)]
+            return [
+                Int32(y * stride + x), Int32(y * stride + x + rw), Int32((y + rh) * stride + x),
+                Int32((y + rh) * stride + x + rw)
+            ]
         }
-        let lbpOffs: [Int32] = feature == .lbp ? rects.flatMap { r -> [Int32] in
-            // The 4x4 grid of corners of the 3x3 blocks.
-            var o: [Int32] = []
-            for j in 0..<4 { for i in 0..<4 { o.append(Int32((Int(r.y) + j * Int(r.h)) * stride + Int(r.x) + i * Int(r.w))) } }
-            return o
-        } : []
+        let lbpOffs: [Int32] =
+            feature == .lbp
+            ? rects.flatMap { r -> [Int32] in
+                // The 4x4 grid of corners of the 3x3 blocks.
+                var o: [Int32] = []
+                for j in 0..<4 {
+                    for i in 0..<4 { o.append(Int32((Int(r.y) + j * Int(r.h)) * stride + Int(r.x) + i * Int(r.w))) }
+                }
+                return o
+            } : []
         let normArea = Double((ww - 2) * (wh - 2))
         let n0 = stride + 1, n1 = stride + ww - 1, n2 = (wh - 1) * stride + 1, n3 = (wh - 1) * stride + ww - 1
         let rows = maxY / step + 1
         let out = LockedBox([(Int, Int)]())
-        sum.withUnsafeBufferPointer { S in sq.withUnsafeBufferPointer { Q in
-        offs.withUnsafeBufferPointer { O in lbpOffs.withUnsafeBufferPointer { L in
-        rects.withUnsafeBufferPointer { R in nodes.withUnsafeBufferPointer { N in weaks.withUnsafeBufferPointer { Wk in
-        leaves.withUnsafeBufferPointer { Lv in subsets.withUnsafeBufferPointer { Sub in stages.withUnsafeBufferPointer { St in
-            StripExecutor.forEachStrip(rows: rows, minimumRows: 4) { band in
-                var local: [(Int, Int)] = []
-                for ry in band {
-                    let y = ry * step
-                    var x = 0
-                    while x <= maxX {
-                        let base = y * stride + x
-                        var inv: Float = 1
-                        if feature == .haar {
-                            let s = Double(S[base + n3] - S[base + n1] - S[base + n2] + S[base + n0])
-                            let q = Q[base + n3] - Q[base + n1] - Q[base + n2] + Q[base + n0]
-                            var nf = normArea * q - s * s
-                            nf = nf > 0 ? nf.squareRoot() : 1
-                            inv = Float(1 / nf)
-                        }
-                        var passed = 0
-                        stageLoop: for si in 0..<St.count {
-                            let st = St[si]
-                            var acc: Float = 0
-                            for wi in Int(st.weakStart)..<Int(st.weakStart + st.weakCount) {
-                                let wk = Wk[wi]
-                                var idx: Int32 = 0
-                                repeat {
-                                    let node = N[Int(wk.node) + Int(idx)]
-                                    let f = Int(node.feature)
-                                    if feature == .haar {
-                                        var v: Float = 0
-                                        for k in 0..<3 {
-                                            let r = R[f * 3 + k]
-                                            if r.weight == 0 { continue }
-                                            let o = f * 12 + k * 4
-                                            v += r.weight * Float(S[base + Int(O[o + 3])] - S[base + Int(O[o + 1])] - S[base + Int(O[o + 2])] + S[base + Int(O[o])])
+        sum.withUnsafeBufferPointer { S in
+            sq.withUnsafeBufferPointer { Q in
+                offs.withUnsafeBufferPointer { O in
+                    lbpOffs.withUnsafeBufferPointer { L in
+                        rects.withUnsafeBufferPointer { R in
+                            nodes.withUnsafeBufferPointer { N in
+                                weaks.withUnsafeBufferPointer { Wk in
+                                    leaves.withUnsafeBufferPointer { Lv in
+                                        subsets.withUnsafeBufferPointer { Sub in
+                                            stages.withUnsafeBufferPointer { St in
+                                                StripExecutor.forEachStrip(rows: rows, minimumRows: 4) { band in
+                                                    var local: [(Int, Int)] = []
+                                                    for ry in band {
+                                                        let y = ry * step
+                                                        var x = 0
+                                                        while x <= maxX {
+                                                            let base = y * stride + x
+                                                            var inv: Float = 1
+                                                            if feature == .haar {
+                                                                let s = Double(
+                                                                    S[base + n3] - S[base + n1] - S[base + n2]
+                                                                        + S[base + n0])
+                                                                let q =
+                                                                    Q[base + n3] - Q[base + n1] - Q[base + n2]
+                                                                    + Q[base + n0]
+                                                                var nf = normArea * q - s * s
+                                                                nf = nf > 0 ? nf.squareRoot() : 1
+                                                                inv = Float(1 / nf)
+                                                            }
+                                                            var passed = 0
+                                                            stageLoop: for si in 0..<St.count {
+                                                                let st = St[si]
+                                                                var acc: Float = 0
+                                                                for wi in Int(
+                                                                    st.weakStart)..<Int(st.weakStart + st.weakCount)
+                                                                {
+                                                                    let wk = Wk[wi]
+                                                                    var idx: Int32 = 0
+                                                                    repeat {
+                                                                        let node = N[Int(wk.node) + Int(idx)]
+                                                                        let f = Int(node.feature)
+                                                                        if feature == .haar {
+                                                                            var v: Float = 0
+                                                                            for k in 0..<3 {
+                                                                                let r = R[f * 3 + k]
+                                                                                if r.weight == 0 { continue }
+                                                                                let o = f * 12 + k * 4
+                                                                                v +=
+                                                                                    r.weight
+                                                                                    * Float(
+                                                                                        S[base + Int(O[o + 3])]
+                                                                                            - S[base + Int(O[o + 1])]
+                                                                                            - S[base + Int(O[o + 2])]
+                                                                                            + S[base + Int(O[o])])
+                                                                            }
+                                                                            idx =
+                                                                                v * inv < node.threshold
+                                                                                ? node.left : node.right
+                                                                        } else {
+                                                                            let p = f * 16
+                                                                            @inline(__always) func blk(
+                                                                                _ a: Int, _ b: Int, _ c: Int, _ d: Int
+                                                                            ) -> Int32 {
+                                                                                S[base + Int(L[p + d])]
+                                                                                    - S[base + Int(L[p + b])]
+                                                                                    - S[base + Int(L[p + c])]
+                                                                                    + S[base + Int(L[p + a])]
+                                                                            }
+                                                                            let cv = blk(5, 6, 9, 10)
+                                                                            var code = 0
+                                                                            if blk(0, 1, 4, 5) >= cv { code |= 128 }
+                                                                            if blk(1, 2, 5, 6) >= cv { code |= 64 }
+                                                                            if blk(2, 3, 6, 7) >= cv { code |= 32 }
+                                                                            if blk(6, 7, 10, 11) >= cv { code |= 16 }
+                                                                            if blk(10, 11, 14, 15) >= cv { code |= 8 }
+                                                                            if blk(9, 10, 13, 14) >= cv { code |= 4 }
+                                                                            if blk(8, 9, 12, 13) >= cv { code |= 2 }
+                                                                            if blk(4, 5, 8, 9) >= cv { code |= 1 }
+                                                                            let word = Sub[
+                                                                                Int(node.subset) + (code >> 5)]
+                                                                            idx =
+                                                                                (word & (1 << Int32(code & 31))) != 0
+                                                                                ? node.left : node.right
+                                                                        }
+                                                                    } while idx > 0
+                                                                    acc += Lv[Int(wk.leaf) + Int(-idx)]
+                                                                }
+                                                                if acc < st.threshold { break stageLoop }
+                                                                passed += 1
+                                                            }
+                                                            if passed == St.count { local.append((x, y)) }
+                                                            x += passed == 0 ? 2 * step : step
+                                                        }
+                                                    }
+                                                    out.update { $0 += local }
+                                                }
+                                            }
                                         }
-                                        idx = v * inv < node.threshold ? node.left : node.right
-                                    } else {
-                                        let p = f * 16
-                                        @inline(__always) func blk(_ a: Int, _ b: Int, _ c: Int, _ d: Int) -> Int32 {
-                                            S[base + Int(L[p + d])] - S[base + Int(L[p + b])] - S[base + Int(L[p + c])] + S[base + Int(L[p + a])]
-                                        }
-                                        let cv = blk(5, 6, 9, 10)
-                                        var code = 0
-                                        if blk(0, 1, 4, 5) >= cv { code |= 128 }
-                                        if blk(1, 2, 5, 6) >= cv { code |= 64 }
-                                        if blk(2, 3, 6, 7) >= cv { code |= 32 }
-                                        if blk(6, 7, 10, 11) >= cv { code |= 16 }
-                                        if blk(10, 11, 14, 15) >= cv { code |= 8 }
-                                        if blk(9, 10, 13, 14) >= cv { code |= 4 }
-                                        if blk(8, 9, 12, 13) >= cv { code |= 2 }
-                                        if blk(4, 5, 8, 9) >= cv { code |= 1 }
-                                        let word = Sub[Int(node.subset) + (code >> 5)]
-                                        idx = (word & (1 << Int32(code & 31))) != 0 ? node.left : node.right
                                     }
-                                } while idx > 0
-                                acc += Lv[Int(wk.leaf) + Int(-idx)]
+                                }
                             }
-                            if acc < st.threshold { break stageLoop }
-                            passed += 1
                         }
-                        if passed == St.count { local.append((x, y)) }
-                        x += passed == 0 ? 2 * step : step
                     }
                 }
-                out.update { $0 += local }
             }
-        }}}}}}}}}}
+        }
         return out.value
     }
 
@@ -344,13 +452,23 @@ public struct CascadeClassifier: Sendable {
         if minNeighbors <= 0 { return boxes }
         let n = boxes.count
         var parent = Array(0..<n)
-        func find(_ i: Int) -> Int { var i = i; while parent[i] != i { parent[i] = parent[parent[i]]; i = parent[i] }; return i }
+        func find(_ i: Int) -> Int {
+            var i = i
+            while parent[i] != i {
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            }
+            return i
+        }
         func similar(_ a: DetectedBox, _ b: DetectedBox) -> Bool {
             let delta = eps * Double(min(a.width, b.width) + min(a.height, b.height)) * 0.5
             return Double(abs(a.x - b.x)) <= delta && Double(abs(a.y - b.y)) <= delta
-                && Double(abs(a.x + a.width - b.x - b.width)) <= delta && Double(abs(a.y + a.height - b.y - b.height)) <= delta
+                && Double(abs(a.x + a.width - b.x - b.width)) <= delta
+                && Double(abs(a.y + a.height - b.y - b.height)) <= delta
         }
-        for i in 0..<n { for j in (i + 1)..<max(i + 1, n) where similar(boxes[i], boxes[j]) { parent[find(i)] = find(j) } }
+        for i in 0..<n {
+            for j in (i + 1)..<max(i + 1, n) where similar(boxes[i], boxes[j]) { parent[find(i)] = find(j) }
+        }
         var sums: [Int: (x: Int, y: Int, w: Int, h: Int, n: Int)] = [:]
         for i in 0..<n {
             let r = find(i), b = boxes[i]
@@ -368,8 +486,13 @@ public struct CascadeClassifier: Sendable {
             var inside = false
             for (j, r2) in classes.enumerated() where i != j && r2.neighbors > minNeighbors {
                 let dx = Int(Double(r2.width) * eps), dy = Int(Double(r2.height) * eps)
-                if r1.x >= r2.x - dx && r1.y >= r2.y - dy && r1.x + r1.width <= r2.x + r2.width + dx && r1.y + r1.height <= r2.y + r2.height + dy
-                    && (r2.neighbors > max(3, r1.neighbors) || r1.neighbors < 3) { inside = true; break }
+                if r1.x >= r2.x - dx && r1.y >= r2.y - dy && r1.x + r1.width <= r2.x + r2.width + dx
+                    && r1.y + r1.height <= r2.y + r2.height + dy
+                    && (r2.neighbors > max(3, r1.neighbors) || r1.neighbors < 3)
+                {
+                    inside = true
+                    break
+                }
             }
             if !inside { out.append(r1) }
         }

@@ -12,8 +12,13 @@ extension Image where Sample == UInt8 {
         let scale = 255.0 / Double(pixelCount - hist[first])
         var lut = [UInt8](repeating: 0, count: 256)
         var acc = 0
-        for i in (first + 1)..<256 { acc += hist[i]; lut[i] = UInt8(min(255, max(0, (Double(acc) * scale).rounded()))) }
-        return Image<UInt8>(width: width, height: height, channels: 1) { d in for i in 0..<samples.count { d[i] = lut[Int(samples[i])] } }
+        for i in (first + 1)..<256 {
+            acc += hist[i]
+            lut[i] = UInt8(min(255, max(0, (Double(acc) * scale).rounded())))
+        }
+        return Image<UInt8>(width: width, height: height, channels: 1) { d in
+            for i in 0..<samples.count { d[i] = lut[Int(samples[i])] }
+        }
     }
 }
 
@@ -43,12 +48,17 @@ public struct FaceFinder: Sendable {
     public func find(in image: AnyImage) -> [DetectedBox] {
         let grey = image.uint8.luma(.rec601)
         let s = min(1, Double(workingSize) / Double(max(grey.width, grey.height)))
-        let small = s < 1 ? grey.areaResized(width: Int((Double(grey.width) * s).rounded()), height: Int((Double(grey.height) * s).rounded())) : grey
-        let boxes = cascade.detect(small.equalized(), scaleFactor: scaleFactor, minNeighbors: minNeighbors, minSize: minSize)
+        let small =
+            s < 1
+            ? grey.areaResized(
+                width: Int((Double(grey.width) * s).rounded()), height: Int((Double(grey.height) * s).rounded())) : grey
+        let boxes = cascade.detect(
+            small.equalized(), scaleFactor: scaleFactor, minNeighbors: minNeighbors, minSize: minSize)
         let kx = Double(grey.width) / Double(small.width), ky = Double(grey.height) / Double(small.height)
         return boxes.map { b in
-            DetectedBox(x: Int(Double(b.x) * kx), y: Int(Double(b.y) * ky), width: Int(Double(b.width) * kx),
-                        height: Int(Double(b.height) * ky), neighbors: b.neighbors)
+            DetectedBox(
+                x: Int(Double(b.x) * kx), y: Int(Double(b.y) * ky), width: Int(Double(b.width) * kx),
+                height: Int(Double(b.height) * ky), neighbors: b.neighbors)
         }.sorted { $0.width * $0.height > $1.width * $1.height }
     }
 }
@@ -75,18 +85,22 @@ extension Image where Sample == UInt8 {
         let xs = spans(nw, width), ys = spans(nh, height)
         var tmp = [Float](repeating: 0, count: nw * height)
         samples.withUnsafeBufferPointer { s in
-            for y in 0..<height { for x in 0..<nw {
-                var acc: Float = 0
-                for (i, w) in xs[x] { acc += Float(s[y * width + i]) * w }
-                tmp[y * nw + x] = acc
-            }}
+            for y in 0..<height {
+                for x in 0..<nw {
+                    var acc: Float = 0
+                    for (i, w) in xs[x] { acc += Float(s[y * width + i]) * w }
+                    tmp[y * nw + x] = acc
+                }
+            }
         }
         return Image<UInt8>(width: nw, height: nh, channels: 1) { d in
-            for y in 0..<nh { for x in 0..<nw {
-                var acc: Float = 0
-                for (j, w) in ys[y] { acc += tmp[j * nw + x] * w }
-                d[y * nw + x] = UInt8(clampingRounded: acc)
-            }}
+            for y in 0..<nh {
+                for x in 0..<nw {
+                    var acc: Float = 0
+                    for (j, w) in ys[y] { acc += tmp[j * nw + x] * w }
+                    d[y * nw + x] = UInt8(clampingRounded: acc)
+                }
+            }
         }
     }
 }

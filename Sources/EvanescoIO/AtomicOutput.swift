@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes outputs so that a reader never sees a partial file and nothing is overwritten by
@@ -14,7 +14,10 @@ public enum AtomicOutput {
         let dir = try checkFile(path, overwrite: overwrite)
         let temp = temporaryName(for: path, in: dir)
         Cleanup.add(file: temp)
-        defer { unlink(temp); Cleanup.remove(file: temp) }
+        defer {
+            unlink(temp)
+            Cleanup.remove(file: temp)
+        }
         do { try produce(temp) } catch let e as ImageIOError {
             // A library writer (libtiff, ffmpeg) says only that its write failed: name the cause
             // when the device is what failed.
@@ -25,9 +28,13 @@ public enum AtomicOutput {
         }
         // A writer that reported success but left nothing is not a success.
         var st = stat()
-        guard stat(temp, &st) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
+        guard stat(temp, &st) == 0 else {
+            throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno))
+        }
         if overwrite {
-            guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
+            guard rename(temp, path) == 0 else {
+                throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno))
+            }
         } else {
             if link(temp, path) != 0 {
                 let e = errno
@@ -37,7 +44,9 @@ public enum AtomicOutput {
                 }
                 // File systems without hard links: fall back to a checked rename.
                 if FileManager.default.fileExists(atPath: path) { throw ImageIOError.outputExists(path: path) }
-                guard rename(temp, path) == 0 else { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno)) }
+                guard rename(temp, path) == 0 else {
+                    throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(errno))
+                }
             }
         }
         Cleanup.add(placed: path)
@@ -53,7 +62,9 @@ public enum AtomicOutput {
             top = existing.path
             existing.deleteLastPathComponent()
         }
-        guard isDir.boolValue else { throw ImageIOError.cannotWrite(path: path, reason: "\(existing.path) is a file, not a folder") }
+        guard isDir.boolValue else {
+            throw ImageIOError.cannotWrite(path: path, reason: "\(existing.path) is a file, not a folder")
+        }
         guard let top else { return }
         try checkName(path)
         try checkWritable(folder: existing.path, for: path)
@@ -75,7 +86,9 @@ public enum AtomicOutput {
     /// extension so that tools which pick a format from the name (ffmpeg) still can.
     static func temporaryName(for path: String, in dir: String) -> String {
         let ext = (path as NSString).pathExtension
-        let kept = !ext.isEmpty && ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } ? ext : "tmp"
+        let kept =
+            !ext.isEmpty && ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+            ? ext : "tmp"
         var g = SystemRandomNumberGenerator()
         let tag = String(UInt64.random(in: 0...UInt64.max, using: &g), radix: 36)
         return dir + "/.evn-" + tag + "." + kept
@@ -94,7 +107,9 @@ public enum AtomicOutput {
     ///   - inputs: Files the run reads; an output may never be one of them, even with `overwrite`.
     ///   - overwrite: Whether existing output files may be replaced.
     /// - Throws: `ImageIOError.outputExists`, `.outputIsInput`, `.unknownOutputExtension` or `.cannotWrite`.
-    public static func check(files: [String?] = [], images: [String?] = [], directories: [String?] = [], inputs: [String], overwrite: Bool) throws {
+    public static func check(
+        files: [String?] = [], images: [String?] = [], directories: [String?] = [], inputs: [String], overwrite: Bool
+    ) throws {
         for p in images.compactMap({ $0 }) {
             guard let f = ImageFormat.forOutput(extension: (p as NSString).pathExtension), f != .heif else {
                 throw ImageIOError.unknownOutputExtension(path: p)
@@ -112,7 +127,9 @@ public enum AtomicOutput {
         for p in outs + dirs {
             let id = identity(p)
             if inputIDs.contains(id) { throw ImageIOError.outputIsInput(path: p) }
-            if let other = seen[id] { throw ImageIOError.cannotWrite(path: p, reason: "it is also given as the output \(other)") }
+            if let other = seen[id] {
+                throw ImageIOError.cannotWrite(path: p, reason: "it is also given as the output \(other)")
+            }
             seen[id] = p
         }
         for p in outs {
@@ -143,17 +160,23 @@ public enum AtomicOutput {
     static func checkWritable(folder dir: String, for path: String) throws {
         guard access(dir, W_OK) == 0 else {
             let e = errno
-            throw ImageIOError.cannotWrite(path: path, reason: e == EROFS ? WriteFailure.reason(EROFS) : "folder \(dir) is not writable (\(WriteFailure.reason(e)))")
+            throw ImageIOError.cannotWrite(
+                path: path,
+                reason: e == EROFS
+                    ? WriteFailure.reason(EROFS) : "folder \(dir) is not writable (\(WriteFailure.reason(e)))")
         }
         if let free = WriteFailure.freeBytes(in: dir), free < minimumFreeBytes {
-            throw ImageIOError.cannotWrite(path: path, reason: "\(WriteFailure.reason(ENOSPC)) (\(free >> 10) KB free in \(dir))")
+            throw ImageIOError.cannotWrite(
+                path: path, reason: "\(WriteFailure.reason(ENOSPC)) (\(free >> 10) KB free in \(dir))")
         }
     }
 
     /// The last component fits the file system's limit of 255 bytes.
     static func checkName(_ path: String) throws {
         let name = (path as NSString).lastPathComponent
-        if name.utf8.count > 255 { throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(ENAMETOOLONG)) }
+        if name.utf8.count > 255 {
+            throw ImageIOError.cannotWrite(path: path, reason: WriteFailure.reason(ENAMETOOLONG))
+        }
     }
 
     /// The one check of an output file: its name fits, its folder exists, it is not a folder,
@@ -252,9 +275,12 @@ public enum InputFile {
         var out: [String] = []
         for input in inputs {
             var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDir) else { throw ImageIOError.fileNotFound(path: input) }
+            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDir) else {
+                throw ImageIOError.fileNotFound(path: input)
+            }
             if isDir.boolValue {
-                let names = try FileManager.default.contentsOfDirectory(atPath: input).filter { !$0.hasPrefix(".") }.sorted()
+                let names = try FileManager.default.contentsOfDirectory(atPath: input).filter { !$0.hasPrefix(".") }
+                    .sorted()
                 let files = names.map { (input as NSString).appendingPathComponent($0) }.filter {
                     var d: ObjCBool = false
                     return FileManager.default.fileExists(atPath: $0, isDirectory: &d) && !d.boolValue
@@ -313,7 +339,10 @@ public enum InputFile {
             while got < size {
                 let n = Glibc.read(fd, buf.baseAddress! + got, size - got)
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw ImageIOError.unreadable(path: path, reason: n == 0 ? "file shrank while reading" : String(cString: strerror(errno))) }
+                guard n > 0 else {
+                    throw ImageIOError.unreadable(
+                        path: path, reason: n == 0 ? "file shrank while reading" : String(cString: strerror(errno)))
+                }
                 got += n
             }
         }

@@ -26,19 +26,24 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
     public var description: String {
         switch self {
         case .fileNotFound(let p): "\(p): no such file; check the path"
-        case .notAFile(let p): "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a stream to a file first)"
+        case .notAFile(let p):
+            "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a stream to a file first)"
         case .unreadable(let p, let r): "\(p): cannot be read (\(r)); check its permissions"
         case .emptyFile(let p): "\(p): the file is empty (0 bytes); it was probably not copied or saved completely"
-        case .unrecognizedFormat(let p, let d): "\(p): not an image this tool reads (\(d)); supported: JPEG, PNG, HEIC/HEIF, TIFF"
-        case .unsupportedFormat(let p, let f): "\(p): \(f) images are not supported; convert it to PNG, JPEG or TIFF first (e.g. ffmpeg -i IN OUT.png)"
+        case .unrecognizedFormat(let p, let d):
+            "\(p): not an image this tool reads (\(d)); supported: JPEG, PNG, HEIC/HEIF, TIFF"
+        case .unsupportedFormat(let p, let f):
+            "\(p): \(f) images are not supported; convert it to PNG, JPEG or TIFF first (e.g. ffmpeg -i IN OUT.png)"
         case .truncated(let p, let f, let d): "\(p): the \(f) file is truncated (\(d)); re-copy or re-export it"
         case .corrupt(let p, let f, let d): "\(p): the \(f) data is damaged (\(d))"
-        case .dimensionsTooLarge(let p, let w, let h, let l): "\(p): the header claims \(w)x\(h) pixels, over the limit of \(l) pixels; the file is damaged or hostile (raise the limit with EVANESCO_MAX_PIXELS if it is genuine)"
+        case .dimensionsTooLarge(let p, let w, let h, let l):
+            "\(p): the header claims \(w)x\(h) pixels, over the limit of \(l) pixels; the file is damaged or hostile (raise the limit with EVANESCO_MAX_PIXELS if it is genuine)"
         case .tooLargeForMemory(let p, let w, let h, let b, let m):
             "\(p): \(w)x\(h) pixels would need \(b >> 20) MB, over this machine's budget of \(m >> 20) MB; scale the image down first"
         case .unsupportedLayout(let p, let d): "\(p): \(d)"
         case .outputExists(let p): "\(p): already exists; choose another name, or allow overwriting it"
-        case .outputIsInput(let p): "\(p): is also an input of this run; write the output to another file (inputs are never modified)"
+        case .outputIsInput(let p):
+            "\(p): is also an input of this run; write the output to another file (inputs are never modified)"
         case .cannotWrite(let p, let r): "\(p): cannot be written: \(r)"
         case .encodeFailed(let p, let f, let d): "\(p): \(f) encoding failed (\(d))"
         case .unknownOutputExtension(let p): "\(p): unknown output type; name it .jpg, .png or .tif"
@@ -50,10 +55,12 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
     public var path: String {
         switch self {
         case .fileNotFound(let p), .notAFile(let p), .unreadable(let p, _), .emptyFile(let p),
-             .unrecognizedFormat(let p, _), .unsupportedFormat(let p, _), .truncated(let p, _, _),
-             .corrupt(let p, _, _), .dimensionsTooLarge(let p, _, _, _), .tooLargeForMemory(let p, _, _, _, _), .unsupportedLayout(let p, _),
-             .outputExists(let p), .outputIsInput(let p), .cannotWrite(let p, _), .encodeFailed(let p, _, _),
-             .unknownOutputExtension(let p): p
+            .unrecognizedFormat(let p, _), .unsupportedFormat(let p, _), .truncated(let p, _, _),
+            .corrupt(let p, _, _), .dimensionsTooLarge(let p, _, _, _), .tooLargeForMemory(let p, _, _, _, _),
+            .unsupportedLayout(let p, _),
+            .outputExists(let p), .outputIsInput(let p), .cannotWrite(let p, _), .encodeFailed(let p, _, _),
+            .unknownOutputExtension(let p):
+            p
         }
     }
 }
@@ -76,12 +83,19 @@ public struct DecodeLimits: Sendable {
     ///   - maxPixels: Largest pixel count accepted.
     ///   - maxSide: Largest side accepted.
     ///   - maxBytes: Largest decoded image in bytes.
-    public init(maxPixels: Int = DecodeLimits.defaultMaxPixels, maxSide: Int = 65535, maxBytes: Int = DecodeLimits.defaultMaxBytes) {
-        self.maxPixels = maxPixels; self.maxSide = maxSide; self.maxBytes = maxBytes
+    public init(
+        maxPixels: Int = DecodeLimits.defaultMaxPixels, maxSide: Int = 65535,
+        maxBytes: Int = DecodeLimits.defaultMaxBytes
+    ) {
+        self.maxPixels = maxPixels
+        self.maxSide = maxSide
+        self.maxBytes = maxBytes
     }
     /// 400 MP, or `$EVANESCO_MAX_PIXELS` when set to a positive number.
     public static let defaultMaxPixels: Int = {
-        if let v = FileNumber.int(ProcessInfo.processInfo.environment["EVANESCO_MAX_PIXELS"], in: 1...Int(Int32.max)) { return v }
+        if let v = FileNumber.int(ProcessInfo.processInfo.environment["EVANESCO_MAX_PIXELS"], in: 1...Int(Int32.max)) {
+            return v
+        }
         return 400_000_000
     }()
     /// Half the machine's physical memory.
@@ -108,7 +122,9 @@ public struct DecodeLimits: Sendable {
     ///   - bytesPerPixel: Bytes per decoded pixel (for the memory budget).
     ///   - sourceBytes: Bytes of compressed data present, when known (for the plausibility check).
     ///   - format: The format's name, for messages.
-    func check(width: Int, height: Int, path: String, bytesPerPixel: Int = 4, sourceBytes: Int? = nil, format: String = "image") throws {
+    func check(
+        width: Int, height: Int, path: String, bytesPerPixel: Int = 4, sourceBytes: Int? = nil, format: String = "image"
+    ) throws {
         guard width > 0, height > 0 else {
             throw ImageIOError.corrupt(path: path, format: "image", detail: "header gives a size of \(width)x\(height)")
         }
@@ -117,13 +133,17 @@ public struct DecodeLimits: Sendable {
         }
         let (bytes, overflow) = (width * height).multipliedReportingOverflow(by: max(1, bytesPerPixel))
         if overflow || bytes > maxBytes {
-            throw ImageIOError.tooLargeForMemory(path: path, width: width, height: height, bytes: overflow ? Int.max : bytes, budget: maxBytes)
+            throw ImageIOError.tooLargeForMemory(
+                path: path, width: width, height: height, bytes: overflow ? Int.max : bytes, budget: maxBytes)
         }
         if let sourceBytes {
             let (room, o) = sourceBytes.multipliedReportingOverflow(by: maxExpansion)
             if !o && width * height > room + (16 << 20) {
-                throw ImageIOError.truncated(path: path, format: format,
-                                             detail: "the header declares \(width)x\(height) pixels but the file holds only \(sourceBytes) bytes of data")
+                throw ImageIOError.truncated(
+                    path: path, format: format,
+                    detail:
+                        "the header declares \(width)x\(height) pixels but the file holds only \(sourceBytes) bytes of data"
+                )
             }
         }
     }

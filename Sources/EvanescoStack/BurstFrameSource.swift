@@ -27,21 +27,25 @@ struct BurstFrameSource: @unchecked Sendable {
     func image(_ i: Int) -> AnyImage {
         if let memory { return memory[i].image }
         let s = spill!
-        return eightBit ? .uint8(s.image(slots[i], width: width, height: height, channels: channels, as: UInt8.self))
-                        : .uint16(s.image(slots[i], width: width, height: height, channels: channels, as: UInt16.self))
+        return eightBit
+            ? .uint8(s.image(slots[i], width: width, height: height, channels: channels, as: UInt8.self))
+            : .uint16(s.image(slots[i], width: width, height: height, channels: channels, as: UInt16.self))
     }
 
     /// Registration has read frame i: a spill drops its pages from the process.
     func doneAligning(_ i: Int) { spill?.release(slots[i]) }
 
     /// The samplers of frames `used`, with their homographies and local corrections.
-    func samplers<S: PixelSample>(_ used: [Int], _ homographies: [Homography?], _ offsets: [DisplacementField?],
-                                  _ interpolation: Interpolation, as type: S.Type) -> [RowSampler<S>] {
+    func samplers<S: PixelSample>(
+        _ used: [Int], _ homographies: [Homography?], _ offsets: [DisplacementField?],
+        _ interpolation: Interpolation, as type: S.Type
+    ) -> [RowSampler<S>] {
         used.indices.map { k in
             let i = used[k], h = homographies[k], o = k < offsets.count ? offsets[k] : nil
             if let spill {
-                return RowSampler(samples: spill.samples(slots[i], as: S.self), width: width, height: height, channels: channels,
-                                  owner: spill, homography: h, interpolation: interpolation, offsets: o)
+                return RowSampler(
+                    samples: spill.samples(slots[i], as: S.self), width: width, height: height, channels: channels,
+                    owner: spill, homography: h, interpolation: interpolation, offsets: o)
             }
             let image = memory![i].image
             let typed: Image<S> = S.self == UInt8.self ? image.uint8 as! Image<S> : image.uint16 as! Image<S>

@@ -34,7 +34,9 @@ public enum BurstInput {
     /// - Returns: The decoded frames and the skipped inputs with their reasons.
     /// - Throws: `ImageIOError` when an input does not exist or nothing can be listed; a file that
     ///   exists but does not decode is skipped, not thrown.
-    public static func load(_ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil) throws -> Loaded {
+    public static func load(
+        _ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil
+    ) throws -> Loaded {
         let files = try InputFile.expand(inputs)
         if files.count == 1, VideoIO.isVideo(files[0]) {
             var frames: [BurstFrame] = []
@@ -42,8 +44,11 @@ public enum BurstInput {
             let info = try VideoIO.probe(files[0])
             let total = min(videoFrames, info.frameCount)
             try VideoIO.decodeFrames(files[0], selection: .evenlySpaced(videoFrames)) { index, img in
-                frames.append(BurstFrame(name: "\((files[0] as NSString).lastPathComponent)#\(index)", image: .uint8(img)))
-                progress?(StackProgress(stage: .decode, done: frames.count, total: total, elapsed: Date().timeIntervalSince(start)))
+                frames.append(
+                    BurstFrame(name: "\((files[0] as NSString).lastPathComponent)#\(index)", image: .uint8(img)))
+                progress?(
+                    StackProgress(
+                        stage: .decode, done: frames.count, total: total, elapsed: Date().timeIntervalSince(start)))
             }
             return Loaded(frames: frames, skipped: [])
         }
@@ -54,8 +59,12 @@ public enum BurstInput {
         StripExecutor.forEachIndex(in: 0..<files.count, workers: 2) { i in
             let r = Result { try ImageCodecs.read(files[i]) }
             results.update { $0[i] = r }
-            let d = done.update { $0 += 1; return $0 }
-            progress?(StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
+            let d = done.update {
+                $0 += 1
+                return $0
+            }
+            progress?(
+                StackProgress(stage: .decode, done: d, total: files.count, elapsed: Date().timeIntervalSince(start)))
         }
         var frames: [BurstFrame] = [], skipped: [(String, String)] = []
         for (i, r) in results.value.enumerated() {

@@ -14,7 +14,9 @@ extension BurstStacker {
     static func stackSpilled(_ inputs: [String], options: StackOptions) throws -> StackResult? {
         guard let limit = options.memoryLimit, !options.retainFrames else { return nil }
         let files = try InputFile.expand(inputs)
-        if files.count == 1, VideoIO.isVideo(files[0]) { return try stackSpilledVideo(files[0], limit: limit, options: options) }
+        if files.count == 1, VideoIO.isVideo(files[0]) {
+            return try stackSpilledVideo(files[0], limit: limit, options: options)
+        }
         guard files.count > 1 else { return nil }
         // The first readable header tells whether the frames would exceed the limit (a burst has
         // one size; a frame of another is refused below, as in memory).
@@ -25,15 +27,19 @@ extension BurstStacker {
         var first: DecodedImage? = nil, failed: [(Int, Error)] = []
         while first == nil && firstIndex < files.count {
             do { first = try ImageCodecs.read(files[firstIndex]) } catch {
-                failed.append((firstIndex, error)); firstIndex += 1
+                failed.append((firstIndex, error))
+                firstIndex += 1
             }
         }
         guard let first else { throw nothingDecoded(failed.map { (files[$0.0], String(describing: $0.1)) }) }
-        let sink = try SpillSink(names: files, options: options, first: first.image, firstIndex: firstIndex, start: start)
+        let sink = try SpillSink(
+            names: files, options: options, first: first.image, firstIndex: firstIndex, start: start)
         for (i, e) in failed { sink.delivered(i, .failure(e)) }
         sink.delivered(firstIndex, .success(sink.keep(first.image, metadata: first.metadata, firstIndex)))
-        StripExecutor.forEachIndex(in: (firstIndex + 1)..<files.count, workers: 2,
-                                   until: { sink.fatal.value != nil || options.cancellation?.isCancelled == true }) { i in
+        StripExecutor.forEachIndex(
+            in: (firstIndex + 1)..<files.count, workers: 2,
+            until: { sink.fatal.value != nil || options.cancellation?.isCancelled == true }
+        ) { i in
             let t0 = Date()
             let r = Result { try ImageCodecs.read(files[i]) }
             sink.threadTime.update { $0.decode += Date().timeIntervalSince(t0) }
@@ -62,7 +68,7 @@ extension BurstStacker {
         // ffmpeg decodes in its own process; this thread reads its frames in order while up to
         // two at a time are written and registered on others.
         let group = DispatchGroup(), inFlight = DispatchSemaphore(value: 2)
-        defer { group.wait() }   // (also when a read throws: no frame is still being kept)
+        defer { group.wait() }  // (also when a read throws: no frame is still being kept)
         var next = 1
         while next < wanted.count, sink.fatal.value == nil, options.cancellation?.isCancelled != true {
             let t0 = Date()
@@ -72,7 +78,10 @@ extension BurstStacker {
             inFlight.wait()
             group.enter()
             DispatchQueue.global().async {
-                defer { inFlight.signal(); group.leave() }
+                defer {
+                    inFlight.signal()
+                    group.leave()
+                }
                 StripExecutor.asItem { sink.delivered(i, .success(sink.keep(frame, metadata: ImageMetadata(), i))) }
             }
             next += 1
@@ -89,7 +98,8 @@ extension BurstStacker {
 final class SpillSink: @unchecked Sendable {
     /// A frame as it was kept.
     struct Kept: Sendable {
-        var shape: BurstStacker.FrameShape; var metadata: ImageMetadata
+        var shape: BurstStacker.FrameShape
+        var metadata: ImageMetadata
         var aligned: (report: FrameReport, field: DisplacementField?)? = nil
     }
 
@@ -113,14 +123,22 @@ final class SpillSink: @unchecked Sendable {
     /// Makes the temporary file for `names.count` frames shaped like `first`, and the reference
     /// from it when registration is fused.
     init(names: [String], options: StackOptions, first: AnyImage, firstIndex: Int, start: Date) throws {
-        self.names = names; self.options = options; self.firstIndex = firstIndex; self.start = start
-        eightBit = first.bitDepth == 8; channels = first.channels
-        width = first.width; height = first.height
+        self.names = names
+        self.options = options
+        self.firstIndex = firstIndex
+        self.start = start
+        eightBit = first.bitDepth == 8
+        channels = first.channels
+        width = first.width
+        height = first.height
         let frameBytes = width * height * channels * (eightBit ? 1 : 2)
-        let directory = options.spillDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let directory =
+            options.spillDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "/tmp"
         spill = try FrameSpill(directory: directory, frameBytes: frameBytes, slots: names.count)
         alignOptions = options.resolved(frames: names.count, pixels: width * height).options
-        let fuse = options.reference == 0 && options.align != .none && options.givenHomographies == nil
+        let fuse =
+            options.reference == 0 && options.align != .none && options.givenHomographies == nil
             && min(width, height) >= BurstStacker.minimumAlignedSide
         let t = Date()
         reference = fuse ? BurstStacker.registrationReference(first, options: alignOptions) : nil
@@ -131,24 +149,32 @@ final class SpillSink: @unchecked Sendable {
     /// Frame `i` decoded (or not): recorded, and counted in the progress.
     func delivered(_ i: Int, _ r: Result<Kept, Error>) {
         results.update { $0[i] = r }
-        let d = done.update { $0 += 1; return $0 }
-        options.progress?(StackProgress(stage: .decode, done: d, total: names.count, elapsed: Date().timeIntervalSince(start)))
+        let d = done.update {
+            $0 += 1
+            return $0
+        }
+        options.progress?(
+            StackProgress(stage: .decode, done: d, total: names.count, elapsed: Date().timeIntervalSince(start)))
     }
 
     /// Writes a decoded frame to slot `i` if it has the slots' shape (one that has not is not
     /// written: ``finish()``'s size check names it), and registers it when fused.
     func keep(_ image: AnyImage, metadata: ImageMetadata, _ i: Int) -> Kept {
-        let shape = BurstStacker.FrameShape(name: names[i], width: image.width, height: image.height, channels: image.channels,
-                                            bitDepth: image.bitDepth)
+        let shape = BurstStacker.FrameShape(
+            name: names[i], width: image.width, height: image.height, channels: image.channels,
+            bitDepth: image.bitDepth)
         var k = Kept(shape: shape, metadata: metadata)
         guard shape.width == width && shape.height == height && shape.channels == channels else {
             // With the first frame as the reference (the default), a frame of another size or
             // colour type stops the stack now, not after every other frame is decoded (with
             // another reference, ``finish()``'s check names it).
             if options.reference == 0 {
-                let e = shape.channels != channels ? StackError.channelMismatch(frame: shape.name)
-                    : StackError.sizeMismatch(frame: shape.name, size: "\(shape.width)x\(shape.height)", reference: names[firstIndex],
-                                              referenceSize: "\(width)x\(height)")
+                let e =
+                    shape.channels != channels
+                    ? StackError.channelMismatch(frame: shape.name)
+                    : StackError.sizeMismatch(
+                        frame: shape.name, size: "\(shape.width)x\(shape.height)", reference: names[firstIndex],
+                        referenceSize: "\(width)x\(height)")
                 fatal.update { $0 = $0 ?? e }
             }
             return k
@@ -168,14 +194,17 @@ final class SpillSink: @unchecked Sendable {
             k.aligned = BurstStacker.register(image, index: i, name: names[i], to: reference, options: alignOptions)
         }
         let t2 = Date()
-        threadTime.update { $0.decode += t1.timeIntervalSince(t0); $0.align += t2.timeIntervalSince(t1) }
+        threadTime.update {
+            $0.decode += t1.timeIntervalSince(t0)
+            $0.align += t2.timeIntervalSince(t1)
+        }
         return k
     }
 
     /// Once every frame is in: checks the burst, merges it from the file, and splits the time
     /// decoding and registration shared by their threads' shares.
     func finish() throws -> StackResult {
-        writer.sync {}   // every queued frame written
+        writer.sync {}  // every queued frame written
         if let e = fatal.value { throw e }
         if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         let phaseSeconds = Date().timeIntervalSince(start)
@@ -184,7 +213,9 @@ final class SpillSink: @unchecked Sendable {
         // (A frame never delivered: the video held fewer than its header counted.)
         for (i, r) in results.value.enumerated() {
             switch r {
-            case .success(let k): used.append(i); kept.append(k)
+            case .success(let k):
+                used.append(i)
+                kept.append(k)
             case .failure(let e): skipped.append((names[i], String(describing: e)))
             case nil: break
             }
@@ -192,9 +223,10 @@ final class SpillSink: @unchecked Sendable {
         guard !used.isEmpty else { throw BurstStacker.nothingDecoded(skipped) }
         try BurstStacker.check(kept.map(\.shape), options: options)
         let ref = kept[options.reference]
-        var source = BurstFrameSource(names: kept.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
-                                      channels: channels, eightBit: eightBit, referenceMetadata: ref.metadata,
-                                      memory: nil, spill: spill, slots: used)
+        var source = BurstFrameSource(
+            names: kept.map(\.shape.name), width: ref.shape.width, height: ref.shape.height,
+            channels: channels, eightBit: eightBit, referenceMetadata: ref.metadata,
+            memory: nil, spill: spill, slots: used)
         // The slots hold every frame at the depth of the one they were shaped by.
         source.notices = BurstStacker.depthNotices(kept.map(\.shape), reference: used.firstIndex(of: firstIndex) ?? 0)
         if reference != nil {
@@ -202,17 +234,21 @@ final class SpillSink: @unchecked Sendable {
             var reports: [FrameReport] = [], fields: [DisplacementField?] = []
             for (p, k) in kept.enumerated() {
                 if p == 0 {
-                    var r = FrameReport(index: 0, source: k.shape.name, homography: .identity, used: true, status: .reference)
+                    var r = FrameReport(
+                        index: 0, source: k.shape.name, homography: .identity, used: true, status: .reference)
                     r.alignSeconds = (referenceSeconds * 1000).rounded() / 1000
-                    reports.append(r); fields.append(nil)
+                    reports.append(r)
+                    fields.append(nil)
                 } else if let a = k.aligned {
                     var r = a.report
                     r.index = p
-                    reports.append(r); fields.append(a.field)
+                    reports.append(r)
+                    fields.append(a.field)
                 } else {
                     var r = FrameReport(index: p, source: k.shape.name)
                     r.fail("not registered")
-                    reports.append(r); fields.append(nil)
+                    reports.append(r)
+                    fields.append(nil)
                 }
             }
             source.aligned = (reports, fields)

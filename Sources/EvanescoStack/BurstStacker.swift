@@ -17,7 +17,9 @@ public struct BurstFrame: Sendable {
     ///   - image: The decoded pixels.
     ///   - metadata: The file's metadata.
     public init(name: String, image: AnyImage, metadata: ImageMetadata = ImageMetadata()) {
-        self.name = name; self.image = image; self.metadata = metadata
+        self.name = name
+        self.image = image
+        self.metadata = metadata
     }
 }
 
@@ -50,16 +52,21 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
         case .cancelled: "the stack was cancelled before it finished"
         case .eraseMaskSize(let m, let r):
             "the erase mask is \(m) but the result is \(r): paint the mask over the result (the reference frame's pixels), at its size"
-        case .eraseMaskEmpty: "the erase mask marks no pixel: paint white (opaque) where the result must not keep what it shows"
+        case .eraseMaskEmpty:
+            "the erase mask marks no pixel: paint white (opaque) where the result must not keep what it shows"
         case .nothingBehindMask(let n):
             "no frame saw behind what the merge shows inside the erase mask (\(n) pixels): every frame agrees with the merge there, so there is nothing to fill it from; mask only what stayed for part of the burst, or add frames in which that place is clear"
         case .spillFailed(let d, let r):
             "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); free space there, choose another spill directory or raise the memory limit"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
-        case .noUsableInput(let r): "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
-        case .referenceOutOfRange(let r, let n): "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
-        case .sizeMismatch(let f, let s, let r, let rs): "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or resize them first)"
-        case .channelMismatch(let f): "\(f) has a different number of colour channels from the reference; convert the burst to one colour type first"
+        case .noUsableInput(let r):
+            "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
+        case .referenceOutOfRange(let r, let n):
+            "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
+        case .sizeMismatch(let f, let s, let r, let rs):
+            "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or resize them first)"
+        case .channelMismatch(let f):
+            "\(f) has a different number of colour channels from the reference; convert the burst to one colour type first"
         }
     }
 }
@@ -113,15 +120,21 @@ public enum BurstStacker {
 
     /// Aligns `frames` to the reference and merges them. Frames that cannot be aligned are
     /// reported and left out; a burst of one frame returns that frame.
-    public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws -> StackResult {
-        let shapes = frames.map { FrameShape(name: $0.name, width: $0.image.width, height: $0.image.height, channels: $0.image.channels,
-                                             bitDepth: $0.image.bitDepth) }
+    public static func stack(_ frames: [BurstFrame], options requested: StackOptions = StackOptions()) throws
+        -> StackResult
+    {
+        let shapes = frames.map {
+            FrameShape(
+                name: $0.name, width: $0.image.width, height: $0.image.height, channels: $0.image.channels,
+                bitDepth: $0.image.bitDepth)
+        }
         try check(shapes, options: requested)
         let ref = frames[requested.reference]
         let eightBit: Bool = if case .uint8 = ref.image { true } else { false }
-        var source = BurstFrameSource(names: frames.map(\.name), width: ref.image.width, height: ref.image.height,
-                                      channels: ref.image.channels, eightBit: eightBit, referenceMetadata: ref.metadata,
-                                      memory: frames, spill: nil, slots: [])
+        var source = BurstFrameSource(
+            names: frames.map(\.name), width: ref.image.width, height: ref.image.height,
+            channels: ref.image.channels, eightBit: eightBit, referenceMetadata: ref.metadata,
+            memory: frames, spill: nil, slots: [])
         source.notices = depthNotices(shapes, reference: requested.reference)
         return try run(source, options: requested)
     }
@@ -139,9 +152,12 @@ public enum BurstStacker {
         let result: (AnyImage, Float?)
         let split = LockedBox((warp: UInt64(0), kernel: UInt64(0)))
         let w = source.width, h = source.height, c = source.channels
-        var maps: StackMaps? = options.collectMaps
-            ? StackMaps(kept: Image(width: w, height: h, channels: 1), provenance: Image(width: w, height: h, channels: 1),
-                        localShift: StackMaps.localShift(fields, width: w, height: h), tolerance: 0, mergedFrames: used.count, frames: source.count)
+        var maps: StackMaps? =
+            options.collectMaps
+            ? StackMaps(
+                kept: Image(width: w, height: h, channels: 1), provenance: Image(width: w, height: h, channels: 1),
+                localShift: StackMaps.localShift(fields, width: w, height: h), tolerance: 0, mergedFrames: used.count,
+                frames: source.count)
             : nil
         // From a spill file the merge runs in bands of rows, dropping the pages it has read after
         // each, so the resident part of the file stays at one band of every frame.
@@ -150,11 +166,14 @@ public enum BurstStacker {
         /// Merges at sample type S, then erases the mask's region (``StackOptions/erase``) if one was given.
         func mergeAndErase<S: PixelSample>(as type: S.Type) throws -> (Image<S>, Float?) {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: S.self)
-            let r = merge(warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps, frameIndex: used,
-                          bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
+            let r = merge(
+                warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps,
+                frameIndex: used,
+                bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             guard let mask = options.erase else { return r }
             let e = try timings.measure(\.erase) {
-                try erase(mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation)
+                try erase(
+                    mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation)
             }
             eraseSummary = e.1
             return (e.0, r.1)
@@ -175,12 +194,17 @@ public enum BurstStacker {
         timings.warpMerge = fused
         if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         var notices: [StackNotice] = []
-        for f in reports where !f.used { notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue)) }
-        for f in reports { if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) } }
-        var r = StackResult(image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
-                            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + source.notices + policyNotices,
-                            referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
-                            localFields: fields, maps: maps)
+        for f in reports where !f.used {
+            notices.append(.frameLeftOut(source: f.source, reason: f.reason ?? f.status.rawValue))
+        }
+        for f in reports {
+            if let fb = f.fallback { notices.append(.fellBack(source: f.source, reason: fb.description)) }
+        }
+        var r = StackResult(
+            image: result.0, frames: reports, timings: timings, merge: options.merge, align: options.align,
+            noiseSigma: result.1, referenceIndex: options.reference, notices: notices + source.notices + policyNotices,
+            referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
+            localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
         r.erase = eraseSummary
         return r
@@ -197,7 +221,8 @@ public enum BurstStacker {
     /// - Returns: The merged image, per-frame reports (indices among the decoded frames) and timings with `decode`.
     /// - Throws: `ImageIOError` when an input does not exist, ``StackError/noFrames`` when none decodes,
     ///   and what ``stack(_:options:)`` throws.
-    public static func stack(contentsOf inputs: [String], options: StackOptions = StackOptions()) throws -> StackResult {
+    public static func stack(contentsOf inputs: [String], options: StackOptions = StackOptions()) throws -> StackResult
+    {
         let start = Date()
         if let r = try stackSpilled(inputs, options: options) { return r }
         let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
@@ -211,7 +236,13 @@ public enum BurstStacker {
 
     /// A frame's name, size, channels and bit depth (8, 16, 32 for float), for the checks every
     /// burst passes.
-    struct FrameShape: Sendable { var name: String; var width: Int; var height: Int; var channels: Int; var bitDepth: Int }
+    struct FrameShape: Sendable {
+        var name: String
+        var width: Int
+        var height: Int
+        var channels: Int
+        var bitDepth: Int
+    }
 
     /// A burst is merged at its reference's depth (float frames as 16-bit): a notice for each
     /// frame that is converted to it from another depth than the reference's.
@@ -230,11 +261,14 @@ public enum BurstStacker {
         }
         let ref = frames[options.reference]
         if let mask = options.erase, mask.width != ref.width || mask.height != ref.height {
-            throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(ref.width)x\(ref.height)")
+            throw StackError.eraseMaskSize(
+                mask: "\(mask.width)x\(mask.height)", reference: "\(ref.width)x\(ref.height)")
         }
         for f in frames {
             if f.width != ref.width || f.height != ref.height {
-                throw StackError.sizeMismatch(frame: f.name, size: "\(f.width)x\(f.height)", reference: ref.name, referenceSize: "\(ref.width)x\(ref.height)")
+                throw StackError.sizeMismatch(
+                    frame: f.name, size: "\(f.width)x\(f.height)", reference: ref.name,
+                    referenceSize: "\(ref.width)x\(ref.height)")
             }
             if f.channels != ref.channels { throw StackError.channelMismatch(frame: f.name) }
         }
@@ -245,7 +279,9 @@ public enum BurstStacker {
 
     /// The error when no input decoded.
     static func nothingDecoded(_ skipped: [(String, String)]) -> StackError {
-        skipped.isEmpty ? .noFrames : .noUsableInput(reasons: skipped.prefix(5).map { $0.1.hasPrefix($0.0) ? $0.1 : "\($0.0): \($0.1)" })
+        skipped.isEmpty
+            ? .noFrames
+            : .noUsableInput(reasons: skipped.prefix(5).map { $0.1.hasPrefix($0.0) ? $0.1 : "\($0.0): \($0.1)" })
     }
 
     /// `frame` warped into the reference's coordinates exactly as the merge samples it (the same
@@ -259,15 +295,19 @@ public enum BurstStacker {
     ///     sampling path a tile takes).
     ///   - local: The frame's local alignment (``StackResult/localFields``), if any.
     /// - Returns: The aligned frame, in the frame's sample type (16-bit for float frames).
-    public static func aligned(_ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int,
-                               local: DisplacementField? = nil) -> AnyImage {
+    public static func aligned(
+        _ frame: BurstFrame, homography: Homography, interpolation: Interpolation, mergedFrames: Int,
+        local: DisplacementField? = nil
+    ) -> AnyImage {
         switch frame.image {
         case .uint8(let i): .uint8(aligned(i, homography, interpolation, mergedFrames, local))
         case .uint16, .float32: .uint16(aligned(frame.image.uint16, homography, interpolation, mergedFrames, local))
         }
     }
 
-    static func aligned<S: PixelSample>(_ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int, _ local: DisplacementField?) -> Image<S> {
+    static func aligned<S: PixelSample>(
+        _ image: Image<S>, _ h: Homography, _ interpolation: Interpolation, _ n: Int, _ local: DisplacementField?
+    ) -> Image<S> {
         let w = image.width, c = image.channels, tileWidth = tileWidth(frames: n, channels: c)
         let warper = RowSampler(frame: image, homography: h, interpolation: interpolation, offsets: local)
         return Image<S>(width: w, height: image.height, channels: c) { dst in
@@ -303,13 +343,16 @@ public enum BurstStacker {
         let none = [DisplacementField?](repeating: nil, count: frames.count)
         let refIndex = options.reference
         var reports = frames.names.enumerated().map { i, name in
-            FrameReport(index: i, source: name, homography: i == refIndex ? Homography.identity : nil,
-                        used: i == refIndex, status: i == refIndex ? .reference : .pending)
+            FrameReport(
+                index: i, source: name, homography: i == refIndex ? Homography.identity : nil,
+                used: i == refIndex, status: i == refIndex ? .reference : .pending)
         }
         if let given = options.givenHomographies {
             for i in reports.indices where i != refIndex {
                 if i < given.count, let h = given[i] {
-                    reports[i].homography = h; reports[i].used = true; reports[i].status = .given
+                    reports[i].homography = h
+                    reports[i].used = true
+                    reports[i].status = .given
                 } else {
                     reports[i].fail("no homography given for this frame")
                 }
@@ -318,7 +361,9 @@ public enum BurstStacker {
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {
-                reports[i].homography = .identity; reports[i].used = true; reports[i].status = .asIs
+                reports[i].homography = .identity
+                reports[i].used = true
+                reports[i].status = .asIs
             }
             return (reports, none)
         }
@@ -339,10 +384,13 @@ public enum BurstStacker {
         // on one core (its point loops only split above 8192 points), and each frame is
         // independent of the others given the reference. Results land by index, so the order in
         // which frames finish does not matter.
-        StripExecutor.forEachIndex(in: others.indices, workers: StripExecutor.threadCount,
-                                   until: { options.cancellation?.isCancelled == true }) { n in
+        StripExecutor.forEachIndex(
+            in: others.indices, workers: StripExecutor.threadCount,
+            until: { options.cancellation?.isCancelled == true }
+        ) { n in
             let i = others[n]
-            let (r, field) = register(frames.image(i), index: i, name: frames.names[i], to: reference, options: options) {
+            let (r, field) = register(frames.image(i), index: i, name: frames.names[i], to: reference, options: options)
+            {
                 frames.doneAligning(i)
             }
             box.update { $0[i] = r }
@@ -350,7 +398,9 @@ public enum BurstStacker {
             // Under the counter's lock, so progress never goes backwards.
             done.update { d in
                 d += 1
-                options.progress?(StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start)))
+                options.progress?(
+                    StackProgress(stage: .align, done: d, total: others.count, elapsed: Date().timeIntervalSince(start))
+                )
             }
         }
         return (box.value, fieldBox.value)
@@ -368,8 +418,10 @@ public enum BurstStacker {
     /// Registers one decoded frame to the reference: its pyramid, the homography (falling back to
     /// a translation under ``AlignMode/auto``), and the local alignment where it applies.
     /// `pyramidMade` runs once the frame's pixels are no longer needed.
-    static func register(_ image: AnyImage, index i: Int, name: String, to reference: RegistrationReference, options: StackOptions,
-                         pyramidMade: () -> Void = {}) -> (FrameReport, DisplacementField?) {
+    static func register(
+        _ image: AnyImage, index i: Int, name: String, to reference: RegistrationReference, options: StackOptions,
+        pyramidMade: () -> Void = {}
+    ) -> (FrameReport, DisplacementField?) {
         let frameStart = Date()
         let pyramid: GreyPyramid
         switch image {
@@ -388,9 +440,12 @@ public enum BurstStacker {
         // from the level above. A frame without parallax is then refined on down, to what a
         // registration without the stop gives; if that fails, it is registered as before.
         if options.align == .local || options.align == .auto,
-           let stopped = try? reference.register(pyramid: pyramid, model: primary, finestLevel: reference.finestLevel(pyramid) + 1) {
+            let stopped = try? reference.register(
+                pyramid: pyramid, model: primary, finestLevel: reference.finestLevel(pyramid) + 1)
+        {
             r.fill(stopped)
-            (r.local, field) = localAlignment(reference: reference, frame: pyramid, homography: stopped.homography, options: options)
+            (r.local, field) = localAlignment(
+                reference: reference, frame: pyramid, homography: stopped.homography, options: options)
             if field != nil { return (r.timed(since: frameStart), field) }
             if let full = try? reference.refineToFinest(stopped, pyramid: pyramid) {
                 r.fill(full)
@@ -404,7 +459,8 @@ public enum BurstStacker {
             if options.align == .auto {
                 do {
                     r.fill(try reference.register(pyramid: pyramid, model: .translation))
-                    r.fallback = AlignmentFallback(from: .homography, to: .translation, reason: String(describing: error))
+                    r.fallback = AlignmentFallback(
+                        from: .homography, to: .translation, reason: String(describing: error))
                 } catch let e2 {
                     r.fail(String(describing: e2))
                 }
@@ -421,62 +477,105 @@ public enum BurstStacker {
     /// The local alignment of a registered frame: always with ``AlignMode/local``; with `.auto`
     /// only when a coarse field (two pyramid levels above the finest) shows parallax, so bursts
     /// that one homography aligns are merged exactly as before.
-    static func localAlignment(reference: RegistrationReference, frame: GreyPyramid, homography h: Homography,
-                               options: StackOptions) -> (LocalFrameReport, DisplacementField?) {
+    static func localAlignment(
+        reference: RegistrationReference, frame: GreyPyramid, homography h: Homography,
+        options: StackOptions
+    ) -> (LocalFrameReport, DisplacementField?) {
         let lo = options.localAlignment
         if options.align == .local {
             let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo)
-            return (LocalFrameReport(used: true, decision: "asked for (align: local)", field: la.statistics, coarse: nil), la.field)
+            return (
+                LocalFrameReport(used: true, decision: "asked for (align: local)", field: la.statistics, coarse: nil),
+                la.field
+            )
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
-        let coarse = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
+        let coarse = LocalAligner.estimate(
+            reference: reference.local, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
         let p50 = coarse.statistics.p50Px, threshold = lo.parallaxThreshold * Float(1 << coarseLevel)
         guard p50 >= threshold else {
-            return (LocalFrameReport(used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil, coarse: coarse.statistics), nil)
+            return (
+                LocalFrameReport(
+                    used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil,
+                    coarse: coarse.statistics), nil
+            )
         }
-        let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo, continuing: coarse)
-        return (LocalFrameReport(used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px", field: la.statistics, coarse: coarse.statistics), la.field)
+        let la = LocalAligner.estimate(
+            reference: reference.local, frame: frame, homography: h, options: lo, continuing: coarse)
+        return (
+            LocalFrameReport(
+                used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px",
+                field: la.statistics, coarse: coarse.statistics), la.field
+        )
     }
 
     // MARK: Merge
 
     /// Streams the merge over tiles: for each row segment every frame is warped into a small
     /// buffer and merged at once, so no warped frame is ever held whole.
-    static func merge<S: PixelSample>(_ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
-                                      threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil) -> (Image<S>, Float?) {
+    static func merge<S: PixelSample>(
+        _ images: [Image<S>], _ homographies: [Homography?], _ offsets: [DisplacementField?], options: StackOptions,
+        threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>? = nil
+    ) -> (Image<S>, Float?) {
         var none: StackMaps? = nil
-        let warpers = images.indices.map { RowSampler(frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
-                                                      offsets: $0 < offsets.count ? offsets[$0] : nil) }
-        return merge(warpers, width: images[0].width, height: images[0].height, channels: images[0].channels, options: options,
-                     threadTime: threadTime, maps: &none, frameIndex: Array(images.indices), bandRows: nil, afterBand: nil)
+        let warpers = images.indices.map {
+            RowSampler(
+                frame: images[$0], homography: homographies[$0], interpolation: options.interpolation,
+                offsets: $0 < offsets.count ? offsets[$0] : nil)
+        }
+        return merge(
+            warpers, width: images[0].width, height: images[0].height, channels: images[0].channels, options: options,
+            threadTime: threadTime, maps: &none, frameIndex: Array(images.indices), bandRows: nil, afterBand: nil)
     }
 
     /// The merge, also filling `maps` (when given) tile by tile; `frameIndex[k]` is merged frame
     /// k's index in the report. With `bandRows` the picture is merged in bands of that many rows,
     /// one after the other (each band split among the threads), and `afterBand` runs after each.
-    static func merge<S: PixelSample>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
-                                      threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>?, maps: inout StackMaps?,
-                                      frameIndex: [Int], bandRows: Int?, afterBand: (() -> Void)?) -> (Image<S>, Float?) {
+    static func merge<S: PixelSample>(
+        _ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
+        threadTime: LockedBox<(warp: UInt64, kernel: UInt64)>?, maps: inout StackMaps?,
+        frameIndex: [Int], bandRows: Int?, afterBand: (() -> Void)?
+    ) -> (Image<S>, Float?) {
         let n = warpers.count
-        let (kernel, sigma) = makeKernel(warpers, width: w, height: h, channels: c, options: options, afterBand: afterBand)
+        let (kernel, sigma) = makeKernel(
+            warpers, width: w, height: h, channels: c, options: options, afterBand: afterBand)
         let tileWidth = tileWidth(frames: n, channels: c)
         let start = Date()
         let rowsDone = LockedBox(0)
         // Maps: a frame agrees with the result within 3 x the noise (at least 2 % of full scale).
-        let tolerance = maps == nil ? 0 : agreement(S.self, noise: sigma ?? estimateNoise(warpers, width: w, height: h, channels: c,
-                                                                                         network: SortingNetwork(size: n), afterRow: afterBand))
+        let tolerance =
+            maps == nil
+            ? 0
+            : agreement(
+                S.self,
+                noise: sigma
+                    ?? estimateNoise(
+                        warpers, width: w, height: h, channels: c,
+                        network: SortingNetwork(size: n), afterRow: afterBand))
         maps?.tolerance = tolerance
         let keptMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
         let provenanceMap = maps.map { _ in UnsafeMutablePointer<UInt16>.allocate(capacity: w * h) }
-        defer { keptMap?.deallocate(); provenanceMap?.deallocate() }
+        defer {
+            keptMap?.deallocate()
+            provenanceMap?.deallocate()
+        }
         let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
         let segments = (w + tileWidth - 1) / tileWidth
         // A tile, its merged values and a row cache per frame for each thread, reused strip
         // after strip (each strip starts its caches afresh).
-        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
-                                   UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
-                                   (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }) }
-        defer { for (tile, merged, _) in buffers.all { tile.deallocate(); merged.deallocate() } }
+        let buffers = ReusePool {
+            (
+                SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
+                UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
+                (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
+            )
+        }
+        defer {
+            for (tile, merged, _) in buffers.all {
+                tile.deallocate()
+                merged.deallocate()
+            }
+        }
         afterBand?()
         let band = min(h, max(1, bandRows ?? h))
         let out = Image<S>(width: w, height: h, channels: c) { dst in
@@ -485,45 +584,62 @@ public enum BurstStacker {
                 let y1 = min(h, y0 + band)
                 // A band splits into two strips per thread (each strip's first rows cost its caches more).
                 let minimumRows = bandRows == nil ? 8 : max(8, (y1 - y0) / (2 * StripExecutor.threadCount))
-                StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in buffers.borrow { tile, merged, caches in
-                    let rows = (local.lowerBound + y0)..<(local.upperBound + y0)
-                    // One cache of converted source rows per frame: the strip is walked down each
-                    // column segment in turn, so each source row is converted about once.
-                    for cache in caches { cache.invalidate() }
-                    var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
-                    defer { threadTime?.update { $0.warp += warpNs; $0.kernel += kernelNs } }
-                    var x0 = 0
-                    while x0 < w {
-                        let x1 = min(w, x0 + tileWidth)
-                        for y in rows {
-                            if options.cancellation?.isCancelled == true { break }
-                            let t = tile.resized(pixels: x1 - x0)
-                            let c0 = DispatchTime.now().uptimeNanoseconds
-                            for k in 0..<n {
-                                warpers[k].sampleRow(y: y, x0: x0, x1: x1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
-                            }
-                            let c1 = DispatchTime.now().uptimeNanoseconds
-                            t.countValid()
-                            kernel.merge(t, into: merged)
-                            if let kp = km.value, let pp = pm.value {
-                                StackMaps.record(t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
-                                                 kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
-                            }
-                            let c2 = DispatchTime.now().uptimeNanoseconds
-                            warpNs += c1 - c0; kernelNs += c2 - c1
-                            let o = (y * w + x0) * c
-                            for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
-                            // Progress in rows: a row of every segment is one row of the picture.
-                            if let progress = options.progress {
-                                let d = rowsDone.update { $0 += 1; return $0 }
-                                if d % (64 * segments) == 0 || d == h * segments {
-                                    progress(StackProgress(stage: .merge, done: d / segments, total: h, elapsed: Date().timeIntervalSince(start)))
-                                }
+                StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in
+                    buffers.borrow { tile, merged, caches in
+                        let rows = (local.lowerBound + y0)..<(local.upperBound + y0)
+                        // One cache of converted source rows per frame: the strip is walked down each
+                        // column segment in turn, so each source row is converted about once.
+                        for cache in caches { cache.invalidate() }
+                        var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
+                        defer {
+                            threadTime?.update {
+                                $0.warp += warpNs
+                                $0.kernel += kernelNs
                             }
                         }
-                        x0 = x1
+                        var x0 = 0
+                        while x0 < w {
+                            let x1 = min(w, x0 + tileWidth)
+                            for y in rows {
+                                if options.cancellation?.isCancelled == true { break }
+                                let t = tile.resized(pixels: x1 - x0)
+                                let c0 = DispatchTime.now().uptimeNanoseconds
+                                for k in 0..<n {
+                                    warpers[k].sampleRow(
+                                        y: y, x0: x0, x1: x1, into: t.values + k * t.stride,
+                                        valid: t.valid + k * t.pixels, cache: caches[k])
+                                }
+                                let c1 = DispatchTime.now().uptimeNanoseconds
+                                t.countValid()
+                                kernel.merge(t, into: merged)
+                                if let kp = km.value, let pp = pm.value {
+                                    StackMaps.record(
+                                        t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
+                                        kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
+                                }
+                                let c2 = DispatchTime.now().uptimeNanoseconds
+                                warpNs += c1 - c0
+                                kernelNs += c2 - c1
+                                let o = (y * w + x0) * c
+                                for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
+                                // Progress in rows: a row of every segment is one row of the picture.
+                                if let progress = options.progress {
+                                    let d = rowsDone.update {
+                                        $0 += 1
+                                        return $0
+                                    }
+                                    if d % (64 * segments) == 0 || d == h * segments {
+                                        progress(
+                                            StackProgress(
+                                                stage: .merge, done: d / segments, total: h,
+                                                elapsed: Date().timeIntervalSince(start)))
+                                    }
+                                }
+                            }
+                            x0 = x1
+                        }
                     }
-                }}
+                }
                 afterBand?()
                 if options.cancellation?.isCancelled == true { break }
                 y0 = y1
@@ -531,14 +647,18 @@ public enum BurstStacker {
         }
         if let kp = keptMap, let pp = provenanceMap {
             maps?.kept = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = kp[i] } }
-            maps?.provenance = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = pp[i] } }
+            maps?.provenance = Image<UInt16>(width: w, height: h, channels: 1) { d in
+                for i in 0..<(w * h) { d[i] = pp[i] }
+            }
         }
         return (out, sigma)
     }
 
     /// The merge kernel `options` ask for, and the burst's noise when the robust merge measured it.
-    static func makeKernel<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
-                              afterBand: (() -> Void)?) -> (any MergeKernel, Float?) {
+    static func makeKernel<S>(
+        _ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, options: StackOptions,
+        afterBand: (() -> Void)?
+    ) -> (any MergeKernel, Float?) {
         let network = SortingNetwork(size: warpers.count)
         switch options.merge {
         case .mean: return (MeanKernel(), nil)
@@ -559,12 +679,18 @@ public enum BurstStacker {
     /// The erase pass (``StackOptions/erase``) over a finished merge of `warpers`, judging
     /// agreement as the maps do (with the merge's noise estimate, or a new one when the merge
     /// made none).
-    static func erase<S>(_ mask: EraseMask, _ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, maps: inout StackMaps?,
-                         frameIndex: [Int], cancellation: StackCancellation?) throws -> (Image<S>, EraseSummary) {
-        let noise = sigma ?? estimateNoise(warpers, width: plain.width, height: plain.height, channels: plain.channels,
-                                           network: SortingNetwork(size: warpers.count))
-        return try Eraser.apply(warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
-                                frameIndex: frameIndex, maps: &maps, cancellation: cancellation)
+    static func erase<S>(
+        _ mask: EraseMask, _ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, maps: inout StackMaps?,
+        frameIndex: [Int], cancellation: StackCancellation?
+    ) throws -> (Image<S>, EraseSummary) {
+        let noise =
+            sigma
+            ?? estimateNoise(
+                warpers, width: plain.width, height: plain.height, channels: plain.channels,
+                network: SortingNetwork(size: warpers.count))
+        return try Eraser.apply(
+            warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
+            frameIndex: frameIndex, maps: &maps, cancellation: cancellation)
     }
 
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each
@@ -577,8 +703,10 @@ public enum BurstStacker {
     /// network, twice (values, then deviations from their median). Bands run on all cores, but
     /// one at a time from a temporary file of frames, whose read pages `afterRow` drops after
     /// each band.
-    static func estimateNoise<S>(_ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork,
-                                 afterRow: (() -> Void)? = nil) -> Float {
+    static func estimateNoise<S>(
+        _ warpers: [RowSampler<S>], width w: Int, height h: Int, channels c: Int, network: SortingNetwork,
+        afterRow: (() -> Void)? = nil
+    ) -> Float {
         let n = warpers.count
         guard n >= 3, w > 0, h > 0 else { return S.fullScale / 255 * 2 }
         let bandRows = min(4, h), bands = min(12, max(1, h / bandRows))
@@ -586,32 +714,46 @@ public enum BurstStacker {
         let starts = Array(stride(from: 0, to: max(1, w - segment), by: xStep))
         let mads = LockedBox([Float]())
         // A tile and a row cache per frame for each thread, reused band after band.
-        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: segment, channels: c), (0..<n).map { _ in RowSampler<S>.Cache(pixels: segment) }) }
+        let buffers = ReusePool {
+            (
+                SampleTile.allocate(frames: n, maxPixels: segment, channels: c),
+                (0..<n).map { _ in RowSampler<S>.Cache(pixels: segment) }
+            )
+        }
         defer { for (tile, _) in buffers.all { tile.deallocate() } }
-        func band(_ b: Int) { buffers.borrow { tile, caches in
-            let y0 = min(h - bandRows, (2 * b + 1) * h / (2 * bands) - bandRows / 2)
-            for cache in caches { cache.invalidate() }
-            var local: [Float] = []
-            for x0 in starts {
-                for y in max(0, y0)..<min(h, max(0, y0) + bandRows) {
-                    let t = tile.resized(pixels: min(segment, w - x0))
-                    for k in 0..<n {
-                        warpers[k].sampleRow(y: y, x0: x0, x1: x0 + t.pixels, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
+        func band(_ b: Int) {
+            buffers.borrow { tile, caches in
+                let y0 = min(h - bandRows, (2 * b + 1) * h / (2 * bands) - bandRows / 2)
+                for cache in caches { cache.invalidate() }
+                var local: [Float] = []
+                for x0 in starts {
+                    for y in max(0, y0)..<min(h, max(0, y0) + bandRows) {
+                        let t = tile.resized(pixels: min(segment, w - x0))
+                        for k in 0..<n {
+                            warpers[k].sampleRow(
+                                y: y, x0: x0, x1: x0 + t.pixels, into: t.values + k * t.stride,
+                                valid: t.valid + k * t.pixels, cache: caches[k])
+                        }
+                        t.countValid()
+                        t.copyForSorting(into: t.scratch)
+                        t.sort(t.scratch, network)
+                        let med = t.perSample
+                        for j in 0..<t.length { med[j] = t.median(sorted: t.scratch, j) }
+                        let deviations = t.sortedDeviations(medians: med, network)  // as the merge takes them
+                        // The upper median of the deviations (of an even count, the larger middle one).
+                        for j in 0..<t.length where t.counts[j] >= 3 {
+                            local.append(deviations[Int(t.counts[j] / 2) * t.stride + j])
+                        }
                     }
-                    t.countValid()
-                    t.copyForSorting(into: t.scratch)
-                    t.sort(t.scratch, network)
-                    let med = t.perSample
-                    for j in 0..<t.length { med[j] = t.median(sorted: t.scratch, j) }
-                    let deviations = t.sortedDeviations(medians: med, network)   // as the merge takes them
-                    // The upper median of the deviations (of an even count, the larger middle one).
-                    for j in 0..<t.length where t.counts[j] >= 3 { local.append(deviations[Int(t.counts[j] / 2) * t.stride + j]) }
                 }
+                mads.update { $0.append(contentsOf: local) }
             }
-            mads.update { $0.append(contentsOf: local) }
-        }}
+        }
         if let afterRow {
-            for b in 0..<bands { band(b); afterRow() }
+            for b in 0..<bands {
+                band(b)
+                afterRow()
+            }
         } else {
             StripExecutor.forEachStrip(rows: bands, minimumRows: 1) { range in for b in range { band(b) } }
         }
@@ -620,4 +762,3 @@ public enum BurstStacker {
         return max(S.fullScale / 255 * 0.5, 1.4826 * Selection.median(&all))
     }
 }
-

@@ -21,7 +21,8 @@ public struct EraseMask: Sendable, Equatable {
     ///   - masked: `width * height` flags, row by row.
     public init(width: Int, height: Int, masked: [Bool]) {
         precondition(width >= 0 && height >= 0 && masked.count == width * height, "mask size")
-        self.width = width; self.height = height
+        self.width = width
+        self.height = height
         self.masked = masked.map { $0 ? 1 : 0 }
     }
 
@@ -56,7 +57,10 @@ public struct EraseMask: Sendable, Equatable {
         for y in 0..<height {
             let row = y * width
             for x in 0..<width where masked[row + x] != 0 {
-                x0 = min(x0, x); x1 = max(x1, x); y0 = min(y0, y); y1 = max(y1, y)
+                x0 = min(x0, x)
+                x1 = max(x1, x)
+                y0 = min(y0, y)
+                y1 = max(y1, y)
             }
         }
         return x1 < 0 ? nil : (x0, y0, x1 + 1, y1 + 1)
@@ -74,7 +78,10 @@ public struct EraseStroke: Sendable, Codable, Equatable {
     /// - Parameters:
     ///   - points: The path, `[x, y]` each.
     ///   - radius: The brush's radius in pixels.
-    public init(points: [[Double]], radius: Double) { self.points = points; self.radius = radius }
+    public init(points: [[Double]], radius: Double) {
+        self.points = points
+        self.radius = radius
+    }
 
     /// The brush's radius.
     public static let radiusLimits = NumericSetting("brush radius", 0.5...2_000, default: 24, unit: "pixels")
@@ -87,7 +94,8 @@ public struct EraseStroke: Sendable, Codable, Equatable {
     public func validate() throws(SettingError) {
         try Self.radiusLimits.check(radius)
         guard (1...Self.maximumPoints).contains(points.count) else {
-            throw SettingError(setting: "stroke", detail: "has \(points.count) points; it must have 1 to \(Self.maximumPoints)")
+            throw SettingError(
+                setting: "stroke", detail: "has \(points.count) points; it must have 1 to \(Self.maximumPoints)")
         }
         for p in points where p.count != 2 || !p.allSatisfy({ $0.isFinite && abs($0) <= 1e6 }) {
             throw SettingError(setting: "stroke", detail: "has a point \(p) that is not [x, y] in pixels")
@@ -119,7 +127,8 @@ extension EraseMask {
                 guard y0 <= y1 else { continue }
                 for y in y0...y1 {
                     guard let run = Self.capsuleRun(a, b, radius: stroke.radius, row: Double(y)) else { continue }
-                    let x0 = max(0, Int(run.lowerBound.rounded(.up))), x1 = min(width - 1, Int(run.upperBound.rounded(.down)))
+                    let x0 = max(0, Int(run.lowerBound.rounded(.up))),
+                        x1 = min(width - 1, Int(run.upperBound.rounded(.down)))
                     guard x0 <= x1 else { continue }
                     edges[y * (width + 1) + x0] += 1
                     edges[y * (width + 1) + x1 + 1] -= 1
@@ -140,11 +149,14 @@ extension EraseMask {
     /// Where the row `y` crosses the capsule of `radius` around the segment a-b (the points
     /// within `radius` of it): one run, since a capsule is convex, so the union of where the row
     /// crosses its two end discs and its straight band.
-    static func capsuleRun(_ a: (Double, Double), _ b: (Double, Double), radius r: Double, row y: Double) -> ClosedRange<Double>? {
+    static func capsuleRun(_ a: (Double, Double), _ b: (Double, Double), radius r: Double, row y: Double)
+        -> ClosedRange<Double>?
+    {
         var lo = Double.infinity, hi = -Double.infinity
         for c in [a, b] where abs(y - c.1) <= r {
             let half = (r * r - (y - c.1) * (y - c.1)).squareRoot()
-            lo = min(lo, c.0 - half); hi = max(hi, c.0 + half)
+            lo = min(lo, c.0 - half)
+            hi = max(hi, c.0 + half)
         }
         let dx = b.0 - a.0, dy = b.1 - a.1, length = (dx * dx + dy * dy).squareRoot()
         if length > 0 {
@@ -155,15 +167,22 @@ extension EraseMask {
             func within(_ k: Double, _ c: Double, _ from: Double, _ to: Double) {
                 // from <= k x + c <= to
                 if abs(k) < 1e-12 {
-                    if c < from || c > to { bandLo = .infinity; bandHi = -.infinity }
+                    if c < from || c > to {
+                        bandLo = .infinity
+                        bandHi = -.infinity
+                    }
                 } else {
                     let p = (from - c) / k, q = (to - c) / k
-                    bandLo = max(bandLo, min(p, q)); bandHi = min(bandHi, max(p, q))
+                    bandLo = max(bandLo, min(p, q))
+                    bandHi = min(bandHi, max(p, q))
                 }
             }
             within(ux, -a.0 * ux + (y - a.1) * uy, 0, length)
             within(-uy, a.0 * uy + (y - a.1) * ux, -r, r)
-            if bandLo <= bandHi { lo = min(lo, bandLo); hi = max(hi, bandHi) }
+            if bandLo <= bandHi {
+                lo = min(lo, bandLo)
+                hi = max(hi, bandHi)
+            }
         }
         return lo <= hi ? lo...hi : nil
     }
@@ -201,9 +220,13 @@ public struct EraseSummary: Sendable, Codable, Equatable {
     /// A sentence for the user.
     public var description: String {
         let share = maskedPixels > 0 ? 100 * Double(remergedPixels) / Double(maskedPixels) : 0
-        var s = String(format: "erase: %.1f%% of the %d masked pixels changed, merged again from the frames that saw behind (%.1f frames each",
-                       share, maskedPixels, meanFrames)
-        s += frames.isEmpty ? ")" : ", mostly frames \(frames.prefix(4).map { String($0.index) }.joined(separator: ", ")))"
+        var s = String(
+            format:
+                "erase: %.1f%% of the %d masked pixels changed, merged again from the frames that saw behind (%.1f frames each",
+            share, maskedPixels, meanFrames)
+        s +=
+            frames.isEmpty
+            ? ")" : ", mostly frames \(frames.prefix(4).map { String($0.index) }.joined(separator: ", ")))"
         if keptPixels > 0 { s += String(format: "; %.1f%% as merged: nothing else was seen there", 100 - share) }
         return s
     }
@@ -235,24 +258,39 @@ enum Eraser {
     ///
     /// - Complexity: O(n x A) time and n x A bytes, for n frames and A pixels of the mask's
     ///   bounding box grown by ``radius`` + ``seamBand``; each frame is sampled there twice.
-    static func apply<S: PixelSample>(_ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
-                                      frameIndex: [Int], maps: inout StackMaps?,
-                                      cancellation: StackCancellation?) throws -> (Image<S>, EraseSummary) {
+    static func apply<S: PixelSample>(
+        _ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
+        frameIndex: [Int], maps: inout StackMaps?,
+        cancellation: StackCancellation?
+    ) throws -> (Image<S>, EraseSummary) {
         let w = plain.width, h = plain.height, c = plain.channels, n = warpers.count
         guard let b = mask.bounds else { throw StackError.eraseMaskEmpty }
         // O: pixels that may change; R: pixels whose disagreement the windows over O read.
-        let ox0 = max(0, b.x0 - seamBand), oy0 = max(0, b.y0 - seamBand), ox1 = min(w, b.x1 + seamBand), oy1 = min(h, b.y1 + seamBand)
-        let rx0 = max(0, ox0 - radius), ry0 = max(0, oy0 - radius), rx1 = min(w, ox1 + radius), ry1 = min(h, oy1 + radius)
+        let ox0 = max(0, b.x0 - seamBand), oy0 = max(0, b.y0 - seamBand), ox1 = min(w, b.x1 + seamBand),
+            oy1 = min(h, b.y1 + seamBand)
+        let rx0 = max(0, ox0 - radius), ry0 = max(0, oy0 - radius), rx1 = min(w, ox1 + radius),
+            ry1 = min(h, oy1 + radius)
         let rw = rx1 - rx0, rh = ry1 - ry0, ow = ox1 - ox0, oh = oy1 - oy0
         let weight = seamWeights(mask, x0: ox0, y0: oy0, x1: ox1, y1: oy1)
         let tileWidth = BurstStacker.tileWidth(frames: n, channels: c)
-        let buffers = ReusePool { (SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
-                                   UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
-                                   (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }) }
-        defer { for (tile, merged, _) in buffers.all { tile.deallocate(); merged.deallocate() } }
+        let buffers = ReusePool {
+            (
+                SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
+                UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
+                (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
+            )
+        }
+        defer {
+            for (tile, merged, _) in buffers.all {
+                tile.deallocate()
+                merged.deallocate()
+            }
+        }
 
         /// Samples rows `rows` of columns x0..<x1 of every frame, a tile at a time.
-        func walk(rows: Range<Int>, x0: Int, x1: Int, _ body: (SampleTile, UnsafeMutablePointer<Float>, Int, Int) -> Void) {
+        func walk(
+            rows: Range<Int>, x0: Int, x1: Int, _ body: (SampleTile, UnsafeMutablePointer<Float>, Int, Int) -> Void
+        ) {
             buffers.borrow { tile, merged, caches in
                 for cache in caches { cache.invalidate() }
                 var s0 = x0
@@ -261,7 +299,9 @@ enum Eraser {
                     for y in rows where cancellation?.isCancelled != true {
                         let t = tile.resized(pixels: s1 - s0)
                         for k in 0..<n {
-                            warpers[k].sampleRow(y: y, x0: s0, x1: s1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels, cache: caches[k])
+                            warpers[k].sampleRow(
+                                y: y, x0: s0, x1: s1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels,
+                                cache: caches[k])
                         }
                         body(t, merged, y, s0)
                     }
@@ -281,7 +321,10 @@ enum Eraser {
                     for k in 0..<n {
                         let row = v.value + k * rw * rh + (y - ry0) * rw + (s0 - rx0)
                         for p in 0..<t.pixels {
-                            guard t.valid[k * t.pixels + p] != 0 else { row[p] = 2; continue }
+                            guard t.valid[k * t.pixels + p] != 0 else {
+                                row[p] = 2
+                                continue
+                            }
                             var worst: Float = 0
                             let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
                             for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
@@ -300,15 +343,20 @@ enum Eraser {
         let sh = UncheckedSendable(share)
         StripExecutor.forEachStrip(rows: n, minimumRows: 1) { frames in
             var against = [Int32](repeating: 0, count: (rw + 1) * (rh + 1)), seen = against
-            for k in frames { windowShares(v.value + k * rw * rh, rw: rw, rh: rh, into: sh.value + k * ow * oh,
-                                           o: (ox0 - rx0, oy0 - ry0, ow, oh), against: &against, seen: &seen) }
+            for k in frames {
+                windowShares(
+                    v.value + k * rw * rh, rw: rw, rh: rh, into: sh.value + k * ow * oh,
+                    o: (ox0 - rx0, oy0 - ry0, ow, oh), against: &against, seen: &seen)
+            }
         }
 
         // Pass 2: merge each pixel again from the frames that disagreed, and blend.
         let minimumSupport = n < 5 ? 1 : 2
         var out = plain
         let tally = LockedBox((remerged: 0, frameSum: 0, filled: [Int](repeating: 0, count: n)))
-        let record = maps.map { _ in (kept: [Int32](repeating: -1, count: ow * oh), provenance: [Int32](repeating: -1, count: ow * oh)) }
+        let record = maps.map { _ in
+            (kept: [Int32](repeating: -1, count: ow * oh), provenance: [Int32](repeating: -1, count: ow * oh))
+        }
         let recorded = LockedBox(record)
         out.samples.withUnsafeMutableBufferPointer { dst in
             let d = UncheckedSendable(dst)
@@ -329,12 +377,16 @@ enum Eraser {
                         // than their number. Behind it: the disagreeing frames before or after
                         // that run (those within it saw someone passing in front).
                         var first = n, last = -1
-                        for (_, k) in order[..<split] { first = min(first, k); last = max(last, k) }
+                        for (_, k) in order[..<split] {
+                            first = min(first, k)
+                            last = max(last, k)
+                        }
                         guard split * 4 >= (last - first + 1) * 3 else { continue }
                         chosen.removeAll(keepingCapacity: true)
                         for (_, k) in order[split...] where k < first || k > last { chosen.append(k) }
                         // What is behind: the largest group of the chosen frames that agree with one another.
-                        let group = largestAgreeingGroup(chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
+                        let group = largestAgreeingGroup(
+                            chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
                         guard group >= minimumSupport else { continue }
                         let a = weight[oRow + p], o = (y * w + s0 + p) * c
                         var change: Float = 0
@@ -347,34 +399,56 @@ enum Eraser {
                         // showed (by twice what agreement allows: resampling a sharp edge at
                         // another sub-pixel phase moves a value by about that much).
                         if mask.masked[y * w + s0 + p] != 0 && change > 2 * tolerance {
-                            remerged += 1; frameSum += group
+                            remerged += 1
+                            frameSum += group
                             for k in members { filled[k] += 1 }
                             kept.append((oRow + p, Int32(group), Int32(frameIndex[members[0]] + 1)))
                         }
                     }
                 }
-                tally.update { $0.remerged += remerged; $0.frameSum += frameSum; for k in 0..<n { $0.filled[k] += filled[k] } }
-                if !kept.isEmpty { recorded.update { r in for (i, s, f) in kept { r?.kept[i] = s; r?.provenance[i] = f } } }
+                tally.update {
+                    $0.remerged += remerged
+                    $0.frameSum += frameSum
+                    for k in 0..<n { $0.filled[k] += filled[k] }
+                }
+                if !kept.isEmpty {
+                    recorded.update { r in
+                        for (i, s, f) in kept {
+                            r?.kept[i] = s
+                            r?.provenance[i] = f
+                        }
+                    }
+                }
             }
         }
         if cancellation?.isCancelled == true { throw StackError.cancelled }
         let masked = mask.count, t = tally.value
         // A few changed pixels (resampling at sharp edges, a passer-by's edge) are no view at
         // all: what is erased covers far more of a brush stroke than 5 %.
-        guard t.remerged > 0, t.remerged * 20 >= masked else { throw StackError.nothingBehindMask(maskedPixels: masked) }
+        guard t.remerged > 0, t.remerged * 20 >= masked else {
+            throw StackError.nothingBehindMask(maskedPixels: masked)
+        }
         if let r = recorded.value, var m = maps {
             var keptMap = m.kept, provenanceMap = m.provenance
             for i in 0..<(ow * oh) where r.kept[i] >= 0 {
                 let x = ox0 + i % ow, y = oy0 + i / ow
-                keptMap.samples[y * w + x] = UInt16(r.kept[i]); provenanceMap.samples[y * w + x] = UInt16(r.provenance[i])
+                keptMap.samples[y * w + x] = UInt16(r.kept[i])
+                provenanceMap.samples[y * w + x] = UInt16(r.provenance[i])
             }
-            m.kept = keptMap; m.provenance = provenanceMap
+            m.kept = keptMap
+            m.provenance = provenanceMap
             maps = m
         }
-        let shares = (0..<n).filter { t.filled[$0] > 0 }.map { EraseSummary.FrameShare(index: frameIndex[$0], pixels: t.filled[$0]) }
-            .sorted { ($0.pixels, -$0.index) > ($1.pixels, -$1.index) }
-        return (out, EraseSummary(maskedPixels: masked, remergedPixels: t.remerged, meanFrames: Double(t.frameSum) / Double(t.remerged),
-                                  frames: shares, seamBand: seamBand))
+        let shares = (0..<n).filter { t.filled[$0] > 0 }.map {
+            EraseSummary.FrameShare(index: frameIndex[$0], pixels: t.filled[$0])
+        }
+        .sorted { ($0.pixels, -$0.index) > ($1.pixels, -$1.index) }
+        return (
+            out,
+            EraseSummary(
+                maskedPixels: masked, remergedPixels: t.remerged, meanFrames: Double(t.frameSum) / Double(t.remerged),
+                frames: shares, seamBand: seamBand)
+        )
     }
 
     /// Among `frames` at `pixel` of `t`: the frame with the most others within `tolerance` x
@@ -384,8 +458,10 @@ enum Eraser {
     ///
     /// - Returns: The group's size.
     /// - Complexity: O(m^2 c) for m frames and c channels.
-    static func largestAgreeingGroup(_ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
-                                     members: inout [Int]) -> Int {
+    static func largestAgreeingGroup(
+        _ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
+        members: inout [Int]
+    ) -> Int {
         let c = t.channels, pairTolerance = tolerance * Float(2).squareRoot()
         @inline(__always) func sample(_ k: Int) -> UnsafeMutablePointer<Float> { t.values + k * t.stride + p * c }
         var bestCount = 0, bestSpread = Float.infinity, centre = -1
@@ -394,9 +470,16 @@ enum Eraser {
             for j in frames {
                 var worst: Float = 0
                 for ch in 0..<c { worst = max(worst, abs(sample(i)[ch] - sample(j)[ch])) }
-                if worst <= pairTolerance { count += 1; spread += worst }
+                if worst <= pairTolerance {
+                    count += 1
+                    spread += worst
+                }
             }
-            if count > bestCount || (count == bestCount && spread < bestSpread) { bestCount = count; bestSpread = spread; centre = i }
+            if count > bestCount || (count == bestCount && spread < bestSpread) {
+                bestCount = count
+                bestSpread = spread
+                centre = i
+            }
         }
         guard centre >= 0 else { return 0 }
         // The group around the centre frame, then around the group's mean.
@@ -417,10 +500,17 @@ enum Eraser {
         var nearest = Float.infinity
         for j in frames {
             var worst: Float = 0, dist: Float = 0
-            for ch in 0..<c { let e = abs(sample(j)[ch] - mean[ch]); worst = max(worst, e); dist += e * e }
+            for ch in 0..<c {
+                let e = abs(sample(j)[ch] - mean[ch])
+                worst = max(worst, e)
+                dist += e * e
+            }
             guard worst <= tolerance else { continue }
             members.append(j)
-            if dist < nearest { nearest = dist; members.swapAt(0, members.count - 1) }
+            if dist < nearest {
+                nearest = dist
+                members.swapAt(0, members.count - 1)
+            }
         }
         for ch in 0..<c { out[ch] = mean[ch] }
         return members.count
@@ -441,7 +531,10 @@ enum Eraser {
             guard values[i].0 != values[i - 1].0 else { continue }
             let m0 = Double(below) / Double(i), m1 = Double(total - below) / Double(m - i)
             let spread = Double(i) * Double(m - i) * (m1 - m0) * (m1 - m0)
-            if spread > best { best = spread; at = i }
+            if spread > best {
+                best = spread
+                at = i
+            }
         }
         guard at > 0 else { return nil }
         below = 0
@@ -452,14 +545,17 @@ enum Eraser {
 
     /// One frame's disagreement share in the (2 ``radius`` + 1)-pixel window around each pixel
     /// of the rectangle `o` (in R's coordinates), clipped to R, from summed-area tables.
-    static func windowShares(_ verdict: UnsafePointer<UInt8>, rw: Int, rh: Int, into share: UnsafeMutablePointer<UInt8>,
-                             o: (x: Int, y: Int, w: Int, h: Int), against: inout [Int32], seen: inout [Int32]) {
+    static func windowShares(
+        _ verdict: UnsafePointer<UInt8>, rw: Int, rh: Int, into share: UnsafeMutablePointer<UInt8>,
+        o: (x: Int, y: Int, w: Int, h: Int), against: inout [Int32], seen: inout [Int32]
+    ) {
         let stride = rw + 1
         for y in 0..<rh {
             var a: Int32 = 0, s: Int32 = 0
             for x in 0..<rw {
                 let v = verdict[y * rw + x]
-                a += v == 1 ? 1 : 0; s += v != 2 ? 1 : 0
+                a += v == 1 ? 1 : 0
+                s += v != 2 ? 1 : 0
                 against[(y + 1) * stride + x + 1] = against[y * stride + x + 1] + a
                 seen[(y + 1) * stride + x + 1] = seen[y * stride + x + 1] + s
             }
@@ -468,9 +564,14 @@ enum Eraser {
             let ry = o.y + y, y0 = max(0, ry - radius), y1 = min(rh, ry + radius + 1)
             for x in 0..<o.w {
                 let rx = o.x + x
-                guard verdict[ry * rw + rx] != 2 else { share[y * o.w + x] = 255; continue }
+                guard verdict[ry * rw + rx] != 2 else {
+                    share[y * o.w + x] = 255
+                    continue
+                }
                 let x0 = max(0, rx - radius), x1 = min(rw, rx + radius + 1)
-                func box(_ t: [Int32]) -> Int32 { t[y1 * stride + x1] - t[y0 * stride + x1] - t[y1 * stride + x0] + t[y0 * stride + x0] }
+                func box(_ t: [Int32]) -> Int32 {
+                    t[y1 * stride + x1] - t[y0 * stride + x1] - t[y1 * stride + x0] + t[y0 * stride + x0]
+                }
                 let n = box(seen)
                 share[y * o.w + x] = n > 0 ? UInt8((250 * Int(box(against)) + Int(n) / 2) / Int(n)) : 0
             }
@@ -532,29 +633,39 @@ extension BurstStacker {
     ///   ``StackError/nothingBehindMask(maskedPixels:)``; ``StackError/sizeMismatch(frame:size:reference:referenceSize:)``,
     ///   ``StackError/channelMismatch(frame:)`` or ``StackError/noUsableInput(reasons:)`` when `frames` are not
     ///   the frames of `plain`.
-    public static func erase(_ mask: EraseMask, from plain: StackResult, frames: [BurstFrame],
-                             interpolation: Interpolation = StackOptions().interpolation) throws -> StackResult {
+    public static func erase(
+        _ mask: EraseMask, from plain: StackResult, frames: [BurstFrame],
+        interpolation: Interpolation = StackOptions().interpolation
+    ) throws -> StackResult {
         let w = plain.image.width, h = plain.image.height
-        guard mask.width == w, mask.height == h else { throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(w)x\(h)") }
-        guard frames.count == plain.frames.count else { throw StackError.noUsableInput(reasons: ["the frames given are not the frames that were stacked"]) }
+        guard mask.width == w, mask.height == h else {
+            throw StackError.eraseMaskSize(mask: "\(mask.width)x\(mask.height)", reference: "\(w)x\(h)")
+        }
+        guard frames.count == plain.frames.count else {
+            throw StackError.noUsableInput(reasons: ["the frames given are not the frames that were stacked"])
+        }
         for f in frames {
             if f.image.width != w || f.image.height != h {
-                throw StackError.sizeMismatch(frame: f.name, size: "\(f.image.width)x\(f.image.height)", reference: "the result", referenceSize: "\(w)x\(h)")
+                throw StackError.sizeMismatch(
+                    frame: f.name, size: "\(f.image.width)x\(f.image.height)", reference: "the result",
+                    referenceSize: "\(w)x\(h)")
             }
             if f.image.channels != plain.image.channels { throw StackError.channelMismatch(frame: f.name) }
         }
         let start = Date()
         let used = plain.frames.filter(\.used).map(\.index)
         let eightBit: Bool = if case .uint8 = plain.image { true } else { false }
-        let source = BurstFrameSource(names: frames.map(\.name), width: w, height: h, channels: plain.image.channels, eightBit: eightBit,
-                                      referenceMetadata: plain.referenceMetadata, memory: frames, spill: nil, slots: [])
+        let source = BurstFrameSource(
+            names: frames.map(\.name), width: w, height: h, channels: plain.image.channels, eightBit: eightBit,
+            referenceMetadata: plain.referenceMetadata, memory: frames, spill: nil, slots: [])
         var r = plain
         let homographies = used.map { plain.frames[$0].homography }
         let fields = used.map { $0 < plain.localFields.count ? plain.localFields[$0] : nil }
         /// Erases at sample type S, from the frames as the stack sampled them.
         func erase<S: PixelSample>(_ image: Image<S>) throws -> Image<S> {
-            let e = try BurstStacker.erase(mask, source.samplers(used, homographies, fields, interpolation, as: S.self), image,
-                                           sigma: plain.noiseSigma, maps: &r.maps, frameIndex: used, cancellation: nil)
+            let e = try BurstStacker.erase(
+                mask, source.samplers(used, homographies, fields, interpolation, as: S.self), image,
+                sigma: plain.noiseSigma, maps: &r.maps, frameIndex: used, cancellation: nil)
             r.erase = e.1
             return e.0
         }

@@ -30,7 +30,11 @@ public struct AlignmentFallback: Sendable, Codable, Equatable, CustomStringConve
     ///   - from: The model that failed.
     ///   - to: The model used instead.
     ///   - reason: Why.
-    public init(from: MotionModel, to: MotionModel, reason: String) { self.from = from; self.to = to; self.reason = reason }
+    public init(from: MotionModel, to: MotionModel, reason: String) {
+        self.from = from
+        self.to = to
+        self.reason = reason
+    }
     public var description: String { "\(from.rawValue) failed (\(reason)); used \(to.rawValue)" }
 }
 
@@ -70,8 +74,14 @@ public struct FrameReport: Sendable, Codable, Equatable {
     public var local: LocalFrameReport?
 
     /// Creates a report; the stacker fills the registration fields as it goes.
-    public init(index: Int, source: String, homography: Homography? = nil, used: Bool = false, status: FrameStatus = .pending) {
-        self.index = index; self.source = source; self.homography = homography; self.used = used; self.status = status
+    public init(
+        index: Int, source: String, homography: Homography? = nil, used: Bool = false, status: FrameStatus = .pending
+    ) {
+        self.index = index
+        self.source = source
+        self.homography = homography
+        self.used = used
+        self.status = status
     }
 
     mutating func fill(_ r: RegistrationResult) {
@@ -94,7 +104,9 @@ public struct FrameReport: Sendable, Codable, Equatable {
     }
 
     mutating func fail(_ why: String) {
-        used = false; status = .failed; reason = why
+        used = false
+        status = .failed
+        reason = why
     }
 }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import EvanescoCore
 import Foundation
@@ -37,27 +37,36 @@ final class FrameSpill: @unchecked Sendable {
         let slot = rounded / page * page
         let (len, o2) = slot.multipliedReportingOverflow(by: max(1, slots))
         guard frameBytes > 0, !o1, !o2 else {
-            throw StackError.spillFailed(directory: directory, reason: "\(slots) frames of \(frameBytes) bytes do not fit in one file")
+            throw StackError.spillFailed(
+                directory: directory, reason: "\(slots) frames of \(frameBytes) bytes do not fit in one file")
         }
-        slotBytes = slot; self.slots = slots; length = len
+        slotBytes = slot
+        self.slots = slots
+        length = len
         var template = Array("\(directory)/.evanesco-frames-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw StackError.spillFailed(directory: directory, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else {
+            throw StackError.spillFailed(directory: directory, reason: String(cString: strerror(errno)))
+        }
         // No name from here on: the kernel removes the file when the last descriptor closes.
         _ = template.withUnsafeBufferPointer { unlink($0.baseAddress!) }
         let reserved = posix_fallocate(fd, 0, off_t(len))
         guard reserved == 0 else {
             close(fd)
             let need = String(format: "%.1f GB", Double(len) / 1e9)
-            throw StackError.spillFailed(directory: directory, reason: reserved == ENOSPC
-                ? "not enough free space for the decoded frames (\(need) needed)" : String(cString: strerror(reserved)))
+            throw StackError.spillFailed(
+                directory: directory,
+                reason: reserved == ENOSPC
+                    ? "not enough free space for the decoded frames (\(need) needed)"
+                    : String(cString: strerror(reserved)))
         }
         guard let p = mmap(nil, len, PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else {
             let e = errno
             close(fd)
             throw StackError.spillFailed(directory: directory, reason: "cannot map it: \(String(cString: strerror(e)))")
         }
-        self.fd = fd; base = p
+        self.fd = fd
+        base = p
     }
 
     deinit {
@@ -76,7 +85,9 @@ final class FrameSpill: @unchecked Sendable {
                 let n = pwrite(fd, raw.baseAddress! + done, bytes - done, off_t(slot * slotBytes + done))
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else {
-                    throw StackError.spillFailed(directory: directory, reason: n < 0 ? String(cString: strerror(errno)) : "a write wrote nothing")
+                    throw StackError.spillFailed(
+                        directory: directory, reason: n < 0 ? String(cString: strerror(errno)) : "a write wrote nothing"
+                    )
                 }
                 done += n
             }

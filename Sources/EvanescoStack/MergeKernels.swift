@@ -11,7 +11,10 @@ protocol MergeKernel: Sendable {
 struct MeanKernel: MergeKernel {
     func merge(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
         for j in 0..<t.length { out[j] = 0 }
-        for k in 0..<t.frames { let v = t.values + k * t.stride; for j in 0..<t.length { out[j] += v[j] } }
+        for k in 0..<t.frames {
+            let v = t.values + k * t.stride
+            for j in 0..<t.length { out[j] += v[j] }
+        }
         for j in 0..<t.length { out[j] /= Float(max(1, t.counts[j])) }
     }
 }
@@ -38,8 +41,8 @@ struct SigmaClipKernel: MergeKernel {
         let len = t.length
         t.copyForSorting(into: t.scratch)
         t.sort(t.scratch, network)
-        for j in 0..<len { out[j] = t.median(sorted: t.scratch, j) }          // med
-        let deviations = t.sortedDeviations(medians: out, network)        // MAD's samples
+        for j in 0..<len { out[j] = t.median(sorted: t.scratch, j) }  // med
+        let deviations = t.sortedDeviations(medians: out, network)  // MAD's samples
         let c = t.channels
         let threshold = t.perSample
         for j in 0..<len {
@@ -51,7 +54,10 @@ struct SigmaClipKernel: MergeKernel {
                 var sum: Float = 0, n: Float = 0
                 for k in 0..<t.frames where t.valid[k * t.pixels + j / c] != 0 {
                     let x = t.values[k * t.stride + j]
-                    if abs(x - out[j]) <= threshold[j] { sum += x; n += 1 }
+                    if abs(x - out[j]) <= threshold[j] {
+                        sum += x
+                        n += 1
+                    }
                 }
                 out[j] = n > 0 ? sum / n : out[j]
             }
@@ -64,7 +70,9 @@ struct SigmaClipKernel: MergeKernel {
                 for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
                     let o = k * t.stride + p * c
                     var keep = true
-                    for ch in 0..<c where abs(t.values[o + ch] - out[p * c + ch]) > threshold[p * c + ch] { keep = false }
+                    for ch in 0..<c where abs(t.values[o + ch] - out[p * c + ch]) > threshold[p * c + ch] {
+                        keep = false
+                    }
                     guard keep else { continue }
                     n += 1
                     for ch in 0..<c { sums[ch] += t.values[o + ch] }
@@ -76,7 +84,9 @@ struct SigmaClipKernel: MergeKernel {
         // Eight pixels a step in CKernels (each pixel's frames added in order, as below: the
         // same bits), the rest here. Offsets wrap: k < frames, p < pixels, so every one lies
         // inside the tile's buffers.
-        var clip = evn_clip_tile(values: t.values, valid: t.valid, thresholds: threshold, stride: t.stride, pixels: t.pixels, frames: t.frames)
+        var clip = evn_clip_tile(
+            values: t.values, valid: t.valid, thresholds: threshold, stride: t.stride, pixels: t.pixels,
+            frames: t.frames)
         let done = evn_clip_mean_rgb(&clip, out)
         let frameStride = t.stride, pixels = t.pixels
         for p in done..<t.pixels {
@@ -87,10 +97,20 @@ struct SigmaClipKernel: MergeKernel {
             var v = t.values + j, ok = t.valid + p
             for _ in 0..<t.frames {
                 let keep = ok[0] != 0 && abs(v[0] - m0) <= t0 && abs(v[1] - m1) <= t1 && abs(v[2] - m2) <= t2
-                if keep { s0 += v[0]; s1 += v[1]; s2 += v[2]; n += 1 }
-                v += frameStride; ok += pixels
+                if keep {
+                    s0 += v[0]
+                    s1 += v[1]
+                    s2 += v[2]
+                    n += 1
+                }
+                v += frameStride
+                ok += pixels
             }
-            if n > 0 { out[j] = s0 / n; out[j + 1] = s1 / n; out[j + 2] = s2 / n }
+            if n > 0 {
+                out[j] = s0 / n
+                out[j + 1] = s1 / n
+                out[j + 2] = s2 / n
+            }
         }
     }
 }
@@ -106,7 +126,10 @@ struct WinsorizedKernel: MergeKernel {
         t.sort(t.scratch, network)
         for j in 0..<len {
             let n = Int(t.counts[j])
-            guard n > 0 else { out[j] = 0; continue }
+            guard n > 0 else {
+                out[j] = 0
+                continue
+            }
             let g = Int(fraction * Float(n))
             let lo = t.scratch[g * t.stride + j], hi = t.scratch[(n - 1 - g) * t.stride + j]
             var sum = Float(g) * (lo + hi)
@@ -122,7 +145,7 @@ struct ModeKernel: MergeKernel {
     let fullScale: Float
     static let bins = 24
     func merge(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
-        MedianKernel(network: network).merge(t, into: out)     // the fallback, everywhere first
+        MedianKernel(network: network).merge(t, into: out)  // the fallback, everywhere first
         guard t.channels >= 3 else { return }
         let c = t.channels
         var count = [Int](repeating: 0, count: Self.bins)
@@ -138,7 +161,9 @@ struct ModeKernel: MergeKernel {
                 guard let hue = ModeKernel.hslHue(r, g, b) else { continue }
                 let bin = min(Self.bins - 1, Int(hue * Float(Self.bins)))
                 count[bin] += 1
-                sums[bin * 3] += t.values[o]; sums[bin * 3 + 1] += t.values[o + 1]; sums[bin * 3 + 2] += t.values[o + 2]
+                sums[bin * 3] += t.values[o]
+                sums[bin * 3 + 1] += t.values[o + 1]
+                sums[bin * 3 + 2] += t.values[o + 2]
             }
             // Votes over a circular window of 3 bins (45 degrees), so that a colour whose frames
             // straddle a bin edge is not outvoted by a minority that happens to share one bin.

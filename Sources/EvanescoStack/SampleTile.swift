@@ -33,19 +33,22 @@ public struct SampleTile {
     static func allocate(frames: Int, maxPixels: Int, channels: Int) -> SampleTile {
         let stride = (maxPixels * channels + 7) / 8 * 8
         func floats(_ n: Int) -> UnsafeMutablePointer<Float> {
-            let p = UnsafeMutableRawPointer.allocate(byteCount: n * 4, alignment: 64).bindMemory(to: Float.self, capacity: n)
+            let p = UnsafeMutableRawPointer.allocate(byteCount: n * 4, alignment: 64).bindMemory(
+                to: Float.self, capacity: n)
             p.initialize(repeating: 0, count: n)
             return p
         }
-        return SampleTile(frames: frames, pixels: maxPixels, channels: channels, stride: stride,
-                          values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
-                          counts: .allocate(capacity: stride), scratch: floats(frames * stride),
-                          perSample: floats(stride), deviations: floats(frames * stride))
+        return SampleTile(
+            frames: frames, pixels: maxPixels, channels: channels, stride: stride,
+            values: floats(frames * stride), valid: .allocate(capacity: frames * maxPixels),
+            counts: .allocate(capacity: stride), scratch: floats(frames * stride),
+            perSample: floats(stride), deviations: floats(frames * stride))
     }
 
     func resized(pixels p: Int) -> SampleTile {
-        SampleTile(frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
-                   scratch: scratch, perSample: perSample, deviations: deviations)
+        SampleTile(
+            frames: frames, pixels: p, channels: channels, stride: stride, values: values, valid: valid, counts: counts,
+            scratch: scratch, perSample: perSample, deviations: deviations)
     }
 
     /// Sorts every sample position's frame values in `buffer` (frames x stride).
@@ -55,7 +58,8 @@ public struct SampleTile {
 
     func deallocate() {
         for p in [values, scratch, perSample, deviations] { UnsafeMutableRawPointer(p).deallocate() }
-        valid.deallocate(); counts.deallocate()
+        valid.deallocate()
+        counts.deallocate()
     }
 
     /// Fills `counts` from `valid`.
@@ -64,7 +68,10 @@ public struct SampleTile {
         for p in 0..<pixels {
             var n: Int32 = 0
             var v = valid + p
-            for _ in 0..<frames { n &+= Int32(v[0]); v += pixels }
+            for _ in 0..<frames {
+                n &+= Int32(v[0])
+                v += pixels
+            }
             for ch in 0..<c { counts[p &* c &+ ch] = n }
         }
     }
@@ -77,7 +84,9 @@ public struct SampleTile {
             if c == 3 {
                 for p in 0..<pixels {
                     let inf: Float = ok[p] != 0 ? 0 : .infinity, o = p &* 3
-                    d[o] = v[o] + inf; d[o &+ 1] = v[o &+ 1] + inf; d[o &+ 2] = v[o &+ 2] + inf
+                    d[o] = v[o] + inf
+                    d[o &+ 1] = v[o &+ 1] + inf
+                    d[o &+ 2] = v[o &+ 2] + inf
                 }
             } else {
                 for p in 0..<pixels {
@@ -100,12 +109,18 @@ public struct SampleTile {
     /// the values at and below the middle read downwards (`m - x`), then those above it read
     /// upwards (`x - m`): what ``SortingNetwork/sortDeviations(_:length:stride:)`` takes. The same
     /// deviations `|x - m|` as from the unsorted values.
-    func deviationRuns(sorted s: UnsafeMutablePointer<Float>, medians m: UnsafePointer<Float>, into d: UnsafeMutablePointer<Float>) {
+    func deviationRuns(
+        sorted s: UnsafeMutablePointer<Float>, medians m: UnsafePointer<Float>, into d: UnsafeMutablePointer<Float>
+    ) {
         let n = frames, p = (n - 1) / 2, len = length
         for k in 0..<n {
             let below = k <= p
             let src = s + (below ? p - k : k) * stride, dst = d + k * stride
-            if below { for j in 0..<len { dst[j] = m[j] - src[j] } } else { for j in 0..<len { dst[j] = src[j] - m[j] } }
+            if below {
+                for j in 0..<len { dst[j] = m[j] - src[j] }
+            } else {
+                for j in 0..<len { dst[j] = src[j] - m[j] }
+            }
         }
     }
 

@@ -56,28 +56,38 @@ public struct SortingNetwork: Sendable {
         // bit (x * (lb + 1) + y) of every wire's words.
         let inputs = (la + 1) * (lb + 1), words = (inputs + 63) / 64
         var state = [UInt64](repeating: 0, count: n * words)
-        for x in 0...la { for y in 0...lb {
-            let bit = x * (lb + 1) + y
-            for w in 0..<n where (w < la && w >= x) || (w >= la && w - la >= y) { state[w * words + bit / 64] |= 1 << UInt64(bit % 64) }
-        }}
+        for x in 0...la {
+            for y in 0...lb {
+                let bit = x * (lb + 1) + y
+                for w in 0..<n where (w < la && w >= x) || (w >= la && w - la >= y) {
+                    state[w * words + bit / 64] |= 1 << UInt64(bit % 64)
+                }
+            }
+        }
         // Keep a comparator only if it exchanges on some input (a 1 on its lower wire and a 0 on
         // its upper), given the comparators kept before it.
         var kept: [(Int, Int)] = []
         for (a, b) in network {
             var acts = false
-            for q in 0..<words where state[a * words + q] & ~state[b * words + q] != 0 { acts = true; break }
+            for q in 0..<words where state[a * words + q] & ~state[b * words + q] != 0 {
+                acts = true
+                break
+            }
             guard acts else { continue }
             kept.append((a, b))
             for q in 0..<words {
                 let lo = state[a * words + q] & state[b * words + q], hi = state[a * words + q] | state[b * words + q]
-                state[a * words + q] = lo; state[b * words + q] = hi
+                state[a * words + q] = lo
+                state[b * words + q] = hi
             }
         }
         // Then only those the middle outputs depend on.
         var needed: Set<Int> = n % 2 == 1 ? [n / 2] : [n / 2 - 1, n / 2]
         var middle: [(Int, Int)] = []
         for (a, b) in kept.reversed() where needed.contains(a) || needed.contains(b) {
-            middle.append((a, b)); needed.insert(a); needed.insert(b)
+            middle.append((a, b))
+            needed.insert(a)
+            needed.insert(b)
         }
         return middle.reversed()
     }
@@ -98,7 +108,9 @@ public struct SortingNetwork: Sendable {
     }
 
     @inline(__always)
-    static func run(_ pairs: [(Int, Int)], _ flat: [Int32], size: Int, _ base: UnsafeMutablePointer<Float>, length: Int, stride: Int) {
+    static func run(
+        _ pairs: [(Int, Int)], _ flat: [Int32], size: Int, _ base: UnsafeMutablePointer<Float>, length: Int, stride: Int
+    ) {
         let vectors = (length + 7) / 8
         // Eight lanes a step where the CPU has AVX2 (CKernels; the same comparisons).
         if evn_cpu_has_avx2() != 0 {

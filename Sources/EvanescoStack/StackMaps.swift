@@ -26,8 +26,10 @@ public struct StackMaps: Sendable {
 extension StackMaps {
     /// Accumulates one tile's maps: the tile's frames are the merged frames in order
     /// (`frameIndex[k]` is frame k's index in the report), `merged` the tile's result.
-    static func record(_ t: SampleTile, merged: UnsafePointer<Float>, tolerance: Float, frameIndex: [Int],
-                       kept: UnsafeMutablePointer<UInt16>, provenance: UnsafeMutablePointer<UInt16>) {
+    static func record(
+        _ t: SampleTile, merged: UnsafePointer<Float>, tolerance: Float, frameIndex: [Int],
+        kept: UnsafeMutablePointer<UInt16>, provenance: UnsafeMutablePointer<UInt16>
+    ) {
         let c = t.channels
         for p in 0..<t.pixels {
             var n: UInt16 = 0, best = Float.infinity, bestFrame = -1
@@ -36,10 +38,14 @@ extension StackMaps {
                 var worst: Float = 0, dist: Float = 0
                 for ch in 0..<c {
                     let d = abs(t.values[o + ch] - merged[p * c + ch])
-                    worst = max(worst, d); dist += d * d
+                    worst = max(worst, d)
+                    dist += d * d
                 }
                 if worst <= tolerance { n += 1 }
-                if dist < best { best = dist; bestFrame = k }
+                if dist < best {
+                    best = dist
+                    bestFrame = k
+                }
             }
             kept[p] = n
             provenance[p] = bestFrame >= 0 ? UInt16(frameIndex[bestFrame] + 1) : 0
@@ -50,14 +56,22 @@ extension StackMaps {
     static func localShift(_ fields: [DisplacementField?], width w: Int, height h: Int) -> Image<UInt16> {
         let present = fields.compactMap { $0 }
         return Image<UInt16>(width: w, height: h, channels: 1) { out in
-            guard !present.isEmpty else { for i in 0..<(w * h) { out[i] = 0 }; return }
+            guard !present.isEmpty else {
+                for i in 0..<(w * h) { out[i] = 0 }
+                return
+            }
             let o = UncheckedSendable(out)
             StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
                 var lengths = [Float](repeating: 0, count: present.count)
-                for y in rows { for x in 0..<w {
-                    for (k, f) in present.enumerated() { let d = f.value(atX: x, y: y); lengths[k] = (d * d).sum().squareRoot() }
-                    o.value[y * w + x] = UInt16(clampingRounded: Selection.median(&lengths) * 100)
-                }}
+                for y in rows {
+                    for x in 0..<w {
+                        for (k, f) in present.enumerated() {
+                            let d = f.value(atX: x, y: y)
+                            lengths[k] = (d * d).sum().squareRoot()
+                        }
+                        o.value[y * w + x] = UInt16(clampingRounded: Selection.median(&lengths) * 100)
+                    }
+                }
             }
         }
     }
@@ -68,8 +82,14 @@ extension StackMaps {
         let i = Int(h), f = h - Double(i)
         let p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f))
         let (r, g, b): (Double, Double, Double)
-        switch i % 6 { case 0: (r, g, b) = (v, t, p); case 1: (r, g, b) = (q, v, p); case 2: (r, g, b) = (p, v, t)
-                       case 3: (r, g, b) = (p, q, v); case 4: (r, g, b) = (t, p, v); default: (r, g, b) = (v, p, q) }
+        switch i % 6 {
+        case 0: (r, g, b) = (v, t, p)
+        case 1: (r, g, b) = (q, v, p)
+        case 2: (r, g, b) = (p, v, t)
+        case 3: (r, g, b) = (p, q, v)
+        case 4: (r, g, b) = (t, p, v)
+        default: (r, g, b) = (v, p, q)
+        }
         return (UInt8(r * 255), UInt8(g * 255), UInt8(b * 255))
     }
 
@@ -86,23 +106,31 @@ extension StackMaps {
         let prov = Image<UInt8>(width: w, height: h, channels: 3) { d in
             for i in 0..<(w * h) {
                 let k = Int(provenance.samples[i])
-                let (r, g, b): (UInt8, UInt8, UInt8) = k == 0 ? (0, 0, 0) : Int(kept.samples[i]) >= mergedFrames ? (128, 128, 128) : Self.colour(ofFrame: k - 1)
-                d[3 * i] = r; d[3 * i + 1] = g; d[3 * i + 2] = b
+                let (r, g, b): (UInt8, UInt8, UInt8) =
+                    k == 0
+                    ? (0, 0, 0) : Int(kept.samples[i]) >= mergedFrames ? (128, 128, 128) : Self.colour(ofFrame: k - 1)
+                d[3 * i] = r
+                d[3 * i + 1] = g
+                d[3 * i + 2] = b
             }
         }
         let scale = Float(localShiftScale * 100)
         let shift = Image<UInt8>(width: w, height: h, channels: 1) { d in
             for i in 0..<(w * h) { d[i] = UInt8(min(255, Float(localShift.samples[i]) / scale * 255)) }
         }
-        return [("kept.png", .uint8(keptGrey)), ("kept-16.png", .uint16(kept)),
-                ("provenance.png", .uint8(prov)), ("provenance-16.png", .uint16(provenance)),
-                ("provenance-legend.png", .uint8(legend(frames: frames))),
-                ("local-shift.png", .uint8(shift)), ("local-shift-16.png", .uint16(localShift))]
+        return [
+            ("kept.png", .uint8(keptGrey)), ("kept-16.png", .uint16(kept)),
+            ("provenance.png", .uint8(prov)), ("provenance-16.png", .uint16(provenance)),
+            ("provenance-legend.png", .uint8(legend(frames: frames))),
+            ("local-shift.png", .uint8(shift)), ("local-shift-16.png", .uint16(localShift))
+        ]
     }
 
     /// The files ``pictures()`` names, and `maps.json` (the legend and the scales).
-    public static let fileNames = ["kept.png", "kept-16.png", "provenance.png", "provenance-16.png", "provenance-legend.png",
-                                   "local-shift.png", "local-shift-16.png", "maps.json"]
+    public static let fileNames = [
+        "kept.png", "kept-16.png", "provenance.png", "provenance-16.png", "provenance-legend.png",
+        "local-shift.png", "local-shift-16.png", "maps.json"
+    ]
 
     /// What the pictures mean, for `maps.json`.
     public struct Legend: Codable, Sendable {
@@ -128,10 +156,12 @@ extension StackMaps {
 
     /// The legend for frames named `names` (the report's order).
     public func legend(names: [String]) -> Legend {
-        Legend(frames: names.enumerated().map { k, n in
-            let (r, g, b) = Self.colour(ofFrame: k)
-            return LegendFrame(index: k, source: n, colour: String(format: "#%02x%02x%02x", r, g, b))
-        }, mergedFrames: mergedFrames, keptTolerance: (tolerance * 100).rounded() / 100, localShiftScalePx: localShiftScale)
+        Legend(
+            frames: names.enumerated().map { k, n in
+                let (r, g, b) = Self.colour(ofFrame: k)
+                return LegendFrame(index: k, source: n, colour: String(format: "#%02x%02x%02x", r, g, b))
+            }, mergedFrames: mergedFrames, keptTolerance: (tolerance * 100).rounded() / 100,
+            localShiftScalePx: localShiftScale)
     }
 
     /// Pixels of displacement that `local-shift.png` shows as white.
@@ -144,19 +174,27 @@ extension StackMaps {
         var img = Image<UInt8>(width: sw * n, height: sh, channels: 3)
         for k in 0..<n {
             let (r, g, b) = Self.colour(ofFrame: k)
-            for y in 0..<sh { for x in (k * sw)..<((k + 1) * sw - 1) {
-                img[x, y, 0] = r; img[x, y, 1] = g; img[x, y, 2] = b
-            }}
+            for y in 0..<sh {
+                for x in (k * sw)..<((k + 1) * sw - 1) {
+                    img[x, y, 0] = r
+                    img[x, y, 1] = g
+                    img[x, y, 2] = b
+                }
+            }
             // The index in black, 2x scale, at the swatch's top left.
             let text = String(k)
             for (ci, ch) in text.enumerated() {
                 guard let glyph = Self.digits[ch] else { continue }
-                for gy in 0..<5 { for gx in 0..<3 where glyph[gy] & (4 >> gx) != 0 {
-                    for dy in 0..<2 { for dx in 0..<2 {
-                        let x = k * sw + 2 + ci * 8 + gx * 2 + dx, y = 2 + gy * 2 + dy
-                        if x < (k + 1) * sw - 1 { for c in 0..<3 { img[x, y, c] = 0 } }
-                    }}
-                }}
+                for gy in 0..<5 {
+                    for gx in 0..<3 where glyph[gy] & (4 >> gx) != 0 {
+                        for dy in 0..<2 {
+                            for dx in 0..<2 {
+                                let x = k * sw + 2 + ci * 8 + gx * 2 + dx, y = 2 + gy * 2 + dy
+                                if x < (k + 1) * sw - 1 { for c in 0..<3 { img[x, y, c] = 0 } }
+                            }
+                        }
+                    }
+                }
             }
         }
         return img
@@ -165,6 +203,6 @@ extension StackMaps {
     /// 3x5 digit glyphs, one row per entry, bits 4-2-1 from left to right.
     static let digits: [Character: [UInt8]] = [
         "0": [7, 5, 5, 5, 7], "1": [2, 6, 2, 2, 7], "2": [7, 1, 7, 4, 7], "3": [7, 1, 7, 1, 7], "4": [5, 5, 7, 1, 1],
-        "5": [7, 4, 7, 1, 7], "6": [7, 4, 7, 5, 7], "7": [7, 1, 1, 1, 1], "8": [7, 5, 7, 5, 7], "9": [7, 5, 7, 1, 7],
+        "5": [7, 4, 7, 1, 7], "6": [7, 4, 7, 5, 7], "7": [7, 1, 1, 1, 1], "8": [7, 5, 7, 5, 7], "9": [7, 5, 7, 1, 7]
     ]
 }

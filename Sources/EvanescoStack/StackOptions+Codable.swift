@@ -8,8 +8,9 @@ import Foundation
 /// switch are not settings and are not read or written.
 extension StackOptions: Codable {
     enum Key: String, CodingKey, CaseIterable {
-        case align, merge, reference, interpolation, kappa, winsorFraction, alignLevel, videoFrames, memoryLimit, spillDirectory,
-             meanForTwoFrames, halfResolutionAlignmentAbove
+        case align, merge, reference, interpolation, kappa, winsorFraction, alignLevel, videoFrames, memoryLimit,
+            spillDirectory,
+            meanForTwoFrames, halfResolutionAlignmentAbove
     }
 
     public init(from decoder: any Decoder) throws {
@@ -22,7 +23,8 @@ extension StackOptions: Codable {
         if let name = try c.decodeIfPresent(String.self, forKey: .interpolation) {
             // The command line's kebab-case spelling and the Swift case name are both accepted.
             guard let i = Interpolation(rawValue: name == "catmull-rom" ? "catmullRom" : name) else {
-                throw DecodingError.dataCorruptedError(forKey: .interpolation, in: c,
+                throw DecodingError.dataCorruptedError(
+                    forKey: .interpolation, in: c,
                     debugDescription: "must be one of catmull-rom, bilinear, bicubic, nearest")
             }
             interpolation = i
@@ -34,7 +36,8 @@ extension StackOptions: Codable {
         if c.contains(.memoryLimit) { memoryLimit = try c.decodeWholeNumberIfPresent(forKey: .memoryLimit) }
         spillDirectory = try c.decodeIfPresent(String.self, forKey: .spillDirectory)
         meanForTwoFrames = try c.decodeIfPresent(Bool.self, forKey: .meanForTwoFrames) ?? meanForTwoFrames
-        halfResolutionAlignmentAbove = try c.decodeWholeNumberIfPresent(forKey: .halfResolutionAlignmentAbove) ?? halfResolutionAlignmentAbove
+        halfResolutionAlignmentAbove =
+            try c.decodeWholeNumberIfPresent(forKey: .halfResolutionAlignmentAbove) ?? halfResolutionAlignmentAbove
         if let refusal = SettingError.refusal({ () throws(SettingError) in try validate() }) {
             throw SettingsCoding.invalid(refusal, in: decoder)
         }

@@ -87,12 +87,15 @@ public struct StackOptions: Sendable {
         public static let kappa = NumericSetting("kappa", 0...100, open: .minimum, default: 2.5, typical: 1...5)
         public static let winsorFraction = NumericSetting("winsor fraction", 0...0.5, open: .maximum, default: 0.2)
         public static let alignLevel = NumericSetting("align level", 0...4, default: nil, integer: true)
-        public static let halfResolutionAlignmentAbove = NumericSetting("half-resolution alignment threshold", 1...1e12, default: 8_000_000,
-                                                                        unit: "pixels", integer: true)
-        public static let videoFrames = NumericSetting("video frames", 1...100_000, default: 20, integer: true, typical: 3...100)
+        public static let halfResolutionAlignmentAbove = NumericSetting(
+            "half-resolution alignment threshold", 1...1e12, default: 8_000_000,
+            unit: "pixels", integer: true)
+        public static let videoFrames = NumericSetting(
+            "video frames", 1...100_000, default: 20, integer: true, typical: 3...100)
         /// Bytes; at least 1 MiB, at most 16 TiB.
-        public static let memoryLimit = NumericSetting("memory limit", 1_048_576...17_592_186_044_416, default: 1_073_741_824, unit: "bytes",
-                                                       integer: true)
+        public static let memoryLimit = NumericSetting(
+            "memory limit", 1_048_576...17_592_186_044_416, default: 1_073_741_824, unit: "bytes",
+            integer: true)
     }
 
     /// Checks every value, NaN and infinity included, and that the spill directory is a folder
@@ -108,13 +111,17 @@ public struct StackOptions: Sendable {
         try Limits.videoFrames.check(videoFrames)
         if let memoryLimit { try Limits.memoryLimit.check(memoryLimit) }
         if let erase, erase.count == 0 {
-            throw SettingError(setting: "erase mask", detail: "marks no pixel: paint white (opaque) where the result must not keep what it shows")
+            throw SettingError(
+                setting: "erase mask",
+                detail: "marks no pixel: paint white (opaque) where the result must not keep what it shows")
         }
         if let d = spillDirectory {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: d, isDirectory: &isDirectory), isDirectory.boolValue,
-                  FileManager.default.isWritableFile(atPath: d)
-            else { throw SettingError(setting: "spill directory", detail: "\(d) is not a folder this user can write to") }
+                FileManager.default.isWritableFile(atPath: d)
+            else {
+                throw SettingError(setting: "spill directory", detail: "\(d) is not a folder this user can write to")
+            }
         }
     }
 
@@ -134,7 +141,8 @@ public struct StackOptions: Sendable {
             o.merge = .mean
             notices.append(.twoFramesMergedByMean(requested: merge))
         }
-        o.registration.finestLevel = alignLevel ?? (pixels > halfResolutionAlignmentAbove ? 1 : registration.finestLevel)
+        o.registration.finestLevel =
+            alignLevel ?? (pixels > halfResolutionAlignmentAbove ? 1 : registration.finestLevel)
         return (o, notices)
     }
 }
@@ -163,7 +171,10 @@ public struct StackProgress: Sendable {
     ///   - total: Steps in the stage.
     ///   - elapsed: Seconds since the stage started.
     public init(stage: StackStage, done: Int, total: Int, elapsed: Double) {
-        self.stage = stage; self.done = done; self.total = total; self.elapsed = elapsed
+        self.stage = stage
+        self.done = done
+        self.total = total
+        self.elapsed = elapsed
     }
     /// Seconds left at the stage's pace so far; nil before the first step and after the last.
     public var remaining: Double? { done > 0 && done < total ? elapsed / Double(done) * Double(total - done) : nil }
@@ -191,13 +202,15 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         case .twoFramesMergedByMean(let m):
             "two frames cannot outvote a moving object (asked for \(m.rawValue)); merged by their mean: use 3 or more frames"
         // Reasons from the codecs already start with the file's name.
-        case .inputSkipped(let input, let reason): reason.hasPrefix(input) ? "skipped \(reason)" : "skipped \(input): \(reason)"
+        case .inputSkipped(let input, let reason):
+            reason.hasPrefix(input) ? "skipped \(reason)" : "skipped \(input): \(reason)"
         case .frameLeftOut(let source, let reason): "left out \(source): \(reason)"
         case .fellBack(let source, let reason): "\(source): \(reason)"
         case .depthConverted(let source, let from, let to) where from > to:
             "\(source): \(from == 32 ? "float" : "\(from)-bit") frame merged as \(to)-bit, the reference's depth: its finer levels are rounded "
                 + "away (to keep them, make a frame of that depth the reference frame)"
-        case .depthConverted(let source, let from, let to): "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"
+        case .depthConverted(let source, let from, let to):
+            "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"
         }
     }
 }

@@ -44,7 +44,8 @@ public struct StackReport: Sendable, Codable, Equatable {
     public var peakResidentMB: Int?
 
     enum CodingKeys: String, CodingKey {
-        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices, framesHeld, spilledBytes, erase
+        case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices,
+            framesHeld, spilledBytes, erase
         case peakResidentMB
         case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
@@ -56,11 +57,17 @@ public struct StackReport: Sendable, Codable, Equatable {
     ///   - inputs: What the user passed in.
     ///   - output: Where the image was written, if it was.
     public init(_ result: StackResult, inputs: [String], output: String?) {
-        self.inputs = inputs; self.output = output
-        merge = result.merge; align = result.align; reference = result.referenceIndex
-        width = result.image.width; height = result.image.height
-        noiseSigma = result.noiseSigma; framesUsed = result.usedFrames
-        frames = result.frames; notices = result.notices.map(\.description)
+        self.inputs = inputs
+        self.output = output
+        merge = result.merge
+        align = result.align
+        reference = result.referenceIndex
+        width = result.image.width
+        height = result.image.height
+        noiseSigma = result.noiseSigma
+        framesUsed = result.usedFrames
+        frames = result.frames
+        notices = result.notices.map(\.description)
         times = result.timings.rounded
         framesHeld = result.spilledBytes == nil ? "memory" : "temporary file"
         spilledBytes = result.spilledBytes
@@ -78,7 +85,10 @@ public struct StackReport: Sendable, Codable, Equatable {
     ///   negative or above 100,000.
     public static func homographies(from bytes: [UInt8], name: String) throws -> [Homography?] {
         struct Doc: Decodable {
-            struct Frame: Decodable { var index: Int; var homography: Homography? }
+            struct Frame: Decodable {
+                var index: Int
+                var homography: Homography?
+            }
             var frames: [Frame]
         }
         let doc: Doc
@@ -95,10 +105,14 @@ public struct StackReport: Sendable, Codable, Equatable {
 
     static func describe(_ error: Error) -> String {
         switch error {
-        case DecodingError.dataCorrupted(let c): c.debugDescription + (c.codingPath.isEmpty ? "" : " at " + c.codingPath.map(\.stringValue).joined(separator: "."))
+        case DecodingError.dataCorrupted(let c):
+            c.debugDescription
+                + (c.codingPath.isEmpty ? "" : " at " + c.codingPath.map(\.stringValue).joined(separator: "."))
         case DecodingError.keyNotFound(let k, _): "no \"\(k.stringValue)\""
-        case DecodingError.typeMismatch(_, let c): "wrong type at " + c.codingPath.map(\.stringValue).joined(separator: ".")
-        case DecodingError.valueNotFound(_, let c): "missing value at " + c.codingPath.map(\.stringValue).joined(separator: ".")
+        case DecodingError.typeMismatch(_, let c):
+            "wrong type at " + c.codingPath.map(\.stringValue).joined(separator: ".")
+        case DecodingError.valueNotFound(_, let c):
+            "missing value at " + c.codingPath.map(\.stringValue).joined(separator: ".")
         default: String(describing: error)
         }
     }

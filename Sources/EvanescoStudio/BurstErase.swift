@@ -13,14 +13,17 @@ extension BurstStudioSession {
     ///
     /// - Returns: The shown result and the number of strokes in it.
     func erase(_ change: ([EraseStroke]) throws -> [EraseStroke]) throws -> (result: StackResult, strokes: Int) {
-        guard let st = state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+        guard let st = state.value else {
+            throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
+        }
         let strokes = try change(st.strokes)
         let plain = st.plain
         var result = plain
         if !strokes.isEmpty {
             let mask = EraseMask(width: plain.image.width, height: plain.image.height, strokes: strokes)
             if let frames {
-                result = try BurstStacker.erase(mask, from: plain, frames: frames, interpolation: st.options.interpolation)
+                result = try BurstStacker.erase(
+                    mask, from: plain, frames: frames, interpolation: st.options.interpolation)
             } else {
                 // A burst over the memory limit is stacked again from its files, with the same registrations.
                 var o = st.options
@@ -35,7 +38,8 @@ extension BurstStudioSession {
             s!.result = result
             s!.strokes = strokes
             s!.pictures.merge(BurstWorkspace.pictures(of: result)) { $1 }
-            for key in Array(s!.previews.keys) where key.hasPrefix("result") || key.hasPrefix("kept") || key.hasPrefix("provenance") {
+            for key in Array(s!.previews.keys)
+            where key.hasPrefix("result") || key.hasPrefix("kept") || key.hasPrefix("provenance") {
                 s!.previews[key] = nil
             }
         }
@@ -56,10 +60,13 @@ extension BurstWorkspace {
         router.post("/api/burst/:id/erase") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let stroke = try await decodeBody(request, as: EraseStroke.self)
-            try validateSettings(["brush radius": "radius", "stroke": "points"]) { () throws(SettingError) in try stroke.validate() }
+            try validateSettings(["brush radius": "radius", "stroke": "points"]) { () throws(SettingError) in
+                try stroke.validate()
+            }
             let start = Date()
             let r = try await libraryCall(self.lane) { try s.erase { $0 + [stroke] } }
-            return try jsonResponse(Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
+            return try jsonResponse(
+                Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
         }
         router.post("/api/burst/:id/erase/undo") { _, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
@@ -70,7 +77,8 @@ extension BurstWorkspace {
                     return Array(strokes.dropLast())
                 }
             }
-            return try jsonResponse(Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
+            return try jsonResponse(
+                Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
         }
     }
 }

@@ -36,21 +36,27 @@ final class BurstStudioSession: Sendable {
     var count: Int { info.count }
 
     init(id: String, source: FileRef, path: String, memoryLimit: Int?) throws {
-        self.id = id; self.source = source; self.memoryLimit = memoryLimit
+        self.id = id
+        self.source = source
+        self.memoryLimit = memoryLimit
         let inputs = try InputFile.expand([path])
         let video = inputs.count == 1 && VideoIO.isVideo(inputs[0])
-        let tooBig = !video && inputs.count > 1 && memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true
+        let tooBig =
+            !video && inputs.count > 1
+            && memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true
         @Sendable func thumbnail(_ image: AnyImage) throws -> [UInt8] {
             try ImageCodecs.encode(preview(image, longSide: 200), format: .jpeg, options: WriteOptions(quality: 80))
         }
         @Sendable func named(_ name: String, _ image: AnyImage) -> BurstWorkspace.FrameInfo {
-            BurstWorkspace.FrameInfo(index: 0, name: (name as NSString).lastPathComponent, width: image.width, height: image.height)
+            BurstWorkspace.FrameInfo(
+                index: 0, name: (name as NSString).lastPathComponent, width: image.width, height: image.height)
         }
         var decoded: [(file: String, info: BurstWorkspace.FrameInfo, thumbnail: [UInt8])] = []
         var skipped: [(String, String)] = []
         if tooBig {
             // Each frame decoded once for its thumbnail (two at a time), then let go.
-            let results = LockedBox([Result<(BurstWorkspace.FrameInfo, [UInt8]), Error>?](repeating: nil, count: inputs.count))
+            let results = LockedBox(
+                [Result<(BurstWorkspace.FrameInfo, [UInt8]), Error>?](repeating: nil, count: inputs.count))
             StripExecutor.forEachIndex(in: 0..<inputs.count, workers: 2) { i in
                 let r = Result { () throws -> (BurstWorkspace.FrameInfo, [UInt8]) in
                     let image = try ImageCodecs.read(inputs[i]).image
@@ -75,7 +81,11 @@ final class BurstStudioSession: Sendable {
             throw StackError.noUsableInput(reasons: skipped.map { "\(($0.0 as NSString).lastPathComponent): \($0.1)" })
         }
         files = decoded.map(\.file)
-        info = decoded.enumerated().map { k, d in var i = d.info; i.index = k; return i }
+        info = decoded.enumerated().map { k, d in
+            var i = d.info
+            i.index = k
+            return i
+        }
         thumbnails = decoded.map(\.thumbnail)
         self.skipped = skipped.map { SkippedInput(name: ($0.0 as NSString).lastPathComponent, reason: $0.1) }
     }
@@ -93,7 +103,10 @@ final class BurstStudioSession: Sendable {
     }
 }
 
-struct SkippedInput: Codable, Sendable { var name: String; var reason: String }
+struct SkippedInput: Codable, Sendable {
+    var name: String
+    var reason: String
+}
 
 /// An image scaled so that its long side is at most `longSide`, 8-bit for display.
 func preview(_ image: AnyImage, longSide: Int) -> AnyImage {
@@ -101,8 +114,13 @@ func preview(_ image: AnyImage, longSide: Int) -> AnyImage {
     let small: AnyImage
     if long > longSide {
         let s = Double(longSide) / Double(long)
-        small = image.map(Resize(width: max(1, Int(Double(image.width) * s)), height: max(1, Int(Double(image.height) * s)), interpolation: .bilinear))
-    } else { small = image }
+        small = image.map(
+            Resize(
+                width: max(1, Int(Double(image.width) * s)), height: max(1, Int(Double(image.height) * s)),
+                interpolation: .bilinear))
+    } else {
+        small = image
+    }
     return .uint8(small.uint8)
 }
 
@@ -116,7 +134,10 @@ final class BurstWorkspace: Sendable {
     /// Bytes a burst's decoded frames may take before it is stacked through a temporary file.
     let memoryLimit: Int?
 
-    init(previewLongSide: Int, memoryLimit: Int?) { self.previewLongSide = previewLongSide; self.memoryLimit = memoryLimit }
+    init(previewLongSide: Int, memoryLimit: Int?) {
+        self.previewLongSide = previewLongSide
+        self.memoryLimit = memoryLimit
+    }
 
     struct Opened: Codable {
         var session: String
@@ -124,8 +145,17 @@ final class BurstWorkspace: Sendable {
         var frames: [FrameInfo]
         var skipped: [SkippedInput]
     }
-    struct FrameInfo: Codable { var index: Int; var name: String; var width: Int; var height: Int }
-    struct StackRequest: Codable { var reference: Int?; var align: String?; var merge: String? }
+    struct FrameInfo: Codable {
+        var index: Int
+        var name: String
+        var width: Int
+        var height: Int
+    }
+    struct StackRequest: Codable {
+        var reference: Int?
+        var align: String?
+        var merge: String?
+    }
     /// The stack's report as the page reads it: the library's ``StackReport`` (the same keys as
     /// `evanesco stack --report`), and beside its keys what only the studio has: the provenance
     /// legend and how many brush strokes are erased.
@@ -167,11 +197,15 @@ final class BurstWorkspace: Sendable {
             let ref = try await decodeBody(request, as: FileRef.self)
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
             let limit = self.memoryLimit
-            let s = try await libraryCall(self.lane) { try self.sessions.add { try BurstStudioSession(id: $0, source: ref, path: path, memoryLimit: limit) } }
+            let s = try await libraryCall(self.lane) {
+                try self.sessions.add { try BurstStudioSession(id: $0, source: ref, path: path, memoryLimit: limit) }
+            }
             self.sessions.keep(newest: 3)
-            return try jsonResponse(Opened(session: s.id, name: ref.path == "." ? studio.catalog.roots[ref.root].name : ref.path,
-                                           frames: s.info,
-                                           skipped: s.skipped))
+            return try jsonResponse(
+                Opened(
+                    session: s.id, name: ref.path == "." ? studio.catalog.roots[ref.root].name : ref.path,
+                    frames: s.info,
+                    skipped: s.skipped))
         }
         router.get("/api/burst/:id/thumb") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
@@ -184,14 +218,26 @@ final class BurstWorkspace: Sendable {
             var options = StackOptions()
             options.reference = body.reference ?? 0
             guard (0..<s.count).contains(options.reference) else {
-                throw HTTPError(.badRequest, message: "reference \(options.reference) is not a frame of this burst (0...\(s.count - 1))")
+                throw HTTPError(
+                    .badRequest,
+                    message: "reference \(options.reference) is not a frame of this burst (0...\(s.count - 1))")
             }
             if let a = body.align {
-                guard let m = AlignMode(rawValue: a) else { throw HTTPError(.badRequest, message: "align=\(a) is not one of \(AlignMode.allCases.map(\.rawValue).joined(separator: ", "))") }
+                guard let m = AlignMode(rawValue: a) else {
+                    throw HTTPError(
+                        .badRequest,
+                        message:
+                            "align=\(a) is not one of \(AlignMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
                 options.align = m
             }
             if let m = body.merge {
-                guard let mm = MergeMethod(rawValue: m) else { throw HTTPError(.badRequest, message: "merge=\(m) is not one of \(MergeMethod.allCases.map(\.rawValue).joined(separator: ", "))") }
+                guard let mm = MergeMethod(rawValue: m) else {
+                    throw HTTPError(
+                        .badRequest,
+                        message:
+                            "merge=\(m) is not one of \(MergeMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
                 options.merge = mm
             }
             options.collectMaps = true
@@ -205,23 +251,33 @@ final class BurstWorkspace: Sendable {
                 let (result, reference) = try s.stack(o)
                 var pictures = Self.pictures(of: result)
                 pictures["reference"] = reference
-                s.state.update { $0 = BurstStudioSession.Stacked(result: result, pictures: pictures, previews: [:], plain: result, options: asked) }
+                s.state.update {
+                    $0 = BurstStudioSession.Stacked(
+                        result: result, pictures: pictures, previews: [:], plain: result, options: asked)
+                }
             }
             return try jsonResponse(["job": job.id])
         }
         router.get("/api/burst/:id/report") { _, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
-            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            guard let st = s.state.value else {
+                throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
+            }
             let r = st.result
-            return try jsonResponse(Report(stack: StackReport(r, inputs: [s.source.path], output: nil),
-                                           legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
-                                           strokes: st.strokes.count))
+            return try jsonResponse(
+                Report(
+                    stack: StackReport(r, inputs: [s.source.path], output: nil),
+                    legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
+                    strokes: st.strokes.count))
         }
         // A picture of the result: preview size (cached) or full size (for 1:1).
         router.get("/api/burst/:id/image") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let which = request.uri.queryParameters.get("which") ?? "result"
-            guard Self.pictureNames.contains(which) else { throw HTTPError(.badRequest, message: "which=\(which) is not one of \(Self.pictureNames.joined(separator: ", "))") }
+            guard Self.pictureNames.contains(which) else {
+                throw HTTPError(
+                    .badRequest, message: "which=\(which) is not one of \(Self.pictureNames.joined(separator: ", "))")
+            }
             let full = request.uri.queryParameters.get("size") == "full"
             guard let st = s.state.value, let picture = st.pictures[which] else {
                 throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
@@ -230,22 +286,30 @@ final class BurstWorkspace: Sendable {
             if let cached = st.previews[key] { return imageResponse(cached, type: "image/jpeg") }
             let long = self.previewLongSide
             let bytes = try await libraryCall(self.lane) {
-                try ImageCodecs.encode(full || which == "legend" ? .uint8(picture.uint8) : preview(picture, longSide: long), format: .jpeg, options: WriteOptions(quality: 90))
+                try ImageCodecs.encode(
+                    full || which == "legend" ? .uint8(picture.uint8) : preview(picture, longSide: long), format: .jpeg,
+                    options: WriteOptions(quality: 90))
             }
             s.state.update { $0?.previews[key] = bytes }
             return imageResponse(bytes, type: "image/jpeg")
         }
         router.get("/api/burst/:id/download") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
-            guard let st = s.state.value else { throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack") }
+            guard let st = s.state.value else {
+                throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
+            }
             let format = request.uri.queryParameters.get("format") ?? "jpeg"
             let choices: [String: (String, Int?)] = ["jpeg": ("jpg", nil), "png16": ("png", 16), "tiff": ("tif", nil)]
-            guard let (ext, bits) = choices[format] else { throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png16 or tiff") }
+            guard let (ext, bits) = choices[format] else {
+                throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png16 or tiff")
+            }
             let base = s.source.path == "." ? "burst" : (s.source.path as NSString).lastPathComponent
             let name = "\((base as NSString).deletingPathExtension)-stacked.\(ext)"
             let out = studio.downloadPath(name)
             try await libraryCall(self.lane) {
-                try ImageCodecs.write(st.result.image, to: out, options: WriteOptions(quality: 95, bitDepth: bits, metadata: st.result.referenceMetadata))
+                try ImageCodecs.write(
+                    st.result.image, to: out,
+                    options: WriteOptions(quality: 95, bitDepth: bits, metadata: st.result.referenceMetadata))
             }
             return try studio.exportResponse(out, name: name)
         }

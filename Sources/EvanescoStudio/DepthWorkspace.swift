@@ -27,7 +27,9 @@ final class DepthStudioSession: Sendable {
     /// so that only a handful are ever made.
     func renderer(longSide: Int) -> PortraitRenderer {
         let previewLong = max(preview.image.width, preview.image.height)
-        guard let size = [512, 768, 1024, 1280].last(where: { $0 <= longSide }), size < previewLong else { return preview }
+        guard let size = [512, 768, 1024, 1280].last(where: { $0 <= longSide }), size < previewLong else {
+            return preview
+        }
         if let r = smaller.value[size] { return r }
         let r = full.scaled(toLongSide: size)
         smaller.update { $0[size] = r }
@@ -35,9 +37,12 @@ final class DepthStudioSession: Sendable {
     }
 
     init(id: String, source: FileRef, path: String, previewLongSide: Int) throws {
-        self.id = id; self.source = source; self.path = path
+        self.id = id
+        self.source = source
+        self.path = path
         var o = DepthReadOptions()
-        o.decodePhoto = true; o.requireDepth = true
+        o.decodePhoto = true
+        o.requireDepth = true
         o.decodeAuxiliary = [.portrait, .skin, .hair, .teeth, .glasses, .sky]
         let photo = try DepthReader.read(path, options: o)
         full = try PortraitRenderer(photo)
@@ -45,9 +50,14 @@ final class DepthStudioSession: Sendable {
         summary = DepthSummary(photo)
         let w = preview.image.width, h = preview.image.height
         var m: [String: [UInt8]] = [:]
-        for a in photo.auxiliary where a.image.width > 0 && [.portrait, .skin, .hair, .teeth, .glasses, .sky].contains(a.kind) && m[a.kind.rawValue] == nil {
+        for a in photo.auxiliary
+        where a.image.width > 0 && [.portrait, .skin, .hair, .teeth, .glasses, .sky].contains(a.kind)
+            && m[a.kind.rawValue] == nil
+        {
             let grey = a.image.float32.luma(.rec709).resized(width: w, height: h, interpolation: .bilinear)
-            m[a.kind.rawValue] = try ImageCodecs.encode(.uint8(DepthEffects.grey(grey, as: UInt8.self)), format: .png, options: WriteOptions(compression: .fast))
+            m[a.kind.rawValue] = try ImageCodecs.encode(
+                .uint8(DepthEffects.grey(grey, as: UInt8.self)), format: .png, options: WriteOptions(compression: .fast)
+            )
         }
         mattes = m
         original = try ImageCodecs.encode(preview.image, format: .jpeg, options: WriteOptions(quality: 88))
@@ -89,9 +99,13 @@ final class DepthWorkspace: Sendable {
         s.slope = try queryFloat(request, "slope", default: 4, range: 0.1...100)
         s.width = try queryFloat(request, "width", default: 0.1, range: 0...1)
         s.radius = try queryFloat(request, "radius", default: 15, range: 0.5...200)
-        if request.uri.queryParameters.get("aperture") != nil { s.aperture = try queryFloat(request, "aperture", default: 40, range: 0...400) }
+        if request.uri.queryParameters.get("aperture") != nil {
+            s.aperture = try queryFloat(request, "aperture", default: 40, range: 0...400)
+        }
         let refine = request.uri.queryParameters.get("refine") ?? "none"
-        guard let r = MaskRefinement(rawValue: refine) else { throw HTTPError(.badRequest, message: "refine=\(refine) is not none, photo, matte or auto") }
+        guard let r = MaskRefinement(rawValue: refine) else {
+            throw HTTPError(.badRequest, message: "refine=\(refine) is not none, photo, matte or auto")
+        }
         s.refine = r
         return (view, s)
     }
@@ -102,14 +116,18 @@ final class DepthWorkspace: Sendable {
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)
             let long = self.previewLongSide
             let s = try await libraryCall(self.lane) {
-                try self.sessions.add { id in try DepthStudioSession(id: id, source: ref, path: path, previewLongSide: long) }
+                try self.sessions.add { id in
+                    try DepthStudioSession(id: id, source: ref, path: path, previewLongSide: long)
+                }
             }
             // Decoded photos are large: keep the last four opened.
             self.sessions.keep(newest: 4)
-            return try jsonResponse(Opened(session: s.id, name: (ref.path as NSString).lastPathComponent,
-                                           width: s.full.image.width, height: s.full.image.height,
-                                           previewWidth: s.preview.image.width, previewHeight: s.preview.image.height,
-                                           mattes: s.mattes.keys.sorted(), depth: s.summary))
+            return try jsonResponse(
+                Opened(
+                    session: s.id, name: (ref.path as NSString).lastPathComponent,
+                    width: s.full.image.width, height: s.full.image.height,
+                    previewWidth: s.preview.image.width, previewHeight: s.preview.image.height,
+                    mattes: s.mattes.keys.sorted(), depth: s.summary))
         }
         router.get("/api/depth/:id/render") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
@@ -118,7 +136,10 @@ final class DepthWorkspace: Sendable {
             let seq = try queryInt(request, "seq", default: 0, range: 0...Int.max)
             // While a slider moves the page may ask for a smaller preview, then the full one on release.
             let long = try queryInt(request, "size", default: self.previewLongSide, range: 64...100_000)
-            let ticket = s.arrivals.update { n -> Int in n &+= 1; return n }
+            let ticket = s.arrivals.update { n -> Int in
+                n &+= 1
+                return n
+            }
             if view == "original" { return imageResponse(s.original, type: "image/jpeg") }
             let start = Date()
             let bytes: [UInt8]? = try await libraryCall(self.lane) {
@@ -128,14 +149,18 @@ final class DepthWorkspace: Sendable {
                 return try ImageCodecs.encode(r.image, format: .jpeg, options: WriteOptions(quality: 85))
             }
             guard let bytes else {
-                return Response(status: .noContent, headers: [.init("X-Dropped")!: "superseded by a newer request", .init("X-Seq")!: String(seq)])
+                return Response(
+                    status: .noContent,
+                    headers: [.init("X-Dropped")!: "superseded by a newer request", .init("X-Seq")!: String(seq)])
             }
             let ms = String(format: "%.1f", Date().timeIntervalSince(start) * 1000)
-            return imageResponse(bytes, type: "image/jpeg", headers: [.init("X-Render-Ms")!: ms, .init("X-Seq")!: String(seq)])
+            return imageResponse(
+                bytes, type: "image/jpeg", headers: [.init("X-Render-Ms")!: ms, .init("X-Seq")!: String(seq)])
         }
         router.get("/api/depth/:id/focus-at") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
-            let x = try queryFloat(request, "x", default: 0.5, range: 0...1), y = try queryFloat(request, "y", default: 0.5, range: 0...1)
+            let x = try queryFloat(request, "x", default: 0.5, range: 0...1),
+                y = try queryFloat(request, "y", default: 0.5, range: 0...1)
             let point = PhotoPoint(x: Double(min(x, 0.9999)), y: Double(min(y, 0.9999)), fractional: true)
             let f = try await libraryCall(self.lane) { try s.full.focusValue(.point(point)) }
             return try jsonResponse(FocusAnswer(focus: min(1, max(0, f.value)), note: f.note))
@@ -143,7 +168,13 @@ final class DepthWorkspace: Sendable {
         router.get("/api/depth/:id/matte") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let kind = try queryString(request, "kind")
-            guard let png = s.mattes[kind] else { throw HTTPError(.notFound, message: "the photo carries no \(kind) matte (it has: \(s.mattes.keys.sorted().joined(separator: ", ")))") }
+            guard let png = s.mattes[kind] else {
+                throw HTTPError(
+                    .notFound,
+                    message:
+                        "the photo carries no \(kind) matte (it has: \(s.mattes.keys.sorted().joined(separator: ", ")))"
+                )
+            }
             return imageResponse(png, type: "image/png")
         }
         // Full resolution, written by the library's own writer (metadata kept), then sent.
@@ -151,7 +182,9 @@ final class DepthWorkspace: Sendable {
             let s = try self.sessions.get(context.parameters.get("id"))
             let (_, settings) = try Self.settings(request)
             let format = request.uri.queryParameters.get("format") ?? "jpeg"
-            guard let ext = ["jpeg": "jpg", "png": "png", "tiff": "tif"][format] else { throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png or tiff") }
+            guard let ext = ["jpeg": "jpg", "png": "png", "tiff": "tif"][format] else {
+                throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png or tiff")
+            }
             let base = ((s.source.path as NSString).lastPathComponent as NSString).deletingPathExtension
             let name = "\(base)-\(settings.effect.rawValue).\(ext)"
             let out = studio.downloadPath(name)
@@ -163,5 +196,8 @@ final class DepthWorkspace: Sendable {
         }
     }
 
-    struct FocusAnswer: Codable { var focus: Float; var note: String }
+    struct FocusAnswer: Codable {
+        var focus: Float
+        var note: String
+    }
 }

@@ -42,11 +42,18 @@ final class StudioCatalog: @unchecked Sendable {
         var roots: [CatalogRoot] = []
         for (i, p) in paths.enumerated() {
             var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir) else { throw StudioError.pathNotFound(p) }
-            roots.append(CatalogRoot(index: i, name: p, real: Self.realPath(p) ?? p, isDirectory: isDir.boolValue, isUploads: false))
+            guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir) else {
+                throw StudioError.pathNotFound(p)
+            }
+            roots.append(
+                CatalogRoot(
+                    index: i, name: p, real: Self.realPath(p) ?? p, isDirectory: isDir.boolValue, isUploads: false))
         }
         uploadsIndex = roots.count
-        roots.append(CatalogRoot(index: roots.count, name: "uploads", real: Self.realPath(uploads) ?? uploads, isDirectory: true, isUploads: true))
+        roots.append(
+            CatalogRoot(
+                index: roots.count, name: "uploads", real: Self.realPath(uploads) ?? uploads, isDirectory: true,
+                isUploads: true))
         self.roots = roots
     }
 
@@ -68,7 +75,10 @@ final class StudioCatalog: @unchecked Sendable {
         var out: [CatalogEntry] = []
         for root in roots {
             if !root.isDirectory {
-                if let e = entry(file: root.real, root: root.index, relative: (root.name as NSString).lastPathComponent) { out.append(e) }
+                if let e = entry(file: root.real, root: root.index, relative: (root.name as NSString).lastPathComponent)
+                {
+                    out.append(e)
+                }
                 continue
             }
             walk(root.real, relative: "", root: root.index, depth: 0, into: &out)
@@ -78,7 +88,8 @@ final class StudioCatalog: @unchecked Sendable {
 
     private func walk(_ dir: String, relative: String, root: Int, depth: Int, into out: inout [CatalogEntry]) {
         guard out.count < Self.maxEntries,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: dir)
+        else { return }
         var images = 0
         var files: [CatalogEntry] = [], folders: [String] = []
         for name in names.sorted() where !name.hasPrefix(".") {
@@ -88,18 +99,25 @@ final class StudioCatalog: @unchecked Sendable {
             // Only what resolves inside the root is listed (a symlink out of it is not).
             guard let real = Self.realPath(full), contains(root: root, real: real) else { continue }
             let rel = relative.isEmpty ? name : relative + "/" + name
-            if isDir.boolValue { folders.append(name); continue }
+            if isDir.boolValue {
+                folders.append(name)
+                continue
+            }
             if Self.kind(ofFile: name) == "image" { images += 1 }
             if let e = entry(file: full, root: root, relative: rel) { files.append(e) }
         }
         // A folder of two or more images is a burst.
         if images >= 2 && !roots[root].isUploads {
-            out.append(CatalogEntry(root: root, path: relative.isEmpty ? "." : relative, kind: "burst", bytes: nil, frames: images))
+            out.append(
+                CatalogEntry(
+                    root: root, path: relative.isEmpty ? "." : relative, kind: "burst", bytes: nil, frames: images))
         }
         out.append(contentsOf: files.prefix(Self.maxEntries - out.count))
         guard depth < Self.maxDepth else { return }
         for f in folders {
-            walk(dir + "/" + f, relative: relative.isEmpty ? f : relative + "/" + f, root: root, depth: depth + 1, into: &out)
+            walk(
+                dir + "/" + f, relative: relative.isEmpty ? f : relative + "/" + f, root: root, depth: depth + 1,
+                into: &out)
         }
     }
 
@@ -108,7 +126,11 @@ final class StudioCatalog: @unchecked Sendable {
         let attrs = try? FileManager.default.attributesOfItem(atPath: file)
         let bytes = (attrs?[.size] as? NSNumber)?.intValue
         var kind = k
-        if k == "image", Self.depthCarriers.contains((file as NSString).pathExtension.lowercased()), hasDepth(file, attrs: attrs) { kind = "depth" }
+        if k == "image", Self.depthCarriers.contains((file as NSString).pathExtension.lowercased()),
+            hasDepth(file, attrs: attrs)
+        {
+            kind = "depth"
+        }
         return CatalogEntry(root: root, path: relative, kind: kind, bytes: bytes, frames: nil)
     }
 
@@ -116,10 +138,12 @@ final class StudioCatalog: @unchecked Sendable {
     /// path, size and modification time.
     func hasDepth(_ file: String, attrs: [FileAttributeKey: Any]? = nil) -> Bool {
         let a = attrs ?? (try? FileManager.default.attributesOfItem(atPath: file))
-        let key = "\(file)|\((a?[.size] as? NSNumber)?.intValue ?? -1)|\((a?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+        let key =
+            "\(file)|\((a?[.size] as? NSNumber)?.intValue ?? -1)|\((a?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
         if let v = lock.withLock({ depthCache[key] }) { return v }
         var o = DepthReadOptions()
-        o.decodePhoto = false; o.requireDepth = false
+        o.decodePhoto = false
+        o.requireDepth = false
         let v = ((try? DepthReader.read(file, options: o))?.depth) != nil
         lock.withLock { depthCache[key] = v }
         return v
@@ -136,7 +160,9 @@ final class StudioCatalog: @unchecked Sendable {
     ///   - root: Index of a root.
     ///   - path: Relative to it: no leading `/`, no `..` (plain or percent-encoded), no NUL.
     func resolve(root: Int, path: String) throws -> String {
-        guard roots.indices.contains(root) else { throw HTTPError(.forbidden, message: "root \(root) is not one of the studio's folders") }
+        guard roots.indices.contains(root) else {
+            throw HTTPError(.forbidden, message: "root \(root) is not one of the studio's folders")
+        }
         let r = roots[root]
         guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0"), !path.contains("\\") else {
             throw HTTPError(.forbidden, message: "\(path.debugDescription) is not a relative path under \(r.name)")
@@ -144,8 +170,13 @@ final class StudioCatalog: @unchecked Sendable {
         // No component may step out or stay put ("..", "."), and no percent sign is taken at all:
         // a name that is still encoded after the URL was decoded is an attempt to smuggle one in.
         if path != "." {
-            for c in path.split(separator: "/", omittingEmptySubsequences: false) where c.isEmpty || c == "." || c == ".." || c.contains("%") {
-                throw HTTPError(.forbidden, message: "\(path.debugDescription) is refused: only plain relative paths under \(r.name) are served (no '..', '.', '%' or empty parts)")
+            for c in path.split(separator: "/", omittingEmptySubsequences: false)
+            where c.isEmpty || c == "." || c == ".." || c.contains("%") {
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "\(path.debugDescription) is refused: only plain relative paths under \(r.name) are served (no '..', '.', '%' or empty parts)"
+                )
             }
         }
         let candidate: String
@@ -158,9 +189,14 @@ final class StudioCatalog: @unchecked Sendable {
         } else {
             candidate = path == "." ? r.real : r.real + "/" + path
         }
-        guard FileManager.default.fileExists(atPath: candidate) else { throw HTTPError(.notFound, message: "\(path) is not under \(r.name)") }
-        guard let real = Self.realPath(candidate), r.isDirectory ? contains(root: root, real: real) : real == r.real else {
-            throw HTTPError(.forbidden, message: "\(path) leads outside \(r.name) (a symbolic link); only files under it are served")
+        guard FileManager.default.fileExists(atPath: candidate) else {
+            throw HTTPError(.notFound, message: "\(path) is not under \(r.name)")
+        }
+        guard let real = Self.realPath(candidate), r.isDirectory ? contains(root: root, real: real) : real == r.real
+        else {
+            throw HTTPError(
+                .forbidden, message: "\(path) leads outside \(r.name) (a symbolic link); only files under it are served"
+            )
         }
         return real
     }

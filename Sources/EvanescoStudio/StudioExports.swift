@@ -12,7 +12,9 @@ final class ExportShelf: Sendable {
     let maxBytes: Int
 
     init(directory: String, maxAge: TimeInterval, maxBytes: Int) {
-        self.directory = directory; self.maxAge = maxAge; self.maxBytes = maxBytes
+        self.directory = directory
+        self.maxAge = maxAge
+        self.maxBytes = maxBytes
     }
 
     /// A new path for an export named `name` (the name is only kept for the download).
@@ -43,11 +45,18 @@ final class ExportShelf: Sendable {
         files.sort { $0.modified < $1.modified }
         var kept: [(path: String, modified: Date, bytes: Int)] = []
         for f in files {
-            if f.path != keep && now.timeIntervalSince(f.modified) > maxAge { unlink(f.path); removed += 1 } else { kept.append(f) }
+            if f.path != keep && now.timeIntervalSince(f.modified) > maxAge {
+                unlink(f.path)
+                removed += 1
+            } else {
+                kept.append(f)
+            }
         }
         var total = kept.reduce(0) { $0 + $1.bytes }
         for f in kept where total > maxBytes && f.path != keep {
-            unlink(f.path); removed += 1; total -= f.bytes
+            unlink(f.path)
+            removed += 1
+            total -= f.bytes
         }
         return removed
     }
@@ -63,7 +72,8 @@ enum StudioFolders {
     /// This process's identity: pid and start time (clock ticks after boot, from /proc).
     static func identity(of pid: pid_t) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name: state is field 3; start time is field 22.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 19 else { return nil }
@@ -74,7 +84,8 @@ enum StudioFolders {
     static func make(in temporary: String) throws -> String {
         var template = Array((temporary + "/" + prefix + "XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw StudioError.badOption("cannot create a temporary folder in \(temporary) (\(String(cString: strerror(errno))))")
+            throw StudioError.badOption(
+                "cannot create a temporary folder in \(temporary) (\(String(cString: strerror(errno))))")
         }
         let dir = String(cString: made)
         let me = identity(of: getpid()) ?? "\(getpid())"

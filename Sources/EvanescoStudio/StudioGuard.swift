@@ -94,12 +94,19 @@ struct StudioGuard<Context: RequestContext>: RouterMiddleware {
         return request.cookies[Self.cookieName]?.value
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard hostAllowed(request.head.authority) else {
-            throw HTTPError(.forbidden, message: "the Host header must name this machine (127.0.0.1 or localhost) and the studio's port; open the URL the studio printed")
+            throw HTTPError(
+                .forbidden,
+                message:
+                    "the Host header must name this machine (127.0.0.1 or localhost) and the studio's port; open the URL the studio printed"
+            )
         }
         let raw = request.uri.path.lowercased()
-        if raw.contains("..") || raw.contains("%2e") || raw.contains("%2f") || raw.contains("%5c") || raw.contains("\\") {
+        if raw.contains("..") || raw.contains("%2e") || raw.contains("%2f") || raw.contains("%5c") || raw.contains("\\")
+        {
             throw HTTPError(.forbidden, message: "paths with .. or encoded separators are not served")
         }
         // No CORS: a preflight is always refused, so no other origin may send a custom header.
@@ -109,21 +116,34 @@ struct StudioGuard<Context: RequestContext>: RouterMiddleware {
         if let site = request.headers[.init("Sec-Fetch-Site")!] {
             let pageVisit = request.method == .get && request.uri.path == "/"
             if !(site == "same-origin" || site == "none" || pageVisit) {
-                throw HTTPError(.forbidden, message: "requests from other pages (\(site)) are refused; use the studio's own page")
+                throw HTTPError(
+                    .forbidden, message: "requests from other pages (\(site)) are refused; use the studio's own page")
             }
         }
         if request.method != .get && request.method != .head {
             // Browsers always send Origin on a cross-origin POST; a request from the page carries ours.
             guard let origin = request.headers[.origin], originAllowed(origin, host: request.head.authority) else {
-                throw HTTPError(.forbidden, message: "requests that change something must come from the studio's own page (Origin must be its scheme, host and port)")
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "requests that change something must come from the studio's own page (Origin must be its scheme, host and port)"
+                )
             }
             guard request.headers[.init(Self.requestHeader)!] != nil else {
-                throw HTTPError(.forbidden, message: "requests that change something must carry the \(Self.requestHeader) header the studio's page sends")
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "requests that change something must carry the \(Self.requestHeader) header the studio's page sends"
+                )
             }
         }
         if request.uri.path.hasPrefix("/api/") {
             guard let t = presentedToken(request), Self.same(t, token) else {
-                throw HTTPError(.unauthorized, message: "the studio's token is missing or wrong; open the URL with ?token= that `evanesco studio` printed")
+                throw HTTPError(
+                    .unauthorized,
+                    message:
+                        "the studio's token is missing or wrong; open the URL with ?token= that `evanesco studio` printed"
+                )
             }
         }
         return try await next(request, context)

@@ -62,7 +62,10 @@ final class StudioJob: Sendable {
     let cancellation = StackCancellation()
     private let state = LockedBox((events: [JobEvent](), finished: false, download: StudioDownload?.none))
 
-    init(id: String, workspace: String) { self.id = id; self.workspace = workspace }
+    init(id: String, workspace: String) {
+        self.id = id
+        self.workspace = workspace
+    }
 
     func post(_ e: JobEvent) {
         state.update { s in
@@ -85,7 +88,10 @@ final class StudioJob: Sendable {
 
     /// Progress from the library's callback, with time left.
     func progress(_ p: StackProgress) {
-        post(JobEvent(type: "progress", stage: p.stage.rawValue, done: p.done, total: p.total, elapsed: p.elapsed, remaining: p.remaining))
+        post(
+            JobEvent(
+                type: "progress", stage: p.stage.rawValue, done: p.done, total: p.total, elapsed: p.elapsed,
+                remaining: p.remaining))
     }
 
     /// Server-sent events from the first one on; ends when the job has finished.
@@ -104,7 +110,9 @@ final class StudioJob: Sendable {
                 if events.isEmpty {
                     idle += 1
                     if idle % 100 == 0 { try await writer.write(ByteBuffer(string: ": still working\n\n")) }
-                } else { idle = 0 }
+                } else {
+                    idle = 0
+                }
                 try await Task.sleep(for: .milliseconds(80))
             }
             try await writer.finish(nil)
@@ -128,7 +136,13 @@ final class StudioRegistry<Value: Sendable>: Sendable {
     init(prefix: String) { self.prefix = prefix }
 
     func add(_ make: (String) throws -> Value) rethrows -> Value {
-        let id = prefix + String(counter.update { $0 += 1; return $0 })
+        let id =
+            prefix
+            + String(
+                counter.update {
+                    $0 += 1
+                    return $0
+                })
         let v = try make(id)
         items.update { $0[id] = v }
         return v

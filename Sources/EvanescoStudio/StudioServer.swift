@@ -40,17 +40,22 @@ public final class Studio: Sendable {
             throw StudioError.badOption("upload limits and the preview size must be positive")
         }
         guard configuration.idleTimeout.isFinite, configuration.idleTimeout > 0, configuration.exportMaxAge.isFinite,
-              configuration.exportMaxAge >= 0, configuration.exportMaxBytes > 0 else {
+            configuration.exportMaxAge >= 0, configuration.exportMaxBytes > 0
+        else {
             throw StudioError.badOption("the idle timeout, export age and export size must be positive")
         }
         self.configuration = configuration
         // Folders of studios that were killed before they could remove their own.
         StudioFolders.removeStale(in: NSTemporaryDirectory())
         temporaryDirectory = try StudioFolders.make(in: NSTemporaryDirectory())
-        exports = ExportShelf(directory: temporaryDirectory + "/downloads", maxAge: configuration.exportMaxAge, maxBytes: configuration.exportMaxBytes)
+        exports = ExportShelf(
+            directory: temporaryDirectory + "/downloads", maxAge: configuration.exportMaxAge,
+            maxBytes: configuration.exportMaxBytes)
         do {
-            try FileManager.default.createDirectory(atPath: temporaryDirectory + "/uploads", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: temporaryDirectory + "/downloads", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: temporaryDirectory + "/uploads", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: temporaryDirectory + "/downloads", withIntermediateDirectories: true)
         } catch {
             try? FileManager.default.removeItem(atPath: temporaryDirectory)
             throw StudioError.badOption("cannot create folders in \(temporaryDirectory): \(error.localizedDescription)")
@@ -61,9 +66,11 @@ public final class Studio: Sendable {
             try? FileManager.default.removeItem(atPath: temporaryDirectory)
             throw error
         }
-        burst = BurstWorkspace(previewLongSide: configuration.previewLongSide, memoryLimit: configuration.burstMemoryLimit)
+        burst = BurstWorkspace(
+            previewLongSide: configuration.previewLongSide, memoryLimit: configuration.burstMemoryLimit)
         depth = DepthWorkspace(previewLongSide: configuration.previewLongSide)
-        backdrop = BackdropWorkspace(previewLongSide: configuration.previewLongSide, maxClipFrames: configuration.maxClipFrames)
+        backdrop = BackdropWorkspace(
+            previewLongSide: configuration.previewLongSide, maxClipFrames: configuration.maxClipFrames)
     }
 
     /// Cancels running jobs and removes the temporary files.
@@ -101,7 +108,9 @@ public final class Studio: Sendable {
     ///   - handlesSignals: Stop gracefully on SIGINT and SIGTERM.
     ///   - logger: Where the server logs (default: stderr, errors only).
     ///   - ready: Called once listening, with the URL to open (token included).
-    public func run(handlesSignals: Bool = true, logger: Logger? = nil, ready: @escaping @Sendable (String) -> Void) async throws {
+    public func run(handlesSignals: Bool = true, logger: Logger? = nil, ready: @escaping @Sendable (String) -> Void)
+        async throws
+    {
         let host = configuration.host, token = configuration.token
         let listening = LockedBox(false)
         let boundPort = listeningPort
@@ -117,7 +126,12 @@ public final class Studio: Sendable {
                 let shown = host.contains(":") ? "[\(host)]" : host
                 ready("http://\(shown):\(port)/?token=\(token)")
             },
-            logger: logger ?? { var l = Logger(label: "evanesco.studio"); l.logLevel = .error; return l }())
+            logger: logger
+                ?? {
+                    var l = Logger(label: "evanesco.studio")
+                    l.logLevel = .error
+                    return l
+                }())
         defer { shutdown() }
         // Exports nobody fetched are deleted after their age even when no request comes.
         let shelf = exports
@@ -131,15 +145,23 @@ public final class Studio: Sendable {
         // The server runs in a task of its own, so that cancelling this one does not cancel it
         // mid-flight (which makes the server log errors about closing channels that are already
         // closed): it is asked to shut down gracefully instead, as SIGINT and SIGTERM ask.
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : [],
-                                                      logger: app.logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app], gracefulShutdownSignals: handlesSignals ? [.sigterm, .sigint] : [],
+                logger: app.logger))
         let server = Task { try await group.run() }
         do {
-            try await withTaskCancellationHandler { try await server.value } onCancel: { Task { await group.triggerGracefulShutdown() } }
+            try await withTaskCancellationHandler {
+                try await server.value
+            } onCancel: {
+                Task { await group.triggerGracefulShutdown() }
+            }
         } catch {
             // Whatever stops it before it listens (a port in use, a host that is not an address
             // of this machine) is a bind failure, said with what to do.
-            if !listening.value { throw StudioError.cannotBind(host: host, port: configuration.port, detail: String(describing: error)) }
+            if !listening.value {
+                throw StudioError.cannotBind(host: host, port: configuration.port, detail: String(describing: error))
+            }
             throw error
         }
     }
@@ -151,16 +173,19 @@ public final class Studio: Sendable {
         "index.html": "text/html; charset=utf-8", "studio.css": "text/css; charset=utf-8",
         "studio.js": "text/javascript; charset=utf-8", "api.js": "text/javascript; charset=utf-8",
         "burst.js": "text/javascript; charset=utf-8", "depth.js": "text/javascript; charset=utf-8",
-        "backdrop.js": "text/javascript; charset=utf-8",
+        "backdrop.js": "text/javascript; charset=utf-8"
     ]
 
     static func resource(_ name: String) -> Data? {
-        guard pageFiles[name] != nil, let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Resources") else { return nil }
+        guard pageFiles[name] != nil,
+            let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Resources")
+        else { return nil }
         return try? Data(contentsOf: url)
     }
 
     /// Nothing outside this machine is fetched; scripts only from the studio itself.
-    static let contentSecurity = "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
+    static let contentSecurity =
+        "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
 
     func addPageRoutes(_ router: Router<BasicRequestContext>) {
         let token = configuration.token
@@ -168,38 +193,54 @@ public final class Studio: Sendable {
             var r = Self.file("index.html")
             // The first visit carries ?token=; the cookie carries it afterwards.
             if let t = request.uri.queryParameters.get("token"), StudioGuard<BasicRequestContext>.same(t, token) {
-                r.setCookie(.init(name: StudioGuard<BasicRequestContext>.cookieName, value: token, path: "/", secure: false, httpOnly: true, sameSite: .strict))
+                r.setCookie(
+                    .init(
+                        name: StudioGuard<BasicRequestContext>.cookieName, value: token, path: "/", secure: false,
+                        httpOnly: true, sameSite: .strict))
             }
             return r
         }
         router.get("/static/:name") { _, context -> Response in
-            guard let name = context.parameters.get("name"), Self.pageFiles[name] != nil else { throw HTTPError(.notFound, message: "no such page file") }
+            guard let name = context.parameters.get("name"), Self.pageFiles[name] != nil else {
+                throw HTTPError(.notFound, message: "no such page file")
+            }
             return Self.file(name)
         }
     }
 
     static func file(_ name: String) -> Response {
         guard let data = resource(name), let type = pageFiles[name] else { return Response(status: .notFound) }
-        return Response(status: .ok,
-                        headers: [.contentType: type, .cacheControl: "no-cache", .contentSecurityPolicy: contentSecurity,
-                                  .init("X-Content-Type-Options")!: "nosniff"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: type, .cacheControl: "no-cache", .contentSecurityPolicy: contentSecurity,
+                .init("X-Content-Type-Options")!: "nosniff"
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     // MARK: Files and uploads
 
-    struct FileList: Codable { var roots: [CatalogRoot]; var entries: [CatalogEntry]; var maxUploadBytes: Int; var maxUploads: Int }
+    struct FileList: Codable {
+        var roots: [CatalogRoot]
+        var entries: [CatalogEntry]
+        var maxUploadBytes: Int
+        var maxUploads: Int
+    }
 
     func addFileRoutes(_ router: Router<BasicRequestContext>) {
         router.get("/api/health") { _, _ in try jsonResponse(["status": "ok", "version": "1"]) }
         router.get("/api/files") { _, _ in
             let list = try await self.files.run { self.catalog.list() }
-            return try jsonResponse(FileList(roots: self.catalog.roots, entries: list,
-                                             maxUploadBytes: self.configuration.maxUploadBytes, maxUploads: self.configuration.maxUploads))
+            return try jsonResponse(
+                FileList(
+                    roots: self.catalog.roots, entries: list,
+                    maxUploadBytes: self.configuration.maxUploadBytes, maxUploads: self.configuration.maxUploads))
         }
         // The file itself, as stored (only from under the roots).
         router.get("/api/file") { request, _ -> Response in
-            let path = try self.catalog.resolve(root: try queryInt(request, "root"), path: try queryString(request, "path"))
+            let path = try self.catalog.resolve(
+                root: try queryInt(request, "root"), path: try queryString(request, "path"))
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
                 throw HTTPError(.badRequest, message: "that is a folder; open it in the burst workspace")
@@ -216,15 +257,33 @@ public final class Studio: Sendable {
     func upload(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let limit = configuration.maxUploadBytes
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
-            throw HTTPError(.contentTooLarge, message: "the file is \(declared >> 20) MB; the studio takes uploads up to \(limit >> 20) MB (--max-upload-mb)")
+            throw HTTPError(
+                .contentTooLarge,
+                message:
+                    "the file is \(declared >> 20) MB; the studio takes uploads up to \(limit >> 20) MB (--max-upload-mb)"
+            )
         }
         let name = try queryString(request, "name")
-        let clean = String(((name as NSString).lastPathComponent).map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" }.prefix(120))
+        let clean = String(
+            ((name as NSString).lastPathComponent).map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" }
+                .prefix(120))
         guard !clean.isEmpty, !clean.hasPrefix("."), let kind = StudioCatalog.kind(ofFile: clean) else {
-            throw HTTPError(.unsupportedMediaType, message: "\(name): only images (JPEG, PNG, TIFF, HEIC) and videos (MP4, MOV, AVI, MKV, WebM) can be uploaded")
+            throw HTTPError(
+                .unsupportedMediaType,
+                message:
+                    "\(name): only images (JPEG, PNG, TIFF, HEIC) and videos (MP4, MOV, AVI, MKV, WebM) can be uploaded"
+            )
         }
-        guard uploads.update({ n -> Bool in if n >= configuration.maxUploads { return false }; n += 1; return true }) else {
-            throw HTTPError(.tooManyRequests, message: "the studio holds \(configuration.maxUploads) uploads at most; restart it to clear them")
+        guard
+            uploads.update({ n -> Bool in
+                if n >= configuration.maxUploads { return false }
+                n += 1
+                return true
+            })
+        else {
+            throw HTTPError(
+                .tooManyRequests,
+                message: "the studio holds \(configuration.maxUploads) uploads at most; restart it to clear them")
         }
         var kept = false
         defer { if !kept { uploads.update { $0 -= 1 } } }
@@ -233,7 +292,8 @@ public final class Studio: Sendable {
         // Streamed to a hidden temporary file (memory stays at one chunk), counted against the
         // limit as it arrives, renamed into place only once complete.
         let temp = dir + "/.upload-" + UUID().uuidString
-        guard FileManager.default.createFile(atPath: temp, contents: nil), let out = FileHandle(forWritingAtPath: temp) else {
+        guard FileManager.default.createFile(atPath: temp, contents: nil), let out = FileHandle(forWritingAtPath: temp)
+        else {
             throw HTTPError(.internalServerError, message: "cannot write the upload into \(dir)")
         }
         var received = 0
@@ -242,7 +302,10 @@ public final class Studio: Sendable {
             for try await chunk in request.body {
                 received += chunk.readableBytes
                 if received > limit {
-                    throw HTTPError(.contentTooLarge, message: "the file is larger than \(limit >> 20) MB, the studio's upload limit (--max-upload-mb)")
+                    throw HTTPError(
+                        .contentTooLarge,
+                        message:
+                            "the file is larger than \(limit >> 20) MB, the studio's upload limit (--max-upload-mb)")
                 }
                 try out.write(contentsOf: Data(buffer: chunk))
             }
@@ -250,7 +313,9 @@ public final class Studio: Sendable {
             // link() never replaces: two uploads of one name at once get name and name-2.
             var n = 1
             while link(temp, dir + "/" + stored) != 0 {
-                guard errno == EEXIST, n < 10_000 else { throw HTTPError(.internalServerError, message: "cannot store \(stored) in \(dir)") }
+                guard errno == EEXIST, n < 10_000 else {
+                    throw HTTPError(.internalServerError, message: "cannot store \(stored) in \(dir)")
+                }
                 n += 1
                 stored = ((clean as NSString).deletingPathExtension) + "-\(n)." + (clean as NSString).pathExtension
             }
@@ -268,14 +333,22 @@ public final class Studio: Sendable {
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             // The library names the stored file; the page knows it by the name it sent.
-            throw HTTPError(.unprocessableContent, message: "\(name): " + oneLine(error).replacingOccurrences(of: path + ": ", with: ""))
+            throw HTTPError(
+                .unprocessableContent,
+                message: "\(name): " + oneLine(error).replacingOccurrences(of: path + ": ", with: ""))
         }
         kept = true
         let attrs = try? FileManager.default.attributesOfItem(atPath: path)
         var entryKind = kind
-        if kind == "image", StudioCatalog.depthCarriers.contains((stored as NSString).pathExtension.lowercased()), catalog.hasDepth(path) { entryKind = "depth" }
-        return try jsonResponse(CatalogEntry(root: catalog.uploadsIndex, path: stored, kind: entryKind,
-                                             bytes: (attrs?[.size] as? NSNumber)?.intValue, frames: nil), status: .created)
+        if kind == "image", StudioCatalog.depthCarriers.contains((stored as NSString).pathExtension.lowercased()),
+            catalog.hasDepth(path)
+        {
+            entryKind = "depth"
+        }
+        return try jsonResponse(
+            CatalogEntry(
+                root: catalog.uploadsIndex, path: stored, kind: entryKind,
+                bytes: (attrs?[.size] as? NSNumber)?.intValue, frames: nil), status: .created)
     }
 
     /// Checks an uploaded image: its header first, against the studio's decode budget and the
@@ -293,10 +366,14 @@ public final class Studio: Sendable {
             let (pixels, o1) = header.storedWidth.multipliedReportingOverflow(by: header.storedHeight)
             let (declared, o2) = pixels.multipliedReportingOverflow(by: channels * sample)
             if o1 || o2 || declared > budget {
-                throw StudioError.badOption("the header declares \(header.storedWidth)x\(header.storedHeight) pixels, more than the studio decodes (\(budget >> 20) MB; --memory-limit raises it); it was not decoded")
+                throw StudioError.badOption(
+                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels, more than the studio decodes (\(budget >> 20) MB; --memory-limit raises it); it was not decoded"
+                )
             }
             if declared > 64 << 20 && declared / fileBytes > expansion {
-                throw StudioError.badOption("the header declares \(header.storedWidth)x\(header.storedHeight) pixels (\(declared >> 20) MB) in a file of \(fileBytes >> 10) KB, \(declared / fileBytes) times its size: a decompression bomb, not a photo; it was not decoded")
+                throw StudioError.badOption(
+                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels (\(declared >> 20) MB) in a file of \(fileBytes >> 10) KB, \(declared / fileBytes) times its size: a decompression bomb, not a photo; it was not decoded"
+                )
             }
             _ = try ImageCodecs.read(path, options: ReadOptions(limits: limits))
         }
@@ -307,11 +384,15 @@ public final class Studio: Sendable {
     func addJobRoutes(_ router: Router<BasicRequestContext>) {
         router.get("/api/jobs/:id/events") { _, context -> Response in
             let job = try self.jobs.get(context.parameters.get("id"))
-            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: job.eventStream())
+            return Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                body: job.eventStream())
         }
         router.get("/api/jobs/:id") { _, context -> Response in
             let job = try self.jobs.get(context.parameters.get("id"))
-            return try jsonResponse(["id": job.id, "finished": job.finished ? "true" : "false", "last": job.last?.type ?? "queued"])
+            return try jsonResponse([
+                "id": job.id, "finished": job.finished ? "true" : "false", "last": job.last?.type ?? "queued"
+            ])
         }
         router.post("/api/jobs/:id/cancel") { _, context -> Response in
             let job = try self.jobs.get(context.parameters.get("id"))
@@ -320,18 +401,28 @@ public final class Studio: Sendable {
         }
         router.get("/api/jobs/:id/download") { _, context -> Response in
             let job = try self.jobs.get(context.parameters.get("id"))
-            guard let d = job.download else { throw HTTPError(.conflict, message: "the job has nothing to download (yet)") }
+            guard let d = job.download else {
+                throw HTTPError(.conflict, message: "the job has nothing to download (yet)")
+            }
             return try self.exportResponse(d.path, name: d.name, type: d.contentType)
         }
     }
 
     /// Starts a job on a lane; its events say when it is queued, started, progressing, done.
-    func startJob(workspace: String, lane: WorkLane, _ work: @escaping @Sendable (StudioJob) throws -> Void) -> StudioJob {
+    func startJob(workspace: String, lane: WorkLane, _ work: @escaping @Sendable (StudioJob) throws -> Void)
+        -> StudioJob
+    {
         let job = jobs.add { StudioJob(id: $0, workspace: workspace) }
         jobs.keep(newest: 50)
-        job.post(JobEvent(type: "queued", message: lane.load > 0 ? "waiting for \(lane.load) job(s) in the \(workspace) workspace" : nil))
+        job.post(
+            JobEvent(
+                type: "queued",
+                message: lane.load > 0 ? "waiting for \(lane.load) job(s) in the \(workspace) workspace" : nil))
         lane.start {
-            if job.cancellation.isCancelled { job.post(JobEvent(type: "cancelled")); return }
+            if job.cancellation.isCancelled {
+                job.post(JobEvent(type: "cancelled"))
+                return
+            }
             job.post(JobEvent(type: "started"))
             do {
                 try work(job)
@@ -353,8 +444,9 @@ func oneLine(_ error: Error) -> String {
 
 /// A JSON answer, in the one convention of every report (``ReportJSON``: snake_case keys, sorted).
 func jsonResponse<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-    Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-             body: .init(byteBuffer: ByteBuffer(bytes: try ReportJSON.encode(value))))
+    Response(
+        status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+        body: .init(byteBuffer: ByteBuffer(bytes: try ReportJSON.encode(value))))
 }
 
 func imageResponse(_ bytes: [UInt8], type: String, headers extra: HTTPFields = [:]) -> Response {
@@ -374,32 +466,47 @@ extension Studio {
 }
 
 func fileResponse(_ path: String, name: String, attachment: Bool, type: String? = nil) throws -> Response {
-    guard let data = FileManager.default.contents(atPath: path) else { throw HTTPError(.notFound, message: "\(name) cannot be read") }
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw HTTPError(.notFound, message: "\(name) cannot be read")
+    }
     return dataResponse(data, name: name, attachment: attachment, type: type)
 }
 
 func dataResponse(_ data: Data, name: String, attachment: Bool, type: String? = nil) -> Response {
     let ext = (name as NSString).pathExtension.lowercased()
-    let t = type ?? ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "tif": "image/tiff", "tiff": "image/tiff",
-                     "heic": "image/heic", "heif": "image/heif", "mp4": "video/mp4", "json": "application/json"][ext] ?? "application/octet-stream"
+    let t =
+        type ?? [
+            "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "tif": "image/tiff", "tiff": "image/tiff",
+            "heic": "image/heic", "heif": "image/heif", "mp4": "video/mp4", "json": "application/json"
+        ][ext] ?? "application/octet-stream"
     let safe = name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" }
-    return Response(status: .ok,
-                    headers: [.contentType: t, .cacheControl: "no-store",
-                              .contentDisposition: "\(attachment ? "attachment" : "inline"); filename=\"\(String(safe))\""],
-                    body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    return Response(
+        status: .ok,
+        headers: [
+            .contentType: t, .cacheControl: "no-store",
+            .contentDisposition: "\(attachment ? "attachment" : "inline"); filename=\"\(String(safe))\""
+        ],
+        body: .init(byteBuffer: ByteBuffer(bytes: data)))
 }
 
 func queryString(_ request: Request, _ name: String) throws -> String {
-    guard let v = request.uri.queryParameters.get(name) else { throw HTTPError(.badRequest, message: "the request needs ?\(name)=") }
+    guard let v = request.uri.queryParameters.get(name) else {
+        throw HTTPError(.badRequest, message: "the request needs ?\(name)=")
+    }
     return v
 }
 
-func queryInt(_ request: Request, _ name: String, default d: Int? = nil, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
+func queryInt(_ request: Request, _ name: String, default d: Int? = nil, range: ClosedRange<Int> = Int.min...Int.max)
+    throws -> Int
+{
     guard let s = request.uri.queryParameters.get(name) else {
         if let d { return d }
         throw HTTPError(.badRequest, message: "the request needs ?\(name)=")
     }
-    guard let v = Int(s), range.contains(v) else { throw HTTPError(.badRequest, message: "\(name)=\(s) is not a whole number within \(range.lowerBound)...\(range.upperBound)") }
+    guard let v = Int(s), range.contains(v) else {
+        throw HTTPError(
+            .badRequest, message: "\(name)=\(s) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
+    }
     return v
 }
 
@@ -407,7 +514,8 @@ func queryInt(_ request: Request, _ name: String, default d: Int? = nil, range: 
 func queryFloat(_ request: Request, _ name: String, default d: Float, range: ClosedRange<Float>) throws -> Float {
     guard let s = request.uri.queryParameters.get(name) else { return d }
     guard let v = Float(s), v.isFinite, range.contains(v) else {
-        throw HTTPError(.badRequest, message: "\(name)=\(s) must be a number within \(range.lowerBound)...\(range.upperBound)")
+        throw HTTPError(
+            .badRequest, message: "\(name)=\(s) must be a number within \(range.lowerBound)...\(range.upperBound)")
     }
     return v
 }

@@ -14,7 +14,9 @@ extension MergeMethod: ExpressibleByArgument {}
 /// `catmullRom` is still accepted.
 extension Interpolation: ExpressibleByArgument {
     public init?(argument: String) {
-        guard let v = Self.allCases.first(where: { $0.argument == argument || $0.rawValue == argument }) else { return nil }
+        guard let v = Self.allCases.first(where: { $0.argument == argument || $0.rawValue == argument }) else {
+            return nil
+        }
         self = v
     }
     /// The value in kebab-case: each capital becomes a dash and its lower case.
@@ -32,7 +34,13 @@ enum DepthFormatArgument: ExpressibleByArgument, Equatable {
     case auto
     case format(DepthEncoding)
     init?(argument: String) {
-        if argument == "auto" { self = .auto } else if let f = DepthEncoding(argument) { self = .format(f) } else { return nil }
+        if argument == "auto" {
+            self = .auto
+        } else if let f = DepthEncoding(argument) {
+            self = .format(f)
+        } else {
+            return nil
+        }
     }
     var format: DepthEncoding? { if case .format(let f) = self { f } else { nil } }
     var defaultValueDescription: String { "auto" }
@@ -43,7 +51,8 @@ struct FrameSize: ExpressibleByArgument {
     var width: Int, height: Int
     init?(argument: String) {
         guard let (w, h) = try? FrameStreamError.parseSize(argument) else { return nil }
-        width = w; height = h
+        width = w
+        height = h
     }
 }
 

@@ -10,27 +10,27 @@ struct Backdrop: ParsableCommand {
         commandName: "backdrop",
         abstract: "Replace the background behind a person in colour + depth frames (TrueDepth style).",
         discussion: """
-        SRC is a video (read through ffmpeg), a folder of images, one image, or - for raw frames \
-        on stdin (give --size for colour, --depth-size for depth; raw depth is gray16le for mm16, \
-        else gray). OUT is a video (.mp4, .mkv, .mov), a folder (frames as PNG), an image (one \
-        frame), or - for raw rgb24 frames on stdout, e.g. to feed a virtual webcam through ffmpeg \
-        (-o - | ffmpeg -f rawvideo -pix_fmt rgb24 -s WxH -i - -f v4l2 /dev/videoN).
+            SRC is a video (read through ffmpeg), a folder of images, one image, or - for raw frames \
+            on stdin (give --size for colour, --depth-size for depth; raw depth is gray16le for mm16, \
+            else gray). OUT is a video (.mp4, .mkv, .mov), a folder (frames as PNG), an image (one \
+            frame), or - for raw rgb24 frames on stdout, e.g. to feed a virtual webcam through ffmpeg \
+            (-o - | ffmpeg -f rawvideo -pix_fmt rgb24 -s WxH -i - -f v4l2 /dev/videoN).
 
-        Depth formats: mm16 (16-bit millimetres, 0 = unknown), disparity8:MIN,MAX (8-bit \
-        disparity in 1/m from MIN to MAX), pfm (float metres); auto picks mm16 for 16-bit and \
-        pfm for float frames.
+            Depth formats: mm16 (16-bit millimetres, 0 = unknown), disparity8:MIN,MAX (8-bit \
+            disparity in 1/m from MIN to MAX), pfm (float metres); auto picks mm16 for 16-bit and \
+            pfm for float frames.
 
-        The pipeline is Apple's sample: face, median depth in the face box, cutoff 0.25 m behind \
-        it, mask, blur, gamma, upscale, blend. Beyond it: the cutoff snaps to the empty depth gap \
-        just behind the subject (--no-gap-snap turns that off), cutoff and mask are smoothed over \
-        time, holes are voted by their neighbours, and without a face the nearest large depth \
-        region is used (the report says so). Faces use OpenCV cascades (apt-get install opencv-data).
+            The pipeline is Apple's sample: face, median depth in the face box, cutoff 0.25 m behind \
+            it, mask, blur, gamma, upscale, blend. Beyond it: the cutoff snaps to the empty depth gap \
+            just behind the subject (--no-gap-snap turns that off), cutoff and mask are smoothed over \
+            time, holes are voted by their neighbours, and without a face the nearest large depth \
+            region is used (the report says so). Faces use OpenCV cascades (apt-get install opencv-data).
 
-        EXAMPLES:
-          evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
-          evanesco backdrop --portrait IMG_0001.HEIC --background beach.jpg -o out.jpg
-          evanesco backdrop --color cam.mp4 --depth d.mkv --subject nearest -o frames/
-        """)
+            EXAMPLES:
+              evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
+              evanesco backdrop --portrait IMG_0001.HEIC --background beach.jpg -o out.jpg
+              evanesco backdrop --color cam.mp4 --depth d.mkv --subject nearest -o frames/
+            """)
 
     @Option(help: "Colour frames (video, folder, image, or -).") var color: String?
     @Option(help: "Depth frames (video, folder, image, or -).") var depth: String?
@@ -47,18 +47,29 @@ struct Backdrop: ParsableCommand {
     @Option(help: ArgumentHelp("Raw depth frame size on stdin.", valueName: "WIDTHxHEIGHT")) var depthSize: FrameSize?
     @Option(help: "Frame rate of a video output (default: the colour video's, else 30).") var fps: Double?
     @Option(help: "Face cascade XML (default: opencv-data's haarcascade_frontalface_default.xml).") var cascade: String?
-    @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery = BackdropSessionOptions().detectEvery
-    @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions().temporalWeight
+    @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery =
+        BackdropSessionOptions().detectEvery
+    @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions()
+        .temporalWeight
     @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
-    @Flag(inversion: .prefixedNo, help: "Snap the cutoff to the empty depth gap just behind the subject (--no-gap-snap keeps the sample's fixed cutoff).")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Snap the cutoff to the empty depth gap just behind the subject (--no-gap-snap keeps the sample's fixed cutoff)."
+    )
     var gapSnap = true
-    @Option(help: "Write a JSON report: per frame face box, subject depth, cutoff, timings; overall fps.") var report: String?
+    @Option(help: "Write a JSON report: per frame face box, subject depth, cutoff, timings; overall fps.") var report:
+        String?
     @Flag(help: "Overwrite existing outputs.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
 
     func validate() throws {
-        if portrait == nil && (color == nil || depth == nil) { throw ValidationError("give --color and --depth, or --portrait PHOTO") }
-        if portrait != nil && (color != nil || depth != nil) { throw ValidationError("--portrait replaces --color and --depth; give one or the other") }
+        if portrait == nil && (color == nil || depth == nil) {
+            throw ValidationError("give --color and --depth, or --portrait PHOTO")
+        }
+        if portrait != nil && (color != nil || depth != nil) {
+            throw ValidationError("--portrait replaces --color and --depth; give one or the other")
+        }
         if color == "-" && depth == "-" { throw ValidationError("only one of --color and --depth can read stdin") }
         if color == "-" && size == nil { throw ValidationError("--color - needs --size WxH") }
         if depth == "-" && depthSize == nil { throw ValidationError("--depth - needs --depth-size WxH") }
@@ -68,7 +79,9 @@ struct Backdrop: ParsableCommand {
     }
 
     /// The flag of each setting the library names.
-    static let flags = ["temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject"]
+    static let flags = [
+        "temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject"
+    ]
 
     /// The library's settings from the flags (a portrait's depth encoding is added by run()).
     func options() -> BackdropSessionOptions {
@@ -88,7 +101,9 @@ struct Backdrop: ParsableCommand {
     /// Video outputs by extension, image outputs by extension, `-` for stdout; anything else is a folder of frames.
     var outputExtension: String { URL(fileURLWithPath: output).pathExtension.lowercased() }
     var outputIsImage: Bool { output != "-" && ImageFormat.forOutput(extension: outputExtension) != nil }
-    var outputIsFrameFolder: Bool { output != "-" && !outputIsImage && !VideoFrameWriter.extensions.contains(outputExtension) }
+    var outputIsFrameFolder: Bool {
+        output != "-" && !outputIsImage && !VideoFrameWriter.extensions.contains(outputExtension)
+    }
 
     func writer(frameRate: Double) throws -> FrameWriter {
         // The same classification the up-front output check used, so the two cannot disagree.
@@ -120,19 +135,27 @@ struct Backdrop: ParsableCommand {
             var frameRate = fps ?? 30
             if let portrait {
                 let still = try PortraitFrames(DepthReader.read(portrait))
-                colorReader = still.color; depthReader = still.depth
+                colorReader = still.color
+                depthReader = still.depth
                 options.depthEncoding = still.depthEncoding
                 if still.relativeAccuracy {
-                    Diagnostics.warning("\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate")
+                    Diagnostics.warning(
+                        "\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate"
+                    )
                 }
             } else {
                 colorReader = try FrameSources.open(color!, role: .color, rawSize: size.map { ($0.width, $0.height) })
-                depthReader = try FrameSources.open(depth!, role: .depth(options.depthEncoding), rawSize: depthSize.map { ($0.width, $0.height) })
-                if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 { frameRate = v.info.framesPerSecond }
+                depthReader = try FrameSources.open(
+                    depth!, role: .depth(options.depthEncoding), rawSize: depthSize.map { ($0.width, $0.height) })
+                if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 {
+                    frameRate = v.info.framesPerSecond
+                }
             }
             // One image cannot hold several frames: refuse before the first one is written.
             if outputIsImage && (colorReader.knownCount ?? 2) > 1 {
-                throw ValidationError("-o \(output) is one image, but \(colorReader.name) has several frames; give a folder or a video (.mp4) as the output")
+                throw ValidationError(
+                    "-o \(output) is one image, but \(colorReader.name) has several frames; give a folder or a video (.mp4) as the output"
+                )
             }
             let session = BackdropSession(options: options, background: bg, cascade: classifier)
             let out = try writer(frameRate: frameRate)
@@ -147,7 +170,9 @@ struct Backdrop: ParsableCommand {
             if let report { try ReportFile.write(result, to: report, overwrite: force) }
             switch session.failure {
             case BackdropSessionError.depthFormatNeeded(let bits)?:
-                throw ValidationError("\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (its disparity range in 1/m)")
+                throw ValidationError(
+                    "\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (its disparity range in 1/m)"
+                )
             case let e?:
                 // A live stream that stopped mid-frame: the complete frames before it are a valid
                 // result, and the message says they were kept.
@@ -155,10 +180,13 @@ struct Backdrop: ParsableCommand {
                 throw e
             case nil: break
             }
-            guard result.framesWritten > 0 else { throw FrameStreamError.noFrames(source: color ?? portrait ?? "input") }
-            progress.message(String(format: "backdrop: %d frames to %@ in %.2f s (%.1f fps end to end)", result.framesWritten, output,
-                                    result.seconds, result.endToEndFps))
+            guard result.framesWritten > 0 else {
+                throw FrameStreamError.noFrames(source: color ?? portrait ?? "input")
+            }
+            progress.message(
+                String(
+                    format: "backdrop: %d frames to %@ in %.2f s (%.1f fps end to end)", result.framesWritten, output,
+                    result.seconds, result.endToEndFps))
         }
     }
 }
-

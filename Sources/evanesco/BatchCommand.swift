@@ -7,22 +7,23 @@ import Foundation
 struct Batch: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
-        abstract: "Run thousands of stack, portrait and backdrop jobs: on this machine, in shards, or through a PostgreSQL queue.",
+        abstract:
+            "Run thousands of stack, portrait and backdrop jobs: on this machine, in shards, or through a PostgreSQL queue.",
         discussion: """
-        A manifest is JSON Lines, one job a line (paths relative to the manifest's folder):
-          {"id": "b1", "kind": "stack", "inputs": ["b1/"], "output": "out/b1.jpg",
-           "options": {"merge": "median", "kappa": 2}}
-        kind is stack, portrait or backdrop; options are the command's settings in camelCase. \
-        Every line is checked before any job runs.
+            A manifest is JSON Lines, one job a line (paths relative to the manifest's folder):
+              {"id": "b1", "kind": "stack", "inputs": ["b1/"], "output": "out/b1.jpg",
+               "options": {"merge": "median", "kappa": 2}}
+            kind is stack, portrait or backdrop; options are the command's settings in camelCase. \
+            Every line is checked before any job runs.
 
-        EXAMPLES:
-          evanesco batch run jobs.jsonl --jobs 2
-          evanesco batch run jobs.jsonl --shard 0/4
-          evanesco batch status jobs.jsonl
-          evanesco batch submit jobs.jsonl --queue postgres://me@db/photos
-          evanesco batch status --queue postgres://me@db/photos --json
-          evanesco batch retry --failed --queue postgres://me@db/photos
-        """,
+            EXAMPLES:
+              evanesco batch run jobs.jsonl --jobs 2
+              evanesco batch run jobs.jsonl --shard 0/4
+              evanesco batch status jobs.jsonl
+              evanesco batch submit jobs.jsonl --queue postgres://me@db/photos
+              evanesco batch status --queue postgres://me@db/photos --json
+              evanesco batch retry --failed --queue postgres://me@db/photos
+            """,
         subcommands: [BatchRun.self, BatchStatusCommand.self, BatchSubmit.self, BatchRetry.self, BatchCancel.self])
 }
 
@@ -39,16 +40,18 @@ struct BatchRun: ParsableCommand {
         commandName: "run",
         abstract: "Run a manifest on this machine (no database); resumable.",
         discussion: """
-        A job whose output and receipt exist is skipped, so a killed run resumes with the same \
-        command. Receipts (each job's report) go to MANIFEST.state/done and /failed. Without \
-        --shard, the slice comes from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or from \
-        JOB_COMPLETION_INDEX with EVANESCO_SHARD_COUNT, so sbatch --array and a Kubernetes \
-        Indexed Job work unchanged. Exit status 1 when a job failed (listed on stderr).
-        """)
+            A job whose output and receipt exist is skipped, so a killed run resumes with the same \
+            command. Receipts (each job's report) go to MANIFEST.state/done and /failed. Without \
+            --shard, the slice comes from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or from \
+            JOB_COMPLETION_INDEX with EVANESCO_SHARD_COUNT, so sbatch --array and a Kubernetes \
+            Indexed Job work unchanged. Exit status 1 when a job failed (listed on stderr).
+            """)
 
     @Argument(help: "The manifest (JSON Lines).") var manifest: String
     @Option(help: "Jobs run at once.") var jobs = 1
-    @Option(help: ArgumentHelp("Run only slice I of N (0-based): jobs whose line index modulo N is I.", valueName: "I/N")) var shard: String?
+    @Option(
+        help: ArgumentHelp("Run only slice I of N (0-based): jobs whose line index modulo N is I.", valueName: "I/N"))
+    var shard: String?
     @Option(help: "Write a JSON summary (jobs done, skipped, failed with their messages).") var report: String?
     @Flag(help: "Replace outputs that exist without a receipt of this batch.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -65,8 +68,12 @@ struct BatchRun: ParsableCommand {
             var batch = LocalBatch(manifest: m)
             batch.concurrency = jobs
             batch.overwrite = force
-            if let shard { batch.shard = Shard(shard) } else {
-                do throws(ManifestError) { batch.shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment) } catch {
+            if let shard {
+                batch.shard = Shard(shard)
+            } else {
+                do throws(ManifestError) {
+                    batch.shard = try Shard.fromEnvironment(ProcessInfo.processInfo.environment)
+                } catch {
                     throw ValidationError(error.message)
                 }
             }
@@ -75,14 +82,17 @@ struct BatchRun: ParsableCommand {
             batch.progress = { done, total, receipt in
                 if receipt.state == "failed" { Diagnostics.warning("job \(receipt.id) failed: \(receipt.error ?? "")") }
                 let elapsed = Date().timeIntervalSince(start)
-                progress.show(stage: "batch", done: done, total: total, unit: "jobs",
-                              remaining: done > 0 ? elapsed / Double(done) * Double(total - done) : nil)
+                progress.show(
+                    stage: "batch", done: done, total: total, unit: "jobs",
+                    remaining: done > 0 ? elapsed / Double(done) * Double(total - done) : nil)
             }
             let summary = try batch.run()
             if let report { try ReportFile.write(summary, to: report, overwrite: force) }
-            try StandardOutput.line(String(format: "%@%@: %d jobs: %d done, %d skipped (done before), %d failed in %.1f s", m.path,
-                                           batch.shard.map { " shard \($0)" } ?? "", summary.jobs, summary.done, summary.skipped,
-                                           summary.failed.count, summary.seconds))
+            try StandardOutput.line(
+                String(
+                    format: "%@%@: %d jobs: %d done, %d skipped (done before), %d failed in %.1f s", m.path,
+                    batch.shard.map { " shard \($0)" } ?? "", summary.jobs, summary.done, summary.skipped,
+                    summary.failed.count, summary.seconds))
             if !summary.failed.isEmpty { throw ExitCode.failure }
         }
     }
@@ -90,14 +100,17 @@ struct BatchRun: ParsableCommand {
 
 struct BatchStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Count done, failed and pending jobs: of a manifest (from its receipts) or of a queue.")
+        commandName: "status",
+        abstract: "Count done, failed and pending jobs: of a manifest (from its receipts) or of a queue.")
 
     @Argument(help: "The manifest (without --queue).") var manifest: String?
     @OptionGroup var queue: QueueOption
     @Flag(help: "Print JSON (every failure with its message).") var json = false
 
     func validate() throws {
-        if (manifest == nil) == (queue.url == nil) { throw ValidationError("give a MANIFEST, or --queue URL (or $EVANESCO_QUEUE)") }
+        if (manifest == nil) == (queue.url == nil) {
+            throw ValidationError("give a MANIFEST, or --queue URL (or $EVANESCO_QUEUE)")
+        }
     }
 
     func run() throws {
@@ -108,7 +121,8 @@ struct BatchStatusCommand: ParsableCommand {
             } else {
                 status = try queue.with { try await $0.status() }
             }
-            try StandardOutput.line(json ? String(decoding: try ReportJSON.encode(status).dropLast(), as: UTF8.self) : status.text)
+            try StandardOutput.line(
+                json ? String(decoding: try ReportJSON.encode(status).dropLast(), as: UTF8.self) : status.text)
         }
     }
 }

@@ -5,7 +5,8 @@ import Foundation
 
 /// `--queue URL`, or `$EVANESCO_QUEUE` (keeps a password off the command line).
 struct QueueOption: ParsableArguments {
-    @Option(help: "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] (default: $EVANESCO_QUEUE).")
+    @Option(
+        help: "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] (default: $EVANESCO_QUEUE).")
     var queue: String?
 
     var url: String? { queue ?? ProcessInfo.processInfo.environment["EVANESCO_QUEUE"] }
@@ -34,7 +35,10 @@ func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
     let box = LockedBox<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
-        do { let v = try await body(); box.update { $0 = .success(v) } } catch { box.update { $0 = .failure(error) } }
+        do {
+            let v = try await body()
+            box.update { $0 = .success(v) }
+        } catch { box.update { $0 = .failure(error) } }
         done.signal()
     }
     done.wait()
@@ -48,7 +52,8 @@ struct BatchSubmit: ParsableCommand {
 
     @Argument(help: "The manifest (JSON Lines).") var manifest: String
     @OptionGroup var queue: QueueOption
-    @Option(help: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once.") var maxAttempts = 5
+    @Option(help: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once.")
+    var maxAttempts = 5
 
     func validate() throws {
         _ = try queue.address()
@@ -61,14 +66,16 @@ struct BatchSubmit: ParsableCommand {
             let address = try queue.address(), attempts = maxAttempts
             let r = try queue.with { try await $0.submit(m.jobs, maxAttempts: attempts) }
             for f in r.refused { Diagnostics.warning("job \(f.id) not submitted: \(f.error)") }
-            try StandardOutput.line("\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
+            try StandardOutput.line(
+                "\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
             if !r.refused.isEmpty { throw ExitCode.failure }
         }
     }
 }
 
 struct BatchRetry: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "retry", abstract: "Put failed jobs back in the queue, their attempts reset.")
+    static let configuration = CommandConfiguration(
+        commandName: "retry", abstract: "Put failed jobs back in the queue, their attempts reset.")
 
     @Flag(help: "Retry failed jobs (all of them, or the IDS given).") var failed = false
     @Argument(help: "Job ids (default: every failed job).") var ids: [String] = []

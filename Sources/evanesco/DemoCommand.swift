@@ -7,21 +7,23 @@ import Foundation
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Make the pedestrians vanish from OpenCV's sample video (fetched once from Debian's opencv-doc package).",
+        abstract:
+            "Make the pedestrians vanish from OpenCV's sample video (fetched once from Debian's opencv-doc package).",
         discussion: """
-        Needs no network beyond Debian's package mirror: the first run does `apt-get download \
-        opencv-doc` and keeps vtest.avi in the cache folder ($XDG_CACHE_HOME/evanesco, or \
-        ~/.cache/evanesco). Takes 20 evenly spaced frames, aligns and merges them exactly as \
-        `evanesco stack` does, and writes the clean photo, a before/after sheet and the JSON \
-        report. Without --out, each run writes into a new folder (evanesco-demo, evanesco-demo-2, ...).
+            Needs no network beyond Debian's package mirror: the first run does `apt-get download \
+            opencv-doc` and keeps vtest.avi in the cache folder ($XDG_CACHE_HOME/evanesco, or \
+            ~/.cache/evanesco). Takes 20 evenly spaced frames, aligns and merges them exactly as \
+            `evanesco stack` does, and writes the clean photo, a before/after sheet and the JSON \
+            report. Without --out, each run writes into a new folder (evanesco-demo, evanesco-demo-2, ...).
 
-        EXAMPLES:
-          evanesco demo
-          evanesco demo --out /tmp/demo --merge median --force
-          evanesco demo --video street.mp4 --frames 30
-        """)
+            EXAMPLES:
+              evanesco demo
+              evanesco demo --out /tmp/demo --merge median --force
+              evanesco demo --video street.mp4 --frames 30
+            """)
 
-    @Option(help: "Folder for the demo's outputs (created if missing; default: a new evanesco-demo folder).") var out: String?
+    @Option(help: "Folder for the demo's outputs (created if missing; default: a new evanesco-demo folder).") var out:
+        String?
     @Option(help: "Video to use instead of OpenCV's vtest.avi.") var video: String?
     @Option(help: "Frames to take from the video, evenly spaced.") var frames = 20
     @Option(help: "Merge method.") var merge: MergeMethod = .robust
@@ -49,7 +51,8 @@ struct Demo: ParsableCommand {
             var isDir: ObjCBool = false
             if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
                 guard isDir.boolValue else { throw ValidationError("--out \(dir) is a file; give a folder") }
-                try AtomicOutput.check(files: [clean, sheet, report], inputs: [video].compactMap { $0 }, overwrite: force)
+                try AtomicOutput.check(
+                    files: [clean, sheet, report], inputs: [video].compactMap { $0 }, overwrite: force)
             } else {
                 try AtomicOutput.check(directories: [dir], inputs: [video].compactMap { $0 }, overwrite: force)
             }
@@ -57,9 +60,13 @@ struct Demo: ParsableCommand {
             try AtomicOutput.makeFolder(dir)
             let info = try VideoIO.probe(clip)
             let progress = ProgressDisplay(quiet: false)
-            progress.message("demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)")
+            progress.message(
+                "demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)"
+            )
             var options = StackOptions()
-            options.merge = merge; options.videoFrames = frames; options.progress = progress.stackCallback
+            options.merge = merge
+            options.videoFrames = frames
+            options.progress = progress.stackCallback
             options.retainFrames = true
             let start = Date()
             var result = try BurstStacker.stack(contentsOf: [clip], options: options)
@@ -68,12 +75,16 @@ struct Demo: ParsableCommand {
             try result.timings.measure(\.encode) {
                 try ImageCodecs.write(result.image, to: clean, options: WriteOptions(quality: 95, overwrite: force))
                 let before = result.decodedFrames![result.referenceIndex].image.uint8, after = result.image.uint8
-                try ImageCodecs.write(.uint8(DemoSheet.sideBySide(before, after)), to: sheet, options: WriteOptions(quality: 92, overwrite: force))
+                try ImageCodecs.write(
+                    .uint8(DemoSheet.sideBySide(before, after)), to: sheet,
+                    options: WriteOptions(quality: 92, overwrite: force))
             }
             result.timings.total = Date().timeIntervalSince(start)
             try ReportFile.write(StackReport(result, inputs: [clip], output: clean), to: report, overwrite: force)
-            progress.message(String(format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, result.frames.count,
-                                    result.merge.rawValue, result.timings.total ?? 0))
+            progress.message(
+                String(
+                    format: "demo: %d of %d frames merged (%@) in %.2f s", result.usedFrames, result.frames.count,
+                    result.merge.rawValue, result.timings.total ?? 0))
             try StandardOutput.line("clean photo:  \(clean)")
             try StandardOutput.line("before/after: \(sheet)")
             try StandardOutput.line("report:       \(report)")
@@ -108,18 +119,25 @@ enum DemoAssets {
         let dir = cacheDirectory
         let target = dir + "/vtest.avi"
         if FileManager.default.fileExists(atPath: target) { return target }
-        for installed in ["/usr/share/doc/opencv-doc/examples/data/vtest.avi", "/usr/share/opencv4/samples/data/vtest.avi"]
+        for installed in [
+            "/usr/share/doc/opencv-doc/examples/data/vtest.avi", "/usr/share/opencv4/samples/data/vtest.avi"
+        ]
         where FileManager.default.fileExists(atPath: installed) { return installed }
         let work = dir + "/download-\(getpid())"
         do { try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true) } catch {
-            throw ValidationError("cannot make the cache folder \(dir); set XDG_CACHE_HOME to a folder you can write to, or pass --video FILE")
+            throw ValidationError(
+                "cannot make the cache folder \(dir); set XDG_CACHE_HOME to a folder you can write to, or pass --video FILE"
+            )
         }
         defer { try? FileManager.default.removeItem(atPath: work) }
-        FileHandle.standardError.write(Data("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...\n".utf8))
-        try shell("cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get download opencv-doc >/dev/null)",
-                  failure: "could not download Debian's opencv-doc package; run `apt-get update`, or pass --video FILE")
-        try shell("cd '\(work)' && dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -xO ./usr/share/doc/opencv-doc/examples/data/vtest.avi > vtest.avi && mv vtest.avi '\(target)'",
-                  failure: "could not extract vtest.avi from opencv-doc")
+        FileHandle.standardError.write(
+            Data("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...\n".utf8))
+        try shell(
+            "cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get download opencv-doc >/dev/null)",
+            failure: "could not download Debian's opencv-doc package; run `apt-get update`, or pass --video FILE")
+        try shell(
+            "cd '\(work)' && dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -xO ./usr/share/doc/opencv-doc/examples/data/vtest.avi > vtest.avi && mv vtest.avi '\(target)'",
+            failure: "could not extract vtest.avi from opencv-doc")
         return target
     }
 

@@ -8,20 +8,23 @@ struct Depth: ParsableCommand {
         commandName: "depth",
         abstract: "Read the depth/disparity map and mattes of a portrait photo.",
         discussion: """
-        Reads iPhone HEIC (depth item, mattes, gain map), iPhone JPEG (MPF images), Google GDepth \
-        (XMP + extended XMP) and Android Dynamic Depth / GContainer JPEGs.
+            Reads iPhone HEIC (depth item, mattes, gain map), iPhone JPEG (MPF images), Google GDepth \
+            (XMP + extended XMP) and Android Dynamic Depth / GContainer JPEGs.
 
-        EXAMPLES:
-          evanesco depth info IMG_0001.HEIC --json
-          evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
-          evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
-        """,
+            EXAMPLES:
+              evanesco depth info IMG_0001.HEIC --json
+              evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
+              evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
+            """,
         subcommands: [DepthInfo.self, DepthExtract.self])
 }
 
 /// Options shared by the depth commands.
 struct DepthSourceOptions: ParsableArguments {
-    @Option(help: "GDepth polarity: spec (0 = near, Google's published encoding), near-high, or auto (spec unless the file's GFocus focal point fits the other reading). (default: auto)")
+    @Option(
+        help:
+            "GDepth polarity: spec (0 = near, Google's published encoding), near-high, or auto (spec unless the file's GFocus focal point fits the other reading). (default: auto)"
+    )
     var gdepthPolarity: GDepthPolarity = .auto
 
     /// Read options with this polarity (the rest at their defaults).
@@ -37,12 +40,12 @@ struct DepthInfo: ParsableCommand {
         commandName: "info",
         abstract: "List the depth map (kind, size, range, accuracy, calibration) and every auxiliary image.",
         discussion: """
-        --json prints the same facts with snake_case keys (has_depth, depth.stored_format, ...).
+            --json prints the same facts with snake_case keys (has_depth, depth.stored_format, ...).
 
-        EXAMPLES:
-          evanesco depth info IMG_0001.HEIC
-          evanesco depth info portrait.jpg --json
-        """)
+            EXAMPLES:
+              evanesco depth info IMG_0001.HEIC
+              evanesco depth info portrait.jpg --json
+            """)
 
     @Argument(help: "Portrait photo (HEIC or JPEG).") var photo: String
     @Flag(help: "Print JSON.") var json = false

@@ -8,22 +8,28 @@ struct DepthExtract: ParsableCommand {
         commandName: "extract",
         abstract: "Write the depth/disparity map (or an auxiliary image) as a file.",
         discussion: """
-        Output by extension: .pfm and .tif hold the float values (holes are NaN); .png holds 16 bits, \
-        the finite range mapped to 1...65535 with 0 for holes (the range is printed and goes to \
-        --report). --raw writes the stored samples in sensor orientation as an 8/16-bit PNG; when the \
-        map is an embedded PNG or JPEG and the output has that extension, its bytes are written \
-        unchanged. Mattes and gain maps (--aux) are written as 8-bit images.
+            Output by extension: .pfm and .tif hold the float values (holes are NaN); .png holds 16 bits, \
+            the finite range mapped to 1...65535 with 0 for holes (the range is printed and goes to \
+            --report). --raw writes the stored samples in sensor orientation as an 8/16-bit PNG; when the \
+            map is an embedded PNG or JPEG and the output has that extension, its bytes are written \
+            unchanged. Mattes and gain maps (--aux) are written as 8-bit images.
 
-        EXAMPLES:
-          evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
-          evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
-          evanesco depth extract portrait.jpg -o stored.png --raw
-        """)
+            EXAMPLES:
+              evanesco depth extract IMG_0001.HEIC -o depth.pfm --as depth
+              evanesco depth extract IMG_0001.HEIC -o matte.png --aux portrait
+              evanesco depth extract portrait.jpg -o stored.png --raw
+            """)
 
     @Argument(help: "Portrait photo (HEIC or JPEG).") var photo: String
-    @Option(name: .shortAndLong, help: "Output file (.png, .pfm, .tif; .jpg only with --raw of a JPEG-stored map or aux).") var output: String
-    @Option(name: .customLong("as"), help: "Convert to disparity or depth (1/x). Default: as stored.") var kind: DepthKind?
-    @Option(help: "Extract an auxiliary image instead: depth, portrait, skin, hair, teeth, glasses, sky, gainmap, confidence, original.") var aux: String?
+    @Option(
+        name: .shortAndLong, help: "Output file (.png, .pfm, .tif; .jpg only with --raw of a JPEG-stored map or aux).")
+    var output: String
+    @Option(name: .customLong("as"), help: "Convert to disparity or depth (1/x). Default: as stored.") var kind:
+        DepthKind?
+    @Option(
+        help:
+            "Extract an auxiliary image instead: depth, portrait, skin, hair, teeth, glasses, sky, gainmap, confidence, original."
+    ) var aux: String?
     @Flag(help: "Normalise the finite range to 0...1 (.pfm/.tif).") var normalize = false
     @Flag(help: "Stored samples, in sensor orientation.") var raw = false
     @OptionGroup var lossless: LosslessOptions
@@ -33,9 +39,13 @@ struct DepthExtract: ParsableCommand {
 
     func validate() throws {
         if let aux, AuxiliaryKind(rawValue: aux) == nil || aux == "other" {
-            throw ValidationError("--aux must be one of: \(AuxiliaryKind.allCases.filter { $0 != .other }.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--aux must be one of: \(AuxiliaryKind.allCases.filter { $0 != .other }.map(\.rawValue).joined(separator: ", "))"
+            )
         }
-        if raw && (kind != nil || normalize) { throw ValidationError("--raw writes stored samples; it cannot be combined with --as or --normalize") }
+        if raw && (kind != nil || normalize) {
+            throw ValidationError("--raw writes stored samples; it cannot be combined with --as or --normalize")
+        }
     }
 
     func run() throws {
@@ -53,24 +63,32 @@ struct DepthExtract: ParsableCommand {
             var fields = ExtractReport(input: photo, output: output)
             if !wantsMap, let auxKind {
                 guard let a = p.auxiliary(auxKind) else {
-                    throw DepthError.auxiliaryNotFound(path: photo, kind: auxKind.rawValue, available: p.auxiliary.map { $0.kind.rawValue })
+                    throw DepthError.auxiliaryNotFound(
+                        path: photo, kind: auxKind.rawValue, available: p.auxiliary.map { $0.kind.rawValue })
                 }
-                if raw, let bytes = a.embeddedBytes, let f = a.embeddedFormat, ImageFormat.forOutput(extension: ext) == f {
+                if raw, let bytes = a.embeddedBytes, let f = a.embeddedFormat,
+                    ImageFormat.forOutput(extension: ext) == f
+                {
                     try AtomicOutput.write(bytes, to: output, overwrite: force)
                 } else {
-                    try ImageCodecs.write(a.image, to: output, options: WriteOptions(overwrite: force, compression: lossless.compression))
+                    try ImageCodecs.write(
+                        a.image, to: output, options: WriteOptions(overwrite: force, compression: lossless.compression))
                 }
-                fields.auxiliary = DepthSummary.Auxiliary(kind: a.kind, type: a.type, width: a.image.width, height: a.image.height, source: a.source)
+                fields.auxiliary = DepthSummary.Auxiliary(
+                    kind: a.kind, type: a.type, width: a.image.width, height: a.image.height, source: a.source)
             } else {
                 guard var d = p.depth else { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
                 if raw {
-                    if let bytes = d.embeddedBytes, let f = d.embeddedFormat, ImageFormat.forOutput(extension: ext) == f {
+                    if let bytes = d.embeddedBytes, let f = d.embeddedFormat, ImageFormat.forOutput(extension: ext) == f
+                    {
                         try AtomicOutput.write(bytes, to: output, overwrite: force)
                     } else {
                         guard ext == "png" || ext == "tif" || ext == "tiff" else {
                             throw ValidationError("--raw writes the stored samples: name the output .png or .tif")
                         }
-                        try ImageCodecs.write(d.stored, to: output, options: WriteOptions(overwrite: force, compression: lossless.compression))
+                        try ImageCodecs.write(
+                            d.stored, to: output,
+                            options: WriteOptions(overwrite: force, compression: lossless.compression))
                     }
                     fields.stored = d.storedFormat
                 } else {
@@ -86,19 +104,30 @@ struct DepthExtract: ParsableCommand {
                     case "pfm":
                         try AtomicOutput.write(PFM.encode(map), to: output, overwrite: force)
                     case "tif", "tiff":
-                        try ImageCodecs.write(.float32(map), to: output, options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
+                        try ImageCodecs.write(
+                            .float32(map), to: output,
+                            options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
                     case "png":
-                        let range = try DepthPNG.write(map, range: r, to: output, source: photo,
-                                                       options: WriteOptions(overwrite: force, compression: lossless.compression))
+                        let range = try DepthPNG.write(
+                            map, range: r, to: output, source: photo,
+                            options: WriteOptions(overwrite: force, compression: lossless.compression))
                         fields.png16Mapping = DepthPNG.mapping(range: range)
-                        try StandardOutput.line("\(output): 16-bit PNG, \(d.kind.rawValue) \(range.min)...\(range.max) \(d.units) mapped to 1...65535 (0 = hole)")
+                        try StandardOutput.line(
+                            "\(output): 16-bit PNG, \(d.kind.rawValue) \(range.min)...\(range.max) \(d.units) mapped to 1...65535 (0 = hole)"
+                        )
                     default:
-                        throw ValidationError("name the output .pfm, .tif or .png (or use --raw for the stored samples)")
+                        throw ValidationError(
+                            "name the output .pfm, .tif or .png (or use --raw for the stored samples)")
                     }
-                    fields.kind = d.kind; fields.units = d.units; fields.range = r.map { [$0.min, $0.max] }
-                    fields.normalized = normalize; fields.holes = d.holeCount
+                    fields.kind = d.kind
+                    fields.units = d.units
+                    fields.range = r.map { [$0.min, $0.max] }
+                    fields.normalized = normalize
+                    fields.holes = d.holeCount
                 }
-                fields.width = d.width; fields.height = d.height; fields.source = d.source
+                fields.width = d.width
+                fields.height = d.height
+                fields.source = d.source
                 fields.orientationApplied = d.orientationApplied.rawValue
             }
             for w in p.warnings { Diagnostics.warning("\(photo): \(w)") }

@@ -12,22 +12,25 @@ struct Evanesco: ParsableCommand {
         commandName: "evanesco",
         abstract: "Computational photography on Linux: burst stacking, depth photos, depth backgrounds.",
         discussion: """
-        Results go to stdout or files; progress and diagnostics to stderr.
+            Results go to stdout or files; progress and diagnostics to stderr.
 
-        EXAMPLES:
-          evanesco info photo.heic
-          evanesco convert photo.heic photo.png --bit-depth 16 --keep-metadata
-          evanesco stack burst/ -o clean.jpg --report report.json
-          evanesco depth info IMG_0001.HEIC --json
-          evanesco portrait IMG_0001.HEIC -o o.jpg --effect blur --focus-point 0.5,0.4
-          evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
-          evanesco batch run jobs.jsonl --jobs 2
-          evanesco worker --queue postgres://me@db/photos
-          evanesco studio ~/Pictures
-          evanesco demo
-        """,
+            EXAMPLES:
+              evanesco info photo.heic
+              evanesco convert photo.heic photo.png --bit-depth 16 --keep-metadata
+              evanesco stack burst/ -o clean.jpg --report report.json
+              evanesco depth info IMG_0001.HEIC --json
+              evanesco portrait IMG_0001.HEIC -o o.jpg --effect blur --focus-point 0.5,0.4
+              evanesco backdrop --color cam.mp4 --depth d.mkv --background sea.jpg -o o.mp4
+              evanesco batch run jobs.jsonl --jobs 2
+              evanesco worker --queue postgres://me@db/photos
+              evanesco studio ~/Pictures
+              evanesco demo
+            """,
         version: "0.1.0",
-        subcommands: [Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Batch.self, Worker.self, StudioCommand.self, Demo.self]
+        subcommands: [
+            Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Batch.self,
+            Worker.self, StudioCommand.self, Demo.self
+        ]
     )
 
     /// Parses, refuses NaN and infinity in every numeric option (they pass every `<`/`>` range
@@ -41,8 +44,10 @@ struct Evanesco: ParsableCommand {
             // (a worker drains). A batch keeps what it finished: its receipts make it resumable.
             if command is BatchRun {
                 Cleanup.installSignalHandlers()
-            } else if !(command is StudioCommand || command is Worker || command is BatchSubmit || command is BatchStatusCommand
-                        || command is BatchRetry || command is BatchCancel) {
+            } else if !(command is StudioCommand || command is Worker || command is BatchSubmit
+                || command is BatchStatusCommand
+                || command is BatchRetry || command is BatchCancel)
+            {
                 Cleanup.installSignalHandlers()
                 Cleanup.recordOutputs()
                 Allocator.keepFreedMemory(limitMB: (command as? Stack)?.memoryLimit ?? 1024)
@@ -55,7 +60,7 @@ struct Evanesco: ParsableCommand {
 }
 
 #if canImport(Glibc)
-import CMalloc
+    import CMalloc
 #endif
 
 /// How a one-shot command's process allocates.
@@ -72,9 +77,9 @@ enum Allocator {
     /// 253 MB (428 MB when 1 GB was kept whatever the limit).
     static func keepFreedMemory(limitMB: Int) {
         #if canImport(Glibc)
-        let keep = limitMB > 0 ? min(1 << 30, (limitMB << 20) / 4) : 1 << 30
-        _ = mallopt(M_MMAP_THRESHOLD, Int32(min(256 << 20, keep / 4)))
-        _ = mallopt(M_TRIM_THRESHOLD, Int32(keep))
+            let keep = limitMB > 0 ? min(1 << 30, (limitMB << 20) / 4) : 1 << 30
+            _ = mallopt(M_MMAP_THRESHOLD, Int32(min(256 << 20, keep / 4)))
+            _ = mallopt(M_TRIM_THRESHOLD, Int32(keep))
         #endif
     }
 }
@@ -86,9 +91,11 @@ enum NumericOptions {
     static func refuseNonFinite(in arguments: Any) throws {
         for child in Mirror(reflecting: arguments).children {
             guard let label = child.label else { continue }
-            let name = "--" + label.drop { $0 == "_" }.reduce(into: "") { s, c in
-                if c.isUppercase { s += "-" + c.lowercased() } else { s.append(c) }
-            }
+            let name =
+                "--"
+                + label.drop { $0 == "_" }.reduce(into: "") { s, c in
+                    if c.isUppercase { s += "-" + c.lowercased() } else { s.append(c) }
+                }
             if let option = child.value as? FiniteCheckable, let bad = option.nonFiniteValue {
                 throw ValidationError("\(name) must be a finite number, not \(bad)")
             }
@@ -106,7 +113,9 @@ protocol FloatHolding { var nonFinite: String? { get } }
 extension Float: FloatHolding { var nonFinite: String? { isFinite ? nil : "\(self)" } }
 extension Double: FloatHolding { var nonFinite: String? { isFinite ? nil : "\(self)" } }
 extension Optional: FloatHolding where Wrapped: FloatHolding { var nonFinite: String? { self?.nonFinite } }
-extension Array: FloatHolding where Element: FloatHolding { var nonFinite: String? { lazy.compactMap(\.nonFinite).first } }
+extension Array: FloatHolding where Element: FloatHolding {
+    var nonFinite: String? { lazy.compactMap(\.nonFinite).first }
+}
 extension Option: FiniteCheckable where Value: FloatHolding { var nonFiniteValue: String? { wrappedValue.nonFinite } }
 extension OptionGroup: NestedArguments { var nested: Any { wrappedValue } }
 
@@ -132,10 +141,13 @@ enum Arguments {
     static func refuseInvalidUTF8() throws {
         for i in 1..<max(1, Int(CommandLine.argc)) {
             guard let raw = CommandLine.unsafeArgv[i] else { continue }
-            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
+            let bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
             if String(validating: bytes, as: UTF8.self) == nil {
                 let shown = String(decoding: bytes, as: UTF8.self)
-                throw ValidationError("argument \(i) (\(shown)) is not valid UTF-8; evanesco reads and writes names in UTF-8 only: rename the file (e.g. convmv -f latin1 -t utf8) or pass another name")
+                throw ValidationError(
+                    "argument \(i) (\(shown)) is not valid UTF-8; evanesco reads and writes names in UTF-8 only: rename the file (e.g. convmv -f latin1 -t utf8) or pass another name"
+                )
             }
         }
     }
@@ -145,8 +157,10 @@ enum Arguments {
 func commandLineMessage(_ error: Error) -> String {
     switch error {
     case ImageIOError.outputExists(let p): "\(p): already exists; pass --force to overwrite it or choose another name"
-    case CascadeError.notFound: String(describing: error).replacingOccurrences(of: "or give a cascade file", with: "or pass --cascade FILE.xml")
-    case StackError.referenceOutOfRange: "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
+    case CascadeError.notFound:
+        String(describing: error).replacingOccurrences(of: "or give a cascade file", with: "or pass --cascade FILE.xml")
+    case StackError.referenceOutOfRange:
+        "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
     case StackError.tooSmallToAlign: String(describing: error) + " (--align none)"
     case StackError.spillFailed: String(describing: error) + " (--spill-dir, --memory-limit MB)"
     case FocusError.relativeAccuracy: String(describing: error) + " (--focus 0..1 or --focus-point X,Y)"
@@ -161,7 +175,9 @@ enum Diagnostics {
         let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("evanesco: error: \(line)\n".utf8))
     }
-    static func warning(_ message: String) { FileHandle.standardError.write(Data("evanesco: warning: \(message)\n".utf8)) }
+    static func warning(_ message: String) {
+        FileHandle.standardError.write(Data("evanesco: warning: \(message)\n".utf8))
+    }
 }
 
 /// Reports as files: the one JSON convention (``ReportJSON``), written atomically.

@@ -10,13 +10,13 @@ struct Faces: ParsableCommand {
         commandName: "faces",
         abstract: "Find faces with an OpenCV cascade (Haar or LBP XML), in Swift.",
         discussion: """
-        The cascade defaults to Debian's opencv-data (apt-get install opencv-data): \
-        /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml.
+            The cascade defaults to Debian's opencv-data (apt-get install opencv-data): \
+            /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml.
 
-        EXAMPLES:
-          evanesco faces group.jpg --json
-          evanesco faces group.jpg --cascade my-cascade.xml --min-neighbors 3
-        """)
+            EXAMPLES:
+              evanesco faces group.jpg --json
+              evanesco faces group.jpg --cascade my-cascade.xml --min-neighbors 3
+            """)
 
     @Argument(help: "Image file.") var image: String
     @Option(help: "Cascade XML file.") var cascade: String?
@@ -27,7 +27,9 @@ struct Faces: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        if !(scaleFactor >= 1.01 && scaleFactor <= 4) { throw ValidationError("--scale-factor must be within 1.01...4 (smaller steps search thousands of sizes)") }
+        if !(scaleFactor >= 1.01 && scaleFactor <= 4) {
+            throw ValidationError("--scale-factor must be within 1.01...4 (smaller steps search thousands of sizes)")
+        }
         if minNeighbors < 0 { throw ValidationError("--min-neighbors must be >= 0") }
     }
 
@@ -36,17 +38,25 @@ struct Faces: ParsableCommand {
             let c = try CascadeClassifier.load(cascade)
             let img = try ImageCodecs.read(image).image
             var f = FaceFinder(cascade: c)
-            f.scaleFactor = scaleFactor; f.minNeighbors = minNeighbors; f.minSize = minSize
+            f.scaleFactor = scaleFactor
+            f.minNeighbors = minNeighbors
+            f.minSize = minSize
             f.workingSize = workingSize > 0 ? workingSize : max(img.width, img.height)
             let t0 = Date()
             let boxes = f.find(in: img)
             let ms = Date().timeIntervalSince(t0) * 1000
             if json {
-                try StandardOutput.line(ReportJSON.string(FacesReport(image: image, cascade: c.path, width: img.width, height: img.height,
-                                                        milliseconds: ms, faces: boxes)))
+                try StandardOutput.line(
+                    ReportJSON.string(
+                        FacesReport(
+                            image: image, cascade: c.path, width: img.width, height: img.height,
+                            milliseconds: ms, faces: boxes)))
             } else {
                 if boxes.isEmpty { try StandardOutput.line("\(image): no face found") }
-                for b in boxes { try StandardOutput.line("\(image): face at \(b.x),\(b.y) size \(b.width)x\(b.height) (\(b.neighbors) detections)") }
+                for b in boxes {
+                    try StandardOutput.line(
+                        "\(image): face at \(b.x),\(b.y) size \(b.width)x\(b.height) (\(b.neighbors) detections)")
+                }
             }
         }
     }

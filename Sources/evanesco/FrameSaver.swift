@@ -11,12 +11,15 @@ enum FrameSaver {
         try AtomicOutput.makeFolder(folder)
         let frames = r.decodedFrames ?? []
         for (i, f) in frames.enumerated() {
-            try ImageCodecs.write(f.image, to: folder + String(format: "/decoded_%03d.png", i), options: WriteOptions(compression: .fast))
+            try ImageCodecs.write(
+                f.image, to: folder + String(format: "/decoded_%03d.png", i), options: WriteOptions(compression: .fast))
             let rep = r.frames[i]
             guard rep.used, let h = rep.homography else { continue }
-            let aligned = BurstStacker.aligned(f, homography: h, interpolation: interpolation, mergedFrames: r.usedFrames,
-                                               local: i < r.localFields.count ? r.localFields[i] : nil)
-            try ImageCodecs.write(aligned, to: folder + String(format: "/aligned_%03d.png", i), options: WriteOptions(compression: .fast))
+            let aligned = BurstStacker.aligned(
+                f, homography: h, interpolation: interpolation, mergedFrames: r.usedFrames,
+                local: i < r.localFields.count ? r.localFields[i] : nil)
+            try ImageCodecs.write(
+                aligned, to: folder + String(format: "/aligned_%03d.png", i), options: WriteOptions(compression: .fast))
         }
         return folder
     }
@@ -26,8 +29,12 @@ enum FrameSaver {
         guard let maps = r.maps else { return }
         try AtomicOutput.makeFolder(dir)
         for (name, picture) in maps.pictures() {
-            try ImageCodecs.write(picture, to: (dir as NSString).appendingPathComponent(name), options: WriteOptions(overwrite: overwrite, compression: .fast))
+            try ImageCodecs.write(
+                picture, to: (dir as NSString).appendingPathComponent(name),
+                options: WriteOptions(overwrite: overwrite, compression: .fast))
         }
-        try ReportFile.write(maps.legend(names: r.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"), overwrite: overwrite)
+        try ReportFile.write(
+            maps.legend(names: r.frames.map(\.source)), to: (dir as NSString).appendingPathComponent("maps.json"),
+            overwrite: overwrite)
     }
 }

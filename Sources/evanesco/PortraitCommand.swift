@@ -13,49 +13,55 @@ struct Portrait: ParsableCommand {
         commandName: "portrait",
         abstract: "Render a depth effect on a portrait photo: depth, mask, spotlight, color highlight or focal blur.",
         discussion: """
-        The defaults are the "Image Depth Maps" tutorial's recipe: disparity normalised to 0...1 \
-        (1 = nearest), mask slope 4 and width 0.1 around --focus, bicubic upscale, and the effect \
-        rendered in linear light (as Core Image does). Beyond the tutorial: --focus-distance \
-        focuses at a distance in metres (maps with absolute accuracy or metric units), \
-        --focus-point at whatever is at a pixel of the upright photo (fractions such as 0.4,0.3 \
-        are read as parts of the size), and --refine auto snaps the mask's edges to the portrait \
-        matte when the file has one, else to the photo's edges (guided filter). The blur gathers \
-        background colour only, so the subject does not bleed into it; --plain-blur turns that off.
+            The defaults are the "Image Depth Maps" tutorial's recipe: disparity normalised to 0...1 \
+            (1 = nearest), mask slope 4 and width 0.1 around --focus, bicubic upscale, and the effect \
+            rendered in linear light (as Core Image does). Beyond the tutorial: --focus-distance \
+            focuses at a distance in metres (maps with absolute accuracy or metric units), \
+            --focus-point at whatever is at a pixel of the upright photo (fractions such as 0.4,0.3 \
+            are read as parts of the size), and --refine auto snaps the mask's edges to the portrait \
+            matte when the file has one, else to the photo's edges (guided filter). The blur gathers \
+            background colour only, so the subject does not bleed into it; --plain-blur turns that off.
 
-        --effect lens renders a real lens's depth of field instead of the tutorial's masked blur: \
-        every point becomes the aperture's shape (--blades, --blade-rotation) at its own circle of \
-        confusion c = A * |d - focus| (d the normalised disparity), depth-ordered so a blurred \
-        background stays behind the sharp subject and a blurred foreground spreads over it, in \
-        linear light with clipped highlights boosted (--highlights) so bokeh stays bright. A is \
-        --aperture (pixels; 40 at 12 MP by default, scaled with the photo) or comes from \
-        --f-number (full-frame equivalent) through the file's calibration and absolute depth. The \
-        portrait matte, when the file has one, sharpens the subject's edge.
+            --effect lens renders a real lens's depth of field instead of the tutorial's masked blur: \
+            every point becomes the aperture's shape (--blades, --blade-rotation) at its own circle of \
+            confusion c = A * |d - focus| (d the normalised disparity), depth-ordered so a blurred \
+            background stays behind the sharp subject and a blurred foreground spreads over it, in \
+            linear light with clipped highlights boosted (--highlights) so bokeh stays bright. A is \
+            --aperture (pixels; 40 at 12 MP by default, scaled with the photo) or comes from \
+            --f-number (full-frame equivalent) through the file's calibration and absolute depth. The \
+            portrait matte, when the file has one, sharpens the subject's edge.
 
-        EXAMPLES:
-          evanesco portrait photo.heic -o blur.jpg --effect blur --focus-point 0.5,0.45
-          evanesco portrait photo.heic -o spot.jpg --effect spotlight --focus 0.8
-          evanesco portrait photo.heic -o mask.png --effect mask --focus-distance 1.2
-          evanesco portrait a.jpg --depth-map d.png -o b.jpg --focus 0.7 --refine auto
-          evanesco portrait in.heic -o lens.jpg --effect lens --aperture 60 --blades 6
-          evanesco portrait me.heic -o lens.jpg --effect lens --f-number 2.8 --cat-eye
-        """)
+            EXAMPLES:
+              evanesco portrait photo.heic -o blur.jpg --effect blur --focus-point 0.5,0.45
+              evanesco portrait photo.heic -o spot.jpg --effect spotlight --focus 0.8
+              evanesco portrait photo.heic -o mask.png --effect mask --focus-distance 1.2
+              evanesco portrait a.jpg --depth-map d.png -o b.jpg --focus 0.7 --refine auto
+              evanesco portrait in.heic -o lens.jpg --effect lens --aperture 60 --blades 6
+              evanesco portrait me.heic -o lens.jpg --effect lens --f-number 2.8 --cat-eye
+            """)
 
     @Argument(help: "Portrait photo with depth (HEIC or JPEG), or any photo with --depth-map.") var photo: String
-    @Option(help: "A separate depth or disparity map for the photo (PNG, JPEG, TIFF or PFM, the photo's shape).") var depthMap: String?
-    @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.") var depthKind: DepthKind = .disparity
+    @Option(help: "A separate depth or disparity map for the photo (PNG, JPEG, TIFF or PFM, the photo's shape).")
+    var depthMap: String?
+    @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.")
+    var depthKind: DepthKind = .disparity
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
     @Option(help: "depth, mask, spotlight, color, blur or lens.") var effect: PortraitEffect = .spotlight
     @Option(help: "Focus as normalised disparity, 0 (farthest) ... 1 (nearest). (default: 0.5)") var focus: Float?
     @Option(help: "Focus distance in metres.") var focusDistance: Double?
-    @Option(help: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1).") var focusPoint: PhotoPoint?
+    @Option(help: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1).") var focusPoint:
+        PhotoPoint?
     @Option(help: "Mask slope s.") var slope: Float = 4
     @Option(help: "Mask width w (normalised disparity).") var width: Float = 0.1
     @Option(help: "Largest blur radius in pixels, for --effect blur.") var radius: Float = 15
     @Option(help: "Blur levels blended per pixel.") var levels: Int = 5
-    @Option(help: "Mask upscaling: none (bicubic, the tutorial), photo, matte, auto.") var refine: MaskRefinement = .none
+    @Option(help: "Mask upscaling: none (bicubic, the tutorial), photo, matte, auto.") var refine: MaskRefinement =
+        .none
     @Flag(help: "Blur without protecting the subject (the tutorial's plain variable blur).") var plainBlur = false
-    @Option(help: "Lens: blur diameter in pixels for the photo's whole disparity range. (default: 40 at 12 MP, scaled)") var aperture: Float?
-    @Option(help: "Lens: full-frame-equivalent f-number (needs absolute depth and the camera's calibration).") var fNumber: Double?
+    @Option(help: "Lens: blur diameter in pixels for the photo's whole disparity range. (default: 40 at 12 MP, scaled)")
+    var aperture: Float?
+    @Option(help: "Lens: full-frame-equivalent f-number (needs absolute depth and the camera's calibration).")
+    var fNumber: Double?
     @Option(help: "Lens: diaphragm blades, 0 for a circle or 3...16.") var blades: Int = 0
     @Option(help: "Lens: rotation of the blades in degrees.") var bladeRotation: Float = 0
     @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
@@ -69,11 +75,25 @@ struct Portrait: ParsableCommand {
 
     var settings: PortraitSettings {
         var s = PortraitSettings()
-        s.effect = effect; s.slope = slope; s.width = width; s.radius = radius; s.levels = levels
-        s.refine = refine; s.protectSubject = !plainBlur
-        s.aperture = aperture; s.fNumber = fNumber; s.shape = ApertureShape(blades: blades, rotation: bladeRotation)
-        s.catEye = catEye ? 0.6 : 0; s.highlights = highlights
-        if let d = focusDistance { s.focus = .distance(metres: d) } else if let p = focusPoint { s.focus = .point(p) } else { s.focus = .normalized(focus ?? 0.5) }
+        s.effect = effect
+        s.slope = slope
+        s.width = width
+        s.radius = radius
+        s.levels = levels
+        s.refine = refine
+        s.protectSubject = !plainBlur
+        s.aperture = aperture
+        s.fNumber = fNumber
+        s.shape = ApertureShape(blades: blades, rotation: bladeRotation)
+        s.catEye = catEye ? 0.6 : 0
+        s.highlights = highlights
+        if let d = focusDistance {
+            s.focus = .distance(metres: d)
+        } else if let p = focusPoint {
+            s.focus = .point(p)
+        } else {
+            s.focus = .normalized(focus ?? 0.5)
+        }
         return s
     }
 
@@ -94,22 +114,35 @@ struct Portrait: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Every output is checked before any work, so a refusal never leaves one of them written.
-            try AtomicOutput.check(files: [report], images: [output, saveMask], inputs: [photo, depthMap].compactMap { $0 }, overwrite: force)
-            let renderer = try depthMap.map { try PortraitRenderer(DepthReader.read(photo: photo, depthMap: $0, kind: depthKind)) }
+            try AtomicOutput.check(
+                files: [report], images: [output, saveMask], inputs: [photo, depthMap].compactMap { $0 },
+                overwrite: force)
+            let renderer =
+                try depthMap.map { try PortraitRenderer(DepthReader.read(photo: photo, depthMap: $0, kind: depthKind)) }
                 ?? PortraitRenderer(contentsOf: photo, options: source.readOptions)
             for w in renderer.photo.warnings { Diagnostics.warning("\(photo): \(w)") }
             var r = try renderer.render(settings)
             try r.report.times.measure(\.encode) {
-                try ImageCodecs.write(r.image, to: output, options: WriteOptions(quality: quality, metadata: r.metadata, overwrite: force,
-                                                                                 compression: lossless.compression))
+                try ImageCodecs.write(
+                    r.image, to: output,
+                    options: WriteOptions(
+                        quality: quality, metadata: r.metadata, overwrite: force,
+                        compression: lossless.compression))
                 if let saveMask {
-                    try ImageCodecs.write(.uint8(DepthEffects.grey(r.mask, as: UInt8.self)), to: saveMask, options: WriteOptions(overwrite: force, compression: lossless.compression))
+                    try ImageCodecs.write(
+                        .uint8(DepthEffects.grey(r.mask, as: UInt8.self)), to: saveMask,
+                        options: WriteOptions(overwrite: force, compression: lossless.compression))
                 }
             }
             r.report.times = r.report.times.rounded
             if let report { try ReportFile.write(r.report, to: report, overwrite: force) }
-            FileHandle.standardError.write(Data(String(format: "%@: %@ at focus %.3f (%@), %.0f%% of the photo in focus; %.2f s\n", output,
-                effect.rawValue, r.report.focus, r.report.focusFrom, 100 * r.report.mask.fractionOverHalf, r.report.times.total ?? 0).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "%@: %@ at focus %.3f (%@), %.0f%% of the photo in focus; %.2f s\n", output,
+                        effect.rawValue, r.report.focus, r.report.focusFrom, 100 * r.report.mask.fractionOverHalf,
+                        r.report.times.total ?? 0
+                    ).utf8))
         }
     }
 }

@@ -19,19 +19,23 @@ final class ProgressDisplay: @unchecked Sendable {
     /// A callback for the library's `progress` options, or nil when quiet.
     var stackCallback: (@Sendable (StackProgress) -> Void)? {
         guard enabled else { return nil }
-        return { [self] p in show(stage: p.stage.rawValue, done: p.done, total: p.total, unit: p.stage.unit, remaining: p.remaining) }
+        return { [self] p in
+            show(stage: p.stage.rawValue, done: p.done, total: p.total, unit: p.stage.unit, remaining: p.remaining)
+        }
     }
 
     /// Shows `done` of `total` `unit` in `stage`, with the time left when known.
     func show(stage: String, done: Int, total: Int, unit: String, remaining: Double?) {
         guard enabled else { return }
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         let now = Date()
         let finished = done >= total
         if tty {
             guard stage != lastStage || finished || now.timeIntervalSince(lastPrint) > 0.1 else { return }
             if stage != lastStage && lineOpen { write("\n") }
-            lastStage = stage; lastPrint = now
+            lastStage = stage
+            lastPrint = now
             let width = 24, filled = total > 0 ? min(width, done * width / total) : 0
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
             var line = "\(stage) [\(bar)] \(done)/\(total) \(unit)"
@@ -40,7 +44,8 @@ final class ProgressDisplay: @unchecked Sendable {
             lineOpen = !finished
         } else {
             guard stage != lastStage || finished || now.timeIntervalSince(lastPrint) > 0.5 else { return }
-            lastStage = stage; lastPrint = now
+            lastStage = stage
+            lastPrint = now
             var line = "\(stage): \(done)/\(total) \(unit)"
             if let r = remaining { line += ", about " + Self.duration(r) + " left" }
             write(line + "\n")
@@ -49,8 +54,12 @@ final class ProgressDisplay: @unchecked Sendable {
 
     /// Ends an open progress line so that the next message starts on its own line.
     func finish() {
-        lock.lock(); defer { lock.unlock() }
-        if lineOpen { write("\n"); lineOpen = false }
+        lock.lock()
+        defer { lock.unlock() }
+        if lineOpen {
+            write("\n")
+            lineOpen = false
+        }
     }
 
     /// A free-form progress message (a plain line; closes an open bar first).
@@ -71,13 +80,13 @@ final class ProgressDisplay: @unchecked Sendable {
 func peakResidentMB() -> Int {
     var u = rusage()
     #if os(Linux)
-    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u) == 0 else { return 0 }
+        guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u) == 0 else { return 0 }
     #else
-    guard getrusage(RUSAGE_SELF, &u) == 0 else { return 0 }
+        guard getrusage(RUSAGE_SELF, &u) == 0 else { return 0 }
     #endif
     #if os(Linux)
-    return (u.ru_maxrss + 1023) / 1024
+        return (u.ru_maxrss + 1023) / 1024
     #else
-    return (u.ru_maxrss + (1 << 20) - 1) >> 20
+        return (u.ru_maxrss + (1 << 20) - 1) >> 20
     #endif
 }

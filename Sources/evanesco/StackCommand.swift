@@ -10,44 +10,66 @@ struct Stack: ParsableCommand {
         commandName: "stack",
         abstract: "Align a burst and merge it so that whatever moves vanishes.",
         discussion: """
-        INPUT is image files, a folder of images (sorted by name) or one video file. Frames that \
-        cannot be decoded or aligned are reported on stderr and left out. Two frames are merged by \
-        their mean, since two cannot outvote a moving object. A hand-held burst whose near and far \
-        things moved differently (parallax) gets local alignment on top of its homography: \
-        automatically where a coarse look finds parallax, on every frame with --align local; the \
-        report's frames[].local says what was done.
+            INPUT is image files, a folder of images (sorted by name) or one video file. Frames that \
+            cannot be decoded or aligned are reported on stderr and left out. Two frames are merged by \
+            their mean, since two cannot outvote a moving object. A hand-held burst whose near and far \
+            things moved differently (parallax) gets local alignment on top of its homography: \
+            automatically where a coarse look finds parallax, on every frame with --align local; the \
+            report's frames[].local says what was done.
 
-        EXAMPLES:
-          evanesco stack burst/*.jpg -o clean.jpg
-          evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
-          evanesco stack tripod/ --align none --merge median -o out.tif --bit-depth 16
-          evanesco stack desk/ --align local -o clean.jpg --save-maps maps/
-          evanesco stack square/*.jpg --erase tourist-mask.png -o clean.jpg
-        """)
+            EXAMPLES:
+              evanesco stack burst/*.jpg -o clean.jpg
+              evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
+              evanesco stack tripod/ --align none --merge median -o out.tif --bit-depth 16
+              evanesco stack desk/ --align local -o clean.jpg --save-maps maps/
+              evanesco stack square/*.jpg --erase tourist-mask.png -o clean.jpg
+            """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "auto (homography, falling back to translation, plus local alignment on frames with parallax), none, translation, homography or local (homography plus a per-cell correction on every frame).") var align: AlignMode = .auto
+    @Option(
+        help:
+            "auto (homography, falling back to translation, plus local alignment on frames with parallax), none, translation, homography or local (homography plus a per-cell correction on every frame)."
+    ) var align: AlignMode = .auto
     @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge: MergeMethod = .robust
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
-    @Option(help: "Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half (default: 1 above 8 MP, else 0).")
+    @Option(
+        help:
+            "Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half (default: 1 above 8 MP, else 0)."
+    )
     var alignLevel: Int?
-    @Option(help: "Warp interpolation: catmull-rom, bilinear, bicubic or nearest (catmullRom, the old spelling, is accepted too).") var interpolation: Interpolation = .catmullRom
+    @Option(
+        help:
+            "Warp interpolation: catmull-rom, bilinear, bicubic or nearest (catmullRom, the old spelling, is accepted too)."
+    ) var interpolation: Interpolation = .catmullRom
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
     @OptionGroup var lossless: LosslessOptions
-    @Option(help: "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or a truth.json.")
+    @Option(
+        help:
+            "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or a truth.json."
+    )
     var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
-    @Option(help: "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values.")
+    @Option(
+        help:
+            "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values."
+    )
     var saveMaps: String?
-    @Option(help: "Erase what the merge keeps inside MASK: a picture the size of the result, white where it must go (someone who stood there most of the burst). Those pixels are merged again from the frames that saw behind.")
+    @Option(
+        help:
+            "Erase what the merge keeps inside MASK: a picture the size of the result, white where it must go (someone who stood there most of the burst). Those pixels are merged again from the frames that saw behind."
+    )
     var erase: String?
-    @Option(help: "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit).")
+    @Option(
+        help:
+            "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit)."
+    )
     var memoryLimit = (StackOptions().memoryLimit ?? 0) >> 20
-    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir: String?
+    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir:
+        String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -70,8 +92,10 @@ struct Stack: ParsableCommand {
     }
 
     /// The flag of each setting the library names.
-    static let flags = ["reference frame": "--reference", "video frames": "--frames", "spill directory": "--spill-dir",
-                        "memory limit": "--memory-limit"]
+    static let flags = [
+        "reference frame": "--reference", "video frames": "--frames", "spill directory": "--spill-dir",
+        "memory limit": "--memory-limit"
+    ]
 
     func validate() throws {
         let options = try options()
@@ -82,17 +106,23 @@ struct Stack: ParsableCommand {
         guard let format = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
             throw ValidationError("\(output): name the output .jpg, .png or .tif")
         }
-        if bitDepth == 16 && format == .jpeg { throw ValidationError("--bit-depth 16 needs a .png or .tif output; JPEG holds 8 bits") }
+        if bitDepth == 16 && format == .jpeg {
+            throw ValidationError("--bit-depth 16 needs a .png or .tif output; JPEG holds 8 bits")
+        }
     }
 
     func run() throws {
         try reportingErrors {
             // Refuse before any work if an output would be clobbered.
             var isDir: ObjCBool = false
-            let mapFiles = saveMaps.map { dir in StackMaps.fileNames.map { (dir as NSString).appendingPathComponent($0) } } ?? []
-            let mapsDirExists = saveMaps.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue } ?? false
-            try AtomicOutput.check(files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
-                                   inputs: inputs + [homographies, erase].compactMap { $0 }, overwrite: force)
+            let mapFiles =
+                saveMaps.map { dir in StackMaps.fileNames.map { (dir as NSString).appendingPathComponent($0) } } ?? []
+            let mapsDirExists =
+                saveMaps.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
+                ?? false
+            try AtomicOutput.check(
+                files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
+                inputs: inputs + [homographies, erase].compactMap { $0 }, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
             var options = try options()
             options.progress = progress.stackCallback
@@ -105,15 +135,20 @@ struct Stack: ParsableCommand {
             progress.finish()
             for n in result.notices {
                 // The library says what to do in words; here, with the flag that does it.
-                if case .depthConverted(_, let from, let to) = n, from > to { Diagnostics.warning(n.description + " (--reference N)") } else {
+                if case .depthConverted(_, let from, let to) = n, from > to {
+                    Diagnostics.warning(n.description + " (--reference N)")
+                } else {
                     Diagnostics.warning(n.description)
                 }
             }
             var image = result.image
             if let b = bitDepth { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
             try result.timings.measure(\.encode) {
-                try ImageCodecs.write(image, to: output, options: WriteOptions(quality: quality, metadata: result.referenceMetadata,
-                                                                               overwrite: force, compression: lossless.compression))
+                try ImageCodecs.write(
+                    image, to: output,
+                    options: WriteOptions(
+                        quality: quality, metadata: result.referenceMetadata,
+                        overwrite: force, compression: lossless.compression))
             }
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             if let dir = saveMaps { try FrameSaver.saveMaps(result, to: dir, overwrite: force) }
@@ -123,9 +158,16 @@ struct Stack: ParsableCommand {
                 r.peakResidentMB = peakResidentMB()
                 try ReportFile.write(r, to: report, overwrite: force)
             }
-            let skipped = result.skippedInputs == 0 ? "" : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
-            try StandardOutput.line(String(format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width, image.height,
-                         result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped, result.timings.total ?? 0))
+            let skipped =
+                result.skippedInputs == 0
+                ? ""
+                : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
+            try StandardOutput.line(
+                String(
+                    format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width,
+                    image.height,
+                    result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped,
+                    result.timings.total ?? 0))
             if let erased = result.erase { try StandardOutput.line(erased.description) }
             if let saved { try StandardOutput.line("frames saved in \(saved)") }
             if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }

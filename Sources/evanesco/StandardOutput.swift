@@ -9,7 +9,8 @@ enum StandardOutput {
     struct Failure: Error, CustomStringConvertible {
         let code: Int32
         var description: String {
-            code == EPIPE ? "standard output was closed before the result was written (the reader went away)"
+            code == EPIPE
+                ? "standard output was closed before the result was written (the reader went away)"
                 : "cannot write the result to standard output: \(WriteFailure.reason(code))"
         }
     }

@@ -8,27 +8,30 @@ struct StudioCommand: ParsableCommand {
         commandName: "studio",
         abstract: "Open the studio: the burst, depth and backdrop apps as one local web app.",
         discussion: """
-        Serves a page on this machine that lists the images, folders and videos under PATH... \
-        (folders of images are bursts) and opens them in three workspaces: Burst (align and \
-        merge with live progress, before/after, per-pixel maps, downloads), Depth (the Image \
-        Depth Maps tutorial's views and effects with a live focus slider) and Backdrop (replace \
-        the background behind a person). Files can also be dropped on the page.
+            Serves a page on this machine that lists the images, folders and videos under PATH... \
+            (folders of images are bursts) and opens them in three workspaces: Burst (align and \
+            merge with live progress, before/after, per-pixel maps, downloads), Depth (the Image \
+            Depth Maps tutorial's views and effects with a live focus slider) and Backdrop (replace \
+            the background behind a person). Files can also be dropped on the page.
 
-        When ready it prints one line on stdout, `studio: http://HOST:PORT/?token=TOKEN`, and \
-        opens it with xdg-open unless --no-open. Every request but the page itself needs the \
-        token; Host and Origin are checked and only files under PATH... are served. Ctrl-C \
-        stops it and removes its temporary files.
+            When ready it prints one line on stdout, `studio: http://HOST:PORT/?token=TOKEN`, and \
+            opens it with xdg-open unless --no-open. Every request but the page itself needs the \
+            token; Host and Origin are checked and only files under PATH... are served. Ctrl-C \
+            stops it and removes its temporary files.
 
-        EXAMPLES:
-          evanesco studio ~/Pictures
-          evanesco studio burst/ IMG_0001.HEIC --port 8750 --no-open
-        """)
+            EXAMPLES:
+              evanesco studio ~/Pictures
+              evanesco studio burst/ IMG_0001.HEIC --port 8750 --no-open
+            """)
 
     @Argument(help: "Files and folders to show (default: the current folder).") var paths: [String] = []
     @Option(help: "Address to listen on (127.0.0.1: this machine only).") var host = "127.0.0.1"
     @Option(help: "Port, 0 for any free one.") var port = 0
     @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
-    @Option(help: "Megabytes a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file (0: no limit).")
+    @Option(
+        help:
+            "Megabytes a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file (0: no limit)."
+    )
     var memoryLimit = 1024
     @Flag(help: "Do not open a browser.") var noOpen = false
 
@@ -44,7 +47,9 @@ struct StudioCommand: ParsableCommand {
     func run() throws {
         try reportingErrors {
             var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
-            config.host = host; config.port = port; config.maxUploadBytes = maxUploadMb << 20
+            config.host = host
+            config.port = port
+            config.maxUploadBytes = maxUploadMb << 20
             config.burstMemoryLimit = try memoryLimitBytes(memoryLimit)
             let studio = try Studio(config)
             let open = !noOpen
@@ -90,8 +95,11 @@ struct StudioCommand: ParsableCommand {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["xdg-open", url]
-        p.standardOutput = FileHandle.nullDevice; p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch { Diagnostics.warning("could not start xdg-open (\(error)); open the URL above in a browser") }
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch {
+            Diagnostics.warning("could not start xdg-open (\(error)); open the URL above in a browser")
+        }
     }
 }
 
@@ -99,6 +107,14 @@ struct StudioCommand: ParsableCommand {
 final class LockedResult: @unchecked Sendable {
     private let lock = NSLock()
     private var e: Error?
-    func set(_ error: Error) { lock.lock(); e = error; lock.unlock() }
-    var error: Error? { lock.lock(); defer { lock.unlock() }; return e }
+    func set(_ error: Error) {
+        lock.lock()
+        e = error
+        lock.unlock()
+    }
+    var error: Error? {
+        lock.lock()
+        defer { lock.unlock() }
+        return e
+    }
 }

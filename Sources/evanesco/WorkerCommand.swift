@@ -9,16 +9,16 @@ struct Worker: ParsableCommand {
         commandName: "worker",
         abstract: "Run jobs from a PostgreSQL queue until stopped (SIGTERM drains).",
         discussion: """
-        Start as many as you like, on as many machines as share the queue and the files. Each \
-        claims jobs under a lease it renews; a worker that dies loses its lease after --lease \
-        seconds and another takes the job; a worker that lost its lease discards its work, so \
-        every output is placed once. SIGTERM or SIGINT stops claiming, lets running jobs finish \
-        within --grace seconds and gives back the rest. One line per job on stderr.
+            Start as many as you like, on as many machines as share the queue and the files. Each \
+            claims jobs under a lease it renews; a worker that dies loses its lease after --lease \
+            seconds and another takes the job; a worker that lost its lease discards its work, so \
+            every output is placed once. SIGTERM or SIGINT stops claiming, lets running jobs finish \
+            within --grace seconds and gives back the rest. One line per job on stderr.
 
-        EXAMPLES:
-          evanesco worker --queue postgres://me@db/photos --jobs 2
-          EVANESCO_QUEUE=postgres://me@db/photos evanesco worker --metrics-port 9464
-        """)
+            EXAMPLES:
+              evanesco worker --queue postgres://me@db/photos --jobs 2
+              EVANESCO_QUEUE=postgres://me@db/photos evanesco worker --metrics-port 9464
+            """)
 
     @OptionGroup var queue: QueueOption
     @Option(help: "Jobs run at once.") var jobs = 1
@@ -37,7 +37,9 @@ struct Worker: ParsableCommand {
         guard (1...3600).contains(lease) else { throw ValidationError("--lease must be within 1...3600 seconds") }
         guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
         guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
-        if let p = metricsPort, !(1...65535).contains(p) { throw ValidationError("--metrics-port must be within 1...65535") }
+        if let p = metricsPort, !(1...65535).contains(p) {
+            throw ValidationError("--metrics-port must be within 1...65535")
+        }
         var address = in6_addr()
         guard inet_pton(AF_INET, metricsHost, &address) == 1 || inet_pton(AF_INET6, metricsHost, &address) == 1 else {
             throw ValidationError("--metrics-host must be an IP address (127.0.0.1, 0.0.0.0, ::1)")
@@ -46,7 +48,10 @@ struct Worker: ParsableCommand {
 
     func run() throws {
         var settings = QueueWorker.Settings()
-        settings.concurrency = jobs; settings.lease = lease; settings.poll = poll; settings.grace = grace
+        settings.concurrency = jobs
+        settings.lease = lease
+        settings.poll = poll
+        settings.grace = grace
         settings.exitWhenDone = exitWhenDone
         let address = try queue.address(), port = metricsPort, host = metricsHost, quiet = quiet
         LoggingSystem.bootstrap { label in
@@ -57,7 +62,8 @@ struct Worker: ParsableCommand {
         var logger = Logger(label: "evanesco.worker")
         logger.logLevel = quiet ? .warning : .info
         let metrics = port == nil ? nil : WorkerMetrics()
-        let queue = try JobQueue(address, logger: Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let queue = try JobQueue(
+            address, logger: Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }))
         let worker = QueueWorker(queue: queue, settings: settings, metrics: metrics, logger: logger)
         // SIGTERM and SIGINT drain instead of killing.
         var sources: [DispatchSourceSignal] = []
@@ -76,7 +82,8 @@ struct Worker: ParsableCommand {
         }
         queue.close()
         _ = sources
-        try StandardOutput.line("worker \(settings.name): \(summary.done) done, \(summary.failed) failed, \(summary.retried) to retry, "
-                                + "\(summary.discarded) discarded (lease lost), \(summary.released) given back")
+        try StandardOutput.line(
+            "worker \(settings.name): \(summary.done) done, \(summary.failed) failed, \(summary.retried) to retry, "
+                + "\(summary.discarded) discarded (lease lost), \(summary.released) given back")
     }
 }

@@ -5,7 +5,9 @@ import EvanescoIO
 @testable import EvanescoAlign
 
 @Suite struct LocalAlignmentKnownAnswers {
-    @Test("A frame equal to the reference has a zero field; a frame shifted by (2.5, -1.25) px with an identity homography has that field")
+    @Test(
+        "A frame equal to the reference has a zero field; a frame shifted by (2.5, -1.25) px with an identity homography has that field"
+    )
     func knownShift() {
         let ref = scene(320, 240)
         let rp = GreyPyramid(ref)
@@ -17,14 +19,18 @@ import EvanescoIO
         let f = LocalAligner.estimate(reference: rp, frame: GreyPyramid(moved), homography: .identity)
         // Away from the frame's border (24 px), where the shifted frame has no pixels.
         var errs: [Float] = []
-        for j in 0..<f.field.rows { for i in 0..<f.field.columns {
-            let x = (Float(i) + 0.5) * Float(f.field.cell), y = (Float(j) + 0.5) * Float(f.field.cell)
-            guard x > 24, y > 24, x < 296, y < 216 else { continue }
-            let idx = j * f.field.columns + i
-            errs.append(max(abs(f.field.dx[idx] - 2.5), abs(f.field.dy[idx] + 1.25)))
-        }}
+        for j in 0..<f.field.rows {
+            for i in 0..<f.field.columns {
+                let x = (Float(i) + 0.5) * Float(f.field.cell), y = (Float(j) + 0.5) * Float(f.field.cell)
+                guard x > 24, y > 24, x < 296, y < 216 else { continue }
+                let idx = j * f.field.columns + i
+                errs.append(max(abs(f.field.dx[idx] - 2.5), abs(f.field.dy[idx] + 1.25)))
+            }
+        }
         errs.sort()
-        #expect(errs[errs.count * 9 / 10] < 0.05 && errs.last! < 0.3, "p90 \(errs[errs.count * 9 / 10]), worst \(errs.last!) px; \(f.statistics)")
+        #expect(
+            errs[errs.count * 9 / 10] < 0.05 && errs.last! < 0.3,
+            "p90 \(errs[errs.count * 9 / 10]), worst \(errs.last!) px; \(f.statistics)")
     }
 }
 
@@ -33,16 +39,19 @@ import EvanescoIO
     static func bent(_ img: Image<UInt8>, _ d: (Float, Float) -> SIMD2<Float>) -> Image<UInt8> {
         let w = img.width, h = img.height
         return Image<UInt8>(width: w, height: h, channels: 3) { out in
-            for y in 0..<h { for x in 0..<w {
-                let v = d(Float(x), Float(y))
-                let sx = min(max(Float(x) - v.x, 0), Float(w - 1)), sy = min(max(Float(y) - v.y, 0), Float(h - 1))
-                let ix = min(Int(sx), w - 2), iy = min(Int(sy), h - 2), tx = sx - Float(ix), ty = sy - Float(iy)
-                for c in 0..<3 {
-                    func p(_ xx: Int, _ yy: Int) -> Float { Float(img[xx, yy, c]) }
-                    let top = p(ix, iy) + (p(ix + 1, iy) - p(ix, iy)) * tx, bot = p(ix, iy + 1) + (p(ix + 1, iy + 1) - p(ix, iy + 1)) * tx
-                    out[(y * w + x) * 3 + c] = UInt8(clampingRounded: top + (bot - top) * ty)
+            for y in 0..<h {
+                for x in 0..<w {
+                    let v = d(Float(x), Float(y))
+                    let sx = min(max(Float(x) - v.x, 0), Float(w - 1)), sy = min(max(Float(y) - v.y, 0), Float(h - 1))
+                    let ix = min(Int(sx), w - 2), iy = min(Int(sy), h - 2), tx = sx - Float(ix), ty = sy - Float(iy)
+                    for c in 0..<3 {
+                        func p(_ xx: Int, _ yy: Int) -> Float { Float(img[xx, yy, c]) }
+                        let top = p(ix, iy) + (p(ix + 1, iy) - p(ix, iy)) * tx,
+                            bot = p(ix, iy + 1) + (p(ix + 1, iy + 1) - p(ix, iy + 1)) * tx
+                        out[(y * w + x) * 3 + c] = UInt8(clampingRounded: top + (bot - top) * ty)
+                    }
                 }
-            }}
+            }
         }
     }
 
@@ -56,26 +65,34 @@ import EvanescoIO
             for c in 0..<3 { img.samples[i * 3 + c] = UInt8(clamping: Int(img.samples[i * 3 + c]) + n) }
         }
         // Light smoothing, as a lens and demosaicing leave it.
-        return img.resized(width: w / 2, height: h / 2, interpolation: .bilinear).resized(width: w, height: h, interpolation: .bicubic)
+        return img.resized(width: w / 2, height: h / 2, interpolation: .bilinear).resized(
+            width: w, height: h, interpolation: .bicubic)
     }
 
-    @Test("A smooth field (up to 3 px, 0.06 px/px) is recovered within 0.2 px (90 % of cells) at every cell size", arguments: [8, 12, 16, 24])
+    @Test(
+        "A smooth field (up to 3 px, 0.06 px/px) is recovered within 0.2 px (90 % of cells) at every cell size",
+        arguments: [8, 12, 16, 24])
     func smoothFieldRecovered(cell: Int) {
         let ref = Self.textured(320, 240)
         let truth = { (x: Float, y: Float) in SIMD2<Float>(3 * sinf(x / 50), 2.5 * cosf(y / 40)) }
         let frame = Self.bent(ref, truth)
-        var o = LocalAlignmentOptions(); o.cell = cell
-        let f = LocalAligner.estimate(reference: GreyPyramid(ref), frame: GreyPyramid(frame), homography: .identity, options: o).field
+        var o = LocalAlignmentOptions()
+        o.cell = cell
+        let f = LocalAligner.estimate(
+            reference: GreyPyramid(ref), frame: GreyPyramid(frame), homography: .identity, options: o
+        ).field
         var errs: [Float] = []
-        for j in 0..<f.rows { for i in 0..<f.columns {
-            let x = (Float(i) + 0.5) * Float(f.cell) - 0.5, y = (Float(j) + 0.5) * Float(f.cell) - 0.5
-            guard x > 24, y > 24, x < 296, y < 216 else { continue }
-            // The field says where reference pixel p is in the frame: p + t with t = d(p + t).
-            var t = truth(x, y)
-            for _ in 0..<6 { t = truth(x + t.x, y + t.y) }
-            let idx = j * f.columns + i
-            errs.append(max(abs(f.dx[idx] - t.x), abs(f.dy[idx] - t.y)))
-        }}
+        for j in 0..<f.rows {
+            for i in 0..<f.columns {
+                let x = (Float(i) + 0.5) * Float(f.cell) - 0.5, y = (Float(j) + 0.5) * Float(f.cell) - 0.5
+                guard x > 24, y > 24, x < 296, y < 216 else { continue }
+                // The field says where reference pixel p is in the frame: p + t with t = d(p + t).
+                var t = truth(x, y)
+                for _ in 0..<6 { t = truth(x + t.x, y + t.y) }
+                let idx = j * f.columns + i
+                errs.append(max(abs(f.dx[idx] - t.x), abs(f.dy[idx] - t.y)))
+            }
+        }
         errs.sort()
         let p90 = errs[errs.count * 9 / 10]
         #expect(p90 < 0.2, "cell \(cell): p90 error \(p90), max \(errs.last!)")
@@ -84,21 +101,28 @@ import EvanescoIO
     /// The field's 3x3 median filter (sorted columns, 4 cells at a time inside) against the
     /// median of each cell's neighbours sorted, on grids from 1 x 1 to wider than a vector, with
     /// ties (values drawn from a few levels) and without.
-    @Test(arguments: [(1, 1), (1, 5), (5, 1), (2, 2), (3, 3), (4, 3), (5, 4), (6, 5), (7, 3), (9, 6), (13, 11), (94, 63)])
+    @Test(arguments: [
+        (1, 1), (1, 5), (5, 1), (2, 2), (3, 3), (4, 3), (5, 4), (6, 5), (7, 3), (9, 6), (13, 11), (94, 63)
+    ])
     func medianFilterIsTheMedianOfEachNeighbourhood(_ size: (Int, Int)) {
         let (c, r) = size
         var rng = SplitMix(seed: UInt64(c * 1000 + r))
         for levels in [0, 3] {
             let v = (0..<(c * r)).map { _ -> Float in
-                levels > 0 ? Float(rng.next() % UInt64(levels)) : Float(rng.next() % 1_000_000) / 1000 - 500 }
+                levels > 0 ? Float(rng.next() % UInt64(levels)) : Float(rng.next() % 1_000_000) / 1000 - 500
+            }
             let filtered = LocalAligner.median3x3(v, columns: c, rows: r)
             var wrong = 0
-            for j in 0..<r { for i in 0..<c {
-                var n: [Float] = []
-                for jj in max(0, j - 1)...min(r - 1, j + 1) { for ii in max(0, i - 1)...min(c - 1, i + 1) { n.append(v[jj * c + ii]) } }
-                n.sort()
-                if filtered[j * c + i] != n[n.count / 2] { wrong += 1 }
-            }}
+            for j in 0..<r {
+                for i in 0..<c {
+                    var n: [Float] = []
+                    for jj in max(0, j - 1)...min(r - 1, j + 1) {
+                        for ii in max(0, i - 1)...min(c - 1, i + 1) { n.append(v[jj * c + ii]) }
+                    }
+                    n.sort()
+                    if filtered[j * c + i] != n[n.count / 2] { wrong += 1 }
+                }
+            }
             #expect(wrong == 0, "\(c) x \(r), \(levels) levels: \(wrong) cells differ")
         }
     }
@@ -114,12 +138,16 @@ import EvanescoIO
         let fresh = LocalAligner.estimate(reference: GreyPyramid(ref), frame: fp, homography: .identity)
         #expect(coarse.level == 2 && continued.field.cell == fresh.field.cell)
         var worst: Float = 0
-        for j in 0..<fresh.field.rows { for i in 0..<fresh.field.columns {
-            let x = (Float(i) + 0.5) * Float(fresh.field.cell), y = (Float(j) + 0.5) * Float(fresh.field.cell)
-            guard x > 24, y > 24, x < 296, y < 216 else { continue }
-            let k = j * fresh.field.columns + i
-            worst = max(worst, abs(continued.field.dx[k] - fresh.field.dx[k]), abs(continued.field.dy[k] - fresh.field.dy[k]))
-        }}
+        for j in 0..<fresh.field.rows {
+            for i in 0..<fresh.field.columns {
+                let x = (Float(i) + 0.5) * Float(fresh.field.cell), y = (Float(j) + 0.5) * Float(fresh.field.cell)
+                guard x > 24, y > 24, x < 296, y < 216 else { continue }
+                let k = j * fresh.field.columns + i
+                worst = max(
+                    worst, abs(continued.field.dx[k] - fresh.field.dx[k]),
+                    abs(continued.field.dy[k] - fresh.field.dy[k]))
+            }
+        }
         #expect(worst < 0.1, "continued and fresh fields differ by up to \(worst) px")
     }
 }
@@ -133,13 +161,20 @@ extension LocalAlignmentSmoothField {
         let frame = Self.bent(ref, { x, y in SIMD2<Float>(2 * sinf(x / 45), 1.5 * cosf(y / 35)) })
         let prepared = LocalAligner.Reference(GreyPyramid(ref)), fp = GreyPyramid(frame)
         var options = [LocalAlignmentOptions(), LocalAlignmentOptions(), LocalAlignmentOptions()]
-        options[1].cell = 24; options[1].detailWindowRadius = 9
-        options[2].windowRadius = 20; options[2].detailCell = 6
-        for round in 0..<2 { for o in options {
-            let shared = LocalAligner.estimate(reference: prepared, frame: fp, homography: .identity, options: o)
-            let fresh = LocalAligner.estimate(reference: GreyPyramid(ref), frame: fp, homography: .identity, options: o)
-            #expect(shared.field.dx == fresh.field.dx && shared.field.dy == fresh.field.dy, "round \(round), cell \(o.cell) window \(o.windowRadius)")
-        }}
+        options[1].cell = 24
+        options[1].detailWindowRadius = 9
+        options[2].windowRadius = 20
+        options[2].detailCell = 6
+        for round in 0..<2 {
+            for o in options {
+                let shared = LocalAligner.estimate(reference: prepared, frame: fp, homography: .identity, options: o)
+                let fresh = LocalAligner.estimate(
+                    reference: GreyPyramid(ref), frame: fp, homography: .identity, options: o)
+                #expect(
+                    shared.field.dx == fresh.field.dx && shared.field.dy == fresh.field.dy,
+                    "round \(round), cell \(o.cell) window \(o.windowRadius)")
+            }
+        }
     }
 }
 

@@ -7,15 +7,27 @@ import EvanescoIO
 /// A textured test scene: smooth blobs plus fine detail, deterministic.
 func scene(_ w: Int, _ h: Int, seed: UInt64 = 3) -> Image<UInt8> {
     var s = seed
-    func rnd() -> Float { s = s &* 6364136223846793005 &+ 1442695040888963407; return Float(s >> 40) / Float(1 << 24) }
-    let blobs = (0..<40).map { _ in (rnd() * Float(w), rnd() * Float(h), 4 + rnd() * Float(min(w, h)) / 8, rnd() * 200 - 100) }
+    func rnd() -> Float {
+        s = s &* 6364136223846793005 &+ 1442695040888963407
+        return Float(s >> 40) / Float(1 << 24)
+    }
+    let blobs = (0..<40).map { _ in
+        (rnd() * Float(w), rnd() * Float(h), 4 + rnd() * Float(min(w, h)) / 8, rnd() * 200 - 100)
+    }
     return Image<UInt8>(width: w, height: h, channels: 3) { d in
-        for y in 0..<h { for x in 0..<w {
-            var v: Float = 120 + 30 * sinf(Float(x) * 0.05) * cosf(Float(y) * 0.043)
-            for (bx, by, r, a) in blobs { let dx = Float(x) - bx, dy = Float(y) - by; v += a * expf(-(dx * dx + dy * dy) / (2 * r * r)) }
-            let o = (y * w + x) * 3
-            d[o] = UInt8(clampingRounded: v); d[o + 1] = UInt8(clampingRounded: v * 0.9 + 10); d[o + 2] = UInt8(clampingRounded: 255 - v)
-        }}
+        for y in 0..<h {
+            for x in 0..<w {
+                var v: Float = 120 + 30 * sinf(Float(x) * 0.05) * cosf(Float(y) * 0.043)
+                for (bx, by, r, a) in blobs {
+                    let dx = Float(x) - bx, dy = Float(y) - by
+                    v += a * expf(-(dx * dx + dy * dy) / (2 * r * r))
+                }
+                let o = (y * w + x) * 3
+                d[o] = UInt8(clampingRounded: v)
+                d[o + 1] = UInt8(clampingRounded: v * 0.9 + 10)
+                d[o + 2] = UInt8(clampingRounded: 255 - v)
+            }
+        }
     }
 }
 
@@ -28,11 +40,13 @@ func frame(of img: Image<UInt8>, registration h: Homography) -> Image<UInt8> {
 /// Mean distance between two homographies' images of a 9x7 grid over the frame (score.py's metric).
 func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
     var sum = 0.0
-    for i in 0..<9 { for j in 0..<7 {
-        let x = Double(w - 1) * Double(i) / 8, y = Double(h - 1) * Double(j) / 6
-        let p = a.apply(x, y)!, q = b.apply(x, y)!
-        sum += ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot()
-    }}
+    for i in 0..<9 {
+        for j in 0..<7 {
+            let x = Double(w - 1) * Double(i) / 8, y = Double(h - 1) * Double(j) / 6
+            let p = a.apply(x, y)!, q = b.apply(x, y)!
+            sum += ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot()
+        }
+    }
     return sum / 63
 }
 
@@ -56,7 +70,9 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
 
     @Test(arguments: [1.5, -3.0])
     func rotationsAndKeystone(_ degrees: Double) throws {
-        let truth = Homography.rotation(degrees: degrees, scale: 1.01, about: 150, 130) * Homography([1, 0, 2, 0, 1, -1, 2e-5, -1e-5, 1])
+        let truth =
+            Homography.rotation(degrees: degrees, scale: 1.01, about: 150, 130)
+            * Homography([1, 0, 2, 0, 1, -1, 2e-5, -1e-5, 1])
         let f = frame(of: Self.ref, registration: truth)
         let r = try Self.reference.register(f, model: .homography)
         #expect(gridError(r.homography, truth, 320, 240) < 0.05, "\(r.homography) vs \(truth)")
@@ -70,7 +86,9 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
     /// the stop: same homography, iterations and agreement; stopped, it says at which level.
     @Test(arguments: [1.5, -3.0])
     func stoppedAboveTheFinestAndRefinedOnIsTheSame(_ degrees: Double) throws {
-        let truth = Homography.rotation(degrees: degrees, scale: 1.01, about: 150, 130) * Homography([1, 0, 2, 0, 1, -1, 2e-5, -1e-5, 1])
+        let truth =
+            Homography.rotation(degrees: degrees, scale: 1.01, about: 150, 130)
+            * Homography([1, 0, 2, 0, 1, -1, 2e-5, -1e-5, 1])
         let f = frame(of: Self.ref, registration: truth)
         let pyramid = Self.reference.framePyramid(f)
         let full = try Self.reference.register(pyramid: pyramid, model: .homography)
@@ -78,11 +96,16 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
         let stopped = try Self.reference.register(pyramid: pyramid, model: .homography, finestLevel: finest + 1)
         #expect(full.level == finest && stopped.level == finest + 1)
         #expect(stopped.iterations < full.iterations)
-        #expect(gridError(stopped.homography, truth, 320, 240) < 0.3, "a level up is still close: \(stopped.homography)")
+        #expect(
+            gridError(stopped.homography, truth, 320, 240) < 0.3, "a level up is still close: \(stopped.homography)")
         let continued = try Self.reference.refineToFinest(stopped, pyramid: pyramid)
         // (The same to rounding: the stop hands the level below its homography inverted twice.)
-        #expect(gridError(continued.homography, full.homography, 320, 240) < 1e-6, "\(continued.homography) vs \(full.homography)")
-        #expect(continued.iterations == full.iterations && continued.level == finest, "\(continued.iterations) vs \(full.iterations)")
+        #expect(
+            gridError(continued.homography, full.homography, 320, 240) < 1e-6,
+            "\(continued.homography) vs \(full.homography)")
+        #expect(
+            continued.iterations == full.iterations && continued.level == finest,
+            "\(continued.iterations) vs \(full.iterations)")
         #expect(abs(continued.inlierFraction - full.inlierFraction) < 1e-6 && continued.start == full.start)
         // Already at the finest level: returned as it is.
         #expect(try Self.reference.refineToFinest(full, pyramid: pyramid).homography == full.homography)
@@ -105,21 +128,33 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
     /// right start never tried. Starts are now ranked at the coarsest level first.
     @Test func aPeriodicTextureIsNotAlignedToTheWrongPeriod() throws {
         let scene = Image<UInt8>(width: 200, height: 150, channels: 3) { d in
-            for y in 0..<150 { for x in 0..<200 {
-                let v = 128 + 50 * sinf(Float(x) * 0.13) * cosf(Float(y) * 0.09) + 30 * sinf(Float(x + 2 * y) * 0.031)
-                let o = (y * 200 + x) * 3; d[o] = UInt8(clampingRounded: v); d[o + 1] = UInt8(clampingRounded: 60 + v / 2); d[o + 2] = UInt8(clampingRounded: 255 - v)
-            }}
+            for y in 0..<150 {
+                for x in 0..<200 {
+                    let v =
+                        128 + 50 * sinf(Float(x) * 0.13) * cosf(Float(y) * 0.09) + 30 * sinf(Float(x + 2 * y) * 0.031)
+                    let o = (y * 200 + x) * 3
+                    d[o] = UInt8(clampingRounded: v)
+                    d[o + 1] = UInt8(clampingRounded: 60 + v / 2)
+                    d[o + 2] = UInt8(clampingRounded: 255 - v)
+                }
+            }
         }
         func frame(_ k: Int) -> Image<UInt8> {
-            var f = scene.warped(by: .translation(Double(k), Double(-k) / 2), width: 200, height: 150, interpolation: .catmullRom).image
-            for y in 60..<90 { for x in (20 + 30 * k)..<(45 + 30 * k) where x < 200 { for c in 0..<3 { f[x, y, c] = 255 } } }
+            var f = scene.warped(
+                by: .translation(Double(k), Double(-k) / 2), width: 200, height: 150, interpolation: .catmullRom
+            ).image
+            for y in 60..<90 {
+                for x in (20 + 30 * k)..<(45 + 30 * k) where x < 200 { for c in 0..<3 { f[x, y, c] = 255 } }
+            }
             return f
         }
         let reference = RegistrationReference(frame(0))
         for k in 1...4 {
             // Frame k shows the scene moved by (k, -k/2): its pixels map to the reference's by (-k, k/2).
             let r = try reference.register(frame(k), model: .homography)
-            #expect(gridError(r.homography, .translation(Double(-k), Double(k) / 2), 200, 150) < 0.1, "frame \(k): \(r.homography), agreement \(r.inlierFraction)")
+            #expect(
+                gridError(r.homography, .translation(Double(-k), Double(k) / 2), 200, 150) < 0.1,
+                "frame \(k): \(r.homography), agreement \(r.inlierFraction)")
             #expect(r.inlierFraction > 0.9)
         }
     }
@@ -146,7 +181,10 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
     @Test func quickMedianMatchesSort() {
         var s: UInt64 = 5
         for n in [1, 2, 3, 10, 101, 1000] {
-            var v = (0..<n).map { _ -> Float in s = s &* 6364136223846793005 &+ 1; return Float(s >> 50) }
+            var v = (0..<n).map { _ -> Float in
+                s = s &* 6364136223846793005 &+ 1
+                return Float(s >> 50)
+            }
             let sorted = v.sorted()
             #expect(Selection.median(&v) == sorted[n / 2])
         }
@@ -157,11 +195,16 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
     /// quickselect, with the same answer.
     @Test func magnitudeSelectionMatchesSort() {
         var s: UInt64 = 9
-        func next() -> UInt64 { s = s &* 6364136223846793005 &+ 1442695040888963407; return s >> 33 }
-        var cases: [[Float]] = [[0], [3.5], [2, 2, 2, 2], [0, 0, 1, 0], [Float.leastNonzeroMagnitude, 0, 1e-40, 1e-38, .infinity, 7]]
+        func next() -> UInt64 {
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            return s >> 33
+        }
+        var cases: [[Float]] = [
+            [0], [3.5], [2, 2, 2, 2], [0, 0, 1, 0], [Float.leastNonzeroMagnitude, 0, 1e-40, 1e-38, .infinity, 7]
+        ]
         for n in [2, 17, 1024, 1031] {
             cases.append((0..<n).map { _ in Float(next() % 100_000) / 1000 * pow(10, Float(Int(next() % 7) - 3)) })
-            cases.append((0..<n).map { _ in Float(next() % 5) })   // ties
+            cases.append((0..<n).map { _ in Float(next() % 5) })  // ties
         }
         cases.append([1, -2, 3, 0.5])
         cases.append([1, .nan, 3, 0.5, 2])
@@ -180,20 +223,26 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
 /// The Oxford graffiti pair: graf1 -> graf3 is a strong viewpoint change (about 20 degrees of
 /// rotation, scale 0.8-1.0 and strong perspective), with OpenCV's ground-truth homography.
 let graffitiDir: String = {
-    if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env + "/registration/graffiti" }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty {
+        return env + "/registration/graffiti"
+    }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("shared/data/registration/graffiti").path
 }()
 
-@Suite(.enabled(if: FileManager.default.fileExists(atPath: graffitiDir + "/H1to3p.xml"),
-                "SKIPPED: ../shared/data/registration/graffiti is absent"))
+@Suite(
+    .enabled(
+        if: FileManager.default.fileExists(atPath: graffitiDir + "/H1to3p.xml"),
+        "SKIPPED: ../shared/data/registration/graffiti is absent"))
 struct GraffitiPair {
     static let dir = graffitiDir
 
     /// Parses the 3x3 matrix out of OpenCV's FileStorage XML.
     static func groundTruth() throws -> Homography {
         let xml = try String(contentsOfFile: dir + "/H1to3p.xml", encoding: .utf8)
-        let data = try #require(xml.range(of: "<data>").flatMap { a in xml.range(of: "</data>").map { xml[a.upperBound..<$0.lowerBound] } })
+        let data = try #require(
+            xml.range(of: "<data>").flatMap { a in xml.range(of: "</data>").map { xml[a.upperBound..<$0.lowerBound] } })
         let values = data.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).compactMap { Double($0) }
         #expect(values.count == 9)
         return Homography(values)

@@ -8,25 +8,43 @@ import Testing
 @Suite struct OptionCodingTests {
     @Test func stackOptionsRoundTripAndDefaults() throws {
         let empty = try JSONDecoder().decode(StackOptions.self, from: Data("{}".utf8))
-        #expect(empty.kappa == StackOptions().kappa && empty.merge == .robust && empty.memoryLimit == StackOptions().memoryLimit)
-        let text = #"{"align": "translation", "merge": "sigma-clip", "kappa": 3.5, "interpolation": "catmull-rom", "alignLevel": 1, "videoFrames": 12, "memoryLimit": null}"#
+        #expect(
+            empty.kappa == StackOptions().kappa && empty.merge == .robust
+                && empty.memoryLimit == StackOptions().memoryLimit)
+        let text =
+            #"{"align": "translation", "merge": "sigma-clip", "kappa": 3.5, "interpolation": "catmull-rom", "alignLevel": 1, "videoFrames": 12, "memoryLimit": null}"#
         let o = try JSONDecoder().decode(StackOptions.self, from: Data(text.utf8))
-        #expect(o.align == .translation && o.merge == .sigmaClip && o.kappa == 3.5 && o.interpolation == .catmullRom && o.alignLevel == 1
+        #expect(
+            o.align == .translation && o.merge == .sigmaClip && o.kappa == 3.5 && o.interpolation == .catmullRom
+                && o.alignLevel == 1
                 && o.videoFrames == 12 && o.memoryLimit == nil)
         let back = try JSONDecoder().decode(StackOptions.self, from: JSONEncoder().encode(o))
-        #expect(back.align == o.align && back.merge == o.merge && back.kappa == o.kappa && back.alignLevel == o.alignLevel
-                && back.videoFrames == o.videoFrames && back.memoryLimit == nil && back.interpolation == o.interpolation)
+        #expect(
+            back.align == o.align && back.merge == o.merge && back.kappa == o.kappa && back.alignLevel == o.alignLevel
+                && back.videoFrames == o.videoFrames && back.memoryLimit == nil && back.interpolation == o.interpolation
+        )
     }
 
     @Test func portraitAndBackdropRoundTrip() throws {
-        let p = try JSONDecoder().decode(PortraitSettings.self, from: Data(#"{"effect": "lens", "focusPoint": "0.4,0.3", "blades": 6, "aperture": 60, "catEye": 0.6}"#.utf8))
-        #expect(p.effect == .lens && p.focus == .point(PhotoPoint("0.4,0.3")!) && p.shape.blades == 6 && p.aperture == 60 && p.catEye == 0.6)
+        let p = try JSONDecoder().decode(
+            PortraitSettings.self,
+            from: Data(#"{"effect": "lens", "focusPoint": "0.4,0.3", "blades": 6, "aperture": 60, "catEye": 0.6}"#.utf8)
+        )
+        #expect(
+            p.effect == .lens && p.focus == .point(PhotoPoint("0.4,0.3")!) && p.shape.blades == 6 && p.aperture == 60
+                && p.catEye == 0.6)
         #expect(try JSONDecoder().decode(PortraitSettings.self, from: JSONEncoder().encode(p)) == p)
-        let b = try JSONDecoder().decode(BackdropSessionOptions.self, from: Data(#"{"subject": "120,80", "cutoffOffset": 0.4, "depthFormat": "disparity8:0.2,2", "gapSnap": false}"#.utf8))
+        let b = try JSONDecoder().decode(
+            BackdropSessionOptions.self,
+            from: Data(
+                #"{"subject": "120,80", "cutoffOffset": 0.4, "depthFormat": "disparity8:0.2,2", "gapSnap": false}"#.utf8
+            ))
         #expect(b.subject == .point(x: 120, y: 80) && b.pipeline.cutoffOffset == 0.4 && !b.pipeline.snapCutoffToGap)
         #expect(b.depthEncoding == .disparity8(min: 0.2, max: 2))
         let b2 = try JSONDecoder().decode(BackdropSessionOptions.self, from: JSONEncoder().encode(b))
-        #expect(b2.subject == b.subject && b2.pipeline.cutoffOffset == b.pipeline.cutoffOffset && b2.depthEncoding == b.depthEncoding
+        #expect(
+            b2.subject == b.subject && b2.pipeline.cutoffOffset == b.pipeline.cutoffOffset
+                && b2.depthEncoding == b.depthEncoding
                 && b2.pipeline.snapCutoffToGap == b.pipeline.snapCutoffToGap)
     }
 
@@ -36,7 +54,7 @@ import Testing
         (#"{"kappa": "high"}"#, "kappa: expected a number"),
         (#"{"merge": "average"}"#, "merge"),
         (#"{"reference": 1.5}"#, "reference"),
-        (#"{"memoryLimit": 5}"#, "memory limit must be within"),
+        (#"{"memoryLimit": 5}"#, "memory limit must be within")
     ])
     func stackOptionsRefusals(text: String, expected: String) {
         do {
@@ -48,8 +66,11 @@ import Testing
     }
 
     @Test func portraitRefusesTwoFocusesAndBadValues() {
-        for (text, expected) in [(#"{"focus": 0.5, "focusDistance": 2}"#, "only one of focus"), (#"{"focus": 1.5}"#, "focus must be within 0...1"),
-                                 (#"{"levels": 40}"#, "levels must be within 2...16"), (#"{"focusPoint": "left"}"#, "focusPoint: must be")] {
+        for (text, expected) in [
+            (#"{"focus": 0.5, "focusDistance": 2}"#, "only one of focus"),
+            (#"{"focus": 1.5}"#, "focus must be within 0...1"),
+            (#"{"levels": 40}"#, "levels must be within 2...16"), (#"{"focusPoint": "left"}"#, "focusPoint: must be")
+        ] {
             do {
                 _ = try JSONDecoder().decode(PortraitSettings.self, from: Data(text.utf8))
                 Issue.record("\(text) was accepted")
@@ -104,36 +125,53 @@ import Testing
     }
 
     @Test func normalizedLineReadsBackToTheSameJob() throws {
-        let m = try BatchManifest.parse(#"{"id": "a", "kind": "stack", "inputs": ["in"], "output": "o.jpg", "options": {"merge": "median", "kappa": 3}}"#,
-                                        path: dir + "/jobs.jsonl")
+        let m = try BatchManifest.parse(
+            #"{"id": "a", "kind": "stack", "inputs": ["in"], "output": "o.jpg", "options": {"merge": "median", "kappa": 3}}"#,
+            path: dir + "/jobs.jsonl")
         let job = m.jobs[0]
         #expect(job.inputs == [dir + "/in"] && job.output == dir + "/o.jpg" && job.quality == 95)
         let again = try BatchJob.parse(try job.normalizedLine(), base: "/elsewhere", checkFiles: false)
         #expect(try again.normalizedLine() == job.normalizedLine())
-        guard case .stack(let o) = again.options else { Issue.record("kind changed"); return }
+        guard case .stack(let o) = again.options else {
+            Issue.record("kind changed")
+            return
+        }
         #expect(o.merge == .median && o.kappa == 3)
     }
 
     @Test func shardsSliceEveryJobOnceAndReadSchedulers() throws {
-        let text = (0..<10).map { #"{"id": "j\#($0)", "kind": "stack", "inputs": ["in"], "output": "o\#($0).jpg"}"# }.joined(separator: "\n")
+        let text = (0..<10).map { #"{"id": "j\#($0)", "kind": "stack", "inputs": ["in"], "output": "o\#($0).jpg"}"# }
+            .joined(separator: "\n")
         let m = try BatchManifest.parse(text, path: dir + "/jobs.jsonl")
         let slices = (0..<3).map { m.jobs(in: Shard(index: $0, count: 3)).map(\.id) }
         #expect(slices.flatMap { $0 }.sorted() == m.jobs.map(\.id).sorted())
         #expect(slices[1] == ["j1", "j4", "j7"])
-        #expect(try Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "4", "SLURM_ARRAY_TASK_COUNT": "3"]) == Shard(index: 1, count: 3))
-        #expect(try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "2", "EVANESCO_SHARD_COUNT": "4"]) == Shard(index: 2, count: 4))
+        #expect(
+            try Shard.fromEnvironment([
+                "SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "4", "SLURM_ARRAY_TASK_COUNT": "3"
+            ]) == Shard(index: 1, count: 3))
+        #expect(
+            try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "2", "EVANESCO_SHARD_COUNT": "4"])
+                == Shard(index: 2, count: 4))
         #expect(try Shard.fromEnvironment([:]) == nil)
         #expect(throws: ManifestError.self) { try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "2"]) }
-        #expect(throws: ManifestError.self) { try Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "3"]) }
+        #expect(throws: ManifestError.self) {
+            try Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "3"])
+        }
         #expect(Shard("3/3") == nil && Shard("-1/2") == nil && Shard("1/2") == Shard(index: 1, count: 2))
     }
 
     @Test func queueAddressesAreCheckedAndPasswordsHidden() throws {
         let a = try QueueAddress("postgres://me:s3cret@db.example:6432/photos?schema=night_1")
-        #expect(a.host == "db.example" && a.port == 6432 && a.database == "photos" && a.schema == "night_1" && a.password == "s3cret")
+        #expect(
+            a.host == "db.example" && a.port == 6432 && a.database == "photos" && a.schema == "night_1"
+                && a.password == "s3cret")
         #expect(!a.description.contains("s3cret") && a.sslMode == "prefer")
         #expect(try QueueAddress("postgresql://me@127.0.0.1/x").sslMode == "disable")
-        for bad in ["http://me@h/db", "postgres://h/db", "postgres://me@h/", "postgres://me@h/db?schema=Bad-Name", "postgres://me@h/db?mode=x"] {
+        for bad in [
+            "http://me@h/db", "postgres://h/db", "postgres://me@h/", "postgres://me@h/db?schema=Bad-Name",
+            "postgres://me@h/db?mode=x"
+        ] {
             #expect(throws: ManifestError.self, "\(bad)") { try QueueAddress(bad) }
         }
     }

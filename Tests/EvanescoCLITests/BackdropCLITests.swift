@@ -9,9 +9,14 @@ func runWithInput(_ args: [String], input: [UInt8]) throws -> (status: Int32, ou
     p.executableURL = URL(fileURLWithPath: CLI.binary)
     p.arguments = args
     let inPipe = Pipe(), out = Pipe(), err = Pipe()
-    p.standardInput = inPipe; p.standardOutput = out; p.standardError = err
+    p.standardInput = inPipe
+    p.standardOutput = out
+    p.standardError = err
     try p.run()
-    let writer = Thread { inPipe.fileHandleForWriting.write(Data(input)); try? inPipe.fileHandleForWriting.close() }
+    let writer = Thread {
+        inPipe.fileHandleForWriting.write(Data(input))
+        try? inPipe.fileHandleForWriting.close()
+    }
     writer.start()
     let errBox = ErrBox()
     Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }.start()
@@ -22,9 +27,18 @@ func runWithInput(_ args: [String], input: [UInt8]) throws -> (status: Int32, ou
 }
 
 final class ErrBox: @unchecked Sendable {
-    private let lock = NSLock(); private var d: Data?
-    func set(_ v: Data) { lock.lock(); d = v; lock.unlock() }
-    func get() -> Data? { lock.lock(); defer { lock.unlock() }; return d }
+    private let lock = NSLock()
+    private var d: Data?
+    func set(_ v: Data) {
+        lock.lock()
+        d = v
+        lock.unlock()
+    }
+    func get() -> Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        return d
+    }
 }
 
 @Suite struct BackdropCommands {
@@ -33,11 +47,21 @@ final class ErrBox: @unchecked Sendable {
         let c = s.file("color"), d = s.file("depth")
         try FileManager.default.createDirectory(atPath: c, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
-        let color = Image<UInt8>(width: 64, height: 48, channels: 3) { p in for i in 0..<(64 * 48) { p[3 * i] = 250; p[3 * i + 1] = 120; p[3 * i + 2] = 10 } }
+        let color = Image<UInt8>(width: 64, height: 48, channels: 3) { p in
+            for i in 0..<(64 * 48) {
+                p[3 * i] = 250
+                p[3 * i + 1] = 120
+                p[3 * i + 2] = 10
+            }
+        }
         for k in 0..<count { try ImageCodecs.write(.uint8(color), to: c + String(format: "/c%03d.png", k)) }
         for k in 0..<(depthCount ?? count) {
             let depth = Image<UInt16>(width: 32, height: 24, channels: 1) { p in
-                for y in 0..<24 { for x in 0..<32 { p[y * 32 + x] = (x - 10 - k) * (x - 10 - k) + (y - 12) * (y - 12) < 49 ? 1000 : 3000 } }
+                for y in 0..<24 {
+                    for x in 0..<32 {
+                        p[y * 32 + x] = (x - 10 - k) * (x - 10 - k) + (y - 12) * (y - 12) < 49 ? 1000 : 3000
+                    }
+                }
             }
             try ImageCodecs.write(.uint16(depth), to: d + String(format: "/d%03d.png", k))
         }
@@ -47,12 +71,15 @@ final class ErrBox: @unchecked Sendable {
     @Test func foldersInFolderOutWithReport() throws {
         let s = Scratch()
         let (c, d) = try writeFrames(s, count: 4)
-        let r = try CLI.run(["backdrop", "--color", c, "--depth", d, "-o", s.file("out"), "--subject", "nearest", "--report", s.file("r.json")])
+        let r = try CLI.run([
+            "backdrop", "--color", c, "--depth", d, "-o", s.file("out"), "--subject", "nearest", "--report",
+            s.file("r.json")
+        ])
         #expect(r.status == 0, "\(r.err)")
         let outs = try FileManager.default.contentsOfDirectory(atPath: s.file("out")).sorted()
         #expect(outs == ["frame00001.png", "frame00002.png", "frame00003.png", "frame00004.png"])
         let f0 = try ImageCodecs.read(s.file("out/frame00001.png")).image.uint8
-        #expect(f0[20, 24, 0] == 250 && f0[60, 5, 0] == 0)   // person kept, wall black (no background given)
+        #expect(f0[20, 24, 0] == 250 && f0[60, 5, 0] == 0)  // person kept, wall black (no background given)
         let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("r.json")))) as! [String: Any]
         let frames = rep["frames"] as! [[String: Any]]
         #expect(frames.count == 4 && abs((frames[0]["subject_depth"] as! Double) - 1) < 0.03)
@@ -66,14 +93,20 @@ final class ErrBox: @unchecked Sendable {
         #expect(r.status != 0 && r.err.contains("3 frames") && r.err.contains("2"))
         let size = try CLI.run(["backdrop", "--color", "-", "--size", "12x", "--depth", d, "-o", s.file("o2")])
         #expect(size.status != 0 && size.err.contains("WIDTHxHEIGHT"))
-        let bg = try CLI.run(["backdrop", "--color", c, "--depth", d, "--background", s.file("missing.jpg"), "-o", s.file("o3")])
+        let bg = try CLI.run([
+            "backdrop", "--color", c, "--depth", d, "--background", s.file("missing.jpg"), "-o", s.file("o3")
+        ])
         #expect(bg.status != 0 && bg.err.contains("missing.jpg") && bg.err.contains("no such file"))
-        let fmt = try CLI.run(["backdrop", "--color", c, "--depth", d, "--depth-format", "disparity8:3,1", "-o", s.file("o4")])
+        let fmt = try CLI.run([
+            "backdrop", "--color", c, "--depth", d, "--depth-format", "disparity8:3,1", "-o", s.file("o4")
+        ])
         #expect(fmt.status != 0 && fmt.err.contains("disparity8:MIN,MAX"))
         // 8-bit depth without its range: refused at the first frame, and no output folder is left.
         let d8 = s.file("depth8")
         try FileManager.default.createDirectory(atPath: d8, withIntermediateDirectories: true)
-        for k in 0..<3 { try ImageCodecs.write(.uint8(Image(width: 32, height: 24, channels: 1)), to: d8 + "/d\(k).png") }
+        for k in 0..<3 {
+            try ImageCodecs.write(.uint8(Image(width: 32, height: 24, channels: 1)), to: d8 + "/d\(k).png")
+        }
         let r8 = try CLI.run(["backdrop", "--color", c, "--depth", d8, "-o", s.file("o5"), "--subject", "nearest"])
         #expect(r8.status != 0 && r8.err.contains("8-bit depth needs --depth-format disparity8:MIN,MAX"), "\(r8.err)")
         #expect(!FileManager.default.fileExists(atPath: s.file("o5")))
@@ -86,7 +119,9 @@ final class ErrBox: @unchecked Sendable {
         var raw = [UInt8]()
         for _ in 0..<2 { for _ in 0..<(64 * 48) { raw += [250, 120, 10] } }
         raw += [UInt8](repeating: 7, count: 64 * 48 * 3 / 2)
-        let r = try runWithInput(["backdrop", "--color", "-", "--size", "64x48", "--depth", d, "-o", s.file("out"), "--subject", "nearest"], input: raw)
+        let r = try runWithInput(
+            ["backdrop", "--color", "-", "--size", "64x48", "--depth", d, "-o", s.file("out"), "--subject", "nearest"],
+            input: raw)
         #expect(r.status != 0 && r.err.contains("ended in the middle of frame 3"), "\(r.err)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: s.file("out")).count == 2)
     }
@@ -94,7 +129,8 @@ final class ErrBox: @unchecked Sendable {
     @Test func rawStdoutFrames() throws {
         let s = Scratch()
         let (c, d) = try writeFrames(s, count: 2)
-        let r = try runWithInput(["backdrop", "--color", c, "--depth", d, "-o", "-", "--subject", "nearest", "--quiet"], input: [])
+        let r = try runWithInput(
+            ["backdrop", "--color", c, "--depth", d, "-o", "-", "--subject", "nearest", "--quiet"], input: [])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.count == 2 * 64 * 48 * 3)
         #expect(r.out[(24 * 64 + 20) * 3] == 250 && r.out[(5 * 64 + 60) * 3] == 0)

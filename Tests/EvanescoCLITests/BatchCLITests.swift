@@ -7,7 +7,9 @@ import Testing
 /// library, outputs identical to the commands alone, resumable, sharded.
 @Suite(.serialized) struct BatchCLITests {
     func receipt(_ made: BatchFixtures.Made, _ folder: String, _ id: String) -> [String: Any]? {
-        guard let d = FileManager.default.contents(atPath: made.manifest + ".state/\(folder)/\(id).json") else { return nil }
+        guard let d = FileManager.default.contents(atPath: made.manifest + ".state/\(folder)/\(id).json") else {
+            return nil
+        }
         return try? JSONSerialization.jsonObject(with: d) as? [String: Any]
     }
 
@@ -29,22 +31,29 @@ import Testing
             #expect(done["state"] as? String == "done" && (done["report"] as? [String: Any]) != nil)
         }
         try BatchFixtures.expectSameAsCommand(made, ids: made.good.keys.sorted(), scratch: s.path)
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("summary.json")))) as? [String: Any])
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.file("summary.json"))))
+                as? [String: Any])
         #expect(summary["done"] as? Int == 20 && (summary["failed"] as? [Any])?.count == 2)
         #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "\(BatchFixtures.leftovers(in: s.path))")
 
         // Status from the receipts.
         r = try CLI.run(["batch", "status", made.manifest, "--json"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
-        #expect(status["done"] as? Int == 20 && status["failed"] as? Int == 2 && status["pending"] as? Int == 0 && status["total"] as? Int == 22)
+        #expect(
+            status["done"] as? Int == 20 && status["failed"] as? Int == 2 && status["pending"] as? Int == 0
+                && status["total"] as? Int == 22)
 
         // Resume: done jobs are skipped; a deleted output is made again; the failures are tried again.
-        let stamp = try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date
+        let stamp =
+            try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date
         try FileManager.default.removeItem(atPath: made.good["portrait3"]!.output)
         r = try CLI.run(["batch", "run", made.manifest, "--quiet"])
         #expect(r.out.contains("22 jobs: 1 done, 19 skipped (done before), 2 failed"), "\(r.out)")
         #expect(FileManager.default.fileExists(atPath: made.good["portrait3"]!.output))
-        #expect(try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date == stamp, "a done job was run again")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: made.good["stack1"]!.output)[.modificationDate] as? Date
+                == stamp, "a done job was run again")
     }
 
     @Test func anOutputThatIsNotTheBatchsIsNotReplacedWithoutForce() throws {
@@ -53,7 +62,9 @@ import Testing
         let theirs = made.good["stack0"]!.output
         try Data("someone's file".utf8).write(to: URL(fileURLWithPath: theirs))
         var r = try CLI.run(["batch", "run", made.manifest, "--quiet"])
-        #expect(r.status == 1 && r.err.contains("exists and no receipt says this batch wrote it") && r.err.contains("--force"), "\(r.err)")
+        #expect(
+            r.status == 1 && r.err.contains("exists and no receipt says this batch wrote it")
+                && r.err.contains("--force"), "\(r.err)")
         #expect(FileManager.default.contents(atPath: theirs) == Data("someone's file".utf8))
         r = try CLI.run(["batch", "run", made.manifest, "--quiet", "--force"])
         #expect(r.status == 0, "\(r.err)")
@@ -68,7 +79,9 @@ import Testing
         try text.write(toFile: made.manifest, atomically: true, encoding: .utf8)
         let r = try CLI.run(["batch", "run", made.manifest])
         #expect(r.status == 65, "\(r.err)")
-        #expect(r.err.contains("2 bad lines; nothing was run") && r.err.contains("line 3: job k: options: kappa must be within (0, 100]")
+        #expect(
+            r.err.contains("2 bad lines; nothing was run")
+                && r.err.contains("line 3: job k: options: kappa must be within (0, 100]")
                 && r.err.contains("line 4: job x: \"kind\" is missing"), "\(r.err)")
         let written = try FileManager.default.contentsOfDirectory(atPath: made.outputs)
         #expect(!FileManager.default.fileExists(atPath: made.manifest + ".state") && written.isEmpty)
@@ -81,14 +94,16 @@ import Testing
         let environments: [([String], [String: String])] = [
             (["--shard", "0/5"], [:]), (["--shard", "1/5"], [:]),
             ([], ["SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "5"]),
-            ([], ["JOB_COMPLETION_INDEX": "3", "EVANESCO_SHARD_COUNT": "5"]), (["--shard", "4/5"], [:]),
+            ([], ["JOB_COMPLETION_INDEX": "3", "EVANESCO_SHARD_COUNT": "5"]), (["--shard", "4/5"], [:])
         ]
         let processes = try environments.map { args, env -> (Process, Pipe) in
             let p = Process(), out = Pipe()
             p.executableURL = URL(fileURLWithPath: CLI.binary)
             p.arguments = ["batch", "run", made.manifest, "--quiet"] + args
-            p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SLURM_") && $0.key != "JOB_COMPLETION_INDEX" }
-                .merging(env) { $1 }
+            p.environment = ProcessInfo.processInfo.environment.filter {
+                !$0.key.hasPrefix("SLURM_") && $0.key != "JOB_COMPLETION_INDEX"
+            }
+            .merging(env) { $1 }
             p.standardOutput = out
             p.standardError = FileHandle.nullDevice
             try p.run()
@@ -99,7 +114,9 @@ import Testing
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
             #expect(p.terminationStatus == 0 && text.contains("shard \(i)/5"), "\(text)")
-            let done = text.split(separator: " ").firstIndex(of: "done,").map { Int(text.split(separator: " ")[$0 - 1]) ?? 0 } ?? 0
+            let done =
+                text.split(separator: " ").firstIndex(of: "done,").map { Int(text.split(separator: " ")[$0 - 1]) ?? 0 }
+                ?? 0
             #expect(done == (21 - i + 4) / 5, "shard \(i): \(text)")
             total += done
         }
@@ -114,16 +131,24 @@ import Testing
         let (color, depth) = try BackdropCommands().writeFrames(s, count: 3)
         try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
         let manifest = s.file("jobs.jsonl")
-        try (BatchFixtures.line("call", "backdrop", ["color", "depth"], "out/frames", ["subject": "nearest", "cutoffOffset": 0.3]) + "\n")
+        try
+            (BatchFixtures.line(
+                "call", "backdrop", ["color", "depth"], "out/frames", ["subject": "nearest", "cutoffOffset": 0.3])
+            + "\n")
             .write(toFile: manifest, atomically: true, encoding: .utf8)
         var r = try CLI.run(["batch", "run", manifest, "--quiet"])
         #expect(r.status == 0, "\(r.err)")
-        r = try CLI.run(["backdrop", "--color", color, "--depth", depth, "-o", s.file("alone"), "--subject", "nearest", "--cutoff-offset", "0.3", "--quiet"])
+        r = try CLI.run([
+            "backdrop", "--color", color, "--depth", depth, "-o", s.file("alone"), "--subject", "nearest",
+            "--cutoff-offset", "0.3", "--quiet"
+        ])
         #expect(r.status == 0, "\(r.err)")
         let frames = try FileManager.default.contentsOfDirectory(atPath: s.file("out/frames")).sorted()
         #expect(frames == ["frame00001.png", "frame00002.png", "frame00003.png"])
         for f in frames {
-            #expect(FileManager.default.contents(atPath: s.file("out/frames/" + f)) == FileManager.default.contents(atPath: s.file("alone/" + f)), "\(f)")
+            #expect(
+                FileManager.default.contents(atPath: s.file("out/frames/" + f))
+                    == FileManager.default.contents(atPath: s.file("alone/" + f)), "\(f)")
         }
         #expect(BatchFixtures.leftovers(in: s.file("out")).isEmpty)
     }

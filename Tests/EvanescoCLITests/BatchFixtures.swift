@@ -14,20 +14,29 @@ enum BatchFixtures {
                 for i in 0..<w {
                     let o = (y * w + i) * 3
                     let v = (i * 7 + y * 13 + seed * 31) ^ (i * y + seed)
-                    d[o] = UInt8(truncatingIfNeeded: v); d[o + 1] = UInt8(truncatingIfNeeded: v >> 2); d[o + 2] = UInt8(truncatingIfNeeded: seed * 40 + y)
-                    if i >= x && i < x + w / 8 && y >= h / 4 && y < h / 4 + h / 6 { d[o] = 255; d[o + 1] = 255; d[o + 2] = 255 }
+                    d[o] = UInt8(truncatingIfNeeded: v)
+                    d[o + 1] = UInt8(truncatingIfNeeded: v >> 2)
+                    d[o + 2] = UInt8(truncatingIfNeeded: seed * 40 + y)
+                    if i >= x && i < x + w / 8 && y >= h / 4 && y < h / 4 + h / 6 {
+                        d[o] = 255
+                        d[o + 1] = 255
+                        d[o + 2] = 255
+                    }
                 }
             }
         }
     }
 
     /// A burst folder of `frames` PNG frames.
-    static func burst(in dir: String, _ name: String, seed: Int, frames: Int = 5, width: Int = 48, height: Int = 40) throws -> String {
+    static func burst(in dir: String, _ name: String, seed: Int, frames: Int = 5, width: Int = 48, height: Int = 40)
+        throws -> String
+    {
         let folder = dir + "/" + name
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for f in 0..<frames {
-            try ImageCodecs.write(.uint8(frame(width, height, seed: seed, squareAt: (f * width / frames) % (width - width / 8))),
-                                  to: folder + String(format: "/f%02d.png", f), options: WriteOptions(compression: .fast))
+            try ImageCodecs.write(
+                .uint8(frame(width, height, seed: seed, squareAt: (f * width / frames) % (width - width / 8))),
+                to: folder + String(format: "/f%02d.png", f), options: WriteOptions(compression: .fast))
         }
         return folder
     }
@@ -35,7 +44,9 @@ enum BatchFixtures {
     /// A portrait photo and its disparity map (nearer to the left).
     static func portrait(in dir: String, _ name: String, seed: Int) throws -> (photo: String, depth: String) {
         let photo = dir + "/\(name).png", depth = dir + "/\(name)-disparity.png"
-        try ImageCodecs.write(.uint8(frame(64, 48, seed: seed, squareAt: seed % 40)), to: photo, options: WriteOptions(compression: .fast))
+        try ImageCodecs.write(
+            .uint8(frame(64, 48, seed: seed, squareAt: seed % 40)), to: photo, options: WriteOptions(compression: .fast)
+        )
         let map = Image<UInt8>(width: 64, height: 48, channels: 1) { d in
             for y in 0..<48 { for x in 0..<64 { d[y * 64 + x] = UInt8(255 - x * 3 - (y + seed) % 8) } }
         }
@@ -44,9 +55,13 @@ enum BatchFixtures {
     }
 
     /// One manifest line.
-    static func line(_ id: String, _ kind: String, _ inputs: [String], _ output: String, _ options: [String: Any] = [:]) -> String {
+    static func line(_ id: String, _ kind: String, _ inputs: [String], _ output: String, _ options: [String: Any] = [:])
+        -> String
+    {
         let object: [String: Any] = ["id": id, "kind": kind, "inputs": inputs, "output": output, "options": options]
-        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+        return String(
+            decoding: try! JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
     }
 
     /// What a made manifest holds.
@@ -67,8 +82,10 @@ enum BatchFixtures {
         var lines: [String] = [], good: [String: ([String], String)] = [:], badJobs: [String: String] = [:]
         let merges = ["median", "mean", "robust", "sigma-clip"]
         for i in 0..<stacks {
-            let burst = i < big ? try BatchFixtures.burst(in: dir, "burst\(i)", seed: i, frames: 24, width: 320, height: 240)
-                                : try BatchFixtures.burst(in: dir, "burst\(i)", seed: i)
+            let burst =
+                i < big
+                ? try BatchFixtures.burst(in: dir, "burst\(i)", seed: i, frames: 24, width: 320, height: 240)
+                : try BatchFixtures.burst(in: dir, "burst\(i)", seed: i)
             let merge = merges[i % merges.count]
             let output = "out/stack\(i)." + (i % 3 == 0 ? "jpg" : "png")
             lines.append(line("stack\(i)", "stack", ["burst\(i)"], output, ["align": "none", "merge": merge]))
@@ -79,10 +96,13 @@ enum BatchFixtures {
             let effect = ["blur", "spotlight", "mask", "color"][i % 4]
             let output = "out/portrait\(i)." + (i % 2 == 0 ? "jpg" : "png")
             lines.append(line("portrait\(i)", "portrait", [photo, depth], output, ["effect": effect, "focus": 0.6]))
-            good["portrait\(i)"] = (["portrait", photo, "--depth-map", depth, "--effect", effect, "--focus", "0.6"], dir + "/" + output)
+            good["portrait\(i)"] = (
+                ["portrait", photo, "--depth-map", depth, "--effect", effect, "--focus", "0.6"], dir + "/" + output
+            )
         }
         if bad > 0 {
-            _ = FileManager.default.createFile(atPath: dir + "/broken.png", contents: Data([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10, 0, 0]))
+            _ = FileManager.default.createFile(
+                atPath: dir + "/broken.png", contents: Data([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10, 0, 0]))
             try ImageCodecs.write(.uint8(frame(32, 24, seed: 9, squareAt: 3)), to: dir + "/flat.png")
         }
         for i in 0..<bad {
@@ -96,7 +116,8 @@ enum BatchFixtures {
         }
         let manifest = dir + "/jobs.jsonl"
         try (lines.joined(separator: "\n") + "\n").write(toFile: manifest, atomically: true, encoding: .utf8)
-        return Made(manifest: manifest, outputs: outputs, good: good.mapValues { (args: $0.0, output: $0.1) }, bad: badJobs)
+        return Made(
+            manifest: manifest, outputs: outputs, good: good.mapValues { (args: $0.0, output: $0.1) }, bad: badJobs)
     }
 
     /// Leftover staging folders or temporary files anywhere under `dir`.

@@ -7,7 +7,8 @@ import EvanescoIO
 struct CLI {
     static let binary: String = {
         if let b = ProcessInfo.processInfo.environment["EVANESCO_BIN"] { return b }
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
         while dir.path != "/" {
             let candidate = dir.appendingPathComponent("evanesco").path
@@ -22,7 +23,8 @@ struct CLI {
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
         let out = Pipe(), err = Pipe()
-        p.standardOutput = out; p.standardError = err
+        p.standardOutput = out
+        p.standardError = err
         try p.run()
         let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
@@ -40,7 +42,14 @@ final class Scratch {
 
 func gradient(_ w: Int, _ h: Int) -> Image<UInt8> {
     Image<UInt8>(width: w, height: h, channels: 3) { d in
-        for y in 0..<h { for x in 0..<w { let o = (y * w + x) * 3; d[o] = UInt8(x % 256); d[o + 1] = UInt8(y % 256); d[o + 2] = 77 } }
+        for y in 0..<h {
+            for x in 0..<w {
+                let o = (y * w + x) * 3
+                d[o] = UInt8(x % 256)
+                d[o + 1] = UInt8(y % 256)
+                d[o + 2] = 77
+            }
+        }
     }
 }
 
@@ -50,7 +59,9 @@ func gradient(_ w: Int, _ h: Int) -> Image<UInt8> {
         try ImageCodecs.write(.uint16(gradient(40, 30).converted(to: UInt16.self)), to: s.file("a.png"))
         let r = try CLI.run(["info", s.file("a.png")])
         #expect(r.status == 0)
-        #expect(r.out.contains("format: PNG") && r.out.contains("width: 40") && r.out.contains("height: 30") && r.out.contains("bit depth: 16"))
+        #expect(
+            r.out.contains("format: PNG") && r.out.contains("width: 40") && r.out.contains("height: 30")
+                && r.out.contains("bit depth: 16"))
         let j = try CLI.run(["info", s.file("a.png"), "--json"])
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as? [String: Any])
         #expect(obj["width"] as? Int == 40 && obj["has_depth"] as? Bool == false && obj["format"] as? String == "PNG")
@@ -79,7 +90,8 @@ func gradient(_ w: Int, _ h: Int) -> Image<UInt8> {
         let s = Scratch()
         FileManager.default.createFile(atPath: s.file("empty.jpg"), contents: Data())
         FileManager.default.createFile(atPath: s.file("text.png"), contents: Data("not an image".utf8))
-        for (input, phrase) in [("empty.jpg", "empty"), ("text.png", "not an image"), ("missing.heic", "no such file")] {
+        for (input, phrase) in [("empty.jpg", "empty"), ("text.png", "not an image"), ("missing.heic", "no such file")]
+        {
             let r = try CLI.run(["convert", s.file(input), s.file("out.png")])
             #expect(r.status == 1, "\(input)")
             #expect(r.err.contains(phrase) && r.err.contains(input), "\(input): \(r.err)")

@@ -7,14 +7,16 @@ import EvanescoIO
 /// means Far in RangeLinear, so 0 = 1 m) on the left half, far (4 m) on the right half.
 func gdepthPhoto(_ s: Scratch, name: String = "portrait.jpg") throws -> String {
     let w = 96, h = 64
-    let depth = Image<UInt8>(width: 48, height: 32, channels: 1) { d in for y in 0..<32 { for x in 0..<48 { d[y * 48 + x] = x < 24 ? 0 : 255 } } }
+    let depth = Image<UInt8>(width: 48, height: 32, channels: 1) { d in
+        for y in 0..<32 { for x in 0..<48 { d[y * 48 + x] = x < 24 ? 0 : 255 } }
+    }
     try ImageCodecs.write(.uint8(depth), to: s.file("depthsrc.png"))
     let b64 = Data(bytesOf(s.file("depthsrc.png"))).base64EncodedString()
     let xmp = """
-    <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
-    <rdf:Description xmlns:GDepth="http://ns.google.com/photos/1.0/depthmap/" GDepth:Format="RangeLinear" \
-    GDepth:Near="1" GDepth:Far="4" GDepth:Mime="image/png" GDepth:Data="\(b64)"/></rdf:RDF></x:xmpmeta>
-    """
+        <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
+        <rdf:Description xmlns:GDepth="http://ns.google.com/photos/1.0/depthmap/" GDepth:Format="RangeLinear" \
+        GDepth:Near="1" GDepth:Far="4" GDepth:Mime="image/png" GDepth:Data="\(b64)"/></rdf:RDF></x:xmpmeta>
+        """
     try ImageCodecs.write(.uint8(gradient(w, h)), to: s.file("plain.jpg"), options: WriteOptions(quality: 95))
     let jpeg = bytesOf(s.file("plain.jpg"))
     let payload = Array("http://ns.adobe.com/xap/1.0/".utf8) + [0] + Array(xmp.utf8)
@@ -34,7 +36,9 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         #expect(r.status == 0, "\(r.err)")
         let obj = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
         let depth = obj["depth"] as! [String: Any]
-        #expect(depth["kind"] as? String == "depth" && depth["width"] as? Int == 48 && depth["source"] as? String == "GDepth (XMP)")
+        #expect(
+            depth["kind"] as? String == "depth" && depth["width"] as? Int == 48
+                && depth["source"] as? String == "GDepth (XMP)")
         #expect(depth["range"] as? [Double] == [1, 4])
         #expect(obj["has_depth"] as? Bool == true)
     }
@@ -64,8 +68,10 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         let s = Scratch()
         let photo = try gdepthPhoto(s)
         for effect in ["depth", "mask", "spotlight", "color", "blur"] {
-            let r = try CLI.run(["portrait", photo, "-o", s.file("\(effect).png"), "--effect", effect, "--focus-distance", "1",
-                                 "--report", s.file("\(effect).json")])
+            let r = try CLI.run([
+                "portrait", photo, "-o", s.file("\(effect).png"), "--effect", effect, "--focus-distance", "1",
+                "--report", s.file("\(effect).json")
+            ])
             #expect(r.status == 0, "\(effect): \(r.err)")
             let img = try ImageCodecs.read(s.file("\(effect).png")).image
             #expect(img.width == 96 && img.height == 64)
@@ -83,25 +89,38 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         #expect(r.status == 0 && r.err.contains("focus 0.000"), "\(r.err)")
     }
 
-    @Test("portrait --effect lens: the near half stays sharp, the far half blurs, the report names the lens; bad lens values are refused")
+    @Test(
+        "portrait --effect lens: the near half stays sharp, the far half blurs, the report names the lens; bad lens values are refused"
+    )
     func portraitLens() throws {
         let s = Scratch()
         let photo = try gdepthPhoto(s)
-        let r = try CLI.run(["portrait", photo, "-o", s.file("lens.png"), "--effect", "lens", "--focus-distance", "1", "--aperture", "30",
-                             "--blades", "6", "--blade-rotation", "10", "--cat-eye", "--highlights", "3", "--report", s.file("lens.json")])
+        let r = try CLI.run([
+            "portrait", photo, "-o", s.file("lens.png"), "--effect", "lens", "--focus-distance", "1", "--aperture",
+            "30",
+            "--blades", "6", "--blade-rotation", "10", "--cat-eye", "--highlights", "3", "--report", s.file("lens.json")
+        ])
         #expect(r.status == 0, "\(r.err)")
-        let out = try ImageCodecs.read(s.file("lens.png")).image.uint8, original = try ImageCodecs.read(s.file("plain.jpg")).image.uint8
+        let out = try ImageCodecs.read(s.file("lens.png")).image.uint8,
+            original = try ImageCodecs.read(s.file("plain.jpg")).image.uint8
         // Left half (1 m, in focus) unchanged away from the edge; the right half (4 m) is blurred.
         for x in [2, 20] { for c in 0..<3 { #expect(out[x, 30, c] == original[x, 30, c]) } }
         var changed = 0
-        for x in 60..<96 { if out[x, 30, 0] != original[x, 30, 0] || out[x, 30, 1] != original[x, 30, 1] { changed += 1 } }
+        for x in 60..<96 {
+            if out[x, 30, 0] != original[x, 30, 0] || out[x, 30, 1] != original[x, 30, 1] { changed += 1 }
+        }
         #expect(changed > 20, "\(changed) of 36 pixels of the far half changed")
         let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("lens.json")))) as! [String: Any]
         let lens = try #require(rep["lens"] as? [String: Any])
-        #expect(lens["aperture_pixels"] as? Double == 30 && lens["aperture_from"] as? String == "aperture" && lens["cat_eye"] != nil)
+        #expect(
+            lens["aperture_pixels"] as? Double == 30 && lens["aperture_from"] as? String == "aperture"
+                && lens["cat_eye"] != nil)
         #expect((lens["shape"] as? [String: Any])?["blades"] as? Int == 6)
         #expect(rep["effect"] as? String == "lens")
-        for bad in [["--blades", "2"], ["--aperture", "0"], ["--aperture", "10", "--f-number", "2"], ["--highlights", "0.5"], ["--aperture", "nan"]] {
+        for bad in [
+            ["--blades", "2"], ["--aperture", "0"], ["--aperture", "10", "--f-number", "2"], ["--highlights", "0.5"],
+            ["--aperture", "nan"]
+        ] {
             let b = try CLI.run(["portrait", photo, "-o", s.file("bad.png"), "--effect", "lens"] + bad)
             #expect(b.status != 0 && b.err.hasPrefix("Error: --\(bad[0].dropFirst(2))"), "\(bad): \(b.err)")
             #expect(!FileManager.default.fileExists(atPath: s.file("bad.png")))
@@ -127,34 +146,42 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         FileManager.default.createFile(atPath: s.file("taken.png"), contents: Data([1, 2, 3]))
         let taken = try CLI.run(["portrait", photo, "-o", s.file("fresh.jpg"), "--save-mask", s.file("taken.png")])
         #expect(taken.status != 0 && taken.err.contains("already exists"))
-        #expect(!FileManager.default.fileExists(atPath: s.file("fresh.jpg")) && bytesOf(s.file("taken.png")) == [1, 2, 3])
+        #expect(
+            !FileManager.default.fileExists(atPath: s.file("fresh.jpg")) && bytesOf(s.file("taken.png")) == [1, 2, 3])
         let info = try CLI.run(["depth", "info", s.file("nodepth.jpg")])
         #expect(info.status != 0 && info.out.contains("depth: none"))
     }
 }
 
 /// The real portrait photos of ../shared/data, end to end.
-@Suite(.enabled(if: FileManager.default.fileExists(atPath: sharedDepth + "/pug-iphone13pro/pug.heic"),
-                "SKIPPED: ../shared/data is absent; real depth photos were not run through the CLI"))
+@Suite(
+    .enabled(
+        if: FileManager.default.fileExists(atPath: sharedDepth + "/pug-iphone13pro/pug.heic"),
+        "SKIPPED: ../shared/data is absent; real depth photos were not run through the CLI"))
 struct RealDepthCommands {
     @Test func pugSpotlightAndRelativeAccuracyRefusal() throws {
         let s = Scratch()
         let pug = sharedDepth + "/pug-iphone13pro/pug.heic"
         // (Spotlight: the blur's cost in a debug test build is not worth it here; Benchmarks time it.)
-        let r = try CLI.run(["portrait", pug, "-o", s.file("b.jpg"), "--effect", "spotlight", "--focus-point", "0.5,0.6"])
+        let r = try CLI.run([
+            "portrait", pug, "-o", s.file("b.jpg"), "--effect", "spotlight", "--focus-point", "0.5,0.6"
+        ])
         #expect(r.status == 0, "\(r.err)")
         let out = try ImageCodecs.read(s.file("b.jpg"))
         #expect(out.image.width == 4032 && out.metadata.icc?.count == 536)
         let rel = try CLI.run(["portrait", pug, "-o", s.file("c.jpg"), "--focus-distance", "0.5"])
         #expect(rel.status != 0 && rel.err.contains("relative accuracy"))
-        let matte = try CLI.run(["portrait", sharedDepth + "/truedepth-iphone/jpeg_depth_data.jpg", "-o", s.file("m.png"),
-                                 "--effect", "mask", "--refine", "matte", "--focus", "0.9"])
+        let matte = try CLI.run([
+            "portrait", sharedDepth + "/truedepth-iphone/jpeg_depth_data.jpg", "-o", s.file("m.png"),
+            "--effect", "mask", "--refine", "matte", "--focus", "0.9"
+        ])
         #expect(matte.status == 0, "\(matte.err)")
     }
 }
 
 let sharedDepth: String = {
     if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env + "/depth" }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("shared/data/depth").path
 }()

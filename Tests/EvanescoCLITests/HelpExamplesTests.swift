@@ -19,8 +19,10 @@ struct HelpExamplesTests {
         commands().flatMap { c -> [(command: String, line: String)] in
             let text = c.configuration.discussion
             guard let start = text.range(of: "EXAMPLES:") else { return [] }
-            return text[start.upperBound...].split(separator: "\n").map { String($0).trimmingCharacters(in: .whitespaces) }
-                .filter { $0.hasPrefix("evanesco") }.map { (String(describing: c), $0) }
+            return text[start.upperBound...].split(separator: "\n").map {
+                String($0).trimmingCharacters(in: .whitespaces)
+            }
+            .filter { $0.hasPrefix("evanesco") }.map { (String(describing: c), $0) }
         }
     }
 
@@ -55,10 +57,16 @@ struct ArgumentSpellingTests {
             let s = try Stack.parse(["a.png", "-o", "out.png", "--interpolation", spelling])
             #expect(s.interpolation == .catmullRom)
         }
-        #expect(throws: (any Error).self) { try Stack.parse(["a.png", "-o", "out.png", "--interpolation", "catmull_rom"]) }
+        #expect(throws: (any Error).self) {
+            try Stack.parse(["a.png", "-o", "out.png", "--interpolation", "catmull_rom"])
+        }
         // Every value of every enum option, as --help lists it, is lower-case words joined by dashes.
-        for values in [Interpolation.allValueStrings, AlignMode.allValueStrings, MergeMethod.allValueStrings, LosslessCompression.allValueStrings,
-                       PortraitEffect.allValueStrings, MaskRefinement.allValueStrings, DepthKind.allValueStrings, GDepthPolarity.allValueStrings] {
+        for values in [
+            Interpolation.allValueStrings, AlignMode.allValueStrings, MergeMethod.allValueStrings,
+            LosslessCompression.allValueStrings,
+            PortraitEffect.allValueStrings, MaskRefinement.allValueStrings, DepthKind.allValueStrings,
+            GDepthPolarity.allValueStrings
+        ] {
             for v in values { #expect(v.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" }, "\(v)") }
         }
     }
@@ -75,14 +83,18 @@ struct ArgumentSpellingTests {
 
 @Suite("Command files stay small")
 struct CommandSizeTests {
-    @Test("Every command's file is at most 150 code lines (blank and comment lines not counted): the work is the library's")
+    @Test(
+        "Every command's file is at most 150 code lines (blank and comment lines not counted): the work is the library's"
+    )
     func commandFiles() throws {
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Sources/evanesco").path
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix("Command.swift") }
         #expect(files.count >= 10, "\(files)")
         for f in files {
-            let lines = try String(contentsOfFile: dir + "/" + f, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = try String(contentsOfFile: dir + "/" + f, encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false)
             let code = lines.filter { l in
                 let t = l.trimmingCharacters(in: .whitespaces)
                 return !t.isEmpty && !t.hasPrefix("//")

@@ -14,30 +14,53 @@ struct HostileInputTests {
         p.executableURL = URL(fileURLWithPath: CLI.binary)
         p.arguments = args
         let err = Pipe()
-        p.standardOutput = FileHandle.nullDevice; p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = err
         try p.run()
         let deadline = Date().addingTimeInterval(seconds)
         while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning { p.terminate(); p.waitUntilExit(); return (-1, "hang") }
+        if p.isRunning {
+            p.terminate()
+            p.waitUntilExit()
+            return (-1, "hang")
+        }
         let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (p.terminationStatus, e)
     }
 
-    static func expectClean(_ r: (status: Int32, err: String), _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect([0, 1, 64].contains(r.status), "\(what): exit \(r.status) \(r.err.suffix(300))", sourceLocation: sourceLocation)
-        if r.status != 0 { #expect(r.err.lowercased().contains("error"), "\(what): no error line", sourceLocation: sourceLocation) }
+    static func expectClean(
+        _ r: (status: Int32, err: String), _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            [0, 1, 64].contains(r.status), "\(what): exit \(r.status) \(r.err.suffix(300))",
+            sourceLocation: sourceLocation)
+        if r.status != 0 {
+            #expect(r.err.lowercased().contains("error"), "\(what): no error line", sourceLocation: sourceLocation)
+        }
     }
 
     @Test("NaN, infinity and out-of-range values of numeric flags are refused before any work")
     func numericFlags() throws {
         let s = Scratch()
         try ImageCodecs.write(.uint8(gradient(64, 48)), to: s.file("a.png"))
-        for (args, flag) in [(["faces", s.file("a.png"), "--scale-factor", "nan"], "--scale-factor"),
-                             (["faces", s.file("a.png"), "--scale-factor", "1.0001"], "--scale-factor"),
-                             (["backdrop", "--color", s.file("a.png"), "--depth", s.file("a.png"), "--depth-format", "disparity8:0,2",
-                               "-o", s.file("b.jpg"), "--cutoff-offset", "nan"], "--cutoff-offset"),
-                             (["backdrop", "--color", s.file("a.png"), "--depth", s.file("a.png"), "--depth-format", "disparity8:0,2",
-                               "-o", s.file("b.jpg"), "--fps", "inf"], "--fps")] {
+        for (args, flag) in [
+            (["faces", s.file("a.png"), "--scale-factor", "nan"], "--scale-factor"),
+            (["faces", s.file("a.png"), "--scale-factor", "1.0001"], "--scale-factor"),
+            (
+                [
+                    "backdrop", "--color", s.file("a.png"), "--depth", s.file("a.png"), "--depth-format",
+                    "disparity8:0,2",
+                    "-o", s.file("b.jpg"), "--cutoff-offset", "nan"
+                ], "--cutoff-offset"
+            ),
+            (
+                [
+                    "backdrop", "--color", s.file("a.png"), "--depth", s.file("a.png"), "--depth-format",
+                    "disparity8:0,2",
+                    "-o", s.file("b.jpg"), "--fps", "inf"
+                ], "--fps"
+            )
+        ] {
             let r = try Self.run(args, seconds: 20)
             #expect(r.status == 64 && r.err.contains(flag), "\(args): \(r.status) \(r.err)")
         }
@@ -47,15 +70,25 @@ struct HostileInputTests {
     @Test("Tiny frames: 1x1 and 2x1 bursts are refused for alignment and merge without it; no hang")
     func tinyFrames() throws {
         let s = Scratch()
-        for k in 0..<3 { try ImageCodecs.write(.uint8(Image(width: 2, height: 1, channels: 3, samples: ContiguousArray(repeating: UInt8(k * 40), count: 6))), to: s.file("f\(k).png")) }
+        for k in 0..<3 {
+            try ImageCodecs.write(
+                .uint8(
+                    Image(
+                        width: 2, height: 1, channels: 3, samples: ContiguousArray(repeating: UInt8(k * 40), count: 6))),
+                to: s.file("f\(k).png"))
+        }
         let frames = (0..<3).map { s.file("f\($0).png") }
         let aligned = try Self.run(["stack"] + frames + ["-o", s.file("o.png"), "--quiet"], seconds: 30)
-        #expect(aligned.status == 1 && aligned.err.contains("too small to align") && aligned.err.contains("--align none"))
-        let plain = try Self.run(["stack"] + frames + ["-o", s.file("o.png"), "--align", "none", "--quiet"], seconds: 30)
+        #expect(
+            aligned.status == 1 && aligned.err.contains("too small to align") && aligned.err.contains("--align none"))
+        let plain = try Self.run(
+            ["stack"] + frames + ["-o", s.file("o.png"), "--align", "none", "--quiet"], seconds: 30)
         #expect(plain.status == 0 && FileManager.default.fileExists(atPath: s.file("o.png")))
     }
 
-    @Test("Hostile cascades (out-of-range indices, NaN, a node pointing to itself) are typed errors, never a crash or hang")
+    @Test(
+        "Hostile cascades (out-of-range indices, NaN, a node pointing to itself) are typed errors, never a crash or hang"
+    )
     func cascades() throws {
         let s = Scratch()
         try ImageCodecs.write(.uint8(gradient(64, 48)), to: s.file("a.png"))
@@ -67,11 +100,14 @@ struct HostileInputTests {
             <features><_><rects><_>\(rect)</_><_>2 0 2 4 1.</_></rects><tilted>0</tilted></_></features></cascade></opencv_storage>
             """
         }
-        for (k, xml) in [cascade("0 -1 7 0.01"), cascade("0 -9 0 0.01"), cascade("1 -1 0 0.01"), cascade("0 -1 0 nan"),
-                         cascade("0 -1 1e20 0.01"), cascade("0 -1 0 0.01", rect: "0 0 99999 4 -1.")].enumerated() {
+        for (k, xml) in [
+            cascade("0 -1 7 0.01"), cascade("0 -9 0 0.01"), cascade("1 -1 0 0.01"), cascade("0 -1 0 nan"),
+            cascade("0 -1 1e20 0.01"), cascade("0 -1 0 0.01", rect: "0 0 99999 4 -1.")
+        ].enumerated() {
             try xml.write(toFile: s.file("c\(k).xml"), atomically: true, encoding: .utf8)
             let r = try Self.run(["faces", s.file("a.png"), "--cascade", s.file("c\(k).xml")], seconds: 20)
-            #expect(r.status == 1 && r.err.contains("not a usable OpenCV cascade"), "cascade \(k): \(r.status) \(r.err)")
+            #expect(
+                r.status == 1 && r.err.contains("not a usable OpenCV cascade"), "cascade \(k): \(r.status) \(r.err)")
         }
         let missing = try Self.run(["faces", s.file("a.png"), "--cascade", s.file("nope.xml")])
         #expect(missing.status == 1 && missing.err.contains("no such cascade file") && !missing.err.contains("apt-get"))
@@ -82,8 +118,13 @@ struct HostileInputTests {
         let s = Scratch()
         try ImageCodecs.write(.uint8(gradient(64, 48)), to: s.file("a.png"))
         let before = try Data(contentsOf: URL(fileURLWithPath: s.file("a.png")))
-        for args in [["convert", s.file("a.png"), s.file("a.png"), "--force"],
-                     ["stack", s.file("a.png"), s.file("a.png"), s.file("a.png"), "-o", s.file("o.png"), "--report", s.file("a.png"), "--force", "--align", "none"]] {
+        for args in [
+            ["convert", s.file("a.png"), s.file("a.png"), "--force"],
+            [
+                "stack", s.file("a.png"), s.file("a.png"), s.file("a.png"), "-o", s.file("o.png"), "--report",
+                s.file("a.png"), "--force", "--align", "none"
+            ]
+        ] {
             let r = try Self.run(args)
             #expect(r.status == 1 && r.err.contains("is also an input"), "\(args): \(r.err)")
         }
@@ -97,7 +138,10 @@ struct HostileInputTests {
         for k in 0..<3 { try ImageCodecs.write(.uint8(gradient(40, 30)), to: s.file("f\(k).png")) }
         try "x".write(toFile: s.file("taken.txt"), atomically: true, encoding: .utf8)
         let frames = (0..<3).map { s.file("f\($0).png") }
-        for side in [["--report", s.file("taken.txt")], ["--save-frames", s.file("taken.txt")], ["--report", s.file("missing-dir/r.json")]] {
+        for side in [
+            ["--report", s.file("taken.txt")], ["--save-frames", s.file("taken.txt")],
+            ["--report", s.file("missing-dir/r.json")]
+        ] {
             let r = try Self.run(["stack"] + frames + ["-o", s.file("o.png"), "--quiet"] + side)
             #expect(r.status == 1, "\(side): \(r.err)")
             #expect(!FileManager.default.fileExists(atPath: s.file("o.png")), "\(side): the main output was written")
@@ -113,7 +157,13 @@ struct HostileInputTests {
         var i = 2
         while i + 9 < b.count {
             let marker = b[i + 1], length = Int(b[i + 2]) << 8 | Int(b[i + 3])
-            if marker == 0xC0 || marker == 0xC2 { b[i + 5] = 0x4E; b[i + 6] = 0x20; b[i + 7] = 0x4E; b[i + 8] = 0x20; break }
+            if marker == 0xC0 || marker == 0xC2 {
+                b[i + 5] = 0x4E
+                b[i + 6] = 0x20
+                b[i + 7] = 0x4E
+                b[i + 8] = 0x20
+                break
+            }
             i += 2 + length
         }
         try Data(b.prefix(3000)).write(to: URL(fileURLWithPath: s.file("liar.jpg")))

@@ -13,14 +13,16 @@ enum PG {
     static var available: Bool {
         if url == nil {
             if ProcessInfo.processInfo.environment["EVANESCO_REQUIRE_POSTGRES"] == "1" { return true }
-            FileHandle.standardError.write(Data("queue tests: no PostgreSQL (run the suite through scripts/with-postgres.sh); skipped\n".utf8))
+            FileHandle.standardError.write(
+                Data("queue tests: no PostgreSQL (run the suite through scripts/with-postgres.sh); skipped\n".utf8))
         }
         return url != nil
     }
 
     /// A queue URL with a schema of its own.
     static func queue(_ schema: String) throws -> String {
-        let base = try #require(url, "EVANESCO_TEST_DATABASE_URL is not set: run the tests through scripts/with-postgres.sh")
+        let base = try #require(
+            url, "EVANESCO_TEST_DATABASE_URL is not set: run the tests through scripts/with-postgres.sh")
         return base + "?schema=\(schema)_\(getpid())"
     }
 
@@ -90,23 +92,35 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         var r = try CLI.run(["batch", "submit", made.manifest, "--queue", queue, "--max-attempts", "4"])
         #expect(r.status == 0 && r.out.contains("200 jobs added, 0 already queued"), "\(r.out) \(r.err)")
         r = try CLI.run(["batch", "submit", made.manifest, "--queue", queue])
-        #expect(r.status == 0 && r.out.contains("0 jobs added, 200 already queued"), "submitting again adds nothing: \(r.out)")
+        #expect(
+            r.status == 0 && r.out.contains("0 jobs added, 200 already queued"),
+            "submitting again adds nothing: \(r.out)")
 
         let flags = ["--lease", "2", "--poll", "0.2", "--grace", "20"]
         let w1 = try WorkerProcess(queue: queue, log: s.file("w1.log"), extra: flags)
         let w2 = try WorkerProcess(queue: queue, log: s.file("w2.log"), extra: flags)
         let w3 = try WorkerProcess(queue: queue, log: s.file("w3.log"), extra: flags + ["--exit-when-done"])
         func running(_ w: WorkerProcess) throws -> String {
-            try PG.value("SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(w.name)'")
+            try PG.value(
+                "SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(w.name)'"
+            )
         }
         // SIGKILL w1 while it holds a job.
         var killedJob = ""
-        #expect(try eventually(60) { killedJob = try running(w1); return !killedJob.isEmpty }, "worker 1 never ran a job")
+        #expect(
+            try eventually(60) {
+                killedJob = try running(w1)
+                return !killedJob.isEmpty
+            }, "worker 1 never ran a job")
         w1.signal(SIGKILL)
         #expect(w1.wait(seconds: 10))
         // SIGTERM w2 while it holds a job: it finishes that job, takes no other, exits 0.
         var drainedJob = ""
-        #expect(try eventually(60) { drainedJob = try running(w2); return !drainedJob.isEmpty }, "worker 2 never ran a job")
+        #expect(
+            try eventually(60) {
+                drainedJob = try running(w2)
+                return !drainedJob.isEmpty
+            }, "worker 2 never ran a job")
         w2.signal(SIGTERM)
         #expect(w2.wait(seconds: 30), "worker 2 did not drain within its grace")
         #expect(w2.process.terminationStatus == 0 && w2.text.contains("draining"), "\(w2.text)")
@@ -118,17 +132,25 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         // The database restarts under w3; a fourth worker joins afterwards.
         // (system(), not Process: the restarted server outlives the script, and Foundation's
         // waitUntilExit was seen to hang on it.)
-        guard let restart = PG.restart else { Issue.record("EVANESCO_TEST_PG_RESTART is not set: run through scripts/with-postgres.sh"); return }
+        guard let restart = PG.restart else {
+            Issue.record("EVANESCO_TEST_PG_RESTART is not set: run through scripts/with-postgres.sh")
+            return
+        }
         #expect(system(restart) == 0, "the database did not restart")
-        let w4 = try WorkerProcess(queue: queue, log: s.file("w4.log"), extra: flags + ["--exit-when-done", "--jobs", "2"])
-        #expect(w3.wait(seconds: 240) && w4.wait(seconds: 60), "the workers did not finish the queue:\n\(w3.text.suffix(2000))")
+        let w4 = try WorkerProcess(
+            queue: queue, log: s.file("w4.log"), extra: flags + ["--exit-when-done", "--jobs", "2"])
+        #expect(
+            w3.wait(seconds: 240) && w4.wait(seconds: 60),
+            "the workers did not finish the queue:\n\(w3.text.suffix(2000))")
         #expect(w3.process.terminationStatus == 0 && w4.process.terminationStatus == 0)
 
         // Every good job done exactly once, every bad one failed with its message.
         r = try CLI.run(["batch", "status", "--queue", queue, "--json"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
-        #expect(status["done"] as? Int == 190 && status["failed"] as? Int == 10 && status["pending"] as? Int == 0 && status["running"] as? Int == 0,
-                "\(r.out)")
+        #expect(
+            status["done"] as? Int == 190 && status["failed"] as? Int == 10 && status["pending"] as? Int == 0
+                && status["running"] as? Int == 0,
+            "\(r.out)")
         let failures = (status["failures"] as? [[String: Any]]) ?? []
         for f in failures {
             let id = f["id"] as? String ?? ""
@@ -142,10 +164,14 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
             #expect(FileManager.default.fileExists(atPath: made.good[id]!.output))
         }
         // The killed worker's job: its lease expired, another worker took it, attempts and the loss recorded.
-        let killed = try PG.value("SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs WHERE id = '\(killedJob)'")
+        let killed = try PG.value(
+            "SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs WHERE id = '\(killedJob)'"
+        )
         let parts = killed.split(separator: " ")
-        #expect(parts.count == 4 && parts[0] == "done" && (Int(parts[1]) ?? 0) >= 2 && (Int(parts[2]) ?? 0) >= 1 && parts[3] != w1.name[...],
-                "killed job \(killedJob): \(killed)")
+        #expect(
+            parts.count == 4 && parts[0] == "done" && (Int(parts[1]) ?? 0) >= 2 && (Int(parts[2]) ?? 0) >= 1
+                && parts[3] != w1.name[...],
+            "killed job \(killedJob): \(killed)")
         #expect((status["lease_losses"] as? Int ?? 0) >= 1 && (status["attempts"] as? Int ?? 0) >= 201)
         #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
         // Every good output identical to the command alone.
@@ -165,19 +191,30 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         let queue = try PG.queue("fence"), schema = "fence_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let a = try WorkerProcess(queue: queue, log: s.file("a.log"), extra: ["--lease", "1", "--poll", "0.2"])
-        #expect(try eventually(60) { try PG.value("SELECT count(*) FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(a.name)'") == "1" })
+        #expect(
+            try eventually(60) {
+                try PG.value(
+                    "SELECT count(*) FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(a.name)'") == "1"
+            })
         a.signal(SIGSTOP)
         Thread.sleep(forTimeInterval: 1.5)
-        let b = try WorkerProcess(queue: queue, log: s.file("b.log"), extra: ["--lease", "1", "--poll", "0.2", "--exit-when-done"])
+        let b = try WorkerProcess(
+            queue: queue, log: s.file("b.log"), extra: ["--lease", "1", "--poll", "0.2", "--exit-when-done"])
         #expect(b.wait(seconds: 120), "worker b did not finish the job")
-        #expect(try PG.value("SELECT state || ' ' || finished_by || ' ' || lease_losses FROM \(schema).jobs") == "done \(b.name) 1")
+        #expect(
+            try PG.value("SELECT state || ' ' || finished_by || ' ' || lease_losses FROM \(schema).jobs")
+                == "done \(b.name) 1")
         let output = made.good["stack0"]!.output
         let written = try FileManager.default.attributesOfItem(atPath: output)[.modificationDate] as? Date
         a.signal(SIGCONT)
-        #expect(eventually(30) { a.text.contains("discarded stack0") }, "worker a did not discard its result:\n\(a.text)")
+        #expect(
+            eventually(30) { a.text.contains("discarded stack0") }, "worker a did not discard its result:\n\(a.text)")
         a.signal(SIGTERM)
-        #expect(a.wait(seconds: 30) && a.summary.contains("0 done") && a.summary.contains("1 discarded"), "\(a.summary)")
-        #expect(try FileManager.default.attributesOfItem(atPath: output)[.modificationDate] as? Date == written, "the stalled worker replaced the output")
+        #expect(
+            a.wait(seconds: 30) && a.summary.contains("0 done") && a.summary.contains("1 discarded"), "\(a.summary)")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: output)[.modificationDate] as? Date == written,
+            "the stalled worker replaced the output")
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack0"], scratch: s.path)
         #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
     }
@@ -190,15 +227,25 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         let queue = try PG.queue("metrics"), schema = "metrics_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let port = Int(try PG.value("SELECT 20000 + (pg_backend_pid() % 20000)")) ?? 29464
-        let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--metrics-port", String(port)])
-        #expect(try eventually(60) { try PG.value("SELECT count(*) FROM \(schema).jobs WHERE state IN ('done', 'failed')") == "4" })
+        let w = try WorkerProcess(
+            queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--metrics-port", String(port)])
+        #expect(
+            try eventually(60) {
+                try PG.value("SELECT count(*) FROM \(schema).jobs WHERE state IN ('done', 'failed')") == "4"
+            })
         var text = ""
-        #expect(eventually(10) {
-            text = (try? HTTP1.blocking("GET", port: port, path: "/metrics", timeout: 5)).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
-            return text.contains("evanesco_jobs_done_total 3")
-        }, "\(text)")
-        #expect(text.contains("evanesco_jobs_failed_total 1") && text.contains("evanesco_jobs_running 0")
-                && text.contains("evanesco_job_seconds_count 3") && text.contains("evanesco_lease_losses_total 0"), "\(text)")
+        #expect(
+            eventually(10) {
+                text =
+                    (try? HTTP1.blocking("GET", port: port, path: "/metrics", timeout: 5)).map {
+                        String(decoding: $0.body, as: UTF8.self)
+                    } ?? ""
+                return text.contains("evanesco_jobs_done_total 3")
+            }, "\(text)")
+        #expect(
+            text.contains("evanesco_jobs_failed_total 1") && text.contains("evanesco_jobs_running 0")
+                && text.contains("evanesco_job_seconds_count 3") && text.contains("evanesco_lease_losses_total 0"),
+            "\(text)")
         w.signal(SIGTERM)
         #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
     }
@@ -212,8 +259,12 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue, "--max-attempts", "3"]).status == 0)
         try FileManager.default.removeItem(atPath: made.outputs)
         let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--exit-when-done"])
-        #expect(try eventually(30) { try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 1" }, "\(w.text)")
-        #expect(try PG.value("SELECT error FROM \(schema).jobs").contains("cannot be written") || w.text.contains("will retry"), "\(w.text)")
+        #expect(
+            try eventually(30) { try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 1" },
+            "\(w.text)")
+        #expect(
+            try PG.value("SELECT error FROM \(schema).jobs").contains("cannot be written")
+                || w.text.contains("will retry"), "\(w.text)")
         try FileManager.default.createDirectory(atPath: made.outputs, withIntermediateDirectories: true)
         #expect(w.wait(seconds: 60) && w.process.terminationStatus == 0)
         #expect(try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "done 2")
@@ -232,7 +283,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         w.signal(SIGTERM)
         #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
         #expect(w.summary.contains("0 done") && w.summary.contains("1 given back"), "\(w.summary)")
-        #expect(try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 0", "given back, the attempt not counted")
+        #expect(
+            try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 0",
+            "given back, the attempt not counted")
         #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
     }
 }

@@ -13,7 +13,10 @@ func ramp(_ w: Int, _ h: Int, a: Float = 0.01, b: Float = 0.02, c: Float = 0.1) 
 func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UInt8> {
     var s = seed &* 6364136223846793005 &+ 1442695040888963407
     return Image<UInt8>(width: w, height: h, channels: channels) { d in
-        for i in 0..<d.count { s = s &* 6364136223846793005 &+ 1442695040888963407; d[i] = UInt8(truncatingIfNeeded: s >> 56) }
+        for i in 0..<d.count {
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            d[i] = UInt8(truncatingIfNeeded: s >> 56)
+        }
     }
 }
 
@@ -56,12 +59,14 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
         let img = noise(37, 23)
         for (tx, ty) in [(3, 2), (-5, 1), (0, -4), (0, 0)] {
             let r = img.warped(by: .translation(Double(tx), Double(ty)), width: 37, height: 23, interpolation: interp)
-            for y in 0..<23 { for x in 0..<37 {
-                let sx = x - tx, sy = y - ty
-                let inside = sx >= 0 && sy >= 0 && sx < 37 && sy < 23
-                #expect(r.validity[x, y, 0] == (inside ? 255 : 0))
-                for c in 0..<3 { #expect(r.image[x, y, c] == (inside ? img[sx, sy, c] : 0)) }
-            }}
+            for y in 0..<23 {
+                for x in 0..<37 {
+                    let sx = x - tx, sy = y - ty
+                    let inside = sx >= 0 && sy >= 0 && sx < 37 && sy < 23
+                    #expect(r.validity[x, y, 0] == (inside ? 255 : 0))
+                    for c in 0..<3 { #expect(r.image[x, y, c] == (inside ? img[sx, sy, c] : 0)) }
+                }
+            }
         }
     }
 
@@ -72,13 +77,15 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
             let r = src.warped(by: .translation(tx, ty), width: 64, height: 48, interpolation: interp)
             var checked = 0
             // Pixels whose 4x4 cubic support lies inside the source (edge taps are clamped).
-            for y in 0..<48 { for x in 0..<64 where r.validity[x, y, 0] == 255 {
-                let sx = Double(x) - tx, sy = Double(y) - ty
-                guard sx >= 1, sy >= 1, sx <= 61, sy <= 45 else { continue }
-                let expected = 0.01 * (Float(x) - Float(tx)) + 0.02 * (Float(y) - Float(ty)) + 0.1
-                #expect(abs(r.image[x, y, 0] - expected) < 1e-3)
-                checked += 1
-            }}
+            for y in 0..<48 {
+                for x in 0..<64 where r.validity[x, y, 0] == 255 {
+                    let sx = Double(x) - tx, sy = Double(y) - ty
+                    guard sx >= 1, sy >= 1, sx <= 61, sy <= 45 else { continue }
+                    let expected = 0.01 * (Float(x) - Float(tx)) + 0.02 * (Float(y) - Float(ty)) + 0.1
+                    #expect(abs(r.image[x, y, 0] - expected) < 1e-3)
+                    checked += 1
+                }
+            }
             #expect(checked > 55 * 38)
         }
     }
@@ -90,19 +97,21 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
         let inv = try #require(h.inverse)
         let r = src.warped(by: h, width: 80, height: 60, interpolation: .bilinear)
         var valid = 0
-        for y in 0..<60 { for x in 0..<80 {
-            let q = try #require(inv.apply(Double(x), Double(y)))
-            let inside = q.x >= -1e-3 && q.y >= -1e-3 && q.x <= 79.001 && q.y <= 59.001
-            if abs(q.x) > 0.01 && abs(q.y) > 0.01 && abs(q.x - 79) > 0.01 && abs(q.y - 59) > 0.01 {
-                #expect((r.validity[x, y, 0] == 255) == inside)
+        for y in 0..<60 {
+            for x in 0..<80 {
+                let q = try #require(inv.apply(Double(x), Double(y)))
+                let inside = q.x >= -1e-3 && q.y >= -1e-3 && q.x <= 79.001 && q.y <= 59.001
+                if abs(q.x) > 0.01 && abs(q.y) > 0.01 && abs(q.x - 79) > 0.01 && abs(q.y - 59) > 0.01 {
+                    #expect((r.validity[x, y, 0] == 255) == inside)
+                }
+                if r.validity[x, y, 0] == 255 {
+                    valid += 1
+                    #expect(abs(r.image[x, y, 0] - (0.01 * Float(q.x) + 0.02 * Float(q.y) + 0.1)) < 1e-3)
+                } else {
+                    #expect(r.image[x, y, 0] == 0)
+                }
             }
-            if r.validity[x, y, 0] == 255 {
-                valid += 1
-                #expect(abs(r.image[x, y, 0] - (0.01 * Float(q.x) + 0.02 * Float(q.y) + 0.1)) < 1e-3)
-            } else {
-                #expect(r.image[x, y, 0] == 0)
-            }
-        }}
+        }
         #expect(valid > 80 * 60 / 2)
     }
 
@@ -112,26 +121,38 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
     /// a grey level, and is valid where the position is inside.
     @Test func oneChannelBilinearPathMatchesExactSampling() throws {
         let w = 300, h = 200
-        func f(_ x: Int, _ y: Int) -> Float { 128 + 60 * sinf(Float(x) * 0.21) * cosf(Float(y) * 0.17) + 40 * sinf(Float(x + 2 * y) * 0.05) }
-        let one = Image<Float>(width: w, height: h, channels: 1) { d in for y in 0..<h { for x in 0..<w { d[y * w + x] = f(x, y) } } }
+        func f(_ x: Int, _ y: Int) -> Float {
+            128 + 60 * sinf(Float(x) * 0.21) * cosf(Float(y) * 0.17) + 40 * sinf(Float(x + 2 * y) * 0.05)
+        }
+        let one = Image<Float>(width: w, height: h, channels: 1) { d in
+            for y in 0..<h { for x in 0..<w { d[y * w + x] = f(x, y) } }
+        }
         var worst = 0.0, compared = 0, disagreements = 0
-        for m in [Homography([1.001, 0.004, 3.3, -0.004, 0.999, -2.1, 1e-6, -2e-6, 1]), .translation(-4.25, 7.5),
-                  Homography([0.98, 0.05, 3, -0.04, 1.01, -2, 2e-4, -1e-4, 1])] {
+        for m in [
+            Homography([1.001, 0.004, 3.3, -0.004, 0.999, -2.1, 1e-6, -2e-6, 1]), .translation(-4.25, 7.5),
+            Homography([0.98, 0.05, 3, -0.04, 1.01, -2, 2e-4, -1e-4, 1])
+        ] {
             let a = one.warped(by: m, width: w, height: h, interpolation: .bilinear)
             let inv = try #require(m.inverse)
-            for y in 0..<h { for x in 0..<w {
-                let q = try #require(inv.apply(Double(x), Double(y)))
-                // Well inside or well outside: right on the edge the two may round either way.
-                let margin = min(q.x, q.y, Double(w - 1) - q.x, Double(h - 1) - q.y)
-                guard abs(margin) > 1e-3 else { continue }
-                if (a.validity[x, y, 0] != 0) != (margin > 0) { disagreements += 1; continue }
-                guard margin > 0 else { continue }
-                let ix = Int(q.x), iy = Int(q.y), tx = q.x - Double(ix), ty = q.y - Double(iy)
-                let x1 = min(ix + 1, w - 1), y1 = min(iy + 1, h - 1)
-                let top = Double(f(ix, iy)) * (1 - tx) + Double(f(x1, iy)) * tx, bottom = Double(f(ix, y1)) * (1 - tx) + Double(f(x1, y1)) * tx
-                worst = max(worst, abs(Double(a.image[x, y, 0]) - (top * (1 - ty) + bottom * ty)))
-                compared += 1
-            }}
+            for y in 0..<h {
+                for x in 0..<w {
+                    let q = try #require(inv.apply(Double(x), Double(y)))
+                    // Well inside or well outside: right on the edge the two may round either way.
+                    let margin = min(q.x, q.y, Double(w - 1) - q.x, Double(h - 1) - q.y)
+                    guard abs(margin) > 1e-3 else { continue }
+                    if (a.validity[x, y, 0] != 0) != (margin > 0) {
+                        disagreements += 1
+                        continue
+                    }
+                    guard margin > 0 else { continue }
+                    let ix = Int(q.x), iy = Int(q.y), tx = q.x - Double(ix), ty = q.y - Double(iy)
+                    let x1 = min(ix + 1, w - 1), y1 = min(iy + 1, h - 1)
+                    let top = Double(f(ix, iy)) * (1 - tx) + Double(f(x1, iy)) * tx,
+                        bottom = Double(f(ix, y1)) * (1 - tx) + Double(f(x1, y1)) * tx
+                    worst = max(worst, abs(Double(a.image[x, y, 0]) - (top * (1 - ty) + bottom * ty)))
+                    compared += 1
+                }
+            }
         }
         #expect(compared > 100_000 && worst < 3e-3, "worst \(worst) over \(compared) pixels")
         #expect(disagreements == 0)
@@ -165,10 +186,12 @@ func noise(_ w: Int, _ h: Int, channels: Int = 3, seed: UInt64 = 1) -> Image<UIn
     func upsampleFollowsRampInInterior(_ interp: Interpolation, _ tolerance: Float) {
         let src = ramp(20, 16)
         let up = src.resized(width: 80, height: 64, interpolation: interp)
-        for y in 8..<56 { for x in 8..<72 {
-            let sx = (Float(x) + 0.5) / 4 - 0.5, sy = (Float(y) + 0.5) / 4 - 0.5
-            #expect(abs(up[x, y, 0] - (0.01 * sx + 0.02 * sy + 0.1)) < tolerance)
-        }}
+        for y in 8..<56 {
+            for x in 8..<72 {
+                let sx = (Float(x) + 0.5) / 4 - 0.5, sy = (Float(y) + 0.5) / 4 - 0.5
+                #expect(abs(up[x, y, 0] - (0.01 * sx + 0.02 * sy + 0.1)) < tolerance)
+            }
+        }
     }
 
     @Test func cubicWeightsKnownAnswer() {

@@ -25,20 +25,21 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         let f = img.converted(to: Float.self)
         #expect(f.samples[2] == Float(128) / 255)
         let u16 = Image<UInt16>(width: 4, height: 1, channels: 1, samples: [0, 128, 129, 65535])
-        #expect(u16.converted(to: UInt8.self).samples == [0, 0, 1, 255])   // round(v / 257)
+        #expect(u16.converted(to: UInt8.self).samples == [0, 0, 1, 255])  // round(v / 257)
         let fl = Image<Float>(width: 4, height: 1, channels: 1, samples: [-0.5, 0.5, 1.5, .nan])
         #expect(fl.converted(to: UInt8.self).samples == [0, 128, 255, 0])  // clamped, NaN -> 0
     }
 
     @Test func everyUInt8SurvivesFloatRoundTrip() {
-        let all = Image<UInt8>(width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
+        let all = Image<UInt8>(
+            width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
         #expect(all.converted(to: Float.self).converted(to: UInt8.self) == all)
         #expect(all.converted(to: UInt16.self).converted(to: Float.self).converted(to: UInt8.self) == all)
     }
 
     @Test func channelConversions() {
         let rgb = Image<UInt8>(width: 2, height: 1, channels: 3, samples: [255, 0, 0, 10, 20, 30])
-        #expect(rgb.withChannels(1).samples == [76, 18])            // 0.299*255, 0.299*10+0.587*20+0.114*30
+        #expect(rgb.withChannels(1).samples == [76, 18])  // 0.299*255, 0.299*10+0.587*20+0.114*30
         #expect(rgb.withChannels(4).samples == [255, 0, 0, 255, 10, 20, 30, 255])
         #expect(rgb.withChannels(4).withChannels(3) == rgb)
         #expect(small.withChannels(3).samples.prefix(6) == [1, 1, 1, 2, 2, 2])
@@ -97,7 +98,8 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         // the pool may run both items on one thread, one after the other: then try again.)
         let busy = LockedBox(0), concurrent = LockedBox(false)
         for _ in 0..<5 where !concurrent.value {
-            let started = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0), running = LockedBox(false)
+            let started = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0),
+                running = LockedBox(false)
             StripExecutor.forEachIndex(in: 0..<2, workers: 2) { i in
                 if i == 0 {
                     running.update { $0 = true }
@@ -106,7 +108,10 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
                     running.update { $0 = false }
                 } else {
                     _ = started.wait(timeout: .now() + 1)
-                    if running.value { busy.update { $0 = strips().count }; concurrent.update { $0 = true } }
+                    if running.value {
+                        busy.update { $0 = strips().count }
+                        concurrent.update { $0 = true }
+                    }
                     finished.signal()
                 }
             }
@@ -115,7 +120,10 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         // Item 0 returns at once and no item is left for its thread: item 1's strips spread.
         let alone = LockedBox(0)
         StripExecutor.forEachIndex(in: 0..<2, workers: 2) { i in
-            if i == 1 { usleep(50_000); alone.update { $0 = strips().count } }
+            if i == 1 {
+                usleep(50_000)
+                alone.update { $0 = strips().count }
+            }
         }
         #expect(alone.value > 1, "the lone item's strips ran on \(alone.value) thread(s)")
     }
@@ -124,7 +132,8 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         #expect(abs(SRGB.toLinear(0.5) - 0.214041) < 1e-5)
         #expect(abs(SRGB.fromLinear(0.214041) - 0.5) < 1e-5)
         #expect(SRGB.toLinear(0) == 0 && abs(SRGB.toLinear(1) - 1) < 1e-6)
-        let img = Image<UInt8>(width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
+        let img = Image<UInt8>(
+            width: 256, height: 1, channels: 1, samples: ContiguousArray((0...255).map { UInt8($0) }))
         #expect(img.linearized().sRGBEncoded(as: UInt8.self) == img)
     }
 }
@@ -139,7 +148,7 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
         (.leftMirrored, [[1, 4], [2, 5], [3, 6]]),
         (.right, [[4, 1], [5, 2], [6, 3]]),
         (.rightMirrored, [[6, 3], [5, 2], [4, 1]]),
-        (.left, [[3, 6], [2, 5], [1, 4]]),
+        (.left, [[3, 6], [2, 5], [1, 4]])
     ]
 
     @Test(arguments: cases.map { $0.0.rawValue })

@@ -53,15 +53,21 @@ struct BackdropKernelTests {
         return (color, depth)
     }
 
-    @Test("Golden: five frames of a self-made shot (cut, holes, blur, temporal smoothing, gamma, upscale, blend), frames and masks as the Swift pipeline made them")
+    @Test(
+        "Golden: five frames of a self-made shot (cut, holes, blur, temporal smoothing, gamma, upscale, blend), frames and masks as the Swift pipeline made them"
+    )
     func golden() throws {
-        let bg = Image<UInt8>(width: 64, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8((i * 11) % 256) } }
+        let bg = Image<UInt8>(width: 64, height: 48, channels: 3) { d in
+            for i in 0..<d.count { d[i] = UInt8((i * 11) % 256) }
+        }
         let pipe = BackdropPipeline(background: bg)
-        pipe.options.blurSigmaAt640 = 16   // a blur of a few pixels at this small size
+        pipe.options.blurSigmaAt640 = 16  // a blur of a few pixels at this small size
         var renders: [(name: String, image: Image<UInt8>)] = []
         for f in 0..<5 {
             let s = Self.shot(frame: f)
-            let r = try pipe.process(color: s.color, depth: s.depth, face: nil, subject: .point(x: 2 * (38 + 3 * f) + 2, y: 44), keepMask: true)
+            let r = try pipe.process(
+                color: s.color, depth: s.depth, face: nil, subject: .point(x: 2 * (38 + 3 * f) + 2, y: 44),
+                keepMask: true)
             if f == 0 || f == 4 {
                 renders.append(("backdrop-frame\(f)", r.frame))
                 renders.append(("backdrop-mask\(f)", try #require(r.mask)))
@@ -82,9 +88,11 @@ struct BackdropKernelTests {
     @Test("Half coverage: 2x2 means; a hole takes the majority of its known 3x3 neighbours, 0 on a tie or without fill")
     func halfCoverage() {
         // 4x3: the hole at (1, 1) sees 1, 1, 0 / 1, _, 1 / 0, 0, 1 in its 3x3 (5 of 8 known are 1).
-        let bin: [UInt8] = [1, 1, 0, 0,
-                            1, 2, 1, 0,
-                            0, 0, 1, 1]
+        let bin: [UInt8] = [
+            1, 1, 0, 0,
+            1, 2, 1, 0,
+            0, 0, 1, 1
+        ]
         var half = [Float](repeating: -1, count: 4)
         evn_half_coverage(bin, 4, 3, 1, 0, 2, &half)
         #expect(half == [1.0, 0.25, 0.0, 1.0])
@@ -100,9 +108,11 @@ struct BackdropKernelTests {
     @Test("Depth histogram: every other sample of every other row, bin (int)((v - lo) * scale) in -1 < t < bins")
     func histogram() {
         // 4x3; rows 0 and 2, columns 0 and 2 are sampled.
-        let d: [Float] = [0.10, 9, 0.27, 9,
-                          9, 9, 9, 9,
-                          0.39, 9, 0, 9]
+        let d: [Float] = [
+            0.10, 9, 0.27, 9,
+            9, 9, 9, 9,
+            0.39, 9, 0, 9
+        ]
         var counts = [UInt32](repeating: 0, count: 4)
         let n = evn_depth_histogram(d, 4, 3, 2, 0.05, 10, 4, &counts)
         // t = 0.5, 2.2, 3.4; the 0 is not depth.
@@ -127,7 +137,8 @@ struct BackdropKernelTests {
         }
     }
 
-    static let avx2Absent: Comment = "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable kernels ran"
+    static let avx2Absent: Comment =
+        "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable kernels ran"
 
     @Test("Portable and AVX2 kernels give the same bits", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func portableEqualsAVX2() {
@@ -157,37 +168,63 @@ struct BackdropKernelTests {
         let mw = 53, W = 211
         let taps = BackdropPipeline.ColumnTaps(width: W, maskWidth: mw)
         #expect(taps.windows == (taps.first.firstIndex { $0 >= W } ?? taps.first.count))
-        let rows = (0..<4).map { r in (0..<mw).map { i -> Float in i < 12 ? 0 : (i > 40 ? 1 : Float((i + r) % 7) / 6) } }
-        let src = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 31) }, bg = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 5) }
+        let rows = (0..<4).map { r in (0..<mw).map { i -> Float in i < 12 ? 0 : (i > 40 ? 1 : Float((i + r) % 7) / 6) }
+        }
+        let src = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 31) },
+            bg = (0..<(W * 3)).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 5) }
         func run(_ f: (UnsafePointer<evn_backdrop_row>) -> Void) -> ([UInt8], [UInt8]) {
             // The row's outputs and scratch, allocated here so that no pointer outlives its array.
-            let dst = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: W * 3), mout = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: W)
+            let dst = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: W * 3),
+                mout = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: W)
             let line = UnsafeMutableBufferPointer<Float>.allocate(capacity: mw)
-            let flag = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: mw), window = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: mw + 1)
-            defer { dst.deallocate(); mout.deallocate(); line.deallocate(); flag.deallocate(); window.deallocate() }
+            let flag = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: mw),
+                window = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: mw + 1)
+            defer {
+                dst.deallocate()
+                mout.deallocate()
+                line.deallocate()
+                flag.deallocate()
+                window.deallocate()
+            }
             dst.initialize(repeating: 0)
             mout.initialize(repeating: 0)
-            rows[0].withUnsafeBufferPointer { r0 in rows[1].withUnsafeBufferPointer { r1 in rows[2].withUnsafeBufferPointer { r2 in
-            rows[3].withUnsafeBufferPointer { r3 in taps.taps.withUnsafeBufferPointer { t in taps.weights.withUnsafeBufferPointer { tw in
-            taps.first.withUnsafeBufferPointer { first in src.withUnsafeBufferPointer { s in bg.withUnsafeBufferPointer { b in
-                var row = evn_backdrop_row()
-                row.rows = (r0.baseAddress, r1.baseAddress, r2.baseAddress, r3.baseAddress)
-                row.weights = (-0.05, 0.6, 0.5, -0.05)
-                row.mask_width = mw
-                row.width = W
-                row.taps = t.baseAddress
-                row.tap_weights = tw.baseAddress
-                row.first = first.baseAddress
-                row.windows = taps.windows
-                row.src = s.baseAddress
-                row.background = b.baseAddress
-                row.dst = dst.baseAddress
-                row.mask_out = mout.baseAddress
-                row.line = line.baseAddress
-                row.flag = flag.baseAddress
-                row.window = window.baseAddress
-                withUnsafePointer(to: row) { f($0) }
-            }}}}}}}}}
+            rows[0].withUnsafeBufferPointer { r0 in
+                rows[1].withUnsafeBufferPointer { r1 in
+                    rows[2].withUnsafeBufferPointer { r2 in
+                        rows[3].withUnsafeBufferPointer { r3 in
+                            taps.taps.withUnsafeBufferPointer { t in
+                                taps.weights.withUnsafeBufferPointer { tw in
+                                    taps.first.withUnsafeBufferPointer { first in
+                                        src.withUnsafeBufferPointer { s in
+                                            bg.withUnsafeBufferPointer { b in
+                                                var row = evn_backdrop_row()
+                                                row.rows = (
+                                                    r0.baseAddress, r1.baseAddress, r2.baseAddress, r3.baseAddress
+                                                )
+                                                row.weights = (-0.05, 0.6, 0.5, -0.05)
+                                                row.mask_width = mw
+                                                row.width = W
+                                                row.taps = t.baseAddress
+                                                row.tap_weights = tw.baseAddress
+                                                row.first = first.baseAddress
+                                                row.windows = taps.windows
+                                                row.src = s.baseAddress
+                                                row.background = b.baseAddress
+                                                row.dst = dst.baseAddress
+                                                row.mask_out = mout.baseAddress
+                                                row.line = line.baseAddress
+                                                row.flag = flag.baseAddress
+                                                row.window = window.baseAddress
+                                                withUnsafePointer(to: row) { f($0) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             return (Array(dst), Array(mout))
         }
         let p = run { evn_backdrop_row_blend_portable($0) }, a = run { evn_backdrop_row_blend_avx2($0) }

@@ -9,7 +9,9 @@ struct LensBlurOriginalTests {
     static let file = Shared.root + "/depth/gdepth-lensblur/lensblur_gdepth_compound.jpg"
     static let original = Shared.root + "/depth/gdepth-lensblur/derived/gimage_original.jpg"
 
-    @Test("The photo read is the original (not the blurred primary); the spotlight keeps the original's pixels inside the mask and differs from the primary's spotlight")
+    @Test(
+        "The photo read is the original (not the blurred primary); the spotlight keeps the original's pixels inside the mask and differs from the primary's spotlight"
+    )
     func spotlightFromOriginal() throws {
         let read = try DepthReader.read(Self.file)
         #expect(read.photoSource?.contains("GImage original") == true)

@@ -19,14 +19,17 @@ struct FuzzRegressionTests {
         var replayed = 0
         for t in targets {
             for f in try fm.contentsOfDirectory(atPath: Self.folder.appendingPathComponent(t).path) {
-                let bytes = try [UInt8](Data(contentsOf: Self.folder.appendingPathComponent(t).appendingPathComponent(f)))
+                let bytes = try [UInt8](
+                    Data(contentsOf: Self.folder.appendingPathComponent(t).appendingPathComponent(f)))
                 #expect(FuzzEntries.run(t, bytes), "Regressions/\(t): no such fuzz target")
                 replayed += 1
             }
         }
         // The fuzzers' trivial inputs go through every target too.
         for t in FuzzEntries.targets.keys.sorted() {
-            for bytes: [UInt8] in [[], [0], Array(repeating: 0xFF, count: 64), Array("<a>".utf8)] { FuzzEntries.run(t, bytes) }
+            for bytes: [UInt8] in [[], [0], Array(repeating: 0xFF, count: 64), Array("<a>".utf8)] {
+                FuzzEntries.run(t, bytes)
+            }
         }
         #expect(FuzzEntries.targets.count == 11)
         print("fuzz regressions: \(replayed) kept inputs replayed")
@@ -34,7 +37,9 @@ struct FuzzRegressionTests {
 
     @Test("FuzzPNG's CRC repair leaves a valid PNG as it is and mends a chunk's broken CRC")
     func pngCRCRepair() throws {
-        let image = Image<UInt8>(width: 7, height: 5, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 29) } }
+        let image = Image<UInt8>(width: 7, height: 5, channels: 3) { d in
+            for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 29) }
+        }
         let png = try ImageCodecs.encode(.uint8(image), format: .png)
         #expect(FuzzEntries.withPNGCRCsFixed(png) == png)
         // Every chunk's CRC (its last 4 bytes) flipped in turn comes back as written.
@@ -44,9 +49,10 @@ struct FuzzRegressionTests {
             var broken = png
             broken[pos + 8 + length] ^= 0x5A
             #expect(FuzzEntries.withPNGCRCsFixed(broken) == png)
-            pos += 12 + length; chunks += 1
+            pos += 12 + length
+            chunks += 1
         }
-        #expect(chunks >= 3)   // IHDR, IDAT, IEND at least
+        #expect(chunks >= 3)  // IHDR, IDAT, IEND at least
         // A chunk's data changed (IHDR's interlace byte, offset 28) keeps its bytes and gets the
         // CRC zlib computes for them (an implementation apart from the libdeflate one it uses).
         var changed = png

@@ -6,7 +6,10 @@ import EvanescoCore
 /// Every kind of bad input gives a typed error naming the file, never a crash, and the input is
 /// left as it was.
 @Suite struct BadInput {
-    func expectTypedError(_ path: String, _ check: (ImageIOError) -> Bool = { _ in true }, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectTypedError(
+        _ path: String, _ check: (ImageIOError) -> Bool = { _ in true },
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let before = bytesOf(path)
         do {
             _ = try ImageCodecs.read(path)
@@ -35,11 +38,17 @@ import EvanescoCore
     @Test func nonImageFiles() throws {
         let t = TempDir()
         FileManager.default.createFile(atPath: t.file("notes.jpg"), contents: Data("just some text\n".utf8))
-        expectTypedError(t.file("notes.jpg")) { if case .unrecognizedFormat(_, let d) = $0 { return d.contains("text") }; return false }
+        expectTypedError(t.file("notes.jpg")) {
+            if case .unrecognizedFormat(_, let d) = $0 { return d.contains("text") }
+            return false
+        }
         FileManager.default.createFile(atPath: t.file("anim.png"), contents: Data("GIF89a\u{1}\u{0}\u{1}\u{0}".utf8))
         expectTypedError(t.file("anim.png")) { $0 == .unsupportedFormat(path: t.file("anim.png"), format: "GIF") }
         FileManager.default.createFile(atPath: t.file("bin.tif"), contents: Data([0x00, 0x13, 0x37, 0x99, 0x01]))
-        expectTypedError(t.file("bin.tif")) { if case .unrecognizedFormat = $0 { return true }; return false }
+        expectTypedError(t.file("bin.tif")) {
+            if case .unrecognizedFormat = $0 { return true }
+            return false
+        }
     }
 
     @Test func wrongExtensionIsReadByContent() throws {
@@ -57,11 +66,15 @@ import EvanescoCore
         let t = TempDir()
         try ImageCodecs.write(.uint8(noiseImage(200, 150, channels: 3, as: UInt8.self)), to: t.file("full.\(ext)"))
         let full = bytesOf(t.file("full.\(ext)"))
-        for cut in [1, 3, 8, 20, 100, full.count / 3, full.count / 2, full.count - 40, full.count - 2] where cut < full.count {
+        for cut in [1, 3, 8, 20, 100, full.count / 3, full.count / 2, full.count - 40, full.count - 2]
+        where cut < full.count {
             let p = t.file("cut\(cut).\(ext)")
             FileManager.default.createFile(atPath: p, contents: Data(full.prefix(cut)))
             expectTypedError(p) { e in
-                switch e { case .truncated, .corrupt, .unrecognizedFormat: return true; default: return false }
+                switch e {
+                case .truncated, .corrupt, .unrecognizedFormat: return true
+                default: return false
+                }
             }
         }
     }
@@ -69,7 +82,10 @@ import EvanescoCore
     @Test(.enabled(if: SharedData.available, SharedData.absent))
     func truncatedRealFiles() throws {
         let t = TempDir()
-        for rel in ["depth/pug-iphone13pro/pug.heic", "depth/truedepth-iphone/jpeg_depth_data.jpg", "registration/graffiti/graf1.png"] {
+        for rel in [
+            "depth/pug-iphone13pro/pug.heic", "depth/truedepth-iphone/jpeg_depth_data.jpg",
+            "registration/graffiti/graf1.png"
+        ] {
             let full = bytesOf(SharedData.path(rel))
             let ext = (rel as NSString).pathExtension
             // In an Apple JPEG the primary image ends where the MPF secondaries begin: cut inside it.
@@ -77,9 +93,13 @@ import EvanescoCore
             for frac in [0.001, 0.05, 0.5, 0.9, 0.999] {
                 let p = t.file("cut-\(frac).\(ext)")
                 try? FileManager.default.removeItem(atPath: p)
-                FileManager.default.createFile(atPath: p, contents: Data(full.prefix(max(1, Int(Double(primaryEnd) * frac)))))
+                FileManager.default.createFile(
+                    atPath: p, contents: Data(full.prefix(max(1, Int(Double(primaryEnd) * frac)))))
                 expectTypedError(p) { e in
-                    switch e { case .truncated, .corrupt, .unrecognizedFormat: return true; default: return false }
+                    switch e {
+                    case .truncated, .corrupt, .unrecognizedFormat: return true
+                    default: return false
+                    }
                 }
             }
         }
@@ -96,16 +116,26 @@ import EvanescoCore
         var ihdr = Array("IHDR".utf8)
         ihdr += [0x00, 0x01, 0x86, 0xA0, 0x00, 0x01, 0x86, 0xA0, 8, 2, 0, 0, 0]
         let crc = crc32(ihdr)
-        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + ihdr
+        let png: [UInt8] =
+            [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + ihdr
             + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
         FileManager.default.createFile(atPath: t.file("huge.png"), contents: Data(png))
-        expectTypedError(t.file("huge.png")) { if case .dimensionsTooLarge(_, 100000, 100000, _) = $0 { return true }; return false }
+        expectTypedError(t.file("huge.png")) {
+            if case .dimensionsTooLarge(_, 100000, 100000, _) = $0 { return true }
+            return false
+        }
         // JPEG: a real file whose SOF0 is patched to 60000 x 60000.
         var jpeg = try JPEGCodec.encode(smoothImage(16, 16), quality: 80, path: "x")
         let sof = try #require((0..<(jpeg.count - 1)).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 })
-        jpeg[sof + 5] = 0xEA; jpeg[sof + 6] = 0x60; jpeg[sof + 7] = 0xEA; jpeg[sof + 8] = 0x60
+        jpeg[sof + 5] = 0xEA
+        jpeg[sof + 6] = 0x60
+        jpeg[sof + 7] = 0xEA
+        jpeg[sof + 8] = 0x60
         FileManager.default.createFile(atPath: t.file("huge.jpg"), contents: Data(jpeg))
-        expectTypedError(t.file("huge.jpg")) { if case .dimensionsTooLarge(_, 60000, 60000, _) = $0 { return true }; return false }
+        expectTypedError(t.file("huge.jpg")) {
+            if case .dimensionsTooLarge(_, 60000, 60000, _) = $0 { return true }
+            return false
+        }
     }
 
     @Test(arguments: ["jpg", "png", "tif"])
@@ -135,7 +165,9 @@ import EvanescoCore
     @Test func failedWritesLeaveNothingBehind() throws {
         let t = TempDir()
         #expect(throws: ImageIOError.self) {
-            try ImageCodecs.write(.uint16(noiseImage(8, 8, channels: 3, as: UInt16.self)), to: t.file("deep.jpg"), options: WriteOptions(bitDepth: 16))
+            try ImageCodecs.write(
+                .uint16(noiseImage(8, 8, channels: 3, as: UInt16.self)), to: t.file("deep.jpg"),
+                options: WriteOptions(bitDepth: 16))
         }
         #expect(throws: ImageIOError.unknownOutputExtension(path: t.file("x.bmp"))) {
             try ImageCodecs.write(.uint8(smoothImage(8, 8)), to: t.file("x.bmp"))

@@ -42,25 +42,31 @@ import EvanescoCore
     func pngIsLosslessInPieces(_ level: LosslessCompression) throws {
         let t = TempDir()
         let icc = iccProfile(size: 3_000), exif = exifBlock(orientation: 1)
-        for (w, h) in [(1, 1), (5, 3), (61, 37), (700, 400)] { for channels in [1, 3, 4] {
-            let a = noiseImage(w, h, channels: channels, as: UInt8.self, seed: UInt64(w + channels))
-            let b = noiseImage(w, h, channels: channels, as: UInt16.self, seed: UInt64(h + channels))
-            for (name, img) in [("8", AnyImage.uint8(a)), ("16", .uint16(b))] {
-                let f = t.file("\(w)x\(h)x\(channels)-\(name).png")
-                // (An RGB profile goes with colour pictures only: libpng drops it from a grey one.)
-                let meta = ImageMetadata(exif: exif, icc: channels >= 3 ? icc : nil)
-                try ImageCodecs.write(img, to: f, options: WriteOptions(metadata: meta, compression: level))
-                let back = try ImageCodecs.read(f)
-                let same = back.image == img
-                // And through libpng alone (the file has metadata, so the reader above took
-                // libpng too; this pins it).
-                let libpng = try PNGCodec.decode(InputFile.read(f), path: f, limits: .standard, fastPath: false)
-                #expect(libpng.image == img, "\(w)x\(h)x\(channels) \(name)-bit at \(level): libpng")
-                #expect(same, "\(w)x\(h)x\(channels) \(name)-bit at level \(level)")
-                #expect(back.metadata.icc == meta.icc && back.metadata.exif == exif, "\(w)x\(h)x\(channels) \(name)-bit at level \(level): metadata")
+        for (w, h) in [(1, 1), (5, 3), (61, 37), (700, 400)] {
+            for channels in [1, 3, 4] {
+                let a = noiseImage(w, h, channels: channels, as: UInt8.self, seed: UInt64(w + channels))
+                let b = noiseImage(w, h, channels: channels, as: UInt16.self, seed: UInt64(h + channels))
+                for (name, img) in [("8", AnyImage.uint8(a)), ("16", .uint16(b))] {
+                    let f = t.file("\(w)x\(h)x\(channels)-\(name).png")
+                    // (An RGB profile goes with colour pictures only: libpng drops it from a grey one.)
+                    let meta = ImageMetadata(exif: exif, icc: channels >= 3 ? icc : nil)
+                    try ImageCodecs.write(img, to: f, options: WriteOptions(metadata: meta, compression: level))
+                    let back = try ImageCodecs.read(f)
+                    let same = back.image == img
+                    // And through libpng alone (the file has metadata, so the reader above took
+                    // libpng too; this pins it).
+                    let libpng = try PNGCodec.decode(InputFile.read(f), path: f, limits: .standard, fastPath: false)
+                    #expect(libpng.image == img, "\(w)x\(h)x\(channels) \(name)-bit at \(level): libpng")
+                    #expect(same, "\(w)x\(h)x\(channels) \(name)-bit at level \(level)")
+                    #expect(
+                        back.metadata.icc == meta.icc && back.metadata.exif == exif,
+                        "\(w)x\(h)x\(channels) \(name)-bit at level \(level): metadata")
+                }
             }
-        }}
-        #expect(PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 3 + 1) == 3 && PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 8 + 1) == 8)
+        }
+        #expect(
+            PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 3 + 1) == 3
+                && PNGCodec.pieces(height: 400, filteredRowBytes: 700 * 8 + 1) == 8)
     }
 
     /// Deflate with the horizontal (integers) or floating-point predictor, read back by libtiff:
@@ -69,19 +75,22 @@ import EvanescoCore
     @Test(arguments: [1, 3, 4])
     func tiffAllDepthsAreLossless(_ channels: Int) throws {
         let t = TempDir()
-        for (w, h) in [(53, 31), (700, 400)] { for compression in LosslessCompression.allCases {
-            let a = noiseImage(w, h, channels: channels, as: UInt8.self)
-            let b = noiseImage(w, h, channels: channels, as: UInt16.self)
-            var f = noiseImage(w, h, channels: channels, as: Float.self)
-            f.samples[0] = -3.5; f.samples[1] = 1e6     // floats keep any value, e.g. depth in metres
-            let options = WriteOptions(overwrite: true, compression: compression)
-            try ImageCodecs.write(.uint8(a), to: t.file("8.tif"), options: options)
-            try ImageCodecs.write(.uint16(b), to: t.file("16.tif"), options: options)
-            try ImageCodecs.write(.float32(f), to: t.file("32.tif"), options: options)
-            #expect(try ImageCodecs.read(t.file("8.tif")).image == .uint8(a), "\(w)x\(h) \(compression)")
-            #expect(try ImageCodecs.read(t.file("16.tif")).image == .uint16(b), "\(w)x\(h) \(compression)")
-            #expect(try ImageCodecs.read(t.file("32.tif")).image == .float32(f), "\(w)x\(h) \(compression)")
-        }}
+        for (w, h) in [(53, 31), (700, 400)] {
+            for compression in LosslessCompression.allCases {
+                let a = noiseImage(w, h, channels: channels, as: UInt8.self)
+                let b = noiseImage(w, h, channels: channels, as: UInt16.self)
+                var f = noiseImage(w, h, channels: channels, as: Float.self)
+                f.samples[0] = -3.5
+                f.samples[1] = 1e6  // floats keep any value, e.g. depth in metres
+                let options = WriteOptions(overwrite: true, compression: compression)
+                try ImageCodecs.write(.uint8(a), to: t.file("8.tif"), options: options)
+                try ImageCodecs.write(.uint16(b), to: t.file("16.tif"), options: options)
+                try ImageCodecs.write(.float32(f), to: t.file("32.tif"), options: options)
+                #expect(try ImageCodecs.read(t.file("8.tif")).image == .uint8(a), "\(w)x\(h) \(compression)")
+                #expect(try ImageCodecs.read(t.file("16.tif")).image == .uint16(b), "\(w)x\(h) \(compression)")
+                #expect(try ImageCodecs.read(t.file("32.tif")).image == .float32(f), "\(w)x\(h) \(compression)")
+            }
+        }
     }
 
     @Test func jpegWithinTolerance() throws {
@@ -91,7 +100,11 @@ import EvanescoCore
         let back = try ImageCodecs.read(t.file("a.jpg")).image.uint8
         #expect(back.width == 160 && back.height == 120 && back.channels == 3)
         var sum = 0.0, maxErr = 0
-        for (a, b) in zip(img.samples, back.samples) { let e = abs(Int(a) - Int(b)); sum += Double(e); maxErr = max(maxErr, e) }
+        for (a, b) in zip(img.samples, back.samples) {
+            let e = abs(Int(a) - Int(b))
+            sum += Double(e)
+            maxErr = max(maxErr, e)
+        }
         let mean = sum / Double(img.samples.count)
         #expect(mean < 1.0, "mean abs error \(mean)")
         #expect(maxErr <= 8, "max abs error \(maxErr)")
@@ -111,7 +124,7 @@ import EvanescoCore
 
     @Test func metadataIsCarriedWhenAskedWithOrientationReset() throws {
         let t = TempDir()
-        let icc = iccProfile(size: 70_000)   // spans two JPEG APP2 chunks
+        let icc = iccProfile(size: 70_000)  // spans two JPEG APP2 chunks
         let meta = ImageMetadata(exif: exifBlock(orientation: 6), icc: icc, orientation: .right)
         let img = smoothImage(32, 16)
         for name in ["m.jpg", "m.png"] {
@@ -133,21 +146,29 @@ import EvanescoCore
 @Suite struct OrientationOnRead {
     static let expected: [Int: [[Int]]] = [
         1: [[1, 2, 3], [4, 5, 6]], 2: [[3, 2, 1], [6, 5, 4]], 3: [[6, 5, 4], [3, 2, 1]], 4: [[4, 5, 6], [1, 2, 3]],
-        5: [[1, 4], [2, 5], [3, 6]], 6: [[4, 1], [5, 2], [6, 3]], 7: [[6, 3], [5, 2], [4, 1]], 8: [[3, 6], [2, 5], [1, 4]],
+        5: [[1, 4], [2, 5], [3, 6]], 6: [[4, 1], [5, 2], [6, 3]], 7: [[6, 3], [5, 2], [4, 1]],
+        8: [[3, 6], [2, 5], [1, 4]]
     ]
     static let blocks = Image<UInt8>(width: 48, height: 32, channels: 3) { d in
-        for y in 0..<32 { for x in 0..<48 { for c in 0..<3 { d[(y * 48 + x) * 3 + c] = UInt8(40 * (1 + x / 16 + 3 * (y / 16))) } } }
+        for y in 0..<32 {
+            for x in 0..<48 { for c in 0..<3 { d[(y * 48 + x) * 3 + c] = UInt8(40 * (1 + x / 16 + 3 * (y / 16))) } }
+        }
     }
     static func readBlocks(_ img: Image<UInt8>) -> [[Int]] {
-        (0..<(img.height / 16)).map { by in (0..<(img.width / 16)).map { bx in
-            Int((Float(img[bx * 16 + 8, by * 16 + 8, 0]) / 40).rounded()) } }
+        (0..<(img.height / 16)).map { by in
+            (0..<(img.width / 16)).map { bx in
+                Int((Float(img[bx * 16 + 8, by * 16 + 8, 0]) / 40).rounded())
+            }
+        }
     }
 
     @Test(arguments: 1...8)
     func jpegExifOrientation(_ o: Int) throws {
         let t = TempDir()
         let jpeg = try JPEGCodec.encode(Self.blocks, quality: 98, path: "x")
-        try AtomicOutput.write(JPEGSegments.inserting(exif: exifBlock(orientation: o), icc: nil, into: jpeg), to: t.file("o.jpg"), overwrite: false)
+        try AtomicOutput.write(
+            JPEGSegments.inserting(exif: exifBlock(orientation: o), icc: nil, into: jpeg), to: t.file("o.jpg"),
+            overwrite: false)
         let d = try ImageCodecs.read(t.file("o.jpg"))
         #expect(d.metadata.orientation.rawValue == o)
         #expect(Self.readBlocks(d.image.uint8) == Self.expected[o])
@@ -158,7 +179,8 @@ import EvanescoCore
     @Test(arguments: 1...8)
     func pngExifChunkOrientation(_ o: Int) throws {
         let t = TempDir()
-        let png = try PNGCodec.encode(Self.blocks, compression: .fast, icc: nil, exif: exifBlock(orientation: o), path: "x")
+        let png = try PNGCodec.encode(
+            Self.blocks, compression: .fast, icc: nil, exif: exifBlock(orientation: o), path: "x")
         try AtomicOutput.write(png, to: t.file("o.png"), overwrite: false)
         let d = try ImageCodecs.read(t.file("o.png"))
         #expect(Self.readBlocks(d.image.uint8) == Self.expected[o])
@@ -168,7 +190,8 @@ import EvanescoCore
     @Test(arguments: 1...8)
     func tiffOrientationTag(_ o: Int) throws {
         let t = TempDir()
-        try TIFFCodec.write(Self.blocks, to: t.file("o.tif"), icc: nil, orientation: Orientation(rawValue: o)!, reportPath: "x")
+        try TIFFCodec.write(
+            Self.blocks, to: t.file("o.tif"), icc: nil, orientation: Orientation(rawValue: o)!, reportPath: "x")
         let d = try ImageCodecs.read(t.file("o.tif"))
         #expect(Self.readBlocks(d.image.uint8) == Self.expected[o])
     }
@@ -192,8 +215,11 @@ import EvanescoCore
     func oneExifChunkAtEveryLevel(level: LosslessCompression) throws {
         // A minimal big-endian EXIF block: orientation 6.
         let exif: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]
-        let image = Image<UInt8>(width: 64, height: 40, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(i % 251) } }
-        let png = try ImageCodecs.encode(.uint8(image), format: .png, options: WriteOptions(metadata: ImageMetadata(exif: exif), compression: level))
+        let image = Image<UInt8>(width: 64, height: 40, channels: 3) { d in
+            for i in 0..<d.count { d[i] = UInt8(i % 251) }
+        }
+        let png = try ImageCodecs.encode(
+            .uint8(image), format: .png, options: WriteOptions(metadata: ImageMetadata(exif: exif), compression: level))
         let types = Self.chunkTypes(png)
         #expect(types.filter { $0 == "eXIf" }.count == 1, "level \(level): \(types)")
         #expect(types.firstIndex(of: "eXIf")! < types.firstIndex(of: "IDAT")!, "\(types)")

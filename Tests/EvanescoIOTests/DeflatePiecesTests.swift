@@ -12,8 +12,10 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
     var out = [UInt8](repeating: 0, count: expected + 64)
     let status = data.withUnsafeBufferPointer { src in
         out.withUnsafeMutableBufferPointer { dst in
-            z.next_in = UnsafeMutablePointer(mutating: src.baseAddress); z.avail_in = UInt32(src.count)
-            z.next_out = dst.baseAddress; z.avail_out = UInt32(dst.count)
+            z.next_in = UnsafeMutablePointer(mutating: src.baseAddress)
+            z.avail_in = UInt32(src.count)
+            z.next_out = dst.baseAddress
+            z.avail_out = UInt32(dst.count)
             return inflate(&z, Z_FINISH)
         }
     }
@@ -27,13 +29,20 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
 @Suite struct DeflatePiecesTests {
     static func data(_ kind: String, _ n: Int) -> [UInt8] {
         var s: UInt64 = 99
-        func next() -> UInt64 { s = s &* 6364136223846793005 &+ 1442695040888963407; return s >> 33 }
+        func next() -> UInt64 {
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            return s >> 33
+        }
         switch kind {
         case "zeros": return [UInt8](repeating: 0, count: n)
         case "noise": return (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) }
-        case "text": return Array(String(repeating: "the quick brown fox jumps over the lazy dog 0123456789 ", count: n / 50 + 1).utf8.prefix(n))
-        case "small-noise": return (0..<n).map { _ in UInt8(truncatingIfNeeded: Int(next() % 7) - 3) }   // filtered photo-like
-        default: return (0..<n).map { UInt8(truncatingIfNeeded: $0 / 97 + Int(next() % 3)) }            // ramps
+        case "text":
+            return Array(
+                String(repeating: "the quick brown fox jumps over the lazy dog 0123456789 ", count: n / 50 + 1).utf8
+                    .prefix(n))
+        // filtered photo-like
+        case "small-noise": return (0..<n).map { _ in UInt8(truncatingIfNeeded: Int(next() % 7) - 3) }
+        default: return (0..<n).map { UInt8(truncatingIfNeeded: $0 / 97 + Int(next() % 3)) }  // ramps
         }
     }
 
@@ -47,8 +56,9 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
             let n = input.withUnsafeBufferPointer { src in
                 out.withUnsafeMutableBufferPointer { o in
                     let last: Int32 = k == pieces - 1 ? 1 : 0
-                    return zlibPieces.contains(k) ? evn_deflate_piece_zlib(src.baseAddress! + a, b - a, o.baseAddress, cap, min(level, 9), last)
-                                                  : evn_deflate_piece(src.baseAddress! + a, b - a, o.baseAddress, cap, level, last)
+                    return zlibPieces.contains(k)
+                        ? evn_deflate_piece_zlib(src.baseAddress! + a, b - a, o.baseAddress, cap, min(level, 9), last)
+                        : evn_deflate_piece(src.baseAddress! + a, b - a, o.baseAddress, cap, level, last)
                 }
             }
             guard n >= 0 else { return nil }
@@ -62,8 +72,11 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         for level: Int32 in [1, 2, 4, 6, 9, 12] {
             for (size, pieces) in [(1, 1), (1000, 3), (300_000, 4), (1_200_000, 2)] {
                 let input = Self.data(kind, size)
-                let stream = try #require(Self.joined(input, pieces: pieces, level: level), "\(kind) \(size) level \(level)")
-                #expect(inflateRaw(stream, expected: size) == input, "\(kind): \(size) bytes in \(pieces) pieces at level \(level)")
+                let stream = try #require(
+                    Self.joined(input, pieces: pieces, level: level), "\(kind) \(size) level \(level)")
+                #expect(
+                    inflateRaw(stream, expected: size) == input,
+                    "\(kind): \(size) bytes in \(pieces) pieces at level \(level)")
             }
         }
     }
@@ -85,7 +98,9 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         let input = Self.data("small-noise", 200_000)
         var out = [UInt8](repeating: 0, count: evn_deflate_piece_bound(input.count))
         let n = input.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { evn_deflate_piece(src.baseAddress, src.count, $0.baseAddress, $0.count, 1, 1) }
+            out.withUnsafeMutableBufferPointer {
+                evn_deflate_piece(src.baseAddress, src.count, $0.baseAddress, $0.count, 1, 1)
+            }
         }
         #expect(n > 0)
         let stream = Array(out.prefix(n))
@@ -130,7 +145,9 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         check(filter, evn_png_filter_rows_portable)
     }
 
-    @Test(.enabled(if: evn_cpu_has_avx2() != 0, "this CPU has no AVX2: only the portable build is checked"), arguments: [1, 2, 3, 4])
+    @Test(
+        .enabled(if: evn_cpu_has_avx2() != 0, "this CPU has no AVX2: only the portable build is checked"),
+        arguments: [1, 2, 3, 4])
     func everyFilterAsTheSpecificationSaysAVX2(_ filter: Int32) {
         check(filter, evn_png_filter_rows_avx2)
     }
@@ -145,7 +162,9 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
                 var want: [UInt8] = []
                 for y in y0..<y1 {
                     let x = Array(stored[(y * rowBytes)..<((y + 1) * rowBytes)])
-                    let up = y == 0 ? [UInt8](repeating: 0, count: rowBytes) : Array(stored[((y - 1) * rowBytes)..<(y * rowBytes)])
+                    let up =
+                        y == 0
+                        ? [UInt8](repeating: 0, count: rowBytes) : Array(stored[((y - 1) * rowBytes)..<(y * rowBytes)])
                     want += [UInt8(filter)] + Self.reference(Int(filter), x, up, bpp: bpp)
                 }
                 var out = [UInt8](repeating: 0, count: (y1 - y0) * (rowBytes + 1))
@@ -161,7 +180,10 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         // Row 0 flat, then a horizontal ramp, a copy of the row above (Up and Paeth both cost
         // nothing there: the lower type is kept), noise.
         var image = [UInt8](repeating: 40, count: rowBytes * h)
-        for i in 0..<rowBytes { image[rowBytes + i] = UInt8(i / 3 * 2); image[2 * rowBytes + i] = image[rowBytes + i] }
+        for i in 0..<rowBytes {
+            image[rowBytes + i] = UInt8(i / 3 * 2)
+            image[2 * rowBytes + i] = image[rowBytes + i]
+        }
         for i in 0..<(2 * rowBytes) { image[3 * rowBytes + i] = UInt8(truncatingIfNeeded: i * 7919 >> 2) }
         var out = [UInt8](repeating: 0, count: h * (rowBytes + 1))
         #expect(evn_png_filter_rows(image, rowBytes, bpp, 0, 0, h, 5, &out) == 0)
@@ -169,10 +191,15 @@ func inflateRaw(_ data: [UInt8], expected: Int) -> [UInt8]? {
         #expect(types[0] == 1 && types[2] == 2, "\(types)")
         for y in 0..<h {
             let x = Array(image[(y * rowBytes)..<((y + 1) * rowBytes)])
-            let up = y == 0 ? [UInt8](repeating: 0, count: rowBytes) : Array(image[((y - 1) * rowBytes)..<(y * rowBytes)])
-            let costs = (0...4).map { f in Self.reference(f, x, up, bpp: bpp).reduce(0) { $0 + abs(Int(Int8(bitPattern: $1))) } }
+            let up =
+                y == 0 ? [UInt8](repeating: 0, count: rowBytes) : Array(image[((y - 1) * rowBytes)..<(y * rowBytes)])
+            let costs = (0...4).map { f in
+                Self.reference(f, x, up, bpp: bpp).reduce(0) { $0 + abs(Int(Int8(bitPattern: $1))) }
+            }
             #expect(costs[types[y]] == costs.min(), "row \(y): \(costs)")
-            #expect(Array(out[(y * (rowBytes + 1) + 1)..<((y + 1) * (rowBytes + 1))]) == Self.reference(types[y], x, up, bpp: bpp))
+            #expect(
+                Array(out[(y * (rowBytes + 1) + 1)..<((y + 1) * (rowBytes + 1))])
+                    == Self.reference(types[y], x, up, bpp: bpp))
         }
     }
 

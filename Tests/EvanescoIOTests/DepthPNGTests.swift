@@ -30,19 +30,28 @@ struct DepthPNGTests {
         }
         let depth = DepthData(floatMap: map, kind: .depth, units: "m", source: "test")
         let range = try #require(depth.finiteRange)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evanesco-depthpng-\(UUID().uuidString)").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "evanesco-depthpng-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/d.png"
         let written = try DepthPNG.write(map, range: range, to: path, source: "test")
         #expect(written.min == range.min && written.max == range.max)
         let read = try ImageCodecs.read(path).image
-        guard case .uint16(let q) = read else { Issue.record("not 16-bit: \(read)"); return }
+        guard case .uint16(let q) = read else {
+            Issue.record("not 16-bit: \(read)")
+            return
+        }
         #expect(q.channels == 1)
         let back = DepthPNG.values(q, range: range)
         let tolerance = (range.max - range.min) / 131068 * 1.01
         for i in 0..<(w * h) {
-            if map.samples[i].isNaN { #expect(back.samples[i].isNaN) } else { #expect(abs(back.samples[i] - map.samples[i]) <= tolerance) }
+            if map.samples[i].isNaN {
+                #expect(back.samples[i].isNaN)
+            } else {
+                #expect(abs(back.samples[i] - map.samples[i]) <= tolerance)
+            }
         }
         #expect(DepthPNG.mapping(range: range).hasSuffix("v = 0 is a hole"))
     }
@@ -50,8 +59,12 @@ struct DepthPNGTests {
     @Test("A map of holes only is refused, naming the photo; normalising scales to 0...1 and keeps holes")
     func holesAndNormalising() throws {
         let holes = Image<Float>(width: 2, height: 2, channels: 1, samples: [.nan, .nan, .nan, .infinity])
-        #expect(throws: DepthError.self) { try DepthPNG.write(holes, range: nil, to: "/nonexistent/x.png", source: "photo.jpg") }
-        let d = DepthData(floatMap: Image<Float>(width: 3, height: 1, channels: 1, samples: [2, .nan, 4]), kind: .disparity, units: "1/m", source: "test")
+        #expect(throws: DepthError.self) {
+            try DepthPNG.write(holes, range: nil, to: "/nonexistent/x.png", source: "photo.jpg")
+        }
+        let d = DepthData(
+            floatMap: Image<Float>(width: 3, height: 1, channels: 1, samples: [2, .nan, 4]), kind: .disparity,
+            units: "1/m", source: "test")
         let n = try #require(d.normalizedMap())
         #expect(n.range.min == 2 && n.range.max == 4)
         #expect(n.map.samples[0] == 0 && n.map.samples[1].isNaN && n.map.samples[2] == 1)

@@ -15,7 +15,8 @@ struct FrameSourcesTests {
 
     @Test("A folder of images, one image, stdin with and without a size, a missing path")
     func sources() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evanesco-sources-\(UUID().uuidString)").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("evanesco-sources-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let frame = Image<UInt8>(width: 4, height: 3, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(i) } }
@@ -30,6 +31,8 @@ struct FrameSourcesTests {
         let raw = try FrameSources.open("-", role: .depth(.millimetres16), rawSize: (640, 480))
         #expect(raw is RawFrameReader)
         #expect(throws: FrameStreamError.self) { try FrameSources.open("-", role: .color) }
-        #expect(throws: ImageIOError.fileNotFound(path: "\(dir)/none.mp4")) { try FrameSources.open("\(dir)/none.mp4", role: .color) }
+        #expect(throws: ImageIOError.fileNotFound(path: "\(dir)/none.mp4")) {
+            try FrameSources.open("\(dir)/none.mp4", role: .color)
+        }
     }
 }

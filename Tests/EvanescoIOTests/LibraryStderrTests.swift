@@ -45,6 +45,8 @@ import Testing
 
     @Test func logLinesAreRecognised() {
         #expect(LibraryStderr.isLogLine("2026-11-26T02:00:00+0000 info x"))
-        #expect(!LibraryStderr.isLogLine("SPS error: x") && !LibraryStderr.isLogLine("2026-11") && !LibraryStderr.isLogLine("20261126T0200"))
+        #expect(
+            !LibraryStderr.isLogLine("SPS error: x") && !LibraryStderr.isLogLine("2026-11")
+                && !LibraryStderr.isLogLine("20261126T0200"))
     }
 }

@@ -9,7 +9,8 @@ import EvanescoCore
 enum PngSuite {
     static let folder: String = {
         if let env = ProcessInfo.processInfo.environment["EVANESCO_PNGSUITE"], !env.isEmpty { return env }
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return repo.appendingPathComponent(".build/pngsuite").path
     }()
     static var files: [String] {
@@ -30,7 +31,8 @@ enum PngSuite {
                 try ImageCodecs.write(image, to: out, options: WriteOptions(compression: compression))
                 let back = try ImageCodecs.read(out).image
                 #expect(back == image, "\(name) at \(compression)")
-                let libpng = try PNGCodec.decode(InputFile.read(out), path: out, limits: .standard, fastPath: false).image
+                let libpng = try PNGCodec.decode(InputFile.read(out), path: out, limits: .standard, fastPath: false)
+                    .image
                 #expect(libpng == image, "\(name) at \(compression), through libpng")
             }
         }

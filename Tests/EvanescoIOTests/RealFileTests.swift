@@ -14,7 +14,10 @@ struct RealFiles {
         #expect(d.metadata.icc?.count == 536)
         let info = try ImageCodecs.probe(SharedData.path("depth/truedepth-iphone/heic_face_data.heic"))
         #expect(info.storedWidth == 2316 && info.storedHeight == 3088)
-        for matte in ["portraiteffectsmatte", "semanticskinmatte", "semantichairmatte", "semanticteethmatte", "semanticglassesmatte"] {
+        for matte in [
+            "portraiteffectsmatte", "semanticskinmatte", "semantichairmatte", "semanticteethmatte",
+            "semanticglassesmatte"
+        ] {
             #expect(info.auxiliary.contains { $0.hasSuffix(matte) }, "\(matte)")
         }
     }
@@ -29,7 +32,8 @@ struct RealFiles {
         let entries = MPFIndex.entries(bytes)
         #expect(entries.count == 2)
         let golden2 = bytesOf(SharedData.path("depth/truedepth-iphone/derived/jpeg_depth_data.MPImage2_disparity.jpg"))
-        let golden3 = bytesOf(SharedData.path("depth/truedepth-iphone/derived/jpeg_depth_data.MPImage3_portraitmatte.jpg"))
+        let golden3 = bytesOf(
+            SharedData.path("depth/truedepth-iphone/derived/jpeg_depth_data.MPImage3_portraitmatte.jpg"))
         #expect(Array(bytes[entries[0].offset..<(entries[0].offset + entries[0].size)]) == golden2)
         #expect(Array(bytes[entries[1].offset..<(entries[1].offset + entries[1].size)]) == golden3)
         let disparity = try ImageCodecs.decode(golden2, path: "MPImage2")
@@ -46,7 +50,10 @@ struct RealFiles {
     }
 
     /// libheif's own tool decodes the same file to PNG: our primary image must match it exactly.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert"), "needs heif-convert (libheif-examples)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert"),
+            "needs heif-convert (libheif-examples)"))
     func heicDecodeEqualsHeifConvert() throws {
         let t = TempDir()
         let path = SharedData.path("depth/truedepth-iphone/heic_face_data.heic")
@@ -54,7 +61,8 @@ struct RealFiles {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/heif-convert")
         p.arguments = [path, t.file("ref.png")]
         p.standardOutput = FileHandle.nullDevice
-        try p.run(); p.waitUntilExit()
+        try p.run()
+        p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         let ours = try ImageCodecs.read(path).image
         let ref = try ImageCodecs.read(t.file("ref.png")).image

@@ -8,11 +8,13 @@ import EvanescoCore
 enum SharedData {
     static let root: String = {
         if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env }
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return repo.deletingLastPathComponent().appendingPathComponent("shared/data").path
     }()
     static var available: Bool { FileManager.default.fileExists(atPath: root + "/SOURCES.md") }
-    static let absent: Comment = "SKIPPED: ../shared/data is absent (set EVANESCO_SHARED_DATA); real-file checks did not run"
+    static let absent: Comment =
+        "SKIPPED: ../shared/data is absent (set EVANESCO_SHARED_DATA); real-file checks did not run"
     static func path(_ rel: String) -> String { root + "/" + rel }
 }
 
@@ -42,19 +44,25 @@ func noiseImage<S: PixelSample>(_ w: Int, _ h: Int, channels: Int, as: S.Type, s
 /// A smooth 8-bit RGB image (JPEG-friendly).
 func smoothImage(_ w: Int, _ h: Int) -> Image<UInt8> {
     Image<UInt8>(width: w, height: h, channels: 3) { d in
-        for y in 0..<h { for x in 0..<w {
-            let o = (y * w + x) * 3
-            d[o] = UInt8(x * 255 / max(1, w - 1)); d[o + 1] = UInt8(y * 255 / max(1, h - 1)); d[o + 2] = UInt8((x + y) * 127 / max(1, w + h))
-        }}
+        for y in 0..<h {
+            for x in 0..<w {
+                let o = (y * w + x) * 3
+                d[o] = UInt8(x * 255 / max(1, w - 1))
+                d[o + 1] = UInt8(y * 255 / max(1, h - 1))
+                d[o + 2] = UInt8((x + y) * 127 / max(1, w + h))
+            }
+        }
     }
 }
 
 /// An EXIF block (little-endian TIFF structure) holding only an orientation tag.
 func exifBlock(orientation: Int) -> [UInt8] {
-    [0x49, 0x49, 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00,   // header, IFD0 at 8
-     0x01, 0x00,                                        // one entry
-     0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, UInt8(orientation), 0x00, 0x00, 0x00,
-     0x00, 0x00, 0x00, 0x00]                            // no next IFD
+    [
+        0x49, 0x49, 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00,  // header, IFD0 at 8
+        0x01, 0x00,  // one entry
+        0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, UInt8(orientation), 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00
+    ]  // no next IFD
 }
 
 func crc32(_ bytes: [UInt8]) -> UInt32 {
@@ -72,8 +80,12 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
 /// `size` bytes: enough for libpng's checks and for multi-chunk JPEG APP2 carriage.
 func iccProfile(size: Int) -> [UInt8] {
     var p = [UInt8](repeating: 0, count: size)
-    p[0] = UInt8(size >> 24 & 0xFF); p[1] = UInt8(size >> 16 & 0xFF); p[2] = UInt8(size >> 8 & 0xFF); p[3] = UInt8(size & 0xFF)
-    p[8] = 2; p[9] = 0x10                                          // version 2.1
+    p[0] = UInt8(size >> 24 & 0xFF)
+    p[1] = UInt8(size >> 16 & 0xFF)
+    p[2] = UInt8(size >> 8 & 0xFF)
+    p[3] = UInt8(size & 0xFF)
+    p[8] = 2
+    p[9] = 0x10  // version 2.1
     for (i, b) in Array("mntrRGB XYZ ".utf8).enumerated() { p[12 + i] = b }
     for (i, b) in Array("acsp".utf8).enumerated() { p[36 + i] = b }
     // D50 illuminant

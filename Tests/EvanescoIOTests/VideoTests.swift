@@ -18,7 +18,8 @@ import EvanescoCore
         let colours: [[UInt8]] = (0..<12).map { [UInt8(20 * $0), UInt8(240 - 20 * $0), 128] }
         let w = try VideoWriter(path: t.file("clip.mp4"), width: 64, height: 48, framesPerSecond: 10)
         for c in colours {
-            try w.append(Image<UInt8>(width: 64, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = c[i % 3] } })
+            try w.append(
+                Image<UInt8>(width: 64, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = c[i % 3] } })
         }
         #expect(!FileManager.default.fileExists(atPath: t.file("clip.mp4")), "no file before finish()")
         try w.finish()
@@ -39,7 +40,12 @@ import EvanescoCore
         func write(_ frames: Int, _ w: Int) throws {
             try? FileManager.default.removeItem(atPath: t.file("clip.mp4"))
             let v = try VideoWriter(path: t.file("clip.mp4"), width: w, height: 48, framesPerSecond: 10)
-            for k in 0..<frames { try v.append(Image<UInt8>(width: w, height: 48, channels: 3) { d in for i in 0..<d.count { d[i] = UInt8(k * 9 % 256) } }) }
+            for k in 0..<frames {
+                try v.append(
+                    Image<UInt8>(width: w, height: 48, channels: 3) { d in
+                        for i in 0..<d.count { d[i] = UInt8(k * 9 % 256) }
+                    })
+            }
             try v.finish()
         }
         try write(6, 64)
@@ -54,6 +60,8 @@ import EvanescoCore
         let t = TempDir()
         _ = FileManager.default.createFile(atPath: t.file("x.mp4"), contents: Data("nope".utf8))
         #expect(throws: VideoError.self) { try VideoIO.probe(t.file("x.mp4")) }
-        #expect(throws: ImageIOError.fileNotFound(path: t.file("missing.mp4"))) { try VideoIO.probe(t.file("missing.mp4")) }
+        #expect(throws: ImageIOError.fileNotFound(path: t.file("missing.mp4"))) {
+            try VideoIO.probe(t.file("missing.mp4"))
+        }
     }
 }

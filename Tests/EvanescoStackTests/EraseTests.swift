@@ -8,7 +8,9 @@ import EvanescoCore
 /// 10 frames (the majority at its place, which every merge keeps), a moving occluder, and noise.
 @Suite struct Erase {
     static let scene = texturedScene(320, 240)
-    static let shifts: [(Double, Double)] = [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75), (-1, -1.5), (2, 2), (-0.5, 1.25), (1, -2), (-1.5, 0.5)]
+    static let shifts: [(Double, Double)] = [
+        (0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75), (-1, -1.5), (2, 2), (-0.5, 1.25), (1, -2), (-1.5, 0.5)
+    ]
     /// The lingering block, in scene (reference) pixels, and the frames it is in.
     static let block = (x: 150..<210, y: 120..<170), present = 2...7
 
@@ -18,13 +20,24 @@ import EvanescoCore
         return shifts.enumerated().map { k, s in
             var scene = Self.scene
             if blockEverywhere || present.contains(k) {
-                for y in block.y { for x in block.x { for c in 0..<3 { scene[x, y, c] = UInt8((x * 5 + y * 3 + c * 60) % 80 + (c == 0 ? 170 : 20)) } } }
+                for y in block.y {
+                    for x in block.x {
+                        for c in 0..<3 { scene[x, y, c] = UInt8((x * 5 + y * 3 + c * 60) % 80 + (c == 0 ? 170 : 20)) }
+                    }
+                }
             }
-            var f = scene.warped(by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height, interpolation: .catmullRom).image
+            var f = scene.warped(
+                by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height,
+                interpolation: .catmullRom
+            ).image
             // A block crossing the top of the picture, and Gaussian noise of 3 levels.
             let x0 = 10 + k * 25
-            for y in 20..<50 { for x in x0..<(x0 + 25) where x < f.width { for c in 0..<3 { f[x, y, c] = UInt8(40 + 60 * c) } } }
-            for i in f.samples.indices { f.samples[i] = UInt8(clampingRounded: Float(f.samples[i]) + 3 * rng.gaussian()) }
+            for y in 20..<50 {
+                for x in x0..<(x0 + 25) where x < f.width { for c in 0..<3 { f[x, y, c] = UInt8(40 + 60 * c) } }
+            }
+            for i in f.samples.indices {
+                f.samples[i] = UInt8(clampingRounded: Float(f.samples[i]) + 3 * rng.gaussian())
+            }
             return BurstFrame(name: "f\(k)", image: .uint8(f))
         }
     }
@@ -39,17 +52,26 @@ import EvanescoCore
 
     /// The block grown by `margin` pixels.
     static func blockMask(margin: Int) -> EraseMask {
-        EraseMask(width: 320, height: 240, masked: (0..<(320 * 240)).map { i in
-            let x = i % 320, y = i / 320
-            return x >= block.x.lowerBound - margin && x < block.x.upperBound + margin && y >= block.y.lowerBound - margin && y < block.y.upperBound + margin
-        })
+        EraseMask(
+            width: 320, height: 240,
+            masked: (0..<(320 * 240)).map { i in
+                let x = i % 320, y = i / 320
+                return x >= block.x.lowerBound - margin && x < block.x.upperBound + margin
+                    && y >= block.y.lowerBound - margin && y < block.y.upperBound + margin
+            })
     }
 
     static func psnr(_ a: Image<UInt8>, _ b: Image<UInt8>, where inside: (Int, Int) -> Bool) -> Double {
         var sum = 0.0, n = 0
-        for y in 0..<a.height { for x in 0..<a.width where inside(x, y) { for c in 0..<3 {
-            let d = Double(a[x, y, c]) - Double(b[x, y, c]); sum += d * d; n += 1
-        } } }
+        for y in 0..<a.height {
+            for x in 0..<a.width where inside(x, y) {
+                for c in 0..<3 {
+                    let d = Double(a[x, y, c]) - Double(b[x, y, c])
+                    sum += d * d
+                    n += 1
+                }
+            }
+        }
         return 10 * log10(255 * 255 / max(sum / Double(n), 1e-9))
     }
 
@@ -67,14 +89,16 @@ import EvanescoCore
         let band = Eraser.seamBand
         #expect(band <= 16)
         var changedFar = 0, changedNear = 0
-        for y in 0..<240 { for x in 0..<320 {
-            let dx = max(Self.block.x.lowerBound - 8 - x, x - (Self.block.x.upperBound + 7), 0)
-            let dy = max(Self.block.y.lowerBound - 8 - y, y - (Self.block.y.upperBound + 7), 0)
-            let far = dx * dx + dy * dy > band * band
-            let differs = (0..<3).contains { p[x, y, $0] != e[x, y, $0] }
-            if differs && far { changedFar += 1 }
-            if differs && !far && !mask.masked[y * 320 + x].isMasked { changedNear += 1 }
-        }}
+        for y in 0..<240 {
+            for x in 0..<320 {
+                let dx = max(Self.block.x.lowerBound - 8 - x, x - (Self.block.x.upperBound + 7), 0)
+                let dy = max(Self.block.y.lowerBound - 8 - y, y - (Self.block.y.upperBound + 7), 0)
+                let far = dx * dx + dy * dy > band * band
+                let differs = (0..<3).contains { p[x, y, $0] != e[x, y, $0] }
+                if differs && far { changedFar += 1 }
+                if differs && !far && !mask.masked[y * 320 + x].isMasked { changedNear += 1 }
+            }
+        }
         #expect(changedFar == 0, "\(changedFar) pixels changed beyond the seam band")
         #expect(changedNear > 0, "the seam band blends")
         // The summary and the maps say which frames filled the region: those without the block.
@@ -87,11 +111,15 @@ import EvanescoCore
         #expect(Set(major).isSubset(of: clear) && major.count == 4, "\(s.frames)")
         let maps = try #require(erased.maps)
         var fromClear = 0, total = 0
-        for y in Self.block.y { for x in Self.block.x {
-            total += 1
-            if clear.contains(Int(maps.provenance[x, y, 0]) - 1) { fromClear += 1 }
-        }}
-        #expect(fromClear * 100 >= total * 98, "\(total - fromClear) of \(total) block pixels credited to a frame that showed the block")
+        for y in Self.block.y {
+            for x in Self.block.x {
+                total += 1
+                if clear.contains(Int(maps.provenance[x, y, 0]) - 1) { fromClear += 1 }
+            }
+        }
+        #expect(
+            fromClear * 100 >= total * 98,
+            "\(total - fromClear) of \(total) block pixels credited to a frame that showed the block")
         #expect(!s.description.isEmpty && s.description.contains("merged again"))
     }
 
@@ -100,7 +128,9 @@ import EvanescoCore
         o.givenHomographies = nil
         let stages = LockedBox(Set<StackStage>())
         o.progress = { p in stages.update { _ = $0.insert(p.stage) } }
-        #expect(throws: StackError.eraseMaskSize(mask: "100x100", reference: "320x240")) { try BurstStacker.stack(Self.frames(), options: o) }
+        #expect(throws: StackError.eraseMaskSize(mask: "100x100", reference: "320x240")) {
+            try BurstStacker.stack(Self.frames(), options: o)
+        }
         #expect(stages.value.isEmpty, "no stage ran: \(stages.value)")
         #expect(StackError.eraseMaskSize(mask: "100x100", reference: "320x240").description.contains("at its size"))
     }
@@ -108,7 +138,8 @@ import EvanescoCore
     @Test func aMaskOverWhatEveryFrameShowsIsRefused() {
         // The block is in every frame: no frame saw behind it.
         #expect(throws: StackError.nothingBehindMask(maskedPixels: Self.blockMask(margin: 0).count)) {
-            try BurstStacker.stack(Self.frames(blockEverywhere: true), options: Self.options(mask: Self.blockMask(margin: 0)))
+            try BurstStacker.stack(
+                Self.frames(blockEverywhere: true), options: Self.options(mask: Self.blockMask(margin: 0)))
         }
         #expect(StackError.nothingBehindMask(maskedPixels: 5).description.contains("no frame saw behind"))
     }
@@ -116,12 +147,16 @@ import EvanescoCore
     @Test func anEmptyMaskIsRefused() {
         let empty = EraseMask(width: 320, height: 240, masked: Array(repeating: false, count: 320 * 240))
         #expect(throws: SettingError.self) { try Self.options(mask: empty).validate() }
-        #expect(throws: StackError.eraseMaskEmpty) { try BurstStacker.stack(Self.frames(), options: Self.options(mask: empty)) }
+        #expect(throws: StackError.eraseMaskEmpty) {
+            try BurstStacker.stack(Self.frames(), options: Self.options(mask: empty))
+        }
     }
 
     @Test func aMaskPictureIsWhiteAndOpaque() {
         // RGBA: white opaque, white transparent, black opaque, grey just above half.
-        let rgba = Image<UInt8>(width: 4, height: 1, channels: 4, samples: [255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 255, 128, 128, 128, 200])
+        let rgba = Image<UInt8>(
+            width: 4, height: 1, channels: 4,
+            samples: [255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 255, 128, 128, 128, 200])
         #expect(EraseMask(.uint8(rgba)).masked == [1, 0, 0, 1])
         let grey16 = Image<UInt16>(width: 3, height: 1, channels: 1, samples: [65535, 1000, 40000])
         #expect(EraseMask(.uint16(grey16)).masked == [1, 0, 1])
@@ -136,7 +171,8 @@ import EvanescoCore
         #expect(after.image == during.image && after.erase == during.erase)
         #expect(after.maps?.provenance == during.maps?.provenance && after.maps?.kept == during.maps?.kept)
         #expect(throws: StackError.eraseMaskSize(mask: "4x4", reference: "320x240")) {
-            try BurstStacker.erase(EraseMask(width: 4, height: 4, masked: Array(repeating: true, count: 16)), from: plain, frames: frames)
+            try BurstStacker.erase(
+                EraseMask(width: 4, height: 4, masked: Array(repeating: true, count: 16)), from: plain, frames: frames)
         }
     }
 
@@ -144,12 +180,17 @@ import EvanescoCore
         let disc = EraseMask(width: 100, height: 100, strokes: [EraseStroke(points: [[50, 50]], radius: 10)])
         #expect(abs(Double(disc.count) - Double.pi * 100) < 12, "\(disc.count)")
         // A horizontal stroke of length 40, radius 5: a 40 x 11 band plus two half discs.
-        let capsule = EraseMask(width: 100, height: 100, strokes: [EraseStroke(points: [[30, 50], [70, 50]], radius: 5)])
+        let capsule = EraseMask(
+            width: 100, height: 100, strokes: [EraseStroke(points: [[30, 50], [70, 50]], radius: 5)])
         #expect(abs(Double(capsule.count) - (40 * 11 + Double.pi * 25)) < 12, "\(capsule.count)")
-        #expect(capsule.masked[50 * 100 + 50] == 1 && capsule.masked[50 * 100 + 80] == 0 && capsule.masked[44 * 100 + 50] == 0)
+        #expect(
+            capsule.masked[50 * 100 + 50] == 1 && capsule.masked[50 * 100 + 80] == 0
+                && capsule.masked[44 * 100 + 50] == 0)
         // Strokes that do not validate paint nothing (and do not trap).
-        for bad in [EraseStroke(points: [[.nan, 3]], radius: 5), EraseStroke(points: [[3, 3]], radius: .infinity),
-                    EraseStroke(points: [[1e300, 3]], radius: 5), EraseStroke(points: [], radius: 5)] {
+        for bad in [
+            EraseStroke(points: [[.nan, 3]], radius: 5), EraseStroke(points: [[3, 3]], radius: .infinity),
+            EraseStroke(points: [[1e300, 3]], radius: 5), EraseStroke(points: [], radius: 5)
+        ] {
             #expect(throws: SettingError.self) { try bad.validate() }
             #expect(EraseMask(width: 10, height: 10, strokes: [bad]).count == 0)
         }
@@ -164,16 +205,19 @@ import EvanescoCore
             }
             let stroke = EraseStroke(points: points, radius: radius)
             var expected = [UInt8](repeating: 0, count: 100 * 80)
-            for y in 0..<80 { for x in 0..<100 {
-                for i in 0..<points.count {
-                    let a = points[i], b = points[min(i + 1, points.count - 1)]
-                    let dx: Double = b[0] - a[0], dy: Double = b[1] - a[1], px: Double = Double(x) - a[0], py: Double = Double(y) - a[1]
-                    let length2: Double = dx * dx + dy * dy
-                    let t: Double = length2 > 0 ? min(1, max(0, (px * dx + py * dy) / length2)) : 0
-                    let ex: Double = px - t * dx, ey: Double = py - t * dy
-                    if ex * ex + ey * ey <= radius * radius { expected[y * 100 + x] = 1 }
+            for y in 0..<80 {
+                for x in 0..<100 {
+                    for i in 0..<points.count {
+                        let a = points[i], b = points[min(i + 1, points.count - 1)]
+                        let dx: Double = b[0] - a[0], dy: Double = b[1] - a[1], px: Double = Double(x) - a[0],
+                            py: Double = Double(y) - a[1]
+                        let length2: Double = dx * dx + dy * dy
+                        let t: Double = length2 > 0 ? min(1, max(0, (px * dx + py * dy) / length2)) : 0
+                        let ex: Double = px - t * dx, ey: Double = py - t * dy
+                        if ex * ex + ey * ey <= radius * radius { expected[y * 100 + x] = 1 }
+                    }
                 }
-            }}
+            }
             #expect(EraseMask(width: 100, height: 80, strokes: [stroke]).masked == expected, "\(stroke)")
         }
         // The most a request may ask: 2,000 points of the largest brush (painted run by run, not pixel by pixel).
@@ -181,7 +225,9 @@ import EvanescoCore
         let big = EraseStroke(points: path, radius: 2_000)
         #expect(EraseMask(width: 2_000, height: 1_500, strokes: [big]).count == 3_000_000)
         // Off the picture: clipped.
-        #expect(EraseMask(width: 10, height: 10, strokes: [EraseStroke(points: [[-50, -50], [200, 200]], radius: 2)]).count > 10)
+        #expect(
+            EraseMask(width: 10, height: 10, strokes: [EraseStroke(points: [[-50, -50], [200, 200]], radius: 2)]).count
+                > 10)
     }
 
     @Test func otsuSplitsOnlyWhenTwoGroupsStandOut() {

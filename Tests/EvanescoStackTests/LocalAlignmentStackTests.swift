@@ -13,22 +13,29 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         let angle = Float(k) * 2.1, magnitude: Float = k == 0 ? 0 : 3
         let global = SIMD2<Float>(Float(k % 3) - 1, Float(k % 2)) * (k == 0 ? 0 : 1)
         var f = Image<UInt8>(width: w, height: h, channels: 3) { out in
-            for y in 0..<h { for x in 0..<w {
-                // Depth in -1...1 over smooth hills (no homography can follow it): the shift is proportional.
-                let depth = sinf(Float(x) / 45) * cosf(Float(y) / 35)
-                let s = SIMD2(cosf(angle), sinf(angle)) * magnitude * depth + global
-                let sx = min(max(Float(x) - s.x, 0), Float(w - 1)), sy = min(max(Float(y) - s.y, 0), Float(h - 1))
-                let ix = min(Int(sx), w - 2), iy = min(Int(sy), h - 2), tx = sx - Float(ix), ty = sy - Float(iy)
-                for c in 0..<3 {
-                    func p(_ xx: Int, _ yy: Int) -> Float { Float(scene[xx, yy, c]) }
-                    let top = p(ix, iy) + (p(ix + 1, iy) - p(ix, iy)) * tx, bot = p(ix, iy + 1) + (p(ix + 1, iy + 1) - p(ix, iy + 1)) * tx
-                    out[(y * w + x) * 3 + c] = UInt8(clampingRounded: top + (bot - top) * ty)
+            for y in 0..<h {
+                for x in 0..<w {
+                    // Depth in -1...1 over smooth hills (no homography can follow it): the shift is proportional.
+                    let depth = sinf(Float(x) / 45) * cosf(Float(y) / 35)
+                    let s = SIMD2(cosf(angle), sinf(angle)) * magnitude * depth + global
+                    let sx = min(max(Float(x) - s.x, 0), Float(w - 1)), sy = min(max(Float(y) - s.y, 0), Float(h - 1))
+                    let ix = min(Int(sx), w - 2), iy = min(Int(sy), h - 2), tx = sx - Float(ix), ty = sy - Float(iy)
+                    for c in 0..<3 {
+                        func p(_ xx: Int, _ yy: Int) -> Float { Float(scene[xx, yy, c]) }
+                        let top = p(ix, iy) + (p(ix + 1, iy) - p(ix, iy)) * tx,
+                            bot = p(ix, iy + 1) + (p(ix + 1, iy + 1) - p(ix, iy + 1)) * tx
+                        out[(y * w + x) * 3 + c] = UInt8(clampingRounded: top + (bot - top) * ty)
+                    }
                 }
-            }}
+            }
         }
         if k > 0 {
             let x0 = 20 + k * 25
-            for y in 100..<140 { for x in x0..<(x0 + 30) where x < w { for c in 0..<3 { f[x, y, c] = UInt8((x * 7 + y * 3 + c * 50) % 256) } } }
+            for y in 100..<140 {
+                for x in x0..<(x0 + 30) where x < w {
+                    for c in 0..<3 { f[x, y, c] = UInt8((x * 7 + y * 3 + c * 50) % 256) }
+                }
+            }
         }
         return BurstFrame(name: "p\(k)", image: .uint8(f))
     }
@@ -40,20 +47,31 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
     /// Mean absolute error against the clean scene inside a 24 px margin.
     static func error(_ img: Image<UInt8>) -> Double {
         var sum = 0.0, n = 0
-        for y in 24..<216 { for x in 24..<296 { for c in 0..<3 { sum += Double(abs(Int(img[x, y, c]) - Int(scene[x, y, c]))); n += 1 } } }
+        for y in 24..<216 {
+            for x in 24..<296 {
+                for c in 0..<3 {
+                    sum += Double(abs(Int(img[x, y, c]) - Int(scene[x, y, c])))
+                    n += 1
+                }
+            }
+        }
         return sum / Double(n)
     }
 
     @Test("With parallax, --align local aligns what one homography cannot, and auto turns it on (the report says so)")
     func parallaxAligned() throws {
         let frames = parallaxBurst(Self.scene, frames: 7)
-        var global = StackOptions(); global.align = .homography
-        var local = StackOptions(); local.align = .local
+        var global = StackOptions()
+        global.align = .homography
+        var local = StackOptions()
+        local.align = .local
         let g = try BurstStacker.stack(frames, options: global), l = try BurstStacker.stack(frames, options: local)
         let eg = Self.error(g.image.uint8), el = Self.error(l.image.uint8)
         #expect(el < 0.5 * eg && el < 2.5, "mean error: homography \(eg), local \(el)")
         let auto = try BurstStacker.stack(frames, options: StackOptions())
-        #expect(auto.frames.dropFirst().allSatisfy { $0.local?.used == true }, "\(auto.frames.map { $0.local?.decision ?? "-" })")
+        #expect(
+            auto.frames.dropFirst().allSatisfy { $0.local?.used == true },
+            "\(auto.frames.map { $0.local?.decision ?? "-" })")
         #expect(abs(Self.error(auto.image.uint8) - el) < 0.2)
         let stats = try #require(l.frames[3].local?.field)
         #expect(stats.cells > 0 && stats.p90Px > 1 && stats.maxPx < 8)
@@ -63,9 +81,13 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         #expect(json.contains("\"local\"") && json.contains("\"p90_px\"") && json.contains("\"decision\""))
     }
 
-    @Test("The maps: the occluder's path keeps fewer frames, provenance names merged frames, the local shift shows the parallax")
+    @Test(
+        "The maps: the occluder's path keeps fewer frames, provenance names merged frames, the local shift shows the parallax"
+    )
     func maps() throws {
-        var o = StackOptions(); o.align = .local; o.collectMaps = true
+        var o = StackOptions()
+        o.align = .local
+        o.collectMaps = true
         let r = try BurstStacker.stack(parallaxBurst(Self.scene, frames: 7), options: o)
         let m = try #require(r.maps)
         #expect(m.mergedFrames == 7 && m.frames == 7 && m.kept.width == 320)
@@ -76,7 +98,8 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         // The shift field's amplitude is 3 px (depth +-1): its median over the frames is of that order.
         var big = 0
         for v in m.localShift.samples where v > 100 { big += 1 }
-        #expect(big > m.localShift.samples.count / 4, "\(big) of \(m.localShift.samples.count) pixels moved more than 1 px")
+        #expect(
+            big > m.localShift.samples.count / 4, "\(big) of \(m.localShift.samples.count) pixels moved more than 1 px")
         let pics = m.pictures()
         #expect(pics.map(\.name) == Array(StackMaps.fileNames.dropLast()))
         #expect(pics.first { $0.name == "provenance-legend.png" }?.image.width == 7 * 24)
@@ -85,7 +108,8 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
     @Test("Without parallax auto leaves local alignment off: the stack is exactly the homography stack")
     func noParallaxNoChange() throws {
         let frames = burst(Self.scene, shifts: [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75)])
-        var h = StackOptions(); h.align = .homography
+        var h = StackOptions()
+        h.align = .homography
         let a = try BurstStacker.stack(frames, options: StackOptions()), b = try BurstStacker.stack(frames, options: h)
         #expect(a.frames.dropFirst().allSatisfy { $0.local?.used == false })
         #expect(a.image == b.image)

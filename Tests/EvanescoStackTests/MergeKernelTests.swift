@@ -10,7 +10,10 @@ struct RandomTile {
     init(frames: Int, pixels: Int, channels: Int, seed: UInt64, invalidRate: Double = 0.2) {
         tile = SampleTile.allocate(frames: frames, maxPixels: pixels, channels: channels)
         var s = seed
-        func rnd() -> Double { s = s &* 6364136223846793005 &+ 1442695040888963407; return Double(s >> 11) / Double(1 << 53) }
+        func rnd() -> Double {
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            return Double(s >> 11) / Double(1 << 53)
+        }
         for k in 0..<frames {
             for p in 0..<pixels {
                 // Frame 0 (the reference) always covers every pixel.
@@ -30,7 +33,9 @@ struct RandomTile {
     }
     /// The valid values of sample j.
     func samples(_ j: Int) -> [Float] {
-        (0..<tile.frames).filter { tile.valid[$0 * tile.pixels + j / tile.channels] != 0 }.map { tile.values[$0 * tile.stride + j] }
+        (0..<tile.frames).filter { tile.valid[$0 * tile.pixels + j / tile.channels] != 0 }.map {
+            tile.values[$0 * tile.stride + j]
+        }
     }
     func run(_ k: any MergeKernel) -> [Float] {
         let out = UnsafeMutablePointer<Float>.allocate(capacity: tile.length)
@@ -51,11 +56,15 @@ func referenceMedian(_ v: [Float]) -> Float {
     func sortsEverything(_ n: Int) {
         let net = SortingNetwork(size: n)
         let len = 24
-        let buf = UnsafeMutableRawPointer.allocate(byteCount: n * len * 4, alignment: 64).bindMemory(to: Float.self, capacity: n * len)
+        let buf = UnsafeMutableRawPointer.allocate(byteCount: n * len * 4, alignment: 64).bindMemory(
+            to: Float.self, capacity: n * len)
         defer { UnsafeMutableRawPointer(buf).deallocate() }
         for portable in [true, false] {
             var s: UInt64 = UInt64(n)
-            for i in 0..<(n * len) { s = s &* 6364136223846793005 &+ 1; buf[i] = Float(s >> 54) }
+            for i in 0..<(n * len) {
+                s = s &* 6364136223846793005 &+ 1
+                buf[i] = Float(s >> 54)
+            }
             let expected: [[Float]] = (0..<len).map { j in (0..<n).map { buf[$0 * len + j] }.sorted() }
             evn_set_portable_kernels(portable ? 1 : 0)
             net.sort(buf, length: len, stride: len)
@@ -107,7 +116,9 @@ func referenceMedian(_ v: [Float]) -> Float {
                 return (m, 2.5 * (spread * spread + 1.7 * 1.7).squareRoot())
             }
             let kept = (0..<frames).filter { k in
-                (0..<3).allSatisfy { abs(r.tile.values[k * r.tile.stride + p * 3 + $0] - thresholds[$0].0) <= thresholds[$0].1 }
+                (0..<3).allSatisfy {
+                    abs(r.tile.values[k * r.tile.stride + p * 3 + $0] - thresholds[$0].0) <= thresholds[$0].1
+                }
             }
             for ch in 0..<3 {
                 let mean = kept.map { r.tile.values[$0 * r.tile.stride + p * 3 + ch] }.reduce(0, +) / Float(kept.count)
@@ -176,8 +187,10 @@ func referenceMedian(_ v: [Float]) -> Float {
                 return (m, 2.5 * (spread * spread + 1.7 * 1.7).squareRoot())
             }
             let kept = (0..<20).filter { k in
-                r.tile.valid[k * r.tile.pixels + p] != 0 &&
-                (0..<3).allSatisfy { abs(r.tile.values[k * r.tile.stride + p * 3 + $0] - thresholds[$0].0) <= thresholds[$0].1 }
+                r.tile.valid[k * r.tile.pixels + p] != 0
+                    && (0..<3).allSatisfy {
+                        abs(r.tile.values[k * r.tile.stride + p * 3 + $0] - thresholds[$0].0) <= thresholds[$0].1
+                    }
             }
             for ch in 0..<3 {
                 let mean = kept.map { r.tile.values[$0 * r.tile.stride + p * 3 + ch] }.reduce(0, +) / Float(kept.count)
@@ -203,7 +216,8 @@ func referenceMedian(_ v: [Float]) -> Float {
         let t = SampleTile.allocate(frames: 5, maxPixels: 2, channels: 3)
         defer { t.deallocate() }
         // Pixel 0: three red frames, two blue ones. Pixel 1: grey everywhere (hue meaningless).
-        let reds: [[Float]] = [[200, 20, 20], [210, 30, 25], [190, 25, 15]], blues: [[Float]] = [[20, 30, 220], [25, 35, 200]]
+        let reds: [[Float]] = [[200, 20, 20], [210, 30, 25], [190, 25, 15]],
+            blues: [[Float]] = [[20, 30, 220], [25, 35, 200]]
         for (k, v) in (reds + blues).enumerated() { for c in 0..<3 { t.values[k * t.stride + c] = v[c] } }
         for k in 0..<5 { for c in 0..<3 { t.values[k * t.stride + 3 + c] = Float(100 + k) } }
         for i in 0..<10 { t.valid[i] = 1 }
@@ -211,15 +225,17 @@ func referenceMedian(_ v: [Float]) -> Float {
         let out = UnsafeMutablePointer<Float>.allocate(capacity: 6)
         defer { out.deallocate() }
         ModeKernel(network: SortingNetwork(size: 5), fullScale: 255).merge(t, into: out)
-        #expect(out[0] == 200 && out[1] == 25 && out[2] == 20)     // the red frames' mean
-        #expect(out[3] == 102 && out[4] == 102 && out[5] == 102)   // grey: the median
+        #expect(out[0] == 200 && out[1] == 25 && out[2] == 20)  // the red frames' mean
+        #expect(out[3] == 102 && out[4] == 102 && out[5] == 102)  // grey: the median
     }
 }
 
 /// The robust merge's joint-colour clip and mean in CKernels (eight pixels a step) against the
 /// scalar loop it stands in for, bit for bit, and its AVX2 variant against its portable one.
 @Suite struct ClipMeanKernel {
-    @Test("Eight pixels a step give the scalar loop's bits: valid and invalid frames, outliers, pixels the kernel leaves to the caller", arguments: [(7, 13), (20, 29), (51, 40)])
+    @Test(
+        "Eight pixels a step give the scalar loop's bits: valid and invalid frames, outliers, pixels the kernel leaves to the caller",
+        arguments: [(7, 13), (20, 29), (51, 40)])
     func matchesTheScalarLoop(frames: Int, pixels: Int) {
         let r = RandomTile(frames: frames, pixels: pixels, channels: 3, seed: UInt64(frames * 7 + pixels))
         defer { r.tile.deallocate() }
@@ -227,25 +243,40 @@ func referenceMedian(_ v: [Float]) -> Float {
         // Medians and thresholds of some spread: some frames in, some out, a pixel with none in.
         let medians = (0..<n).map { j in t.values[j] + Float(j % 5) - 2 }
         var thresholds = (0..<n).map { j in Float(3 + (j * 7) % 11) }
-        thresholds[3] = -1; thresholds[4] = -1; thresholds[5] = -1   // pixel 1: no frame is kept
+        thresholds[3] = -1
+        thresholds[4] = -1
+        thresholds[5] = -1  // pixel 1: no frame is kept
         var want = medians
         for p in 0..<t.pixels {
             var s0: Float = 0, s1: Float = 0, s2: Float = 0, count: Float = 0
             for k in 0..<t.frames where t.valid[k * t.pixels + p] != 0 {
                 let v = (0..<3).map { t.values[k * t.stride + p * 3 + $0] }
                 if (0..<3).allSatisfy({ abs(v[$0] - medians[p * 3 + $0]) <= thresholds[p * 3 + $0] }) {
-                    s0 += v[0]; s1 += v[1]; s2 += v[2]; count += 1
+                    s0 += v[0]
+                    s1 += v[1]
+                    s2 += v[2]
+                    count += 1
                 }
             }
-            if count > 0 { want[p * 3] = s0 / count; want[p * 3 + 1] = s1 / count; want[p * 3 + 2] = s2 / count }
+            if count > 0 {
+                want[p * 3] = s0 / count
+                want[p * 3 + 1] = s1 / count
+                want[p * 3 + 2] = s2 / count
+            }
         }
         var results: [[UInt32]] = []
         for variant in 0..<(evn_cpu_has_avx2() != 0 ? 2 : 1) {
             var out = medians
-            let done = thresholds.withUnsafeBufferPointer { th in out.withUnsafeMutableBufferPointer { o in
-                var clip = evn_clip_tile(values: t.values, valid: t.valid, thresholds: th.baseAddress, stride: t.stride, pixels: t.pixels, frames: t.frames)
-                return variant == 0 ? evn_clip_mean_rgb_portable(&clip, o.baseAddress) : evn_clip_mean_rgb_avx2(&clip, o.baseAddress)
-            }}
+            let done = thresholds.withUnsafeBufferPointer { th in
+                out.withUnsafeMutableBufferPointer { o in
+                    var clip = evn_clip_tile(
+                        values: t.values, valid: t.valid, thresholds: th.baseAddress, stride: t.stride,
+                        pixels: t.pixels, frames: t.frames)
+                    return variant == 0
+                        ? evn_clip_mean_rgb_portable(&clip, o.baseAddress)
+                        : evn_clip_mean_rgb_avx2(&clip, o.baseAddress)
+                }
+            }
             #expect(done == pixels / 8 * 8)
             #expect(out[(done * 3)...] == medians[(done * 3)...], "the pixels left to the caller are untouched")
             let same = (0..<(done * 3)).allSatisfy { out[$0].bitPattern == want[$0].bitPattern }

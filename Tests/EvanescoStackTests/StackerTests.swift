@@ -8,25 +8,37 @@ import EvanescoCore
 /// moving square occluder.
 func texturedScene(_ w: Int, _ h: Int) -> Image<UInt8> {
     Image<UInt8>(width: w, height: h, channels: 3) { d in
-        for y in 0..<h { for x in 0..<w {
-            let v = 128 + 50 * sinf(Float(x) * 0.11) * cosf(Float(y) * 0.07) + 30 * sinf(Float(x + 2 * y) * 0.031)
-            let o = (y * w + x) * 3
-            d[o] = UInt8(clampingRounded: v); d[o + 1] = UInt8(clampingRounded: 255 - v); d[o + 2] = UInt8(clampingRounded: v * 0.5 + 40)
-        }}
+        for y in 0..<h {
+            for x in 0..<w {
+                let v = 128 + 50 * sinf(Float(x) * 0.11) * cosf(Float(y) * 0.07) + 30 * sinf(Float(x + 2 * y) * 0.031)
+                let o = (y * w + x) * 3
+                d[o] = UInt8(clampingRounded: v)
+                d[o + 1] = UInt8(clampingRounded: 255 - v)
+                d[o + 2] = UInt8(clampingRounded: v * 0.5 + 40)
+            }
+        }
     }
 }
 
 func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = true) -> [BurstFrame] {
     shifts.enumerated().map { k, s in
         // registration homography = translation(s): frame pixel p shows scene point p + s.
-        var f = scene.warped(by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height, interpolation: .catmullRom).image
+        var f = scene.warped(
+            by: Homography.translation(-s.0, -s.1), width: scene.width, height: scene.height, interpolation: .catmullRom
+        ).image
         if occluder {
             // A textured patch from elsewhere in the scene, moving right (as make_burst.py's
             // cut-outs do), with a bright edge tint so it clearly differs.
             let x0 = 10 + k * 12
-            for y in 20..<50 { for x in x0..<(x0 + 25) where x < f.width { for c in 0..<3 {
-                f[x, y, c] = UInt8(clampingRounded: Float(scene[(x * 3 + 40) % scene.width, (y * 2 + 50) % scene.height, (c + 1) % 3]) * 0.8 + 40)
-            } } }
+            for y in 20..<50 {
+                for x in x0..<(x0 + 25) where x < f.width {
+                    for c in 0..<3 {
+                        f[x, y, c] = UInt8(
+                            clampingRounded: Float(
+                                scene[(x * 3 + 40) % scene.width, (y * 2 + 50) % scene.height, (c + 1) % 3]) * 0.8 + 40)
+                    }
+                }
+            }
         }
         return BurstFrame(name: "f\(k)", image: .uint8(f))
     }
@@ -39,7 +51,8 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
     /// (Winsorizing 20 % cannot remove an object present in ~30 % of frames: not tested here.)
     @Test(arguments: [MergeMethod.median, .sigmaClip, .robust])
     func movingOccluderVanishes(_ merge: MergeMethod) throws {
-        var o = StackOptions(); o.merge = merge
+        var o = StackOptions()
+        o.merge = merge
         let r = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o)
         #expect(r.usedFrames == 7)
         for f in r.frames.dropFirst() {
@@ -47,17 +60,23 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
             let truth = Homography.translation(Self.shifts[f.index].0, Self.shifts[f.index].1)
             // Mean displacement error over a 9x7 grid spanning the frame (score.py's measure).
             var err = 0.0
-            for i in 0..<9 { for j in 0..<7 {
-                let x = 319.0 * Double(i) / 8, y = 239.0 * Double(j) / 6
-                let p = try #require(h.apply(x, y)), q = try #require(truth.apply(x, y))
-                err += ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot() / 63
-            }}
+            for i in 0..<9 {
+                for j in 0..<7 {
+                    let x = 319.0 * Double(i) / 8, y = 239.0 * Double(j) / 6
+                    let p = try #require(h.apply(x, y)), q = try #require(truth.apply(x, y))
+                    err += ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot() / 63
+                }
+            }
             #expect(err < 0.1, "\(f.source): \(h)")
         }
         // Inside the margin every pixel is covered by all frames: compare with the clean scene.
         let out = r.image.uint8
         var worst = 0
-        for y in 8..<232 { for x in 8..<312 { for c in 0..<3 { worst = max(worst, abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c]))) } } }
+        for y in 8..<232 {
+            for x in 8..<312 {
+                for c in 0..<3 { worst = max(worst, abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c]))) }
+            }
+        }
         #expect(worst <= 12, "\(merge): worst difference \(worst)")
     }
 
@@ -77,10 +96,13 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
     /// still remove most of what the mean leaves where the occluder passed.
     @Test func modeRemovesMostOfTheGhost() throws {
         func error(_ m: MergeMethod) throws -> Double {
-            var o = StackOptions(); o.merge = m
+            var o = StackOptions()
+            o.merge = m
             let out = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o).image.uint8
             var sum = 0
-            for y in 20..<50 { for x in 10..<100 { for c in 0..<3 { sum += abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c])) } } }
+            for y in 20..<50 {
+                for x in 10..<100 { for c in 0..<3 { sum += abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c])) } }
+            }
             return Double(sum) / Double(30 * 90 * 3)
         }
         let mode = try error(.mode), mean = try error(.mean)
@@ -88,7 +110,8 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
     }
 
     @Test func meanKeepsGhosts() throws {
-        var o = StackOptions(); o.merge = .mean
+        var o = StackOptions()
+        o.merge = .mean
         let out = try BurstStacker.stack(burst(Self.scene, shifts: Self.shifts), options: o).image.uint8
         var worst = 0
         for y in 20..<50 { for x in 10..<100 { worst = max(worst, abs(Int(out[x, y, 0]) - Int(Self.scene[x, y, 0]))) } }
@@ -97,10 +120,16 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
 
     @Test func unalignableFrameIsReportedAndSkipped() throws {
         var frames = burst(Self.scene, shifts: Self.shifts, occluder: false)
-        frames[3] = BurstFrame(name: "junk", image: .uint8(Image<UInt8>(width: 320, height: 240, channels: 3) { d in
-            var s: UInt64 = 9
-            for i in 0..<d.count { s = s &* 6364136223846793005 &+ 1; d[i] = UInt8(truncatingIfNeeded: s >> 56) }
-        }))
+        frames[3] = BurstFrame(
+            name: "junk",
+            image: .uint8(
+                Image<UInt8>(width: 320, height: 240, channels: 3) { d in
+                    var s: UInt64 = 9
+                    for i in 0..<d.count {
+                        s = s &* 6364136223846793005 &+ 1
+                        d[i] = UInt8(truncatingIfNeeded: s >> 56)
+                    }
+                }))
         let r = try BurstStacker.stack(frames, options: StackOptions())
         #expect(r.usedFrames == 6)
         let junk = r.frames[3]
@@ -116,7 +145,9 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let two = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false))
         #expect(two.usedFrames == 2 && two.merge == .mean)
         #expect(two.notices == [.twoFramesMergedByMean(requested: .robust)])
-        var keep = StackOptions(); keep.merge = .median; keep.meanForTwoFrames = false
+        var keep = StackOptions()
+        keep.merge = .median
+        keep.meanForTwoFrames = false
         let kept = try BurstStacker.stack(burst(Self.scene, shifts: [(0, 0), (1, 1)], occluder: false), options: keep)
         #expect(kept.merge == .median && kept.notices.isEmpty)
     }
@@ -126,7 +157,8 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let o = StackOptions()
         #expect(o.resolved(frames: 5, pixels: 12_000_000).options.registration.finestLevel == 1)
         #expect(o.resolved(frames: 5, pixels: 640 * 480).options.registration.finestLevel == 0)
-        var given = StackOptions(); given.alignLevel = 0
+        var given = StackOptions()
+        given.alignLevel = 0
         #expect(given.resolved(frames: 5, pixels: 12_000_000).options.registration.finestLevel == 0)
         #expect(o.resolved(frames: 5, pixels: 100).options.merge == .robust)
     }
@@ -140,44 +172,68 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         let frame1 = try #require((obj["frames"] as? [[String: Any]])?[1])
         #expect((frame1["homography"] as? [[Double]])?.count == 3 && frame1["status"] as? String == "aligned")
         // Read back whole with the report decoder: the same report (times_s included).
-        #expect(try ReportJSON.decoder().decode(StackReport.self, from: Data(bytes)) == StackReport(r, inputs: ["a"], output: "o.png"))
+        #expect(
+            try ReportJSON.decoder().decode(StackReport.self, from: Data(bytes))
+                == StackReport(r, inputs: ["a"], output: "o.png"))
         let back = try StackReport.homographies(from: bytes, name: "report")
         #expect(back.count == 4)
         for i in 0..<4 { #expect(back[i] == r.frames[i].homography) }
         // Given back, they stack to the same picture without aligning.
-        var o = StackOptions(); o.givenHomographies = back
-        #expect(try BurstStacker.stack(burst(Self.scene, shifts: Array(Self.shifts.prefix(4))), options: o).image == r.image)
-        #expect(throws: StackReportError.self) { try StackReport.homographies(from: Array(#"{"frames":[{"index":0,"homography":[[1,0],[0,1]]}]}"#.utf8), name: "x") }
-        #expect(throws: StackReportError.self) { try StackReport.homographies(from: Array(#"{"frames":[{"index":-3,"homography":null}]}"#.utf8), name: "x") }
+        var o = StackOptions()
+        o.givenHomographies = back
+        #expect(
+            try BurstStacker.stack(burst(Self.scene, shifts: Array(Self.shifts.prefix(4))), options: o).image == r.image
+        )
+        #expect(throws: StackReportError.self) {
+            try StackReport.homographies(
+                from: Array(#"{"frames":[{"index":0,"homography":[[1,0],[0,1]]}]}"#.utf8), name: "x")
+        }
+        #expect(throws: StackReportError.self) {
+            try StackReport.homographies(from: Array(#"{"frames":[{"index":-3,"homography":null}]}"#.utf8), name: "x")
+        }
     }
 
     @Test("aligned() gives the pixels the merge sampled: a one-frame-plus-reference mean is their average")
     func alignedMatchesMerge() throws {
         let frames = burst(Self.scene, shifts: [(0, 0), (2.5, -1.25)], occluder: false)
-        var o = StackOptions(); o.givenHomographies = [.identity, .translation(2.5, -1.25)]
+        var o = StackOptions()
+        o.givenHomographies = [.identity, .translation(2.5, -1.25)]
         let r = try BurstStacker.stack(frames, options: o)
-        let a = BurstStacker.aligned(frames[1], homography: .translation(2.5, -1.25), interpolation: .catmullRom, mergedFrames: 2).uint8
+        let a = BurstStacker.aligned(
+            frames[1], homography: .translation(2.5, -1.25), interpolation: .catmullRom, mergedFrames: 2
+        ).uint8
         let ref = Self.scene, out = r.image.uint8
         var worst = 0
-        for y in 10..<230 { for x in 10..<310 { for c in 0..<3 {
-            let mean = (Int(ref[x, y, c]) + Int(a[x, y, c]))
-            worst = max(worst, abs(2 * Int(out[x, y, c]) - mean))
-        }}}
-        #expect(worst <= 2, "worst \(worst)")   // rounding of the 8-bit aligned frame only
+        for y in 10..<230 {
+            for x in 10..<310 {
+                for c in 0..<3 {
+                    let mean = (Int(ref[x, y, c]) + Int(a[x, y, c]))
+                    worst = max(worst, abs(2 * Int(out[x, y, c]) - mean))
+                }
+            }
+        }
+        #expect(worst <= 2, "worst \(worst)")  // rounding of the 8-bit aligned frame only
     }
 
     @Test func mismatchedSizesAndBadReference() {
-        let frames = [BurstFrame(name: "a", image: .uint8(Self.scene)), BurstFrame(name: "b", image: .uint8(texturedScene(100, 120)))]
-        #expect(throws: StackError.sizeMismatch(frame: "b", size: "100x120", reference: "a", referenceSize: "320x240")) {
+        let frames = [
+            BurstFrame(name: "a", image: .uint8(Self.scene)),
+            BurstFrame(name: "b", image: .uint8(texturedScene(100, 120)))
+        ]
+        #expect(throws: StackError.sizeMismatch(frame: "b", size: "100x120", reference: "a", referenceSize: "320x240"))
+        {
             try BurstStacker.stack(frames)
         }
-        var o = StackOptions(); o.reference = 5
+        var o = StackOptions()
+        o.reference = 5
         #expect(throws: StackError.referenceOutOfRange(5, count: 1)) { try BurstStacker.stack([frames[0]], options: o) }
         #expect(throws: StackError.noFrames) { try BurstStacker.stack([]) }
     }
 
     @Test func sixteenBitBurstStaysSixteenBit() throws {
-        let frames = burst(Self.scene, shifts: Array(Self.shifts.prefix(4))).map { BurstFrame(name: $0.name, image: .uint16($0.image.uint16)) }
+        let frames = burst(Self.scene, shifts: Array(Self.shifts.prefix(4))).map {
+            BurstFrame(name: $0.name, image: .uint16($0.image.uint16))
+        }
         let r = try BurstStacker.stack(frames)
         #expect(r.image.bitDepth == 16)
     }
@@ -195,10 +251,13 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         // In words, not a flag: the studio shows it too (the CLI adds its flag).
         let said = r8.notices.first?.description ?? ""
         #expect(said.contains("make a frame of that depth the reference frame") && !said.contains("--"), "\(said)")
-        var o = StackOptions(); o.reference = 2
+        var o = StackOptions()
+        o.reference = 2
         let r16 = try BurstStacker.stack(mixed, options: o)
         #expect(r16.image.bitDepth == 16)
-        #expect(r16.notices == [0, 1, 3].map { StackNotice.depthConverted(source: mixed[$0].name, from: 8, to: 16) }, "\(r16.notices)")
+        #expect(
+            r16.notices == [0, 1, 3].map { StackNotice.depthConverted(source: mixed[$0].name, from: 8, to: 16) },
+            "\(r16.notices)")
         let floats = frames.map { BurstFrame(name: $0.name, image: .float32($0.image.float32)) }
         #expect(try BurstStacker.stack(floats).notices.isEmpty)
         #expect(try BurstStacker.stack(frames).notices.isEmpty)

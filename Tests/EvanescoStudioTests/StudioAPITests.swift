@@ -15,7 +15,10 @@ extension StudioClient {
     /// What the studio's own page sends with a request that changes something: the token, the
     /// studio's exact origin (scheme, host, port) and the request header.
     var fromPage: HTTPFields {
-        [tokenHeader: "t0ken", .origin: "http://127.0.0.1:\(port)", requestHeader: "1", .contentType: "application/json"]
+        [
+            tokenHeader: "t0ken", .origin: "http://127.0.0.1:\(port)", requestHeader: "1",
+            .contentType: "application/json"
+        ]
     }
 }
 
@@ -42,11 +45,21 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 #expect(r.status == .unauthorized)
                 #expect(errorMessage(r).contains("token"))
             }
-            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "wrong"]) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "t0ke"]) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/api/health", method: .get, headers: [.authorization: "token t0ken"]) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/api/health", method: .get, headers: [.cookie: "evanesco-token=t0ken"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "wrong"]) {
+                #expect($0.status == .unauthorized)
+            }
+            try await client.execute(uri: "/api/health", method: .get, headers: [tokenHeader: "t0ke"]) {
+                #expect($0.status == .unauthorized)
+            }
+            try await client.execute(uri: "/api/health", method: .get, headers: authorized) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/api/health", method: .get, headers: [.authorization: "token t0ken"]) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/api/health", method: .get, headers: [.cookie: "evanesco-token=t0ken"]) {
+                #expect($0.status == .ok)
+            }
             try await client.execute(uri: "/api/health?token=t0ken", method: .get) { #expect($0.status == .ok) }
         }
     }
@@ -61,7 +74,9 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 #expect(r.headers[.contentType]?.hasPrefix("text/html") == true)
                 #expect(r.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
                 let cookie = r.headers[.setCookie] ?? ""
-                #expect(cookie.contains("evanesco-token=t0ken") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+                #expect(
+                    cookie.contains("evanesco-token=t0ken") && cookie.contains("HttpOnly")
+                        && cookie.contains("SameSite=Strict"))
                 #expect(String(buffer: r.body).contains("data-testid=\"workspace-burst\""))
             }
             try await client.execute(uri: "/?token=nope", method: .get) { r in
@@ -75,7 +90,9 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 }
             }
             try await client.execute(uri: "/static/Package.swift", method: .get) { #expect($0.status == .notFound) }
-            try await client.execute(uri: "/static/..%2f..%2fPackage.swift", method: .get) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/static/..%2f..%2fPackage.swift", method: .get) {
+                #expect($0.status == .forbidden)
+            }
         }
     }
 
@@ -84,11 +101,15 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         // A symbolic link inside the root that leads out of it.
-        try FileManager.default.createSymbolicLink(atPath: s.file("root/escape.txt"), withDestinationPath: s.file("secret.txt"))
+        try FileManager.default.createSymbolicLink(
+            atPath: s.file("root/escape.txt"), withDestinationPath: s.file("secret.txt"))
         try FileManager.default.createSymbolicLink(atPath: s.file("root/outside"), withDestinationPath: s.dir)
         try await StudioFixtures.serve(studio) { client in
-            let attempts = ["../secret.txt", "burst/../../secret.txt", "%2e%2e/secret.txt", "%252e%252e%252fsecret.txt", "..%2fsecret.txt",
-                            s.file("secret.txt"), "/etc/passwd", "escape.txt", "outside/secret.txt", "burst/..", "./plain.png"]
+            let attempts = [
+                "../secret.txt", "burst/../../secret.txt", "%2e%2e/secret.txt", "%252e%252e%252fsecret.txt",
+                "..%2fsecret.txt",
+                s.file("secret.txt"), "/etc/passwd", "escape.txt", "outside/secret.txt", "burst/..", "./plain.png"
+            ]
             for a in attempts {
                 let q = a.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? a
                 try await client.execute(uri: "/api/file?root=0&path=\(q)", method: .get, headers: authorized) { r in
@@ -97,15 +118,23 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 }
             }
             // Raw dots in the URL's path are refused before any route.
-            try await client.execute(uri: "/api/../api/health", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/%2e%2e/health", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/file?root=7&path=plain.png", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/../api/health", method: .get, headers: authorized) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/api/%2e%2e/health", method: .get, headers: authorized) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/api/file?root=7&path=plain.png", method: .get, headers: authorized) {
+                #expect($0.status == .forbidden)
+            }
             // A file under the root is served, byte for byte.
             try await client.execute(uri: "/api/file?root=0&path=plain.png", method: .get, headers: authorized) { r in
                 #expect(r.status == .ok)
                 #expect(Data(buffer: r.body) == FileManager.default.contents(atPath: s.file("root/plain.png")))
             }
-            try await client.execute(uri: "/api/file?root=0&path=missing.png", method: .get, headers: authorized) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/file?root=0&path=missing.png", method: .get, headers: authorized) {
+                #expect($0.status == .notFound)
+            }
         }
     }
 
@@ -115,17 +144,25 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         defer { studio.shutdown() }
         let body = buffer(#"{"root":0,"path":"burst"}"#)
         try await StudioFixtures.serve(studio) { client in
-            try await client.execute(uri: "/api/burst/open", method: .post, headers: authorized, body: body) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: authorized, body: body) {
+                #expect($0.status == .forbidden)
+            }
             let evil = with(client.fromPage, .origin, "http://evil.example")
             try await client.execute(uri: "/api/burst/open", method: .post, headers: evil, body: body) { r in
                 #expect(r.status == .forbidden)
                 #expect(errorMessage(r).contains("Origin"))
             }
             let rebinding = with(client.fromPage, .origin, "http://127.0.0.1.evil.example:\(client.port)")
-            try await client.execute(uri: "/api/burst/open", method: .post, headers: rebinding, body: body) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: rebinding, body: body) {
+                #expect($0.status == .forbidden)
+            }
             let crossSite = with(client.fromPage, HTTPField.Name("Sec-Fetch-Site")!, "cross-site")
-            try await client.execute(uri: "/api/burst/open", method: .post, headers: crossSite, body: body) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: body) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: crossSite, body: body) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: body) {
+                #expect($0.status == .ok)
+            }
         }
     }
 
@@ -138,8 +175,12 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let body = buffer(#"{"root":0,"path":"burst"}"#)
         try await StudioFixtures.serve(studio) { client in
             let cookie: HTTPFields = [.cookie: "evanesco-token=t0ken", .contentType: "text/plain"]
-            for origin in ["http://127.0.0.1:3000", "http://localhost:3000", "http://127.0.0.1:\(client.port + 1)", "http://127.0.0.1",
-                           "https://127.0.0.1:\(client.port)", "http://localhost:\(client.port)", "http://127.0.0.1:\(client.port)/x", "null"] {
+            for origin in [
+                "http://127.0.0.1:3000", "http://localhost:3000", "http://127.0.0.1:\(client.port + 1)",
+                "http://127.0.0.1",
+                "https://127.0.0.1:\(client.port)", "http://localhost:\(client.port)",
+                "http://127.0.0.1:\(client.port)/x", "null"
+            ] {
                 let forged = with(with(cookie, .origin, origin), requestHeader, "1")
                 try await client.execute(uri: "/api/burst/open", method: .post, headers: forged, body: body) { r in
                     #expect(r.status == .forbidden, "\(origin): \(r.status)")
@@ -155,8 +196,10 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             // The preflight a page elsewhere needs before it may send that header: refused, with
             // no Access-Control-Allow-* header, so the browser never sends the request.
-            let preflight: HTTPFields = [.origin: "http://127.0.0.1:3000", HTTPField.Name("Access-Control-Request-Method")!: "POST",
-                                         HTTPField.Name("Access-Control-Request-Headers")!: "x-evanesco-request,content-type"]
+            let preflight: HTTPFields = [
+                .origin: "http://127.0.0.1:3000", HTTPField.Name("Access-Control-Request-Method")!: "POST",
+                HTTPField.Name("Access-Control-Request-Headers")!: "x-evanesco-request,content-type"
+            ]
             try await client.execute(uri: "/api/burst/open", method: .options, headers: preflight) { r in
                 #expect(r.status == .forbidden)
                 #expect(!r.headers.contains { $0.name.rawName.lowercased().hasPrefix("access-control-allow") })
@@ -164,14 +207,23 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             // A browser's fetch from another local page names itself same-site: refused even for
             // GET (no render, no export, no file read for another page).
             let sameSite = with(authorized, HTTPField.Name("Sec-Fetch-Site")!, "same-site")
-            try await client.execute(uri: "/api/files", method: .get, headers: sameSite) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/files", method: .get, headers: with(authorized, HTTPField.Name("Sec-Fetch-Site")!, "same-origin")) {
+            try await client.execute(uri: "/api/files", method: .get, headers: sameSite) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(
+                uri: "/api/files", method: .get,
+                headers: with(authorized, HTTPField.Name("Sec-Fetch-Site")!, "same-origin")
+            ) {
                 #expect($0.status == .ok)
             }
             // A link from elsewhere to the page itself still opens it (the token decides the rest).
-            try await client.execute(uri: "/?token=t0ken", method: .get, headers: [HTTPField.Name("Sec-Fetch-Site")!: "same-site"]) { #expect($0.status == .ok) }
+            try await client.execute(
+                uri: "/?token=t0ken", method: .get, headers: [HTTPField.Name("Sec-Fetch-Site")!: "same-site"]
+            ) { #expect($0.status == .ok) }
             // A Host naming another port than the studio's is refused too.
-            let otherPort = try RawHTTP.get(port: client.port, path: "/api/health", host: "127.0.0.1:\(client.port + 1)", headers: ["X-Evanesco-Token: t0ken"])
+            let otherPort = try RawHTTP.get(
+                port: client.port, path: "/api/health", host: "127.0.0.1:\(client.port + 1)",
+                headers: ["X-Evanesco-Token: t0ken"])
             #expect(otherPort.hasPrefix("HTTP/1.1 403"), "\(otherPort.prefix(60))")
             // Nothing was opened by any of it: the first burst session is still to be made.
             try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: body) { r in
@@ -184,17 +236,31 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
     @Test func hostAndOriginNames() {
         let port = LockedBox(8750)
         let g = StudioGuard<BasicRequestContext>(token: "x", host: "127.0.0.1", port: port)
-        #expect(g.hostAllowed("127.0.0.1:8750") && g.hostAllowed("localhost:8750") && g.hostAllowed("[::1]:8750") && g.hostAllowed("LOCALHOST"))
+        #expect(
+            g.hostAllowed("127.0.0.1:8750") && g.hostAllowed("localhost:8750") && g.hostAllowed("[::1]:8750")
+                && g.hostAllowed("LOCALHOST"))
         #expect(!g.hostAllowed("127.0.0.1:8751") && !g.hostAllowed("[::1]:80") && !g.hostAllowed("localhost:x"))
-        #expect(!g.hostAllowed("evil.example:8750") && !g.hostAllowed("127.0.0.1.nip.io") && !g.hostAllowed(nil) && !g.hostAllowed(""))
-        #expect(g.originAllowed("http://localhost:8750", host: "localhost:8750") && g.originAllowed("http://127.0.0.1:8750", host: "127.0.0.1:8750"))
+        #expect(
+            !g.hostAllowed("evil.example:8750") && !g.hostAllowed("127.0.0.1.nip.io") && !g.hostAllowed(nil)
+                && !g.hostAllowed(""))
+        #expect(
+            g.originAllowed("http://localhost:8750", host: "localhost:8750")
+                && g.originAllowed("http://127.0.0.1:8750", host: "127.0.0.1:8750"))
         #expect(g.originAllowed("http://[::1]:8750", host: "[::1]:8750"))
-        #expect(!g.originAllowed("http://localhost:8750", host: "127.0.0.1:8750"), "another host name is another origin")
+        #expect(
+            !g.originAllowed("http://localhost:8750", host: "127.0.0.1:8750"), "another host name is another origin")
         #expect(!g.originAllowed("http://127.0.0.1:3000", host: "127.0.0.1:8750"), "another port is another origin")
-        #expect(!g.originAllowed("http://127.0.0.1", host: "127.0.0.1:8750") && !g.originAllowed("http://127.0.0.1:8750/", host: "127.0.0.1:8750"))
-        #expect(!g.originAllowed("https://localhost:8750", host: "localhost:8750") && !g.originAllowed("http://localhost.evil:1", host: "localhost:1"))
-        #expect(!g.originAllowed("null", host: "localhost:8750") && !g.originAllowed("http://localhost:8750", host: nil))
-        #expect(StudioGuard<BasicRequestContext>.same("abc", "abc") && !StudioGuard<BasicRequestContext>.same("abc", "abd") && !StudioGuard<BasicRequestContext>.same("abc", "ab"))
+        #expect(
+            !g.originAllowed("http://127.0.0.1", host: "127.0.0.1:8750")
+                && !g.originAllowed("http://127.0.0.1:8750/", host: "127.0.0.1:8750"))
+        #expect(
+            !g.originAllowed("https://localhost:8750", host: "localhost:8750")
+                && !g.originAllowed("http://localhost.evil:1", host: "localhost:1"))
+        #expect(
+            !g.originAllowed("null", host: "localhost:8750") && !g.originAllowed("http://localhost:8750", host: nil))
+        #expect(
+            StudioGuard<BasicRequestContext>.same("abc", "abc") && !StudioGuard<BasicRequestContext>.same("abc", "abd")
+                && !StudioGuard<BasicRequestContext>.same("abc", "ab"))
     }
 
     @Test func aHostThatIsNotThisMachineIsABindErrorAndLeavesNoFiles() async throws {
@@ -216,9 +282,11 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
             let port = client.port
-            let good = try RawHTTP.get(port: port, path: "/api/health", host: "127.0.0.1:\(port)", headers: ["X-Evanesco-Token: t0ken"])
+            let good = try RawHTTP.get(
+                port: port, path: "/api/health", host: "127.0.0.1:\(port)", headers: ["X-Evanesco-Token: t0ken"])
             #expect(good.hasPrefix("HTTP/1.1 200"), "\(good)")
-            let evil = try RawHTTP.get(port: port, path: "/api/health", host: "evil.example:\(port)", headers: ["X-Evanesco-Token: t0ken"])
+            let evil = try RawHTTP.get(
+                port: port, path: "/api/health", host: "evil.example:\(port)", headers: ["X-Evanesco-Token: t0ken"])
             #expect(evil.hasPrefix("HTTP/1.1 403"), "\(evil)")
             #expect(evil.contains("Host"))
         }
@@ -246,55 +314,81 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
 
     @Test func uploadsAreCheckedBoundedAndListed() async throws {
         let s = StudioScratch()
-        let studio = try StudioFixtures.studio(s) { $0.maxUploadBytes = 200_000; $0.maxUploads = 3 }
+        let studio = try StudioFixtures.studio(s) {
+            $0.maxUploadBytes = 200_000
+            $0.maxUploads = 3
+        }
         defer { studio.shutdown() }
         let png = try ImageCodecs.encode(.uint8(StudioFixtures.burstFrame(1)), format: .png)
         try await StudioFixtures.serve(studio) { client in
             let upload = with(client.fromPage, .contentType, "application/octet-stream")
             // Not an image, though it says so.
-            try await client.execute(uri: "/api/upload?name=bad.jpg", method: .post, headers: upload, body: buffer("this is not a JPEG")) { r in
+            try await client.execute(
+                uri: "/api/upload?name=bad.jpg", method: .post, headers: upload, body: buffer("this is not a JPEG")
+            ) { r in
                 #expect(r.status == .unprocessableContent)
                 #expect(errorMessage(r).hasPrefix("bad.jpg: "))
             }
             // Truncated: the library's own one-line error.
-            try await client.execute(uri: "/api/upload?name=cut.png", method: .post, headers: upload,
-                                     body: ByteBuffer(bytes: png.prefix(png.count / 2))) { r in
+            try await client.execute(
+                uri: "/api/upload?name=cut.png", method: .post, headers: upload,
+                body: ByteBuffer(bytes: png.prefix(png.count / 2))
+            ) { r in
                 #expect(r.status == .unprocessableContent)
                 let m = errorMessage(r)
                 #expect(m.hasPrefix("cut.png: ") && !m.contains("\n"))
             }
-            try await client.execute(uri: "/api/upload?name=notes.txt", method: .post, headers: upload, body: buffer("hello")) { #expect($0.status == .unsupportedMediaType) }
-            try await client.execute(uri: "/api/upload?name=big.png", method: .post, headers: upload,
-                                     body: ByteBuffer(bytes: [UInt8](repeating: 0, count: 300_000))) { r in
+            try await client.execute(
+                uri: "/api/upload?name=notes.txt", method: .post, headers: upload, body: buffer("hello")
+            ) { #expect($0.status == .unsupportedMediaType) }
+            try await client.execute(
+                uri: "/api/upload?name=big.png", method: .post, headers: upload,
+                body: ByteBuffer(bytes: [UInt8](repeating: 0, count: 300_000))
+            ) { r in
                 #expect(r.status == .contentTooLarge)
                 #expect(errorMessage(r).contains("MB"))
             }
             // A good one is kept, under a cleaned name, and listed.
-            try await client.execute(uri: "/api/upload?name=..%2F..%2Fnice%20frame.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+            try await client.execute(
+                uri: "/api/upload?name=..%2F..%2Fnice%20frame.png", method: .post, headers: upload,
+                body: ByteBuffer(bytes: png)
+            ) { r in
                 #expect(r.status == .created)
                 let e = json(r.body)
-                #expect(e["path"] as? String == "nice_frame.png" && e["kind"] as? String == "image" && e["root"] as? Int == 1)
+                #expect(
+                    e["path"] as? String == "nice_frame.png" && e["kind"] as? String == "image"
+                        && e["root"] as? Int == 1)
             }
             try await client.execute(uri: "/api/files", method: .get, headers: authorized) { r in
                 let entries = json(r.body)["entries"] as? [[String: Any]] ?? []
                 #expect(entries.contains { $0["root"] as? Int == 1 && $0["path"] as? String == "nice_frame.png" })
             }
-            try await client.execute(uri: "/api/file?root=1&path=nice_frame.png", method: .get, headers: authorized) { r in
+            try await client.execute(uri: "/api/file?root=1&path=nice_frame.png", method: .get, headers: authorized) {
+                r in
                 #expect(r.status == .ok && Array(buffer: r.body) == png)
             }
             // Refused uploads did not count; the count limit does.
-            try await client.execute(uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { #expect($0.status == .created) }
+            try await client.execute(
+                uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)
+            ) { #expect($0.status == .created) }
             // The same name again is kept beside it, never over it.
-            try await client.execute(uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+            try await client.execute(
+                uri: "/api/upload?name=second.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)
+            ) { r in
                 #expect(r.status == .created && json(r.body)["path"] as? String == "second-2.png")
             }
-            try await client.execute(uri: "/api/upload?name=third.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)) { r in
+            try await client.execute(
+                uri: "/api/upload?name=third.png", method: .post, headers: upload, body: ByteBuffer(bytes: png)
+            ) { r in
                 #expect(r.status == .tooManyRequests)
                 #expect(errorMessage(r).contains("3 uploads"))
             }
             // The server keeps serving.
-            try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
-            let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads").sorted()
+            try await client.execute(uri: "/api/health", method: .get, headers: authorized) {
+                #expect($0.status == .ok)
+            }
+            let kept = try FileManager.default.contentsOfDirectory(atPath: studio.temporaryDirectory + "/uploads")
+                .sorted()
             #expect(kept == ["nice_frame.png", "second-2.png", "second.png"])
         }
         // Stopped, the studio leaves nothing behind.
@@ -307,7 +401,9 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
     static func events(_ client: StudioClient, job: String) async throws -> [String] {
         try await client.execute(uri: "/api/jobs/\(job)/events", method: .get, headers: authorized) { r in
             #expect(r.headers[.contentType] == "text/event-stream")
-            return String(buffer: r.body).components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
+            return String(buffer: r.body).components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }.map {
+                String($0.dropFirst(7))
+            }
         }
     }
 
@@ -319,45 +415,77 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s) { if throughAFile { $0.burstMemoryLimit = 1 } }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) { r in
+            let session: String = try await client.execute(
+                uri: "/api/burst/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"burst"}"#)
+            ) { r in
                 #expect(r.status == .ok)
                 let o = json(r.body)
-                #expect((o["frames"] as? [[String: Any]])?.map { $0["name"] as! String } == ["frame00.png", "frame01.png", "frame02.png"])
+                #expect(
+                    (o["frames"] as? [[String: Any]])?.map { $0["name"] as! String } == [
+                        "frame00.png", "frame01.png", "frame02.png"
+                    ])
                 return o["session"] as! String
             }
-            try await client.execute(uri: "/api/burst/\(session)/thumb?index=2", method: .get, headers: authorized) { r in
+            try await client.execute(uri: "/api/burst/\(session)/thumb?index=2", method: .get, headers: authorized) {
+                r in
                 let img = try ImageCodecs.decode(Array(buffer: r.body), path: "thumb").image
                 #expect(max(img.width, img.height) == 192)
             }
-            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
-            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer(#"{"reference":7}"#)) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer(#"{"merge":"average"}"#)) { r in
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) {
+                #expect($0.status == .conflict)
+            }
+            try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
+                body: buffer(#"{"reference":7}"#)
+            ) { #expect($0.status == .badRequest) }
+            try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
+                body: buffer(#"{"merge":"average"}"#)
+            ) { r in
                 #expect(r.status == .badRequest)
                 #expect(errorMessage(r).contains("median"))
             }
-            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
-                                                       body: buffer(#"{"reference":1,"align":"auto","merge":"median"}"#)) { json($0.body)["job"] as! String }
+            let job: String = try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
+                body: buffer(#"{"reference":1,"align":"auto","merge":"median"}"#)
+            ) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
-            #expect(events.first == "queued" && events.contains("started") && events.contains("progress") && events.last == "done", "\(events)")
+            #expect(
+                events.first == "queued" && events.contains("started") && events.contains("progress")
+                    && events.last == "done", "\(events)")
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
                 let o = json(r.body)
-                #expect(o["frames_used"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median", "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
+                #expect(
+                    o["frames_used"] as? Int == 3 && o["reference"] as? Int == 1 && o["merge"] as? String == "median",
+                    "\((o["frames"] as? [[String: Any]])?.map { $0["reason"] ?? "" } ?? [])")
                 #expect((o["legend"] as? [String: Any])?["merged_frames"] as? Int == 3)
                 #expect(o["frames_held"] as? String == (throughAFile ? "temporary file" : "memory"))
                 #expect((o["spilled_bytes"] as? Int ?? 0) >= (throughAFile ? 3 * 192 * 128 * 3 : 0))
                 // The library's report itself, as `evanesco stack --report` writes it.
                 let report = try ReportJSON.decoder().decode(StackReport.self, from: Data(buffer: r.body))
-                #expect(report.tool == "evanesco stack" && report.framesUsed == 3 && report.frames.count == 3 && report.times.align != nil)
+                #expect(
+                    report.tool == "evanesco stack" && report.framesUsed == 3 && report.frames.count == 3
+                        && report.times.align != nil)
                 #expect((o["times_s"] as? [String: Any])?["align"] is Double && o["strokes"] as? Int == 0)
             }
             // The download is the library's result, sample for sample.
             var options = StackOptions()
-            options.reference = 1; options.merge = .median
-            let expected = try BurstStacker.stack((0..<3).map { BurstFrame(name: "\($0)", image: .uint8(StudioFixtures.burstFrame($0))) }, options: options).image.uint8
-            try await client.execute(uri: "/api/burst/\(session)/download?format=png16", method: .get, headers: authorized) { r in
+            options.reference = 1
+            options.merge = .median
+            let expected = try BurstStacker.stack(
+                (0..<3).map { BurstFrame(name: "\($0)", image: .uint8(StudioFixtures.burstFrame($0))) },
+                options: options
+            ).image.uint8
+            try await client.execute(
+                uri: "/api/burst/\(session)/download?format=png16", method: .get, headers: authorized
+            ) { r in
                 #expect(r.headers[.contentDisposition]?.contains("attachment; filename=\"burst-stacked.png\"") == true)
                 let got = try ImageCodecs.decode(Array(buffer: r.body), path: "download").image
-                guard case .uint16(let g16) = got else { Issue.record("not 16-bit"); return }
+                guard case .uint16(let g16) = got else {
+                    Issue.record("not 16-bit")
+                    return
+                }
                 #expect(g16.width == expected.width && g16.height == expected.height)
                 #expect(g16.samples.map { UInt8((Int($0) + 128) / 257) } == Array(expected.samples))
                 // The moving square is gone: where frame 1 had it, the background shows.
@@ -366,13 +494,19 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 #expect(expected.samples[i] == background.samples[i])
             }
             for which in ["result", "reference", "kept", "provenance", "shift", "legend"] {
-                try await client.execute(uri: "/api/burst/\(session)/image?which=\(which)", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/burst/\(session)/image?which=\(which)", method: .get, headers: authorized
+                ) { r in
                     #expect(r.status == .ok, "\(which)")
                     #expect(r.headers[.contentType] == "image/jpeg")
                 }
             }
-            try await client.execute(uri: "/api/burst/\(session)/image?which=../x", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/burst/\(session)/download?format=gif", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/burst/\(session)/image?which=../x", method: .get, headers: authorized) {
+                #expect($0.status == .badRequest)
+            }
+            try await client.execute(
+                uri: "/api/burst/\(session)/download?format=gif", method: .get, headers: authorized
+            ) { #expect($0.status == .badRequest) }
         }
     }
 
@@ -381,21 +515,32 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"burst"}"#)) {
+            let session: String = try await client.execute(
+                uri: "/api/burst/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"burst"}"#)
+            ) {
                 json($0.body)["session"] as! String
             }
             // Hold the burst lane so the stack is still queued when it is cancelled.
             let gate = DispatchSemaphore(value: 0)
             studio.burst.lane.start { gate.wait() }
-            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer("{}")) {
+            let job: String = try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer("{}")
+            ) {
                 json($0.body)["job"] as! String
             }
-            try await client.execute(uri: "/api/jobs/\(job)/cancel", method: .post, headers: client.fromPage) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/jobs/\(job)/cancel", method: .post, headers: client.fromPage) {
+                #expect($0.status == .ok)
+            }
             gate.signal()
             let events = try await Self.events(client, job: job)
             #expect(events == ["queued", "cancelled"], "\(events)")
-            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { #expect($0.status == .conflict) }
-            try await client.execute(uri: "/api/jobs/nope/cancel", method: .post, headers: client.fromPage) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) {
+                #expect($0.status == .conflict)
+            }
+            try await client.execute(uri: "/api/jobs/nope/cancel", method: .post, headers: client.fromPage) {
+                #expect($0.status == .notFound)
+            }
         }
     }
 
@@ -404,20 +549,32 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s) { $0.previewLongSide = 160 }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let o: [String: Any] = try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)) { r in
+            let o: [String: Any] = try await client.execute(
+                uri: "/api/depth/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"portrait.jpg"}"#)
+            ) { r in
                 #expect(r.status == .ok)
                 return json(r.body)
             }
             let session = o["session"] as! String
-            #expect(o["width"] as? Int == 320 && o["preview_width"] as? Int == 160 && o["preview_height"] as? Int == 120)
-            #expect(((o["depth"] as? [String: Any])?["depth"] as? [String: Any])?["source"] as? String == "GDepth (XMP)")
+            #expect(
+                o["width"] as? Int == 320 && o["preview_width"] as? Int == 160 && o["preview_height"] as? Int == 120)
+            #expect(
+                ((o["depth"] as? [String: Any])?["depth"] as? [String: Any])?["source"] as? String == "GDepth (XMP)")
             // Click on the left (near) half, then the right (far) half.
-            let near: Double = try await client.execute(uri: "/api/depth/\(session)/focus-at?x=0.2&y=0.5", method: .get, headers: authorized) { json($0.body)["focus"] as! Double }
-            let far: Double = try await client.execute(uri: "/api/depth/\(session)/focus-at?x=0.8&y=0.5", method: .get, headers: authorized) { json($0.body)["focus"] as! Double }
+            let near: Double = try await client.execute(
+                uri: "/api/depth/\(session)/focus-at?x=0.2&y=0.5", method: .get, headers: authorized
+            ) { json($0.body)["focus"] as! Double }
+            let far: Double = try await client.execute(
+                uri: "/api/depth/\(session)/focus-at?x=0.8&y=0.5", method: .get, headers: authorized
+            ) { json($0.body)["focus"] as! Double }
             #expect(near > 0.9 && far < 0.1, "near \(near), far \(far)")
             // The mask view at focus near: white on the left, black on the right, at preview size.
             func mask(_ focus: Double) async throws -> Image<UInt8> {
-                try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=\(focus)&seq=1", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?view=mask&focus=\(focus)&seq=1", method: .get,
+                    headers: authorized
+                ) { r in
                     #expect(r.status == .ok && r.headers[HTTPField.Name("X-Render-Ms")!] != nil)
                     return try ImageCodecs.decode(Array(buffer: r.body), path: "mask").image.uint8
                 }
@@ -428,22 +585,34 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             let m2 = try await mask(far)
             #expect(m2.samples[60 * 160 + 20] < 15 && m2.samples[60 * 160 + 140] > 240)
             for bad in ["focus=nan", "focus=inf", "focus=2", "slope=-1", "effect=mask", "view=x", "refine=magic"] {
-                try await client.execute(uri: "/api/depth/\(session)/render?\(bad)&seq=5", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?\(bad)&seq=5", method: .get, headers: authorized
+                ) { r in
                     #expect(r.status == .badRequest, "\(bad)")
                 }
             }
             for effect in ["spotlight", "color", "blur", "lens"] {
-                try await client.execute(uri: "/api/depth/\(session)/render?effect=\(effect)&focus=0.9&seq=9", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?effect=\(effect)&focus=0.9&seq=9", method: .get,
+                    headers: authorized
+                ) { r in
                     #expect(r.status == .ok, "\(effect)")
                 }
             }
-            try await client.execute(uri: "/api/depth/\(session)/export?effect=blur&focus=0.9&format=png", method: .get, headers: authorized) { r in
+            try await client.execute(
+                uri: "/api/depth/\(session)/export?effect=blur&focus=0.9&format=png", method: .get, headers: authorized
+            ) { r in
                 #expect(r.headers[.contentDisposition]?.contains("portrait-blur.png") == true)
                 let img = try ImageCodecs.decode(Array(buffer: r.body), path: "export").image
                 #expect(img.width == 320 && img.height == 240)
             }
-            try await client.execute(uri: "/api/depth/\(session)/matte?kind=hair", method: .get, headers: authorized) { #expect($0.status == .notFound) }
-            try await client.execute(uri: "/api/depth/open", method: .post, headers: client.fromPage, body: buffer(#"{"root":0,"path":"plain.png"}"#)) { r in
+            try await client.execute(uri: "/api/depth/\(session)/matte?kind=hair", method: .get, headers: authorized) {
+                #expect($0.status == .notFound)
+            }
+            try await client.execute(
+                uri: "/api/depth/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"plain.png"}"#)
+            ) { r in
                 #expect(r.status == .unprocessableContent)
                 #expect(errorMessage(r).contains("plain.png"))
             }
@@ -455,51 +624,78 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
-                                                           body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)) { r in
+            let session: String = try await client.execute(
+                uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)
+            ) { r in
                 #expect(r.status == .ok)
                 let o = json(r.body)
                 #expect(o["frames"] as? Int == 1 && o["width"] as? Int == 320)
                 return o["session"] as! String
             }
             // The nearest region (left half, 1 m) is kept; behind the cutoff it is the background (black).
-            let composite: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5", method: .get, headers: authorized) { r in
+            let composite: Image<UInt8> = try await client.execute(
+                uri: "/api/backdrop/\(session)/render?offset=0.5", method: .get, headers: authorized
+            ) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[HTTPField.Name("X-Backdrop")!]?.contains("cutoff") == true)
                 return try ImageCodecs.decode(Array(buffer: r.body), path: "composite").image.uint8
             }
             let w = composite.width
-            #expect(composite.samples[(120 * w + 60) * 3] > 20)       // the near half, photo kept
-            #expect(composite.samples[(120 * w + 280) * 3] < 10)      // the far half, black
-            let mask: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5&view=mask", method: .get, headers: authorized) {
+            #expect(composite.samples[(120 * w + 60) * 3] > 20)  // the near half, photo kept
+            #expect(composite.samples[(120 * w + 280) * 3] < 10)  // the far half, black
+            let mask: Image<UInt8> = try await client.execute(
+                uri: "/api/backdrop/\(session)/render?offset=0.5&view=mask", method: .get, headers: authorized
+            ) {
                 try ImageCodecs.decode(Array(buffer: $0.body), path: "mask").image.uint8
             }
             #expect(mask.samples[120 * mask.width + 60] > 200 && mask.samples[120 * mask.width + 280] < 30)
             // With plain.png as the background, the far half shows it.
-            let withBackground: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?offset=0.5&bgRoot=0&bgPath=plain.png", method: .get, headers: authorized) {
+            let withBackground: Image<UInt8> = try await client.execute(
+                uri: "/api/backdrop/\(session)/render?offset=0.5&bgRoot=0&bgPath=plain.png", method: .get,
+                headers: authorized
+            ) {
                 try ImageCodecs.decode(Array(buffer: $0.body), path: "bg").image.uint8
             }
             #expect(withBackground.samples[(120 * w + 280) * 3] > 20)
-            try await client.execute(uri: "/api/backdrop/\(session)/render?bgRoot=0&bgPath=../secret.txt", method: .get, headers: authorized) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/backdrop/\(session)/render?gamma=0", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            try await client.execute(
+                uri: "/api/backdrop/\(session)/render?bgRoot=0&bgPath=../secret.txt", method: .get, headers: authorized
+            ) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/api/backdrop/\(session)/render?gamma=0", method: .get, headers: authorized)
+            { #expect($0.status == .badRequest) }
             // Refusals come from the library's validate() and name the page's field, NaN included.
-            for (query, message) in [("gamma=nan", "gamma must be within 0.05...10"), ("offset=11", "offset must be within 0...10 m"),
-                                     ("blur=-1", "blur must be within 0...200 depth pixels at 640 wide"), ("offset=abc", "offset=abc is not a number")] {
-                try await client.execute(uri: "/api/backdrop/\(session)/render?\(query)", method: .get, headers: authorized) { r in
+            for (query, message) in [
+                ("gamma=nan", "gamma must be within 0.05...10"), ("offset=11", "offset must be within 0...10 m"),
+                ("blur=-1", "blur must be within 0...200 depth pixels at 640 wide"),
+                ("offset=abc", "offset=abc is not a number")
+            ] {
+                try await client.execute(
+                    uri: "/api/backdrop/\(session)/render?\(query)", method: .get, headers: authorized
+                ) { r in
                     #expect(r.status == .badRequest)
                     #expect(errorMessage(r).contains(message), "\(query): \(errorMessage(r))")
                 }
             }
             // The page's defaults and slider ranges are the library's.
-            let settings: [[String: Any]] = try await client.execute(uri: "/api/backdrop/settings", method: .get, headers: authorized) { r in
+            let settings: [[String: Any]] = try await client.execute(
+                uri: "/api/backdrop/settings", method: .get, headers: authorized
+            ) { r in
                 try #require(JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [[String: Any]])
             }
-            let byField = Dictionary(uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
+            let byField = Dictionary(
+                uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
             #expect(Set(byField.keys) == ["offset", "blur", "gamma"])
-            #expect(byField["offset"]?["default_value"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
-            #expect(byField["gamma"]?["default_value"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05)
-            #expect(byField["blur"]?["default_value"] as? Double == 5.3 && byField["blur"]?["typical_maximum"] as? Double == 30)
-            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage) { json($0.body)["job"] as! String }
+            #expect(
+                byField["offset"]?["default_value"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
+            #expect(
+                byField["gamma"]?["default_value"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05
+            )
+            #expect(
+                byField["blur"]?["default_value"] as? Double == 5.3
+                    && byField["blur"]?["typical_maximum"] as? Double == 30)
+            let job: String = try await client.execute(
+                uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage
+            ) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")
             try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
@@ -513,7 +709,10 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
 extension StudioWorkspaces {
     /// A colour + depth clip as two folders of frames (16-bit millimetre depth): preview any
     /// frame, then export the video through ffmpeg.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg"), "SKIPPED: ffmpeg is not installed (scripts/install-deps.sh installs it)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg"),
+            "SKIPPED: ffmpeg is not installed (scripts/install-deps.sh installs it)"))
     func playsAndExportsAClip() async throws {
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s)
@@ -528,8 +727,10 @@ extension StudioWorkspaces {
             try ImageCodecs.write(.uint16(d), to: depth + "/d\(k).png")
         }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
-                                                           body: buffer(#"{"color":{"root":0,"path":"clip-color"},"depth":{"root":0,"path":"clip-depth"}}"#)) { r in
+            let session: String = try await client.execute(
+                uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"color":{"root":0,"path":"clip-color"},"depth":{"root":0,"path":"clip-depth"}}"#)
+            ) { r in
                 #expect(r.status == .ok, "\(errorMessage(r))")
                 let o = json(r.body)
                 #expect(o["frames"] as? Int == 3 && o["width"] as? Int == 192 && o["truncated"] as? Bool == false)
@@ -537,13 +738,19 @@ extension StudioWorkspaces {
             }
             // The kept band follows the near region from frame to frame.
             for k in [0, 2] {
-                let mask: Image<UInt8> = try await client.execute(uri: "/api/backdrop/\(session)/render?view=mask&blur=0&frame=\(k)", method: .get, headers: authorized) {
+                let mask: Image<UInt8> = try await client.execute(
+                    uri: "/api/backdrop/\(session)/render?view=mask&blur=0&frame=\(k)", method: .get,
+                    headers: authorized
+                ) {
                     try ImageCodecs.decode(Array(buffer: $0.body), path: "mask").image.uint8
                 }
                 #expect(mask.samples[64 * 192 + 20 * k + 40] > 200 && mask.samples[64 * 192 + 170] < 30, "frame \(k)")
             }
-            try await client.execute(uri: "/api/backdrop/\(session)/render?frame=3", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
-            let job: String = try await client.execute(uri: "/api/backdrop/\(session)/export", method: .post, headers: client.fromPage) { json($0.body)["job"] as? String ?? "" }
+            try await client.execute(uri: "/api/backdrop/\(session)/render?frame=3", method: .get, headers: authorized)
+            { #expect($0.status == .badRequest) }
+            let job: String = try await client.execute(
+                uri: "/api/backdrop/\(session)/export", method: .post, headers: client.fromPage
+            ) { json($0.body)["job"] as? String ?? "" }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")
             try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
@@ -567,9 +774,15 @@ enum RawHTTP {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let c = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let c = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard c == 0 else { throw POSIXError(.ECONNREFUSED) }
-        let request = (["GET \(path) HTTP/1.1", "Host: \(host)", "Connection: close"] + headers).joined(separator: "\r\n") + "\r\n\r\n"
+        let request =
+            (["GET \(path) HTTP/1.1", "Host: \(host)", "Connection: close"] + headers).joined(separator: "\r\n")
+            + "\r\n\r\n"
         _ = request.withCString { send(fd, $0, strlen($0), 0) }
         var out = [UInt8](), chunk = [UInt8](repeating: 0, count: 4096)
         while true {

@@ -14,7 +14,15 @@ import Testing
     /// The fixture background with a red block at x 120..<160, y 60..<100 in frames 1...3.
     static func lingerFrame(_ k: Int) -> Image<UInt8> {
         var f = StudioFixtures.burstFrame(k)
-        if (1...3).contains(k) { for y in 60..<100 { for x in 120..<160 { f[x, y, 0] = 230; f[x, y, 1] = 20; f[x, y, 2] = 20 } } }
+        if (1...3).contains(k) {
+            for y in 60..<100 {
+                for x in 120..<160 {
+                    f[x, y, 0] = 230
+                    f[x, y, 1] = 20
+                    f[x, y, 2] = 20
+                }
+            }
+        }
         return f
     }
 
@@ -25,18 +33,26 @@ import Testing
         let dir = s.folder("root/linger")
         for k in 0..<5 { try ImageCodecs.write(.uint8(Self.lingerFrame(k)), to: dir + String(format: "/f%02d.png", k)) }
         try await StudioFixtures.serve(studio) { client in
-            let session: String = try await client.execute(uri: "/api/burst/open", method: .post, headers: client.fromPage,
-                                                           body: buffer(#"{"root":0,"path":"linger"}"#)) { json($0.body)["session"] as! String }
+            let session: String = try await client.execute(
+                uri: "/api/burst/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"linger"}"#)
+            ) { json($0.body)["session"] as! String }
             let stroke = #"{"points":[[130,80],[150,80]],"radius":28}"#
-            try await client.execute(uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)) {
+            try await client.execute(
+                uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)
+            ) {
                 #expect($0.status == .conflict && errorMessage($0).contains("press Stack"))
             }
-            let job: String = try await client.execute(uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer("{}")) {
+            let job: String = try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage, body: buffer("{}")
+            ) {
                 json($0.body)["job"] as! String
             }
             #expect(try await StudioWorkspaces.events(client, job: job).last == "done")
             func download() async throws -> Image<UInt8> {
-                try await client.execute(uri: "/api/burst/\(session)/download?format=tiff", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/burst/\(session)/download?format=tiff", method: .get, headers: authorized
+                ) { r in
                     try ImageCodecs.decode(Array(buffer: r.body), path: "download").image.uint8
                 }
             }
@@ -44,28 +60,42 @@ import Testing
             #expect(plain[140, 80, 0] == 230 && plain[140, 80, 1] == 20, "the merge keeps the block: 3 of 5 frames")
 
             // Refused strokes: bad radius, a point that is not [x, y], and a stroke over what every frame shows.
-            for (body, field) in [(#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points")] {
-                try await client.execute(uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(body)) { r in
+            for (body, field) in [
+                (#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points")
+            ] {
+                try await client.execute(
+                    uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(body)
+                ) { r in
                     #expect(r.status == .badRequest && errorMessage(r).contains(field), "\(errorMessage(r))")
                 }
             }
-            try await client.execute(uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage,
-                                     body: buffer(#"{"points":[[20,110]],"radius":10}"#)) { r in
-                #expect(r.status == .unprocessableContent && errorMessage(r).contains("no frame saw behind"), "\(errorMessage(r))")
+            try await client.execute(
+                uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage,
+                body: buffer(#"{"points":[[20,110]],"radius":10}"#)
+            ) { r in
+                #expect(
+                    r.status == .unprocessableContent && errorMessage(r).contains("no frame saw behind"),
+                    "\(errorMessage(r))")
             }
-            try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) { #expect($0.status == .conflict) }
+            try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) {
+                #expect($0.status == .conflict)
+            }
 
             // The stroke: the result is the library's erase of the same stroke, sample for sample.
-            try await client.execute(uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)) { r in
+            try await client.execute(
+                uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)
+            ) { r in
                 #expect(r.status == .ok, "\(errorMessage(r))")
                 let o = json(r.body), e = o["erase"] as? [String: Any] ?? [:]
                 #expect(o["strokes"] as? Int == 1 && (e["remerged_pixels"] as? Int ?? 0) >= 1_400, "\(o)")
             }
             let erased = try await download()
             let frames = (0..<5).map { BurstFrame(name: "f\($0)", image: .uint8(Self.lingerFrame($0))) }
-            var options = StackOptions(); options.collectMaps = true
+            var options = StackOptions()
+            options.collectMaps = true
             let library = try BurstStacker.stack(frames, options: options)
-            let mask = EraseMask(width: 192, height: 128, strokes: [EraseStroke(points: [[130, 80], [150, 80]], radius: 28)])
+            let mask = EraseMask(
+                width: 192, height: 128, strokes: [EraseStroke(points: [[130, 80], [150, 80]], radius: 28)])
             let expected = try BurstStacker.erase(mask, from: library, frames: frames).image.uint8
             #expect(erased.samples == expected.samples)
             let background = StudioFixtures.burstFrame(4)
@@ -73,10 +103,12 @@ import Testing
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
                 #expect(json(r.body)["strokes"] as? Int == 1 && json(r.body)["erase"] != nil)
             }
-            try await client.execute(uri: "/api/burst/\(session)/image?which=result", method: .get, headers: authorized) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/burst/\(session)/image?which=result", method: .get, headers: authorized)
+            { #expect($0.status == .ok) }
 
             // Undo: the merge as stacked, bit for bit.
-            try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) { r in
+            try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) {
+                r in
                 #expect(r.status == .ok && json(r.body)["strokes"] as? Int == 0)
             }
             #expect(try await download().samples == plain.samples)

@@ -33,7 +33,9 @@ enum StudioFixtures {
                     let inSquare = x >= 10 + 40 * k && x < 40 + 40 * k && y >= 40 && y < 70
                     // Smooth texture of incommensurate waves: detail everywhere, repeating nowhere (so it registers).
                     let fx = Double(x), fy = Double(y)
-                    let t = 50 * sin(fx * 0.21 + fy * 0.05) + 40 * sin(fy * 0.17 - fx * 0.07) + 25 * sin((fx + 2 * fy) * 0.093)
+                    let t =
+                        50 * sin(fx * 0.21 + fy * 0.05) + 40 * sin(fy * 0.17 - fx * 0.07) + 25
+                        * sin((fx + 2 * fy) * 0.093)
                     for c in 0..<3 {
                         let v = 128 + t * (1 - 0.2 * Double(c))
                         d[(y * w + x) * 3 + c] = inSquare ? 5 : UInt8(max(0, min(255, v.rounded())))
@@ -54,15 +56,23 @@ enum StudioFixtures {
     /// (4 m) on the right (RangeLinear, 255 = far), as a PNG in the XMP.
     static func depthPhoto(_ path: String) throws {
         let w = 320, h = 240
-        let depth = Image<UInt8>(width: 80, height: 60, channels: 1) { d in for y in 0..<60 { for x in 0..<80 { d[y * 80 + x] = x < 40 ? 0 : 255 } } }
+        let depth = Image<UInt8>(width: 80, height: 60, channels: 1) { d in
+            for y in 0..<60 { for x in 0..<80 { d[y * 80 + x] = x < 40 ? 0 : 255 } }
+        }
         let b64 = Data(try ImageCodecs.encode(.uint8(depth), format: .png)).base64EncodedString()
         let xmp = """
-        <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
-        <rdf:Description xmlns:GDepth="http://ns.google.com/photos/1.0/depthmap/" GDepth:Format="RangeLinear" \
-        GDepth:Near="1" GDepth:Far="4" GDepth:Mime="image/png" GDepth:Data="\(b64)"/></rdf:RDF></x:xmpmeta>
-        """
+            <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
+            <rdf:Description xmlns:GDepth="http://ns.google.com/photos/1.0/depthmap/" GDepth:Format="RangeLinear" \
+            GDepth:Near="1" GDepth:Far="4" GDepth:Mime="image/png" GDepth:Data="\(b64)"/></rdf:RDF></x:xmpmeta>
+            """
         let photo = Image<UInt8>(width: w, height: h, channels: 3) { d in
-            for y in 0..<h { for x in 0..<w { d[(y * w + x) * 3] = UInt8(x * 255 / w); d[(y * w + x) * 3 + 1] = UInt8(y * 255 / h); d[(y * w + x) * 3 + 2] = 128 } }
+            for y in 0..<h {
+                for x in 0..<w {
+                    d[(y * w + x) * 3] = UInt8(x * 255 / w)
+                    d[(y * w + x) * 3 + 1] = UInt8(y * 255 / h)
+                    d[(y * w + x) * 3 + 2] = 128
+                }
+            }
         }
         let jpeg = try ImageCodecs.encode(.uint8(photo), format: .jpeg, options: WriteOptions(quality: 95))
         let payload = Array("http://ns.adobe.com/xap/1.0/".utf8) + [0] + Array(xmp.utf8)
@@ -97,13 +107,19 @@ struct StudioClient: Sendable {
     let port: Int
 
     @discardableResult
-    func execute<R>(uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil,
-                    _ check: (TestResponse) async throws -> R) async throws -> R {
-        let reply = try await HTTP1.request(method.rawValue, port: port, path: uri, headers: headers.map { ($0.name.rawName, $0.value) },
-                                            body: body.map { Array(buffer: $0) })
+    func execute<R>(
+        uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil,
+        _ check: (TestResponse) async throws -> R
+    ) async throws -> R {
+        let reply = try await HTTP1.request(
+            method.rawValue, port: port, path: uri, headers: headers.map { ($0.name.rawName, $0.value) },
+            body: body.map { Array(buffer: $0) })
         var fields = HTTPFields()
-        for h in reply.headers { if let name = HTTPField.Name(h.name) { fields.append(HTTPField(name: name, value: h.value)) } }
-        return try await check(TestResponse(status: .init(code: reply.status), headers: fields, body: ByteBuffer(bytes: reply.body)))
+        for h in reply.headers {
+            if let name = HTTPField.Name(h.name) { fields.append(HTTPField(name: name, value: h.value)) }
+        }
+        return try await check(
+            TestResponse(status: .init(code: reply.status), headers: fields, body: ByteBuffer(bytes: reply.body)))
     }
 }
 
@@ -146,7 +162,10 @@ extension StudioFixtures {
 
 /// Log records kept in memory (a `LogHandler` per logger, all writing to one list).
 final class LogRecords: Sendable {
-    struct Record: Sendable { var level: Logger.Level; var message: String }
+    struct Record: Sendable {
+        var level: Logger.Level
+        var message: String
+    }
     private let box = LockedBox([Record]())
     var records: [Record] { box.value }
 
@@ -164,8 +183,11 @@ final class LogRecords: Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
-                 line: UInt) {
+        func log(
+            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+            function: String,
+            line: UInt
+        ) {
             records.box.update { $0.append(Record(level: level, message: "\(message)")) }
         }
     }

@@ -19,13 +19,20 @@ import Testing
         try await StudioFixtures.serve(studio) { client in
             let session = try await client.openDepth("portrait.jpg")
             for seq in ["9223372036854775807", "1", "0", "42"] {
-                try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.5&seq=\(seq)", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?view=mask&focus=0.5&seq=\(seq)", method: .get,
+                    headers: authorized
+                ) { r in
                     #expect(r.status == .ok, "seq=\(seq): \(r.status)")
                     #expect(r.headers[HTTPField.Name("X-Seq")!] == seq)
                 }
             }
-            try await client.execute(uri: "/api/depth/\(session)/render?seq=9223372036854775808", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/depth/\(session)/render?seq=-1", method: .get, headers: authorized) { #expect($0.status == .badRequest) }
+            try await client.execute(
+                uri: "/api/depth/\(session)/render?seq=9223372036854775808", method: .get, headers: authorized
+            ) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/depth/\(session)/render?seq=-1", method: .get, headers: authorized) {
+                #expect($0.status == .badRequest)
+            }
         }
     }
 
@@ -40,11 +47,15 @@ import Testing
             let gate = DispatchSemaphore(value: 0)
             studio.depth.lane.start { gate.wait() }
             let first = Task {
-                try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.2&seq=900", method: .get, headers: authorized) { $0.status }
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?view=mask&focus=0.2&seq=900", method: .get, headers: authorized
+                ) { $0.status }
             }
             try await waitUntil { studio.depth.lane.load == 2 }
             let second = Task {
-                try await client.execute(uri: "/api/depth/\(session)/render?view=mask&focus=0.8&seq=3", method: .get, headers: authorized) { $0.status }
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?view=mask&focus=0.8&seq=3", method: .get, headers: authorized
+                ) { $0.status }
             }
             try await waitUntil { studio.depth.lane.load == 3 }
             gate.signal()
@@ -60,18 +71,26 @@ import Testing
         let studio = try StudioFixtures.studio(s) { $0.idleTimeout = 1 }
         defer { studio.shutdown() }
         try await StudioFixtures.serve(studio) { client in
-            let partial = ["GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nX-Evan", "",
-                           "POST /api/upload?name=a.png HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nContent-Length: 100000\r\n\r\nabc"]
+            let partial = [
+                "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nX-Evan", "",
+                "POST /api/upload?name=a.png HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nContent-Length: 100000\r\n\r\nabc"
+            ]
             var sockets: [Int32] = []
-            for k in 0..<30 { sockets.append(try SlowClient.connect(port: client.port, send: partial[k % partial.count])) }
+            for k in 0..<30 {
+                sockets.append(try SlowClient.connect(port: client.port, send: partial[k % partial.count]))
+            }
             defer { sockets.forEach { close($0) } }
-            try await client.execute(uri: "/api/health", method: .get, headers: authorized) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/health", method: .get, headers: authorized) {
+                #expect($0.status == .ok)
+            }
             let start = Date()
             for fd in sockets {
                 let closedAfter = SlowClient.secondsUntilClosed(fd, limit: 10)
                 #expect(closedAfter != nil, "a slow client was still connected after 10 s")
             }
-            #expect(Date().timeIntervalSince(start) < 6, "the slow clients were disconnected after \(Date().timeIntervalSince(start)) s")
+            #expect(
+                Date().timeIntervalSince(start) < 6,
+                "the slow clients were disconnected after \(Date().timeIntervalSince(start)) s")
         }
     }
 
@@ -82,20 +101,27 @@ import Testing
         let studio = try StudioFixtures.studio(s)
         defer { studio.shutdown() }
         // 6000 x 6000 RGB zeros: 108 MB decoded from about 110 KB.
-        let bomb = try ImageCodecs.encode(.uint8(Image<UInt8>(width: 6000, height: 6000, channels: 3)), format: .png,
-                                          options: WriteOptions(compression: .best))
+        let bomb = try ImageCodecs.encode(
+            .uint8(Image<UInt8>(width: 6000, height: 6000, channels: 3)), format: .png,
+            options: WriteOptions(compression: .best))
         #expect(bomb.count < 1 << 20)
         // 4000 x 3000 RGB: over a 64 MB budget whatever its file size.
-        let huge = try ImageCodecs.encode(.uint8(Image<UInt8>(width: 4000, height: 3000, channels: 3)), format: .png,
-                                          options: WriteOptions(compression: .best))
+        let huge = try ImageCodecs.encode(
+            .uint8(Image<UInt8>(width: 4000, height: 3000, channels: 3)), format: .png,
+            options: WriteOptions(compression: .best))
         let studio2 = try StudioFixtures.studio(StudioScratch()) { $0.maxUploadDecodedBytes = 64 << 20 }
         defer { studio2.shutdown() }
-        for (st, name, bytes, words) in [(studio, "bomb.png", bomb, "bomb"), (studio2, "huge.png", huge, "4000x3000 pixels would need")] {
+        for (st, name, bytes, words) in [
+            (studio, "bomb.png", bomb, "bomb"), (studio2, "huge.png", huge, "4000x3000 pixels would need")
+        ] {
             try await StudioFixtures.serve(st) { client in
                 let upload = with(client.fromPage, .contentType, "application/octet-stream")
-                try await client.execute(uri: "/api/upload?name=\(name)", method: .post, headers: upload, body: ByteBuffer(bytes: bytes)) { r in
+                try await client.execute(
+                    uri: "/api/upload?name=\(name)", method: .post, headers: upload, body: ByteBuffer(bytes: bytes)
+                ) { r in
                     #expect(r.status == .unprocessableContent)
-                    #expect(errorMessage(r).hasPrefix("\(name): ") && errorMessage(r).contains(words), "\(errorMessage(r))")
+                    #expect(
+                        errorMessage(r).hasPrefix("\(name): ") && errorMessage(r).contains(words), "\(errorMessage(r))")
                     #expect(!errorMessage(r).contains(st.temporaryDirectory), "the server's own paths stay private")
                 }
                 let kept = try FileManager.default.contentsOfDirectory(atPath: st.temporaryDirectory + "/uploads")
@@ -108,7 +134,9 @@ import Testing
         defer { studio3.shutdown() }
         try await StudioFixtures.serve(studio3) { client in
             let upload = with(client.fromPage, .contentType, "application/octet-stream")
-            try await client.execute(uri: "/api/upload?name=fine.png", method: .post, headers: upload, body: ByteBuffer(bytes: fine)) { #expect($0.status == .created) }
+            try await client.execute(
+                uri: "/api/upload?name=fine.png", method: .post, headers: upload, body: ByteBuffer(bytes: fine)
+            ) { #expect($0.status == .created) }
         }
     }
 
@@ -121,17 +149,25 @@ import Testing
         try await StudioFixtures.serve(studio) { client in
             let session = try await client.openDepth("portrait.jpg")
             for format in ["jpeg", "png", "tiff"] {
-                try await client.execute(uri: "/api/depth/\(session)/export?effect=blur&format=\(format)", method: .get, headers: authorized) { r in
+                try await client.execute(
+                    uri: "/api/depth/\(session)/export?effect=blur&format=\(format)", method: .get, headers: authorized
+                ) { r in
                     #expect(r.status == .ok && r.body.readableBytes > 1000)
                 }
                 #expect(try FileManager.default.contentsOfDirectory(atPath: downloads).isEmpty, "\(format)")
             }
-            let b: String = try await client.execute(uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
-                                                     body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)) { json($0.body)["session"] as! String }
-            let job: String = try await client.execute(uri: "/api/backdrop/\(b)/export", method: .post, headers: client.fromPage) { json($0.body)["job"] as! String }
+            let b: String = try await client.execute(
+                uri: "/api/backdrop/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"photo":{"root":0,"path":"portrait.jpg"}}"#)
+            ) { json($0.body)["session"] as! String }
+            let job: String = try await client.execute(
+                uri: "/api/backdrop/\(b)/export", method: .post, headers: client.fromPage
+            ) { json($0.body)["job"] as! String }
             #expect(try await StudioWorkspaces.events(client, job: job).last == "done")
             #expect(try FileManager.default.contentsOfDirectory(atPath: downloads).count == 1)
-            try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) {
+                #expect($0.status == .ok)
+            }
             #expect(try FileManager.default.contentsOfDirectory(atPath: downloads).isEmpty)
             try await client.execute(uri: "/api/jobs/\(job)/download", method: .get, headers: authorized) { r in
                 #expect(r.status == .gone)
@@ -150,7 +186,10 @@ import Testing
             let p = shelf.path(for: "e\(k).jpg")
             FileManager.default.createFile(atPath: p, contents: Data(count: 1000))
             // Oldest first: k minutes ago... 0.
-            var times = [timespec(tv_sec: time(nil) - (3 - k) * 20, tv_nsec: 0), timespec(tv_sec: time(nil) - (3 - k) * 20, tv_nsec: 0)]
+            var times = [
+                timespec(tv_sec: time(nil) - (3 - k) * 20, tv_nsec: 0),
+                timespec(tv_sec: time(nil) - (3 - k) * 20, tv_nsec: 0)
+            ]
             utimensat(AT_FDCWD, p, &times, 0)
             paths.append(p)
         }
@@ -199,7 +238,9 @@ import Testing
 extension StudioClient {
     /// Opens a depth photo of the fixture's root as the page does; returns the session id.
     func openDepth(_ path: String) async throws -> String {
-        try await execute(uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"\#(path)"}"#)) {
+        try await execute(
+            uri: "/api/depth/open", method: .post, headers: fromPage, body: buffer(#"{"root":0,"path":"\#(path)"}"#)
+        ) {
             json($0.body)["session"] as? String ?? ""
         }
     }
@@ -223,8 +264,15 @@ enum SlowClient {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let c = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard c == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        let c = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard c == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
         if !text.isEmpty { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
         return fd
     }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// HTTP/1.1 over a socket to 127.0.0.1, one request per connection (`Connection: close`), for the
@@ -24,27 +24,40 @@ public enum HTTP1 {
     }
 
     /// The request on a thread of the global queue (it blocks), awaited.
-    public static func request(_ method: String, port: Int, path: String, headers: [(String, String)] = [],
-                               body: [UInt8]? = nil, timeout: Int = 150) async throws -> Reply {
+    public static func request(
+        _ method: String, port: Int, path: String, headers: [(String, String)] = [],
+        body: [UInt8]? = nil, timeout: Int = 150
+    ) async throws -> Reply {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Reply, Error>) in
             DispatchQueue.global().async {
-                c.resume(with: Result { try blocking(method, port: port, path: path, headers: headers, body: body, timeout: timeout) })
+                c.resume(
+                    with: Result {
+                        try blocking(method, port: port, path: path, headers: headers, body: body, timeout: timeout)
+                    })
             }
         }
     }
 
     /// The request, blocking. `Host: 127.0.0.1:port` is sent unless `headers` names a Host;
     /// Content-Length is sent whenever there is a body. No read waits beyond `timeout` seconds.
-    public static func blocking(_ method: String, port: Int, path: String, headers: [(String, String)] = [],
-                                body: [UInt8]? = nil, timeout: Int = 150) throws -> Reply {
+    public static func blocking(
+        _ method: String, port: Int, path: String, headers: [(String, String)] = [],
+        body: [UInt8]? = nil, timeout: Int = 150
+    ) throws -> Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "no socket") }
         defer { close(fd) }
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET); addr.sin_port = in_port_t(UInt16(port).bigEndian); addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard ok == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
         var lines = ["\(method) \(path) HTTP/1.1"]
         if !headers.contains(where: { $0.0.lowercased() == "host" }) { lines.append("Host: 127.0.0.1:\(port)") }
@@ -79,7 +92,9 @@ public enum HTTP1 {
         guard let split else { throw Failure(description: "no HTTP reply from 127.0.0.1:\(port)\(path)") }
         let headLines = String(decoding: reply[..<split], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = headLines.first?.split(separator: " ") ?? []
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(headLines.first ?? "")") }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw Failure(description: "bad status line \(headLines.first ?? "")")
+        }
         let fields: [(name: String, value: String)] = headLines.dropFirst().compactMap { line in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -102,7 +117,9 @@ public enum HTTP1 {
         var plain = [UInt8](), i = 0
         while i < payload.count {
             guard let eol = payload[i...].firstIndex(of: 13),
-                  let size = Int(String(decoding: payload[i..<eol], as: UTF8.self).split(separator: ";").first ?? "", radix: 16) else {
+                let size = Int(
+                    String(decoding: payload[i..<eol], as: UTF8.self).split(separator: ";").first ?? "", radix: 16)
+            else {
                 throw Failure(description: "bad chunk header")
             }
             if size == 0 { return plain }

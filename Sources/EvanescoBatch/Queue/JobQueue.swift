@@ -45,7 +45,10 @@ public final class JobQueue: Sendable {
     ///   - address: The database and schema.
     ///   - logger: Where the pool logs (default: nowhere; the callers report what failed).
     /// - Throws: When the TLS configuration cannot be made.
-    public init(_ address: QueueAddress, logger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+    public init(
+        _ address: QueueAddress,
+        logger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
         self.address = address
         self.logger = logger
         let client = PostgresClient(configuration: try address.clientConfiguration(), backgroundLogger: logger)
@@ -66,17 +69,25 @@ public final class JobQueue: Sendable {
     /// - Throws: ``QueueError/schemaTooNew(found:supported:)``, or the database's error.
     public func migrate() async throws {
         let version: Int = try await client.withTransaction(logger: logger) { c in
-            try await c.query("SELECT pg_advisory_xact_lock(hashtext(\(self.address.schema + ".migrate")))", logger: self.logger)
+            try await c.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(self.address.schema + ".migrate")))", logger: self.logger)
             try await c.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: self.s)", logger: self.logger)
-            try await c.query("CREATE TABLE IF NOT EXISTS \(unescaped: self.s).meta (key text PRIMARY KEY, value text NOT NULL)", logger: self.logger)
+            try await c.query(
+                "CREATE TABLE IF NOT EXISTS \(unescaped: self.s).meta (key text PRIMARY KEY, value text NOT NULL)",
+                logger: self.logger)
             var found = 0
-            for try await v in try await c.query("SELECT value FROM \(unescaped: self.s).meta WHERE key = 'schema_version'", logger: self.logger)
-                .decode(String.self) { found = Int(v) ?? 0 }
+            for try await v in try await c.query(
+                "SELECT value FROM \(unescaped: self.s).meta WHERE key = 'schema_version'", logger: self.logger
+            )
+            .decode(String.self) { found = Int(v) ?? 0 }
             if found > Self.schemaVersion { return found }
             if found < 1 {
-                for statement in Self.version1(self.s) { try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger) }
+                for statement in Self.version1(self.s) {
+                    try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                }
             }
-            try await c.query("""
+            try await c.query(
+                """
                 INSERT INTO \(unescaped: self.s).meta (key, value) VALUES ('schema_version', \(String(Self.schemaVersion)))
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """, logger: self.logger)
@@ -114,7 +125,7 @@ public final class JobQueue: Sendable {
             """,
             "CREATE INDEX jobs_ready ON \(s).jobs (seq) WHERE state = 'pending'",
             "CREATE INDEX jobs_leased ON \(s).jobs (lease_expires) WHERE state = 'running'",
-            "CREATE INDEX jobs_finished ON \(s).jobs (finished_at) WHERE finished_at IS NOT NULL",
+            "CREATE INDEX jobs_finished ON \(s).jobs (finished_at) WHERE finished_at IS NOT NULL"
         ]
     }
 
@@ -129,10 +140,12 @@ public final class JobQueue: Sendable {
     public func submit(_ jobs: [BatchJob], maxAttempts: Int) async throws -> SubmitResult {
         var result = SubmitResult(added: 0, alreadyQueued: 0, refused: [])
         for chunk in stride(from: 0, to: jobs.count, by: 1000).map({ Array(jobs[$0..<min(jobs.count, $0 + 1000)]) }) {
-            let ids = chunk.map(\.id), kinds = chunk.map(\.kind.rawValue), specs = try chunk.map { try $0.normalizedLine() }
+            let ids = chunk.map(\.id), kinds = chunk.map(\.kind.rawValue),
+                specs = try chunk.map { try $0.normalizedLine() }
             let outputs = chunk.map(\.output)
             var added = Set<String>()
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 INSERT INTO \(unescaped: s).jobs (id, kind, spec, output, max_attempts)
                 SELECT * FROM unnest(\(ids)::text[], \(kinds)::text[], \(specs)::text[], \(outputs)::text[]) AS t, (SELECT \(maxAttempts)::int) AS m
                 ON CONFLICT DO NOTHING RETURNING id
@@ -142,19 +155,36 @@ public final class JobQueue: Sendable {
             let others = chunk.filter { !added.contains($0.id) }
             if others.isEmpty { continue }
             var byId: [String: (String, String)] = [:], byOutput: [String: String] = [:]
-            let existing = try await client.query("""
+            let existing = try await client.query(
+                """
                 SELECT id, spec, output FROM \(unescaped: s).jobs WHERE id = ANY(\(others.map(\.id))) OR output = ANY(\(others.map(\.output)))
                 """, logger: logger)
-            for try await (id, spec, output) in existing.decode((String, String, String).self) { byId[id] = (spec, output); byOutput[output] = id }
+            for try await (id, spec, output) in existing.decode((String, String, String).self) {
+                byId[id] = (spec, output)
+                byOutput[output] = id
+            }
             for job in others {
                 if let (spec, _) = byId[job.id] {
-                    if spec == (try job.normalizedLine()) { result.alreadyQueued += 1 } else {
-                        result.refused.append(.init(id: job.id, error: "already queued with other settings or paths; the queued job was kept (cancel it and submit under a new id to change it)"))
+                    if spec == (try job.normalizedLine()) {
+                        result.alreadyQueued += 1
+                    } else {
+                        result.refused.append(
+                            .init(
+                                id: job.id,
+                                error:
+                                    "already queued with other settings or paths; the queued job was kept (cancel it and submit under a new id to change it)"
+                            ))
                     }
                 } else if let other = byOutput[job.output] {
-                    result.refused.append(.init(id: job.id, error: "output \(job.output) is job \(other)'s; two jobs cannot write one file"))
+                    result.refused.append(
+                        .init(
+                            id: job.id, error: "output \(job.output) is job \(other)'s; two jobs cannot write one file")
+                    )
                 } else {
-                    result.refused.append(.init(id: job.id, error: "not added (submitted concurrently with a conflicting job); submit again"))
+                    result.refused.append(
+                        .init(
+                            id: job.id, error: "not added (submitted concurrently with a conflicting job); submit again"
+                        ))
                 }
             }
         }
@@ -172,7 +202,8 @@ public final class JobQueue: Sendable {
     /// - Parameter ids: Only these (nil: every failed job).
     /// - Returns: The jobs requeued.
     public func retryFailed(ids: [String]? = nil) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = 0, error = NULL, run_after = now(), finished_at = NULL
             WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
             """, logger: logger)
@@ -187,7 +218,8 @@ public final class JobQueue: Sendable {
     /// - Parameter ids: Only these (nil: every pending and running job).
     /// - Returns: The jobs cancelled.
     public func cancel(ids: [String]? = nil) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE \(unescaped: s).jobs SET state = 'cancelled', lease_token = NULL, lease_expires = NULL, finished_at = now()
             WHERE state IN ('pending', 'running') AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
             """, logger: logger)
@@ -205,7 +237,8 @@ public final class JobQueue: Sendable {
     /// Claims up to `limit` ready jobs for `owner`, oldest first, skipping rows other workers
     /// hold locked, each with a new fencing token and a lease of `lease` seconds.
     public func claim(limit: Int, owner: String, lease: Double) async throws -> [ClaimedJob] {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             WITH picked AS (
                 SELECT id FROM \(unescaped: s).jobs WHERE state = 'pending' AND run_after <= now()
                 ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
@@ -228,7 +261,8 @@ public final class JobQueue: Sendable {
     ///
     /// - Returns: Leases taken back.
     public func reclaimExpired() async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             WITH lost AS (
                 SELECT id FROM \(unescaped: s).jobs WHERE state = 'running' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
             UPDATE \(unescaped: s).jobs j SET lease_losses = j.lease_losses + 1, lease_token = NULL, lease_expires = NULL, run_after = now(),
@@ -248,7 +282,8 @@ public final class JobQueue: Sendable {
     /// - Returns: The tokens still held; any other was lost (expired and taken, or cancelled).
     public func renew(tokens: [Int64], lease: Double) async throws -> Set<Int64> {
         guard !tokens.isEmpty else { return [] }
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE \(unescaped: s).jobs SET lease_expires = now() + make_interval(secs => \(lease))
             WHERE state = 'running' AND lease_token = ANY(\(tokens)) RETURNING lease_token
             """, logger: logger)
@@ -271,7 +306,11 @@ public final class JobQueue: Sendable {
         /// The job's report, JSON.
         public var report: String
         public var seconds: Double
-        public init(job: ClaimedJob, report: String, seconds: Double) { self.job = job; self.report = report; self.seconds = seconds }
+        public init(job: ClaimedJob, report: String, seconds: Double) {
+            self.job = job
+            self.report = report
+            self.seconds = seconds
+        }
     }
 
     /// Finishes jobs as done, several in one transaction (a worker's jobs that finished while the
@@ -286,10 +325,13 @@ public final class JobQueue: Sendable {
     /// by a worker that lost its lease.
     ///
     /// - Returns: The ids recorded as done; the others had lost their lease.
-    public func complete(_ items: [Completion], owner: String, place: (Completion) throws -> Void) async throws -> Set<String> {
+    public func complete(_ items: [Completion], owner: String, place: (Completion) throws -> Void) async throws -> Set<
+        String
+    > {
         guard !items.isEmpty else { return [] }
         return try await client.withTransaction(logger: logger) { c in
-            let rows = try await c.query("""
+            let rows = try await c.query(
+                """
                 UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
                     finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
                 FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
@@ -304,8 +346,11 @@ public final class JobQueue: Sendable {
     }
 
     /// Finishes one job as done (``complete(_:owner:place:)`` for one).
-    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void) async throws -> Fenced {
-        try await complete([Completion(job: job, report: report, seconds: seconds)], owner: owner) { _ in try place() }.isEmpty ? .lostLease : .applied
+    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void)
+        async throws -> Fenced
+    {
+        try await complete([Completion(job: job, report: report, seconds: seconds)], owner: owner) { _ in try place() }
+            .isEmpty ? .lostLease : .applied
     }
 
     /// Records a failed attempt, fenced by the token: a permanent failure (or the last attempt)
@@ -314,7 +359,8 @@ public final class JobQueue: Sendable {
     public func fail(_ job: ClaimedJob, message: String, permanent: Bool, owner: String) async throws -> Fenced {
         let final = permanent || job.attempt >= job.maxAttempts
         let backoff = min(600.0, pow(2, Double(job.attempt)))
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
                 lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
                 finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
@@ -326,7 +372,8 @@ public final class JobQueue: Sendable {
     /// Gives a job back unfinished (a drain that ran out of time): pending at once, the attempt
     /// not counted. Fenced by the token.
     public func release(_ job: ClaimedJob) async throws -> Fenced {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
                 lease_expires = NULL, run_after = now()
             WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
@@ -345,34 +392,51 @@ public final class JobQueue: Sendable {
     /// Counts, throughput, time left and failures.
     public func status(failureLimit: Int = 1000) async throws -> BatchStatus {
         var counts: [String: Int] = [:], attempts = 0, losses = 0
-        for try await (state, n, a, l) in try await client.query("""
+        for try await (state, n, a, l) in try await client.query(
+            """
             SELECT state, count(*)::int8, coalesce(sum(attempts), 0)::int8, coalesce(sum(lease_losses), 0)::int8 FROM \(unescaped: s).jobs GROUP BY state
-            """, logger: logger).decode((String, Int64, Int64, Int64).self) {
-            counts[state] = Int(n); attempts += Int(a); losses += Int(l)
+            """, logger: logger
+        ).decode((String, Int64, Int64, Int64).self) {
+            counts[state] = Int(n)
+            attempts += Int(a)
+            losses += Int(l)
         }
         var finishedRecently = 0, span = 0.0
-        for try await (n, seconds) in try await client.query("""
+        for try await (n, seconds) in try await client.query(
+            """
             SELECT count(*)::int8, coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0)::float8 FROM \(unescaped: s).jobs
             WHERE state = 'done' AND finished_at > (SELECT max(finished_at) FROM \(unescaped: s).jobs WHERE state = 'done') - interval '10 minutes'
-            """, logger: logger).decode((Int64, Double).self) { finishedRecently = Int(n); span = seconds }
+            """, logger: logger
+        ).decode((Int64, Double).self) {
+            finishedRecently = Int(n)
+            span = seconds
+        }
         var failures: [BatchStatus.Failure] = []
-        for try await (id, error, a) in try await client.query("""
+        for try await (id, error, a) in try await client.query(
+            """
             SELECT id, coalesce(error, ''), attempts FROM \(unescaped: s).jobs WHERE state = 'failed' ORDER BY id LIMIT \(failureLimit)
-            """, logger: logger).decode((String, String, Int32).self) { failures.append(.init(id: id, error: error, attempts: Int(a))) }
+            """, logger: logger
+        ).decode((String, String, Int32).self) { failures.append(.init(id: id, error: error, attempts: Int(a))) }
         let rate = finishedRecently >= 2 && span > 0 ? Double(finishedRecently - 1) / span * 60 : 0
         let pending = counts["pending", default: 0], running = counts["running", default: 0]
-        return BatchStatus(total: counts.values.reduce(0, +), done: counts["done", default: 0], failed: counts["failed", default: 0],
-                           pending: pending, running: running, cancelled: counts["cancelled", default: 0], jobsPerMinute: rate,
-                           secondsLeft: rate > 0 && pending + running > 0 ? Double(pending + running) / rate * 60 : nil,
-                           leaseLosses: losses, attempts: attempts, failures: failures)
+        return BatchStatus(
+            total: counts.values.reduce(0, +), done: counts["done", default: 0], failed: counts["failed", default: 0],
+            pending: pending, running: running, cancelled: counts["cancelled", default: 0], jobsPerMinute: rate,
+            secondsLeft: rate > 0 && pending + running > 0 ? Double(pending + running) / rate * 60 : nil,
+            leaseLosses: losses, attempts: attempts, failures: failures)
     }
 
     /// Bytes the queue's table and indexes take, and jobs in it (for "what the database holds per job").
     public func footprint() async throws -> (bytes: Int, jobs: Int) {
         var bytes = 0, jobs = 0
-        for try await (b, n) in try await client.query("""
+        for try await (b, n) in try await client.query(
+            """
             SELECT pg_total_relation_size('\(unescaped: s).jobs')::int8, (SELECT count(*) FROM \(unescaped: s).jobs)::int8
-            """, logger: logger).decode((Int64, Int64).self) { bytes = Int(b); jobs = Int(n) }
+            """, logger: logger
+        ).decode((Int64, Int64).self) {
+            bytes = Int(b)
+            jobs = Int(n)
+        }
         return (bytes, jobs)
     }
 }
@@ -397,8 +461,9 @@ public final class Listener: @unchecked Sendable {
             var id = 1
             while !Task.isCancelled {
                 do {
-                    let connection = try await PostgresConnection.connect(configuration: try queue.address.connectionConfiguration(), id: id,
-                                                                          logger: queue.logger)
+                    let connection = try await PostgresConnection.connect(
+                        configuration: try queue.address.connectionConfiguration(), id: id,
+                        logger: queue.logger)
                     id += 1
                     defer { Task { try? await connection.close() } }
                     try await connection.listen(on: queue.channel) { notifications in
@@ -413,7 +478,10 @@ public final class Listener: @unchecked Sendable {
     }
 
     /// Stops listening.
-    public func stop() { task?.cancel(); fire() }
+    public func stop() {
+        task?.cancel()
+        fire()
+    }
 
     func fire() {
         let waiting = wake.update { w in
@@ -426,12 +494,20 @@ public final class Listener: @unchecked Sendable {
 
     /// Returns at the next notification or after `seconds`.
     public func wait(seconds: Double) async {
-        if wake.update({ w in defer { w.missed = false }; return w.missed }) { return }
+        if wake.update({ w in
+            defer { w.missed = false }
+            return w.missed
+        }) {
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { c in
                     let now = self.wake.update { w in
-                        if w.missed { w.missed = false; return true }
+                        if w.missed {
+                            w.missed = false
+                            return true
+                        }
                         w.waiters.append(c)
                         return false
                     }
@@ -442,7 +518,10 @@ public final class Listener: @unchecked Sendable {
             await group.next()
             group.cancelAll()
             // Release this wait's own continuation if the timer won.
-            let waiting = self.wake.update { w in defer { w.waiters = [] }; return w.waiters }
+            let waiting = self.wake.update { w in
+                defer { w.waiters = [] }
+                return w.waiters
+            }
             for c in waiting { c.resume() }
         }
     }

@@ -19,9 +19,13 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
     /// - Throws: ``ManifestError`` saying what is wrong with it.
     public init(_ url: String) throws(ManifestError) {
         func bad(_ m: String) -> ManifestError {
-            ManifestError(message: "--queue \(Self.redacted(url)): \(m); write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]")
+            ManifestError(
+                message:
+                    "--queue \(Self.redacted(url)): \(m); write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
+            )
         }
-        guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme) else {
+        guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme)
+        else {
             throw bad("not a postgres:// URL")
         }
         guard let host = c.host, !host.isEmpty else { throw bad("no host") }
@@ -32,15 +36,22 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         for key in items.keys where !["schema", "sslmode"].contains(key) { throw bad("unknown parameter \(key)") }
         let schema = items["schema"] ?? "evanesco"
         guard (1...63).contains(schema.count), schema.first!.isLetter,
-              schema.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+            schema.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
+        else {
             throw bad("schema must be 1 to 63 of a-z 0-9 _, starting with a letter")
         }
         let loopback = ["localhost", "127.0.0.1", "::1"].contains(host)
         let ssl = items["sslmode"] ?? (loopback ? "disable" : "prefer")
-        guard ["disable", "prefer", "require"].contains(ssl) else { throw bad("sslmode must be disable, prefer or require") }
-        self.host = host; self.port = c.port ?? 5432; self.user = user
+        guard ["disable", "prefer", "require"].contains(ssl) else {
+            throw bad("sslmode must be disable, prefer or require")
+        }
+        self.host = host
+        self.port = c.port ?? 5432
+        self.user = user
         self.password = c.password?.removingPercentEncoding ?? c.password
-        self.database = database; self.schema = schema; self.sslMode = ssl
+        self.database = database
+        self.schema = schema
+        self.sslMode = ssl
     }
 
     /// The URL with its password hidden, for logs and errors.
@@ -54,7 +65,8 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
 
     /// The pool's configuration.
     func clientConfiguration() throws -> PostgresClient.Configuration {
-        var c = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: try tls())
+        var c = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: try tls())
         c.options.connectTimeout = .seconds(5)
         c.options.maximumConnections = 8
         return c
@@ -62,10 +74,13 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
 
     /// A single connection's configuration (the LISTEN connection).
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
-        var c = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database,
-                                                  tls: sslMode == "disable" ? .disable : sslMode == "require"
-                                                      ? .require(try .init(configuration: .makeClientConfiguration()))
-                                                      : .prefer(try .init(configuration: .makeClientConfiguration())))
+        var c = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database,
+            tls: sslMode == "disable"
+                ? .disable
+                : sslMode == "require"
+                    ? .require(try .init(configuration: .makeClientConfiguration()))
+                    : .prefer(try .init(configuration: .makeClientConfiguration())))
         c.options.connectTimeout = .seconds(5)
         return c
     }

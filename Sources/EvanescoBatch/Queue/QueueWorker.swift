@@ -68,14 +68,24 @@ public final class QueueWorker: @unchecked Sendable {
     ///   - metrics: Counters to update, or nil.
     ///   - logger: Where to log (one line per job).
     public init(queue: JobQueue, settings: Settings, metrics: WorkerMetrics? = nil, logger: Logger) {
-        self.queue = queue; self.settings = settings; self.metrics = metrics; self.logger = logger
+        self.queue = queue
+        self.settings = settings
+        self.metrics = metrics
+        self.logger = logger
         listener = queue.listener()
     }
 
     /// Stops claiming; running jobs get ``Settings/grace`` seconds to finish.
     public func drain() {
-        guard !draining.update({ d in defer { d = true }; return d }) else { return }
-        logger.info("draining: no new jobs; \(running.value.count) running get \(String(format: "%.0f", settings.grace)) s to finish")
+        guard
+            !draining.update({ d in
+                defer { d = true }
+                return d
+            })
+        else { return }
+        logger.info(
+            "draining: no new jobs; \(running.value.count) running get \(String(format: "%.0f", settings.grace)) s to finish"
+        )
         listener.fire()
     }
 
@@ -145,7 +155,10 @@ public final class QueueWorker: @unchecked Sendable {
         while !Task.isCancelled {
             do {
                 let reclaimed = try await queue.reclaimExpired()
-                if reclaimed > 0 { metrics?.leaseLosses.increment(by: Int64(reclaimed)); logger.info("took back \(reclaimed) expired lease(s)") }
+                if reclaimed > 0 {
+                    metrics?.leaseLosses.increment(by: Int64(reclaimed))
+                    logger.info("took back \(reclaimed) expired lease(s)")
+                }
             } catch {
                 logger.warning("could not look for expired leases (\(Self.brief(error))); will retry")
             }
@@ -162,7 +175,11 @@ public final class QueueWorker: @unchecked Sendable {
                         job.cancellation.cancel()
                         return job.job.id
                     }
-                    if let lostJob { logger.warning("lost the lease of \(lostJob) (expired and taken over, or cancelled); its work will be discarded") }
+                    if let lostJob {
+                        logger.warning(
+                            "lost the lease of \(lostJob) (expired and taken over, or cancelled); its work will be discarded"
+                        )
+                    }
                 }
             } catch {
                 // The database is away: keep working; the finish checks the token anyway.
@@ -198,7 +215,8 @@ public final class QueueWorker: @unchecked Sendable {
         case .success(let (staged, report)):
             let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
             let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).output) ?? ""
-            let applied = await completer.record(JobQueue.Completion(job: job, report: json, seconds: seconds), staged: staged, output: output)
+            let applied = await completer.record(
+                JobQueue.Completion(job: job, report: json, seconds: seconds), staged: staged, output: output)
             if applied == true {
                 summary.update { $0.done += 1 }
                 metrics?.done.increment()
@@ -212,7 +230,8 @@ public final class QueueWorker: @unchecked Sendable {
         case .failure(let failure):
             let final = failure.permanent || job.attempt >= job.maxAttempts
             let result = await retrying("record \(job.id)'s failure", limit: 120) {
-                try await self.queue.fail(job, message: failure.message, permanent: failure.permanent, owner: self.settings.name)
+                try await self.queue.fail(
+                    job, message: failure.message, permanent: failure.permanent, owner: self.settings.name)
             }
             if result == .applied {
                 if final {
@@ -236,7 +255,9 @@ public final class QueueWorker: @unchecked Sendable {
     func discard(_ job: ClaimedJob, seconds: Double) {
         summary.update { $0.discarded += 1 }
         metrics?.leaseLosses.increment()
-        logger.warning("discarded \(job.id): its lease was lost while it ran (\(String(format: "%.1f", seconds)) s); another worker has it")
+        logger.warning(
+            "discarded \(job.id): its lease was lost while it ran (\(String(format: "%.1f", seconds)) s); another worker has it"
+        )
         running.update { $0[job.token] = nil }
         metrics?.running.set(Double(running.value.count))
         listener.fire()
@@ -246,7 +267,8 @@ public final class QueueWorker: @unchecked Sendable {
     /// commit): with many short jobs, one commit per job would cost more than the jobs.
     actor Completer {
         unowned let worker: QueueWorker
-        var waiting: [(item: JobQueue.Completion, staged: String, output: String, done: CheckedContinuation<Bool?, Never>)] = []
+        var waiting:
+            [(item: JobQueue.Completion, staged: String, output: String, done: CheckedContinuation<Bool?, Never>)] = []
         var draining = false
 
         init(worker: QueueWorker) { self.worker = worker }
@@ -271,7 +293,8 @@ public final class QueueWorker: @unchecked Sendable {
                 let applied = await worker.retrying("record \(batch.count) finished job(s) as done", limit: 120) {
                     try await self.worker.queue.complete(batch.map(\.item), owner: self.worker.settings.name) { item in
                         // Placed already when an earlier try placed it but did not commit.
-                        guard let (staged, output) = paths[item.job.id], FileManager.default.fileExists(atPath: staged) else { return }
+                        guard let (staged, output) = paths[item.job.id], FileManager.default.fileExists(atPath: staged)
+                        else { return }
                         try Staging.place(staged, at: output)
                     }
                 }
@@ -309,7 +332,9 @@ public final class QueueWorker: @unchecked Sendable {
                     logger.error("gave up trying to \(what) after \(attempt) attempts: \(Self.brief(error))")
                     return nil
                 }
-                if attempt == 1 || attempt % 10 == 0 { logger.warning("could not \(what) (\(Self.brief(error))); retrying") }
+                if attempt == 1 || attempt % 10 == 0 {
+                    logger.warning("could not \(what) (\(Self.brief(error))); retrying")
+                }
                 try? await Task.sleep(for: .seconds(delay))
                 delay = min(5, delay * 2)
             }
@@ -321,7 +346,8 @@ public final class QueueWorker: @unchecked Sendable {
     static func brief(_ error: any Error) -> String {
         let text = String(reflecting: error)
         if let r = text.range(of: "message: ") {
-            return String(text[r.upperBound...].prefix { $0 != "," && $0 != ")" }).trimmingCharacters(in: .init(charactersIn: "\""))
+            return String(text[r.upperBound...].prefix { $0 != "," && $0 != ")" }).trimmingCharacters(
+                in: .init(charactersIn: "\""))
         }
         return String(text.prefix(200))
     }

@@ -19,10 +19,13 @@ public final class WorkerMetrics: Sendable {
         done = registry.makeCounter(descriptor: name("jobs_done", "total", "Jobs this worker finished."))
         failed = registry.makeCounter(descriptor: name("jobs_failed", "total", "Jobs this worker failed for good."))
         running = registry.makeGauge(descriptor: name("jobs", "running", "Jobs this worker runs now."))
-        seconds = registry.makeValueHistogram(descriptor: name("job", "seconds", "Seconds per finished job."),
-                                              buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
-        leaseLosses = registry.makeCounter(descriptor: name("lease_losses", "total",
-                                                            "Leases lost: this worker's discarded jobs, and expired leases it took back."))
+        seconds = registry.makeValueHistogram(
+            descriptor: name("job", "seconds", "Seconds per finished job."),
+            buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
+        leaseLosses = registry.makeCounter(
+            descriptor: name(
+                "lease_losses", "total",
+                "Leases lost: this worker's discarded jobs, and expired leases it took back."))
     }
 
     /// The metrics as Prometheus text.
@@ -40,8 +43,9 @@ public final class WorkerMetrics: Sendable {
     public func serve(host: String = "127.0.0.1", port: Int) async throws {
         let router = Router()
         router.get("metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.text())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: self.text())))
         }
         let app = Application(router: router, configuration: .init(address: .hostname(host, port: port)))
         try await app.runService()

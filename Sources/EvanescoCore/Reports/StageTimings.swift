@@ -43,9 +43,14 @@ public struct StageTimings: Sendable, Codable, Equatable {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws (the time is still added).
     @discardableResult
-    public mutating func measure<T>(_ stage: WritableKeyPath<StageTimings, Double?>, _ body: () throws -> T) rethrows -> T {
+    public mutating func measure<T>(_ stage: WritableKeyPath<StageTimings, Double?>, _ body: () throws -> T) rethrows
+        -> T
+    {
         let start = DispatchTime.now().uptimeNanoseconds
-        defer { self[keyPath: stage] = (self[keyPath: stage] ?? 0) + Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+        defer {
+            self[keyPath: stage] =
+                (self[keyPath: stage] ?? 0) + Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
         return try body()
     }
 
@@ -56,9 +61,12 @@ public struct StageTimings: Sendable, Codable, Equatable {
         return r
     }
 
-    static var stages: [WritableKeyPath<StageTimings, Double?>] { [
-        \.decode, \.align, \.warp, \.merge, \.warpMerge, \.normalize, \.mask, \.refine, \.effect, \.detect, \.encode, \.total,
-    ] }
+    static var stages: [WritableKeyPath<StageTimings, Double?>] {
+        [
+            \.decode, \.align, \.warp, \.merge, \.warpMerge, \.normalize, \.mask, \.refine, \.effect, \.detect,
+            \.encode, \.total
+        ]
+    }
 }
 
 /// The one JSON convention of every report and `--json` output: snake_case keys, sorted,
@@ -69,7 +77,8 @@ public enum ReportJSON {
         let e = JSONEncoder()
         e.keyEncodingStrategy = .convertToSnakeCase
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        e.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         return e
     }
 

@@ -40,8 +40,10 @@ public struct BackdropOptions: Sendable {
 
     /// Each numeric setting's name, default and allowed values; the defaults above are these.
     public enum Limits {
-        public static let cutoffOffset = NumericSetting("cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2)
-        public static let blurSigmaAt640 = NumericSetting("blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30)
+        public static let cutoffOffset = NumericSetting(
+            "cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2)
+        public static let blurSigmaAt640 = NumericSetting(
+            "blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30)
         public static let gamma = NumericSetting("gamma", 0.05...10, default: 0.55, typical: 0.1...3)
         public static let temporalWeight = NumericSetting("temporal weight", 0...1, open: .minimum, default: 0.5)
         public static let coreDepth = NumericSetting("core depth", 0...10, default: 0.08, unit: "m", typical: 0...0.5)
@@ -84,7 +86,9 @@ public enum SubjectSource: Sendable, Equatable, Codable, CustomStringConvertible
         case .face: "face"
         case .point(let x, let y): "point \(x),\(y)"
         case .nearestRegion(let p, let fb):
-            (fb.map { "\($0 == .noCascade ? "no face cascade" : $0 == .noFace ? "no face found" : "no valid depth in the face box"); fell back to " } ?? "")
+            (fb.map {
+                "\($0 == .noCascade ? "no face cascade" : $0 == .noFace ? "no face found" : "no valid depth in the face box"); fell back to "
+            } ?? "")
                 + "the nearest large depth region (\(p) % of the valid depth)"
         }
     }
@@ -110,7 +114,9 @@ public struct BackdropFrameInfo: Sendable, Codable {
 public enum BackdropError: Error, Equatable, CustomStringConvertible {
     case noSubject(detail: String)
     public var description: String {
-        switch self { case .noSubject(let d): "no subject found: \(d)" }
+        switch self {
+        case .noSubject(let d): "no subject found: \(d)"
+        }
     }
 }
 
@@ -148,10 +154,13 @@ public final class BackdropPipeline {
     /// depth coordinates), so a hole or an outlier at one pixel cannot decide it.
     public static func faceDepth(_ depth: Image<Float>, box: DetectedBox, colorWidth: Int, colorHeight: Int) -> Float? {
         let sx = Double(depth.width) / Double(colorWidth), sy = Double(depth.height) / Double(colorHeight)
-        let x0 = Int((Double(box.x) + 0.25 * Double(box.width)) * sx), x1 = Int((Double(box.x) + 0.75 * Double(box.width)) * sx)
-        let y0 = Int((Double(box.y) + 0.25 * Double(box.height)) * sy), y1 = Int((Double(box.y) + 0.75 * Double(box.height)) * sy)
+        let x0 = Int((Double(box.x) + 0.25 * Double(box.width)) * sx),
+            x1 = Int((Double(box.x) + 0.75 * Double(box.width)) * sx)
+        let y0 = Int((Double(box.y) + 0.25 * Double(box.height)) * sy),
+            y1 = Int((Double(box.y) + 0.75 * Double(box.height)) * sy)
         // The box clipped to the map; a box wholly outside it has no depth.
-        let cx0 = max(0, x0), cx1 = min(depth.width - 1, max(x0, x1)), cy0 = max(0, y0), cy1 = min(depth.height - 1, max(y0, y1))
+        let cx0 = max(0, x0), cx1 = min(depth.width - 1, max(x0, x1)), cy0 = max(0, y0),
+            cy1 = min(depth.height - 1, max(y0, y1))
         guard cx0 <= cx1, cy0 <= cy1 else { return nil }
         var vals: [Float] = []
         for y in cy0...cy1 {
@@ -164,10 +173,11 @@ public final class BackdropPipeline {
         return Selection.median(&vals)
     }
 
-
     /// The nearest large depth region: the nearest 5 cm depth slice from which a 30 cm band holds
     /// at least `minimumFraction` of the valid pixels; its median depth.
-    public static func nearestRegionDepth(_ depth: Image<Float>, minimumFraction: Float = 0.05) -> (depth: Float, fraction: Float)? {
+    public static func nearestRegionDepth(_ depth: Image<Float>, minimumFraction: Float = 0.05) -> (
+        depth: Float, fraction: Float
+    )? {
         // 2.5 cm bins up to 10 m, of every other pixel of every other row: a fraction needs no more.
         guard let (counts, valid) = depthHistogram(depth, lo: 0, scale: 40, bins: 400) else { return nil }
         let hist = counts.map { Int($0) }
@@ -188,7 +198,9 @@ public final class BackdropPipeline {
 
     /// The histogram of every other depth sample of every other row (evn_depth_histogram): bin
     /// Int((v - lo) * scale) for valid depth v landing in 0..<bins, and the samples counted.
-    static func depthHistogram(_ depth: Image<Float>, lo: Float, scale: Float, bins: Int) -> (counts: [UInt32], counted: Int)? {
+    static func depthHistogram(_ depth: Image<Float>, lo: Float, scale: Float, bins: Int) -> (
+        counts: [UInt32], counted: Int
+    )? {
         let w = depth.width, pairs = (depth.height + 1) / 2
         guard !depth.samples.isEmpty else { return nil }
         let total = LockedBox((counts: [UInt32](repeating: 0, count: bins), counted: 0, failed: false))
@@ -200,10 +212,14 @@ public final class BackdropPipeline {
                 let y0 = 2 * rows.lowerBound, y1 = min(2 * rows.upperBound, depth.height)
                 var counts = [UInt32](repeating: 0, count: bins)
                 let counted = counts.withUnsafeMutableBufferPointer { c in
-                    evn_depth_histogram(base.value.baseAddress! + y0 * w, w, y1 - y0, 2, lo, scale, bins, c.baseAddress!)
+                    evn_depth_histogram(
+                        base.value.baseAddress! + y0 * w, w, y1 - y0, 2, lo, scale, bins, c.baseAddress!)
                 }
                 total.update { t in
-                    if counted < 0 { t.failed = true; return }
+                    if counted < 0 {
+                        t.failed = true
+                        return
+                    }
                     for b in 0..<bins { t.counts[b] &+= counts[b] }
                     t.counted += counted
                 }
@@ -228,7 +244,10 @@ public final class BackdropPipeline {
         var best = -1, bestV = Float.infinity
         for b in 10..<(n - 3) {
             let v = (hist[b - 1] + hist[b] + hist[b + 1]) / 3
-            if v < bestV { bestV = v; best = b }
+            if v < bestV {
+                bestV = v
+                best = b
+            }
         }
         return best >= 0 && bestV < 0.1 * peak ? lo + (Float(best) + 0.5) / 100 : cutoff
     }
@@ -238,14 +257,20 @@ public final class BackdropPipeline {
     func cutoff(subject: Float, depth: Image<Float>? = nil) -> Float {
         var raw = subject + options.cutoffOffset
         if options.snapCutoffToGap, let depth { raw = Self.gapCutoff(depth, subject: subject, cutoff: raw) }
-        guard let p = previousCutoff, abs(p - raw) < 0.5 else { previousCutoff = raw; return raw }
+        guard let p = previousCutoff, abs(p - raw) < 0.5 else {
+            previousCutoff = raw
+            return raw
+        }
         let c = options.temporalWeight * raw + (1 - options.temporalWeight) * p
         previousCutoff = c
         return c
     }
 
     /// Resets the temporal state (a new shot).
-    public func reset() { previousCutoff = nil; previousMask = nil }
+    public func reset() {
+        previousCutoff = nil
+        previousMask = nil
+    }
 
     /// The blurred, gamma-corrected mask at half the depth resolution (0...1), with its size.
     /// Binary cut (1 = subject, holes 2), the colour vote when asked for, each hole decided by its
@@ -253,19 +278,23 @@ public final class BackdropPipeline {
     /// smoothing and gamma: the C kernels of evanesco_backdrop.h, in strips of rows.
     /// - Complexity: O(depth pixels + half-resolution pixels x blur taps), two passes over the
     ///   depth and three over the half-resolution plane.
-    public func mask(depth: Image<Float>, cutoff: Float, subject: Float? = nil, color: Image<UInt8>? = nil) -> (mask: [Float], width: Int, height: Int) {
+    public func mask(depth: Image<Float>, cutoff: Float, subject: Float? = nil, color: Image<UInt8>? = nil) -> (
+        mask: [Float], width: Int, height: Int
+    ) {
         let w = depth.width, h = depth.height
         let hw = (w + 1) / 2, hh = (h + 1) / 2
         var bin = scratch.bin
         scratch.bin = []
         if bin.count != w * h { bin = [UInt8](repeating: 0, count: w * h) }
-        depth.samples.withUnsafeBufferPointer { d in bin.withUnsafeMutableBufferPointer { bp in
-            let b = UncheckedSendable(bp)
-            StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
-                let lo = rows.lowerBound * w
-                _ = evn_depth_cut(d.baseAddress! + lo, rows.count * w, cutoff, b.value.baseAddress! + lo)
+        depth.samples.withUnsafeBufferPointer { d in
+            bin.withUnsafeMutableBufferPointer { bp in
+                let b = UncheckedSendable(bp)
+                StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
+                    let lo = rows.lowerBound * w
+                    _ = evn_depth_cut(d.baseAddress! + lo, rows.count * w, cutoff, b.value.baseAddress! + lo)
+                }
             }
-        }}
+        }
         if options.refineWithColor, let color, let subject {
             Self.colorVote(&bin, depth: depth, color: color, core: subject + options.coreDepth, cutoff: cutoff)
         }
@@ -285,31 +314,54 @@ public final class BackdropPipeline {
         if gammaTable.gamma != g { gammaTable = (g, (0...1024).map { powf(Float($0) / 1024, g) }) }
         let previous = previousMask.flatMap { $0.count == n && options.temporalWeight < 1 ? $0 : nil } ?? []
         let fill: Int32 = options.fillHoles ? 1 : 0, a = options.temporalWeight
-        bin.withUnsafeBufferPointer { B in half.withUnsafeMutableBufferPointer { H in blurred.withUnsafeMutableBufferPointer { T in
-        weights.withUnsafeBufferPointer { G in previous.withUnsafeBufferPointer { P in gammaTable.table.withUnsafeBufferPointer { table in
-        smoothed.withUnsafeMutableBufferPointer { S in m.withUnsafeMutableBufferPointer { M in
-            let hp = UncheckedSendable(H), tp = UncheckedSendable(T), sp = UncheckedSendable(S), mp = UncheckedSendable(M)
-            let blur = evn_blur(weights: G.baseAddress, taps: G.count, width: hw, height: hh)
-            // Coverage rows and their horizontal blur (a row needs no other rows), then the
-            // vertical blur back into the coverage plane, temporal smoothing (kept for the next
-            // frame) and gamma.
-            StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
-                evn_half_coverage(B.baseAddress!, w, h, fill, rows.lowerBound, rows.upperBound, hp.value.baseAddress!)
-                guard !G.isEmpty else { return }
-                withUnsafePointer(to: blur) {
-                    evn_blur_rows($0, hp.value.baseAddress!, rows.lowerBound, rows.upperBound, tp.value.baseAddress!)
-                }
-            }
-            StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
-                if !G.isEmpty {
-                    withUnsafePointer(to: blur) {
-                        evn_blur_columns($0, tp.value.baseAddress!, rows.lowerBound, rows.upperBound, hp.value.baseAddress!)
+        bin.withUnsafeBufferPointer { B in
+            half.withUnsafeMutableBufferPointer { H in
+                blurred.withUnsafeMutableBufferPointer { T in
+                    weights.withUnsafeBufferPointer { G in
+                        previous.withUnsafeBufferPointer { P in
+                            gammaTable.table.withUnsafeBufferPointer { table in
+                                smoothed.withUnsafeMutableBufferPointer { S in
+                                    m.withUnsafeMutableBufferPointer { M in
+                                        let hp = UncheckedSendable(H), tp = UncheckedSendable(T),
+                                            sp = UncheckedSendable(S), mp = UncheckedSendable(M)
+                                        let blur = evn_blur(
+                                            weights: G.baseAddress, taps: G.count, width: hw, height: hh)
+                                        // Coverage rows and their horizontal blur (a row needs no other rows), then the
+                                        // vertical blur back into the coverage plane, temporal smoothing (kept for the next
+                                        // frame) and gamma.
+                                        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+                                            evn_half_coverage(
+                                                B.baseAddress!, w, h, fill, rows.lowerBound, rows.upperBound,
+                                                hp.value.baseAddress!)
+                                            guard !G.isEmpty else { return }
+                                            withUnsafePointer(to: blur) {
+                                                evn_blur_rows(
+                                                    $0, hp.value.baseAddress!, rows.lowerBound, rows.upperBound,
+                                                    tp.value.baseAddress!)
+                                            }
+                                        }
+                                        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+                                            if !G.isEmpty {
+                                                withUnsafePointer(to: blur) {
+                                                    evn_blur_columns(
+                                                        $0, tp.value.baseAddress!, rows.lowerBound, rows.upperBound,
+                                                        hp.value.baseAddress!)
+                                                }
+                                            }
+                                            evn_mask_finish(
+                                                hp.value.baseAddress!, P.isEmpty ? nil : P.baseAddress, a,
+                                                table.baseAddress!,
+                                                rows.lowerBound * hw, rows.upperBound * hw, sp.value.baseAddress!,
+                                                mp.value.baseAddress!)
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
-                evn_mask_finish(hp.value.baseAddress!, P.isEmpty ? nil : P.baseAddress, a, table.baseAddress!,
-                                rows.lowerBound * hw, rows.upperBound * hw, sp.value.baseAddress!, mp.value.baseAddress!)
             }
-        }}}}}}}}
+        }
         (scratch.bin, scratch.half, scratch.blurred) = (bin, half, blurred)
         // The returned mask is reused by the next frame unless the caller still holds it.
         scratch.mask = m
@@ -321,7 +373,10 @@ public final class BackdropPipeline {
 
     /// The Gaussian's weights for the mask blur, kept while sigma does not change.
     func blurWeights(sigma: Float) -> [Float] {
-        if scratch.blurSigma != sigma { scratch.blurSigma = sigma; scratch.blurWeights = GaussianBlur.kernel(sigma: sigma, truncate: 3) }
+        if scratch.blurSigma != sigma {
+            scratch.blurSigma = sigma
+            scratch.blurWeights = GaussianBlur.kernel(sigma: sigma, truncate: 3)
+        }
         return scratch.blurWeights
     }
 
@@ -332,34 +387,36 @@ public final class BackdropPipeline {
         let w = depth.width, h = depth.height, W = color.width, H = color.height, c = color.channels
         var codes = [UInt16](repeating: 0, count: w * h)
         var fg = [Float](repeating: 1, count: 512), bg = [Float](repeating: 1, count: 512)
-        color.samples.withUnsafeBufferPointer { s in depth.samples.withUnsafeBufferPointer { d in
-            for y in 0..<h {
-                let sy = min(H - 1, (2 * y + 1) * H / (2 * h))
-                for x in 0..<w {
-                    let sx = min(W - 1, (2 * x + 1) * W / (2 * w))
-                    let o = (sy * W + sx) * c
-                    let r = Int(s[o]) >> 5, g = Int(s[o + min(1, c - 1)]) >> 5, b = Int(s[o + min(2, c - 1)]) >> 5
-                    let code = UInt16(r << 6 | g << 3 | b)
-                    codes[y * w + x] = code
-                    let v = d[y * w + x]
-                    if v > 0 && v <= core { fg[Int(code)] += 1 } else if v > cutoff { bg[Int(code)] += 1 }
+        color.samples.withUnsafeBufferPointer { s in
+            depth.samples.withUnsafeBufferPointer { d in
+                for y in 0..<h {
+                    let sy = min(H - 1, (2 * y + 1) * H / (2 * h))
+                    for x in 0..<w {
+                        let sx = min(W - 1, (2 * x + 1) * W / (2 * w))
+                        let o = (sy * W + sx) * c
+                        let r = Int(s[o]) >> 5, g = Int(s[o + min(1, c - 1)]) >> 5, b = Int(s[o + min(2, c - 1)]) >> 5
+                        let code = UInt16(r << 6 | g << 3 | b)
+                        codes[y * w + x] = code
+                        let v = d[y * w + x]
+                        if v > 0 && v <= core { fg[Int(code)] += 1 } else if v > cutoff { bg[Int(code)] += 1 }
+                    }
+                }
+                let nf = fg.reduce(0, +), nb = bg.reduce(0, +)
+                for i in 0..<(w * h) where bin[i] == 1 && d[i] > core {
+                    let k = Int(codes[i])
+                    if fg[k] / nf < bg[k] / nb { bin[i] = 0 }
                 }
             }
-            let nf = fg.reduce(0, +), nb = bg.reduce(0, +)
-            for i in 0..<(w * h) where bin[i] == 1 && d[i] > core {
-                let k = Int(codes[i])
-                if fg[k] / nf < bg[k] / nb { bin[i] = 0 }
-            }
-        }}
+        }
     }
-
 
     /// The background scaled to fill the frame (cover, centre crop), cached per size.
     func backgroundFor(width: Int, height: Int) -> Image<UInt8>? {
         guard let src = backgroundSource else { return nil }
         if let b = background, b.width == width, b.height == height { return b }
         let s = max(Double(width) / Double(src.width), Double(height) / Double(src.height))
-        let cw = min(src.width, Int((Double(width) / s).rounded())), ch = min(src.height, Int((Double(height) / s).rounded()))
+        let cw = min(src.width, Int((Double(width) / s).rounded())),
+            ch = min(src.height, Int((Double(height) / s).rounded()))
         let crop = src.cropped(x: (src.width - cw) / 2, y: (src.height - ch) / 2, width: cw, height: ch)
         let b = crop.resized(width: width, height: height, interpolation: .bilinear)
         background = b
@@ -409,83 +466,109 @@ public final class BackdropPipeline {
     /// (evn_backdrop_row_blend): the mask row at the colour width, copies where the four taps are
     /// all 0 or all 1, a vectorised upscale and blend in between.
     /// - Complexity: O(colour pixels); the upscale only where the mask is neither 0 nor 1.
-    public func composite(color: Image<UInt8>, mask: [Float], width mw: Int, height mh: Int, keepMask: Bool = false) -> (frame: Image<UInt8>, mask: Image<UInt8>?) {
+    public func composite(color: Image<UInt8>, mask: [Float], width mw: Int, height mh: Int, keepMask: Bool = false)
+        -> (frame: Image<UInt8>, mask: Image<UInt8>?)
+    {
         let src3 = color.channels == 3 ? color : color.withChannels(3)
         let W = src3.width, H = src3.height
         let bg = backgroundFor(width: W, height: H)
         let sy = Float(mh) / Float(H)
         if columnTaps.width != W || columnTaps.maskWidth != mw { columnTaps = ColumnTaps(width: W, maskWidth: mw) }
-        var out = outputBuffer.flatMap { $0.width == W && $0.height == H && $0.channels == 3 ? $0 : nil } ?? Image<UInt8>(width: W, height: H, channels: 3)
+        var out =
+            outputBuffer.flatMap { $0.width == W && $0.height == H && $0.channels == 3 ? $0 : nil }
+            ?? Image<UInt8>(width: W, height: H, channels: 3)
         outputBuffer = nil
         var full: Image<UInt8>? = keepMask ? Image<UInt8>(width: W, height: H, channels: 1) : nil
         let blackBackground = [UInt8](repeating: 0, count: bg == nil ? W * 3 : 0)
         let ct = columnTaps
         src3.samples.withUnsafeBufferPointer { src in
-            mask.withUnsafeBufferPointer { M in ct.taps.withUnsafeBufferPointer { XI in ct.weights.withUnsafeBufferPointer { XW in ct.first.withUnsafeBufferPointer { XF in
-            out.samples.withUnsafeMutableBufferPointer { dstBuf in
-                let dst = UncheckedSendable(dstBuf)
-                let bgs = bg.map { b in b.samples.withUnsafeBufferPointer { UncheckedSendable($0) } }
-                let black = blackBackground.withUnsafeBufferPointer { UncheckedSendable($0) }
-                let fm = UncheckedSendable(full?.samples.withUnsafeMutableBufferPointer { $0.baseAddress })
-                StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
-                    // Per-strip scratch rows.
-                    let line = UnsafeMutablePointer<Float>.allocate(capacity: mw)
-                    let flag = UnsafeMutablePointer<UInt8>.allocate(capacity: mw)
-                    let window = UnsafeMutablePointer<UInt8>.allocate(capacity: mw + 1)
-                    defer { line.deallocate(); flag.deallocate(); window.deallocate() }
-                    let mp = M.baseAddress!
-                    var row = evn_backdrop_row()
-                    row.mask_width = mw
-                    row.width = W
-                    row.taps = XI.baseAddress
-                    row.tap_weights = XW.baseAddress
-                    row.first = XF.baseAddress
-                    row.windows = ct.windows
-                    row.line = line
-                    row.flag = flag
-                    row.window = window
-                    for y in rows {
-                        let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down)
-                        let (a, b, c, d) = Kernels.cubicWeights(s - f)
-                        let r = Int(f)
-                        row.rows = (mp + min(max(r - 1, 0), mh - 1) * mw, mp + min(max(r, 0), mh - 1) * mw,
-                                    mp + min(max(r + 1, 0), mh - 1) * mw, mp + min(max(r + 2, 0), mh - 1) * mw)
-                        row.weights = (a, b, c, d)
-                        let o = y * W * 3
-                        row.src = UnsafePointer(src.baseAddress! + o)
-                        row.background = UnsafePointer(bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!)
-                        row.dst = dst.value.baseAddress! + o
-                        row.mask_out = fm.value.map { $0 + y * W }
-                        // Two rows on, while they are this strip's.
-                        row.prefetch_offset = y + 2 < rows.upperBound ? 2 * W * 3 : 0
-                        evn_backdrop_row_blend(&row)
+            mask.withUnsafeBufferPointer { M in
+                ct.taps.withUnsafeBufferPointer { XI in
+                    ct.weights.withUnsafeBufferPointer { XW in
+                        ct.first.withUnsafeBufferPointer { XF in
+                            out.samples.withUnsafeMutableBufferPointer { dstBuf in
+                                let dst = UncheckedSendable(dstBuf)
+                                let bgs = bg.map { b in b.samples.withUnsafeBufferPointer { UncheckedSendable($0) } }
+                                let black = blackBackground.withUnsafeBufferPointer { UncheckedSendable($0) }
+                                let fm = UncheckedSendable(
+                                    full?.samples.withUnsafeMutableBufferPointer { $0.baseAddress })
+                                StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
+                                    // Per-strip scratch rows.
+                                    let line = UnsafeMutablePointer<Float>.allocate(capacity: mw)
+                                    let flag = UnsafeMutablePointer<UInt8>.allocate(capacity: mw)
+                                    let window = UnsafeMutablePointer<UInt8>.allocate(capacity: mw + 1)
+                                    defer {
+                                        line.deallocate()
+                                        flag.deallocate()
+                                        window.deallocate()
+                                    }
+                                    let mp = M.baseAddress!
+                                    var row = evn_backdrop_row()
+                                    row.mask_width = mw
+                                    row.width = W
+                                    row.taps = XI.baseAddress
+                                    row.tap_weights = XW.baseAddress
+                                    row.first = XF.baseAddress
+                                    row.windows = ct.windows
+                                    row.line = line
+                                    row.flag = flag
+                                    row.window = window
+                                    for y in rows {
+                                        let s = (Float(y) + 0.5) * sy - 0.5, f = s.rounded(.down)
+                                        let (a, b, c, d) = Kernels.cubicWeights(s - f)
+                                        let r = Int(f)
+                                        row.rows = (
+                                            mp + min(max(r - 1, 0), mh - 1) * mw, mp + min(max(r, 0), mh - 1) * mw,
+                                            mp + min(max(r + 1, 0), mh - 1) * mw, mp + min(max(r + 2, 0), mh - 1) * mw
+                                        )
+                                        row.weights = (a, b, c, d)
+                                        let o = y * W * 3
+                                        row.src = UnsafePointer(src.baseAddress! + o)
+                                        row.background = UnsafePointer(
+                                            bgs.map { $0.value.baseAddress! + o } ?? black.value.baseAddress!)
+                                        row.dst = dst.value.baseAddress! + o
+                                        row.mask_out = fm.value.map { $0 + y * W }
+                                        // Two rows on, while they are this strip's.
+                                        row.prefetch_offset = y + 2 < rows.upperBound ? 2 * W * 3 : 0
+                                        evn_backdrop_row_blend(&row)
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
-            }}}}}
+            }
         }
         outputBuffer = out
         return (out, full)
     }
 
     /// One frame: subject depth (face box, or the fallback), cutoff, mask, composite.
-    public func process(color: Image<UInt8>, depth: Image<Float>, face: DetectedBox?, subject: SubjectSelection,
-                        keepMask: Bool = false) throws -> (frame: Image<UInt8>, mask: Image<UInt8>?, info: BackdropFrameInfo) {
+    public func process(
+        color: Image<UInt8>, depth: Image<Float>, face: DetectedBox?, subject: SubjectSelection,
+        keepMask: Bool = false
+    ) throws -> (frame: Image<UInt8>, mask: Image<UInt8>?, info: BackdropFrameInfo) {
         var source: SubjectSource
         var subjectDepth: Float
         switch subject {
         case .point(let x, let y):
             guard x < color.width, y < color.height else {
-                throw BackdropError.noSubject(detail: "the point \(x),\(y) is outside the \(color.width)x\(color.height) colour frame")
+                throw BackdropError.noSubject(
+                    detail: "the point \(x),\(y) is outside the \(color.width)x\(color.height) colour frame")
             }
             let r = max(1, color.width / 40)
             let box = DetectedBox(x: x - r, y: y - r, width: 2 * r, height: 2 * r)
             guard let d = Self.faceDepth(depth, box: box, colorWidth: color.width, colorHeight: color.height) else {
                 throw BackdropError.noSubject(detail: "no valid depth around the point \(x),\(y)")
             }
-            subjectDepth = d; source = .point(x: x, y: y)
+            subjectDepth = d
+            source = .point(x: x, y: y)
         case .face, .nearest:
-            if subject == .face, let face, let d = Self.faceDepth(depth, box: face, colorWidth: color.width, colorHeight: color.height) {
-                subjectDepth = d; source = .face
+            if subject == .face, let face,
+                let d = Self.faceDepth(depth, box: face, colorWidth: color.width, colorHeight: color.height)
+            {
+                subjectDepth = d
+                source = .face
             } else if let r = Self.nearestRegionDepth(depth) {
                 subjectDepth = r.depth
                 let fallback: SubjectFallback? = subject == .face ? (face == nil ? .noFace : .noDepthInFaceBox) : nil
@@ -500,8 +583,9 @@ public final class BackdropPipeline {
         let t1 = DispatchTime.now().uptimeNanoseconds
         let out = composite(color: color, mask: m.mask, width: m.width, height: m.height, keepMask: keepMask)
         let t2 = DispatchTime.now().uptimeNanoseconds
-        let info = BackdropFrameInfo(face: source == .face ? face : nil, subject: source, subjectDepth: subjectDepth, cutoff: cut,
-                                     maskMilliseconds: Double(t1 - t0) / 1e6, compositeMilliseconds: Double(t2 - t1) / 1e6)
+        let info = BackdropFrameInfo(
+            face: source == .face ? face : nil, subject: source, subjectDepth: subjectDepth, cutoff: cut,
+            maskMilliseconds: Double(t1 - t0) / 1e6, compositeMilliseconds: Double(t2 - t1) / 1e6)
         return (out.frame, out.mask, info)
     }
 }

@@ -29,11 +29,15 @@ public struct BackdropSessionOptions: Sendable {
     /// Each numeric setting's name, default and allowed values (the pipeline's are
     /// ``BackdropOptions/Limits``).
     public enum Limits {
-        public static let detectEvery = NumericSetting("face detection interval", 1...100_000, default: 10, unit: "frames", integer: true,
-                                                       typical: 1...60)
-        public static let blurRadius = NumericSetting("blur radius", 0...200, default: nil, unit: "depth pixels", typical: 0...30)
-        public static let faceWorkingSize = NumericSetting("face search size", 64...8192, default: 480, unit: "pixels", integer: true)
-        public static let faceMinSize = NumericSetting("smallest face", 8...4096, default: 30, unit: "pixels", integer: true)
+        public static let detectEvery = NumericSetting(
+            "face detection interval", 1...100_000, default: 10, unit: "frames", integer: true,
+            typical: 1...60)
+        public static let blurRadius = NumericSetting(
+            "blur radius", 0...200, default: nil, unit: "depth pixels", typical: 0...30)
+        public static let faceWorkingSize = NumericSetting(
+            "face search size", 64...8192, default: 480, unit: "pixels", integer: true)
+        public static let faceMinSize = NumericSetting(
+            "smallest face", 8...4096, default: 30, unit: "pixels", integer: true)
     }
 
     /// Checks every value, NaN and infinity included.
@@ -46,7 +50,8 @@ public struct BackdropSessionOptions: Sendable {
         try Limits.faceWorkingSize.check(faceWorkingSize)
         try Limits.faceMinSize.check(faceMinSize)
         guard faceMinSize <= faceWorkingSize else {
-            throw SettingError(setting: Limits.faceMinSize.name, detail: "must be at most the face search size (\(faceWorkingSize))")
+            throw SettingError(
+                setting: Limits.faceMinSize.name, detail: "must be at most the face search size (\(faceWorkingSize))")
         }
         if case .point(let x, let y) = subject, x < 0 || y < 0 {
             throw SettingError(setting: "subject point", detail: "must be X,Y with X, Y >= 0 (colour pixels)")
@@ -138,15 +143,21 @@ public final class BackdropSession {
     ///   - options: Subject, cadence, depth format, blur.
     ///   - background: The new background (scaled to fill); nil for black, as the sample.
     ///   - cascade: A face cascade; nil to use the nearest large depth region (the reports say so).
-    public init(options: BackdropSessionOptions = BackdropSessionOptions(), background: Image<UInt8>? = nil, cascade: CascadeClassifier?) {
+    public init(
+        options: BackdropSessionOptions = BackdropSessionOptions(), background: Image<UInt8>? = nil,
+        cascade: CascadeClassifier?
+    ) {
         self.options = options
         self.depthEncoding = options.depthEncoding
         pipeline = BackdropPipeline(options: options.pipeline, background: background)
-        finder = options.subject == .face ? cascade.map { c in
-            var f = FaceFinder(cascade: c)
-            f.workingSize = options.faceWorkingSize; f.minSize = options.faceMinSize
-            return f
-        } : nil
+        finder =
+            options.subject == .face
+            ? cascade.map { c in
+                var f = FaceFinder(cascade: c)
+                f.workingSize = options.faceWorkingSize
+                f.minSize = options.faceMinSize
+                return f
+            } : nil
     }
 
     /// Depth in metres of a raw depth frame, deciding the format on the first frame.
@@ -179,7 +190,8 @@ public final class BackdropSession {
         // on a map of another shape would be silently wrong.
         let (cw, ch, dw, dh) = (Double(color.width), Double(color.height), Double(depth.width), Double(depth.height))
         guard cw > 0, ch > 0, dw > 0, dh > 0, abs(cw / ch - dw / dh) <= 0.02 * cw / ch else {
-            throw BackdropSessionError.shapesDiffer(color: "\(color.width)x\(color.height)", depth: "\(depth.width)x\(depth.height)")
+            throw BackdropSessionError.shapesDiffer(
+                color: "\(color.width)x\(color.height)", depth: "\(depth.width)x\(depth.height)")
         }
         let metres = try metres(depth)
         let colour = color.uint8.withChannels(3)
@@ -194,13 +206,17 @@ public final class BackdropSession {
             }
         }
         let selection: SubjectSelection = options.subject == .face && finder == nil ? .nearest : options.subject
-        let r = try pipeline.process(color: colour, depth: metres, face: heldFace, subject: selection, keepMask: keepMask)
+        let r = try pipeline.process(
+            color: colour, depth: metres, face: heldFace, subject: selection, keepMask: keepMask)
         var subject = r.info.subject
-        if options.subject == .face && finder == nil, case .nearestRegion(let p, _) = subject { subject = .nearestRegion(percent: p, fallback: .noCascade) }
+        if options.subject == .face && finder == nil, case .nearestRegion(let p, _) = subject {
+            subject = .nearestRegion(percent: p, fallback: .noCascade)
+        }
         times.mask = r.info.maskMilliseconds / 1000
         times.effect = r.info.compositeMilliseconds / 1000
-        let report = BackdropFrameReport(frame: frameIndex, subject: subject, subjectDepth: r.info.subjectDepth, cutoff: r.info.cutoff,
-                                         face: r.info.face, faceHeldFromFrame: r.info.face == nil ? nil : held, times: times)
+        let report = BackdropFrameReport(
+            frame: frameIndex, subject: subject, subjectDepth: r.info.subjectDepth, cutoff: r.info.cutoff,
+            face: r.info.face, faceHeldFromFrame: r.info.face == nil ? nil : held, times: times)
         frameIndex += 1
         return BackdropFrame(image: r.frame, mask: r.mask, report: report)
     }
@@ -214,8 +230,10 @@ public final class BackdropSession {
     ///   - output: Where composites go; `FrameWriter.finish()` is called in every case.
     ///   - progress: Called after each frame with the frames done and the seconds elapsed.
     /// - Returns: The report; its `error` holds why the stream stopped early, if it did.
-    public func run(color: FrameReader, depth: FrameReader, to output: FrameWriter,
-                    progress: ((_ frames: Int, _ elapsed: Double) -> Void)? = nil) -> BackdropReport {
+    public func run(
+        color: FrameReader, depth: FrameReader, to output: FrameWriter,
+        progress: ((_ frames: Int, _ elapsed: Double) -> Void)? = nil
+    ) -> BackdropReport {
         var frames: [BackdropFrameReport] = []
         let start = Date()
         var failure: Error?
@@ -232,7 +250,8 @@ public final class BackdropSession {
                 }
                 var f = try process(color: c, depth: d)
                 try times.measure(\.encode) { try output.write(f.image) }
-                f.report.times.decode = times.decode; f.report.times.encode = times.encode
+                f.report.times.decode = times.decode
+                f.report.times.encode = times.encode
                 frames.append(f.report)
                 progress?(frames.count, Date().timeIntervalSince(start))
             }
@@ -242,9 +261,10 @@ public final class BackdropSession {
         let wall = Date().timeIntervalSince(start)
         let pipeline = frames.map { (($0.times.mask ?? 0) + ($0.times.effect ?? 0)) * 1000 }.sorted()
         let median = pipeline.isEmpty ? 0 : pipeline[pipeline.count / 2]
-        return BackdropReport(output: nil, frames: frames, framesWritten: output.written, pipelineMsMedian: median,
-                              pipelineFps: median > 0 ? 1000 / median : 0, endToEndFps: wall > 0 ? Double(output.written) / wall : 0,
-                              seconds: wall, depthFormat: depthEncoding?.description, error: failure.map { String(describing: $0) })
+        return BackdropReport(
+            output: nil, frames: frames, framesWritten: output.written, pipelineMsMedian: median,
+            pipelineFps: median > 0 ? 1000 / median : 0, endToEndFps: wall > 0 ? Double(output.written) / wall : 0,
+            seconds: wall, depthFormat: depthEncoding?.description, error: failure.map { String(describing: $0) })
     }
 }
 
@@ -277,7 +297,9 @@ extension SubjectSelection: LosslessStringConvertible {
         case "face": self = .face
         case "nearest": self = .nearest
         default:
-            let p = description.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            let p = description.split(separator: ",", omittingEmptySubsequences: false).map {
+                Int($0.trimmingCharacters(in: .whitespaces))
+            }
             guard p.count == 2, let x = p[0], let y = p[1], x >= 0, y >= 0, x < 1 << 20, y < 1 << 20 else { return nil }
             self = .point(x: x, y: y)
         }
@@ -317,7 +339,9 @@ public struct PortraitFrames {
     ///   pixels were not decoded.
     public init(_ photo: DepthPhoto) throws {
         guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
-        guard let d = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
+        guard let d = photo.depth else {
+            throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type))
+        }
         color = MemoryFrameReader(frames: [decoded.image], name: photo.path)
         depth = MemoryFrameReader(frames: [.float32(d.converted(to: .depth).map)], name: photo.path + " (depth)")
         relativeAccuracy = d.accuracy == .relative

@@ -10,8 +10,9 @@ import Foundation
 /// refused by name, and ``BackdropSessionOptions/validate()`` checks the values as they are read.
 extension BackdropSessionOptions: Codable {
     enum Key: String, CodingKey, CaseIterable {
-        case subject, cutoffOffset, blur, blurRadius, gamma, temporal, refine, gapSnap, fillHoles, coreDepth, detectEvery, depthFormat,
-             faceWorkingSize, faceMinSize
+        case subject, cutoffOffset, blur, blurRadius, gamma, temporal, refine, gapSnap, fillHoles, coreDepth,
+            detectEvery, depthFormat,
+            faceWorkingSize, faceMinSize
     }
 
     public init(from decoder: any Decoder) throws {
@@ -20,7 +21,9 @@ extension BackdropSessionOptions: Codable {
         let c = try decoder.container(keyedBy: Key.self)
         if let s = try c.decodeIfPresent(String.self, forKey: .subject) {
             guard let v = SubjectSelection(s) else {
-                throw DecodingError.dataCorruptedError(forKey: .subject, in: c, debugDescription: "must be \"face\", \"nearest\" or \"X,Y\" (colour pixels)")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .subject, in: c,
+                    debugDescription: "must be \"face\", \"nearest\" or \"X,Y\" (colour pixels)")
             }
             subject = v
         }
@@ -36,8 +39,10 @@ extension BackdropSessionOptions: Codable {
         detectEvery = try c.decodeWholeNumberIfPresent(forKey: .detectEvery) ?? detectEvery
         if let f = try c.decodeIfPresent(String.self, forKey: .depthFormat), f != "auto" {
             guard let e = DepthEncoding(f) else {
-                throw DecodingError.dataCorruptedError(forKey: .depthFormat, in: c,
-                    debugDescription: "must be \"auto\", \"mm16\", \"pfm\" or \"disparity8:MIN,MAX\" (0 <= MIN < MAX, 1/m)")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .depthFormat, in: c,
+                    debugDescription:
+                        "must be \"auto\", \"mm16\", \"pfm\" or \"disparity8:MIN,MAX\" (0 <= MIN < MAX, 1/m)")
             }
             depthEncoding = e
         }

@@ -15,7 +15,9 @@ struct ToneTables: Sendable {
 
     /// Output sample of linear light `v`: the 8-bit table for 8-bit output, else the curve table.
     @inline(__always)
-    static func output<S: PixelSample>(_ v: Float, _ table: UnsafeBufferPointer<Float>, _ table8: UnsafeBufferPointer<UInt8>, as: S.Type) -> S {
+    static func output<S: PixelSample>(
+        _ v: Float, _ table: UnsafeBufferPointer<Float>, _ table8: UnsafeBufferPointer<UInt8>, as: S.Type
+    ) -> S {
         if S.self == UInt8.self {
             return table8[Int(min(max(v, 0), 1) * 65535 + 0.5)] as! S
         }
@@ -31,8 +33,11 @@ struct ToneTables: Sendable {
     }
 
     init<S: PixelSample>(_: S.Type) {
-        if S.self == UInt8.self { toLinear = SRGB.linearTable8 }
-        else { toLinear = (0...65535).map { SRGB.toLinear(Float($0) / 65535) } }
+        if S.self == UInt8.self {
+            toLinear = SRGB.linearTable8
+        } else {
+            toLinear = (0...65535).map { SRGB.toLinear(Float($0) / 65535) }
+        }
     }
 }
 

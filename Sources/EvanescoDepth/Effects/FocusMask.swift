@@ -33,14 +33,22 @@ public struct NormalizedDisparity: Sendable {
     /// values around it, not "far").
     public init(_ depth: DepthData) throws(FocusError) {
         let d = depth.kind == .disparity ? depth : depth.converted(to: .disparity)
-        guard let r = d.finiteRange else { throw .noValidDepth(detail: "\(depth.source): every value of the map is a hole") }
-        low = r.min; high = r.max
+        guard let r = d.finiteRange else {
+            throw .noValidDepth(detail: "\(depth.source): every value of the map is a hole")
+        }
+        low = r.min
+        high = r.max
         let span = max(r.max - r.min, .leastNormalMagnitude)
         var m = d.map
         var holes = 0
         m.samples.withUnsafeMutableBufferPointer { p in
             for i in 0..<p.count {
-                if p[i].isFinite { p[i] = (p[i] - r.min) / span } else { p[i] = .nan; holes += 1 }
+                if p[i].isFinite {
+                    p[i] = (p[i] - r.min) / span
+                } else {
+                    p[i] = .nan
+                    holes += 1
+                }
             }
         }
         if holes > 0 { m = Self.fillHoles(m) }
@@ -59,15 +67,20 @@ public struct NormalizedDisparity: Sendable {
             for i in pending {
                 let x = i % w, y = i / w
                 var s: Float = 0, n: Float = 0
-                for dy in -1...1 { for dx in -1...1 where dx != 0 || dy != 0 {
-                    let xx = x + dx, yy = y + dy
-                    guard xx >= 0, yy >= 0, xx < w, yy < h else { continue }
-                    let v = img.samples[yy * w + xx]
-                    if v.isFinite { s += v; n += 1 }
-                }}
+                for dy in -1...1 {
+                    for dx in -1...1 where dx != 0 || dy != 0 {
+                        let xx = x + dx, yy = y + dy
+                        guard xx >= 0, yy >= 0, xx < w, yy < h else { continue }
+                        let v = img.samples[yy * w + xx]
+                        if v.isFinite {
+                            s += v
+                            n += 1
+                        }
+                    }
+                }
                 if n > 0 { updates.append((i, s / n)) } else { still.append(i) }
             }
-            if updates.isEmpty { break }   // cannot happen unless every value is a hole
+            if updates.isEmpty { break }  // cannot happen unless every value is a hole
             for (i, v) in updates { img.samples[i] = v }
             pending = still
         }
@@ -107,7 +120,9 @@ public struct FocusMask: Sendable {
     ///   - slope: Slope s.
     ///   - width: Width w.
     public init(focus: Float, slope: Float = 4, width: Float = 0.1) {
-        self.focus = focus; self.slope = slope; self.width = width
+        self.focus = focus
+        self.slope = slope
+        self.width = width
     }
 
     /// The mask at one normalised disparity.

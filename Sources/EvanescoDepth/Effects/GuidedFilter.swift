@@ -18,50 +18,59 @@ public struct GuidedFilter: Sendable {
     ///   - epsilon: Regularisation.
     ///   - subsample: Subsampling factor (at least 1).
     public init(radius: Int, epsilon: Float = 1e-3, subsample: Int = 2) {
-        self.radius = max(1, radius); self.epsilon = epsilon; self.subsample = max(1, subsample)
+        self.radius = max(1, radius)
+        self.epsilon = epsilon
+        self.subsample = max(1, subsample)
     }
 
     /// `guide` and `mask`: one channel each, same size; guide in 0...1.
     public func apply(mask: Image<Float>, guide: Image<Float>) -> Image<Float> {
-        precondition(mask.width == guide.width && mask.height == guide.height && mask.channels == 1 && guide.channels == 1)
+        precondition(
+            mask.width == guide.width && mask.height == guide.height && mask.channels == 1 && guide.channels == 1)
         let W = mask.width, H = mask.height, s = subsample
         let w = (W + s - 1) / s, h = (H + s - 1) / s
         let I = Self.boxDown(guide, s), p = Self.boxDown(mask, s)
         let r = max(1, radius / s)
         let n = w * h
         var Ip = [Float](repeating: 0, count: n), II = [Float](repeating: 0, count: n)
-        for i in 0..<n { Ip[i] = I[i] * p[i]; II[i] = I[i] * I[i] }
+        for i in 0..<n {
+            Ip[i] = I[i] * p[i]
+            II[i] = I[i] * I[i]
+        }
         let mI = Self.boxMean(I, w, h, r), mp = Self.boxMean(p, w, h, r)
         let mIp = Self.boxMean(Ip, w, h, r), mII = Self.boxMean(II, w, h, r)
         var a = [Float](repeating: 0, count: n), b = [Float](repeating: 0, count: n)
         for i in 0..<n {
             let v = mII[i] - mI[i] * mI[i], c = mIp[i] - mI[i] * mp[i]
-            a[i] = c / (v + epsilon); b[i] = mp[i] - a[i] * mI[i]
+            a[i] = c / (v + epsilon)
+            b[i] = mp[i] - a[i] * mI[i]
         }
         let ma = Self.boxMean(a, w, h, r), mb = Self.boxMean(b, w, h, r)
         // q = A * I + B with A, B bilinearly upsampled (sample centres aligned).
         return guide.samples.withUnsafeBufferPointer { g in
-            ma.withUnsafeBufferPointer { ma in mb.withUnsafeBufferPointer { mb in
-                Image<Float>(width: W, height: H, channels: 1) { out in
-                    StripExecutor.forEachStrip(rows: H, minimumRows: 32) { rows in
-                        for y in rows {
-                            let sy = min(max((Float(y) + 0.5) / Float(s) - 0.5, 0), Float(h - 1))
-                            let y0 = Int(sy), y1 = min(y0 + 1, h - 1), ty = sy - Float(y0)
-                            for x in 0..<W {
-                                let sx = min(max((Float(x) + 0.5) / Float(s) - 0.5, 0), Float(w - 1))
-                                let x0 = Int(sx), x1 = min(x0 + 1, w - 1), tx = sx - Float(x0)
-                                @inline(__always) func bl(_ m: UnsafeBufferPointer<Float>) -> Float {
-                                    let top = m[y0 * w + x0] + (m[y0 * w + x1] - m[y0 * w + x0]) * tx
-                                    let bot = m[y1 * w + x0] + (m[y1 * w + x1] - m[y1 * w + x0]) * tx
-                                    return top + (bot - top) * ty
+            ma.withUnsafeBufferPointer { ma in
+                mb.withUnsafeBufferPointer { mb in
+                    Image<Float>(width: W, height: H, channels: 1) { out in
+                        StripExecutor.forEachStrip(rows: H, minimumRows: 32) { rows in
+                            for y in rows {
+                                let sy = min(max((Float(y) + 0.5) / Float(s) - 0.5, 0), Float(h - 1))
+                                let y0 = Int(sy), y1 = min(y0 + 1, h - 1), ty = sy - Float(y0)
+                                for x in 0..<W {
+                                    let sx = min(max((Float(x) + 0.5) / Float(s) - 0.5, 0), Float(w - 1))
+                                    let x0 = Int(sx), x1 = min(x0 + 1, w - 1), tx = sx - Float(x0)
+                                    @inline(__always) func bl(_ m: UnsafeBufferPointer<Float>) -> Float {
+                                        let top = m[y0 * w + x0] + (m[y0 * w + x1] - m[y0 * w + x0]) * tx
+                                        let bot = m[y1 * w + x0] + (m[y1 * w + x1] - m[y1 * w + x0]) * tx
+                                        return top + (bot - top) * ty
+                                    }
+                                    let q = bl(ma) * g[y * W + x] + bl(mb)
+                                    out[y * W + x] = min(max(q, 0), 1)
                                 }
-                                let q = bl(ma) * g[y * W + x] + bl(mb)
-                                out[y * W + x] = min(max(q, 0), 1)
                             }
                         }
                     }
                 }
-            }}
+            }
         }
     }
 
@@ -73,7 +82,10 @@ public struct GuidedFilter: Sendable {
         img.samples.withUnsafeBufferPointer { src in
             for y in 0..<H {
                 let oy = (y / s) * w
-                for x in 0..<W { out[oy + x / s] += src[y * W + x]; count[oy + x / s] += 1 }
+                for x in 0..<W {
+                    out[oy + x / s] += src[y * W + x]
+                    count[oy + x / s] += 1
+                }
             }
         }
         for i in 0..<out.count { out[i] /= count[i] }

@@ -21,7 +21,10 @@ public struct ApertureShape: Sendable, Equatable, Codable {
     public init(blades: Int = 0, rotation: Float = 0) {
         self.blades = blades
         self.rotation = rotation
-        guard blades >= 3 else { normals = []; return }
+        guard blades >= 3 else {
+            normals = []
+            return
+        }
         let r = Double(rotation) * .pi / 180
         // Corners at angles r + 2 pi k / n; the edge between corners k and k+1 faces their mid-angle.
         normals = (0..<blades).map { k in
@@ -34,12 +37,14 @@ public struct ApertureShape: Sendable, Equatable, Codable {
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(blades: try c.decode(Int.self, forKey: .blades), rotation: try c.decode(Float.self, forKey: .rotation))
+        self.init(
+            blades: try c.decode(Int.self, forKey: .blades), rotation: try c.decode(Float.self, forKey: .rotation))
     }
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(blades, forKey: .blades); try c.encode(rotation, forKey: .rotation)
+        try c.encode(blades, forKey: .blades)
+        try c.encode(rotation, forKey: .rotation)
     }
 
     public static func == (a: Self, b: Self) -> Bool { a.blades == b.blades && a.rotation == b.rotation }
@@ -55,11 +60,13 @@ public struct ApertureShape: Sendable, Equatable, Codable {
             let q = r * r - y * y
             guard q > 0 else { return (0, 0) }
             let h = q.squareRoot()
-            lo = -h; hi = h
+            lo = -h
+            hi = h
         } else {
             // Inside every edge's half-plane n . p <= r cos(pi/n).
             let apothem = r * Float(cos(Double.pi / Double(blades)))
-            lo = -r; hi = r
+            lo = -r
+            hi = r
             for n in normals {
                 let rhs = apothem - n.y * y
                 if abs(n.x) < 1e-6 {
@@ -75,7 +82,8 @@ public struct ApertureShape: Sendable, Equatable, Codable {
             let dy = y - eye.y, q = r * r - dy * dy
             guard q > 0 else { return (0, 0) }
             let h = q.squareRoot()
-            lo = max(lo, eye.x - h); hi = min(hi, eye.x + h)
+            lo = max(lo, eye.x - h)
+            hi = min(hi, eye.x + h)
         }
         return (lo, hi)
     }
@@ -120,14 +128,19 @@ struct LensKernel: Sendable {
         for (j, row) in w.rows.enumerated() {
             let dy = j - w.half
             var lo = Int.max, hi = Int.min
-            for (i, v) in row.enumerated() where v >= 1 { lo = min(lo, i); hi = max(hi, i) }
+            for (i, v) in row.enumerated() where v >= 1 {
+                lo = min(lo, i)
+                hi = max(hi, i)
+            }
             var taps: [(Int, Float)] = []
             for (i, v) in row.enumerated() where v > 0 && !(lo <= i && i <= hi) { taps.append((i - w.half, v * scale)) }
             if lo > hi && taps.isEmpty { continue }
             reach = max(reach, abs(dy))
             for (i, v) in row.enumerated() where v > 0 { reach = max(reach, abs(i - w.half)) }
-            out.append(lo <= hi ? Row(dy: dy, runLo: lo - w.half, runHi: hi - w.half, runWeight: scale, taps: taps)
-                                : Row(dy: dy, runLo: 1, runHi: 0, runWeight: 0, taps: taps))
+            out.append(
+                lo <= hi
+                    ? Row(dy: dy, runLo: lo - w.half, runHi: hi - w.half, runWeight: scale, taps: taps)
+                    : Row(dy: dy, runLo: 1, runHi: 0, runWeight: 0, taps: taps))
         }
         rows = out
         self.reach = reach
@@ -144,7 +157,8 @@ struct LensKernel: Sendable {
                 let y = Float(j - half) - 0.5 + (Float(s) + 0.5) / Float(sub)
                 let (lo, hi) = shape.span(y: y, radius: r, eye: eye)
                 guard lo < hi else { continue }
-                let i0 = max(0, Int((lo + 0.5).rounded(.down)) + half), i1 = min(n - 1, Int((hi + 0.5).rounded(.up)) + half)
+                let i0 = max(0, Int((lo + 0.5).rounded(.down)) + half),
+                    i1 = min(n - 1, Int((hi + 0.5).rounded(.up)) + half)
                 guard i0 <= i1 else { continue }
                 for i in i0...i1 {
                     let x = Float(i - half)

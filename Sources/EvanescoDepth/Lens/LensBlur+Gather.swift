@@ -33,15 +33,21 @@ struct KernelSet: Sendable {
     let width: Int, height: Int
 
     init(diameter: Float, shape: ApertureShape, catEye: Float, width: Int, height: Int) {
-        self.width = width; self.height = height
+        self.width = width
+        self.height = height
         if catEye > 0 && diameter >= 1 {
             var ks: [LensKernel] = []
             let n = Self.zones
-            for zy in 0..<n { for zx in 0..<n {
-                ks.append(LensKernel(diameter: diameter, shape: shape,
-                                     eye: Self.eye(x: (Float(zx) + 0.5) / Float(n), y: (Float(zy) + 0.5) / Float(n),
-                                                   width: width, height: height, strength: catEye)))
-            }}
+            for zy in 0..<n {
+                for zx in 0..<n {
+                    ks.append(
+                        LensKernel(
+                            diameter: diameter, shape: shape,
+                            eye: Self.eye(
+                                x: (Float(zx) + 0.5) / Float(n), y: (Float(zy) + 0.5) / Float(n),
+                                width: width, height: height, strength: catEye)))
+                }
+            }
             kernels = ks
         } else {
             kernels = [LensKernel(diameter: diameter, shape: shape)]
@@ -72,8 +78,10 @@ extension LensBlur {
     /// every output pixel, the sum over the kernel's rows of a prefix-sum difference (the full run)
     /// plus the edge pixels. The kernel is the point-spread function, so the gather reads it
     /// point-reflected (it matters for odd blade counts and cat's eyes).
-    static func gather(_ src: LayerSource, layer: Int, kernel: LensKernel, reach: Int,
-                       x0: Int, y0: Int, x1: Int, y1: Int, into out: UnsafeMutablePointer<SIMD4<Float>>) {
+    static func gather(
+        _ src: LayerSource, layer: Int, kernel: LensKernel, reach: Int,
+        x0: Int, y0: Int, x1: Int, y1: Int, into out: UnsafeMutablePointer<SIMD4<Float>>
+    ) {
         let W = src.width, H = src.height
         let tw = x1 - x0, th = y1 - y0
         let wx0 = x0 - reach, wy0 = y0 - reach
@@ -82,7 +90,10 @@ extension LensBlur {
         // Window of the layer's pixels (zero outside the photo) and its row prefix sums.
         let win = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: ww * wh)
         let pre = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: (ww + 1) * wh)
-        defer { win.deallocate(); pre.deallocate() }
+        defer {
+            win.deallocate()
+            pre.deallocate()
+        }
         var anyPixel = false
         for j in 0..<wh {
             let y = wy0 + j
@@ -90,7 +101,10 @@ extension LensBlur {
             var run = SIMD4<Float>.zero
             prow[0] = .zero
             if y < 0 || y >= H {
-                for i in 0..<ww { row[i] = .zero; prow[i + 1] = .zero }
+                for i in 0..<ww {
+                    row[i] = .zero
+                    prow[i + 1] = .zero
+                }
                 continue
             }
             for i in 0..<ww {
@@ -145,7 +159,10 @@ extension LensBlur {
                     for x in 0..<width {
                         let fx = min(max((Float(x) + 0.5) * sx - 0.5, 0), Float(sw - 1))
                         let x0 = Int(fx), x1 = min(x0 + 1, sw - 1), tx = fx - Float(x0)
-                        func v(_ i: Int) -> Float { let a = s[i]; return a.isFinite ? a : 0 }
+                        func v(_ i: Int) -> Float {
+                            let a = s[i]
+                            return a.isFinite ? a : 0
+                        }
                         let top = v(y0 * sw + x0) + (v(y0 * sw + x1) - v(y0 * sw + x0)) * tx
                         let bot = v(y1 * sw + x0) + (v(y1 * sw + x1) - v(y1 * sw + x0)) * tx
                         d[y * width + x] = top + (bot - top) * ty
@@ -167,8 +184,12 @@ struct GridTaps {
         let fx = min(max((Float(x) + 0.5) / Float(k) - 0.5, 0), Float(w - 1))
         let fy = min(max((Float(y) + 0.5) / Float(k) - 0.5, 0), Float(h - 1))
         let x0 = Int(fx), y0 = Int(fy), x1 = min(x0 + 1, w - 1), y1 = min(y0 + 1, h - 1)
-        i00 = y0 * w + x0; i01 = y0 * w + x1; i10 = y1 * w + x0; i11 = y1 * w + x1
-        tx = fx - Float(x0); ty = fy - Float(y0)
+        i00 = y0 * w + x0
+        i01 = y0 * w + x1
+        i10 = y1 * w + x0
+        i11 = y1 * w + x1
+        tx = fx - Float(x0)
+        ty = fy - Float(y0)
     }
 
     @inline(__always)

@@ -62,7 +62,9 @@ public struct LensBlur: Sendable {
     ///   - catEye: Cat-eye strength, 0...1.
     ///   - highlights: Highlight gain, at least 1.
     public init(shape: ApertureShape = ApertureShape(), catEye: Float = 0, highlights: Float = 2) {
-        self.shape = shape; self.catEye = catEye; self.highlights = highlights
+        self.shape = shape
+        self.catEye = catEye
+        self.highlights = highlights
     }
 
     /// The divisor of the grid the renderer works on for a `width` x `height` photo (1, 2, 4 ...).
@@ -81,16 +83,24 @@ public struct LensBlur: Sendable {
     /// - Returns: The rendering, its in-focus mask and statistics.
     public func apply(_ photo: AnyImage, coc: Image<Float>) -> LensRendering {
         switch photo {
-        case .uint8(let i): let r = render(i, coc: coc); return LensRendering(image: .uint8(r.0), inFocus: r.1, statistics: r.2)
-        case .uint16(let i): let r = render(i, coc: coc); return LensRendering(image: .uint16(r.0), inFocus: r.1, statistics: r.2)
-        case .float32(let i): let r = render(i.converted(to: UInt16.self), coc: coc); return LensRendering(image: .uint16(r.0), inFocus: r.1, statistics: r.2)
+        case .uint8(let i):
+            let r = render(i, coc: coc)
+            return LensRendering(image: .uint8(r.0), inFocus: r.1, statistics: r.2)
+        case .uint16(let i):
+            let r = render(i, coc: coc)
+            return LensRendering(image: .uint16(r.0), inFocus: r.1, statistics: r.2)
+        case .float32(let i):
+            let r = render(i.converted(to: UInt16.self), coc: coc)
+            return LensRendering(image: .uint16(r.0), inFocus: r.1, statistics: r.2)
         }
     }
 
     /// Linear light of one pixel with the highlight boost (a = 1).
     @inline(__always)
-    static func linear<S: PixelSample>(_ src: UnsafeBufferPointer<S>, _ o: Int, _ c: Int, _ lin: UnsafeBufferPointer<Float>,
-                                       boostFrom: Float, gain: Float) -> SIMD4<Float> {
+    static func linear<S: PixelSample>(
+        _ src: UnsafeBufferPointer<S>, _ o: Int, _ c: Int, _ lin: UnsafeBufferPointer<Float>,
+        boostFrom: Float, gain: Float
+    ) -> SIMD4<Float> {
         let r = src[o].floatValue, g = c >= 3 ? src[o + 1].floatValue : r, b = c >= 3 ? src[o + 2].floatValue : r
         var p = SIMD4<Float>(lin[Int(r)], lin[Int(g)], lin[Int(b)], 1)
         if gain != 1 {
@@ -113,42 +123,56 @@ public struct LensBlur: Sendable {
 
         // Blur diameter on the working grid, in working pixels (corner-aligned resampling).
         var cw = Self.resample(coc, width: Ws, height: Hs)
-        cw.samples.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] = p[i].isFinite ? p[i] / Float(k) : 0 } }
+        cw.samples.withUnsafeMutableBufferPointer { p in
+            for i in 0..<p.count { p[i] = p[i].isFinite ? p[i] / Float(k) : 0 }
+        }
 
         let base = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: N)
         let sharp = UnsafeMutablePointer<Float>.allocate(capacity: N)
-        defer { base.deallocate(); sharp.deallocate() }
+        defer {
+            base.deallocate()
+            sharp.deallocate()
+        }
         // Pass 1: linear premultiplied colour and the in-focus fraction, box-averaged onto the grid;
         // the full-resolution in-focus mask (returned, and read by the output pass) on the way.
         var inFocus = Image<Float>(width: W, height: H, channels: 1)
         let counter = LockedBox(0)
-        photo.samples.withUnsafeBufferPointer { src in tables.toLinear.withUnsafeBufferPointer { lin in
-            cw.samples.withUnsafeBufferPointer { cws in inFocus.samples.withUnsafeMutableBufferPointer { maskBuf in
-                let b = UncheckedSendable(base), sh = UncheckedSendable(sharp), mk = UncheckedSendable(maskBuf)
-                StripExecutor.forEachStrip(rows: Hs, minimumRows: 8) { rows in
-                    var sharpHere = 0
-                    for ys in rows {
-                        for xs in 0..<Ws {
-                            var acc = SIMD4<Float>.zero, inFocus: Float = 0, n: Float = 0
-                            for y in (ys * k)..<min(ys * k + k, H) {
-                                for x in (xs * k)..<min(xs * k + k, W) {
-                                    acc += Self.linear(src, (y * W + x) * C, C, lin, boostFrom: boostFrom, gain: gain)
-                                    let c = k == 1 ? cws[y * Ws + x] : GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs).sample(cws.baseAddress!) * Float(k)
-                                    let f: Float = abs(c) < 1 ? 1 : 0
-                                    mk.value[y * W + x] = f
-                                    inFocus += f
-                                    n += 1
+        photo.samples.withUnsafeBufferPointer { src in
+            tables.toLinear.withUnsafeBufferPointer { lin in
+                cw.samples.withUnsafeBufferPointer { cws in
+                    inFocus.samples.withUnsafeMutableBufferPointer { maskBuf in
+                        let b = UncheckedSendable(base), sh = UncheckedSendable(sharp), mk = UncheckedSendable(maskBuf)
+                        StripExecutor.forEachStrip(rows: Hs, minimumRows: 8) { rows in
+                            var sharpHere = 0
+                            for ys in rows {
+                                for xs in 0..<Ws {
+                                    var acc = SIMD4<Float>.zero, inFocus: Float = 0, n: Float = 0
+                                    for y in (ys * k)..<min(ys * k + k, H) {
+                                        for x in (xs * k)..<min(xs * k + k, W) {
+                                            acc += Self.linear(
+                                                src, (y * W + x) * C, C, lin, boostFrom: boostFrom, gain: gain)
+                                            let c =
+                                                k == 1
+                                                ? cws[y * Ws + x]
+                                                : GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs).sample(
+                                                    cws.baseAddress!) * Float(k)
+                                            let f: Float = abs(c) < 1 ? 1 : 0
+                                            mk.value[y * W + x] = f
+                                            inFocus += f
+                                            n += 1
+                                        }
+                                    }
+                                    b.value[ys * Ws + xs] = acc / n
+                                    sh.value[ys * Ws + xs] = inFocus / n
+                                    sharpHere += Int(inFocus)
                                 }
                             }
-                            b.value[ys * Ws + xs] = acc / n
-                            sh.value[ys * Ws + xs] = inFocus / n
-                            sharpHere += Int(inFocus)
+                            counter.update { $0 += sharpHere }
                         }
                     }
-                    counter.update { $0 += sharpHere }
                 }
-            }}
-        }}
+            }
+        }
 
         // The partition and each pixel's layer.
         var largest: Float = 0
@@ -163,7 +187,8 @@ public struct LensBlur: Sendable {
                 let l = part.layer(p[i])
                 layerOf[i] = Int32(l)
                 let w = Double(1 - sharp[i])
-                sumD[l] += w * Double(abs(p[i])); weight[l] += w
+                sumD[l] += w * Double(abs(p[i]))
+                weight[l] += w
             }
         }
 
@@ -171,11 +196,13 @@ public struct LensBlur: Sendable {
         let comp = LensLayers.Compositor(width: Ws, height: Hs)
         let T = comp.tile, tx = comp.tilesX, ty = comp.tilesY
         var present = [Bool](repeating: false, count: tx * ty * L)
-        for y in 0..<Hs { for x in 0..<Ws {
-            let t = (y / T) * tx + x / T, i = y * Ws + x
-            if sharp[i] > 0 { present[t * L + part.sharp] = true }
-            if sharp[i] < 1 { present[t * L + Int(layerOf[i])] = true }
-        }}
+        for y in 0..<Hs {
+            for x in 0..<Ws {
+                let t = (y / T) * tx + x / T, i = y * Ws + x
+                if sharp[i] > 0 { present[t * L + part.sharp] = true }
+                if sharp[i] < 1 { present[t * L + Int(layerOf[i])] = true }
+            }
+        }
 
         let acc = comp.acc
         // Written tile by tile before it is read (only a layer's footprint tiles are read).
@@ -190,7 +217,11 @@ public struct LensBlur: Sendable {
         behindSharp?.initialize(repeating: .zero, count: N)
         q?.initialize(repeating: .zero, count: N)
         transmission?.initialize(repeating: 1, count: N)
-        defer { behindSharp?.deallocate(); q?.deallocate(); transmission?.deallocate() }
+        defer {
+            behindSharp?.deallocate()
+            q?.deallocate()
+            transmission?.deallocate()
+        }
         // Split grids: tiles (dilated by one) that hold in-focus pixels get the full-resolution detail.
         var detail = [Bool](repeating: false, count: tx * ty)
         if k > 1 { detail = comp.dilate((0..<(tx * ty)).map { present[$0 * L + part.sharp] }, by: 1) }
@@ -200,14 +231,20 @@ public struct LensBlur: Sendable {
 
         var layersPresent = 0
         layerOf.withUnsafeBufferPointer { layerOfP in
-            let ctx = LayerSource(base: base, sharp: sharp, layerOf: layerOfP.baseAddress!, sharpLayer: Int32(part.sharp), width: Ws, height: Hs)
+            let ctx = LayerSource(
+                base: base, sharp: sharp, layerOf: layerOfP.baseAddress!, sharpLayer: Int32(part.sharp), width: Ws,
+                height: Hs)
             for l in 0..<L {
                 var here = [Bool](repeating: false, count: tx * ty)
                 var any = false
-                for t in 0..<(tx * ty) where present[t * L + l] { here[t] = true; any = true }
+                for t in 0..<(tx * ty) where present[t * L + l] {
+                    here[t] = true
+                    any = true
+                }
                 guard any else { continue }
                 layersPresent += 1
-                let diameter = l == part.sharp ? 0 : weight[l] > 0 ? Float(sumD[l] / weight[l]) : part.diameter(ofLayer: l)
+                let diameter =
+                    l == part.sharp ? 0 : weight[l] > 0 ? Float(sumD[l] / weight[l]) : part.diameter(ofLayer: l)
                 let kernels = KernelSet(diameter: diameter, shape: shape, catEye: catEye, width: Ws, height: Hs)
                 let foot = comp.dilate(here, by: (kernels.reach + T - 1) / T)
                 let tiles = (0..<foot.count).filter { foot[$0] }
@@ -216,21 +253,26 @@ public struct LensBlur: Sendable {
                     for ti in range {
                         let r = comp.rect(tl.value[ti])
                         let kernel = kernels.kernel(atX: (r.x0 + r.x1) / 2, y: (r.y0 + r.y1) / 2)
-                        Self.gather(ctx, layer: l, kernel: kernel, reach: kernels.reach,
-                                    x0: r.x0, y0: r.y0, x1: r.x1, y1: r.y1, into: bl.value)
+                        Self.gather(
+                            ctx, layer: l, kernel: kernel, reach: kernels.reach,
+                            x0: r.x0, y0: r.y0, x1: r.x1, y1: r.y1, into: bl.value)
                     }
                 }
                 if k > 1, l == part.sharp, let g = behindSharp {
                     // What lays behind the in-focus layer (the footprint's is written by `lay`).
                     for t in 0..<(tx * ty) where detail[t] && !foot[t] {
                         let r = comp.rect(t)
-                        for y in r.y0..<r.y1 { (g + y * Ws + r.x0).update(from: acc + y * Ws + r.x0, count: r.x1 - r.x0) }
+                        for y in r.y0..<r.y1 {
+                            (g + y * Ws + r.x0).update(from: acc + y * Ws + r.x0, count: r.x1 - r.x0)
+                        }
                     }
                 }
                 if k > 1, l > part.sharp, let tv = transmission {
                     for t in tiles {
                         let r = comp.rect(t)
-                        for y in r.y0..<r.y1 { for i in (y * Ws + r.x0)..<(y * Ws + r.x1) { tv[i] *= max(0, 1 - blurred[i].w) } }
+                        for y in r.y0..<r.y1 {
+                            for i in (y * Ws + r.x0)..<(y * Ws + r.x1) { tv[i] *= max(0, 1 - blurred[i].w) }
+                        }
                     }
                 }
                 comp.lay(blurred, footprint: foot, band: band, behind: k > 1 && l == part.sharp ? behindSharp : nil)
@@ -238,10 +280,12 @@ public struct LensBlur: Sendable {
                     // Q = S.a * G0 - S, for the full-resolution pass.
                     for t in 0..<(tx * ty) where detail[t] {
                         let r = comp.rect(t)
-                        for y in r.y0..<r.y1 { for i in (y * Ws + r.x0)..<(y * Ws + r.x1) {
-                            let s = foot[t] ? blurred[i] : .zero
-                            qv[i] = g[i] * s.w - s
-                        }}
+                        for y in r.y0..<r.y1 {
+                            for i in (y * Ws + r.x0)..<(y * Ws + r.x1) {
+                                let s = foot[t] ? blurred[i] : .zero
+                                qv[i] = g[i] * s.w - s
+                            }
+                        }
                     }
                 }
             }
@@ -254,53 +298,62 @@ public struct LensBlur: Sendable {
         // Output pass at full resolution.
         let out: Image<S> = inFocus.samples.withUnsafeBufferPointer { mask in
             Image<S>(width: W, height: H, channels: C) { dst in
-                photo.samples.withUnsafeBufferPointer { src in tables.toLinear.withUnsafeBufferPointer { lin in
-                    ToneTables.fromLinear.withUnsafeBufferPointer { enc in ToneTables.encode8.withUnsafeBufferPointer { enc8 in
-                        detail.withUnsafeBufferPointer { det in
-                            let a = UncheckedSendable(acc), g = UncheckedSendable(behindSharp), qv = UncheckedSendable(q), tr = UncheckedSendable(transmission)
-                            StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
-                                for y in rows {
-                                    for x in 0..<W {
-                                        let i = y * W + x, o = i * C
-                                        var v: SIMD4<Float>
-                                        if k == 1 {
-                                            v = a.value[i]
-                                        } else {
-                                            let taps = GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs)
-                                            v = taps.sample(a.value)
-                                            let t = (y / k / T) * tx + (x / k) / T
-                                            // (Pixels in focus lie in detail tiles only: their working pixel is in focus in part.)
-                                            if det[t], let gb = g.value, let qb = qv.value, let tb = tr.value {
-                                                let trans = taps.sample(tb)
-                                                var d = taps.sample(qb)
-                                                if mask[i] > 0 {
-                                                    let p = Self.linear(src, o, C, lin, boostFrom: boostFrom, gain: gain)
-                                                    d += p - taps.sample(gb)
+                photo.samples.withUnsafeBufferPointer { src in
+                    tables.toLinear.withUnsafeBufferPointer { lin in
+                        ToneTables.fromLinear.withUnsafeBufferPointer { enc in
+                            ToneTables.encode8.withUnsafeBufferPointer { enc8 in
+                                detail.withUnsafeBufferPointer { det in
+                                    let a = UncheckedSendable(acc), g = UncheckedSendable(behindSharp),
+                                        qv = UncheckedSendable(q), tr = UncheckedSendable(transmission)
+                                    StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
+                                        for y in rows {
+                                            for x in 0..<W {
+                                                let i = y * W + x, o = i * C
+                                                var v: SIMD4<Float>
+                                                if k == 1 {
+                                                    v = a.value[i]
+                                                } else {
+                                                    let taps = GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs)
+                                                    v = taps.sample(a.value)
+                                                    let t = (y / k / T) * tx + (x / k) / T
+                                                    // (Pixels in focus lie in detail tiles only: their working pixel is in focus in part.)
+                                                    if det[t], let gb = g.value, let qb = qv.value, let tb = tr.value {
+                                                        let trans = taps.sample(tb)
+                                                        var d = taps.sample(qb)
+                                                        if mask[i] > 0 {
+                                                            let p = Self.linear(
+                                                                src, o, C, lin, boostFrom: boostFrom, gain: gain)
+                                                            d += p - taps.sample(gb)
+                                                        }
+                                                        v += d * trans
+                                                    }
+                                                    v = v.w > 1e-6 ? v / v.w : .zero
                                                 }
-                                                v += d * trans
+                                                if C >= 3 {
+                                                    dst[o] = ToneTables.output(v.x, enc, enc8, as: S.self)
+                                                    dst[o + 1] = ToneTables.output(v.y, enc, enc8, as: S.self)
+                                                    dst[o + 2] = ToneTables.output(v.z, enc, enc8, as: S.self)
+                                                    if C == 4 { dst[o + 3] = src[o + 3] }
+                                                } else {
+                                                    dst[o] = ToneTables.output(
+                                                        0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8,
+                                                        as: S.self)
+                                                    if C == 2 { dst[o + 1] = src[o + 1] }
+                                                }
                                             }
-                                            v = v.w > 1e-6 ? v / v.w : .zero
-                                        }
-                                        if C >= 3 {
-                                            dst[o] = ToneTables.output(v.x, enc, enc8, as: S.self)
-                                            dst[o + 1] = ToneTables.output(v.y, enc, enc8, as: S.self)
-                                            dst[o + 2] = ToneTables.output(v.z, enc, enc8, as: S.self)
-                                            if C == 4 { dst[o + 3] = src[o + 3] }
-                                        } else {
-                                            dst[o] = ToneTables.output(0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8, as: S.self)
-                                            if C == 2 { dst[o + 1] = src[o + 1] }
                                         }
                                     }
                                 }
                             }
                         }
-                    }}
-                }}
+                    }
+                }
             }
         }
         let inFocusCount = counter.value
-        let stats = LensStatistics(gridDivisor: k, layers: layersPresent, largestDiameter: largest * Float(k),
-                                   fractionInFocus: Double(inFocusCount) / Double(max(1, W * H)), filledLayers: filledLayers)
+        let stats = LensStatistics(
+            gridDivisor: k, layers: layersPresent, largestDiameter: largest * Float(k),
+            fractionInFocus: Double(inFocusCount) / Double(max(1, W * H)), filledLayers: filledLayers)
         return (out, inFocus, stats)
     }
 }

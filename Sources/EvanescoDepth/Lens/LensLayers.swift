@@ -38,7 +38,9 @@ package enum LensLayers {
             let a = abs(c)
             var k = 0
             // Linear bins first (most pixels of a photo are near focus or far behind it).
-            if a < 8 { k = Int(a) } else {
+            if a < 8 {
+                k = Int(a)
+            } else {
                 k = 8
                 while k + 1 < edges.count - 1 && a >= edges[k + 1] { k += 1 }
             }
@@ -66,12 +68,20 @@ package enum LensLayers {
         package private(set) var filledLayers = 0
 
         package init(width: Int, height: Int, tile: Int = 64) {
-            self.width = width; self.height = height; self.tile = tile
-            tilesX = (width + tile - 1) / tile; tilesY = (height + tile - 1) / tile
-            acc = .allocate(capacity: width * height); acc.initialize(repeating: .zero, count: width * height)
-            fill = .allocate(capacity: width * height); fill.initialize(repeating: .zero, count: width * height)
+            self.width = width
+            self.height = height
+            self.tile = tile
+            tilesX = (width + tile - 1) / tile
+            tilesY = (height + tile - 1) / tile
+            acc = .allocate(capacity: width * height)
+            acc.initialize(repeating: .zero, count: width * height)
+            fill = .allocate(capacity: width * height)
+            fill.initialize(repeating: .zero, count: width * height)
         }
-        deinit { acc.deallocate(); fill.deallocate() }
+        deinit {
+            acc.deallocate()
+            fill.deallocate()
+        }
 
         /// Pixel rectangle of tile `t`.
         package func rect(_ t: Int) -> (x0: Int, y0: Int, x1: Int, y1: Int) {
@@ -85,7 +95,9 @@ package enum LensLayers {
             var out = [Bool](repeating: false, count: flags.count)
             for t in 0..<flags.count where flags[t] {
                 let cx = t % tilesX, cy = t / tilesX
-                for yy in max(0, cy - n)...min(tilesY - 1, cy + n) { for xx in max(0, cx - n)...min(tilesX - 1, cx + n) { out[yy * tilesX + xx] = true } }
+                for yy in max(0, cy - n)...min(tilesY - 1, cy + n) {
+                    for xx in max(0, cx - n)...min(tilesX - 1, cx + n) { out[yy * tilesX + xx] = true }
+                }
             }
             return out
         }
@@ -99,10 +111,13 @@ package enum LensLayers {
         ///
         /// - Parameter behind: When given, receives for every pixel of the footprint what lay
         ///   behind the layer there (the accumulator, completed where it was filled).
-        package func lay(_ layer: UnsafePointer<SIMD4<Float>>, footprint: [Bool], band: Int,
-                         behind: UnsafeMutablePointer<SIMD4<Float>>? = nil) {
+        package func lay(
+            _ layer: UnsafePointer<SIMD4<Float>>, footprint: [Bool], band: Int,
+            behind: UnsafeMutablePointer<SIMD4<Float>>? = nil
+        ) {
             let tiles = (0..<footprint.count).filter { footprint[$0] }
-            let a = UncheckedSendable(acc), tl = UncheckedSendable(tiles), W = width, H = height, bh = UncheckedSendable(behind)
+            let a = UncheckedSendable(acc), tl = UncheckedSendable(tiles), W = width, H = height,
+                bh = UncheckedSendable(behind)
             let filled = LockedBox(0)
             StripExecutor.forEachStrip(rows: tiles.count, minimumRows: 1) { range in
                 var tilesFilled = 0
@@ -110,7 +125,10 @@ package enum LensLayers {
                     let r = self.rect(tl.value[ti])
                     var hole = false
                     for y in r.y0..<r.y1 where !hole {
-                        for i in (y * W + r.x0)..<(y * W + r.x1) where layer[i].w > 1e-6 && a.value[i].w < 0.999 { hole = true; break }
+                        for i in (y * W + r.x0)..<(y * W + r.x1) where layer[i].w > 1e-6 && a.value[i].w < 0.999 {
+                            hole = true
+                            break
+                        }
                     }
                     // Fill this tile's holes from a window around it. Reads of the accumulator
                     // outside the tile race with neighbouring tiles only where those tiles change
@@ -118,17 +136,23 @@ package enum LensLayers {
                     var fillWindow: (px: [SIMD4<Float>], x0: Int, y0: Int, w: Int)? = nil
                     if hole {
                         let m = band + 2
-                        let box = (x0: max(0, r.x0 - m), y0: max(0, r.y0 - m), x1: min(W, r.x1 + m), y1: min(H, r.y1 + m))
+                        let box = (
+                            x0: max(0, r.x0 - m), y0: max(0, r.y0 - m), x1: min(W, r.x1 + m), y1: min(H, r.y1 + m)
+                        )
                         let bw = box.x1 - box.x0, bh = box.y1 - box.y0
                         var win = [SIMD4<Float>](repeating: .zero, count: bw * bh)
                         var known = false
-                        for y in 0..<bh { for x in 0..<bw {
-                            let v = self.snapshot(y: box.y0 + y, x: box.x0 + x)
-                            if v.w > 1e-4 { known = true }
-                            win[y * bw + x] = v
-                        }}
+                        for y in 0..<bh {
+                            for x in 0..<bw {
+                                let v = self.snapshot(y: box.y0 + y, x: box.x0 + x)
+                                if v.w > 1e-4 { known = true }
+                                win[y * bw + x] = v
+                            }
+                        }
                         if known {
-                            win.withUnsafeMutableBufferPointer { LensLayers.pullPush($0.baseAddress!, width: bw, height: bh, reach: band) }
+                            win.withUnsafeMutableBufferPointer {
+                                LensLayers.pullPush($0.baseAddress!, width: bw, height: bh, reach: band)
+                            }
                             fillWindow = (win, box.x0, box.y0, bw)
                             tilesFilled += 1
                         }
@@ -138,7 +162,10 @@ package enum LensLayers {
                             let i = y * W + x
                             let l = layer[i]
                             var b = a.value[i]
-                            if l.w <= 1e-6 { bh.value?[i] = b; continue }
+                            if l.w <= 1e-6 {
+                                bh.value?[i] = b
+                                continue
+                            }
                             if let fw = fillWindow, b.w < 0.999 {
                                 let c = fw.px[(y - fw.y0) * fw.w + (x - fw.x0)]
                                 if c.w > 0 { b += c * max(0, 1 - b.w) }
@@ -166,14 +193,19 @@ package enum LensLayers {
             StripExecutor.forEachStrip(rows: tiles.count, minimumRows: 4) { range in
                 for ti in range {
                     let r = self.rect(tl.value[ti])
-                    for y in r.y0..<r.y1 { (f.value + y * W + r.x0).update(from: a.value + y * W + r.x0, count: r.x1 - r.x0) }
+                    for y in r.y0..<r.y1 {
+                        (f.value + y * W + r.x0).update(from: a.value + y * W + r.x0, count: r.x1 - r.x0)
+                    }
                 }
             }
         }
 
         /// Divides the colour by alpha (the photo's border and any gap nothing reached).
         package func normalize() {
-            for i in 0..<(width * height) { let p = acc[i]; acc[i] = p.w > 1e-6 ? SIMD4(p.x / p.w, p.y / p.w, p.z / p.w, 1) : .zero }
+            for i in 0..<(width * height) {
+                let p = acc[i]
+                acc[i] = p.w > 1e-6 ? SIMD4(p.x / p.w, p.y / p.w, p.z / p.w, 1) : .zero
+            }
         }
     }
 
@@ -194,35 +226,49 @@ package enum LensLayers {
             let prev = levels.last!
             let w = (prev.w + 1) / 2, h = (prev.h + 1) / 2
             let out = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: w * h)
-            for y in 0..<h { for x in 0..<w {
-                var s = SIMD4<Float>.zero
-                for yy in (2 * y)..<min(2 * y + 2, prev.h) { for xx in (2 * x)..<min(2 * x + 2, prev.w) { s += prev.px[yy * prev.w + xx] } }
-                if s.w > 1 { s /= s.w }
-                out[y * w + x] = s
-            }}
+            for y in 0..<h {
+                for x in 0..<w {
+                    var s = SIMD4<Float>.zero
+                    for yy in (2 * y)..<min(2 * y + 2, prev.h) {
+                        for xx in (2 * x)..<min(2 * x + 2, prev.w) { s += prev.px[yy * prev.w + xx] }
+                    }
+                    if s.w > 1 { s /= s.w }
+                    out[y * w + x] = s
+                }
+            }
             levels.append((w, h, out))
         }
         // Push: each level's holes take the (filled) coarser level's colour, bilinearly.
         for k in stride(from: levels.count - 2, through: 0, by: -1) {
             let coarse = levels[k + 1], fine = levels[k]
-            for y in 0..<fine.h { for x in 0..<fine.w {
-                let p = fine.px[y * fine.w + x]
-                guard p.w < 1 else { continue }
-                let fx = min(max((Float(x) + 0.5) / 2 - 0.5, 0), Float(coarse.w - 1))
-                let fy = min(max((Float(y) + 0.5) / 2 - 0.5, 0), Float(coarse.h - 1))
-                let cx0 = Int(fx), cy0 = Int(fy), tx = fx - Float(cx0), ty = fy - Float(cy0)
-                let cx1 = min(cx0 + 1, coarse.w - 1), cy1 = min(cy0 + 1, coarse.h - 1)
-                var c = SIMD4<Float>.zero, wsum: Float = 0
-                @inline(__always) func add(_ xx: Int, _ yy: Int, _ wt: Float) {
-                    let q = coarse.px[yy * coarse.w + xx]
-                    if q.w > 0 && wt > 0 { c += q * (wt / q.w); wsum += wt }
+            for y in 0..<fine.h {
+                for x in 0..<fine.w {
+                    let p = fine.px[y * fine.w + x]
+                    guard p.w < 1 else { continue }
+                    let fx = min(max((Float(x) + 0.5) / 2 - 0.5, 0), Float(coarse.w - 1))
+                    let fy = min(max((Float(y) + 0.5) / 2 - 0.5, 0), Float(coarse.h - 1))
+                    let cx0 = Int(fx), cy0 = Int(fy), tx = fx - Float(cx0), ty = fy - Float(cy0)
+                    let cx1 = min(cx0 + 1, coarse.w - 1), cy1 = min(cy0 + 1, coarse.h - 1)
+                    var c = SIMD4<Float>.zero, wsum: Float = 0
+                    @inline(__always) func add(_ xx: Int, _ yy: Int, _ wt: Float) {
+                        let q = coarse.px[yy * coarse.w + xx]
+                        if q.w > 0 && wt > 0 {
+                            c += q * (wt / q.w)
+                            wsum += wt
+                        }
+                    }
+                    add(cx0, cy0, (1 - tx) * (1 - ty))
+                    add(cx1, cy0, tx * (1 - ty))
+                    add(cx0, cy1, (1 - tx) * ty)
+                    add(cx1, cy1, tx * ty)
+                    guard wsum > 0 else { continue }
+                    fine.px[y * fine.w + x] = p + (c / wsum) * (1 - p.w)
                 }
-                add(cx0, cy0, (1 - tx) * (1 - ty)); add(cx1, cy0, tx * (1 - ty))
-                add(cx0, cy1, (1 - tx) * ty); add(cx1, cy1, tx * ty)
-                guard wsum > 0 else { continue }
-                fine.px[y * fine.w + x] = p + (c / wsum) * (1 - p.w)
-            }}
+            }
         }
-        for i in 0..<(bw * bh) { let p = px[i]; px[i] = p.w > 0.5 ? p / p.w : .zero }
+        for i in 0..<(bw * bh) {
+            let p = px[i]
+            px[i] = p.w > 0.5 ? p / p.w : .zero
+        }
     }
 }

@@ -17,9 +17,14 @@ package enum ReferenceLensBlur {
         let W = photo.width, H = photo.height, C = photo.channels, N = W * H
         let lin = SRGB.linearTable8
         var base = [SIMD4<Float>](repeating: .zero, count: N)
-        photo.samples.withUnsafeBufferPointer { src in lin.withUnsafeBufferPointer { l in
-            for i in 0..<N { base[i] = LensBlur.linear(src, i * C, C, l, boostFrom: LensBlur.highlightThreshold * 255, gain: max(1, lens.highlights)) }
-        }}
+        photo.samples.withUnsafeBufferPointer { src in
+            lin.withUnsafeBufferPointer { l in
+                for i in 0..<N {
+                    base[i] = LensBlur.linear(
+                        src, i * C, C, l, boostFrom: LensBlur.highlightThreshold * 255, gain: max(1, lens.highlights))
+                }
+            }
+        }
         var largest: Float = 0
         for v in coc.samples where v.isFinite { largest = max(largest, abs(v)) }
         let part = LensLayers.Partition(maxDiameter: largest)
@@ -42,10 +47,16 @@ package enum ReferenceLensBlur {
                 any = true
                 let x = i % W, y = i / W, v = base[i]
                 let d = abs(c)
-                if own == part.sharp || d < 1 { layer[i] += v; continue }
+                if own == part.sharp || d < 1 {
+                    layer[i] += v
+                    continue
+                }
                 let r = d / 2
-                let eye = lens.catEye > 0
-                    ? KernelSet.eye(x: (Float(x) + 0.5) / Float(W), y: (Float(y) + 0.5) / Float(H), width: W, height: H, strength: lens.catEye) * r
+                let eye =
+                    lens.catEye > 0
+                    ? KernelSet.eye(
+                        x: (Float(x) + 0.5) / Float(W), y: (Float(y) + 0.5) / Float(H), width: W, height: H,
+                        strength: lens.catEye) * r
                     : SIMD2<Float>.zero
                 // The shape's area on this grid: the covered lengths of all its lines.
                 var spans: [(row: Int, lo: Float, hi: Float)] = []
@@ -56,47 +67,65 @@ package enum ReferenceLensBlur {
                         let yy = Float(j) - 0.5 + (Float(s) + 0.5) / Float(sub)
                         let (lo, hi) = lens.shape.span(y: yy, radius: r, eye: eye)
                         guard lo < hi else { continue }
-                        spans.append((j, lo, hi)); total += (hi - lo) / Float(sub)
+                        spans.append((j, lo, hi))
+                        total += (hi - lo) / Float(sub)
                     }
                 }
-                guard total > 0 else { layer[i] += v; continue }
+                guard total > 0 else {
+                    layer[i] += v
+                    continue
+                }
                 let w = v / (total * Float(sub))
                 for sp in spans {
                     let row = y + sp.row
                     guard row >= 0, row < H else { continue }
                     let a = Float(x) + sp.lo, b = Float(x) + sp.hi
                     let ia = Int((a + 0.5).rounded(.down)), ib = Int((b + 0.5).rounded(.down))
-                    func add(_ col: Int, _ amount: Float) { if col >= 0 && col < W { layer[row * W + col] += w * amount } }
-                    if ia == ib { add(ia, b - a); continue }
+                    func add(_ col: Int, _ amount: Float) {
+                        if col >= 0 && col < W { layer[row * W + col] += w * amount }
+                    }
+                    if ia == ib {
+                        add(ia, b - a)
+                        continue
+                    }
                     add(ia, Float(ia) + 0.5 - a)
                     add(ib, b - (Float(ib) - 0.5))
                     let f0 = max(ia + 1, 0), f1 = min(ib - 1, W - 1)
-                    if f0 <= f1 { diff[row * (W + 1) + f0] += w; diff[row * (W + 1) + f1 + 1] -= w }
+                    if f0 <= f1 {
+                        diff[row * (W + 1) + f0] += w
+                        diff[row * (W + 1) + f1 + 1] -= w
+                    }
                 }
             }
             guard any else { continue }
             for y in 0..<H {
                 var run = SIMD4<Float>.zero
-                for x in 0..<W { run += diff[y * (W + 1) + x]; layer[y * W + x] += run }
+                for x in 0..<W {
+                    run += diff[y * (W + 1) + x]
+                    layer[y * W + x] += run
+                }
             }
             layer.withUnsafeBufferPointer { comp.lay($0.baseAddress!, footprint: every, band: band) }
         }
         comp.normalize()
-        return ToneTables.fromLinear.withUnsafeBufferPointer { enc in ToneTables.encode8.withUnsafeBufferPointer { enc8 in
-            Image<UInt8>(width: W, height: H, channels: C) { dst in
-                for i in 0..<N {
-                    let v = comp.acc[i], o = i * C
-                    if C >= 3 {
-                        dst[o] = ToneTables.output(v.x, enc, enc8, as: UInt8.self)
-                        dst[o + 1] = ToneTables.output(v.y, enc, enc8, as: UInt8.self)
-                        dst[o + 2] = ToneTables.output(v.z, enc, enc8, as: UInt8.self)
-                        if C == 4 { dst[o + 3] = photo.samples[o + 3] }
-                    } else {
-                        dst[o] = ToneTables.output(0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8, as: UInt8.self)
-                        if C == 2 { dst[o + 1] = photo.samples[o + 1] }
+        return ToneTables.fromLinear.withUnsafeBufferPointer { enc in
+            ToneTables.encode8.withUnsafeBufferPointer { enc8 in
+                Image<UInt8>(width: W, height: H, channels: C) { dst in
+                    for i in 0..<N {
+                        let v = comp.acc[i], o = i * C
+                        if C >= 3 {
+                            dst[o] = ToneTables.output(v.x, enc, enc8, as: UInt8.self)
+                            dst[o + 1] = ToneTables.output(v.y, enc, enc8, as: UInt8.self)
+                            dst[o + 2] = ToneTables.output(v.z, enc, enc8, as: UInt8.self)
+                            if C == 4 { dst[o + 3] = photo.samples[o + 3] }
+                        } else {
+                            dst[o] = ToneTables.output(
+                                0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8, as: UInt8.self)
+                            if C == 2 { dst[o + 1] = photo.samples[o + 1] }
+                        }
                     }
                 }
             }
-        }}
+        }
     }
 }

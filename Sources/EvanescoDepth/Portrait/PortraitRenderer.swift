@@ -44,13 +44,21 @@ public struct PhotoPoint: Sendable, Equatable, Codable, LosslessStringConvertibl
     ///   - x: Column.
     ///   - y: Row.
     ///   - fractional: Whether x and y are fractions 0...1.
-    public init(x: Double, y: Double, fractional: Bool = false) { self.x = x; self.y = y; self.fractional = fractional }
+    public init(x: Double, y: Double, fractional: Bool = false) {
+        self.x = x
+        self.y = y
+        self.fractional = fractional
+    }
 
     /// Parses `X,Y`: pixels (`1510,980`), or fractions when both are within 0...1 and one is
     /// written with a decimal point (`0.4,0.3`). Refuses negative and non-finite numbers.
     public init?(_ description: String) {
-        let parts = description.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.count == 2, let x = Double(parts[0]), let y = Double(parts[1]), x.isFinite, y.isFinite, x >= 0, y >= 0 else { return nil }
+        let parts = description.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        guard parts.count == 2, let x = Double(parts[0]), let y = Double(parts[1]), x.isFinite, y.isFinite, x >= 0,
+            y >= 0
+        else { return nil }
         self.init(x: x, y: y, fractional: x <= 1 && y <= 1 && (parts[0].contains(".") || parts[1].contains(".")))
     }
 
@@ -114,21 +122,38 @@ public struct PortraitSettings: Sendable, Equatable {
     public func validate() throws(PortraitError) {
         func bad(_ name: String, _ detail: String) -> PortraitError { .invalidSetting(name: name, detail: detail) }
         switch focus {
-        case .normalized(let f): guard f.isFinite, (0...1).contains(f) else { throw bad("focus", "must be within 0...1 (normalised disparity, 1 = nearest)") }
-        case .distance(let d): guard d.isFinite, d > 0 else { throw bad("focus distance", "must be a positive number of metres") }
-        case .point(let p): guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else { throw bad("focus point", "must be X,Y with X, Y >= 0") }
+        case .normalized(let f):
+            guard f.isFinite, (0...1).contains(f) else {
+                throw bad("focus", "must be within 0...1 (normalised disparity, 1 = nearest)")
+            }
+        case .distance(let d):
+            guard d.isFinite, d > 0 else { throw bad("focus distance", "must be a positive number of metres") }
+        case .point(let p):
+            guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else {
+                throw bad("focus point", "must be X,Y with X, Y >= 0")
+            }
         }
         guard slope.isFinite, slope > 0, slope <= 1000 else { throw bad("slope", "must be within (0, 1000]") }
         guard width.isFinite, width >= 0, width <= 1 else { throw bad("width", "must be within 0...1") }
         guard radius.isFinite, radius > 0, radius <= 500 else { throw bad("radius", "must be within (0, 500] pixels") }
         guard (2...16).contains(levels) else { throw bad("levels", "must be within 2...16") }
         if aperture != nil && fNumber != nil { throw bad("aperture", "and f-number are exclusive: give one") }
-        if let a = aperture { guard a.isFinite, a > 0, a <= 1000 else { throw bad("aperture", "must be within (0, 1000] pixels") } }
-        if let n = fNumber { guard n.isFinite, n >= 0.5, n <= 64 else { throw bad("f-number", "must be within 0.5...64") } }
-        guard shape.blades == 0 || (3...16).contains(shape.blades) else { throw bad("blades", "must be 0 (a circle) or 3...16") }
-        guard shape.rotation.isFinite, abs(shape.rotation) <= 360 else { throw bad("blade rotation", "must be within -360...360 degrees") }
+        if let a = aperture {
+            guard a.isFinite, a > 0, a <= 1000 else { throw bad("aperture", "must be within (0, 1000] pixels") }
+        }
+        if let n = fNumber {
+            guard n.isFinite, n >= 0.5, n <= 64 else { throw bad("f-number", "must be within 0.5...64") }
+        }
+        guard shape.blades == 0 || (3...16).contains(shape.blades) else {
+            throw bad("blades", "must be 0 (a circle) or 3...16")
+        }
+        guard shape.rotation.isFinite, abs(shape.rotation) <= 360 else {
+            throw bad("blade rotation", "must be within -360...360 degrees")
+        }
         guard catEye.isFinite, (0...1).contains(catEye) else { throw bad("cat eye", "must be within 0...1") }
-        guard highlights.isFinite, (1...16).contains(highlights) else { throw bad("highlights", "must be within 1...16 (1 = no boost)") }
+        guard highlights.isFinite, (1...16).contains(highlights) else {
+            throw bad("highlights", "must be within 1...16 (1 = no boost)")
+        }
     }
 }
 
@@ -142,7 +167,8 @@ public enum PortraitError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .invalidSetting(let name, let detail): "\(name) \(detail)"
         case .noPhoto(let path): "\(path): the photo itself was not decoded; read it with decodePhoto = true"
-        case .noPhysicalAperture(let path, let reason): "\(path): an f-number needs \(reason); give the blur size in pixels (aperture) instead"
+        case .noPhysicalAperture(let path, let reason):
+            "\(path): an f-number needs \(reason); give the blur size in pixels (aperture) instead"
         }
     }
 }
@@ -201,7 +227,8 @@ public struct PortraitReport: Sendable, Codable, Equatable {
     public var lens: LensReport?
 
     enum CodingKeys: String, CodingKey {
-        case input, effect, focus, focusFrom, slope, width, refinedWith, radius, levels, protectSubject, outputWidth, outputHeight
+        case input, effect, focus, focusFrom, slope, width, refinedWith, radius, levels, protectSubject, outputWidth,
+            outputHeight
         case depth, normalization, mask, lens
         case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
@@ -291,7 +318,9 @@ public final class PortraitRenderer: Sendable {
     /// - Throws: What `DepthReader.read(_:options:)` throws, and what ``init(_:)`` throws.
     public convenience init(contentsOf path: String, options: DepthReadOptions = DepthReadOptions()) throws {
         var o = options
-        o.decodePhoto = true; o.requireDepth = true; o.decodeAuxiliary.insert(.portrait)
+        o.decodePhoto = true
+        o.requireDepth = true
+        o.decodeAuxiliary.insert(.portrait)
         let start = Date()
         let p = try DepthReader.read(path, options: o)
         try self.init(read: p, decodeSeconds: Date().timeIntervalSince(start))
@@ -301,11 +330,15 @@ public final class PortraitRenderer: Sendable {
     /// depth summary every report carries (computed once, not per render).
     convenience init(read photo: DepthPhoto, decodeSeconds: Double) throws {
         guard let decoded = photo.photo else { throw PortraitError.noPhoto(path: photo.path) }
-        guard let depth = photo.depth else { throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type)) }
+        guard let depth = photo.depth else {
+            throw DepthError.noDepth(path: photo.path, found: photo.auxiliary.map(\.type))
+        }
         let matte = photo.auxiliary(.portrait).flatMap { $0.image.width == 0 ? nil : $0.image.float32 }
-        self.init(photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
-                  normalized: try Self.normalize(depth, path: photo.path), matte: matte, depthSummary: DepthSummary(photo).depth,
-                  scale: 1, decodeSeconds: decodeSeconds)
+        self.init(
+            photo: photo, image: decoded.image, metadata: decoded.metadata, depth: depth,
+            normalized: try Self.normalize(depth, path: photo.path), matte: matte,
+            depthSummary: DepthSummary(photo).depth,
+            scale: 1, decodeSeconds: decodeSeconds)
     }
 
     /// The normalised disparity, with the photo named in the error when the map has no value.
@@ -315,11 +348,19 @@ public final class PortraitRenderer: Sendable {
         }
     }
 
-    init(photo: DepthPhoto, image: AnyImage, metadata: ImageMetadata, depth: DepthData, normalized: NormalizedDisparity,
-         matte: Image<Float>?, depthSummary: DepthSummary.Depth?, scale: Double, decodeSeconds: Double) {
-        self.photo = photo; self.image = image; self.metadata = metadata; self.depth = depth
-        self.normalized = normalized; self.matte = matte; self.depthSummary = depthSummary
-        self.scale = scale; self.decodeSeconds = decodeSeconds
+    init(
+        photo: DepthPhoto, image: AnyImage, metadata: ImageMetadata, depth: DepthData, normalized: NormalizedDisparity,
+        matte: Image<Float>?, depthSummary: DepthSummary.Depth?, scale: Double, decodeSeconds: Double
+    ) {
+        self.photo = photo
+        self.image = image
+        self.metadata = metadata
+        self.depth = depth
+        self.normalized = normalized
+        self.matte = matte
+        self.depthSummary = depthSummary
+        self.scale = scale
+        self.decodeSeconds = decodeSeconds
     }
 
     /// A renderer on the photo scaled down so that its long side is at most `longSide` (for
@@ -333,8 +374,9 @@ public final class PortraitRenderer: Sendable {
         let s = Double(longSide) / Double(long)
         let w = max(1, Int((Double(image.width) * s).rounded())), h = max(1, Int((Double(image.height) * s).rounded()))
         let small = image.map(Resize(width: w, height: h, interpolation: .bilinear))
-        return PortraitRenderer(photo: photo, image: small, metadata: metadata, depth: depth, normalized: normalized,
-                                matte: matte, depthSummary: depthSummary, scale: s * scale, decodeSeconds: decodeSeconds)
+        return PortraitRenderer(
+            photo: photo, image: small, metadata: metadata, depth: depth, normalized: normalized,
+            matte: matte, depthSummary: depthSummary, scale: s * scale, decodeSeconds: decodeSeconds)
     }
 
     /// The normalised focus value for `target`, and how it was found.
@@ -351,9 +393,14 @@ public final class PortraitRenderer: Sendable {
             let disp = Float(1 / d)
             let f = normalized.normalize(disparity: disp)
             guard f.isFinite, (-0.05...1.05).contains(f) else {
-                throw .outOfRange(detail: "\(photo.path): \(d) m is outside the map's range of \(String(format: "%.3g", 1 / Double(normalized.high)))...\(String(format: "%.3g", 1 / Double(normalized.low))) m")
+                throw .outOfRange(
+                    detail:
+                        "\(photo.path): \(d) m is outside the map's range of \(String(format: "%.3g", 1 / Double(normalized.high)))...\(String(format: "%.3g", 1 / Double(normalized.low))) m"
+                )
             }
-            return (f, "distance \(d) m (disparity \(disp) \(depth.kind == .disparity ? depth.units : "1/" + depth.units))")
+            return (
+                f, "distance \(d) m (disparity \(disp) \(depth.kind == .disparity ? depth.units : "1/" + depth.units))"
+            )
         case .point(let p):
             let fullW = photo.width, fullH = photo.height
             let (x, y) = p.pixels(width: fullW, height: fullH)
@@ -382,12 +429,15 @@ public final class PortraitRenderer: Sendable {
             return try renderLens(settings, focus: f, note: note, times: times, start: start)
         }
         var mask = times.measure(\.mask) {
-            FocusMask(focus: f, slope: settings.slope, width: settings.width).mask(normalized).upscaledMask(width: W, height: H)
+            FocusMask(focus: f, slope: settings.slope, width: settings.width).mask(normalized).upscaledMask(
+                width: W, height: H)
         }
         var refinedWith = "none"
         if settings.refine != .none && settings.effect != .depth {
             if settings.refine == .matte && matte == nil {
-                throw DepthError.auxiliaryNotFound(path: photo.path, kind: "portrait matte (to refine with)", available: photo.auxiliary.map { $0.kind.rawValue })
+                throw DepthError.auxiliaryNotFound(
+                    path: photo.path, kind: "portrait matte (to refine with)",
+                    available: photo.auxiliary.map { $0.kind.rawValue })
             }
             mask = times.measure(\.refine) {
                 let guide: Image<Float>
@@ -399,7 +449,8 @@ public final class PortraitRenderer: Sendable {
                     refinedWith = "photo luma"
                 }
                 let depthPixel = max(1, W / max(1, normalized.map.width))
-                return GuidedFilter(radius: 2 * depthPixel, epsilon: 1e-3, subsample: max(1, depthPixel / 2)).apply(mask: mask, guide: guide)
+                return GuidedFilter(radius: 2 * depthPixel, epsilon: 1e-3, subsample: max(1, depthPixel / 2)).apply(
+                    mask: mask, guide: guide)
             }
         }
         let out: AnyImage = times.measure(\.effect) {
@@ -409,24 +460,34 @@ public final class PortraitRenderer: Sendable {
             case .spotlight: DepthEffects.spotlight(image, mask: mask)
             case .color: DepthEffects.colorHighlight(image, mask: mask)
             case .blur:
-                FocalBlur(radius: max(0.5, settings.radius * Float(scale)), levels: settings.levels, protectSubject: settings.protectSubject)
-                    .apply(image, mask: mask)
-            case .lens: image   // rendered by renderLens
+                FocalBlur(
+                    radius: max(0.5, settings.radius * Float(scale)), levels: settings.levels,
+                    protectSubject: settings.protectSubject
+                )
+                .apply(image, mask: mask)
+            case .lens: image  // rendered by renderLens
             }
         }
         times.total = Date().timeIntervalSince(start) + decodeSeconds
         var meta = metadata
         if settings.effect == .depth || settings.effect == .mask { meta.icc = nil }
         var over = 0, sum = 0.0
-        mask.samples.withUnsafeBufferPointer { m in for v in m { sum += Double(v); if v > 0.5 { over += 1 } } }
+        mask.samples.withUnsafeBufferPointer { m in
+            for v in m {
+                sum += Double(v)
+                if v > 0.5 { over += 1 }
+            }
+        }
         let n = Double(max(1, mask.samples.count))
         let isBlur = settings.effect == .blur
         let report = PortraitReport(
-            input: photo.path, effect: settings.effect, focus: f, focusFrom: note, slope: settings.slope, width: settings.width,
+            input: photo.path, effect: settings.effect, focus: f, focusFrom: note, slope: settings.slope,
+            width: settings.width,
             refinedWith: refinedWith, radius: isBlur ? settings.radius : nil, levels: isBlur ? settings.levels : nil,
             protectSubject: isBlur ? settings.protectSubject : nil, outputWidth: W, outputHeight: H,
             depth: depthSummary,
-            normalization: .init(disparityLow: normalized.low, disparityHigh: normalized.high, filledHoles: normalized.filledHoles),
+            normalization: .init(
+                disparityLow: normalized.low, disparityHigh: normalized.high, filledHoles: normalized.filledHoles),
             mask: .init(mean: sum / n, fractionOverHalf: Double(over) / n), times: times.rounded, lens: nil)
         return PortraitRendering(image: out, mask: mask, metadata: meta, report: report)
     }

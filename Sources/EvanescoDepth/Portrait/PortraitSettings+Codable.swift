@@ -9,8 +9,9 @@ import Foundation
 /// and ``PortraitSettings/validate()`` checks the values as they are read.
 extension PortraitSettings: Codable {
     enum Key: String, CodingKey, CaseIterable {
-        case effect, focus, focusDistance, focusPoint, slope, width, radius, levels, refine, protectSubject, aperture, fNumber, blades,
-             bladeRotation, catEye, highlights
+        case effect, focus, focusDistance, focusPoint, slope, width, radius, levels, refine, protectSubject, aperture,
+            fNumber, blades,
+            bladeRotation, catEye, highlights
     }
 
     public init(from decoder: any Decoder) throws {
@@ -18,15 +19,18 @@ extension PortraitSettings: Codable {
         try SettingsCoding.rejectUnknownKeys(decoder, known: Key.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: Key.self)
         guard [Key.focus, .focusDistance, .focusPoint].filter({ c.contains($0) }).count <= 1 else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                    debugDescription: "give only one of focus, focusDistance, focusPoint"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "give only one of focus, focusDistance, focusPoint"))
         }
         effect = try c.decodeIfPresent(PortraitEffect.self, forKey: .effect) ?? effect
         if let f = try c.decodeIfPresent(Float.self, forKey: .focus) { focus = .normalized(f) }
         if let d = try c.decodeIfPresent(Double.self, forKey: .focusDistance) { focus = .distance(metres: d) }
         if let text = try c.decodeIfPresent(String.self, forKey: .focusPoint) {
             guard let p = PhotoPoint(text) else {
-                throw DecodingError.dataCorruptedError(forKey: .focusPoint, in: c,
+                throw DecodingError.dataCorruptedError(
+                    forKey: .focusPoint, in: c,
                     debugDescription: "must be \"X,Y\": pixels of the upright photo, or fractions such as \"0.4,0.3\"")
             }
             focus = .point(p)
@@ -39,12 +43,14 @@ extension PortraitSettings: Codable {
         protectSubject = try c.decodeIfPresent(Bool.self, forKey: .protectSubject) ?? protectSubject
         aperture = try c.decodeIfPresent(Float.self, forKey: .aperture)
         fNumber = try c.decodeIfPresent(Double.self, forKey: .fNumber)
-        shape = ApertureShape(blades: try c.decodeWholeNumberIfPresent(forKey: .blades) ?? shape.blades,
-                              rotation: try c.decodeIfPresent(Float.self, forKey: .bladeRotation) ?? shape.rotation)
+        shape = ApertureShape(
+            blades: try c.decodeWholeNumberIfPresent(forKey: .blades) ?? shape.blades,
+            rotation: try c.decodeIfPresent(Float.self, forKey: .bladeRotation) ?? shape.rotation)
         catEye = try c.decodeIfPresent(Float.self, forKey: .catEye) ?? catEye
         highlights = try c.decodeIfPresent(Float.self, forKey: .highlights) ?? highlights
         do { try validate() } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.description))
         }
     }
 

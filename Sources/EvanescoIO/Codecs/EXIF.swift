@@ -31,7 +31,13 @@ public enum EXIF {
         guard let (o, le) = orientationEntry(exif) else { return exif }
         var copy = exif
         let v = UInt16(value.rawValue)
-        if le { copy[o] = UInt8(v & 0xFF); copy[o + 1] = UInt8(v >> 8) } else { copy[o] = UInt8(v >> 8); copy[o + 1] = UInt8(v & 0xFF) }
+        if le {
+            copy[o] = UInt8(v & 0xFF)
+            copy[o + 1] = UInt8(v >> 8)
+        } else {
+            copy[o] = UInt8(v >> 8)
+            copy[o + 1] = UInt8(v & 0xFF)
+        }
         return copy
     }
 }

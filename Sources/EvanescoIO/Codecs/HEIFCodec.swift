@@ -8,12 +8,17 @@ final class HeifContext {
     let bytes: [UInt8]
     init(bytes: [UInt8], path: String) throws {
         guard evn_heif_available() != 0 else {
-            throw ImageIOError.unsupportedFormat(path: path, format: "HEIF (libheif.so.1 could not be loaded: install libheif1)")
+            throw ImageIOError.unsupportedFormat(
+                path: path, format: "HEIF (libheif.so.1 could not be loaded: install libheif1)")
         }
-        guard let c = evn_heif_context_alloc() else { throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate a decoder") }
+        guard let c = evn_heif_context_alloc() else {
+            throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate a decoder")
+        }
         ctx = c
         self.bytes = bytes
-        let err = self.bytes.withUnsafeBytes { evn_heif_context_read_from_memory_without_copy(c, $0.baseAddress, $0.count, nil) }
+        let err = self.bytes.withUnsafeBytes {
+            evn_heif_context_read_from_memory_without_copy(c, $0.baseAddress, $0.count, nil)
+        }
         if err.code != heif_error_Ok { throw HEIFCodec.error(err, path: path) }
     }
     deinit { evn_heif_context_free(ctx) }
@@ -30,7 +35,10 @@ final class HeifContext {
 final class HeifImageHandle {
     let handle: OpaquePointer
     let owner: HeifContext
-    init(_ h: OpaquePointer, owner: HeifContext) { handle = h; self.owner = owner }
+    init(_ h: OpaquePointer, owner: HeifContext) {
+        handle = h
+        self.owner = owner
+    }
     deinit { evn_heif_image_handle_release(handle) }
 
     var width: Int { Int(evn_heif_image_handle_get_width(handle)) }
@@ -72,7 +80,8 @@ final class HeifImageHandle {
             let got = Int(evn_heif_image_handle_get_list_of_auxiliary_image_IDs(handle, filter, &ids, Int32(n)))
             for id in ids.prefix(got) {
                 var aux: OpaquePointer? = nil
-                guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
+                guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux
+                else { continue }
                 defer { evn_heif_image_handle_release(aux) }
                 var type: UnsafePointer<CChar>? = nil
                 if evn_heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
@@ -110,7 +119,10 @@ enum HEIFCodec {
         if e.code == heif_error_Memory_allocation_error || e.subcode == heif_suberror_Security_limit_exceeded {
             // libheif's own limits refused a declared size before decoding; it gives no numbers we
             // could check ourselves, so its message is passed on.
-            return .corrupt(path: path, format: "HEIF", detail: "it declares an image beyond libheif's security limits (\(msg)); the file is damaged or hostile")
+            return .corrupt(
+                path: path, format: "HEIF",
+                detail: "it declares an image beyond libheif's security limits (\(msg)); the file is damaged or hostile"
+            )
         }
         let lower = msg.lowercased()
         if lower.contains("end of data") || lower.contains("truncat") || lower.contains("premature") {
@@ -135,32 +147,47 @@ enum HEIFCodec {
         return meta
     }
 
-    static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false) throws -> DecodedImage {
+    static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false) throws
+        -> DecodedImage
+    {
         let ctx = try HeifContext(bytes: bytes, path: path)
         return try decode(ctx.primaryHandle(path: path), path: path, limits: limits, headerOnly: headerOnly)
     }
 
-    static func decode(_ h: HeifImageHandle, path: String, limits: DecodeLimits, headerOnly: Bool = false) throws -> DecodedImage {
+    static func decode(_ h: HeifImageHandle, path: String, limits: DecodeLimits, headerOnly: Bool = false) throws
+        -> DecodedImage
+    {
         let w = h.width, ht = h.height
         try limits.check(width: w, height: ht, path: path)
         let meta = metadata(h)
         let alpha = h.hasAlpha, deep = h.lumaBits > 8
         let channels = alpha ? 4 : 3
         if headerOnly {
-            let img: AnyImage = deep ? .uint16(Image(width: 0, height: 0, channels: channels)) : .uint8(Image(width: 0, height: 0, channels: channels))
-            return DecodedImage(image: img, format: .heif, metadata: meta, storedWidth: w, storedHeight: ht, auxiliary: h.auxiliaryTypes)
+            let img: AnyImage =
+                deep
+                ? .uint16(Image(width: 0, height: 0, channels: channels))
+                : .uint8(Image(width: 0, height: 0, channels: channels))
+            return DecodedImage(
+                image: img, format: .heif, metadata: meta, storedWidth: w, storedHeight: ht, auxiliary: h.auxiliaryTypes
+            )
         }
-        let chroma = deep ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
-                          : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
+        let chroma =
+            deep
+            ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
+            : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
         var out: OpaquePointer? = nil
-        let (err, said) = LibraryStderr.capture { evn_heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil) }
+        let (err, said) = LibraryStderr.capture {
+            evn_heif_decode_image(h.handle, &out, heif_colorspace_RGB, chroma, nil)
+        }
         guard err.code == heif_error_Ok, let out else { throw error(err, path: path, decoderSaid: said) }
         warn(said, path: path)
         let decoded = HeifDecodedImage(out)
         let dw = Int(evn_heif_image_get_width(decoded.image, heif_channel_interleaved))
         let dh = Int(evn_heif_image_get_height(decoded.image, heif_channel_interleaved))
         var stride: Int32 = 0
-        guard let plane = evn_heif_image_get_plane_readonly(decoded.image, heif_channel_interleaved, &stride), dw > 0, dh > 0 else {
+        guard let plane = evn_heif_image_get_plane_readonly(decoded.image, heif_channel_interleaved, &stride), dw > 0,
+            dh > 0
+        else {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "decoder returned no pixels")
         }
         func copy<S: PixelSample>(_: S.Type, scale: Float?) -> Image<S> {
@@ -187,14 +214,15 @@ enum HEIFCodec {
         } else {
             image = .uint8(copy(UInt8.self, scale: nil))
         }
-        return DecodedImage(image: image, format: .heif, metadata: meta, storedWidth: w, storedHeight: ht, auxiliary: h.auxiliaryTypes)
+        return DecodedImage(
+            image: image, format: .heif, metadata: meta, storedWidth: w, storedHeight: ht, auxiliary: h.auxiliaryTypes)
     }
 }
 
 /// Depth and auxiliary items of a HEIF image.
 extension HeifImageHandle {
     struct DepthRepresentation {
-        var type: Int          // heif_depth_representation_type
+        var type: Int  // heif_depth_representation_type
         var dMin: Double?, dMax: Double?, zNear: Double?, zFar: Double?
     }
 
@@ -216,12 +244,15 @@ extension HeifImageHandle {
     /// The depth representation SEI (ISO/IEC 23008-2 depth_representation_info), if present.
     func depthRepresentation(_ id: heif_item_id) -> DepthRepresentation? {
         var info: UnsafePointer<heif_depth_representation_info>? = nil
-        guard evn_heif_image_handle_get_depth_image_representation_info(handle, id, &info) != 0, let info else { return nil }
+        guard evn_heif_image_handle_get_depth_image_representation_info(handle, id, &info) != 0, let info else {
+            return nil
+        }
         defer { evn_heif_depth_representation_info_free(info) }
         let i = info.pointee
-        return DepthRepresentation(type: Int(i.depth_representation_type.rawValue),
-                                   dMin: i.has_d_min != 0 ? i.d_min : nil, dMax: i.has_d_max != 0 ? i.d_max : nil,
-                                   zNear: i.has_z_near != 0 ? i.z_near : nil, zFar: i.has_z_far != 0 ? i.z_far : nil)
+        return DepthRepresentation(
+            type: Int(i.depth_representation_type.rawValue),
+            dMin: i.has_d_min != 0 ? i.d_min : nil, dMax: i.has_d_max != 0 ? i.d_max : nil,
+            zNear: i.has_z_near != 0 ? i.z_near : nil, zFar: i.has_z_far != 0 ? i.z_far : nil)
     }
 
     /// Auxiliary items other than alpha and depth, with their auxC type (Apple's matte URNs, gain map).
@@ -234,7 +265,8 @@ extension HeifImageHandle {
         var out: [(String, HeifImageHandle)] = []
         for id in ids.prefix(got) {
             var aux: OpaquePointer? = nil
-            guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux else { continue }
+            guard evn_heif_image_handle_get_auxiliary_image_handle(handle, id, &aux).code == heif_error_Ok, let aux
+            else { continue }
             let h = HeifImageHandle(aux, owner: owner)
             var type: UnsafePointer<CChar>? = nil
             if evn_heif_image_handle_get_auxiliary_type(aux, &type).code == heif_error_Ok, let t = type {
@@ -248,7 +280,9 @@ extension HeifImageHandle {
     /// Decodes a single-channel item as stored: 8-bit samples, or 9..16-bit samples unscaled
     /// (the caller maps them with IntMax = 2^bits - 1). `ignoreTransformations` keeps sensor
     /// orientation (no irot/imir/clap).
-    func decodeMonochrome(path: String, limits: DecodeLimits, ignoreTransformations: Bool) throws -> (image: AnyImage, bits: Int) {
+    func decodeMonochrome(path: String, limits: DecodeLimits, ignoreTransformations: Bool) throws -> (
+        image: AnyImage, bits: Int
+    ) {
         try limits.check(width: width, height: height, path: path)
         guard let options = evn_heif_decoding_options_alloc() else {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "cannot allocate decoding options")
@@ -256,7 +290,9 @@ extension HeifImageHandle {
         defer { evn_heif_decoding_options_free(options) }
         options.pointee.ignore_transformations = ignoreTransformations ? 1 : 0
         var out: OpaquePointer? = nil
-        let (err, said) = LibraryStderr.capture { evn_heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options) }
+        let (err, said) = LibraryStderr.capture {
+            evn_heif_decode_image(handle, &out, heif_colorspace_monochrome, heif_chroma_monochrome, options)
+        }
         guard err.code == heif_error_Ok, let out else { throw HEIFCodec.error(err, path: path, decoderSaid: said) }
         HEIFCodec.warn(said, path: path)
         let decoded = HeifDecodedImage(out)
@@ -269,13 +305,23 @@ extension HeifImageHandle {
         }
         let st = Int(stride)
         if bits <= 8 {
-            return (.uint8(Image<UInt8>(width: w, height: h, channels: 1) { d in
-                for y in 0..<h { for x in 0..<w { d[y * w + x] = plane[y * st + x] } }
-            }), 8)
+            return (
+                .uint8(
+                    Image<UInt8>(width: w, height: h, channels: 1) { d in
+                        for y in 0..<h { for x in 0..<w { d[y * w + x] = plane[y * st + x] } }
+                    }), 8
+            )
         }
         let raw = UnsafeRawPointer(plane)
-        return (.uint16(Image<UInt16>(width: w, height: h, channels: 1) { d in
-            for y in 0..<h { for x in 0..<w { d[y * w + x] = raw.loadUnaligned(fromByteOffset: y * st + 2 * x, as: UInt16.self) } }
-        }), bits)
+        return (
+            .uint16(
+                Image<UInt16>(width: w, height: h, channels: 1) { d in
+                    for y in 0..<h {
+                        for x in 0..<w {
+                            d[y * w + x] = raw.loadUnaligned(fromByteOffset: y * st + 2 * x, as: UInt16.self)
+                        }
+                    }
+                }), bits
+        )
     }
 }

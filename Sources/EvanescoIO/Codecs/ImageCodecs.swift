@@ -17,10 +17,15 @@ public struct DecodedImage: Sendable {
     public var auxiliary: [String] = []
 
     /// An image already upright in memory, as if decoded (for building a ``DepthPhoto`` from your own data).
-    public init(image: AnyImage, format: ImageFormat, metadata: ImageMetadata = ImageMetadata(),
-                storedWidth: Int? = nil, storedHeight: Int? = nil, auxiliary: [String] = []) {
-        self.image = image; self.format = format; self.metadata = metadata
-        self.storedWidth = storedWidth ?? image.width; self.storedHeight = storedHeight ?? image.height
+    public init(
+        image: AnyImage, format: ImageFormat, metadata: ImageMetadata = ImageMetadata(),
+        storedWidth: Int? = nil, storedHeight: Int? = nil, auxiliary: [String] = []
+    ) {
+        self.image = image
+        self.format = format
+        self.metadata = metadata
+        self.storedWidth = storedWidth ?? image.width
+        self.storedHeight = storedHeight ?? image.height
         self.auxiliary = auxiliary
     }
 }
@@ -35,7 +40,8 @@ public struct ReadOptions: Sendable {
     ///   - applyOrientation: Return pixels upright.
     ///   - limits: Size limits.
     public init(applyOrientation: Bool = true, limits: DecodeLimits = .standard) {
-        self.applyOrientation = applyOrientation; self.limits = limits
+        self.applyOrientation = applyOrientation
+        self.limits = limits
     }
 }
 
@@ -61,10 +67,16 @@ public struct WriteOptions: Sendable {
     ///   - metadata: EXIF and ICC to carry.
     ///   - overwrite: Replace an existing file.
     ///   - compression: How hard PNG and TIFF compress.
-    public init(format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
-                overwrite: Bool = false, compression: LosslessCompression = .default) {
-        self.format = format; self.quality = quality; self.bitDepth = bitDepth; self.metadata = metadata
-        self.overwrite = overwrite; self.compression = compression
+    public init(
+        format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
+        overwrite: Bool = false, compression: LosslessCompression = .default
+    ) {
+        self.format = format
+        self.quality = quality
+        self.bitDepth = bitDepth
+        self.metadata = metadata
+        self.overwrite = overwrite
+        self.compression = compression
     }
 }
 
@@ -84,12 +96,19 @@ public enum ImageCodecs {
         case .other(let name): throw ImageIOError.unsupportedFormat(path: path, format: name)
         case .unknown:
             let printable = bytes.prefix(64).allSatisfy { $0 == 9 || $0 == 10 || $0 == 13 || (32..<127).contains($0) }
-            throw ImageIOError.unrecognizedFormat(path: path, detail: printable ? "it looks like text" : "unknown leading bytes \(bytes.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))")
+            throw ImageIOError.unrecognizedFormat(
+                path: path,
+                detail: printable
+                    ? "it looks like text"
+                    : "unknown leading bytes \(bytes.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))"
+            )
         }
     }
 
     /// Decodes bytes held in memory. `path` is only used in error messages.
-    public static func decode(_ bytes: [UInt8], path: String, options: ReadOptions = ReadOptions()) throws -> DecodedImage {
+    public static func decode(_ bytes: [UInt8], path: String, options: ReadOptions = ReadOptions()) throws
+        -> DecodedImage
+    {
         var d = try decodeStored(bytes, path: path, options: options, headerOnly: false)
         if options.applyOrientation && !d.metadata.orientationApplied && d.metadata.orientation != .up {
             d.image = d.image.map(d.metadata.orientation)
@@ -103,7 +122,9 @@ public enum ImageCodecs {
         try decodeStored(InputFile.read(path), path: path, options: ReadOptions(limits: limits), headerOnly: true)
     }
 
-    static func decodeStored(_ bytes: [UInt8], path: String, options: ReadOptions, headerOnly: Bool) throws -> DecodedImage {
+    static func decodeStored(_ bytes: [UInt8], path: String, options: ReadOptions, headerOnly: Bool) throws
+        -> DecodedImage
+    {
         switch try format(of: bytes, path: path) {
         case .jpeg:
             if headerOnly {
@@ -113,12 +134,16 @@ public enum ImageCodecs {
                 var meta = ImageMetadata()
                 if let segs = try? JPEGSegments(bytes) {
                     let m = segs.metadata(in: bytes)
-                    meta.exif = m.exif; meta.xmp = m.xmp; meta.icc = m.icc
+                    meta.exif = m.exif
+                    meta.xmp = m.xmp
+                    meta.icc = m.icc
                     if let e = m.exif { meta.orientation = EXIF.orientation(in: e) ?? .up }
                 }
                 let ch = h.colorspace == 2 ? 1 : 3
-                return DecodedImage(image: .uint8(Image(width: 0, height: 0, channels: ch)), format: .jpeg, metadata: meta,
-                                    storedWidth: h.width, storedHeight: h.height, auxiliary: DepthReader.auxiliaryNames(jpeg: bytes, xmp: meta.xmp))
+                return DecodedImage(
+                    image: .uint8(Image(width: 0, height: 0, channels: ch)), format: .jpeg, metadata: meta,
+                    storedWidth: h.width, storedHeight: h.height,
+                    auxiliary: DepthReader.auxiliaryNames(jpeg: bytes, xmp: meta.xmp))
             }
             var d = try JPEGCodec.decode(bytes, path: path, limits: options.limits)
             d.auxiliary = DepthReader.auxiliaryNames(jpeg: bytes, xmp: d.metadata.xmp)
@@ -139,26 +164,38 @@ public enum ImageCodecs {
     ///   - path: A name for error messages.
     /// - Throws: `ImageIOError.encodeFailed` for an empty image, a bit depth the format cannot
     ///   hold, or another format.
-    public static func encode(_ image: AnyImage, format: ImageFormat, options: WriteOptions = WriteOptions(), path: String = "image") throws -> [UInt8] {
+    public static func encode(
+        _ image: AnyImage, format: ImageFormat, options: WriteOptions = WriteOptions(), path: String = "image"
+    ) throws -> [UInt8] {
         guard image.width > 0, image.height > 0 else {
             throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "the image is empty")
         }
         switch format {
         case .jpeg:
-            if let b = options.bitDepth, b != 8 { throw ImageIOError.encodeFailed(path: path, format: "JPEG", detail: "JPEG holds 8-bit samples only; write PNG or TIFF for \(b)-bit") }
+            if let b = options.bitDepth, b != 8 {
+                throw ImageIOError.encodeFailed(
+                    path: path, format: "JPEG", detail: "JPEG holds 8-bit samples only; write PNG or TIFF for \(b)-bit")
+            }
             let bytes = try JPEGCodec.encode(image.uint8, quality: options.quality, path: path)
             let meta = options.metadata
             return JPEGSegments.inserting(exif: meta?.exifForUprightPixels, icc: meta?.icc, into: bytes)
         case .png:
             let depth = options.bitDepth ?? (image.bitDepth == 8 ? 8 : 16)
-            if depth == 32 { throw ImageIOError.encodeFailed(path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float") }
+            if depth == 32 {
+                throw ImageIOError.encodeFailed(
+                    path: path, format: "PNG", detail: "PNG cannot hold 32-bit float samples; write .tif for float")
+            }
             return depth == 8
-                ? try PNGCodec.encode(image.uint8, compression: options.compression, icc: options.metadata?.icc,
-                                      exif: options.metadata?.exifForUprightPixels, path: path)
-                : try PNGCodec.encode(image.uint16, compression: options.compression, icc: options.metadata?.icc,
-                                      exif: options.metadata?.exifForUprightPixels, path: path)
+                ? try PNGCodec.encode(
+                    image.uint8, compression: options.compression, icc: options.metadata?.icc,
+                    exif: options.metadata?.exifForUprightPixels, path: path)
+                : try PNGCodec.encode(
+                    image.uint16, compression: options.compression, icc: options.metadata?.icc,
+                    exif: options.metadata?.exifForUprightPixels, path: path)
         default:
-            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "only JPEG and PNG are encoded in memory; write TIFF to a file")
+            throw ImageIOError.encodeFailed(
+                path: path, format: format.name, detail: "only JPEG and PNG are encoded in memory; write TIFF to a file"
+            )
         }
     }
 
@@ -173,22 +210,34 @@ public enum ImageCodecs {
             throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "the image is empty")
         }
         if let b = options.bitDepth, ![8, 16, 32].contains(b) {
-            throw ImageIOError.encodeFailed(path: path, format: format.name, detail: "bit depth \(b) is not 8, 16 or 32")
+            throw ImageIOError.encodeFailed(
+                path: path, format: format.name, detail: "bit depth \(b) is not 8, 16 or 32")
         }
         switch format {
         case .jpeg, .png:
-            try AtomicOutput.write(try encode(image, format: format, options: options, path: path), to: path, overwrite: options.overwrite)
+            try AtomicOutput.write(
+                try encode(image, format: format, options: options, path: path), to: path, overwrite: options.overwrite)
         case .tiff:
             let depth = options.bitDepth ?? image.bitDepth
             try AtomicOutput.write(to: path, overwrite: options.overwrite) { temp in
                 switch depth {
-                case 8: try TIFFCodec.write(image.uint8, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
-                case 16: try TIFFCodec.write(image.uint16, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
-                default: try TIFFCodec.write(image.float32, to: temp, icc: options.metadata?.icc, compression: options.compression, reportPath: path)
+                case 8:
+                    try TIFFCodec.write(
+                        image.uint8, to: temp, icc: options.metadata?.icc, compression: options.compression,
+                        reportPath: path)
+                case 16:
+                    try TIFFCodec.write(
+                        image.uint16, to: temp, icc: options.metadata?.icc, compression: options.compression,
+                        reportPath: path)
+                default:
+                    try TIFFCodec.write(
+                        image.float32, to: temp, icc: options.metadata?.icc, compression: options.compression,
+                        reportPath: path)
                 }
             }
         case .heif:
-            throw ImageIOError.encodeFailed(path: path, format: "HEIF", detail: "writing HEIC is not supported yet; write .jpg, .png or .tif")
+            throw ImageIOError.encodeFailed(
+                path: path, format: "HEIF", detail: "writing HEIC is not supported yet; write .jpg, .png or .tif")
         }
     }
 }

@@ -4,7 +4,12 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
 
     /// Display name.
     public var name: String {
-        switch self { case .jpeg: "JPEG"; case .png: "PNG"; case .heif: "HEIF"; case .tiff: "TIFF" }
+        switch self {
+        case .jpeg: "JPEG"
+        case .png: "PNG"
+        case .heif: "HEIF"
+        case .tiff: "TIFF"
+        }
     }
 
     /// The file extensions of the image files read (a folder's frames, a file panel's images);
@@ -38,12 +43,16 @@ package enum FormatSniffer {
         func starts(_ p: [UInt8], at o: Int = 0) -> Bool { a.count >= o + p.count && Array(a[o..<(o + p.count)]) == p }
         if starts([0xFF, 0xD8, 0xFF]) { return .image(.jpeg) }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .image(.png) }
-        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) ||
-            starts([0x49, 0x49, 0x2B, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2B]) { return .image(.tiff) }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) || starts([0x49, 0x49, 0x2B, 0x00])
+            || starts([0x4D, 0x4D, 0x00, 0x2B])
+        {
+            return .image(.tiff)
+        }
         if starts(Array("ftyp".utf8), at: 4), a.count >= 12 {
             let brand = String(decoding: a[8..<12], as: UTF8.self)
             switch brand {
-            case "heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2": return .image(.heif)
+            case "heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2":
+                return .image(.heif)
             case "avif", "avis": return .other("AVIF")
             case "qt  ": return .other("QuickTime video")
             default: return .other("ISO media (brand '\(brand.trimmingCharacters(in: .whitespaces))', video?)")

@@ -19,7 +19,10 @@ public struct ImageMetadata: Sendable, Equatable {
     ///   - xmp: The XMP packet.
     ///   - orientation: The orientation the file declares.
     public init(exif: [UInt8]? = nil, icc: [UInt8]? = nil, xmp: [UInt8]? = nil, orientation: Orientation = .up) {
-        self.exif = exif; self.icc = icc; self.xmp = xmp; self.orientation = orientation
+        self.exif = exif
+        self.icc = icc
+        self.xmp = xmp
+        self.orientation = orientation
     }
 
     /// EXIF to write next to pixels that are already upright: orientation reset to 1.

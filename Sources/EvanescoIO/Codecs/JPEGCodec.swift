@@ -5,7 +5,9 @@ import EvanescoCore
 final class TurboJPEGDecompressor {
     let handle: tjhandle
     init() throws {
-        guard let h = tjInitDecompress() else { throw ImageIOError.corrupt(path: "", format: "JPEG", detail: "cannot create a TurboJPEG decoder") }
+        guard let h = tjInitDecompress() else {
+            throw ImageIOError.corrupt(path: "", format: "JPEG", detail: "cannot create a TurboJPEG decoder")
+        }
         handle = h
     }
     deinit { tjDestroy(handle) }
@@ -17,7 +19,9 @@ final class TurboJPEGDecompressor {
 final class TurboJPEGCompressor {
     let handle: tjhandle
     init() throws {
-        guard let h = tjInitCompress() else { throw ImageIOError.encodeFailed(path: "", format: "JPEG", detail: "cannot create a TurboJPEG encoder") }
+        guard let h = tjInitCompress() else {
+            throw ImageIOError.encodeFailed(path: "", format: "JPEG", detail: "cannot create a TurboJPEG encoder")
+        }
         handle = h
     }
     deinit { tjDestroy(handle) }
@@ -25,14 +29,24 @@ final class TurboJPEGCompressor {
 }
 
 enum JPEGCodec {
-    struct Header { var width: Int; var height: Int; var subsampling: Int32; var colorspace: Int32 }
+    struct Header {
+        var width: Int
+        var height: Int
+        var subsampling: Int32
+        var colorspace: Int32
+    }
 
     static func header(_ d: TurboJPEGDecompressor, _ bytes: [UInt8], path: String) throws -> Header {
         var w: Int32 = 0, h: Int32 = 0, ss: Int32 = 0, cs: Int32 = 0
-        let r = bytes.withUnsafeBufferPointer { tjDecompressHeader3(d.handle, $0.baseAddress, UInt($0.count), &w, &h, &ss, &cs) }
+        let r = bytes.withUnsafeBufferPointer {
+            tjDecompressHeader3(d.handle, $0.baseAddress, UInt($0.count), &w, &h, &ss, &cs)
+        }
         guard r == 0 else { throw classify(d.lastError, path: path) }
         // libjpeg-turbo reports 0x0 when the data ends before the frame header (SOF).
-        guard w > 0, h > 0 else { throw ImageIOError.truncated(path: path, format: "JPEG", detail: "the file ends before its frame header (SOF)") }
+        guard w > 0, h > 0 else {
+            throw ImageIOError.truncated(
+                path: path, format: "JPEG", detail: "the file ends before its frame header (SOF)")
+        }
         return Header(width: Int(w), height: Int(h), subsampling: ss, colorspace: cs)
     }
 
@@ -47,7 +61,9 @@ enum JPEGCodec {
     static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits) throws -> DecodedImage {
         let d = try TurboJPEGDecompressor()
         let hdr = try header(d, bytes, path: path)
-        try limits.check(width: hdr.width, height: hdr.height, path: path, bytesPerPixel: 4, sourceBytes: bytes.count, format: "JPEG")
+        try limits.check(
+            width: hdr.width, height: hdr.height, path: path, bytesPerPixel: 4, sourceBytes: bytes.count, format: "JPEG"
+        )
         let isGray = hdr.colorspace == Int32(TJCS_GRAY.rawValue)
         let isCMYK = hdr.colorspace == Int32(TJCS_CMYK.rawValue) || hdr.colorspace == Int32(TJCS_YCCK.rawValue)
         let channels = isGray ? 1 : isCMYK ? 4 : 3
@@ -55,8 +71,9 @@ enum JPEGCodec {
         var failure: ImageIOError?
         var image = Image<UInt8>(width: hdr.width, height: hdr.height, channels: channels) { dst in
             let r = bytes.withUnsafeBufferPointer { src in
-                tjDecompress2(d.handle, src.baseAddress, UInt(src.count), dst.baseAddress, Int32(hdr.width),
-                              Int32(hdr.width * channels), Int32(hdr.height), Int32(pf.rawValue), 0)
+                tjDecompress2(
+                    d.handle, src.baseAddress, UInt(src.count), dst.baseAddress, Int32(hdr.width),
+                    Int32(hdr.width * channels), Int32(hdr.height), Int32(pf.rawValue), 0)
             }
             // TurboJPEG fills what it could not decode; a warning other than truncation (e.g.
             // extraneous bytes before a marker) leaves a complete image and is accepted.
@@ -72,10 +89,13 @@ enum JPEGCodec {
         var meta = ImageMetadata()
         if let segs {
             let m = segs.metadata(in: bytes)
-            meta.exif = m.exif; meta.xmp = m.xmp; meta.icc = m.icc
+            meta.exif = m.exif
+            meta.xmp = m.xmp
+            meta.icc = m.icc
             if let exif = m.exif, let o = EXIF.orientation(in: exif) { meta.orientation = o }
         }
-        return DecodedImage(image: .uint8(image), format: .jpeg, metadata: meta, storedWidth: hdr.width, storedHeight: hdr.height)
+        return DecodedImage(
+            image: .uint8(image), format: .jpeg, metadata: meta, storedWidth: hdr.width, storedHeight: hdr.height)
     }
 
     /// Adobe-style (inverted) CMYK as libjpeg delivers it, to RGB.
@@ -97,8 +117,9 @@ enum JPEGCodec {
         var out: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
         let r = image.samples.withUnsafeBufferPointer { src in
-            tjCompress2(c.handle, src.baseAddress, Int32(image.width), Int32(image.rowLength), Int32(image.height),
-                        Int32(pf.rawValue), &out, &size, Int32(samp.rawValue), Int32(min(max(quality, 1), 100)), 0)
+            tjCompress2(
+                c.handle, src.baseAddress, Int32(image.width), Int32(image.rowLength), Int32(image.height),
+                Int32(pf.rawValue), &out, &size, Int32(samp.rawValue), Int32(min(max(quality, 1), 100)), 0)
         }
         defer { if let out { tjFree(out) } }
         guard r == 0, let out else { throw ImageIOError.encodeFailed(path: path, format: "JPEG", detail: c.lastError) }

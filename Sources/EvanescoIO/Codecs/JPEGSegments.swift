@@ -10,7 +10,11 @@ package struct JPEGSegments: Sendable {
     }
     package var segments: [Segment]
 
-    package enum ParseError: Error, Equatable { case notJPEG, truncated(at: Int), badMarker(at: Int) }
+    package enum ParseError: Error, Equatable {
+        case notJPEG
+        case truncated(at: Int)
+        case badMarker(at: Int)
+    }
 
     package init(_ data: [UInt8]) throws(ParseError) {
         guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { throw .notJPEG }
@@ -18,10 +22,11 @@ package struct JPEGSegments: Sendable {
         var p = 2
         while p < data.count {
             guard data[p] == 0xFF else { throw .badMarker(at: p) }
-            while p < data.count && data[p] == 0xFF { p += 1 }   // fill bytes
+            while p < data.count && data[p] == 0xFF { p += 1 }  // fill bytes
             guard p < data.count else { throw .truncated(at: p) }
-            let marker = data[p]; p += 1
-            if marker == 0xD9 { break }                             // EOI
+            let marker = data[p]
+            p += 1
+            if marker == 0xD9 { break }  // EOI
             if marker == 0x01 || (0xD0...0xD7).contains(marker) { continue }  // no length
             guard p + 2 <= data.count else { throw .truncated(at: p) }
             let len = Int(data[p]) << 8 | Int(data[p + 1])
@@ -29,7 +34,7 @@ package struct JPEGSegments: Sendable {
             guard p + len <= data.count else { throw .truncated(at: p) }
             segs.append(Segment(marker: marker, payloadOffset: p + 2, payloadLength: len - 2))
             p += len
-            if marker == 0xDA { break }                             // SOS: entropy data follows
+            if marker == 0xDA { break }  // SOS: entropy data follows
         }
         segments = segs
     }
@@ -38,7 +43,8 @@ package struct JPEGSegments: Sendable {
     package func payloads(app n: UInt8, signature: [UInt8], in data: [UInt8]) -> [ArraySlice<UInt8>] {
         segments.filter { $0.marker == 0xE0 + n }.compactMap { s in
             guard s.payloadLength >= signature.count,
-                  data[s.payloadOffset..<(s.payloadOffset + signature.count)].elementsEqual(signature) else { return nil }
+                data[s.payloadOffset..<(s.payloadOffset + signature.count)].elementsEqual(signature)
+            else { return nil }
             return data[(s.payloadOffset + signature.count)..<(s.payloadOffset + s.payloadLength)]
         }
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 
@@ -53,13 +53,17 @@ package enum LibraryStderr {
     }
 
     private static func begin() -> off_t {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         fflush(nil)
         if active == 0 {
             // An unnamed temporary file (made, then unlinked at once: nothing can be left behind).
             var template = Array((NSTemporaryDirectory() + "/.evn-stderr-XXXXXX").utf8CString)
             let fd = mkstemp(&template)
-            if fd >= 0 { unlink(String(cString: template)); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            if fd >= 0 {
+                unlink(String(cString: template))
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            }
             let keep = dup(STDERR_FILENO)
             guard fd >= 0, keep >= 0, dup2(fd, STDERR_FILENO) >= 0 else {
                 // Nothing captured, nothing lost: the library's lines go where they went before.
@@ -67,7 +71,8 @@ package enum LibraryStderr {
                 if keep >= 0 { close(keep) }
                 return -1
             }
-            sink = fd; saved = keep
+            sink = fd
+            saved = keep
         }
         active += 1
         return lseek(sink, 0, SEEK_CUR)
@@ -75,7 +80,8 @@ package enum LibraryStderr {
 
     private static func end(from start: off_t) -> String {
         guard start >= 0 else { return "" }
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         fflush(nil)
         let stop = lseek(sink, 0, SEEK_CUR)
         var bytes = [UInt8](repeating: 0, count: max(0, Int(stop - start)))
@@ -83,8 +89,10 @@ package enum LibraryStderr {
         active -= 1
         if active == 0 {
             dup2(saved, STDERR_FILENO)
-            close(saved); close(sink)
-            saved = -1; sink = -1
+            close(saved)
+            close(sink)
+            saved = -1
+            sink = -1
         }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -36,14 +36,22 @@ public enum PFM {
         // Three whitespace-separated header tokens after the magic, then one whitespace byte.
         var i = 0
         func token() throws -> String {
-            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 {
+                i += 1
+            }
             let s = i
-            while i < bytes.count, !(bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09), i - s < 32 { i += 1 }
-            guard i > s, i < bytes.count else { throw ImageIOError.corrupt(path: path, format: "PFM", detail: "the header is incomplete") }
+            while i < bytes.count, !(bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09),
+                i - s < 32
+            { i += 1 }
+            guard i > s, i < bytes.count else {
+                throw ImageIOError.corrupt(path: path, format: "PFM", detail: "the header is incomplete")
+            }
             return String(decoding: bytes[s..<i], as: UTF8.self)
         }
         let magic = try token()
-        guard magic == "Pf" || magic == "PF" else { throw ImageIOError.unrecognizedFormat(path: path, detail: "not a PFM file (no Pf/PF header)") }
+        guard magic == "Pf" || magic == "PF" else {
+            throw ImageIOError.unrecognizedFormat(path: path, detail: "not a PFM file (no Pf/PF header)")
+        }
         guard let w = Int(try token()), let h = Int(try token()), let scale = Double(try token()), scale != 0 else {
             throw ImageIOError.corrupt(path: path, format: "PFM", detail: "the header's size or scale is not a number")
         }

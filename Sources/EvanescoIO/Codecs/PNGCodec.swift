@@ -13,7 +13,9 @@ final class PNGReader {
 enum PNGCodec {
     static func classify(_ message: String, path: String) -> ImageIOError {
         let m = message.lowercased()
-        if m.contains("truncated") || m.contains("unexpected end") || m.contains("not enough image data") || m.contains("read error") {
+        if m.contains("truncated") || m.contains("unexpected end") || m.contains("not enough image data")
+            || m.contains("read error")
+        {
             return .truncated(path: path, format: "PNG", detail: message)
         }
         return .corrupt(path: path, format: "PNG", detail: message)
@@ -21,21 +23,30 @@ enum PNGCodec {
 
     /// - Parameter fastPath: Whether plain files take ``fastDecode(_:path:limits:)`` (tests turn
     ///   it off to compare with libpng).
-    static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false, fastPath: Bool = true) throws -> DecodedImage {
+    static func decode(
+        _ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool = false, fastPath: Bool = true
+    ) throws -> DecodedImage {
         // Check the IHDR's claimed size before libpng allocates or reads further.
         if let (w, h) = headerSize(bytes) { try limits.check(width: w, height: h, path: path) }
         if !headerOnly, fastPath, let image = fastDecode(bytes, path: path, limits: limits) {
-            return DecodedImage(image: image, format: .png, metadata: ImageMetadata(), storedWidth: image.width, storedHeight: image.height)
+            return DecodedImage(
+                image: image, format: .png, metadata: ImageMetadata(), storedWidth: image.width,
+                storedHeight: image.height)
         }
         let r = PNGReader()
         return try bytes.withUnsafeBufferPointer { buf in
-            guard evn_png_read_begin(&r.io, buf.baseAddress, buf.count) == 0 else { throw classify(r.error, path: path) }
+            guard evn_png_read_begin(&r.io, buf.baseAddress, buf.count) == 0 else {
+                throw classify(r.error, path: path)
+            }
             let w = Int(png_get_image_width(r.io.png, r.io.info)), h = Int(png_get_image_height(r.io.png, r.io.info))
-            try limits.check(width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: headerOnly ? nil : bytes.count, format: "PNG")
+            try limits.check(
+                width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: headerOnly ? nil : bytes.count,
+                format: "PNG")
             let channels = Int(png_get_channels(r.io.png, r.io.info))
             let depth = Int(png_get_bit_depth(r.io.png, r.io.info))
             guard [1, 3, 4].contains(channels), depth == 8 || depth == 16 else {
-                throw ImageIOError.unsupportedLayout(path: path, detail: "PNG with \(channels) channels of \(depth) bits is not supported")
+                throw ImageIOError.unsupportedLayout(
+                    path: path, detail: "PNG with \(channels) channels of \(depth) bits is not supported")
             }
             var meta = ImageMetadata()
             var name: png_charp? = nil, compression: Int32 = 0, profile: png_bytep? = nil, len: png_uint_32 = 0
@@ -51,8 +62,10 @@ enum PNGCodec {
             }
             if headerOnly {
                 readExif()
-                let img = depth == 16 ? AnyImage.uint16(Image(width: 0, height: 0, channels: channels))
-                                      : AnyImage.uint8(Image(width: 0, height: 0, channels: channels))
+                let img =
+                    depth == 16
+                    ? AnyImage.uint16(Image(width: 0, height: 0, channels: channels))
+                    : AnyImage.uint8(Image(width: 0, height: 0, channels: channels))
                 return DecodedImage(image: img, format: .png, metadata: meta, storedWidth: w, storedHeight: h)
             }
             func rows<S: PixelSample>(_ type: S.Type) throws -> Image<S> {
@@ -88,13 +101,16 @@ enum PNGCodec {
         let depth = Int(bytes[24]), colour = bytes[25]
         let channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 6 ? 4 : 0
         guard channels > 0, depth == 8 || depth == 16, bytes[28] == 0,
-              (try? limits.check(width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: bytes.count, format: "PNG")) != nil
+            (try? limits.check(
+                width: w, height: h, path: path, bytesPerPixel: 8, sourceBytes: bytes.count, format: "PNG")) != nil
         else { return nil }
         func read<S: PixelSample>(_ type: S.Type) -> Image<S>? {
             var status: Int32 = 1
             let image = Image<S>(width: w, height: h, channels: channels) { dst in
                 let out = UnsafeMutableRawPointer(dst.baseAddress!).assumingMemoryBound(to: UInt8.self)
-                status = bytes.withUnsafeBufferPointer { evn_png_fast_read($0.baseAddress, $0.count, out, w, h, Int32(channels), Int32(depth)) }
+                status = bytes.withUnsafeBufferPointer {
+                    evn_png_fast_read($0.baseAddress, $0.count, out, w, h, Int32(channels), Int32(depth))
+                }
             }
             return status == 0 ? image : nil
         }
@@ -105,8 +121,10 @@ enum PNGCodec {
     /// chunks through libpng, the image data in pieces of rows filtered and deflated at once on
     /// every core (``pieces(height:filteredRowBytes:)``), one IDAT chunk a piece, one zlib stream.
     /// The bytes depend on the pixels and `compression` only, not on the machine's cores.
-    static func encode<S: PixelSample>(_ image: Image<S>, compression: LosslessCompression, icc: [UInt8]?, exif: [UInt8]?,
-                                       path: String) throws -> [UInt8] {
+    static func encode<S: PixelSample>(
+        _ image: Image<S>, compression: LosslessCompression, icc: [UInt8]?, exif: [UInt8]?,
+        path: String
+    ) throws -> [UInt8] {
         precondition(S.self == UInt8.self || S.self == UInt16.self)
         func failed(_ detail: String) -> ImageIOError { .encodeFailed(path: path, format: "PNG", detail: detail) }
         let (filter, level) = compression.png(sixteenBit: S.self == UInt16.self)
@@ -120,26 +138,33 @@ enum PNGCodec {
             pieces.deallocate()
         }
         image.samples.withUnsafeBufferPointer { src in
-            let shared = UncheckedSendable((UnsafeRawPointer(src.baseAddress!).assumingMemoryBound(to: UInt8.self), pieces))
+            let shared = UncheckedSendable(
+                (UnsafeRawPointer(src.baseAddress!).assumingMemoryBound(to: UInt8.self), pieces))
             StripExecutor.forEachStrip(rows: count, minimumRows: 1) { range in
                 let (base, pieces) = shared.value
                 for k in range {
-                    _ = evn_png_encode_piece(base, rowBytes, channels * sampleBytes, sampleBytes == 2 ? 1 : 0,
-                                             h * k / count, h * (k + 1) / count, filter, level, k == count - 1 ? 1 : 0, pieces + k)
+                    _ = evn_png_encode_piece(
+                        base, rowBytes, channels * sampleBytes, sampleBytes == 2 ? 1 : 0,
+                        h * k / count, h * (k + 1) / count, filter, level, k == count - 1 ? 1 : 0, pieces + k)
                 }
             }
         }
-        guard (0..<count).allSatisfy({ pieces[$0].length >= 0 }) else { throw failed("out of memory while compressing the image data") }
+        guard (0..<count).allSatisfy({ pieces[$0].length >= 0 }) else {
+            throw failed("out of memory while compressing the image data")
+        }
         // A chunk holds at most 2^31 - 1 bytes (a piece of a picture of over 100 GB could not).
         guard (0..<count).allSatisfy({ pieces[$0].length <= Int(Int32.max) - 6 }) else {
             throw failed("the picture is too large for PNG's chunks; write .tif")
         }
         var io = evn_png_io()
         let icc = icc ?? [], exif = exif ?? []
-        let head = icc.withUnsafeBufferPointer { i in exif.withUnsafeBufferPointer { e in
-            evn_png_write_head(&io, UInt32(w), UInt32(h), Int32(channels), Int32(S.bitDepth), i.baseAddress, UInt32(icc.count),
-                               e.baseAddress, UInt32(exif.count))
-        }}
+        let head = icc.withUnsafeBufferPointer { i in
+            exif.withUnsafeBufferPointer { e in
+                evn_png_write_head(
+                    &io, UInt32(w), UInt32(h), Int32(channels), Int32(S.bitDepth), i.baseAddress, UInt32(icc.count),
+                    e.baseAddress, UInt32(exif.count))
+            }
+        }
         guard head == 0, let headBytes = io.out else { throw failed(stringFromCBuffer(io.error)) }
         evn_png_write_done(&io)
         defer { free(headBytes) }

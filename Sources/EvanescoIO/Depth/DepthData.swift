@@ -77,20 +77,34 @@ public struct DepthData: Sendable {
     public var height: Int { map.height }
 
     /// A map with everything known about it (readers fill this; see also ``init(floatMap:kind:units:accuracy:source:)``).
-    public init(kind: DepthKind, map: Image<Float>, stored: AnyImage, storedFormat: String, encoding: DepthEncoding,
-                units: String, accuracy: DepthAccuracy? = nil, filtered: Bool? = nil, quality: String? = nil,
-                calibration: CameraCalibration? = nil, source: String, declaredRange: ClosedRange<Double>? = nil,
-                orientationApplied: Orientation = .up) {
-        self.kind = kind; self.map = map; self.stored = stored; self.storedFormat = storedFormat; self.encoding = encoding
-        self.units = units; self.accuracy = accuracy; self.filtered = filtered; self.quality = quality
-        self.calibration = calibration; self.source = source; self.declaredRange = declaredRange
+    public init(
+        kind: DepthKind, map: Image<Float>, stored: AnyImage, storedFormat: String, encoding: DepthEncoding,
+        units: String, accuracy: DepthAccuracy? = nil, filtered: Bool? = nil, quality: String? = nil,
+        calibration: CameraCalibration? = nil, source: String, declaredRange: ClosedRange<Double>? = nil,
+        orientationApplied: Orientation = .up
+    ) {
+        self.kind = kind
+        self.map = map
+        self.stored = stored
+        self.storedFormat = storedFormat
+        self.encoding = encoding
+        self.units = units
+        self.accuracy = accuracy
+        self.filtered = filtered
+        self.quality = quality
+        self.calibration = calibration
+        self.source = source
+        self.declaredRange = declaredRange
         self.orientationApplied = orientationApplied
     }
 
     /// A float map as depth data (from a PFM, a TIFF or a computation).
-    public init(floatMap map: Image<Float>, kind: DepthKind, units: String, accuracy: DepthAccuracy? = nil, source: String) {
-        self.init(kind: kind, map: map.withChannels(1), stored: .float32(map.withChannels(1)), storedFormat: "float",
-                  encoding: .identity, units: units, accuracy: accuracy, source: source)
+    public init(
+        floatMap map: Image<Float>, kind: DepthKind, units: String, accuracy: DepthAccuracy? = nil, source: String
+    ) {
+        self.init(
+            kind: kind, map: map.withChannels(1), stored: .float32(map.withChannels(1)), storedFormat: "float",
+            encoding: .identity, units: units, accuracy: accuracy, source: source)
     }
 
     /// Number of unknown (NaN or infinite, or non-positive for metric depth) values.
@@ -99,7 +113,10 @@ public struct DepthData: Sendable {
     /// Smallest and largest finite value, or nil when every value is a hole.
     public var finiteRange: (min: Float, max: Float)? {
         var lo = Float.infinity, hi = -Float.infinity
-        for v in map.samples where v.isFinite { lo = min(lo, v); hi = max(hi, v) }
+        for v in map.samples where v.isFinite {
+            lo = min(lo, v)
+            hi = max(hi, v)
+        }
         return lo <= hi ? (lo, hi) : nil
     }
 
@@ -111,11 +128,16 @@ public struct DepthData: Sendable {
         out.kind = target
         out.map = Image<Float>(width: map.width, height: map.height, channels: 1) { d in
             map.samples.withUnsafeBufferPointer { s in
-                for i in 0..<s.count { let v = s[i]; d[i] = v.isFinite && v > 0 ? 1 / v : .nan }
+                for i in 0..<s.count {
+                    let v = s[i]
+                    d[i] = v.isFinite && v > 0 ? 1 / v : .nan
+                }
             }
         }
         if units.hasPrefix("1/") { out.units = String(units.dropFirst(2)) } else { out.units = "1/" + units }
-        out.declaredRange = declaredRange.flatMap { r in r.lowerBound > 0 ? (1 / r.upperBound)...(1 / r.lowerBound) : nil }
+        out.declaredRange = declaredRange.flatMap { r in
+            r.lowerBound > 0 ? (1 / r.upperBound)...(1 / r.lowerBound) : nil
+        }
         return out
     }
 
@@ -160,7 +182,9 @@ public enum AuxiliaryKind: String, Sendable, Codable, CaseIterable {
     /// Dynamic Depth semantic.
     public static func classify(_ type: String) -> AuxiliaryKind {
         let t = type.lowercased()
-        if t == "urn:mpeg:hevc:2015:auxid:2" || t == "urn:mpeg:mpegb:cicp:systems:auxiliary:depth" || t == "depth" { return .depth }
+        if t == "urn:mpeg:hevc:2015:auxid:2" || t == "urn:mpeg:mpegb:cicp:systems:auxiliary:depth" || t == "depth" {
+            return .depth
+        }
         if t == "disparity" { return .disparity }
         if t.contains("portraiteffectsmatte") || t == "portrait" || t == "segmentation" { return .portrait }
         if t.contains("semanticskinmatte") || t == "skin" { return .skin }
@@ -221,10 +245,20 @@ public struct DepthPhoto: Sendable {
     public var warnings: [String]
 
     /// A depth photo from parts (for your own data: a render, a capture).
-    public init(path: String, format: ImageFormat, photo: DecodedImage?, width: Int, height: Int, orientation: Orientation = .up,
-                depth: DepthData?, auxiliary: [AuxiliaryImage] = [], warnings: [String] = []) {
-        self.path = path; self.format = format; self.photo = photo; self.width = width; self.height = height
-        self.orientation = orientation; self.depth = depth; self.auxiliary = auxiliary; self.warnings = warnings
+    public init(
+        path: String, format: ImageFormat, photo: DecodedImage?, width: Int, height: Int,
+        orientation: Orientation = .up,
+        depth: DepthData?, auxiliary: [AuxiliaryImage] = [], warnings: [String] = []
+    ) {
+        self.path = path
+        self.format = format
+        self.photo = photo
+        self.width = width
+        self.height = height
+        self.orientation = orientation
+        self.depth = depth
+        self.auxiliary = auxiliary
+        self.warnings = warnings
     }
 
     /// The first auxiliary image of `kind`, if any.

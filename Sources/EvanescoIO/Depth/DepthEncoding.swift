@@ -36,9 +36,12 @@ public enum DepthEncoding: Sendable, Equatable {
     /// One line for reports and `depth info`.
     public var summary: String {
         switch self {
-        case .linear(let a, let b, let i, let j): "linear: FloatMin \(a) + (v - IntMin \(i)) / (IntMax \(j) - IntMin) * (FloatMax \(b) - FloatMin)"
-        case .rangeLinear(let n, let f, _, let hi): "RangeLinear near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
-        case .rangeInverse(let n, let f, _, let hi): "RangeInverse near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
+        case .linear(let a, let b, let i, let j):
+            "linear: FloatMin \(a) + (v - IntMin \(i)) / (IntMax \(j) - IntMin) * (FloatMax \(b) - FloatMin)"
+        case .rangeLinear(let n, let f, _, let hi):
+            "RangeLinear near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
+        case .rangeInverse(let n, let f, _, let hi):
+            "RangeInverse near \(n) far \(f), \(hi ? "high values near" : "0 = near (spec)")"
         case .identity: "stored as float"
         }
     }
@@ -74,7 +77,10 @@ public enum DepthEncoding: Sendable, Equatable {
     ///   - isHole: Which decoded values are unknown (called once per table entry or float sample).
     /// - Returns: One float channel the size of `stored`.
     public func decode(_ stored: AnyImage, hole: Float, isHole: (Float) -> Bool) -> Image<Float> {
-        func value(_ raw: Float) -> Float { let v = decode(raw); return isHole(v) ? hole : v }
+        func value(_ raw: Float) -> Float {
+            let v = decode(raw)
+            return isHole(v) ? hole : v
+        }
         func run<S: PixelSample>(_ img: Image<S>, table: [Float]?) -> Image<Float> {
             let c = img.channels, n = img.width * img.height
             return img.samples.withUnsafeBufferPointer { s in
@@ -84,7 +90,10 @@ public enum DepthEncoding: Sendable, Equatable {
                             for i in 0..<n { d[i] = t[Int(s[i &* c].floatValue)] }
                         }
                     } else if self == .identity {
-                        for i in 0..<n { let v = s[i &* c].floatValue; d[i] = isHole(v) ? hole : v }
+                        for i in 0..<n {
+                            let v = s[i &* c].floatValue
+                            d[i] = isHole(v) ? hole : v
+                        }
                     } else {
                         for i in 0..<n { d[i] = value(s[i &* c].floatValue) }
                     }
@@ -120,7 +129,9 @@ extension DepthEncoding: CustomStringConvertible, LosslessStringConvertible {
         default:
             guard description.hasPrefix("disparity8:") else { return nil }
             let p = description.dropFirst(11).split(separator: ",", omittingEmptySubsequences: false).map { Double($0) }
-            guard p.count == 2, let lo = p[0], let hi = p[1], lo.isFinite, hi.isFinite, lo >= 0, hi > lo else { return nil }
+            guard p.count == 2, let lo = p[0], let hi = p[1], lo.isFinite, hi.isFinite, lo >= 0, hi > lo else {
+                return nil
+            }
             self = .disparity8(min: lo, max: hi)
         }
     }
@@ -130,7 +141,8 @@ extension DepthEncoding: CustomStringConvertible, LosslessStringConvertible {
         switch self {
         case .millimetres16: return "mm16"
         case .identity: return "metres"
-        case .rangeInverse(let near, let far, 255, true) where near > 0 && Self.disparity8(min: 1 / far, max: 1 / near) == self:
+        case .rangeInverse(let near, let far, 255, true)
+        where near > 0 && Self.disparity8(min: 1 / far, max: 1 / near) == self:
             return "disparity8:\(1 / far),\(1 / near)"
         default: return summary
         }

@@ -7,7 +7,8 @@ extension DepthData {
         guard let range = finiteRange else { return nil }
         let unit = UnitPosition(range)
         var out = map
-        out.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = unit(m[i]) } }
+        out.samples.withUnsafeMutableBufferPointer { m in for i in 0..<m.count where m[i].isFinite { m[i] = unit(m[i]) }
+        }
         return (out, range)
     }
 }
@@ -53,9 +54,14 @@ public enum DepthPNG {
     /// - Throws: ``DepthError/badMetadata(path:detail:)`` when every value is a hole (`source`
     ///   names the depth's photo), or what the write throws.
     @discardableResult
-    public static func write(_ map: Image<Float>, range: (min: Float, max: Float)?, to path: String, source: String,
-                             options: WriteOptions = WriteOptions()) throws -> (min: Float, max: Float) {
-        guard let range else { throw DepthError.badMetadata(path: source, detail: "every value of the depth map is a hole; there is nothing to write") }
+    public static func write(
+        _ map: Image<Float>, range: (min: Float, max: Float)?, to path: String, source: String,
+        options: WriteOptions = WriteOptions()
+    ) throws -> (min: Float, max: Float) {
+        guard let range else {
+            throw DepthError.badMetadata(
+                path: source, detail: "every value of the depth map is a hole; there is nothing to write")
+        }
         var o = options
         o.bitDepth = 16
         try ImageCodecs.write(.uint16(samples(map, range: range)), to: path, options: o)

@@ -58,7 +58,11 @@ public struct DepthSummary: Sendable, Codable, Equatable {
         ///   - height: Height.
         ///   - source: Where it was found.
         public init(kind: AuxiliaryKind, type: String, width: Int, height: Int, source: String) {
-            self.kind = kind; self.type = type; self.width = width; self.height = height; self.source = source
+            self.kind = kind
+            self.type = type
+            self.width = width
+            self.height = height
+            self.source = source
         }
     }
 
@@ -87,17 +91,26 @@ public struct DepthSummary: Sendable, Codable, Equatable {
     ///
     /// - Parameter p: A photo read by ``DepthReader``.
     public init(_ p: DepthPhoto) {
-        file = p.path; format = p.format.name; width = p.width; height = p.height
-        orientation = p.orientation.rawValue; orientationMeaning = p.orientation.summary
-        hasDepth = p.depth != nil; warnings = p.warnings
+        file = p.path
+        format = p.format.name
+        width = p.width
+        height = p.height
+        orientation = p.orientation.rawValue
+        orientationMeaning = p.orientation.summary
+        hasDepth = p.depth != nil
+        warnings = p.warnings
         depth = p.depth.map { d in
-            Depth(kind: d.kind, width: d.width, height: d.height, units: d.units, storedFormat: d.storedFormat, source: d.source,
-                  encoding: d.encoding.summary, holes: d.holeCount, range: d.finiteRange.map { [$0.min, $0.max] },
-                  declaredRange: d.declaredRange.map { [$0.lowerBound, $0.upperBound] }, rangeNotes: d.rangeNotes,
-                  accuracy: d.accuracy, filtered: d.filtered, quality: d.quality, calibration: d.calibration,
-                  orientationApplied: d.orientationApplied.rawValue)
+            Depth(
+                kind: d.kind, width: d.width, height: d.height, units: d.units, storedFormat: d.storedFormat,
+                source: d.source,
+                encoding: d.encoding.summary, holes: d.holeCount, range: d.finiteRange.map { [$0.min, $0.max] },
+                declaredRange: d.declaredRange.map { [$0.lowerBound, $0.upperBound] }, rangeNotes: d.rangeNotes,
+                accuracy: d.accuracy, filtered: d.filtered, quality: d.quality, calibration: d.calibration,
+                orientationApplied: d.orientationApplied.rawValue)
         }
-        auxiliary = p.auxiliary.map { Auxiliary(kind: $0.kind, type: $0.type, width: $0.width, height: $0.height, source: $0.source) }
+        auxiliary = p.auxiliary.map {
+            Auxiliary(kind: $0.kind, type: $0.type, width: $0.width, height: $0.height, source: $0.source)
+        }
     }
 
     /// Lines for a person to read.
@@ -116,7 +129,9 @@ public struct DepthSummary: Sendable, Codable, Equatable {
         } else {
             lines.append("depth: none")
         }
-        for a in auxiliary { lines.append("auxiliary: \(a.kind.rawValue) \(a.width)x\(a.height) (\(a.type), \(a.source))") }
+        for a in auxiliary {
+            lines.append("auxiliary: \(a.kind.rawValue) \(a.width)x\(a.height) (\(a.type), \(a.source))")
+        }
         for w in warnings { lines.append("warning: \(w)") }
         return lines.joined(separator: "\n")
     }

@@ -20,9 +20,12 @@ package enum MPFIndex {
     package static func read(_ bytes: [UInt8]) -> (entries: [MPFEntry], damaged: Int) {
         guard let segs = try? JPEGSegments(bytes) else { return ([], 0) }
         let sig = Array("MPF".utf8) + [0]
-        guard let seg = segs.segments.first(where: {
-            $0.marker == 0xE2 && $0.payloadLength >= 8 && bytes[$0.payloadOffset..<($0.payloadOffset + 4)].elementsEqual(sig)
-        }) else { return ([], 0) }
+        guard
+            let seg = segs.segments.first(where: {
+                $0.marker == 0xE2 && $0.payloadLength >= 8
+                    && bytes[$0.payloadOffset..<($0.payloadOffset + 4)].elementsEqual(sig)
+            })
+        else { return ([], 0) }
         let base = seg.payloadOffset + 4
         let e = Array(bytes[base..<(seg.payloadOffset + seg.payloadLength)])
         let r = TIFFStructureReader(e)
@@ -32,11 +35,14 @@ package enum MPFIndex {
             let at = ifd + 2 + i * 12
             guard let tag = r.u16(at) else { break }
             if tag == 0xB001 { count = r.u32(at + 8) ?? 0 }
-            if tag == 0xB002 { entryBytes = r.u32(at + 4) ?? 0; entryOffset = r.u32(at + 8) ?? 0 }
+            if tag == 0xB002 {
+                entryBytes = r.u32(at + 4) ?? 0
+                entryOffset = r.u32(at + 8) ?? 0
+            }
         }
         guard count > 0, count < 100, entryBytes >= count * 16 else { return ([], 0) }
         var out: [MPFEntry] = []
-        for k in 1..<count {   // entry 0 is the primary image
+        for k in 1..<count {  // entry 0 is the primary image
             let at = entryOffset + k * 16
             guard let attr = r.u32(at), let size = r.u32(at + 4), let off = r.u32(at + 8) else { break }
             let start = base + off
@@ -64,7 +70,10 @@ package enum MPFIndex {
 struct TIFFStructureReader {
     let e: [UInt8]
     let littleEndian: Bool
-    init(_ e: [UInt8]) { self.e = e; littleEndian = e.first == 0x49 }
+    init(_ e: [UInt8]) {
+        self.e = e
+        littleEndian = e.first == 0x49
+    }
     func u16(_ o: Int) -> Int? {
         guard o >= 0, o + 2 <= e.count else { return nil }
         return littleEndian ? Int(e[o]) | Int(e[o + 1]) << 8 : Int(e[o]) << 8 | Int(e[o + 1])

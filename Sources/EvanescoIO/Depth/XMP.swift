@@ -205,7 +205,10 @@ private struct XMLParser {
     var i = 0
     var elementCount = 0
 
-    init(bytes: [UInt8], limits: XMPDocument.Limits) { b = bytes; self.limits = limits }
+    init(bytes: [UInt8], limits: XMPDocument.Limits) {
+        b = bytes
+        self.limits = limits
+    }
 
     struct Open {
         var prefix: String, name: String
@@ -217,8 +220,11 @@ private struct XMLParser {
 
     mutating func parse() throws(XMPError) -> XMLElement {
         // Synthetic document root so that any number of top-level elements is accepted.
-        var stack: [Open] = [Open(prefix: "", name: "#document", rawAttributes: [],
-                                  namespaces: ["xml": "http://www.w3.org/XML/1998/namespace"])]
+        var stack: [Open] = [
+            Open(
+                prefix: "", name: "#document", rawAttributes: [],
+                namespaces: ["xml": "http://www.w3.org/XML/1998/namespace"])
+        ]
         while i < b.count {
             if b[i] != UInt8(ascii: "<") {
                 let start = i
@@ -226,8 +232,14 @@ private struct XMLParser {
                 if stack.count > 1 { stack[stack.count - 1].text += try decodeText(b[start..<i], at: start) }
                 continue
             }
-            if starts("<?") { try skip(past: "?>"); continue }
-            if starts("<!--") { try skip(past: "-->"); continue }
+            if starts("<?") {
+                try skip(past: "?>")
+                continue
+            }
+            if starts("<!--") {
+                try skip(past: "-->")
+                continue
+            }
             if starts("<![CDATA[") {
                 i += 9
                 let start = i
@@ -241,9 +253,15 @@ private struct XMLParser {
                 let (prefix, name) = try qname()
                 skipSpace()
                 try expect(">")
-                guard stack.count > 1, let open = stack.popLast() else { throw .malformed(offset: i, reason: "unexpected closing tag") }
+                guard stack.count > 1, let open = stack.popLast() else {
+                    throw .malformed(offset: i, reason: "unexpected closing tag")
+                }
                 guard open.prefix == prefix && open.name == name else {
-                    throw .malformed(offset: i, reason: "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match \(open.prefix):\(open.name)")
+                    throw .malformed(
+                        offset: i,
+                        reason:
+                            "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match \(open.prefix):\(open.name)"
+                    )
                 }
                 let element = try close(open, inScope: stack)
                 stack[stack.count - 1].children.append(element)
@@ -260,25 +278,41 @@ private struct XMLParser {
             while true {
                 skipSpace()
                 guard i < b.count else { throw .malformed(offset: i, reason: "the file ends inside a tag") }
-                if b[i] == UInt8(ascii: ">") { i += 1; break }
-                if starts("/>") { i += 2; selfClosing = true; break }
+                if b[i] == UInt8(ascii: ">") {
+                    i += 1
+                    break
+                }
+                if starts("/>") {
+                    i += 2
+                    selfClosing = true
+                    break
+                }
                 let (ap, an) = try qname()
-                skipSpace(); try expect("="); skipSpace()
+                skipSpace()
+                try expect("=")
+                skipSpace()
                 guard i < b.count, b[i] == UInt8(ascii: "\"") || b[i] == UInt8(ascii: "'") else {
                     throw .malformed(offset: i, reason: "attribute value without quotes")
                 }
-                let q = b[i]; i += 1
+                let q = b[i]
+                i += 1
                 let start = i
                 while i < b.count && b[i] != q {
-                    if b[i] == UInt8(ascii: "<") { throw .malformed(offset: i, reason: "'<' inside an attribute value") }
+                    if b[i] == UInt8(ascii: "<") {
+                        throw .malformed(offset: i, reason: "'<' inside an attribute value")
+                    }
                     i += 1
                 }
                 guard i < b.count else { throw .malformed(offset: start, reason: "unterminated attribute value") }
                 let value = String(decoding: try decodeText(b[start..<i], at: start), as: UTF8.self)
                 i += 1
-                if ap == "xmlns" { ns[an] = value }
-                else if ap.isEmpty && an == "xmlns" { ns[""] = value }
-                else { attrs.append((ap, an, value)) }
+                if ap == "xmlns" {
+                    ns[an] = value
+                } else if ap.isEmpty && an == "xmlns" {
+                    ns[""] = value
+                } else {
+                    attrs.append((ap, an, value))
+                }
             }
             let open = Open(prefix: prefix, name: name, rawAttributes: attrs, namespaces: ns)
             if selfClosing {
@@ -291,7 +325,9 @@ private struct XMLParser {
                 if stack.count - 1 > limits.maxDepth { throw .tooDeep(limit: limits.maxDepth) }
             }
         }
-        guard stack.count == 1 else { throw .malformed(offset: i, reason: "the packet ends with <\(stack.last!.name)> still open") }
+        guard stack.count == 1 else {
+            throw .malformed(offset: i, reason: "the packet ends with <\(stack.last!.name)> still open")
+        }
         let doc = stack[0]
         return XMLElement(namespace: "", name: "#document", attributes: [], children: doc.children, text: "")
     }
@@ -304,9 +340,12 @@ private struct XMLParser {
             for s in stack.reversed() { if let v = s.namespaces[prefix] { return v } }
             return prefix.isEmpty ? "" : "urn:undeclared:\(prefix)"
         }
-        let attrs = open.rawAttributes.map { (namespace: resolve($0.prefix, attribute: true), name: $0.name, value: $0.value) }
-        return XMLElement(namespace: resolve(open.prefix, attribute: false), name: open.name, attributes: attrs,
-                          children: open.children, text: String(decoding: open.text, as: UTF8.self))
+        let attrs = open.rawAttributes.map {
+            (namespace: resolve($0.prefix, attribute: true), name: $0.name, value: $0.value)
+        }
+        return XMLElement(
+            namespace: resolve(open.prefix, attribute: false), name: open.name, attributes: attrs,
+            children: open.children, text: String(decoding: open.text, as: UTF8.self))
     }
 
     func starts(_ s: StaticString) -> Bool {
@@ -320,7 +359,10 @@ private struct XMLParser {
     mutating func skip(past s: StaticString) throws(XMPError) {
         let start = i
         while i < b.count {
-            if starts(s) { i += s.utf8CodeUnitCount; return }
+            if starts(s) {
+                i += s.utf8CodeUnitCount
+                return
+            }
             i += 1
         }
         throw .malformed(offset: start, reason: "unterminated construct (expected \(s))")
@@ -340,9 +382,14 @@ private struct XMLParser {
         var colon = -1
         while i < b.count {
             let c = b[i]
-            if c == UInt8(ascii: ":") { colon = i }
-            else if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D || c == UInt8(ascii: ">") || c == UInt8(ascii: "/")
-                        || c == UInt8(ascii: "=") || c == UInt8(ascii: "<") { break }
+            if c == UInt8(ascii: ":") {
+                colon = i
+            } else if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D || c == UInt8(ascii: ">")
+                || c == UInt8(ascii: "/")
+                || c == UInt8(ascii: "=") || c == UInt8(ascii: "<")
+            {
+                break
+            }
             i += 1
         }
         guard i > start else { throw .malformed(offset: start, reason: "expected a name") }
@@ -358,7 +405,11 @@ private struct XMLParser {
         var k = s.startIndex
         while k < s.endIndex {
             let c = s[k]
-            guard c == UInt8(ascii: "&") else { out.append(c); k += 1; continue }
+            guard c == UInt8(ascii: "&") else {
+                out.append(c)
+                k += 1
+                continue
+            }
             guard let semi = s[k...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
                 throw .malformed(offset: offset + (k - s.startIndex), reason: "'&' without a terminated entity")
             }
@@ -371,8 +422,11 @@ private struct XMLParser {
             case "apos": out.append(UInt8(ascii: "'"))
             default:
                 var scalar: Unicode.Scalar?
-                if name.hasPrefix("#x") || name.hasPrefix("#X") { scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init) }
-                else if name.hasPrefix("#") { scalar = UInt32(name.dropFirst()).flatMap(Unicode.Scalar.init) }
+                if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                    scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
+                } else if name.hasPrefix("#") {
+                    scalar = UInt32(name.dropFirst()).flatMap(Unicode.Scalar.init)
+                }
                 guard let scalar else { throw .undefinedEntity(name) }
                 out += Array(String(Character(scalar)).utf8)
             }

@@ -1,7 +1,7 @@
 import EvanescoCore
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a frame stream failed.
@@ -16,15 +16,19 @@ public enum FrameStreamError: Error, Equatable, CustomStringConvertible {
         case .cutMidFrame(let s, let n, let b, let f):
             "\(s): the stream ended in the middle of frame \(n + 1) (\(b) of \(f) bytes); the \(n) complete frames before it were processed and kept"
         case .badSize(let s): "cannot read the size \"\(s)\"; write it as WIDTHxHEIGHT, e.g. 1280x720"
-        case .noFrames(let s): "\(s): no frames found (a video, a folder of images, an image, or - for raw frames on stdin)"
-        case .sizeChanged(let s, let i, let e, let g): "\(s): frame \(i + 1) is \(g), the earlier frames are \(e); all frames of a stream must have one size"
+        case .noFrames(let s):
+            "\(s): no frames found (a video, a folder of images, an image, or - for raw frames on stdin)"
+        case .sizeChanged(let s, let i, let e, let g):
+            "\(s): frame \(i + 1) is \(g), the earlier frames are \(e); all frames of a stream must have one size"
         }
     }
 
     /// Parses "WxH".
     public static func parseSize(_ s: String) throws -> (Int, Int) {
         let p = s.lowercased().split(separator: "x")
-        guard p.count == 2, let w = Int(p[0]), let h = Int(p[1]), w > 0, h > 0, w <= 16384, h <= 16384 else { throw FrameStreamError.badSize(s) }
+        guard p.count == 2, let w = Int(p[0]), let h = Int(p[1]), w > 0, h > 0, w <= 16384, h <= 16384 else {
+            throw FrameStreamError.badSize(s)
+        }
         return (w, h)
     }
 }
@@ -49,7 +53,10 @@ public final class ImageFileReader: FrameReader {
     /// - Parameters:
     ///   - paths: The image files, in order.
     ///   - name: A name for messages.
-    public init(paths: [String], name: String) { self.paths = paths; self.name = name }
+    public init(paths: [String], name: String) {
+        self.paths = paths
+        self.name = name
+    }
 
     /// A folder (its image files by extension, sorted by name, hidden files ignored) or one file.
     public convenience init(path: String) throws {
@@ -68,7 +75,9 @@ public final class ImageFileReader: FrameReader {
         defer { index += 1 }
         let p = paths[index]
         let bytes = try InputFile.read(p)
-        if bytes.starts(with: Array("Pf".utf8)) || bytes.starts(with: Array("PF".utf8)) { return .float32(try PFM.decode(bytes, path: p)) }
+        if bytes.starts(with: Array("Pf".utf8)) || bytes.starts(with: Array("PF".utf8)) {
+            return .float32(try PFM.decode(bytes, path: p))
+        }
         return try ImageCodecs.decode(bytes, path: p).image
     }
 }
@@ -90,7 +99,11 @@ public final class RawFrameReader: FrameReader {
     ///   - layout: Sample layout.
     ///   - name: A name for messages.
     public init(fd: Int32, width: Int, height: Int, layout: Layout, name: String = "stdin") {
-        self.fd = fd; self.width = width; self.height = height; self.layout = layout; self.name = name
+        self.fd = fd
+        self.width = width
+        self.height = height
+        self.layout = layout
+        self.name = name
     }
 
     public func next() throws -> AnyImage? {
@@ -108,15 +121,18 @@ public final class RawFrameReader: FrameReader {
             }
         }
         if got == 0 { return nil }
-        if got < bytes { throw FrameStreamError.cutMidFrame(source: name, completeFrames: delivered, bytes: got, frameBytes: bytes) }
+        if got < bytes {
+            throw FrameStreamError.cutMidFrame(source: name, completeFrames: delivered, bytes: got, frameBytes: bytes)
+        }
         delivered += 1
         switch layout {
         case .rgb24: return .uint8(Image(width: width, height: height, channels: 3, samples: ContiguousArray(buf)))
         case .gray: return .uint8(Image(width: width, height: height, channels: 1, samples: ContiguousArray(buf)))
         case .gray16le:
-            return .uint16(Image<UInt16>(width: width, height: height, channels: 1) { d in
-                for i in 0..<samples { d[i] = UInt16(buf[2 * i]) | UInt16(buf[2 * i + 1]) << 8 }
-            })
+            return .uint16(
+                Image<UInt16>(width: width, height: height, channels: 1) { d in
+                    for i in 0..<samples { d[i] = UInt16(buf[2 * i]) | UInt16(buf[2 * i + 1]) << 8 }
+                })
         }
     }
 }
@@ -134,21 +150,28 @@ public final class VideoFrameReader: FrameReader {
 
     /// `filterArguments` go between the input and the output (e.g. a `-vf select=...`); `info`
     /// saves a second ffprobe when the caller has probed already.
-    public init(path: String, layout: RawFrameReader.Layout, filterArguments: [String] = [], info: VideoInfo? = nil) throws {
+    public init(path: String, layout: RawFrameReader.Layout, filterArguments: [String] = [], info: VideoInfo? = nil)
+        throws
+    {
         self.info = try info ?? VideoIO.probe(path)
         guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
         process = Process()
         process.executableURL = URL(fileURLWithPath: exe)
-        process.arguments = ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0"] + filterArguments
+        process.arguments =
+            ["-v", "error", "-nostdin", "-i", path, "-map", "0:v:0"] + filterArguments
             + ["-f", "rawvideo", "-pix_fmt", layout.rawValue, "pipe:1"]
         pipe = Pipe()
         let err = Pipe()
-        process.standardOutput = pipe; process.standardError = err; process.standardInput = FileHandle.nullDevice
+        process.standardOutput = pipe
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         Cleanup.add(child: process.processIdentifier)
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
-        raw = RawFrameReader(fd: pipe.fileHandleForReading.fileDescriptor, width: self.info.width, height: self.info.height, layout: layout, name: path)
+        raw = RawFrameReader(
+            fd: pipe.fileHandleForReading.fileDescriptor, width: self.info.width, height: self.info.height,
+            layout: layout, name: path)
     }
 
     deinit {
@@ -174,7 +197,8 @@ public final class VideoFrameReader: FrameReader {
         process.waitUntilExit()
         while !errBox.done { usleep(1000) }
         if process.terminationStatus != 0 {
-            throw VideoError.decodeFailed(path: name, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
+            throw VideoError.decodeFailed(
+                path: name, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
         }
     }
 }
@@ -199,14 +223,18 @@ public final class DirectoryFrameWriter: FrameWriter {
     ///   - overwrite: Replace frames already there.
     /// - Throws: `ImageIOError` when the folder cannot be made or holds frames and `overwrite` is false.
     public init(dir: String, ext: String = "png", overwrite: Bool) throws {
-        self.dir = dir; self.ext = ext; self.overwrite = overwrite
+        self.dir = dir
+        self.ext = ext
+        self.overwrite = overwrite
     }
     public func write(_ frame: Image<UInt8>) throws {
         if written == 0 {
             try AtomicOutput.makeFolder(dir)
         }
         written += 1
-        try ImageCodecs.write(.uint8(frame), to: dir + String(format: "/frame%05d.", written) + ext, options: WriteOptions(overwrite: overwrite))
+        try ImageCodecs.write(
+            .uint8(frame), to: dir + String(format: "/frame%05d.", written) + ext,
+            options: WriteOptions(overwrite: overwrite))
     }
     public func finish() throws {}
 }
@@ -218,10 +246,14 @@ public final class ImageFrameWriter: FrameWriter {
     /// - Parameters:
     ///   - path: The image file.
     ///   - overwrite: Replace an existing file.
-    public init(path: String, overwrite: Bool) { self.path = path; self.overwrite = overwrite }
+    public init(path: String, overwrite: Bool) {
+        self.path = path
+        self.overwrite = overwrite
+    }
     public func write(_ frame: Image<UInt8>) throws {
         guard written == 0 else {
-            throw ImageIOError.cannotWrite(path: path, reason: "the input has more than one frame; name a video (.mp4) or a folder as the output")
+            throw ImageIOError.cannotWrite(
+                path: path, reason: "the input has more than one frame; name a video (.mp4) or a folder as the output")
         }
         try ImageCodecs.write(.uint8(frame), to: path, options: WriteOptions(overwrite: overwrite))
         written = 1
@@ -234,7 +266,10 @@ public final class RawFrameWriter: FrameWriter {
     let fd: Int32
     public private(set) var written = 0
     /// - Parameter fd: The file descriptor to write (SIGPIPE is ignored so a closed reader is an error, not a kill).
-    public init(fd: Int32) { self.fd = fd; signal(SIGPIPE, SIG_IGN) }
+    public init(fd: Int32) {
+        self.fd = fd
+        signal(SIGPIPE, SIG_IGN)
+    }
     public func write(_ frame: Image<UInt8>) throws {
         let rgb = frame.withChannels(3)
         guard WriteFailure.writeAll(rgb.samples, to: fd) == 0 else {
@@ -258,15 +293,23 @@ public final class VideoFrameWriter: FrameWriter {
     ///   - overwrite: Replace an existing file.
     /// - Throws: `VideoError.toolMissing` without ffmpeg, `ImageIOError.outputExists`.
     public init(path: String, framesPerSecond: Double, overwrite: Bool) throws {
-        self.path = path; fps = framesPerSecond; self.overwrite = overwrite
+        self.path = path
+        fps = framesPerSecond
+        self.overwrite = overwrite
         if FileManager.default.fileExists(atPath: path) && !overwrite { throw ImageIOError.outputExists(path: path) }
     }
     public func write(_ frame: Image<UInt8>) throws {
-        if writer == nil { writer = try VideoWriter(path: path, width: frame.width, height: frame.height, framesPerSecond: fps, overwrite: overwrite) }
+        if writer == nil {
+            writer = try VideoWriter(
+                path: path, width: frame.width, height: frame.height, framesPerSecond: fps, overwrite: overwrite)
+        }
         try writer!.append(frame)
         written += 1
     }
-    public func finish() throws { try writer?.finish(); writer = nil }
+    public func finish() throws {
+        try writer?.finish()
+        writer = nil
+    }
 }
 
 /// Frames already in memory (a still photo as a one-frame stream, frames made by code).
@@ -278,7 +321,10 @@ public final class MemoryFrameReader: FrameReader {
     /// - Parameters:
     ///   - frames: The frames, in order.
     ///   - name: A name for messages.
-    public init(frames: [AnyImage], name: String) { self.frames = frames[...]; self.name = name }
+    public init(frames: [AnyImage], name: String) {
+        self.frames = frames[...]
+        self.name = name
+    }
     public func next() throws -> AnyImage? { frames.popFirst() }
 }
 
@@ -311,16 +357,22 @@ public enum FrameSources {
     ///
     /// - Throws: ``ImageIOError/fileNotFound(path:)``, ``FrameStreamError/badSize(_:)`` for `-`
     ///   without a size, or what opening the video throws.
-    public static func open(_ source: String, role: FrameRole, rawSize: (width: Int, height: Int)? = nil,
-                            stdin fd: Int32 = 0) throws -> FrameReader {
+    public static func open(
+        _ source: String, role: FrameRole, rawSize: (width: Int, height: Int)? = nil,
+        stdin fd: Int32 = 0
+    ) throws -> FrameReader {
         if source == "-" {
             guard let rawSize else { throw FrameStreamError.badSize("- (raw frames need WIDTHxHEIGHT)") }
             return RawFrameReader(fd: fd, width: rawSize.width, height: rawSize.height, layout: role.rawLayout)
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else { throw ImageIOError.fileNotFound(path: source) }
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else {
+            throw ImageIOError.fileNotFound(path: source)
+        }
         let ext = URL(fileURLWithPath: source).pathExtension
-        if !isDirectory.boolValue && (VideoIO.isVideo(source) || (ImageFormat.forOutput(extension: ext) == nil && ext.lowercased() != "pfm")) {
+        if !isDirectory.boolValue
+            && (VideoIO.isVideo(source) || (ImageFormat.forOutput(extension: ext) == nil && ext.lowercased() != "pfm"))
+        {
             return try VideoFrameReader(path: source, layout: role.rawLayout)
         }
         return try ImageFileReader(path: source)

@@ -1,7 +1,7 @@
 import Foundation
 import EvanescoCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Errors from the ffmpeg bridge.
@@ -64,7 +64,8 @@ enum Tools {
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = args
         let out = Pipe(), err = Pipe()
-        p.standardOutput = out; p.standardError = err
+        p.standardOutput = out
+        p.standardError = err
         p.standardInput = FileHandle.nullDevice
         try p.run()
         // Drain stderr concurrently so a chatty tool cannot block on a full pipe.
@@ -82,8 +83,16 @@ final class ErrorCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var _data: Data?
     var data: Data? {
-        get { lock.lock(); defer { lock.unlock() }; return _data }
-        set { lock.lock(); _data = newValue; lock.unlock() }
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return _data
+        }
+        set {
+            lock.lock()
+            _data = newValue
+            lock.unlock()
+        }
     }
     var done: Bool { data != nil }
     var text: String {
@@ -119,7 +128,9 @@ public enum VideoIO {
     public static func probe(_ path: String) throws -> VideoInfo {
         try InputFile.requireRegular(path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        let key = attributes.map { "\(path)\u{0}\(($0[.size] as? NSNumber)?.int64Value ?? -1)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)" }
+        let key = attributes.map {
+            "\(path)\u{0}\(($0[.size] as? NSNumber)?.int64Value ?? -1)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+        }
         if let key, let known = probed.value[key] { return known }
         let info = try probeWithTool(path)
         if let key { probed.update { $0[key] = info } }
@@ -130,13 +141,20 @@ public enum VideoIO {
     private static let probed = LockedBox([String: VideoInfo]())
 
     static func probeWithTool(_ path: String) throws -> VideoInfo {
-        let r = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_packets",
-                                          "-show_entries", "stream=width,height,nb_read_packets,r_frame_rate:stream_side_data=rotation",
-                                          "-of", "json", path])
-        guard r.status == 0 else { throw VideoError.probeFailed(path: path, detail: r.err.isEmpty ? "exit \(r.status)" : r.err) }
+        let r = try Tools.run(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-count_packets",
+                "-show_entries", "stream=width,height,nb_read_packets,r_frame_rate:stream_side_data=rotation",
+                "-of", "json", path
+            ])
+        guard r.status == 0 else {
+            throw VideoError.probeFailed(path: path, detail: r.err.isEmpty ? "exit \(r.status)" : r.err)
+        }
         guard let json = try? JSONSerialization.jsonObject(with: r.out) as? [String: Any],
-              let streams = json["streams"] as? [[String: Any]], let s = streams.first,
-              let w = s["width"] as? Int, let h = s["height"] as? Int else { throw VideoError.noVideoStream(path: path) }
+            let streams = json["streams"] as? [[String: Any]], let s = streams.first,
+            let w = s["width"] as? Int, let h = s["height"] as? Int
+        else { throw VideoError.noVideoStream(path: path) }
         let count = Int(s["nb_read_packets"] as? String ?? "") ?? 0
         var fps = 25.0
         if let rate = s["r_frame_rate"] as? String {
@@ -148,7 +166,9 @@ public enum VideoIO {
             for d in side { if let r = d["rotation"] as? Int { rotation = r } }
         }
         let swap = abs(rotation) % 180 == 90
-        return VideoInfo(width: swap ? h : w, height: swap ? w : h, frameCount: count, framesPerSecond: fps, rotationDegrees: rotation)
+        return VideoInfo(
+            width: swap ? h : w, height: swap ? w : h, frameCount: count, framesPerSecond: fps,
+            rotationDegrees: rotation)
     }
 
     /// Frame indices a selection picks from `count` frames.
@@ -169,8 +189,10 @@ public enum VideoIO {
     /// Decodes the selected frames as 8-bit RGB, calling `body` for each as it arrives (so only
     /// one frame is held at a time). Returns the number of frames delivered.
     @discardableResult
-    public static func decodeFrames(_ path: String, selection: FrameSelection,
-                                    _ body: (_ frameIndex: Int, _ image: Image<UInt8>) throws -> Void) throws -> Int {
+    public static func decodeFrames(
+        _ path: String, selection: FrameSelection,
+        _ body: (_ frameIndex: Int, _ image: Image<UInt8>) throws -> Void
+    ) throws -> Int {
         let info = try probe(path)
         let wanted = try indices(selection, count: info.frameCount)
         guard !wanted.isEmpty else { return 0 }
@@ -192,7 +214,9 @@ public enum VideoIO {
     ///   - path: The video.
     ///   - selection: Which frames.
     ///   - known: The video's ``probe(_:)``, when already made.
-    public static func frameReader(_ path: String, selection: FrameSelection, info known: VideoInfo? = nil) throws -> VideoFrameReader {
+    public static func frameReader(_ path: String, selection: FrameSelection, info known: VideoInfo? = nil) throws
+        -> VideoFrameReader
+    {
         let info = try known ?? probe(path)
         let wanted = try indices(selection, count: info.frameCount)
         guard !wanted.isEmpty else { throw VideoError.decodeFailed(path: path, detail: "the video has no frames") }
@@ -210,7 +234,9 @@ public enum VideoIO {
     }
 
     /// Convenience: all selected frames in memory.
-    public static func readFrames(_ path: String, selection: FrameSelection) throws -> [(index: Int, image: Image<UInt8>)] {
+    public static func readFrames(_ path: String, selection: FrameSelection) throws -> [(
+        index: Int, image: Image<UInt8>
+    )] {
         var frames: [(Int, Image<UInt8>)] = []
         try decodeFrames(path, selection: selection) { frames.append(($0, $1)) }
         return frames
@@ -239,28 +265,41 @@ public final class VideoWriter {
     ///   - overwrite: Replace an existing file.
     ///   - crf: x264 quality (lower is better).
     /// - Throws: `VideoError.toolMissing` without ffmpeg, `ImageIOError.outputExists`.
-    public init(path: String, width: Int, height: Int, framesPerSecond: Double, overwrite: Bool = false, crf: Int = 18) throws {
+    public init(path: String, width: Int, height: Int, framesPerSecond: Double, overwrite: Bool = false, crf: Int = 18)
+        throws
+    {
         guard let exe = Tools.find("ffmpeg") else { throw VideoError.toolMissing("ffmpeg") }
         let url = URL(fileURLWithPath: path)
         if FileManager.default.fileExists(atPath: path) && !overwrite { throw ImageIOError.outputExists(path: path) }
         let dir = url.deletingLastPathComponent().path
-        guard FileManager.default.fileExists(atPath: dir) else { throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist") }
-        self.width = width; self.height = height; self.finalPath = path; self.overwrite = overwrite
+        guard FileManager.default.fileExists(atPath: dir) else {
+            throw ImageIOError.cannotWrite(path: path, reason: "folder \(dir) does not exist")
+        }
+        self.width = width
+        self.height = height
+        self.finalPath = path
+        self.overwrite = overwrite
         let ext = url.pathExtension.isEmpty ? "mp4" : url.pathExtension
         tempPath = AtomicOutput.temporaryName(for: "x." + ext, in: dir)
         signal(SIGPIPE, SIG_IGN)
         process = Process()
         process.executableURL = URL(fileURLWithPath: exe)
-        var args = ["-v", "error", "-nostdin", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(width)x\(height)",
-                    "-r", String(framesPerSecond), "-i", "pipe:0"]
+        var args = [
+            "-v", "error", "-nostdin", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(width)x\(height)",
+            "-r", String(framesPerSecond), "-i", "pipe:0"
+        ]
         if ["mp4", "mkv", "mov", "m4v"].contains(ext.lowercased()) {
-            args += ["-c:v", "libx264", "-crf", String(crf), "-pix_fmt", "yuv420p", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2"]
+            args += [
+                "-c:v", "libx264", "-crf", String(crf), "-pix_fmt", "yuv420p", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2"
+            ]
         }
         args.append(tempPath)
         process.arguments = args
         input = Pipe()
         let err = Pipe()
-        process.standardInput = input; process.standardError = err; process.standardOutput = FileHandle.nullDevice
+        process.standardInput = input
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
         Cleanup.add(file: tempPath)
         try process.run()
         Cleanup.add(child: process.processIdentifier)
@@ -281,14 +320,16 @@ public final class VideoWriter {
     /// Appends one frame (converted to 8-bit RGB).
     public func append(_ frame: Image<UInt8>) throws {
         guard frame.width == width, frame.height == height else {
-            throw VideoError.encodeFailed(path: finalPath, detail: "frame is \(frame.width)x\(frame.height), the video is \(width)x\(height)")
+            throw VideoError.encodeFailed(
+                path: finalPath, detail: "frame is \(frame.width)x\(frame.height), the video is \(width)x\(height)")
         }
         let rgb = frame.withChannels(3)
         let fd = input.fileHandleForWriting.fileDescriptor
         guard WriteFailure.writeAll(rgb.samples, to: fd) == 0 else {
             process.waitUntilExit()
             while !errBox.done { usleep(1000) }
-            throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "ffmpeg stopped reading" : errBox.text)
+            throw VideoError.encodeFailed(
+                path: finalPath, detail: errBox.text.isEmpty ? "ffmpeg stopped reading" : errBox.text)
         }
     }
 
@@ -300,10 +341,13 @@ public final class VideoWriter {
         while !errBox.done { usleep(1000) }
         defer { unlink(tempPath) }
         guard process.terminationStatus == 0 else {
-            throw VideoError.encodeFailed(path: finalPath, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
+            throw VideoError.encodeFailed(
+                path: finalPath, detail: errBox.text.isEmpty ? "exit \(process.terminationStatus)" : errBox.text)
         }
         try AtomicOutput.write(to: finalPath, overwrite: overwrite) { temp in
-            guard rename(tempPath, temp) == 0 else { throw ImageIOError.cannotWrite(path: finalPath, reason: String(cString: strerror(errno))) }
+            guard rename(tempPath, temp) == 0 else {
+                throw ImageIOError.cannotWrite(path: finalPath, reason: String(cString: strerror(errno)))
+            }
         }
     }
 }

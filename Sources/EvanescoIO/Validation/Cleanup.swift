@@ -17,15 +17,32 @@ public enum Cleanup {
     /// Remembers from now on every output placed and folder made, so that ``rollBack()`` can
     /// remove them if the run then fails (a command-line tool's run is all or nothing; a server
     /// does not call this).
-    public static func recordOutputs() { lock.lock(); recording = true; lock.unlock() }
+    public static func recordOutputs() {
+        lock.lock()
+        recording = true
+        lock.unlock()
+    }
     /// An output was renamed into place.
-    package static func add(placed path: String) { lock.lock(); if recording { placed.append(path) }; lock.unlock() }
+    package static func add(placed path: String) {
+        lock.lock()
+        if recording { placed.append(path) }
+        lock.unlock()
+    }
     /// A folder was made for outputs.
-    package static func add(madeFolder path: String) { lock.lock(); if recording { madeFolders.append(path) }; lock.unlock() }
+    package static func add(madeFolder path: String) {
+        lock.lock()
+        if recording { madeFolders.append(path) }
+        lock.unlock()
+    }
 
     /// Keeps what was placed so far even if the run then fails (a stream cut short: the frames
     /// before the cut are complete and the error says they were kept).
-    public static func keepPlaced() { lock.lock(); placed = []; madeFolders = []; lock.unlock() }
+    public static func keepPlaced() {
+        lock.lock()
+        placed = []
+        madeFolders = []
+        lock.unlock()
+    }
 
     /// Removes every output this run placed and every folder it made (with what it wrote in
     /// them), newest first: the run failed, so nothing of it is left as if it had succeeded.
@@ -35,7 +52,8 @@ public enum Cleanup {
     public static func rollBack() -> [String] {
         lock.lock()
         let files = placed, folders = madeFolders
-        placed = []; madeFolders = []
+        placed = []
+        madeFolders = []
         lock.unlock()
         var removed: [String] = []
         for f in files.reversed() where unlink(f) == 0 { removed.append(f) }
@@ -44,19 +62,36 @@ public enum Cleanup {
     }
 
     /// Registers a temporary file to remove if the run is interrupted.
-    package static func add(file path: String) { lock.lock(); files.insert(path); lock.unlock() }
+    package static func add(file path: String) {
+        lock.lock()
+        files.insert(path)
+        lock.unlock()
+    }
     /// The file was renamed into place or removed: nothing to undo.
-    package static func remove(file path: String) { lock.lock(); files.remove(path); lock.unlock() }
+    package static func remove(file path: String) {
+        lock.lock()
+        files.remove(path)
+        lock.unlock()
+    }
     /// Registers a child process to stop if the run is interrupted.
-    package static func add(child pid: pid_t) { lock.lock(); children.insert(pid); lock.unlock() }
+    package static func add(child pid: pid_t) {
+        lock.lock()
+        children.insert(pid)
+        lock.unlock()
+    }
     /// The child has exited.
-    package static func remove(child pid: pid_t) { lock.lock(); children.remove(pid); lock.unlock() }
+    package static func remove(child pid: pid_t) {
+        lock.lock()
+        children.remove(pid)
+        lock.unlock()
+    }
 
     /// Removes every registered temporary file and stops every registered child.
     public static func run() {
         lock.lock()
         let f = files, c = children
-        files = []; children = []
+        files = []
+        children = []
         lock.unlock()
         // Children first (ffmpeg may still be writing a temporary file): SIGTERM, half a second
         // to exit, then SIGKILL; the files go once nothing can write them any more.
@@ -67,9 +102,14 @@ public enum Cleanup {
             running = running.filter { waitpid($0, nil, WNOHANG) == 0 }
             if !running.isEmpty { usleep(10_000) }
         }
-        for pid in running { kill(pid, SIGKILL); waitpid(pid, nil, 0) }
+        for pid in running {
+            kill(pid, SIGKILL)
+            waitpid(pid, nil, 0)
+        }
         // A staging folder (a batch job's) goes with what is in it.
-        for path in f where unlink(path) != 0 && (errno == EISDIR || errno == EPERM) { try? FileManager.default.removeItem(atPath: path) }
+        for path in f where unlink(path) != 0 && (errno == EISDIR || errno == EPERM) {
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     /// Handles SIGINT and SIGTERM (for a command-line tool): cleans up, then exits with 128 +
@@ -84,7 +124,9 @@ public enum Cleanup {
                 exit(128 + sig)
             }
             source.resume()
-            lock.lock(); sources.append(source); lock.unlock()
+            lock.lock()
+            sources.append(source)
+            lock.unlock()
         }
     }
 }

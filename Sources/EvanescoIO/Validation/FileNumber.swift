@@ -29,7 +29,8 @@ package enum FileNumber {
     /// A finite whole number inside `range` as an `Int`, or nil (never traps).
     package static func int(exactly value: Double?, in range: ClosedRange<Int>) -> Int? {
         guard let value, value.isFinite, value == value.rounded(),
-              value >= Double(range.lowerBound), value <= Double(range.upperBound) else { return nil }
+            value >= Double(range.lowerBound), value <= Double(range.upperBound)
+        else { return nil }
         return Int(value)
     }
 
