@@ -115,16 +115,8 @@ public enum JobRunner {
         let cascade = options.subject == .face ? try? CascadeClassifier.load() : nil
         let color = try FrameSources.open(job.inputs[0], role: .color)
         let depth = try FrameSources.open(job.inputs[1], role: .depth(options.depthEncoding))
-        let ext = (job.output as NSString).pathExtension.lowercased()
-        let writer: FrameWriter
-        if ImageFormat.forOutput(extension: ext) != nil {
-            writer = ImageFrameWriter(path: staging, overwrite: true)
-        } else if VideoFrameWriter.extensions.contains(ext) {
-            let rate = (color as? VideoFrameReader).map(\.info.framesPerSecond).flatMap { $0 > 0 ? $0 : nil } ?? 30
-            writer = try VideoFrameWriter(path: staging, framesPerSecond: rate, overwrite: true)
-        } else {
-            writer = try DirectoryFrameWriter(dir: staging, overwrite: true)
-        }
+        let writer = try FrameOutputKind(job.output).writer(
+            at: staging, frameRate: color.framesPerSecond ?? 30, overwrite: true)
         let session = BackdropSession(options: options, background: background, cascade: cascade)
         var report = session.run(color: color, depth: depth, to: writer)
         if let e = session.failure { throw e }

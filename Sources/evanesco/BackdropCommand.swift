@@ -52,14 +52,8 @@ struct Backdrop: ParsableCommand {
     @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions()
         .temporalWeight
     @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
-    @Flag(
-        inversion: .prefixedNo,
-        help:
-            "Snap the cutoff to the empty depth gap just behind the subject (--no-gap-snap keeps the sample's fixed cutoff)."
-    )
-    var gapSnap = true
-    @Option(help: "Write a JSON report: per frame face box, subject depth, cutoff, timings; overall fps.") var report:
-        String?
+    @Flag(inversion: .prefixedNo, help: "Snap the cutoff to the empty depth gap behind the subject.") var gapSnap = true
+    @Option(help: "Write a JSON report (face box, subject depth, cutoff, timings; fps).") var report: String?
     @Flag(help: "Overwrite existing outputs.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
 
@@ -98,29 +92,16 @@ struct Backdrop: ParsableCommand {
         return options
     }
 
-    /// Video outputs by extension, image outputs by extension, `-` for stdout; anything else is a folder of frames.
-    var outputExtension: String { URL(fileURLWithPath: output).pathExtension.lowercased() }
-    var outputIsImage: Bool { output != "-" && ImageFormat.forOutput(extension: outputExtension) != nil }
-    var outputIsFrameFolder: Bool {
-        output != "-" && !outputIsImage && !VideoFrameWriter.extensions.contains(outputExtension)
-    }
-
-    func writer(frameRate: Double) throws -> FrameWriter {
-        // The same classification the up-front output check used, so the two cannot disagree.
-        if output == "-" { return RawFrameWriter(fd: 1) }
-        if outputIsImage { return ImageFrameWriter(path: output, overwrite: force) }
-        if outputIsFrameFolder { return try DirectoryFrameWriter(dir: output, overwrite: force) }
-        return try VideoFrameWriter(path: output, framesPerSecond: frameRate, overwrite: force)
-    }
+    /// Stdout, one image, a video or a folder of frames, by the name (the library's rule).
+    var outputKind: FrameOutputKind { FrameOutputKind(output) }
 
     func run() throws {
         try reportingErrors {
             let inputs = [color, depth, portrait, background, cascade].compactMap { $0 }.filter { $0 != "-" }
-            if outputIsFrameFolder {
-                try AtomicOutput.check(files: [report], directories: [output], inputs: inputs, overwrite: force)
-            } else {
-                try AtomicOutput.check(files: [output, report], inputs: inputs, overwrite: force)
-            }
+            try AtomicOutput.check(
+                files: [outputKind == .folder ? nil : output, report],
+                directories: [outputKind == .folder ? output : nil],
+                inputs: inputs, overwrite: force)
             var options = options()
             let bg = try background.map { try ImageCodecs.read($0).image.uint8 }
             var classifier: CascadeClassifier?
@@ -132,7 +113,6 @@ struct Backdrop: ParsableCommand {
             }
             // Sources.
             let colorReader: FrameReader, depthReader: FrameReader
-            var frameRate = fps ?? 30
             if let portrait {
                 let still = try PortraitFrames(DepthReader.read(portrait))
                 colorReader = still.color
@@ -140,25 +120,22 @@ struct Backdrop: ParsableCommand {
                 options.depthEncoding = still.depthEncoding
                 if still.relativeAccuracy {
                     Diagnostics.warning(
-                        "\(portrait): the depth has relative accuracy; the \(cutoffOffset) m cutoff offset is approximate"
-                    )
+                        "\(portrait): the depth is relative; the cutoff offset in metres is approximate")
                 }
             } else {
                 colorReader = try FrameSources.open(color!, role: .color, rawSize: size.map { ($0.width, $0.height) })
                 depthReader = try FrameSources.open(
                     depth!, role: .depth(options.depthEncoding), rawSize: depthSize.map { ($0.width, $0.height) })
-                if fps == nil, let v = colorReader as? VideoFrameReader, v.info.framesPerSecond > 0 {
-                    frameRate = v.info.framesPerSecond
-                }
             }
             // One image cannot hold several frames: refuse before the first one is written.
-            if outputIsImage && (colorReader.knownCount ?? 2) > 1 {
+            if outputKind == .image && (colorReader.knownCount ?? 2) > 1 {
                 throw ValidationError(
                     "-o \(output) is one image, but \(colorReader.name) has several frames; give a folder or a video (.mp4) as the output"
                 )
             }
             let session = BackdropSession(options: options, background: bg, cascade: classifier)
-            let out = try writer(frameRate: frameRate)
+            let rate = fps ?? colorReader.framesPerSecond ?? 30
+            let out = try outputKind.writer(at: output, frameRate: rate, overwrite: force)
             let progress = ProgressDisplay(quiet: quiet)
             var lastShown = 0.0
             var result = session.run(color: colorReader, depth: depthReader, to: out) { n, elapsed in
@@ -168,17 +145,15 @@ struct Backdrop: ParsableCommand {
             }
             result.output = output
             if let report { try ReportFile.write(result, to: report, overwrite: force) }
-            switch session.failure {
-            case BackdropSessionError.depthFormatNeeded(let bits)?:
+            if case BackdropSessionError.depthFormatNeeded(let bits)? = session.failure {
                 throw ValidationError(
-                    "\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (its disparity range in 1/m)"
-                )
-            case let e?:
+                    "\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (disparity in 1/m)")
+            }
+            if let e = session.failure {
                 // A live stream that stopped mid-frame: the complete frames before it are a valid
                 // result, and the message says they were kept.
                 if case FrameStreamError.cutMidFrame = e { Cleanup.keepPlaced() }
                 throw e
-            case nil: break
             }
             guard result.framesWritten > 0 else {
                 throw FrameStreamError.noFrames(source: color ?? portrait ?? "input")

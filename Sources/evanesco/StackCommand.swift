@@ -17,6 +17,16 @@ struct Stack: ParsableCommand {
             automatically where a coarse look finds parallax, on every frame with --align local; the \
             report's frames[].local says what was done.
 
+            --erase MASK: a picture the size of the result, white where what the merge kept must go \
+            (someone who stood there most of the burst); those pixels are merged again from the \
+            frames that saw behind, with a seam that does not show. --save-maps DIR writes the \
+            frames kept per pixel, the frame that dominated (with a legend) and the local shift, as \
+            8-bit pictures and 16-bit values. --homographies takes a JSON report (frames[].index, \
+            frames[].homography) from --report or a truth.json. A burst whose decoded frames need \
+            more than --memory-limit is decoded into an unnamed temporary file (in --spill-dir, \
+            nothing is left there) and merged from it band by band. --interpolation catmullRom, the \
+            old spelling of catmull-rom, is accepted too.
+
             EXAMPLES:
               evanesco stack burst/*.jpg -o clean.jpg
               evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
@@ -27,49 +37,23 @@ struct Stack: ParsableCommand {
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(
-        help:
-            "auto (homography, falling back to translation, plus local alignment on frames with parallax), none, translation, homography or local (homography plus a per-cell correction on every frame)."
-    ) var align: AlignMode = .auto
+    @Option(help: "auto, none, translation, homography or local (see above).") var align: AlignMode = .auto
     @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge: MergeMethod = .robust
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
-    @Option(
-        help:
-            "Finest pyramid level alignment is refined at: 0 = full resolution, 1 = half (default: 1 above 8 MP, else 0)."
-    )
-    var alignLevel: Int?
-    @Option(
-        help:
-            "Warp interpolation: catmull-rom, bilinear, bicubic or nearest (catmullRom, the old spelling, is accepted too)."
-    ) var interpolation: Interpolation = .catmullRom
+    @Option(help: "Finest level aligned at: 0 full size, 1 half (default: 1 above 8 MP).") var alignLevel: Int?
+    @Option(help: "Warp: catmull-rom, bilinear, bicubic or nearest.") var interpolation: Interpolation = .catmullRom
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
     @OptionGroup var lossless: LosslessOptions
-    @Option(
-        help:
-            "Use these registrations instead of aligning: a JSON report (frames[].index, frames[].homography) from --report or a truth.json."
-    )
-    var homographies: String?
+    @Option(help: "Registrations to use instead of aligning (see above).") var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
-    @Option(
-        help:
-            "Write per-pixel maps into DIR: frames kept, the frame that dominated (with a legend), local-alignment shift; 8-bit pictures and 16-bit values."
-    )
-    var saveMaps: String?
-    @Option(
-        help:
-            "Erase what the merge keeps inside MASK: a picture the size of the result, white where it must go (someone who stood there most of the burst). Those pixels are merged again from the frames that saw behind."
-    )
-    var erase: String?
-    @Option(
-        help:
-            "Megabytes the decoded frames may take in memory; a burst needing more is decoded into an unnamed temporary file and merged from it band by band, so memory stays near this (0: no limit)."
-    )
-    var memoryLimit = (StackOptions().memoryLimit ?? 0) >> 20
-    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp). Nothing is left there.") var spillDir:
-        String?
+    @Option(help: "Write per-pixel maps into DIR (see above).") var saveMaps: String?
+    @Option(help: "Merge again, from the frames that saw behind, where MASK is white.") var erase: String?
+    @Option(help: "MB the decoded frames may hold (0: no limit; see above).") var memoryLimit =
+        (StackOptions().memoryLimit ?? 0) >> 20
+    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp).") var spillDir: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false

@@ -42,6 +42,13 @@ public protocol FrameReader: AnyObject {
     var name: String { get }
 }
 
+extension FrameReader {
+    /// The stream's frame rate when it has one (a video that declares it), else nil.
+    public var framesPerSecond: Double? {
+        (self as? VideoFrameReader).map(\.info.framesPerSecond).flatMap { $0 > 0 ? $0 : nil }
+    }
+}
+
 /// Frames from image files (a folder's images sorted by name, or given paths). PFM files are read
 /// as float maps.
 public final class ImageFileReader: FrameReader {
@@ -210,6 +217,55 @@ public protocol FrameWriter: AnyObject {
     /// frames written so far.
     func finish() throws
     var written: Int { get }
+}
+
+/// What a name given as a stream's output writes, decided by the name alone (so a command can
+/// check its outputs before any work, and a batch job can write to a staging path beside it):
+/// `-` is raw rgb24 on stdout, an image extension one image, a video extension a video through
+/// ffmpeg, anything else a folder of numbered PNG frames.
+public enum FrameOutputKind: Sendable, Equatable {
+    /// `-`: raw rgb24 frames on stdout.
+    case standardOutput
+    /// `.jpg`, `.png`, `.tif`...: one frame.
+    case image
+    /// `.mp4`, `.mkv`, `.mov`... (``VideoIO/fileExtensions``).
+    case video
+    /// Anything else: a folder of frame00001.png, ...
+    case folder
+
+    /// The kind of output `name` is.
+    ///
+    /// - Parameter name: The output as given.
+    public init(_ name: String) {
+        let ext = (name as NSString).pathExtension.lowercased()
+        if name == "-" {
+            self = .standardOutput
+        } else if ImageFormat.forOutput(extension: ext) != nil {
+            self = .image
+        } else if VideoIO.fileExtensions.contains(ext) {
+            self = .video
+        } else {
+            self = .folder
+        }
+    }
+
+    /// A writer of this kind at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: Where to write (the name itself, or a staging path standing in for it); ignored
+    ///     for stdout.
+    ///   - frameRate: Frames per second of a video.
+    ///   - overwrite: Replace an existing file or frames.
+    /// - Returns: The writer.
+    /// - Throws: ``VideoError`` or ``ImageIOError`` when the output cannot be opened.
+    public func writer(at path: String, frameRate: Double, overwrite: Bool) throws -> FrameWriter {
+        switch self {
+        case .standardOutput: return RawFrameWriter(fd: 1)
+        case .image: return ImageFrameWriter(path: path, overwrite: overwrite)
+        case .video: return try VideoFrameWriter(path: path, framesPerSecond: frameRate, overwrite: overwrite)
+        case .folder: return try DirectoryFrameWriter(dir: path, overwrite: overwrite)
+        }
+    }
 }
 
 /// Writes frames as numbered images in a folder: frame00001.png, ... The folder is created with
