@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(
             name: "EvanescoStudioTests",
             dependencies: [
-                "EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "HTTPTestSupport",
+                "EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(

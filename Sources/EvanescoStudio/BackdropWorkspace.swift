@@ -121,21 +121,12 @@ final class BackdropWorkspace: Sendable {
         ("offset", BackdropOptions.Limits.cutoffOffset), ("blur", BackdropOptions.Limits.blurSigmaAt640),
         ("gamma", BackdropOptions.Limits.gamma)
     ]
-    struct FieldSetting: Codable {
-        var field: String
-        var setting: NumericSetting
-    }
 
     func settings(_ request: Request) throws -> Settings {
         var o = BackdropSessionOptions()
-        func number(_ field: String) throws -> Float? {
-            guard let s = request.uri.queryParameters.get(field) else { return nil }
-            guard let v = Float(s) else { throw HTTPError(.badRequest, message: "\(field)=\(s) is not a number") }
-            return v
-        }
-        if let v = try number("offset") { o.pipeline.cutoffOffset = v }
-        if let v = try number("blur") { o.pipeline.blurSigmaAt640 = v }
-        if let v = try number("gamma") { o.pipeline.gamma = v }
+        if let v = try queryNumber(request, "offset") { o.pipeline.cutoffOffset = v }
+        if let v = try queryNumber(request, "blur") { o.pipeline.blurSigmaAt640 = v }
+        if let v = try queryNumber(request, "gamma") { o.pipeline.gamma = v }
         o.pipeline.temporalWeight = 1
         o.detectEvery = 1
         try validateSettings(Dictionary(uniqueKeysWithValues: Self.fields.map { ($0.setting.name, $0.field) })) {

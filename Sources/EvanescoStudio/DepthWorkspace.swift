@@ -83,7 +83,15 @@ final class DepthWorkspace: Sendable {
         var depth: DepthSummary
     }
 
-    /// The settings a request asks for, each checked (finite, in range) before the library sees it.
+    /// The page's sliders and the library settings they set: the page takes their defaults and
+    /// ranges from `GET /api/depth/settings`, and a refusal names the field.
+    static let fields: [(field: String, setting: NumericSetting)] = [
+        ("focus", PortraitSettings.Limits.focus), ("slope", PortraitSettings.Limits.slope),
+        ("width", PortraitSettings.Limits.width), ("radius", PortraitSettings.Limits.radius),
+        ("aperture", PortraitSettings.Limits.aperture)
+    ]
+
+    /// The settings a request asks for, checked by the library's `validate()` before any work.
     static func settings(_ request: Request) throws -> (view: String, settings: PortraitSettings) {
         let view = request.uri.queryParameters.get("view") ?? "filtered"
         guard ["original", "depth", "mask", "filtered"].contains(view) else {
@@ -95,22 +103,28 @@ final class DepthWorkspace: Sendable {
             throw HTTPError(.badRequest, message: "effect=\(effect) is not spotlight, color, blur or lens")
         }
         s.effect = view == "depth" ? .depth : view == "mask" ? .mask : e
-        s.focus = .normalized(try queryFloat(request, "focus", default: 0.5, range: 0...1))
-        s.slope = try queryFloat(request, "slope", default: 4, range: 0.1...100)
-        s.width = try queryFloat(request, "width", default: 0.1, range: 0...1)
-        s.radius = try queryFloat(request, "radius", default: 15, range: 0.5...200)
-        if request.uri.queryParameters.get("aperture") != nil {
-            s.aperture = try queryFloat(request, "aperture", default: 40, range: 0...400)
-        }
+        if let f = try queryNumber(request, "focus") { s.focus = .normalized(f) }
+        if let v = try queryNumber(request, "slope") { s.slope = v }
+        if let v = try queryNumber(request, "width") { s.width = v }
+        if let v = try queryNumber(request, "radius") { s.radius = v }
+        s.aperture = try queryNumber(request, "aperture")
         let refine = request.uri.queryParameters.get("refine") ?? "none"
         guard let r = MaskRefinement(rawValue: refine) else {
             throw HTTPError(.badRequest, message: "refine=\(refine) is not none, photo, matte or auto")
         }
         s.refine = r
+        do throws(PortraitError) { try s.validate() } catch {
+            guard case .invalidSetting(let name, let detail) = error else { throw error }
+            let field = fields.first { $0.setting.name == name }?.field ?? name
+            throw HTTPError(.badRequest, message: "\(field) \(detail)")
+        }
         return (view, s)
     }
 
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
+        router.get("/api/depth/settings") { _, _ -> Response in
+            try jsonResponse(Self.fields.map { FieldSetting(field: $0.field, setting: $0.setting) })
+        }
         router.post("/api/depth/open") { request, _ -> Response in
             let ref = try await decodeBody(request, as: FileRef.self)
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)

@@ -512,11 +512,25 @@ func queryInt(_ request: Request, _ name: String, default d: Int? = nil, range: 
 
 /// A finite number within `range` (NaN and infinity are refused, not clamped).
 func queryFloat(_ request: Request, _ name: String, default d: Float, range: ClosedRange<Float>) throws -> Float {
-    guard let s = request.uri.queryParameters.get(name) else { return d }
-    guard let v = Float(s), v.isFinite, range.contains(v) else {
+    guard let v = try queryNumber(request, name) else { return d }
+    guard range.contains(v) else {
         throw HTTPError(
-            .badRequest, message: "\(name)=\(s) must be a number within \(range.lowerBound)...\(range.upperBound)")
+            .badRequest, message: "\(name)=\(v) must be a number within \(range.lowerBound)...\(range.upperBound)")
     }
+    return v
+}
+
+/// A page field and the library setting it sets (`GET /api/depth/settings`, `/api/backdrop/settings`).
+struct FieldSetting: Codable {
+    var field: String
+    var setting: NumericSetting
+}
+
+/// A query parameter as a number, nil when absent; not a number is a 400 naming it. NaN and
+/// infinity pass here: the range check that follows (the library's `validate()`) refuses them.
+func queryNumber(_ request: Request, _ name: String) throws -> Float? {
+    guard let s = request.uri.queryParameters.get(name) else { return nil }
+    guard let v = Float(s) else { throw HTTPError(.badRequest, message: "\(name)=\(s) is not a number") }
     return v
 }
 

@@ -51,10 +51,10 @@ struct Portrait: ParsableCommand {
     @Option(help: "Focus distance in metres.") var focusDistance: Double?
     @Option(help: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1).") var focusPoint:
         PhotoPoint?
-    @Option(help: "Mask slope s.") var slope: Float = 4
-    @Option(help: "Mask width w (normalised disparity).") var width: Float = 0.1
-    @Option(help: "Largest blur radius in pixels, for --effect blur.") var radius: Float = 15
-    @Option(help: "Blur levels blended per pixel.") var levels: Int = 5
+    @Option(help: "Mask slope s.") var slope = PortraitSettings().slope
+    @Option(help: "Mask width w (normalised disparity).") var width = PortraitSettings().width
+    @Option(help: "Largest blur radius in pixels, for --effect blur.") var radius = PortraitSettings().radius
+    @Option(help: "Blur levels blended per pixel.") var levels = PortraitSettings().levels
     @Option(help: "Mask upscaling: none (bicubic, the tutorial), photo, matte, auto.") var refine: MaskRefinement =
         .none
     @Flag(help: "Blur without protecting the subject (the tutorial's plain variable blur).") var plainBlur = false
@@ -65,7 +65,7 @@ struct Portrait: ParsableCommand {
     @Option(help: "Lens: diaphragm blades, 0 for a circle or 3...16.") var blades: Int = 0
     @Option(help: "Lens: rotation of the blades in degrees.") var bladeRotation: Float = 0
     @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
-    @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights: Float = 2
+    @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights = PortraitSettings().highlights
     @Option(help: "JPEG quality, 1-100.") var quality: Int = 92
     @OptionGroup var lossless: LosslessOptions
     @Option(help: "Also write the full-size mask as an 8-bit image.") var saveMask: String?

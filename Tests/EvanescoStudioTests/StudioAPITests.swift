@@ -1,4 +1,5 @@
 import EvanescoCore
+import EvanescoDepth
 import EvanescoIO
 import EvanescoStack
 import Foundation
@@ -591,6 +592,36 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                     #expect(r.status == .badRequest, "\(bad)")
                 }
             }
+            // Ranges are the library's, and a refusal names the page's field with the library's words.
+            for (bad, message) in [
+                ("slope=2000", "slope must be within (0, 1000]"), ("radius=0", "radius must be within (0, 500] pixels"),
+                ("aperture=1001&effect=lens", "aperture must be within (0, 1000] pixels")
+            ] {
+                try await client.execute(
+                    uri: "/api/depth/\(session)/render?\(bad)&seq=6", method: .get, headers: authorized
+                ) { r in
+                    #expect(r.status == .badRequest && errorMessage(r).contains(message), "\(bad): \(errorMessage(r))")
+                }
+            }
+            try await client.execute(
+                uri: "/api/depth/\(session)/render?effect=blur&radius=300&seq=7", method: .get, headers: authorized
+            ) { r in
+                #expect(r.status == .ok, "radius 300 is within the library's range (the studio once refused it)")
+            }
+            let settings: [[String: Any]] = try await client.execute(
+                uri: "/api/depth/settings", method: .get, headers: authorized
+            ) { r in
+                try #require(JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [[String: Any]])
+            }
+            let byField = Dictionary(
+                uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
+            #expect(Set(byField.keys) == ["focus", "slope", "width", "radius", "aperture"])
+            let defaults = PortraitSettings()
+            #expect((byField["slope"]?["default_value"] as? Double).map(Float.init) == defaults.slope)
+            #expect((byField["width"]?["default_value"] as? Double).map(Float.init) == defaults.width)
+            #expect((byField["radius"]?["default_value"] as? Double).map(Float.init) == defaults.radius)
+            #expect(
+                byField["focus"]?["default_value"] as? Double == 0.5 && byField["focus"]?["maximum"] as? Double == 1)
             for effect in ["spotlight", "color", "blur", "lens"] {
                 try await client.execute(
                     uri: "/api/depth/\(session)/render?effect=\(effect)&focus=0.9&seq=9", method: .get,

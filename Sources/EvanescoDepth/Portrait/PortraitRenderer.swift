@@ -86,15 +86,15 @@ public struct PortraitSettings: Sendable, Equatable {
     /// The effect rendered.
     public var effect: PortraitEffect = .spotlight
     /// What is in focus.
-    public var focus: FocusTarget = .normalized(0.5)
+    public var focus: FocusTarget = .normalized(Float(Limits.focus.defaultValue!))
     /// Mask slope s (the ramp is 1/s wide).
-    public var slope: Float = 4
+    public var slope = Float(Limits.slope.defaultValue!)
     /// Mask width w (normalised disparity) of the in-focus band.
-    public var width: Float = 0.1
+    public var width = Float(Limits.width.defaultValue!)
     /// Largest blur radius in pixels (``PortraitEffect/blur``), at the photo's full size.
-    public var radius: Float = 15
+    public var radius = Float(Limits.radius.defaultValue!)
     /// Blur levels blended per pixel.
-    public var levels = 5
+    public var levels = Int(Limits.levels.defaultValue!)
     /// How the mask's edges are refined when it is scaled to the photo.
     public var refine: MaskRefinement = .none
     /// Gather background colour only, so the sharp subject does not bleed into the blur.
@@ -109,55 +109,69 @@ public struct PortraitSettings: Sendable, Equatable {
     /// Lens blur: the aperture's shape (blades, rotation).
     public var shape = ApertureShape()
     /// Lens blur: cat-eye vignetting strength, 0 (off) ... 1.
-    public var catEye: Float = 0
+    public var catEye = Float(Limits.catEye.defaultValue!)
     /// Lens blur: gain on clipped highlights, 1 (none) ... 16.
-    public var highlights: Float = 2
+    public var highlights = Float(Limits.highlights.defaultValue!)
 
     /// The tutorial's recipe: spotlight at normalised focus 0.5, slope 4, width 0.1.
     public init() {}
+
+    /// The numeric settings' ranges and defaults, one place for the command line, the studio
+    /// (`GET /api/depth/settings`) and the batch manifests.
+    public enum Limits {
+        public static let focus = NumericSetting(
+            "focus", 0...1, default: 0.5, unit: "(normalised disparity, 1 = nearest)")
+        public static let slope = NumericSetting("slope", 0...1000, open: .minimum, default: 4, typical: 0.5...20)
+        public static let width = NumericSetting("width", 0...1, default: 0.1, typical: 0...0.5)
+        public static let radius = NumericSetting(
+            "radius", 0...500, open: .minimum, default: 15, unit: "pixels", typical: 1...60)
+        public static let levels = NumericSetting("levels", 2...16, default: 5, integer: true)
+        public static let aperture = NumericSetting(
+            "aperture", 0...1000, open: .minimum, default: nil, unit: "pixels", typical: 1...200)
+        public static let fNumber = NumericSetting("f-number", 0.5...64, default: nil)
+        public static let bladeRotation = NumericSetting("blade rotation", -360...360, default: 0, unit: "degrees")
+        public static let catEye = NumericSetting("cat eye", 0...1, default: 0)
+        public static let highlights = NumericSetting("highlights", 1...16, default: 2, unit: "(1 = no boost)")
+    }
 
     /// Checks every value, NaN and infinity included.
     ///
     /// - Throws: ``PortraitError/invalidSetting(name:detail:)`` naming the setting.
     public func validate() throws(PortraitError) {
         func bad(_ name: String, _ detail: String) -> PortraitError { .invalidSetting(name: name, detail: detail) }
-        switch focus {
-        case .normalized(let f):
-            guard f.isFinite, (0...1).contains(f) else {
-                throw bad("focus", "must be within 0...1 (normalised disparity, 1 = nearest)")
+        do throws(SettingError) {
+            switch focus {
+            case .normalized(let f): try Limits.focus.check(f)
+            case .distance(let d):
+                guard d.isFinite, d > 0 else {
+                    throw SettingError(setting: "focus distance", detail: "must be a positive number of metres")
+                }
+            case .point(let p):
+                guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else {
+                    throw SettingError(setting: "focus point", detail: "must be X,Y with X, Y >= 0")
+                }
             }
-        case .distance(let d):
-            guard d.isFinite, d > 0 else { throw bad("focus distance", "must be a positive number of metres") }
-        case .point(let p):
-            guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else {
-                throw bad("focus point", "must be X,Y with X, Y >= 0")
+            try Limits.slope.check(slope)
+            try Limits.width.check(width)
+            try Limits.radius.check(radius)
+            try Limits.levels.check(levels)
+            if aperture != nil && fNumber != nil {
+                throw SettingError(setting: "aperture", detail: "and f-number are exclusive: give one")
             }
-        }
-        guard slope.isFinite, slope > 0, slope <= 1000 else { throw bad("slope", "must be within (0, 1000]") }
-        guard width.isFinite, width >= 0, width <= 1 else { throw bad("width", "must be within 0...1") }
-        guard radius.isFinite, radius > 0, radius <= 500 else { throw bad("radius", "must be within (0, 500] pixels") }
-        guard (2...16).contains(levels) else { throw bad("levels", "must be within 2...16") }
-        if aperture != nil && fNumber != nil { throw bad("aperture", "and f-number are exclusive: give one") }
-        if let a = aperture {
-            guard a.isFinite, a > 0, a <= 1000 else { throw bad("aperture", "must be within (0, 1000] pixels") }
-        }
-        if let n = fNumber {
-            guard n.isFinite, n >= 0.5, n <= 64 else { throw bad("f-number", "must be within 0.5...64") }
-        }
-        guard shape.blades == 0 || (3...16).contains(shape.blades) else {
-            throw bad("blades", "must be 0 (a circle) or 3...16")
-        }
-        guard shape.rotation.isFinite, abs(shape.rotation) <= 360 else {
-            throw bad("blade rotation", "must be within -360...360 degrees")
-        }
-        guard catEye.isFinite, (0...1).contains(catEye) else { throw bad("cat eye", "must be within 0...1") }
-        guard highlights.isFinite, (1...16).contains(highlights) else {
-            throw bad("highlights", "must be within 1...16 (1 = no boost)")
+            if let a = aperture { try Limits.aperture.check(a) }
+            if let n = fNumber { try Limits.fNumber.check(n) }
+            guard shape.blades == 0 || (3...16).contains(shape.blades) else {
+                throw SettingError(setting: "blades", detail: "must be 0 (a circle) or 3...16")
+            }
+            try Limits.bladeRotation.check(shape.rotation)
+            try Limits.catEye.check(catEye)
+            try Limits.highlights.check(highlights)
+        } catch {
+            throw bad(error.setting, error.detail)
         }
     }
 }
 
-/// Why a portrait could not be rendered.
 public enum PortraitError: Error, Equatable, CustomStringConvertible {
     case invalidSetting(name: String, detail: String)
     case noPhoto(path: String)

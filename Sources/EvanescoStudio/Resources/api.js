@@ -68,3 +68,19 @@ export function showBlob(img, blob) {
     img.src = url;
   });
 }
+
+/** Sets each slider `${field}-slider` from the library's settings at `url` (range, step and
+ * default), enables it, and calls show(field, value). */
+export async function loadSliderSettings(url, q, show) {
+  for (const { field, setting } of await api(url)) {
+    const input = q(`${field}-slider`);
+    if (!input) continue;
+    const span = setting.typical_maximum - setting.typical_minimum;
+    input.min = setting.typical_minimum;
+    input.max = setting.typical_maximum;
+    input.step = setting.integer ? 1 : Math.pow(10, Math.floor(Math.log10(span / 1000)));
+    input.value = setting.default_value;
+    input.disabled = false;
+    show(field, input.value);
+  }
+}

@@ -1,5 +1,5 @@
 // The backdrop workspace: the TrueDepth sample on a portrait photo or a colour + depth clip.
-import { api, query, followJob, seconds, showError, showBlob } from './api.js';
+import { api, query, followJob, seconds, showError, showBlob, loadSliderSettings } from './api.js';
 
 export class BackdropWorkspace {
   constructor(root) {
@@ -28,17 +28,9 @@ export class BackdropWorkspace {
   /** Sets each slider's range, step and default from the library's settings. */
   async loadSettings() {
     try {
-      for (const { field, setting } of await api('/api/backdrop/settings')) {
-        const input = this.q(`${field}-slider`);
-        if (!input) continue;
-        const span = setting.typical_maximum - setting.typical_minimum;
-        input.min = setting.typical_minimum;
-        input.max = setting.typical_maximum;
-        input.step = setting.integer ? 1 : Math.pow(10, Math.floor(Math.log10(span / 100)));
-        input.value = setting.default_value;
-        input.disabled = false;
-        this.root.querySelector(`output[data-for=${field}]`).textContent = input.value;
-      }
+      await loadSliderSettings('/api/backdrop/settings', this.q, (field, value) => {
+        this.root.querySelector(`output[data-for=${field}]`).textContent = value;
+      });
     } catch (e) { showError(e.message); }
   }
 

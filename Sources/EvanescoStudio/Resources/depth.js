@@ -5,7 +5,7 @@
 // While a slider moves, one preview request is in flight at a time; the newest setting waits
 // and every one in between is dropped (not queued). Each preview shown records how long it took
 // from the input event whose value it shows to its load event, in window.studioTimings.
-import { api, query, showError, showBlob } from './api.js';
+import { api, query, showError, showBlob, loadSliderSettings } from './api.js';
 import { escapeHTML } from './burst.js';
 
 window.studioTimings = [];
@@ -32,7 +32,7 @@ export class DepthWorkspace {
     for (const name of ['focus', 'slope', 'width', 'radius']) {
       const input = this.q(`${name}-slider`);
       input.addEventListener('input', (ev) => {
-        root.querySelector(`output[data-for=${name}]`).textContent = Number(input.value).toFixed(name === 'focus' ? 3 : name === 'radius' ? 0 : 2);
+        this.show(name, input.value);
         this.dragging = true;
         this.request(ev.timeStamp || performance.now());
       });
@@ -42,8 +42,15 @@ export class DepthWorkspace {
         if (this.dragSize() < this.previewLongSide) this.request(performance.now());
       });
     }
+    this.settingsLoaded = loadSliderSettings('/api/depth/settings', this.q, (name, value) => this.show(name, value))
+      .catch((e) => showError(e.message));
     this.q('preview-image').addEventListener('click', (ev) => this.focusAt(ev));
     this.q('export-button').addEventListener('click', () => this.export());
+  }
+
+  /** A slider's value beside it, to the precision it is set with. */
+  show(name, value) {
+    this.root.querySelector(`output[data-for=${name}]`).textContent = Number(value).toFixed(name === 'focus' ? 3 : name === 'radius' ? 0 : 2);
   }
 
   /** Long side of previews while a slider moves: the effects that cost more per pixel are
@@ -66,6 +73,7 @@ export class DepthWorkspace {
 
   async open(entry) {
     this.root.querySelector('.title').textContent = `Decoding ${entry.path}…`;
+    await this.settingsLoaded;
     const o = await api('/api/depth/open', { method: 'POST', body: { root: entry.root, path: entry.path } });
     this.session = o.session;
     this.previewLongSide = Math.max(o.preview_width, o.preview_height);
