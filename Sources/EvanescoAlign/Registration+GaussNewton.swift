@@ -28,41 +28,18 @@ extension RegistrationReference {
         _ img: Image<Float>, _ tl: TemplateLevel, through w: Homography, into smp: UnsafeMutablePointer<Float>
     ) {
         let m = w.m.map { Float($0) }
-        let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
         let iw = img.width, maxX = Float(img.width - 1), maxY = Float(img.height - 1)
         img.samples.withUnsafeBufferPointer { src in
             tl.x.withUnsafeBufferPointer { xs in
                 tl.y.withUnsafeBufferPointer { ys in
                     let shared = UncheckedSendable((src.baseAddress!, xs.baseAddress!, ys.baseAddress!, smp))
-                    // Eight points a step where the CPU has AVX2 (CKernels, the same values); the rest here.
-                    let eight = evn_cpu_has_avx2() != 0
+                    // Eight points a step (CKernels: one body, with AVX2 where the CPU has it).
                     StripExecutor.forEachStrip(rows: tl.count, minimumRows: 8192) { range in
                         let (src, xs, ys, smp) = shared.value
-                        var first = range.lowerBound
-                        if eight {
-                            m.withUnsafeBufferPointer { map in
-                                var points = evn_sample_points(
-                                    image: src, width: iw, max_x: maxX, max_y: maxY, x: xs, y: ys, map: map.baseAddress)
-                                evn_sample_points_avx2(&points, range.lowerBound, range.upperBound, smp)
-                            }
-                            first = range.upperBound - (range.upperBound - range.lowerBound) % 8
-                        }
-                        for i in first..<range.upperBound {
-                            let x = xs[i], y = ys[i]
-                            let r = 1 / (m6 * x + m7 * y + m8)
-                            let qx = (m0 * x + m1 * y + m2) * r, qy = (m3 * x + m4 * y + m5) * r
-                            guard qx >= 0, qy >= 0, qx < maxX, qy < maxY else {
-                                smp[i] = .nan
-                                continue
-                            }
-                            // Non-negative and inside the frame: truncation is the floor, and the four taps
-                            // (o, o + 1, o + iw, o + iw + 1) lie inside the image.
-                            let ix = Int(qx), iy = Int(qy)
-                            let ax = qx - Float(ix), ay = qy - Float(iy)
-                            let o = iy &* iw &+ ix
-                            let top = src[o] + (src[o &+ 1] - src[o]) * ax,
-                                bot = src[o &+ iw] + (src[o &+ iw &+ 1] - src[o &+ iw]) * ax
-                            smp[i] = top + (bot - top) * ay
+                        m.withUnsafeBufferPointer { map in
+                            var points = evn_sample_points(
+                                image: src, width: iw, max_x: maxX, max_y: maxY, x: xs, y: ys, map: map.baseAddress)
+                            evn_sample_points_run(&points, range.lowerBound, range.upperBound, smp)
                         }
                     }
                 }

@@ -111,23 +111,7 @@ public struct SortingNetwork: Sendable {
     static func run(
         _ pairs: [(Int, Int)], _ flat: [Int32], size: Int, _ base: UnsafeMutablePointer<Float>, length: Int, stride: Int
     ) {
-        let vectors = (length + 7) / 8
-        // Eight lanes a step where the CPU has AVX2 (CKernels; the same comparisons).
-        if evn_cpu_has_avx2() != 0 {
-            flat.withUnsafeBufferPointer { evn_sort_network_avx2($0.baseAddress, pairs.count, base, vectors, stride) }
-            return
-        }
-        base.withMemoryRebound(to: SIMD8<Float>.self, capacity: pairs.count == 0 ? 0 : size * stride / 8) { v in
-            let vs = stride / 8
-            for (a, b) in pairs {
-                let pa = v + a * vs, pb = v + b * vs
-                for j in 0..<vectors {
-                    // (`pointwiseMin/Max` and `x < y ? x : y` do not vectorise; this does.)
-                    let x = pa[j], y = pb[j], less = x .< y
-                    pa[j] = y.replacing(with: x, where: less)
-                    pb[j] = x.replacing(with: y, where: less)
-                }
-            }
-        }
+        // Eight lanes a step (CKernels: one body, with AVX2 where the CPU has it).
+        flat.withUnsafeBufferPointer { evn_sort_network($0.baseAddress, pairs.count, base, (length + 7) / 8, stride) }
     }
 }

@@ -51,7 +51,8 @@ func referenceMedian(_ v: [Float]) -> Float {
 }
 
 @Suite struct SortingNetworks {
-    /// Every column sorted, by the Swift loop and by the AVX2 kernel (where the CPU has it).
+    /// Every column sorted, by the portable kernel and by the AVX2 one (where the CPU has it),
+    /// each called directly, and by the network's own sort (whichever this CPU takes).
     @Test(arguments: Array(1...33))
     func sortsEverything(_ n: Int) {
         let net = SortingNetwork(size: n)
@@ -59,17 +60,29 @@ func referenceMedian(_ v: [Float]) -> Float {
         let buf = UnsafeMutableRawPointer.allocate(byteCount: n * len * 4, alignment: 64).bindMemory(
             to: Float.self, capacity: n * len)
         defer { UnsafeMutableRawPointer(buf).deallocate() }
-        for portable in [true, false] {
+        typealias Kernel = (UnsafePointer<Int32>?, Int, UnsafeMutablePointer<Float>?, Int, Int) -> Void
+        var variants: [(String, (UnsafeMutablePointer<Float>) -> Void)] = [
+            ("sort()", { net.sort($0, length: len, stride: len) })
+        ]
+        var kernels: [(String, Kernel)] = [("portable", evn_sort_network_portable)]
+        if evn_cpu_has_avx2() != 0 { kernels.append(("avx2", evn_sort_network_avx2)) }
+        for (name, kernel) in kernels {
+            variants.append(
+                (
+                    name,
+                    { b in net.flatPairs.withUnsafeBufferPointer { kernel($0.baseAddress, net.pairs.count, b, 3, len) }
+                    }
+                ))
+        }
+        for (name, sort) in variants {
             var s: UInt64 = UInt64(n)
             for i in 0..<(n * len) {
                 s = s &* 6364136223846793005 &+ 1
                 buf[i] = Float(s >> 54)
             }
             let expected: [[Float]] = (0..<len).map { j in (0..<n).map { buf[$0 * len + j] }.sorted() }
-            evn_set_portable_kernels(portable ? 1 : 0)
-            net.sort(buf, length: len, stride: len)
-            evn_set_portable_kernels(0)
-            for j in 0..<len { #expect((0..<n).map { buf[$0 * len + j] } == expected[j], "portable \(portable)") }
+            sort(buf)
+            for j in 0..<len { #expect((0..<n).map { buf[$0 * len + j] } == expected[j], "\(name)") }
         }
     }
 }

@@ -159,7 +159,11 @@ void evn_lk_sums_window_avx2(const evn_lk_window *window, evn_lk_sums *out);
 
 /// Runs `count` compare-exchanges (pairs[2k] < pairs[2k + 1], row indices) over rows of `stride`
 /// floats at `base`, each over `vectors` eight-float groups from the row's start: afterwards row
-/// a holds the smaller and row b the larger of every column's two values. Needs AVX2.
+/// a holds the smaller and row b the larger of every column's two values. The AVX2 variant where
+/// the CPU has it; both are one body and give the same values.
+void evn_sort_network(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride);
+void evn_sort_network_portable(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride);
+/// Call only when evn_cpu_has_avx2() is non-zero.
 void evn_sort_network_avx2(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride);
 
 /// A frame level and the points to sample it at.
@@ -174,9 +178,12 @@ typedef struct evn_sample_points {
     const float *map;
 } evn_sample_points;
 
-/// Bilinear samples of the frame at points start..<end mapped through `map` (NaN for a point
-/// outside), eight at a time: writes out[start..<end - (end - start) % 8] and leaves the rest to
-/// the caller. Needs AVX2.
+/// Bilinear samples of the frame at points start..<end mapped through `map` into out[start..<end]
+/// (NaN for a point outside), eight at a time. The AVX2 variant where the CPU has it; both are
+/// one body and give the same values.
+void evn_sample_points_run(const evn_sample_points *points, ptrdiff_t start, ptrdiff_t end, float *out);
+void evn_sample_points_portable(const evn_sample_points *points, ptrdiff_t start, ptrdiff_t end, float *out);
+/// Call only when evn_cpu_has_avx2() is non-zero.
 void evn_sample_points_avx2(const evn_sample_points *points, ptrdiff_t start, ptrdiff_t end, float *out);
 
 /// A Float plane and the map of one output row to it: output pixel x0 + i samples the plane at
