@@ -1,8 +1,10 @@
 // Hot inner loops in C with an AVX2 variant, chosen once at run time (evn_cpu_has_avx2). Swift
 // cannot mark one function for a wider instruction set, and a module compiled with -mavx2 would
 // need unsafe flags (which make the package unusable as a versioned dependency) and would crash
-// on older CPUs. The Lucas-Kanade sums are one C body compiled twice (portable and AVX2); the
-// other kernels stand in for a Swift loop, which stays the portable path, and repeat its
+// on older CPUs. The Lucas-Kanade sums, the normal equations, the clipped mean, the sorting
+// network and the point samples are one C body each, compiled twice (`_portable` and `_avx2`,
+// which tests call directly); the cubic warps (warp_cubic.c, warp_two_pass.c) and the one-channel
+// bilinear row still stand in for a Swift loop, which stays their portable path, and repeat its
 // arithmetic lane by lane. No fused multiply-add anywhere: every pair gives the same bits.
 #ifndef EVANESCO_KERNELS_H
 #define EVANESCO_KERNELS_H
