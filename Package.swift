@@ -92,15 +92,19 @@ let package = Package(
 
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
         .testTarget(
-            name: "EvanescoIOTests", dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels"]),
+            name: "EvanescoIOTests",
+            dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels", "SharedTestData"]),
         .testTarget(
-            name: "EvanescoAlignTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
+            name: "EvanescoAlignTests",
+            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels", "SharedTestData"]),
         .testTarget(
             name: "EvanescoStackTests",
             dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
         .testTarget(
             name: "EvanescoDepthTests",
-            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels"],
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels", "SharedTestData"
+            ],
             exclude: ["Golden"]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         .testTarget(
@@ -110,6 +114,8 @@ let package = Package(
         // Test support: an HTTP/1.1 client over a socket, for the tests that talk to a real
         // server (the studio's API tests and the browser test's WebDriver).
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        // ... and where the shared sample data is (../shared/data or $EVANESCO_SHARED_DATA), for every target.
+        .target(name: "SharedTestData", path: "Tests/SharedTestData"),
         .testTarget(
             name: "EvanescoStudioTests",
             dependencies: [
@@ -122,7 +128,8 @@ let package = Package(
         .testTarget(
             name: "EvanescoCLITests",
             dependencies: [
-                "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport"
+                "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
+                "SharedTestData"
             ])
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Foundation
+import SharedTestData
 import Testing
 import EvanescoCore
 import EvanescoIO
@@ -222,14 +223,7 @@ func gridError(_ a: Homography, _ b: Homography, _ w: Int, _ h: Int) -> Double {
 
 /// The Oxford graffiti pair: graf1 -> graf3 is a strong viewpoint change (about 20 degrees of
 /// rotation, scale 0.8-1.0 and strong perspective), with OpenCV's ground-truth homography.
-let graffitiDir: String = {
-    if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty {
-        return env + "/registration/graffiti"
-    }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/data/registration/graffiti").path
-}()
+let graffitiDir = SharedTestData.path("registration/graffiti")
 
 @Suite(
     .enabled(

@@ -1,4 +1,5 @@
 import Foundation
+import SharedTestData
 import Testing
 import EvanescoCore
 import EvanescoIO
@@ -179,9 +180,4 @@ struct RealDepthCommands {
     }
 }
 
-let sharedDepth: String = {
-    if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env + "/depth" }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/data/depth").path
-}()
+let sharedDepth = SharedTestData.path("depth")

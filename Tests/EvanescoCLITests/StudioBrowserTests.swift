@@ -2,6 +2,7 @@ import EvanescoCore
 import EvanescoIO
 import Foundation
 import HTTPTestSupport
+import SharedTestData
 import Testing
 
 /// `evanesco studio` as a user starts it: a process whose one line on stdout is the URL, stopped
@@ -50,12 +51,7 @@ final class StudioProcess: @unchecked Sendable {
 }
 
 enum StudioData {
-    static let shared: String = {
-        if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared/data").path
-    }()
+    static let shared = SharedTestData.root
     static var pug: String? {
         let p = shared + "/depth/pug-iphone13pro/pug.heic"
         return FileManager.default.fileExists(atPath: p) ? p : nil
@@ -439,7 +435,10 @@ extension StudioBrowser {
                     try await browser.run(
                         "return document.querySelector('[data-testid=workspace-burst]').dataset.eraseShownMs || '-1';")
                         as? String ?? "-1") ?? -1
-            #expect(shown >= 0 && shown < 1000, "the erased result was shown \(shown) ms after the release")
+            // Within a second; under AddressSanitizer (scripts/sanitizers.sh) the server runs several
+            // times slower, so there the check is only that it comes.
+            let budget = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil ? 1000.0 : 15_000
+            #expect(shown >= 0 && shown < budget, "the erased result was shown \(shown) ms after the release")
             #expect(try await browser.run(red) as? Int ?? 255 < 40, "the block is gone")
             if let shots { try await browser.screenshot(to: shots + "/studio-erase-after.png") }
             try await browser.click("[data-testid=undo-button]")

@@ -4,18 +4,10 @@ import EvanescoCore
 import EvanescoIO
 @testable import EvanescoDepth
 import EvanescoFaces
+import SharedTestData
 
-enum Shared {
-    static let root: String = {
-        if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared/data").path
-    }()
-    static var available: Bool { FileManager.default.fileExists(atPath: root + "/SOURCES.md") }
-    static let absent: Comment =
-        "SKIPPED: ../shared/data is absent (set EVANESCO_SHARED_DATA); real-file checks did not run"
-}
+/// The shared sample data (``SharedTestData``, the one place that finds it).
+typealias Shared = SharedTestData
 
 /// IoU of two masks thresholded at 0.5 (8-bit: > 127).
 func iou(_ a: Image<UInt8>, _ b: Image<UInt8>) -> Double {

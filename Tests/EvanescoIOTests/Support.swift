@@ -2,21 +2,10 @@ import Foundation
 import Testing
 import EvanescoCore
 @testable import EvanescoIO
+import SharedTestData
 
-/// ../shared/data beside the checkout (or $EVANESCO_SHARED_DATA). Tests that need it are
-/// skipped with this note when it is absent, and say so in the test output.
-enum SharedData {
-    static let root: String = {
-        if let env = ProcessInfo.processInfo.environment["EVANESCO_SHARED_DATA"], !env.isEmpty { return env }
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return repo.deletingLastPathComponent().appendingPathComponent("shared/data").path
-    }()
-    static var available: Bool { FileManager.default.fileExists(atPath: root + "/SOURCES.md") }
-    static let absent: Comment =
-        "SKIPPED: ../shared/data is absent (set EVANESCO_SHARED_DATA); real-file checks did not run"
-    static func path(_ rel: String) -> String { root + "/" + rel }
-}
+/// The shared sample data (``SharedTestData``, the one place that finds it).
+typealias SharedData = SharedTestData
 
 /// A fresh temporary folder, removed when the value is dropped.
 final class TempDir {
