@@ -76,7 +76,12 @@ enum BatchFixtures {
 
     /// A manifest of `stacks` stacks (the first `big` of them 24 frames of 320x240, long enough to
     /// be caught running), `portraits` portraits and `bad` jobs that must fail.
-    static func manifest(in dir: String, stacks: Int, portraits: Int, bad: Int, big: Int = 0) throws -> Made {
+    /// `big` of the stacks are bursts of `bigBurst` (frames, width, height) instead of the small
+    /// default, so that a worker is still running them when a test stops or signals it.
+    static func manifest(
+        in dir: String, stacks: Int, portraits: Int, bad: Int, big: Int = 0,
+        bigBurst: (frames: Int, width: Int, height: Int) = (24, 320, 240)
+    ) throws -> Made {
         let outputs = dir + "/out"
         try FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)
         var lines: [String] = [], good: [String: ([String], String)] = [:], badJobs: [String: String] = [:]
@@ -84,7 +89,9 @@ enum BatchFixtures {
         for i in 0..<stacks {
             let burst =
                 i < big
-                ? try BatchFixtures.burst(in: dir, "burst\(i)", seed: i, frames: 24, width: 320, height: 240)
+                ? try BatchFixtures.burst(
+                    in: dir, "burst\(i)", seed: i, frames: bigBurst.frames, width: bigBurst.width,
+                    height: bigBurst.height)
                 : try BatchFixtures.burst(in: dir, "burst\(i)", seed: i)
             let merge = merges[i % merges.count]
             let output = "out/stack\(i)." + (i % 3 == 0 ? "jpg" : "png")

@@ -82,6 +82,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
 }
 
 @Suite(.serialized, .enabled(if: PG.available)) struct QueueTests {
+    /// A burst that takes a worker seconds (40 frames of 960x720, about 4 s in a debug build).
+    static let slowBurst = (frames: 40, width: 960, height: 720)
+
     /// 200 jobs (190 good, 10 bad), 3 workers: one killed with SIGKILL mid-job, one sent SIGTERM
     /// mid-job, the database restarted once; a fourth worker joins. Every good job is done exactly
     /// once, every bad one failed with its message, nothing is left behind.
@@ -187,7 +190,10 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
     /// discarded and the output is the other worker's.
     @Test func aStalledWorkersResultIsDiscarded() throws {
         let s = Scratch()
-        let made = try BatchFixtures.manifest(in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1)
+        // A job of seconds, not a fraction of one: it must still be running when the worker is
+        // stopped (a 24-frame 320x240 job once finished between the check and the SIGSTOP).
+        let made = try BatchFixtures.manifest(
+            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst)
         let queue = try PG.queue("fence"), schema = "fence_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let a = try WorkerProcess(queue: queue, log: s.file("a.log"), extra: ["--lease", "1", "--poll", "0.2"])
@@ -197,6 +203,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
                     "SELECT count(*) FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(a.name)'") == "1"
             })
         a.signal(SIGSTOP)
+        try #require(
+            try PG.value("SELECT state FROM \(schema).jobs") == "running",
+            "the job finished before worker a was stopped: make Self.slowBurst larger")
         Thread.sleep(forTimeInterval: 1.5)
         let b = try WorkerProcess(
             queue: queue, log: s.file("b.log"), extra: ["--lease", "1", "--poll", "0.2", "--exit-when-done"])
@@ -275,7 +284,8 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
     /// not counted, and its staging folder removed.
     @Test func aDrainPastItsGraceGivesTheJobBack() throws {
         let s = Scratch()
-        let made = try BatchFixtures.manifest(in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1)
+        let made = try BatchFixtures.manifest(
+            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst)
         let queue = try PG.queue("release"), schema = "release_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--grace", "0"])
