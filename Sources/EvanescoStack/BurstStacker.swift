@@ -563,19 +563,8 @@ public enum BurstStacker {
         let segments = (w + tileWidth - 1) / tileWidth
         // A tile, its merged values and a row cache per frame for each thread, reused strip
         // after strip (each strip starts its caches afresh).
-        let buffers = ReusePool {
-            (
-                SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
-                UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
-                (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
-            )
-        }
-        defer {
-            for (tile, merged, _) in buffers.all {
-                tile.deallocate()
-                merged.deallocate()
-            }
-        }
+        let buffers = Self.tileBuffers(S.self, frames: n, channels: c, tileWidth: tileWidth)
+        defer { Self.deallocate(buffers) }
         afterBand?()
         let band = min(h, max(1, bandRows ?? h))
         let out = Image<S>(width: w, height: h, channels: c) { dst in
@@ -760,5 +749,34 @@ public enum BurstStacker {
         var all = mads.value
         guard !all.isEmpty else { return S.fullScale / 255 * 2 }
         return max(S.fullScale / 255 * 0.5, 1.4826 * Selection.median(&all))
+    }
+}
+
+extension BurstStacker {
+    /// What one thread warps and merges a tile with: the tile of samples, its merged values and a
+    /// row cache per frame. The merge and the erase pass borrow them from one pool per run,
+    /// strip after strip; ``deallocate(_:)`` frees them.
+    typealias TileBuffers<S: PixelSample> = (SampleTile, UnsafeMutablePointer<Float>, [RowSampler<S>.Cache])
+
+    /// A pool of ``TileBuffers`` for `frames` frames of `channels` channels, tiles up to
+    /// `tileWidth` pixels wide.
+    static func tileBuffers<S: PixelSample>(
+        _: S.Type, frames n: Int, channels c: Int, tileWidth: Int
+    ) -> ReusePool<TileBuffers<S>> {
+        ReusePool {
+            (
+                SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
+                UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
+                (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
+            )
+        }
+    }
+
+    /// Frees every tile and merged row a pool from ``tileBuffers(_:frames:channels:tileWidth:)`` made.
+    static func deallocate<S: PixelSample>(_ pool: ReusePool<TileBuffers<S>>) {
+        for (tile, merged, _) in pool.all {
+            tile.deallocate()
+            merged.deallocate()
+        }
     }
 }

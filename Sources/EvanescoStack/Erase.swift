@@ -273,19 +273,8 @@ enum Eraser {
         let rw = rx1 - rx0, rh = ry1 - ry0, ow = ox1 - ox0, oh = oy1 - oy0
         let weight = seamWeights(mask, x0: ox0, y0: oy0, x1: ox1, y1: oy1)
         let tileWidth = BurstStacker.tileWidth(frames: n, channels: c)
-        let buffers = ReusePool {
-            (
-                SampleTile.allocate(frames: n, maxPixels: tileWidth, channels: c),
-                UnsafeMutablePointer<Float>.allocate(capacity: tileWidth * c),
-                (0..<n).map { _ in RowSampler<S>.Cache(pixels: tileWidth) }
-            )
-        }
-        defer {
-            for (tile, merged, _) in buffers.all {
-                tile.deallocate()
-                merged.deallocate()
-            }
-        }
+        let buffers = BurstStacker.tileBuffers(S.self, frames: n, channels: c, tileWidth: tileWidth)
+        defer { BurstStacker.deallocate(buffers) }
 
         /// Samples rows `rows` of columns x0..<x1 of every frame, a tile at a time.
         func walk(
