@@ -1,32 +1,66 @@
-// One-channel bilinear warp of a Float plane along an output row (local alignment's planes),
-// eight pixels a step with AVX2 (see evanesco_kernels.h): lane by lane the Swift loop's
-// arithmetic, so the same values.
+// One-channel bilinear warp of a Float plane along an output row (local alignment's planes), in
+// groups of four output pixels: eight a step where two groups qualify together, four where one
+// does (see evanesco_kernels.h). One body, inlined into a portable and an AVX2 function: each
+// lane does the arithmetic of RowSampler's pixel alone, in the same order, so the same values. A
+// group that does not qualify is the caller's.
 #include "evanesco_kernels.h"
 #include "vectors.h"
 
-EVN_AVX2 ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 }, tiny = 1e-12f, zero = 0, one = 1;
-    const v8f m0 = R->m0, m2 = R->m2, m3 = R->m3, m5 = R->m5, m6 = R->m6, m8 = R->m8;
+#define load4(p) ({ v4f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define store4(v, p) do { const v4f s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
+
+// L pixels from output pixel i on, if they read consecutive columns of one pair of plane rows,
+// all inside: writes them and their validity, advances i and continues the enclosing loop (a
+// block, not a do-while, so that `continue` is the loop's).
+#define BILINEAR(L, load, store) { \
+    const v##L##f lanes = __builtin_convertvector(steps##L, v##L##f); \
+    const v##L##f fx = (v##L##f)(float)(R->x0 + i) + lanes; \
+    const v##L##f d = m6 * fx + m8; \
+    const v##L##i far = d > (v##L##f)1e-12f; \
+    int all = 1; \
+    for (int k = 0; k < L; k++) all &= far[k] != 0; \
+    if (all) { \
+        const v##L##f px = (m0 * fx + m2) / d, py = (m3 * fx + m5) / d; \
+        const float fx0 = __builtin_floorf(px[0]), fy0 = __builtin_floorf(py[0]); \
+        if (fx0 >= 0 && fy0 >= 0 && fx0 + L < (float)w && fy0 + 1 < (float)h) { \
+            const v##L##f tx = px - ((v##L##f)fx0 + lanes), ty = py - (v##L##f)fy0; \
+            const v##L##i in = (tx >= 0) & (tx < 1) & (ty >= 0) & (ty < 1); \
+            for (int k = 0; k < L; k++) all &= in[k] != 0; \
+            if (all) { \
+                const float *p = src + (ptrdiff_t)fy0 * w + (ptrdiff_t)fx0, *q = p + w; \
+                const v##L##f t0 = load(p), t1 = load(p + 1), b0 = load(q), b1 = load(q + 1); \
+                const v##L##f top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx; \
+                store(top + (bottom - top) * ty, out + i); \
+                memset(valid + i, 1, L); \
+                i += L; \
+                continue; \
+            } \
+        } \
+    } \
+}
+
+EVN_INLINE ptrdiff_t bilinear_row(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
+    const v8i steps8 = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const v4i steps4 = { 0, 1, 2, 3 };
+    const float m0 = R->m0, m2 = R->m2, m3 = R->m3, m5 = R->m5, m6 = R->m6, m8 = R->m8;
     const ptrdiff_t w = R->width, h = R->height;
     const float *src = R->plane;
     ptrdiff_t i = start;
-    for (; i + 8 <= count; i += 8) {
-        const v8f fx = (v8f)(float)(R->x0 + i) + lanes;
-        const v8f d = m6 * fx + m8;
-        if (!all8(d > tiny)) break;
-        const v8f px = (m0 * fx + m2) / d, py = (m3 * fx + m5) / d;
-        const float fx0 = __builtin_floorf(px[0]), fy0 = __builtin_floorf(py[0]);
-        // Eight consecutive columns of one pair of rows, all inside.
-        if (!(fx0 >= 0 && fy0 >= 0 && fx0 + 8 < (float)w && fy0 + 1 < (float)h)) break;
-        const v8f tx = px - ((v8f)fx0 + lanes), ty = py - (v8f)fy0;
-        if (!all8((tx >= zero) & (tx < one) & (ty >= zero) & (ty < one))) break;
-        const float *p = src + (ptrdiff_t)fy0 * w + (ptrdiff_t)fx0, *q = p + w;
-        const v8f t0 = load8(p), t1 = load8(p + 1), b0 = load8(q), b1 = load8(q + 1);
-        const v8f top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx;
-        const v8f value = top + (bottom - top) * ty;
-        store8(value, out + i);
-        memset(valid + i, 1, 8);
+    while (i + 4 <= count) {
+        if (i + 8 <= count) BILINEAR(8, load8, store8);
+        BILINEAR(4, load4, store4);
+        return i;
     }
     return i;
 }
 
+ptrdiff_t evn_bilinear_row_portable(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
+    return bilinear_row(R, start, count, out, valid);
+}
+EVN_AVX2 ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
+    return bilinear_row(R, start, count, out, valid);
+}
+ptrdiff_t evn_bilinear_row_run(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
+    return evn_cpu_has_avx2() ? evn_bilinear_row_avx2(R, start, count, out, valid)
+                              : evn_bilinear_row_portable(R, start, count, out, valid);
+}

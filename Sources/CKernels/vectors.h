@@ -15,6 +15,7 @@
 typedef float v8f __attribute__((ext_vector_type(8)));
 typedef float v4f __attribute__((ext_vector_type(4)));
 typedef int v8i __attribute__((ext_vector_type(8)));
+typedef int v4i __attribute__((ext_vector_type(4)));
 typedef unsigned char v8b __attribute__((ext_vector_type(8)));
 
 #if defined(__x86_64__)

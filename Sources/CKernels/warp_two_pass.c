@@ -1,8 +1,9 @@
 // The two passes of the separable 8-bit RGB cubic warp (RowSampler's rowCubicRGB8TwoPass and its
-// Cache.preparePass) over one knot interval, eight output pixels a step with AVX2 where two groups
-// of four qualify together, four where one does (see evanesco_kernels.h). The Swift loops take
-// four pixels a step; group by group these decide as they do and do, lane by lane, the same
-// operations in the same order: the same bits.
+// Cache.preparePass) over one knot interval, in groups of four output pixels: eight a step where
+// two groups qualify together, four where one does (see evanesco_kernels.h). One body each,
+// inlined into a portable and an AVX2 function: the same decisions and, lane by lane, the same
+// operations in the same order, so the same bits. A group that does not qualify is the caller's
+// (RowSampler samples its pixels one by one).
 #include "evanesco_kernels.h"
 #include "cubic_taps.h"
 
@@ -30,23 +31,11 @@
     } \
 } while (0)
 
-// The same for 4 pixels (12 floats, 3 four-lane vectors), as Quad.taps spreads them.
-#define load4(p) ({ v4f v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define store4(v, p) do { const v4f s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
-EVN_AVX2_INLINE void spread4(const float *lut, const int *ph, int t, v4f *a, v4f *b, v4f *c) {
-    const float w0 = lut[ph[0] * 4 + t], w1 = lut[ph[1] * 4 + t], w2 = lut[ph[2] * 4 + t], w3 = lut[ph[3] * 4 + t];
-    *a = (v4f){ w0, w0, w0, w1 };
-    *b = (v4f){ w1, w1, w2, w2 };
-    *c = (v4f){ w2, w3, w3, w3 };
-}
-
 // Four pixels (one group) by the per-lane weights of their positions s0 + slope * (g + lane):
-// tap t of vector v reads q[t] + 4v. As Quad.taps and its sums: the same bits.
-EVN_AVX2_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, const float *const q[4], v4f *a, v4f *b, v4f *c) {
+// tap t of vector v reads q[t] + 4v. The four-lane half of WEIGHTED8: the same bits.
+EVN_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, const float *const q[4], v4f *a, v4f *b, v4f *c) {
     const v4f l4 = { 0, 1, 2, 3 };
-    const v4f pos = (v4f)s0 + slope * ((v4f)(float)g + l4);
-    int ph[4];
-    for (int k = 0; k < 4; k++) ph[k] = fixed1(pos[k]) & 127;
+    const v4i ph = fixed4((v4f)s0 + slope * ((v4f)(float)g + l4)) & 127;
     v4f ta[4], tb[4], tc[4];
     for (int t = 0; t < 4; t++) {
         v4f wa, wb, wc;
@@ -60,16 +49,13 @@ EVN_AVX2_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, 
     *c = (tc[0] + tc[1]) + (tc[2] + tc[3]);
 }
 
-// Below 0 to 0, then above 255 to 255, as the Swift loops clamp.
-#define CLAMP(v, zero, full) do { v = v < zero ? zero : v; v = v > full ? full : v; } while (0)
-
-EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+EVN_INLINE ptrdiff_t horizontal_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
     const float *row = P->source, *lut = P->lut;
     float *out = P->out + 3 * P->base;
     const float s0 = P->s0, drift = P->slope;
     const ptrdiff_t lo = P->lo, hi = P->hi;
     const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 };
-    while (g < n) {
+    while (g + 4 <= n) {
         // Group g (four pixels): tap origins on consecutive columns, every tap present.
         const int e0 = fixed1(s0 + drift * (float)g), e3 = fixed1(s0 + drift * (float)(g + 3));
         const ptrdiff_t first = (ptrdiff_t)(e0 >> 7) + g - 1;
@@ -82,15 +68,14 @@ EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff
             eight = (f3 >> 7) == (f0 >> 7) && (f0 >> 7) == (e0 >> 7) && next + 6 <= hi;
         }
         const float *p = row + (first - lo) * 3;
+        const float *q[4] = { p, p + 3, p + 6, p + 9 };
         if (eight) {
             const v8i ph = fixed8((v8f)s0 + drift * ((v8f)(float)g + lanes)) & 127;
-            const float *q[4] = { p, p + 3, p + 6, p + 9 };
             v8f a, b, c;
             WEIGHTED8(lut, ph, q, a, b, c);
             store8(a, out + 3 * g); store8(b, out + 3 * g + 8); store8(c, out + 3 * g + 16);
             g += 8;
         } else {
-            const float *q[4] = { p, p + 3, p + 6, p + 9 };
             v4f a, b, c;
             sum4(lut, s0, drift, g, q, &a, &b, &c);
             store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
@@ -100,15 +85,14 @@ EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff
     return g;
 }
 
-EVN_AVX2 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+EVN_INLINE ptrdiff_t vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
     const float *rows = P->source, *lut = P->lut;
     float *out = P->out + 3 * P->base;
     unsigned char *valid = P->valid + P->base;
     const float s0 = P->s0, slope = P->slope;
     const ptrdiff_t lo = P->lo, hi = P->hi, stride = P->stride, mask = P->mask;
-    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 }, zero8 = 0, full8 = 255;
-    const v4f zero4 = 0, full4 = 255;
-    while (g < n) {
+    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    while (g + 4 <= n) {
         // Group g: all four on one row of taps, every tap row held.
         const int q0 = fixed1(s0 + slope * (float)g), q3 = fixed1(s0 + slope * (float)(g + 3));
         const ptrdiff_t r = q0 >> 7;
@@ -124,18 +108,38 @@ EVN_AVX2 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *P, ptrdiff_t
             const v8i ph = fixed8((v8f)s0 + slope * ((v8f)(float)g + lanes)) & 127;
             v8f a, b, c;
             WEIGHTED8(lut, ph, p, a, b, c);
-            CLAMP(a, zero8, full8); CLAMP(b, zero8, full8); CLAMP(c, zero8, full8);
+            CLAMP255(a); CLAMP255(b); CLAMP255(c);
             store8(a, out + 3 * g); store8(b, out + 3 * g + 8); store8(c, out + 3 * g + 16);
             memset(valid + g, 1, 8);
             g += 8;
         } else {
             v4f a, b, c;
             sum4(lut, s0, slope, g, p, &a, &b, &c);
-            CLAMP(a, zero4, full4); CLAMP(b, zero4, full4); CLAMP(c, zero4, full4);
+            CLAMP255(a); CLAMP255(b); CLAMP255(c);
             store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
             memset(valid + g, 1, 4);
             g += 4;
         }
     }
     return g;
+}
+
+ptrdiff_t evn_warp_horizontal_pass_portable(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return horizontal_pass(P, g, n);
+}
+EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return horizontal_pass(P, g, n);
+}
+ptrdiff_t evn_warp_horizontal_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return evn_cpu_has_avx2() ? evn_warp_horizontal_pass_avx2(P, g, n) : evn_warp_horizontal_pass_portable(P, g, n);
+}
+
+ptrdiff_t evn_warp_vertical_pass_portable(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return vertical_pass(P, g, n);
+}
+EVN_AVX2 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return vertical_pass(P, g, n);
+}
+ptrdiff_t evn_warp_vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
+    return evn_cpu_has_avx2() ? evn_warp_vertical_pass_avx2(P, g, n) : evn_warp_vertical_pass_portable(P, g, n);
 }

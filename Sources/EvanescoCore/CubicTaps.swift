@@ -17,67 +17,16 @@ struct CubicTable: Sendable {
     @usableFromInline static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)
 }
 
-/// Four pixels at a time: the 8-bit RGB cubic warp's inner loops (``RowSampler/Cache`` and
-/// ``RowSampler/rowCubicRGB8TwoPass(_:_:_:_:_:_:_:_:)``) take 4 consecutive output pixels per
-/// step, their RGB interleaved in 3 vectors of 4 floats (`RGBR GBRG BRGB`), as the rows they read
-/// and the output they write are laid out.
+/// What the rows that sample in groups of four pixels share (``RowSampler/Cache``,
+/// ``RowSampler/rowCubicRGB8TwoPass(_:_:_:_:_:_:_:_:)``, the cached field path and the one-channel
+/// bilinear row): the knot spacing of the positions,
+/// the extent they take, and the byte conversion. The groups themselves are sampled by CKernels
+/// (warp_cubic.c, warp_two_pass.c, bilinear_row.c), whose arithmetic the kernel tests write out.
 @usableFromInline
 enum Quad {
-    /// `round(v * 128)` for |v| < 16384, as integers: the source position in 1/128 px, so that
-    /// `q >> 7` is the tap origin and `q & 127` the row of ``CubicTable`` (the table's phase,
-    /// rounded to nearest; a phase that rounds up to 1 is phase 0 of the next pixel, the same
-    /// weights). By the float-to-integer bit trick: no checked conversions.
-    @inlinable @inline(__always)
-    static func fixed(_ v: SIMD4<Float>) -> SIMD4<Int32> {
-        let magic = SIMD4<Float>(repeating: 12_582_912)  // 1.5 * 2^23: the sum's low mantissa bits are the integer
-        return unsafeBitCast(v * 128 + magic, to: SIMD4<Int32>.self) &- 0x4B40_0000
-    }
-
-    /// ``fixed(_:)`` of one value (the same rounding).
-    @inlinable @inline(__always)
-    static func fixed(_ v: Float) -> Int32 {
-        Int32(bitPattern: (v * 128 + 12_582_912).bitPattern) &- 0x4B40_0000
-    }
-
     /// Pixels between the knots where the fast loops compute a row's source positions exactly
     /// (a straight line between them): a multiple of 4.
     @usableFromInline static let knotSpacing = 64
-
-    /// The table's weights for the phases `q & 127` of 4 pixels, as ``taps(_:_:_:_:_:)`` takes them.
-    @inlinable @inline(__always)
-    static func rows(_ q: SIMD4<Int32>, _ lut: UnsafeBufferPointer<SIMD4<Float>>) -> (
-        SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>
-    ) {
-        let ph = q & 127
-        return (lut[Int(ph[0])], lut[Int(ph[1])], lut[Int(ph[2])], lut[Int(ph[3])])
-    }
-
-    /// 4 pixels' interleaved RGB at `p` (12 floats), weighted by tap `t` of each pixel's weights
-    /// (`l0...l3`, rows of ``CubicTable``).
-    @inlinable @inline(__always)
-    static func taps(_ p: UnsafeRawPointer, _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ t: Int)
-        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
-    {
-        (
-            p.loadUnaligned(as: SIMD4<Float>.self) * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]),
-            p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self) * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
-            p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t])
-        )
-    }
-
-    /// 4 pixels' interleaved RGB (`v`, 3 vectors), weighted by tap `t` of each pixel's weights.
-    @inlinable @inline(__always)
-    static func weighted(
-        _ v: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>), _ l: (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>),
-        _ t: Int
-    )
-        -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
-    {
-        (
-            v.0 * SIMD4(l.0[t], l.0[t], l.0[t], l.1[t]), v.1 * SIMD4(l.1[t], l.1[t], l.2[t], l.2[t]),
-            v.2 * SIMD4(l.2[t], l.3[t], l.3[t], l.3[t])
-        )
-    }
 
     /// True when every lane is (the mask's 128 bits tested in two halves; the standard library's
     /// `all(_:)` reduces the lanes one by one).

@@ -177,29 +177,18 @@ extension RowSampler {
                 let count = x1 - x0
                 var i = 0
                 if w <= Quad.maxExtent {
-                    // Four pixels a step where their tap origins are consecutive columns (a map near
-                    // a translation, the burst's case) and every tap is inside the row: each tap is
-                    // then 3 vector loads of 4 pixels' interleaved RGB. Along a source row the phase
-                    // changes slowly (by the map's scale and shear, a few thousandths of a pixel per
-                    // pixel), so most often the 4 share it, and its weights. Positions as in
-                    // rowCubicRGB8TwoPass: exact at knots every 64 pixels, a line between. Kept as
-                    // the offset from the output column, e = sx - t, which is monotonic along the
-                    // line: the first and last of 4 pixels tell whether their origins are
-                    // consecutive (equal offsets' origins), and whether they share a phase.
-                    let row = row.assumingMemoryBound(to: Float.self)
-                    // Whether the 4 share a phase often enough to test for it: up to a phase drift
-                    // of 1.5 table steps over 4 pixels (a 0.4 % scale) the test pays for its
-                    // mispredictions (measured: 5.2 against 5.5 ns a pixel at a 0.1 % scale, the
-                    // same at 0.8 %); beyond, every step takes the per-lane weights.
-                    let slope = (sourceX(x1 &- 1) - sourceX(x0)) / Float(max(1, count &- 1))
-                    let shared = abs(slope - 1) * 384 < 1.5
-                    let lanes = SIMD4<Float>(0, 1, 2, 3)
-                    // Where the CPU has AVX2, CKernels takes the groups that qualify, eight pixels
-                    // a step (the same decisions and arithmetic: the same bits); the loop below
-                    // takes the others.
-                    let eight = evn_cpu_has_avx2() != 0
+                    // Groups of four pixels whose tap origins are consecutive columns (a map near
+                    // a translation, the burst's case), every tap inside the row, go to CKernels
+                    // (eight a step where two groups qualify): each tap is then 3 vector loads of 4
+                    // pixels' interleaved RGB, weighted a lane each, or by one phase's weights where
+                    // the group shares it (along a source row the phase changes slowly, by the map's
+                    // scale and shear). Positions as in rowCubicRGB8TwoPass: exact at knots every 64
+                    // pixels, a line between, kept as the offset from the output column, e = sx - t,
+                    // which is monotonic along the line: the first and last of 4 pixels tell whether
+                    // their origins are consecutive (equal offsets' origins), and whether they share
+                    // a phase. A group that does not qualify takes `pixel`.
                     var pass = evn_warp_pass(
-                        source: row, stride: 0, mask: 0,
+                        source: row.assumingMemoryBound(to: Float.self), stride: 0, mask: 0,
                         lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
                         out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
                     while i &+ 4 <= count {
@@ -215,54 +204,10 @@ extension RowSampler {
                         pass.s0 = s0
                         pass.slope = drift
                         pass.base = i
-                        var g = 0
+                        var g = evn_warp_horizontal_pass(&pass, 0, n)
                         while g < n {
-                            if eight {
-                                g = evn_warp_horizontal_pass_avx2(&pass, g, n)
-                                if g >= n { break }
-                            }
-                            let e0 = Quad.fixed(s0 + drift * Float(g)), e3 = Quad.fixed(s0 + drift * Float(g &+ 3))
-                            let first = Int(e0 &>> 7) &+ g &- 1
-                            let k = i &+ g
-                            g &+= 4
-                            guard e3 &>> 7 == e0 &>> 7, first >= lo, first &+ 6 <= hi else {
-                                pixel(k)
-                                pixel(k &+ 1)
-                                pixel(k &+ 2)
-                                pixel(k &+ 3)
-                                continue
-                            }
-                            let p = UnsafeRawPointer(row + (first &- lo) &* 3)
-                            if shared && e0 == e3 {
-                                // One phase: its weights, each the same for every lane.
-                                let wx = lut[Int(e0 & 127)]
-                                let w0 = SIMD4(repeating: wx[0]), w1 = SIMD4(repeating: wx[1])
-                                let w2 = SIMD4(repeating: wx[2]), w3 = SIMD4(repeating: wx[3])
-                                @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
-                                    (w0 * p.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1
-                                        * p.loadUnaligned(fromByteOffset: k &+ 12, as: SIMD4<Float>.self))
-                                        + (w2 * p.loadUnaligned(fromByteOffset: k &+ 24, as: SIMD4<Float>.self) + w3
-                                            * p.loadUnaligned(fromByteOffset: k &+ 36, as: SIMD4<Float>.self))
-                                }
-                                out.storeBytes(of: part(0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
-                                out.storeBytes(of: part(16), toByteOffset: k &* 12 &+ 16, as: SIMD4<Float>.self)
-                                out.storeBytes(of: part(32), toByteOffset: k &* 12 &+ 32, as: SIMD4<Float>.self)
-                            } else {
-                                // Consecutive origins, phases of their own: weights a lane each.
-                                let l = Quad.rows(
-                                    Quad.fixed(
-                                        SIMD4(repeating: s0) + drift * (SIMD4(repeating: Float(g &- 4)) + lanes)), lut)
-                                let t0 = Quad.taps(p, l, 0), t1 = Quad.taps(p + 12, l, 1), t2 = Quad.taps(p + 24, l, 2),
-                                    t3 = Quad.taps(p + 36, l, 3)
-                                out.storeBytes(
-                                    of: (t0.0 + t1.0) + (t2.0 + t3.0), toByteOffset: k &* 12, as: SIMD4<Float>.self)
-                                out.storeBytes(
-                                    of: (t0.1 + t1.1) + (t2.1 + t3.1), toByteOffset: k &* 12 &+ 16,
-                                    as: SIMD4<Float>.self)
-                                out.storeBytes(
-                                    of: (t0.2 + t1.2) + (t2.2 + t3.2), toByteOffset: k &* 12 &+ 32,
-                                    as: SIMD4<Float>.self)
-                            }
+                            for k in (i &+ g)..<(i &+ g &+ 4) { pixel(k) }
+                            g = evn_warp_horizontal_pass(&pass, g &+ 4, n)
                         }
                         i &+= n
                     }

@@ -133,69 +133,23 @@ extension RowSampler {
             }
             var i = 0
             let count = x1 - x0
-            // With a local correction, four pixels a step where their source positions share a row
-            // of taps and their tap origins are consecutive columns, all inside the frame (most of
-            // a frame: the field moves slowly from pixel to pixel): each of the 4 source rows is
-            // filtered horizontally as in the two-pass path (3 vector loads a tap, a weight a
-            // lane), and the 4 results combined vertically, a weight a lane. The same positions,
-            // taps and table weights as `pixel`.
+            // With a local correction, groups of four pixels whose source positions share a row
+            // of taps and whose tap origins are consecutive columns, all inside the frame (most of
+            // a frame: the field moves slowly from pixel to pixel), go to CKernels (eight a step
+            // where two groups qualify): each of the 4 source rows filtered horizontally, a
+            // weight a lane, and the 4 results combined vertically. The same positions, taps and
+            // table weights as `pixel`; a group that does not qualify takes `pixel`.
             if let pos = positions, w <= Quad.maxExtent, h <= Quad.maxExtent {
-                let zero = SIMD4<Float>(), full = SIMD4<Float>(repeating: 255)
-                @inline(__always) func clamped(_ v: SIMD4<Float>) -> SIMD4<Float> {
-                    let low = v.replacing(with: zero, where: v .< zero)
-                    return low.replacing(with: full, where: low .> full)
-                }
-                let o = UnsafeMutableRawPointer(out), p = UnsafeRawPointer(pos)
-                // Eight pixels a step where the CPU has AVX2 (CKernels: lane by lane the same
-                // arithmetic as below, the same bits); a step it cannot take falls to the loop's.
-                let eight = evn_cpu_has_avx2() != 0
                 var rows = evn_warp_rows(
                     positions: pos, block: block, stride: stride, mask: mask, col_base: colBase, width: w, height: h,
                     lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self))
                 while i &+ 4 <= count {
-                    if eight && i &+ 8 <= count {
-                        let j = evn_warp_cubic_rgb_field8_avx2(&rows, i, count, out, valid)
-                        if j != i {
-                            i = j
-                            continue
-                        }
-                    }
-                    // x0 y0 x1 y1, x2 y2 x3 y3 -> x0 x1 x2 x3, y0 y1 y2 y3
-                    let a = p.loadUnaligned(fromByteOffset: i &* 8, as: SIMD4<Float>.self)
-                    let b = p.loadUnaligned(fromByteOffset: i &* 8 &+ 16, as: SIMD4<Float>.self)
-                    let qx = Quad.fixed(SIMD4(lowHalf: a.evenHalf, highHalf: b.evenHalf)),
-                        qy = Quad.fixed(SIMD4(lowHalf: a.oddHalf, highHalf: b.oddHalf))
-                    let cx = qx &>> 7, ry = qy &>> 7
-                    let ix = Int(cx[0]), iy = Int(ry[0])
-                    guard Quad.allTrue(cx &- SIMD4(repeating: cx[0]) .== SIMD4(0, 1, 2, 3)),
-                        Quad.allTrue(ry .== SIMD4(repeating: ry[0])),
-                        ix >= 1, ix &+ 5 < w, iy >= 1, iy &+ 2 < h
-                    else {
-                        pixel(i)
-                        pixel(i &+ 1)
-                        pixel(i &+ 2)
-                        pixel(i &+ 3)
-                        i &+= 4
-                        continue
-                    }
-                    let lx = Quad.rows(qx, lut), ly = Quad.rows(qy, lut)
-                    @inline(__always) func filtered(_ r: Int) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
-                        let q = UnsafeRawPointer(block + (r & mask) &* stride + (ix &- 1 &- colBase) &* 3)
-                        let t0 = Quad.taps(q, lx, 0), t1 = Quad.taps(q + 12, lx, 1), t2 = Quad.taps(q + 24, lx, 2),
-                            t3 = Quad.taps(q + 36, lx, 3)
-                        return (
-                            (t0.0 + t1.0) + (t2.0 + t3.0), (t0.1 + t1.1) + (t2.1 + t3.1), (t0.2 + t1.2) + (t2.2 + t3.2)
-                        )
-                    }
-                    let v0 = Quad.weighted(filtered(iy &- 1), ly, 0), v1 = Quad.weighted(filtered(iy), ly, 1)
-                    let v2 = Quad.weighted(filtered(iy &+ 1), ly, 2), v3 = Quad.weighted(filtered(iy &+ 2), ly, 3)
-                    o.storeBytes(
-                        of: clamped((v0.0 + v1.0) + (v2.0 + v3.0)), toByteOffset: i &* 12, as: SIMD4<Float>.self)
-                    o.storeBytes(
-                        of: clamped((v0.1 + v1.1) + (v2.1 + v3.1)), toByteOffset: i &* 12 &+ 16, as: SIMD4<Float>.self)
-                    o.storeBytes(
-                        of: clamped((v0.2 + v1.2) + (v2.2 + v3.2)), toByteOffset: i &* 12 &+ 32, as: SIMD4<Float>.self)
-                    UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                    i = evn_warp_cubic_rgb_field(&rows, i, count, out, valid)
+                    guard i &+ 4 <= count else { break }
+                    pixel(i)
+                    pixel(i &+ 1)
+                    pixel(i &+ 2)
+                    pixel(i &+ 3)
                     i &+= 4
                 }
             }
@@ -284,27 +238,17 @@ extension RowSampler {
                     i &+= 1
                 }
                 for k in end..<count { pixel(k) }
-                // Four valid pixels a step where they share their rows of taps, all inside the
-                // frame (a row of a burst frame, but where it crosses a source row or an edge):
-                // each row is then 3 vector loads of 4 pixels' interleaved RGB, and the output 3
-                // vector stores. Positions come from knots every 64 pixels, exact (the arithmetic
-                // of `source`), and a straight line between them: along a row a burst frame's
-                // homography bends the source row by far less than a ten-thousandth of a pixel
-                // over 64 pixels (checked at each interval's middle; where it bends more, the
-                // interval is sampled pixel by pixel). On a line the positions are monotonic, so
-                // the first and last pixel of 4 tell whether all 4 share their rows, and a phase.
-                let zero = SIMD4<Float>(), full = SIMD4<Float>(repeating: 255)
-                let o = UnsafeMutableRawPointer(out)
-                // Whether the 4 usually share a phase (see preparePass): along an output row the
-                // source row moves by the map's rotation, so only for a map with almost none.
-                let shared = abs(by - ay) / Float(max(1, count &- 1)) * 384 < 0.1
-                @inline(__always) func clamped(_ v: SIMD4<Float>) -> SIMD4<Float> {
-                    let low = v.replacing(with: zero, where: v .< zero)
-                    return low.replacing(with: full, where: low .> full)
-                }
-                let lanes = SIMD4<Float>(0, 1, 2, 3)
-                // Eight pixels a step where the CPU has AVX2, as in the horizontal pass.
-                let eight = evn_cpu_has_avx2() != 0
+                // Groups of four valid pixels that share their rows of taps, all inside the frame
+                // (a row of a burst frame, but where it crosses a source row or an edge), go to
+                // CKernels (eight a step where two groups qualify): each row is then 3 vector loads
+                // of 4 pixels' interleaved RGB, and the output 3 vector stores. Positions come
+                // from knots every 64 pixels, exact (the arithmetic of `source`), and a straight
+                // line between them: along a row a burst frame's homography bends the source row
+                // by far less than a ten-thousandth of a pixel over 64 pixels (checked at each
+                // interval's middle; where it bends more, the interval is sampled pixel by pixel).
+                // On a line the positions are monotonic, so the first and last pixel of 4 tell
+                // whether all 4 share their rows, and a phase. A group that does not qualify
+                // takes `pixel`.
                 var pass = evn_warp_pass(
                     source: cache.storage, stride: stride, mask: mask,
                     lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
@@ -321,57 +265,10 @@ extension RowSampler {
                     pass.s0 = s0
                     pass.slope = slope
                     pass.base = i
-                    var g = 0
+                    var g = evn_warp_vertical_pass(&pass, 0, n)
                     while g < n {
-                        if eight {
-                            g = evn_warp_vertical_pass_avx2(&pass, g, n)
-                            if g >= n { break }
-                        }
-                        let first = s0 + slope * Float(g), last = s0 + slope * Float(g &+ 3)
-                        let q0 = Quad.fixed(first), q3 = Quad.fixed(last)
-                        let r = Int(q0 &>> 7)
-                        let k = i &+ g
-                        g &+= 4
-                        guard q3 &>> 7 == q0 &>> 7, r &- 1 >= rowLo, r &+ 2 <= rowHi else {
-                            pixel(k)
-                            pixel(k &+ 1)
-                            pixel(k &+ 2)
-                            pixel(k &+ 3)
-                            continue
-                        }
-                        let col = k &* 12
-                        let p0 = slot(r &- 1) + col, p1 = slot(r) + col, p2 = slot(r &+ 1) + col,
-                            p3 = slot(r &+ 2) + col
-                        if shared && q0 == q3 {
-                            // One phase (a map without rotation, or a run of one): its weights.
-                            let wy = lut[Int(q0 & 127)]
-                            let w0 = SIMD4(repeating: wy[0]), w1 = SIMD4(repeating: wy[1]),
-                                w2 = SIMD4(repeating: wy[2]), w3 = SIMD4(repeating: wy[3])
-                            @inline(__always) func part(_ k: Int) -> SIMD4<Float> {
-                                clamped(
-                                    (w0 * p0.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w1
-                                        * p1.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self))
-                                        + (w2 * p2.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self) + w3
-                                            * p3.loadUnaligned(fromByteOffset: k, as: SIMD4<Float>.self)))
-                            }
-                            o.storeBytes(of: part(0), toByteOffset: col, as: SIMD4<Float>.self)
-                            o.storeBytes(of: part(16), toByteOffset: col &+ 16, as: SIMD4<Float>.self)
-                            o.storeBytes(of: part(32), toByteOffset: col &+ 32, as: SIMD4<Float>.self)
-                        } else {
-                            let q = Quad.fixed(SIMD4(repeating: s0) + slope * (SIMD4(repeating: Float(g &- 4)) + lanes))
-                            let l = Quad.rows(q, lut)
-                            let t0 = Quad.taps(p0, l, 0), t1 = Quad.taps(p1, l, 1), t2 = Quad.taps(p2, l, 2),
-                                t3 = Quad.taps(p3, l, 3)
-                            o.storeBytes(
-                                of: clamped((t0.0 + t1.0) + (t2.0 + t3.0)), toByteOffset: col, as: SIMD4<Float>.self)
-                            o.storeBytes(
-                                of: clamped((t0.1 + t1.1) + (t2.1 + t3.1)), toByteOffset: col &+ 16,
-                                as: SIMD4<Float>.self)
-                            o.storeBytes(
-                                of: clamped((t0.2 + t1.2) + (t2.2 + t3.2)), toByteOffset: col &+ 32,
-                                as: SIMD4<Float>.self)
-                        }
-                        UnsafeMutableRawPointer(valid + k).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
+                        for k in (i &+ g)..<(i &+ g &+ 4) { pixel(k) }
+                        g = evn_warp_vertical_pass(&pass, g &+ 4, n)
                     }
                     i &+= n
                 }

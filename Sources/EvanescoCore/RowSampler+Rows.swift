@@ -123,19 +123,17 @@ extension RowSampler {
         let lanes = SIMD4<Float>(0, 1, 2, 3), tiny = SIMD4<Float>(repeating: 1e-12)
         let count = x1 - x0
         var i = 0
-        // Float planes: eight pixels a step where the CPU has AVX2 (CKernels, lane by lane the
-        // arithmetic below); a step it cannot take falls to this loop's.
-        let eight = Sample.self == Float.self && evn_cpu_has_avx2() != 0
+        // Float planes: groups of four that read consecutive columns of one pair of rows, all
+        // inside (a map near a translation: most of a row), go to CKernels (eight a step where two
+        // groups qualify): 4 vector loads instead of 16 scalar ones, and the arithmetic of `pixel`.
+        // A group that does not qualify, and every group of an integer plane, is sampled here.
         var row = evn_bilinear_row(
             plane: UnsafeRawPointer(src).assumingMemoryBound(to: Float.self), width: w, height: h, x0: x0,
             m0: m0, m2: m2, m3: m3, m5: m5, m6: m6, m8: m8)
         while i &+ 4 <= count {
-            if eight && i &+ 8 <= count {
-                let j = evn_bilinear_row_avx2(&row, i, count, out, valid)
-                if j != i {
-                    i = j
-                    continue
-                }
+            if Sample.self == Float.self {
+                i = evn_bilinear_row_run(&row, i, count, out, valid)
+                guard i &+ 4 <= count else { break }
             }
             let fx = SIMD4<Float>(repeating: Float(x0 &+ i)) + lanes
             let d = m6 * fx + m8
@@ -148,30 +146,6 @@ extension RowSampler {
                 continue
             }
             let px = (m0 * fx + m2) / d, py = (m3 * fx + m5) / d
-            if Sample.self == Float.self {
-                // Float planes, where the 4 read consecutive columns of one pair of rows, all
-                // inside (a map near a translation: most of a row): 4 vector loads instead of 16
-                // scalar ones, and the arithmetic of `pixel`.
-                let fx0 = px[0].rounded(.down), fy0 = py[0].rounded(.down)
-                if fx0 >= 0, fy0 >= 0, fx0 + 4 < Float(w), fy0 + 1 < Float(h) {
-                    let tx = px - (SIMD4<Float>(repeating: fx0) + lanes), ty = py - SIMD4<Float>(repeating: fy0)
-                    let inside: SIMDMask<SIMD4<Int32>> = (tx .>= 0) .& (tx .< 1) .& (ty .>= 0) .& (ty .< 1)
-                    if Quad.allTrue(inside) {
-                        let p = UnsafeRawPointer(src)
-                        let o = (Int(fy0) &* w &+ Int(fx0)) &* 4, below = o &+ w &* 4
-                        let t0 = p.loadUnaligned(fromByteOffset: o, as: SIMD4<Float>.self),
-                            t1 = p.loadUnaligned(fromByteOffset: o &+ 4, as: SIMD4<Float>.self)
-                        let b0 = p.loadUnaligned(fromByteOffset: below, as: SIMD4<Float>.self),
-                            b1 = p.loadUnaligned(fromByteOffset: below &+ 4, as: SIMD4<Float>.self)
-                        let top = t0 + (t1 - t0) * tx, bottom = b0 + (b1 - b0) * tx
-                        let value: SIMD4<Float> = top + (bottom - top) * ty
-                        UnsafeMutableRawPointer(out + i).storeBytes(of: value, as: SIMD4<Float>.self)
-                        UnsafeMutableRawPointer(valid + i).storeBytes(of: 0x0101_0101 as UInt32, as: UInt32.self)
-                        i &+= 4
-                        continue
-                    }
-                }
-            }
             pixel(i, px[0], py[0])
             pixel(i &+ 1, px[1], py[1])
             pixel(i &+ 2, px[2], py[2])

@@ -1,11 +1,10 @@
 // Hot inner loops in C with an AVX2 variant, chosen once at run time (evn_cpu_has_avx2). Swift
 // cannot mark one function for a wider instruction set, and a module compiled with -mavx2 would
 // need unsafe flags (which make the package unusable as a versioned dependency) and would crash
-// on older CPUs. The Lucas-Kanade sums, the normal equations, the clipped mean, the sorting
-// network and the point samples are one C body each, compiled twice (`_portable` and `_avx2`,
-// which tests call directly); the cubic warps (warp_cubic.c, warp_two_pass.c) and the one-channel
-// bilinear row still stand in for a Swift loop, which stays their portable path, and repeat its
-// arithmetic lane by lane. No fused multiply-add anywhere: every pair gives the same bits.
+// on older CPUs. Every kernel is one C body, compiled twice (`_portable` and `_avx2`, which tests
+// call directly) behind a function that picks one; the portable variant is the fallback, and
+// no Swift loop repeats a kernel's arithmetic. No fused multiply-add anywhere: every pair gives
+// the same bits.
 #ifndef EVANESCO_KERNELS_H
 #define EVANESCO_KERNELS_H
 
@@ -77,12 +76,17 @@ typedef struct evn_warp_rows {
     const float *lut;
 } evn_warp_rows;
 
-/// Warps output pixels start, start + 8, ... of the segment eight at a time while each eight's
-/// taps start on consecutive source columns of one source row, inside the frame: writes their RGB
-/// (`out`, 3 floats a pixel, clamped to 0...255) and validity (1), and returns the first pixel it
-/// did not write (start when the first eight do not qualify). Needs AVX2 (evn_cpu_has_avx2).
-ptrdiff_t evn_warp_cubic_rgb_field8_avx2(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count,
-                                         float *out, unsigned char *valid);
+/// Warps output pixels start, start + 4, ... of the segment in groups of four (eight a step where
+/// two qualify) while each group's taps start on consecutive source columns of one source row,
+/// inside the frame: writes their RGB (`out`, 3 floats a pixel, clamped to 0...255) and validity
+/// (1), and returns the first pixel it did not write (start when the first group does not qualify).
+ptrdiff_t evn_warp_cubic_rgb_field(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count, float *out,
+                                   unsigned char *valid);
+ptrdiff_t evn_warp_cubic_rgb_field_portable(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count, float *out,
+                                            unsigned char *valid);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+ptrdiff_t evn_warp_cubic_rgb_field_avx2(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count, float *out,
+                                        unsigned char *valid);
 
 /// One knot interval of a pass of the separable 8-bit RGB cubic warp (RowSampler's two-pass
 /// path): output pixels base + g, g < n, whose source position along the pass is s0 + slope * g
@@ -104,10 +108,16 @@ typedef struct evn_warp_pass {
     ptrdiff_t base;
 } evn_warp_pass;
 
-/// Samples the interval's groups of four from g on while each qualifies as in the Swift loop
-/// (taps on consecutive columns, or one row of taps, all present), two groups a step where both
-/// do; returns the first group that does not (n when all did). Needs AVX2.
+/// Samples the interval's groups of four from g on (n a multiple of 4) while each qualifies
+/// (horizontal: taps on consecutive columns; vertical: one row of taps; all present), two groups
+/// a step where both do; returns the first group that does not (n when all did).
+ptrdiff_t evn_warp_horizontal_pass(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+ptrdiff_t evn_warp_horizontal_pass_portable(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+/// Call only when evn_cpu_has_avx2() is non-zero.
 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+ptrdiff_t evn_warp_vertical_pass(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+ptrdiff_t evn_warp_vertical_pass_portable(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
+/// Call only when evn_cpu_has_avx2() is non-zero.
 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *pass, ptrdiff_t g, ptrdiff_t n);
 
 /// Registration's template points at one level, and one Gauss-Newton step's inputs: the
@@ -196,10 +206,15 @@ typedef struct evn_bilinear_row {
     float m0, m2, m3, m5, m6, m8;
 } evn_bilinear_row;
 
-/// Writes output pixels start, start + 8, ... (bilinear values and validity 1) eight at a time
-/// while each eight read consecutive columns of one pair of plane rows, all inside; returns the
-/// first pixel it did not write. Needs AVX2.
-ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid);
+/// Writes output pixels start, start + 4, ... (bilinear values and validity 1) in groups of four
+/// (eight a step where two qualify) while each group reads consecutive columns of one pair of
+/// plane rows, all inside, its map's denominator positive; returns the first pixel it did not write.
+ptrdiff_t evn_bilinear_row_run(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid);
+ptrdiff_t evn_bilinear_row_portable(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out,
+                                    unsigned char *valid);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out,
+                                unsigned char *valid);
 
 #ifdef __cplusplus
 }
