@@ -54,13 +54,6 @@ EVN_INLINE ptrdiff_t bilinear_row(const evn_bilinear_row *R, ptrdiff_t start, pt
     return i;
 }
 
-ptrdiff_t evn_bilinear_row_portable(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return bilinear_row(R, start, count, out, valid);
-}
-EVN_AVX2 ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return bilinear_row(R, start, count, out, valid);
-}
-ptrdiff_t evn_bilinear_row_run(const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return evn_cpu_has_avx2() ? evn_bilinear_row_avx2(R, start, count, out, valid)
-                              : evn_bilinear_row_portable(R, start, count, out, valid);
-}
+EVN_KERNEL_VARIANTS(ptrdiff_t, evn_bilinear_row_run, evn_bilinear_row, bilinear_row,
+                    (const evn_bilinear_row *R, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid),
+                    (R, start, count, out, valid))

@@ -67,13 +67,6 @@ EVN_INLINE ptrdiff_t warp_cubic_field(const evn_warp_rows *W, ptrdiff_t start, p
     return i;
 }
 
-ptrdiff_t evn_warp_cubic_rgb_field_portable(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return warp_cubic_field(W, start, count, out, valid);
-}
-EVN_AVX2 ptrdiff_t evn_warp_cubic_rgb_field_avx2(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return warp_cubic_field(W, start, count, out, valid);
-}
-ptrdiff_t evn_warp_cubic_rgb_field(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
-    return evn_cpu_has_avx2() ? evn_warp_cubic_rgb_field_avx2(W, start, count, out, valid)
-                              : evn_warp_cubic_rgb_field_portable(W, start, count, out, valid);
-}
+EVN_KERNEL_VARIANTS(ptrdiff_t, evn_warp_cubic_rgb_field, evn_warp_cubic_rgb_field, warp_cubic_field,
+                    (const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid),
+                    (W, start, count, out, valid))

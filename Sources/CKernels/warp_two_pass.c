@@ -124,22 +124,7 @@ EVN_INLINE ptrdiff_t vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_
     return g;
 }
 
-ptrdiff_t evn_warp_horizontal_pass_portable(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return horizontal_pass(P, g, n);
-}
-EVN_AVX2 ptrdiff_t evn_warp_horizontal_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return horizontal_pass(P, g, n);
-}
-ptrdiff_t evn_warp_horizontal_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return evn_cpu_has_avx2() ? evn_warp_horizontal_pass_avx2(P, g, n) : evn_warp_horizontal_pass_portable(P, g, n);
-}
-
-ptrdiff_t evn_warp_vertical_pass_portable(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return vertical_pass(P, g, n);
-}
-EVN_AVX2 ptrdiff_t evn_warp_vertical_pass_avx2(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return vertical_pass(P, g, n);
-}
-ptrdiff_t evn_warp_vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n) {
-    return evn_cpu_has_avx2() ? evn_warp_vertical_pass_avx2(P, g, n) : evn_warp_vertical_pass_portable(P, g, n);
-}
+EVN_KERNEL_VARIANTS(ptrdiff_t, evn_warp_horizontal_pass, evn_warp_horizontal_pass, horizontal_pass,
+                    (const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n), (P, g, n))
+EVN_KERNEL_VARIANTS(ptrdiff_t, evn_warp_vertical_pass, evn_warp_vertical_pass, vertical_pass,
+                    (const evn_warp_pass *P, ptrdiff_t g, ptrdiff_t n), (P, g, n))
