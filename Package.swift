@@ -96,7 +96,7 @@ let package = Package(
             dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels", "SharedTestData"]),
         .testTarget(
             name: "EvanescoAlignTests",
-            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels", "SharedTestData"]),
+            dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels", "SharedTestData", "TestScenes"]),
         .testTarget(
             name: "EvanescoStackTests",
             dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "CKernels"]),
@@ -116,6 +116,8 @@ let package = Package(
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         // ... and where the shared sample data is (../shared/data or $EVANESCO_SHARED_DATA), for every target.
         .target(name: "SharedTestData", path: "Tests/SharedTestData"),
+        // ... and the scenes more than one target makes itself.
+        .target(name: "TestScenes", dependencies: ["EvanescoCore"], path: "Tests/TestScenes"),
         .testTarget(
             name: "EvanescoStudioTests",
             dependencies: [
@@ -129,8 +131,9 @@ let package = Package(
             name: "EvanescoCLITests",
             dependencies: [
                 "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
-                "SharedTestData"
+                "SharedTestData", "TestScenes"
             ])
     ],
     swiftLanguageModes: [.v6]
 )
+

@@ -83,8 +83,9 @@ public struct EraseStroke: Sendable, Codable, Equatable {
         self.radius = radius
     }
 
-    /// The brush's radius.
-    public static let radiusLimits = NumericSetting("brush radius", 0.5...2_000, default: 24, unit: "pixels")
+    /// The brush's radius, in the result's pixels. No default: a brush is sized where it is
+    /// painted (the studio's is a size on screen, turned into the result's pixels at its zoom).
+    public static let radiusLimits = NumericSetting("brush radius", 0.5...2_000, default: nil, unit: "pixels")
     /// Points in one stroke, at most.
     public static let maximumPoints = 2_000
 

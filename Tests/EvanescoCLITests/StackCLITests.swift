@@ -2,34 +2,17 @@ import Foundation
 import Testing
 import EvanescoCore
 import EvanescoIO
+import TestScenes
 
 @Suite struct StackCommand {
     /// A small burst on disk: a textured scene shifted by whole pixels, with a moving block.
     func writeBurst(_ s: Scratch, count: Int = 5) throws -> String {
         let dir = s.file("burst")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let scene = Image<UInt8>(width: 200, height: 150, channels: 3) { d in
-            for y in 0..<150 {
-                for x in 0..<200 {
-                    let v =
-                        128 + 50 * sinf(Float(x) * 0.13) * cosf(Float(y) * 0.09) + 30 * sinf(Float(x + 2 * y) * 0.031)
-                    // (Channels chosen so the texture shows in luma, which registration works on.)
-                    let o = (y * 200 + x) * 3
-                    d[o] = UInt8(clampingRounded: v)
-                    d[o + 1] = UInt8(clampingRounded: 60 + v / 2)
-                    d[o + 2] = UInt8(clampingRounded: 255 - v)
-                }
-            }
-        }
+        let scene = TestScenes.periodic()
         for k in 0..<count {
-            var f = scene.warped(
-                by: .translation(Double(k), Double(-k) / 2), width: 200, height: 150, interpolation: .catmullRom
-            ).image
-            for y in 60..<90 {
-                for x in (20 + 30 * k)..<(45 + 30 * k) where x < 200 { for c in 0..<3 { f[x, y, c] = 255 } }
-            }
+            let f = TestScenes.periodicFrame(k, scene: scene)
             try ImageCodecs.write(.uint8(f), to: dir + "/frame\(k).png")
-            _ = f
         }
         return dir
     }
