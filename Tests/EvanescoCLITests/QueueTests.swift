@@ -291,7 +291,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--grace", "0"])
         #expect(try eventually(60) { try PG.value("SELECT state FROM \(schema).jobs") == "running" })
         w.signal(SIGTERM)
-        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
+        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0, "\(w.text)")
         #expect(w.summary.contains("0 done") && w.summary.contains("1 given back"), "\(w.summary)")
         #expect(
             try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "pending 0",

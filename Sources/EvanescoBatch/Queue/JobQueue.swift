@@ -465,10 +465,16 @@ public final class Listener: @unchecked Sendable {
                         configuration: try queue.address.connectionConfiguration(), id: id,
                         logger: queue.logger)
                     id += 1
-                    defer { Task { try? await connection.close() } }
-                    try await connection.listen(on: queue.channel) { notifications in
-                        for try await _ in notifications { self?.fire() }
+                    // Closed here, not by a task of its own that could outlive the listener.
+                    do {
+                        try await connection.listen(on: queue.channel) { notifications in
+                            for try await _ in notifications { self?.fire() }
+                        }
+                    } catch {
+                        try? await connection.close()
+                        throw error
                     }
+                    try? await connection.close()
                 } catch {
                     if Task.isCancelled { return }
                     try? await Task.sleep(for: .seconds(1))
@@ -477,10 +483,11 @@ public final class Listener: @unchecked Sendable {
         }
     }
 
-    /// Stops listening.
-    public func stop() {
+    /// Stops listening, and returns when the connection is closed.
+    public func stop() async {
         task?.cancel()
         fire()
+        await task?.value
     }
 
     func fire() {

@@ -95,9 +95,7 @@ public final class QueueWorker: @unchecked Sendable {
     public func run() async -> Summary {
         await retrying("create or migrate the schema") { try await self.queue.migrate() }
         listener.start()
-        defer { listener.stop() }
         let heartbeat = Task { await self.heartbeats() }
-        defer { heartbeat.cancel() }
         var jobTasks: [Task<Void, Never>] = []
         while !draining.value {
             // A job being recorded no longer takes a slot: the next one starts while the commit runs.
@@ -131,7 +129,13 @@ public final class QueueWorker: @unchecked Sendable {
             }
         }
         await finishDrain()
+        // Nothing of the worker outlives this call: the jobs given back stop at their next
+        // cancellation check, and the heartbeat and the listener's connection end.
         for t in jobTasks { t.cancel() }
+        for t in jobTasks { await t.value }
+        heartbeat.cancel()
+        await heartbeat.value
+        await listener.stop()
         return summary.value
     }
 
@@ -159,10 +163,13 @@ public final class QueueWorker: @unchecked Sendable {
                     metrics?.leaseLosses.increment(by: Int64(reclaimed))
                     logger.info("took back \(reclaimed) expired lease(s)")
                 }
-            } catch {
+            } catch  where !Task.isCancelled {
                 logger.warning("could not look for expired leases (\(Self.brief(error))); will retry")
+            } catch {
+                break
             }
             try? await Task.sleep(for: .seconds(min(settings.lease / 3, settings.poll)))
+            if Task.isCancelled { break }
             let tokens = running.value.filter { !$0.value.lost && !$0.value.completing }.map(\.key)
             guard !tokens.isEmpty else { continue }
             do {
@@ -181,9 +188,11 @@ public final class QueueWorker: @unchecked Sendable {
                         )
                     }
                 }
-            } catch {
+            } catch  where !Task.isCancelled {
                 // The database is away: keep working; the finish checks the token anyway.
                 logger.warning("lease renewal failed (\(Self.brief(error))); will retry")
+            } catch {
+                break
             }
         }
     }
