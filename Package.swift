@@ -137,3 +137,16 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// A sanitized build of this package's own code: EVANESCO_SANITIZE=address or thread in the
+// environment compiles and links every target here with that sanitizer, and no dependency (they
+// keep their plain build, so switching costs a rebuild of this package only; SwiftNIO and the rest
+// are sanitized upstream). CI runs the whole suite under address and the concurrent suites under
+// thread this way (scripts/sanitizers.sh). Unset, as it is for a package that depends on Evanesco,
+// nothing is added: no unsafe flags.
+if let sanitizer = Context.environment["EVANESCO_SANITIZE"], ["address", "thread"].contains(sanitizer) {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=\(sanitizer)"])]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+    }
+}
