@@ -77,8 +77,11 @@ struct Worker: ParsableCommand {
         logger.info("worker \(settings.name) on \(address), \(jobs) at once, lease \(lease) s")
         let summary = try runAsync {
             let served = port.map { p in Task { try await metrics!.serve(host: host, port: p) } }
-            defer { served?.cancel() }
-            return await worker.run()
+            let summary = await worker.run()
+            // The metrics server shuts down before the process ends (cancelled, then awaited).
+            served?.cancel()
+            _ = await served?.result
+            return summary
         }
         queue.close()
         _ = sources

@@ -145,7 +145,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         #expect(
             w3.wait(seconds: 240) && w4.wait(seconds: 60),
             "the workers did not finish the queue:\n\(w3.text.suffix(2000))")
-        #expect(w3.process.terminationStatus == 0 && w4.process.terminationStatus == 0)
+        #expect(w3.process.terminationStatus == 0 && w4.process.terminationStatus == 0, "\(w3.text)\n\(w4.text)")
 
         // Every good job done exactly once, every bad one failed with its message.
         r = try CLI.run(["batch", "status", "--queue", queue, "--json"])
@@ -256,7 +256,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
                 && text.contains("evanesco_job_seconds_count 3") && text.contains("evanesco_lease_losses_total 0"),
             "\(text)")
         w.signal(SIGTERM)
-        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0)
+        #expect(w.wait(seconds: 30) && w.process.terminationStatus == 0, "\(w.text)")
     }
 
     /// A failure that may pass (the output folder gone: a write error) is tried again after its
@@ -275,7 +275,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
             try PG.value("SELECT error FROM \(schema).jobs").contains("cannot be written")
                 || w.text.contains("will retry"), "\(w.text)")
         try FileManager.default.createDirectory(atPath: made.outputs, withIntermediateDirectories: true)
-        #expect(w.wait(seconds: 60) && w.process.terminationStatus == 0)
+        #expect(w.wait(seconds: 60) && w.process.terminationStatus == 0, "\(w.text)")
         #expect(try PG.value("SELECT state || ' ' || attempts FROM \(schema).jobs") == "done 2")
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack0"], scratch: s.path)
     }

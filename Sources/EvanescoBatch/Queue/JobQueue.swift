@@ -457,7 +457,8 @@ public final class Listener: @unchecked Sendable {
     /// Starts listening in the background.
     public func start() {
         let queue = self.queue
-        task = Task { [weak self] in
+        // A strong capture: stop() ends the task, which then lets go of the listener.
+        task = Task { [self] in
             var id = 1
             while !Task.isCancelled {
                 do {
@@ -468,7 +469,7 @@ public final class Listener: @unchecked Sendable {
                     // Closed here, not by a task of its own that could outlive the listener.
                     do {
                         try await connection.listen(on: queue.channel) { notifications in
-                            for try await _ in notifications { self?.fire() }
+                            for try await _ in notifications { self.fire() }
                         }
                     } catch {
                         try? await connection.close()
