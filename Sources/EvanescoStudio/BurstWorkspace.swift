@@ -176,6 +176,21 @@ final class BurstWorkspace: Sendable {
 
     static let pictureNames = ["result", "reference", "kept", "provenance", "shift", "legend"]
 
+    /// The stack's choices as the page offers them (`GET /api/burst/settings`): every align mode
+    /// and merge method the library has, and the defaults of `StackOptions()`.
+    struct Choices: Encodable {
+        struct Choice: Encodable {
+            var values: [String]
+            var defaultValue: String
+        }
+        var align: Choice
+        var merge: Choice
+
+        static let library = Choices(
+            align: Choice(values: AlignMode.allCases.map(\.rawValue), defaultValue: StackOptions().align.rawValue),
+            merge: Choice(values: MergeMethod.allCases.map(\.rawValue), defaultValue: StackOptions().merge.rawValue))
+    }
+
     /// The result and its maps, by the names the image route takes.
     static func pictures(of result: StackResult) -> [String: AnyImage] {
         var pictures: [String: AnyImage] = ["result": result.image]
@@ -193,6 +208,7 @@ final class BurstWorkspace: Sendable {
 
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         addEraseRoutes(router)
+        router.get("/api/burst/settings") { _, _ -> Response in try jsonResponse(Choices.library) }
         router.post("/api/burst/open") { request, _ -> Response in
             let ref = try await decodeBody(request, as: FileRef.self)
             let path = try studio.catalog.resolve(root: ref.root, path: ref.path)

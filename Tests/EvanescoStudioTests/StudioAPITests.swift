@@ -313,6 +313,26 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
         }
     }
 
+    @Test("The burst page's align and merge choices and their defaults are the library's")
+    func burstChoicesAreTheLibrarys() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s)
+        defer { studio.shutdown() }
+        try await StudioFixtures.serve(studio) { client in
+            try await client.execute(uri: "/api/burst/settings", method: .get, headers: authorized) { r in
+                #expect(r.status == .ok)
+                let choices = json(r.body)
+                let align = choices["align"] as? [String: Any], merge = choices["merge"] as? [String: Any]
+                #expect(align?["values"] as? [String] == AlignMode.allCases.map(\.rawValue))
+                #expect(merge?["values"] as? [String] == MergeMethod.allCases.map(\.rawValue))
+                #expect(align?["default_value"] as? String == "auto" && merge?["default_value"] as? String == "robust")
+                #expect(
+                    (merge?["values"] as? [String])?.contains("sigma-clip") == true,
+                    "kebab-case, as on the command line")
+            }
+        }
+    }
+
     @Test func uploadsAreCheckedBoundedAndListed() async throws {
         let s = StudioScratch()
         let studio = try StudioFixtures.studio(s) {

@@ -10,6 +10,14 @@ export class BurstWorkspace {
     this.reference = 0;
     this.job = null;
     this.zoomed = false;
+    // The align and merge choices, and their defaults, are the library's.
+    this.choicesLoaded = api('/api/burst/settings').then((choices) => {
+      for (const [name, { values, default_value: chosen }] of Object.entries(choices)) {
+        const select = this.q(`${name}-select`);
+        select.replaceChildren(...values.map((v) => new Option(v, v, v === chosen, v === chosen)));
+        select.disabled = false;
+      }
+    }).catch((e) => showError(e));
     this.q('stack-button').addEventListener('click', () => this.stack());
     this.q('cancel-button').addEventListener('click', () => this.cancel());
     this.q('split-slider').addEventListener('input', () => this.split());
@@ -90,6 +98,7 @@ export class BurstWorkspace {
     this.q('cancel-button').disabled = false;
     this.q('stack-progress').textContent = 'starting…';
     try {
+      await this.choicesLoaded;
       const { job } = await api(`/api/burst/${this.session}/stack`, {
         method: 'POST',
         body: { reference: this.reference, align: this.q('align-select').value, merge: this.q('merge-select').value },
