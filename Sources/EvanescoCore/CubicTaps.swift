@@ -19,9 +19,9 @@ struct CubicTable: Sendable {
 
 /// What the rows that sample in groups of four pixels share (``RowSampler/Cache``,
 /// ``RowSampler/rowCubicRGB8TwoPass(_:_:_:_:_:_:_:_:)``, the cached field path and the one-channel
-/// bilinear row): the knot spacing of the positions,
-/// the extent they take, and the byte conversion. The groups themselves are sampled by CKernels
-/// (warp_cubic.c, warp_two_pass.c, bilinear_row.c), whose arithmetic the kernel tests write out.
+/// bilinear row): the knot spacing of the positions, the extent they take, and the byte
+/// conversion. The groups themselves are sampled by CKernels (warp_cubic.c, warp_two_pass.c,
+/// bilinear_row.c), whose arithmetic the kernel tests write out.
 @usableFromInline
 enum Quad {
     /// Pixels between the knots where the fast loops compute a row's source positions exactly
