@@ -93,7 +93,10 @@ let package = Package(
         .testTarget(name: "EvanescoCoreTests", dependencies: ["EvanescoCore", "CKernels"]),
         .testTarget(
             name: "EvanescoIOTests",
-            dependencies: ["EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels", "SharedTestData"]),
+            dependencies: [
+                "EvanescoCore", "EvanescoIO", "CTurboJPEG", "CPNG", "CKernels", "SharedTestData",
+                "SubprocessTestSupport"
+            ]),
         .testTarget(
             name: "EvanescoAlignTests",
             dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels", "SharedTestData", "TestScenes"]),
@@ -118,6 +121,8 @@ let package = Package(
         .target(name: "SharedTestData", path: "Tests/SharedTestData"),
         // ... and the scenes more than one target makes itself.
         .target(name: "TestScenes", dependencies: ["EvanescoCore"], path: "Tests/TestScenes"),
+        // ... and child processes whose outputs are read as they come and whose waits are bounded.
+        .target(name: "SubprocessTestSupport", path: "Tests/SubprocessTestSupport"),
         .testTarget(
             name: "EvanescoStudioTests",
             dependencies: [
@@ -131,7 +136,7 @@ let package = Package(
             name: "EvanescoCLITests",
             dependencies: [
                 "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
-                "SharedTestData", "TestScenes"
+                "SharedTestData", "SubprocessTestSupport", "TestScenes"
             ])
     ],
     swiftLanguageModes: [.v6]

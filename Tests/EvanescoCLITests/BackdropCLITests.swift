@@ -1,44 +1,13 @@
 import Foundation
+import SubprocessTestSupport
 import Testing
 import EvanescoCore
 import EvanescoIO
 
 /// Runs the binary with bytes on stdin.
 func runWithInput(_ args: [String], input: [UInt8]) throws -> (status: Int32, out: [UInt8], err: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: CLI.binary)
-    p.arguments = args
-    let inPipe = Pipe(), out = Pipe(), err = Pipe()
-    p.standardInput = inPipe
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let writer = Thread {
-        inPipe.fileHandleForWriting.write(Data(input))
-        try? inPipe.fileHandleForWriting.close()
-    }
-    writer.start()
-    let errBox = ErrBox()
-    Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }.start()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    while errBox.get() == nil { usleep(1000) }
-    return (p.terminationStatus, [UInt8](o), String(decoding: errBox.get()!, as: UTF8.self))
-}
-
-final class ErrBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var d: Data?
-    func set(_ v: Data) {
-        lock.lock()
-        d = v
-        lock.unlock()
-    }
-    func get() -> Data? {
-        lock.lock()
-        defer { lock.unlock() }
-        return d
-    }
+    let r = try Subprocess.run(CLI.binary, args, stdin: input, seconds: 600)
+    return (r.status, r.out, r.stderr)
 }
 
 @Suite struct BackdropCommands {

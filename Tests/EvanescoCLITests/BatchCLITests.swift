@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import SubprocessTestSupport
 import Testing
 
 /// `evanesco batch run` and `batch status` on manifests the tests make: every job through the
@@ -96,24 +97,19 @@ import Testing
             ([], ["SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "5"]),
             ([], ["JOB_COMPLETION_INDEX": "3", "EVANESCO_SHARD_COUNT": "5"]), (["--shard", "4/5"], [:])
         ]
-        let processes = try environments.map { args, env -> (Process, Pipe) in
-            let p = Process(), out = Pipe()
-            p.executableURL = URL(fileURLWithPath: CLI.binary)
-            p.arguments = ["batch", "run", made.manifest, "--quiet"] + args
-            p.environment = ProcessInfo.processInfo.environment.filter {
-                !$0.key.hasPrefix("SLURM_") && $0.key != "JOB_COMPLETION_INDEX"
-            }
-            .merging(env) { $1 }
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            return (p, out)
+        let processes = try environments.map { args, env in
+            try Subprocess(
+                CLI.binary, ["batch", "run", made.manifest, "--quiet"] + args,
+                environment: ProcessInfo.processInfo.environment.filter {
+                    !$0.key.hasPrefix("SLURM_") && $0.key != "JOB_COMPLETION_INDEX"
+                }
+                .merging(env) { $1 }, stderr: .discard)
         }
         var total = 0
-        for (i, (p, out)) in processes.enumerated() {
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0 && text.contains("shard \(i)/5"), "\(text)")
+        for (i, p) in processes.enumerated() {
+            let r = p.finish(within: 600)
+            let text = r.stdout
+            #expect(r.status == 0 && text.contains("shard \(i)/5"), "\(text)")
             let done =
                 text.split(separator: " ").firstIndex(of: "done,").map { Int(text.split(separator: " ")[$0 - 1]) ?? 0 }
                 ?? 0

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import EvanescoCore
 import EvanescoIO
+import SubprocessTestSupport
 
 /// Runs the built `evanesco` binary (it sits beside the test bundle in the build folder).
 struct CLI {
@@ -18,17 +19,10 @@ struct CLI {
         return "evanesco"
     }()
 
-    static func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    /// Runs it to its end (at most `seconds`: a hang is status -1, its stderr saying so).
+    static func run(_ args: [String], seconds: Double = 600) throws -> (status: Int32, out: String, err: String) {
+        let r = try Subprocess.run(binary, args, seconds: seconds)
+        return (r.status, r.stdout, r.stderr)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SubprocessTestSupport
 import Testing
 import EvanescoCore
 import EvanescoIO
@@ -10,22 +11,8 @@ import EvanescoIO
 struct HostileInputTests {
     /// Runs with a time limit; a hang is recorded as status -1.
     static func run(_ args: [String], seconds: Double = 60) throws -> (status: Int32, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLI.binary)
-        p.arguments = args
-        let err = Pipe()
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = err
-        try p.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            return (-1, "hang")
-        }
-        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (p.terminationStatus, e)
+        let r = try Subprocess.run(CLI.binary, args, stdout: .discard, seconds: seconds)
+        return (r.status, r.stderr)
     }
 
     static func expectClean(
@@ -180,15 +167,13 @@ struct HostileInputTests {
         let s = Scratch()
         try ImageCodecs.write(.uint8(gradient(3000, 2000)), to: s.file("big.png"))
         for sig in [SIGINT, SIGTERM] {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: CLI.binary)
-            p.arguments = ["convert", s.file("big.png"), s.file("o.tif"), "--force"]
-            p.standardError = FileHandle.nullDevice
-            try p.run()
+            let p = try Subprocess(
+                CLI.binary, ["convert", s.file("big.png"), s.file("o.tif"), "--force"], stdout: .discard,
+                stderr: .discard)
             usleep(300_000)
-            kill(p.processIdentifier, sig)
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0 || p.terminationStatus == 128 + sig, "status \(p.terminationStatus)")
+            p.send(sig)
+            let status = p.finish(within: 60).status
+            #expect(status == 0 || status == 128 + sig, "status \(status)")
             #expect(s.contents.allSatisfy { !$0.hasPrefix(".") }, "left \(s.contents)")
             try? FileManager.default.removeItem(atPath: s.file("o.tif"))
         }

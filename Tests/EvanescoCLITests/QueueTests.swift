@@ -2,6 +2,7 @@ import EvanescoCore
 import EvanescoIO
 import Foundation
 import HTTPTestSupport
+import SubprocessTestSupport
 import Testing
 
 /// The PostgreSQL queue against a real server: `scripts/with-postgres.sh` starts a private
@@ -28,45 +29,36 @@ enum PG {
 
     /// One value from psql.
     static func value(_ sql: String) throws -> String {
-        let p = Process(), out = Pipe()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        p.arguments = [try #require(url), "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let r = try Subprocess.run(
+            "/usr/bin/psql", [try #require(url), "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql], stderr: .discard,
+            seconds: 60)
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
-/// A worker process, its stderr kept in a file.
+/// A worker process, its stderr kept in a file; one the test did not see exit is killed with it.
 final class WorkerProcess {
-    let process = Process()
+    let child: Subprocess
     let log: String
     var summary = ""
-    let out = Pipe()
 
     init(queue: String, log: String, extra: [String]) throws {
         self.log = log
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["worker", "--queue", queue] + extra
-        process.standardOutput = out
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
+        child = try Subprocess(CLI.binary, ["worker", "--queue", queue] + extra, stderr: .file(log))
     }
 
-    var name: String { "\(ProcessInfo.processInfo.hostName):\(process.processIdentifier)" }
+    deinit { if child.isRunning { child.send(SIGKILL) } }
+
+    var process: Process { child.process }
+    var name: String { "\(ProcessInfo.processInfo.hostName):\(child.pid)" }
     var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
-    func signal(_ s: Int32) { kill(process.processIdentifier, s) }
+    func signal(_ s: Int32) { child.send(s) }
 
-    /// Waits for the exit, at most `seconds`.
+    /// Waits for the exit, at most `seconds`; then its stdout is `summary`.
     func wait(seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        guard !process.isRunning else { return false }
-        summary = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard child.exited(within: seconds) else { return false }
+        summary = child.finish(within: 0).stdout
         return true
     }
 }

@@ -3,50 +3,44 @@ import EvanescoIO
 import Foundation
 import HTTPTestSupport
 import SharedTestData
+import SubprocessTestSupport
 import Testing
 
 /// `evanesco studio` as a user starts it: a process whose one line on stdout is the URL, stopped
 /// with Ctrl-C (SIGINT). Its temporary files go into a folder of the test's own (TMPDIR).
 final class StudioProcess: @unchecked Sendable {
-    let process = Process()
+    let child: Subprocess
     let url: String
     let tmp: String
-    private let out = Pipe()
 
     init(_ paths: [String], tmp: String, extra: [String] = []) throws {
         self.tmp = tmp
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["studio"] + paths + ["--no-open", "--port", "0"] + extra
         var env = ProcessInfo.processInfo.environment
         env["TMPDIR"] = tmp
         // Under AddressSanitizer the server is stopped by Ctrl-C in mid-serve, its sessions alive:
         // a leak check at that exit reports them (memory errors still fail it; the studio's
         // objects are leak-checked in-process by EvanescoStudioTests, which create and release them).
         if let asan = env["ASAN_OPTIONS"] { env["ASAN_OPTIONS"] = asan + ":detect_leaks=0" }
-        process.environment = env
-        process.standardOutput = out
         // Its stderr goes to a file, so a sanitizer's report reaches the failure message.
-        _ = FileManager.default.createFile(atPath: tmp + "/../studio-stderr.txt", contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: tmp + "/../studio-stderr.txt")
-        try process.run()
-        // The first line, read byte by byte so nothing after it is swallowed.
-        var line = [UInt8]()
-        let h = out.fileHandleForReading
-        while true {
-            let b = h.readData(ofLength: 1)
-            if b.isEmpty || b.first == 10 { break }
-            line += b
-        }
-        url = String(decoding: line, as: UTF8.self)
+        child = try Subprocess(
+            CLI.binary, ["studio"] + paths + ["--no-open", "--port", "0"] + extra, environment: env,
+            stderr: .file(tmp + "/../studio-stderr.txt"))
+        url = child.firstLine(within: 120) ?? ""
     }
 
-    /// SIGINT, as Ctrl-C sends; returns the exit status and anything more it printed on stdout.
+    deinit { if child.isRunning { child.send(SIGKILL) } }
+
+    /// SIGINT, as Ctrl-C sends; returns the exit status (-1 if it did not stop within a minute)
+    /// and anything more it printed on stdout.
     func interrupt() -> (status: Int32, rest: String, stderr: String) {
-        kill(process.processIdentifier, SIGINT)
-        let rest = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        child.send(SIGINT)
+        let r = child.finish(within: 60)
+        let rest = r.out.firstIndex(of: 10).map { r.out[($0 + 1)...] } ?? []
         let err = (try? String(contentsOfFile: tmp + "/../studio-stderr.txt", encoding: .utf8)) ?? ""
-        return (process.terminationStatus, String(decoding: rest, as: UTF8.self), String(err.suffix(4000)))
+        return (
+            r.status, String(decoding: rest, as: UTF8.self),
+            String(err.suffix(4000)) + (r.timedOut ? "\n[it hung]" : "")
+        )
     }
 }
 
@@ -545,16 +539,14 @@ enum CrossPortPage {
             """
         try page.write(toFile: dir + "/index.html", atomically: true, encoding: .utf8)
         let evilPort = try WebDriver.freePort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-m", "http.server", String(evilPort), "--bind", "127.0.0.1", "--directory", dir]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try Subprocess(
+            "/usr/bin/env",
+            ["python3", "-m", "http.server", String(evilPort), "--bind", "127.0.0.1", "--directory", dir],
+            stdout: .discard, stderr: .discard)
         // SIGKILL: a test process may have set SIGTERM to be ignored, which its children inherit.
         defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
+            server.send(SIGKILL)
+            _ = server.finish(within: 10)
         }
         // Wait for it to listen.
         for _ in 0..<100 {

@@ -59,7 +59,8 @@ final class WebDriver: @unchecked Sendable {
         }
         guard ready else {
             let running = process.isRunning
-            if running { process.terminate() }
+            // SIGKILL: chromedriver may ignore SIGTERM (see quit()).
+            if running { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             let said = (try? String(contentsOfFile: log, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
             throw Failure(

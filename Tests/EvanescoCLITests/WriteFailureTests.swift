@@ -1,6 +1,7 @@
 import EvanescoCore
 import EvanescoIO
 import Foundation
+import SubprocessTestSupport
 import Testing
 
 /// Writes that do not happen are errors, names of any legal length work, names that are not
@@ -11,29 +12,14 @@ struct WriteFailureTests {
     static func run(raw args: [[UInt8]], stdout stdoutPath: String? = nil, seconds: Double = 30) throws -> (
         status: Int32, err: String
     ) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLI.binary)
         // Foundation passes arguments as C strings: bytes that are not UTF-8 need the shell's help.
         let quoted = args.map { a in "'" + a.map { $0 == 0x27 ? "'\\''" : String(format: "\\%03o", $0) }.joined() + "'"
         }
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [
-            "-c",
+        let script =
             "exec \"$0\" " + quoted.map { "\"$(printf \($0))\"" }.joined(separator: " ")
-                + (stdoutPath.map { " > '\($0)'" } ?? ""), CLI.binary
-        ]
-        let err = Pipe()
-        if stdoutPath == nil { p.standardOutput = FileHandle.nullDevice }
-        p.standardError = err
-        try p.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            return (-1, "hang")
-        }
-        return (p.terminationStatus, String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            + (stdoutPath.map { " > '\($0)'" } ?? "")
+        let r = try Subprocess.run("/bin/bash", ["-c", script, CLI.binary], stdout: .discard, seconds: seconds)
+        return (r.status, r.stderr)
     }
     static func run(_ args: [String], stdout: String? = nil, seconds: Double = 30) throws -> (
         status: Int32, err: String
@@ -139,20 +125,11 @@ struct WriteFailureTests {
         }
         for k in 0..<2 { try ImageCodecs.write(.uint8(wide), to: s.file("f\(k).png")) }
         try FileManager.default.createDirectory(atPath: s.file("small"), withIntermediateDirectories: true)
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=1m", "tmpfs", s.file("small")]
-        try mount.run()
-        mount.waitUntilExit()
-        try #require(mount.terminationStatus == 0, "tmpfs could not be mounted")
-        defer {
-            let u = Process()
-            u.executableURL = URL(fileURLWithPath: "/bin/umount")
-            u.arguments = [s.file("small")]
-            try? u.run()
-            u.waitUntilExit()
-        }
-        FileManager.default.createFile(atPath: s.file("small/fill"), contents: Data(count: 700_000))
+        let mount = try Subprocess.run(
+            "/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", s.file("small")], seconds: 30)
+        try #require(mount.status == 0, "tmpfs could not be mounted: \(mount.stderr)")
+        defer { _ = try? Subprocess.run("/bin/umount", [s.file("small")], seconds: 30) }
+        _ = FileManager.default.createFile(atPath: s.file("small/fill"), contents: Data(count: 700_000))
         let r = try Self.run([
             "stack", s.file("f0.png"), s.file("f1.png"), "-o", s.file("o.png"), "--save-frames", s.file("small"),
             "--quiet", "--align", "none"

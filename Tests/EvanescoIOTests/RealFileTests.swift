@@ -1,4 +1,5 @@
 import Foundation
+import SubprocessTestSupport
 import Testing
 import EvanescoCore
 @testable import EvanescoIO
@@ -57,13 +58,8 @@ struct RealFiles {
     func heicDecodeEqualsHeifConvert() throws {
         let t = TempDir()
         let path = SharedData.path("depth/truedepth-iphone/heic_face_data.heic")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/heif-convert")
-        p.arguments = [path, t.file("ref.png")]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let r = try Subprocess.run("/usr/bin/heif-convert", [path, t.file("ref.png")], stdout: .discard, seconds: 120)
+        #expect(r.status == 0, "\(r.stderr)")
         let ours = try ImageCodecs.read(path).image
         let ref = try ImageCodecs.read(t.file("ref.png")).image
         #expect(ours.width == 2316 && ours.height == 3088)
