@@ -156,46 +156,69 @@ let avx2Absent: Comment =
 
 /// Registration's samples of a frame at its template points, with and without the AVX2 kernel.
 @Suite struct RegistrationSampleKernel {
-    @Test(
-        "Samples at mapped points (some outside, NaN): bilinear values, and the same bits from the portable and the AVX2 kernel (where the CPU has it), for every count's tail"
-    )
-    func sameBits() {
-        var rng = SplitMix(seed: 11)
+    typealias Kernel = (UnsafePointer<evn_sample_points>?, Int, Int, UnsafeMutablePointer<Float>?) -> Void
+
+    /// A 120x90 frame of noise and `count` template points, some mapped outside it.
+    struct Case {
         let w = 120, h = 90
-        let img = Image<Float>(width: w, height: h, channels: 1) { d in
-            for i in 0..<(w * h) { d[i] = Float(rng.unit() * 255) }
-        }
-        for count in [8, 13, 100, 1003] {
-            let xs = (0..<count).map { _ in Float(rng.unit() * 130 - 5) },
-                ys = (0..<count).map { _ in Float(rng.unit() * 100 - 5) }
-            let tl = TemplateLevel(width: w, height: h, x: xs, y: ys, t: xs, gx: xs, gy: ys)
-            let map = Homography([1.02, 0.01, -1.5, -0.02, 0.99, 2.25, 1e-4, -5e-5, 1])
-            typealias Kernel = (UnsafePointer<evn_sample_points>?, Int, Int, UnsafeMutablePointer<Float>?) -> Void
-            func run(_ kernel: Kernel) -> [UInt32] {
-                let m = map.m.map { Float($0) }
-                var out = [Float](repeating: -7, count: count)
-                img.samples.withUnsafeBufferPointer { src in
-                    m.withUnsafeBufferPointer { mp in
-                        var p = evn_sample_points(
-                            image: src.baseAddress, width: w, max_x: Float(w - 1), max_y: Float(h - 1), x: xs, y: ys,
-                            map: mp.baseAddress)
-                        out.withUnsafeMutableBufferPointer { kernel(&p, 0, count, $0.baseAddress) }
-                    }
-                }
-                return out.map(\.bitPattern)
+        let img: Image<Float>
+        let xs: [Float], ys: [Float]
+        let map = Homography([1.02, 0.01, -1.5, -0.02, 0.99, 2.25, 1e-4, -5e-5, 1])
+        var count: Int { xs.count }
+
+        init(count: Int, rng: inout SplitMix) {
+            let (w, h) = (120, 90)
+            var r = rng
+            img = Image<Float>(width: w, height: h, channels: 1) { d in
+                for i in 0..<(w * h) { d[i] = Float(r.unit() * 255) }
             }
-            // The registration's own call takes the same path.
+            xs = (0..<count).map { _ in Float(r.unit() * 130 - 5) }
+            ys = (0..<count).map { _ in Float(r.unit() * 100 - 5) }
+            rng = r
+        }
+
+        /// The kernel's samples, as bit patterns.
+        func run(_ kernel: Kernel) -> [UInt32] {
+            let m = map.m.map { Float($0) }
+            var out = [Float](repeating: -7, count: count)
+            img.samples.withUnsafeBufferPointer { src in
+                m.withUnsafeBufferPointer { mp in
+                    var p = evn_sample_points(
+                        image: src.baseAddress, width: w, max_x: Float(w - 1), max_y: Float(h - 1), x: xs, y: ys,
+                        map: mp.baseAddress)
+                    out.withUnsafeMutableBufferPointer { kernel(&p, 0, count, $0.baseAddress) }
+                }
+            }
+            return out.map(\.bitPattern)
+        }
+    }
+
+    /// Every count's tail: a multiple of eight, a few past one, one group, many.
+    static let counts = [8, 13, 100, 1003]
+
+    @Test(
+        "Samples at mapped points (some outside, NaN): bilinear values written out in Double, and registration's own call takes the same path, for every count's tail"
+    )
+    func portableIsBilinear() {
+        var rng = SplitMix(seed: 11)
+        for count in Self.counts {
+            let c = Case(count: count, rng: &rng)
+            let tl = TemplateLevel(width: c.w, height: c.h, x: c.xs, y: c.ys, t: c.xs, gx: c.xs, gy: c.ys)
             var viaRegistration = [Float](repeating: -7, count: tl.padded)
             viaRegistration.withUnsafeMutableBufferPointer {
-                RegistrationReference.sample(img, tl, through: map, into: $0.baseAddress!)
+                RegistrationReference.sample(c.img, tl, through: c.map, into: $0.baseAddress!)
             }
-            #expect(Array(viaRegistration.prefix(count).map(\.bitPattern)) == run(evn_sample_points_run))
-            // Each value against bilinear interpolation written out in Double.
-            for (i, v) in run(evn_sample_points_portable).enumerated() {
-                let x = Double(xs[i]), y = Double(ys[i]), mm = map.m
+            #expect(Array(viaRegistration.prefix(count).map(\.bitPattern)) == c.run(evn_sample_points_run))
+            let portable = c.run(evn_sample_points_portable)
+            #expect(
+                portable.contains(Float.nan.bitPattern) && portable.contains { !Float(bitPattern: $0).isNaN },
+                "some points inside, some out")
+            for (i, v) in portable.enumerated() {
+                let x = Double(c.xs[i]), y = Double(c.ys[i]), mm = c.map.m
                 let r = 1 / (mm[6] * x + mm[7] * y + mm[8])
                 let qx = (mm[0] * x + mm[1] * y + mm[2]) * r, qy = (mm[3] * x + mm[4] * y + mm[5]) * r
                 let value = Float(bitPattern: v)
+                let (w, h) = (c.w, c.h)
                 // A point within a thousandth of a pixel of the edge may fall either side in Float.
                 guard qx > 0.001, qy > 0.001, qx < Double(w - 1) - 0.001, qy < Double(h - 1) - 0.001 else {
                     if qx < -0.001 || qy < -0.001 || qx > Double(w - 1) + 0.001 || qy > Double(h - 1) + 0.001 {
@@ -204,17 +227,22 @@ let avx2Absent: Comment =
                     continue
                 }
                 let ix = Int(qx), iy = Int(qy), ax = qx - Double(ix), ay = qy - Double(iy)
-                func at(_ x: Int, _ y: Int) -> Double { Double(img.samples[y * w + x]) }
+                func at(_ x: Int, _ y: Int) -> Double { Double(c.img.samples[y * w + x]) }
                 let top = at(ix, iy) + (at(ix + 1, iy) - at(ix, iy)) * ax
                 let bottom = at(ix, iy + 1) + (at(ix + 1, iy + 1) - at(ix, iy + 1)) * ax
                 #expect(abs(Double(value) - (top + (bottom - top) * ay)) < 0.05, "point \(i)")
             }
-            guard evn_cpu_has_avx2() != 0 else { continue }
-            let a = run(evn_sample_points_portable), b = run(evn_sample_points_avx2)
-            #expect(a == b, "\(count) points")
-            #expect(
-                a.prefix(count).contains(Float.nan.bitPattern)
-                    && a.prefix(count).contains { !Float(bitPattern: $0).isNaN }, "some points inside, some out")
+        }
+    }
+
+    @Test(
+        "The AVX2 variant gives the portable variant's samples bit for bit, NaN outside included (skipped where the CPU has no AVX2)",
+        .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
+    func avx2EqualsPortable() {
+        var rng = SplitMix(seed: 11)
+        for count in Self.counts {
+            let c = Case(count: count, rng: &rng)
+            #expect(c.run(evn_sample_points_portable) == c.run(evn_sample_points_avx2), "\(count) points")
         }
     }
 }
