@@ -55,8 +55,7 @@ public final class Subprocess: @unchecked Sendable {
 
         /// What was read, once the pipe ended or `seconds` passed (a grandchild may hold it open).
         func collected(waiting seconds: Double) -> [UInt8] {
-            let deadline = Date().addingTimeInterval(seconds)
-            while !snapshot().1 && Date() < deadline { usleep(2_000) }
+            _ = Subprocess.poll(seconds) { snapshot().1 }
             return snapshot().0
         }
     }
@@ -131,22 +130,26 @@ public final class Subprocess: @unchecked Sendable {
     /// The first line it writes to a piped stdout (without the newline), waiting at most
     /// `seconds` for it; nil if its stdout ended or the time passed first.
     public func firstLine(within seconds: Double) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard let drain = outDrain else { return nil }
+        guard let drain = outDrain else { return nil }
+        _ = Self.poll(seconds) {
             let (bytes, ended) = drain.snapshot()
-            if let end = bytes.firstIndex(of: 10) { return String(decoding: bytes[..<end], as: UTF8.self) }
-            if ended { return nil }
-            usleep(5_000)
+            return ended || bytes.contains(10)
         }
-        return nil
+        let bytes = drain.snapshot().0
+        return bytes.firstIndex(of: 10).map { String(decoding: bytes[..<$0], as: UTF8.self) }
     }
 
     /// Whether it exits within `seconds` (it is left running if not).
-    public func exited(within seconds: Double) -> Bool {
+    public func exited(within seconds: Double) -> Bool { Self.poll(seconds) { !process.isRunning } }
+
+    /// Whether `condition` holds within `seconds`, asked every 2 ms: every wait here is this one.
+    static func poll(_ seconds: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(5_000) }
-        return !process.isRunning
+        while !condition() {
+            if Date() >= deadline { return false }
+            usleep(2_000)
+        }
+        return true
     }
 
     /// Waits at most `seconds` for it to exit; a child still running then is stopped (SIGTERM,
