@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -18,7 +18,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // One trait, not the default two: SwiftPM writes the enabled traits' -D flags in a random
+        // order each time it plans a build, so with two of them every other build recompiled
+        // Hummingbird; ConfigurationSupport (swift-configuration readers) is not used here.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -142,6 +145,16 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// The tests in release configuration (EVANESCO_TEST_CONFIG=release, scripts/test.sh): this
+// package's modules are compiled for @testable imports and nothing else is, so the test build
+// reuses every dependency the release build (scripts/build-release.sh) compiled. CI runs its
+// suites this way: the dependencies are compiled once, not once per configuration.
+if Context.environment["EVANESCO_TEST_CONFIG"] == "release" {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enable-testing"])]
+    }
+}
+
 // A sanitized build of this package's own code: EVANESCO_SANITIZE=address or thread in the
 // environment compiles and links every target here with that sanitizer, and no dependency (they
 // keep their plain build, so switching costs a rebuild of this package only; SwiftNIO and the rest
@@ -162,5 +175,26 @@ if let sanitizer = Context.environment["EVANESCO_SANITIZE"], ["address", "thread
             "EvanescoCoreTests", "EvanescoAlignTests", "EvanescoStackTests", "EvanescoDepthTests", "EvanescoBatchTests"
         ]
         package.targets.removeAll { $0.type == .test && !concurrent.contains($0.name) }
+    }
+}
+
+// The command-line tool and the benchmarks as shipped: scripts/build-release.sh sets
+// EVANESCO_STATIC_RUNTIME=1 and these two executables are linked with the Swift runtime and
+// Foundation's static libraries (they start in milliseconds and run on a machine without the
+// toolchain). Only their link changes, never a compile, so the sanitized test builds in the same
+// .build/release (scripts/test.sh --release) reuse every dependency this build compiled; the
+// `--static-swift-stdlib` option would instead put -static-stdlib on every module's compile and
+// the tests (swift-testing is a shared library only) could not share them. Foundation's static
+// archives are named here because the modules were compiled for the shared ones, whose
+// dependencies the dynamic linker found by itself.
+if Context.environment["EVANESCO_STATIC_RUNTIME"] == "1" {
+    let foundation = [
+        "FoundationInternationalization", "FoundationEssentials", "_FoundationCollections", "CoreFoundation",
+        "_FoundationICU", "_FoundationCShims", "BlocksRuntime", "dispatch", "swiftDispatch", "swiftSynchronization",
+        "stdc++", "m"
+    ]
+    for target in package.targets where ["evanesco", "EvanescoBenchmarks"].contains(target.name) {
+        target.linkerSettings =
+            (target.linkerSettings ?? []) + [.unsafeFlags(["-static-stdlib"] + foundation.map { "-l\($0)" })]
     }
 }

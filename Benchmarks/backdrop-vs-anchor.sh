@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 rounds=${1:-3}
-scripts/build-release.sh EvanescoBenchmarks >/dev/null
+release=$(scripts/build-release.sh EvanescoBenchmarks)
 out=$(mktemp -d)
 for r in $(seq "$rounds"); do
     python3 "$shared/bench/anchor_backdrop.py" --iterations 100 --runs 1 --json "$out/anchor$r.json" 2>/dev/null
-    .build/release/EvanescoBenchmarks backdrop --shared "$shared" > "$out/ours$r.txt"
+    "$release/EvanescoBenchmarks" backdrop --shared "$shared" > "$out/ours$r.txt"
 done
 python3 - "$out" "$rounds" <<'PY'
 import json, re, statistics, sys

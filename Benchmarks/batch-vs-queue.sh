@@ -13,8 +13,7 @@ jobs=${1:-200}; rounds=${2:-3}
 url=${EVANESCO_QUEUE:-${EVANESCO_TEST_DATABASE_URL:-}}
 [ -n "$url" ] || { echo "batch-vs-queue: no PostgreSQL; run through scripts/with-postgres.sh or set EVANESCO_QUEUE" >&2; exit 2; }
 python3 -c "import numpy, PIL" 2>/dev/null || { echo "batch-vs-queue: needs numpy and Pillow (../shared/bench/setup.sh)" >&2; exit 2; }
-bin=$PWD/.build/release/evanesco
-[ -x "$bin" ] || scripts/build-release.sh evanesco >/dev/null
+bin=$(scripts/build-release.sh evanesco)/evanesco
 work=$(mktemp -d /tmp/evanesco-bvq.XXXXXX); trap 'rm -rf "$work"' EXIT
 python3 - "$work" "$jobs" <<'PY'
 import json, os, sys

@@ -13,8 +13,7 @@ source Benchmarks/lib.sh
 bases=${1:-motorcycle aloe graffiti night}; seeds=${2:-1 2 3}; fractions=${3:-0.6 0.8}
 declare -A base_file=([motorcycle]=stereo/motorcycle/motorcycle_left.png [aloe]=stereo/aloe/aloeL.jpg
                       [graffiti]=registration/graffiti/graf1.png [night]=bursts/night-cars/in1.jpg)
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.jsonl

@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 photo=$shared/data/${1:-depth/pug-iphone13pro/pug.heic}; rounds=${2:-7}; point=${3:-0.5,0.5}
 [ -f "$photo" ] || { echo "no photo at $photo" >&2; exit 2; }
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 blur=() anchor=() l10=() l40=() l80=()

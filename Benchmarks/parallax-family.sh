@@ -16,8 +16,7 @@ maps=${1:-motorcycle aloe}; parallaxes=${2:-4 8 12}; seeds=${3:-1 2 3 4 5}
 declare -A base=([motorcycle]=stereo/motorcycle/motorcycle_left.png [aloe]=stereo/aloe/aloeL.jpg)
 declare -A disparity=([motorcycle]=stereo/motorcycle/derived_motorcycle_disp.pfm [aloe]=stereo/aloe/aloeGT.png)
 counts=(12 16 20)
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.jsonl

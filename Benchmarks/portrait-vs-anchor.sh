@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 photo=$shared/data/${1:-depth/pug-iphone13pro/pug.heic}; effect=${2:-blur}; rounds=${3:-5}; focus=${4:-0.5}
 [ -f "$photo" ] || { echo "no photo at $photo" >&2; exit 2; }
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 out=$(mktemp -d)
 ours=() anchor=()
 for r in $(seq "$rounds"); do

@@ -31,8 +31,7 @@ all=(
 videos=("tree-hand|$b/tree-hand/tree.avi" "highway-video|$b/highway/video.avi" "vtest-video|$b/vtest-pedestrians/vtest.avi")
 wanted=("$@")
 pick() { [ ${#wanted[@]} -eq 0 ] && return 0; local w; for w in "${wanted[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 echo "$(date -u +%FT%TZ), $(nproc) cores, $rounds alternated rounds, medians of the whole command (wall clock)"
 echo

@@ -25,8 +25,7 @@ else
     fi
 fi
 frames=$(ls "$dir/frames" | wc -l)
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 declare -A secs rss

@@ -9,8 +9,7 @@ source Benchmarks/lib.sh
 burst=${1:-pug-handheld}; rounds=${2:-3}; anchor_merge=${3:-sigma}
 dir=$shared/data/bursts/synthetic/$burst
 [ -d "$dir" ] || { echo "no burst at $dir" >&2; exit 2; }
-scripts/build-release.sh evanesco >/dev/null
-bin=$PWD/.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 out=$(mktemp -d)
 ours=() anchor=()
 for r in $(seq "$rounds"); do

@@ -7,10 +7,14 @@ Cases that need ../shared/data (real photos) are skipped, and said so, when it i
 import argparse, base64, hashlib, os, random, shutil, signal, struct, subprocess, sys, tempfile, time, zlib
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--binary", default=os.path.join(os.path.dirname(__file__), "..", ".build", "release", "evanesco"))
+ap.add_argument("--binary", help="the binary to test (default: the release build, built when missing)")
 ap.add_argument("--shared", default=os.environ.get("EVANESCO_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")))
 ap.add_argument("--markdown", action="store_true")
 args = ap.parse_args()
+if args.binary is None:  # scripts/build-release.sh builds it (unless EVANESCO_RELEASE_DIR) and says where
+    release = subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)), "build-release.sh"), "evanesco"],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    args.binary = os.path.join(release, "evanesco")
 EVANESCO = os.path.abspath(args.binary)
 SHARED = os.path.abspath(args.shared)
 work = tempfile.mkdtemp(prefix="evanesco-bad-")

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d ../shared/data ] || { echo "benchmark-smoke: SKIPPED, ../shared/data is absent; no benchmark script was run" >&2; exit 0; }
-scripts/build-release.sh evanesco EvanescoBenchmarks >/dev/null
+release=$(scripts/build-release.sh evanesco EvanescoBenchmarks)
 run() {
     local name=$1; shift
     local start; start=$(date +%s)
@@ -25,6 +25,6 @@ run stack Benchmarks/stack-vs-anchor.sh motorcycle-handheld 1
 run stack-all Benchmarks/stack-all-vs-anchor.sh 1 motorcycle-parallax hdrplus-tree
 run stack-memory Benchmarks/stack-memory.sh motorcycle-handheld 1 64
 run backdrop Benchmarks/backdrop-vs-anchor.sh 1
-run build-vs-build Benchmarks/build-vs-build.sh .build/release .build/release 1
+run build-vs-build Benchmarks/build-vs-build.sh "$release" "$release" 1
 run erase-family Benchmarks/erase-family.sh graffiti 1 0.6
 run parallax-family Benchmarks/parallax-family.sh motorcycle 4 1

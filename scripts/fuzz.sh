@@ -20,9 +20,8 @@ shared=${EVANESCO_SHARED_DATA:-$root/../shared/data}
 # Swift modules and the C the Swift importer compiles, -Xcc for the C targets).
 (cd FuzzTesting && swift build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link \
     --product "$target" >/dev/null)
-scripts/build-release.sh evanesco >/dev/null
 bin=$root/FuzzTesting/.build/release/$target
-evanesco=$root/.build/release/evanesco
+evanesco=$(scripts/build-release.sh evanesco)/evanesco
 work=$root/.build/fuzz/$target
 corpus=$work/corpus; seeds=$work/seeds; findings=$work/findings
 rm -rf "$findings"   # only this run's findings are reported (kept ones live in the regressions folder)

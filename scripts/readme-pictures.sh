@@ -10,8 +10,7 @@
 #   scripts/readme-pictures.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build-release.sh evanesco >/dev/null
-bin=.build/release/evanesco
+bin=$(scripts/build-release.sh evanesco)/evanesco
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/evanesco
 data=$cache/opencv-doc
 if [ ! -f "$data/aloeGT.png" ]; then

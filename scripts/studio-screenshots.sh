@@ -4,7 +4,7 @@
 #   scripts/studio-screenshots.sh            (writes docs/images/studio-*.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build-release.sh evanesco
+release=$(scripts/build-release.sh evanesco)
 swift build --build-tests
-EVANESCO_BIN="$PWD/.build/release/evanesco" EVANESCO_SCREENSHOTS="$PWD/docs/images" \
+EVANESCO_BIN="$release/evanesco" EVANESCO_SCREENSHOTS="$PWD/docs/images" \
     swift test --skip-build --filter StudioBrowser
