@@ -28,3 +28,8 @@ run backdrop Benchmarks/backdrop-vs-anchor.sh 1
 run build-vs-build Benchmarks/build-vs-build.sh "$release" "$release" 1
 run erase-family Benchmarks/erase-family.sh graffiti 1 0.6
 run parallax-family Benchmarks/parallax-family.sh motorcycle 4 1
+# The alignment bound on a small parallax burst made here (the family script deletes its own).
+run parallax-oracle bash -c 'm=../shared/data/stereo/motorcycle; w=$(mktemp -d); trap "rm -rf $w" EXIT
+    python3 ../shared/bench/make_burst.py --base $m/motorcycle_left.png --disparity $m/derived_motorcycle_disp.pfm \
+        --parallax 4 --frames 4 --seed 1 --max-side 320 --out $w/b --json /dev/null >/dev/null 2>&1
+    Benchmarks/parallax-oracle.py $w/b $m/motorcycle_left.png $m/derived_motorcycle_disp.pfm 4 1 16'
