@@ -77,6 +77,9 @@ public struct LocalAlignment: Sendable {
     /// a finer estimate continues from (its `continuing` argument).
     var level = 0
     var textured: [Bool] = []
+    /// Per cell of ``field``: whether it was measured (false: it took its neighbours' value, or
+    /// matched nowhere).
+    public var measured: [Bool] { textured }
 }
 
 /// Local alignment after the global registration (HDR+-style coarse-to-fine tiles): the frame is
@@ -253,27 +256,30 @@ public enum LocalAligner {
             4,
             Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell * 3 / 2) * s).rounded()))
         let cols = fine.columns
-        let results = LockedBox([(Int, SIMD2<Float>)]())
+        let results = LockedBox([(Int, SIMD2<Float>, Float)]())
         let texture = planes.reference.textures(
             cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
         StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
-            var local: [(Int, SIMD2<Float>)] = []
+            var local: [(Int, SIMD2<Float>, Float)] = []
             for j in rowRange {
                 for i in 0..<cols {
                     let idx = j * cols + i
                     let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
                     let win = Window(planes, cx: cx, cy: cy, radius: radius)
                     guard win.count > 0 else { continue }
-                    let (d, ok, _, _) = win.lucasKanade(
+                    let (d, ok, residual, _) = win.lucasKanade(
                         from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
-                        texture: texture[idx], prior: 0.5, measuringResidual: false)
-                    if ok { local.append((idx, d / s)) }
+                        texture: texture[idx], prior: 0.5, measuringResidual: true)
+                    if ok { local.append((idx, d / s, residual)) }
                 }
             }
             results.update { $0.append(contentsOf: local) }
         }
+        // As at the coarse levels, a cell whose window still does not match is no measurement.
+        var residuals = results.value.map(\.2).filter(\.isFinite)
+        let limit = residuals.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&residuals))
         var measured = [Bool](repeating: false, count: fine.dx.count)
-        for (idx, d) in results.value {
+        for (idx, d, residual) in results.value where residual <= limit {
             fine.dx[idx] = d.x
             fine.dy[idx] = d.y
             measured[idx] = true

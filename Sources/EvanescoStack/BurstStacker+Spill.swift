@@ -100,7 +100,7 @@ final class SpillSink: @unchecked Sendable {
     struct Kept: Sendable {
         var shape: BurstStacker.FrameShape
         var metadata: ImageMetadata
-        var aligned: (report: FrameReport, field: DisplacementField?)? = nil
+        var aligned: (report: FrameReport, field: LocalAlignment?)? = nil
     }
 
     let names: [String]
@@ -231,7 +231,7 @@ final class SpillSink: @unchecked Sendable {
         source.notices = BurstStacker.depthNotices(kept.map(\.shape), reference: used.firstIndex(of: firstIndex) ?? 0)
         if reference != nil {
             // Reports by position among the decoded frames, as align() makes them.
-            var reports: [FrameReport] = [], fields: [DisplacementField?] = []
+            var reports: [FrameReport] = [], fields: [LocalAlignment?] = []
             for (p, k) in kept.enumerated() {
                 if p == 0 {
                     var r = FrameReport(
@@ -251,7 +251,7 @@ final class SpillSink: @unchecked Sendable {
                     fields.append(nil)
                 }
             }
-            source.aligned = (reports, fields)
+            source.aligned = (reports, BurstStacker.consistentFields(fields))
         }
         var r = try BurstStacker.run(source, options: options)
         // Decoding and (fused) registration ran together: their wall time is split by their

@@ -341,6 +341,7 @@ public enum BurstStacker {
 
     static func align(_ frames: BurstFrameSource, options: StackOptions) -> ([FrameReport], [DisplacementField?]) {
         let none = [DisplacementField?](repeating: nil, count: frames.count)
+        let noAlignments = [LocalAlignment?](repeating: nil, count: frames.count)
         let refIndex = options.reference
         var reports = frames.names.enumerated().map { i, name in
             FrameReport(
@@ -377,7 +378,7 @@ public enum BurstStacker {
         reports[refIndex].alignSeconds = (Date().timeIntervalSince(refStart) * 1000).rounded() / 1000
         let others = (0..<frames.count).filter { $0 != refIndex }
         let box = LockedBox(reports)
-        let fieldBox = LockedBox(none)
+        let fieldBox = LockedBox(noAlignments)
         let start = Date()
         let done = LockedBox(0)
         // Frames are registered two (one per core) at a time: a small frame's registration runs
@@ -403,7 +404,14 @@ public enum BurstStacker {
                 )
             }
         }
-        return (box.value, fieldBox.value)
+        return (box.value, consistentFields(fieldBox.value))
+    }
+
+    /// The frames' fields, each measured against the reference alone, made to agree with one scene
+    /// (``ParallaxConsistency``): cells that the reference's own moving things hid take the
+    /// burst's answer.
+    static func consistentFields(_ alignments: [LocalAlignment?]) -> [DisplacementField?] {
+        ParallaxConsistency.consolidate(alignments.map { $0?.field }, measured: alignments.map { $0?.measured }).0
     }
 
     /// The reference frame's pyramid and features, which every other frame is registered to.
@@ -421,7 +429,7 @@ public enum BurstStacker {
     static func register(
         _ image: AnyImage, index i: Int, name: String, to reference: RegistrationReference, options: StackOptions,
         pyramidMade: () -> Void = {}
-    ) -> (FrameReport, DisplacementField?) {
+    ) -> (FrameReport, LocalAlignment?) {
         let frameStart = Date()
         let pyramid: GreyPyramid
         switch image {
@@ -432,7 +440,7 @@ public enum BurstStacker {
         pyramidMade()
         var r = FrameReport(index: i, source: name)
         let primary: MotionModel = options.align == .translation ? .translation : .homography
-        var field: DisplacementField? = nil
+        var field: LocalAlignment? = nil
         // Where a local field may follow (`local`; `auto` when the coarse look finds parallax),
         // registration first stops a level above the finest: a frame with parallax converges
         // slowly there (no homography fits it: 12 iterations over the finest level's 16-40k
@@ -480,13 +488,13 @@ public enum BurstStacker {
     static func localAlignment(
         reference: RegistrationReference, frame: GreyPyramid, homography h: Homography,
         options: StackOptions
-    ) -> (LocalFrameReport, DisplacementField?) {
+    ) -> (LocalFrameReport, LocalAlignment?) {
         let lo = options.localAlignment
         if options.align == .local {
             let la = LocalAligner.estimate(reference: reference.local, frame: frame, homography: h, options: lo)
             return (
                 LocalFrameReport(used: true, decision: "asked for (align: local)", field: la.statistics, coarse: nil),
-                la.field
+                la
             )
         }
         let coarseLevel = min(reference.pyramid.levels.count - 1, reference.pyramid.baseLevel + 2)
@@ -505,7 +513,7 @@ public enum BurstStacker {
         return (
             LocalFrameReport(
                 used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px",
-                field: la.statistics, coarse: coarse.statistics), la.field
+                field: la.statistics, coarse: coarse.statistics), la
         )
     }
 

@@ -1,0 +1,109 @@
+import EvanescoCore
+import Foundation
+import Testing
+
+@testable import EvanescoAlign
+
+/// Fields made as the model says a burst's are (one depth per cell, one motion and one affine
+/// error per frame), then spoiled the ways measurement spoils them.
+@Suite struct ParallaxConsistencyKnownAnswers {
+    static let columns = 24, rows = 16, cell = 8
+
+    /// Relative inverse depth per cell: a slanted wall with a nearer box in it.
+    static func depth(_ c: Int) -> Float {
+        let i = c % columns, j = c / columns
+        let box = (8..<14).contains(i) && (5..<11).contains(j)
+        return (box ? 1.0 : -0.4) + 0.02 * Float(i)
+    }
+
+    /// Frame k's field: depth x motion plus a small affine error of its homography.
+    static func truth(_ k: Int) -> DisplacementField {
+        var f = DisplacementField(width: columns * cell, height: rows * cell, cell: cell)
+        let angle = Float(k) * 2.1, magnitude = 2 + Float(k % 3)
+        let t = SIMD2(cos(angle), sin(angle)) * magnitude
+        for c in 0..<(columns * rows) {
+            let x = Float(c % columns) / Float(columns), y = Float(c / columns) / Float(rows)
+            f.dx[c] = depth(c) * t.x + 0.1 * Float(k % 2) * x - 0.05
+            f.dy[c] = depth(c) * t.y - 0.08 * y + 0.03 * Float(k % 3)
+        }
+        return f
+    }
+
+    static func maxError(_ a: DisplacementField, _ b: DisplacementField, cells: [Int]) -> Float {
+        cells.map { max(abs(a.dx[$0] - b.dx[$0]), abs(a.dy[$0] - b.dy[$0])) }.max() ?? 0
+    }
+
+    @Test("Cells the reference's moving thing hid (garbage in every frame, measured by few) take the burst's depth")
+    func coveredReference() {
+        let K = 8, C = Self.columns * Self.rows
+        let truths = (0..<K).map(Self.truth)
+        // A 4x3-cell patch at the box's edge: every frame matched it to something else.
+        let hidden = (0..<C).filter { (6..<10).contains($0 % Self.columns) && (6..<9).contains($0 / Self.columns) }
+        var fields = truths
+        var measured = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
+        for k in 0..<K {
+            for c in hidden {
+                fields[k].dx[c] = Float((c * 7 + k * 13) % 11) - 5
+                fields[k].dy[c] = Float((c * 5 + k * 3) % 9) - 4
+                measured[k][c] = k == 0
+            }
+        }
+        let (out, summary) = ParallaxConsistency.consolidate(fields.map { $0 }, measured: measured.map { $0 })
+        let s = try! #require(summary)
+        #expect(s.applied && s.frames == K && s.cells == C, "\(s)")
+        #expect(s.inconsistentCells == hidden.count, "\(s)")
+        // Inside the patch the depth comes from neighbours (wall or box, so within the box's
+        // step at its edge; the cells away from the edge exactly).
+        for k in 0..<K {
+            let f = try! #require(out[k])
+            #expect(Self.maxError(f, truths[k], cells: Array(0..<C).filter { !hidden.contains($0) }) < 1e-3)
+            let interior = hidden.filter { (6..<8).contains($0 % Self.columns) }  // wall cells, left of the box
+            #expect(Self.maxError(f, truths[k], cells: interior) < 0.1, "frame \(k)")
+        }
+        // Before: up to 5 px wrong.
+        #expect(Self.maxError(fields[3], truths[3], cells: hidden) > 2)
+    }
+
+    @Test("A cell one frame alone got wrong (something covered that frame) takes the model's value; the rest are kept")
+    func coveredFrame() {
+        let K = 6
+        var fields = (0..<K).map(Self.truth)
+        let c = 5 * Self.columns + 3
+        fields[2].dx[c] += 3
+        let (out, summary) = ParallaxConsistency.consolidate(fields.map { $0 })
+        let s = try! #require(summary)
+        #expect(s.applied && s.replacedFrameCells == 1 && s.inconsistentCells == 0, "\(s)")
+        #expect(abs(out[2]!.dx[c] - Self.truth(2).dx[c]) < 0.01)
+        for k in 0..<K where k != 2 { #expect(out[k] == fields[k]) }
+    }
+
+    @Test("A cell most frames measured is kept even where it fits one depth badly (a leaf before a wall)")
+    func measuredCellsKept() {
+        let K = 8, C = Self.columns * Self.rows
+        var fields = (0..<K).map(Self.truth)
+        let c = 10 * Self.columns + 20
+        for k in 0..<K { fields[k].dx[c] += Float(k % 2 == 0 ? 1.5 : -1.5) }
+        let all = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
+        let (out, summary) = ParallaxConsistency.consolidate(fields.map { $0 }, measured: all.map { $0 })
+        #expect(summary?.inconsistentCells == 0)
+        for k in 0..<K { #expect(out[k]!.dx[c] == fields[k].dx[c]) }
+    }
+
+    @Test("Fields no depth map explains (a scene that deforms) are returned unchanged, and so are two frames")
+    func notApplied() {
+        let K = 6
+        var fields = (0..<K).map(Self.truth)
+        for k in 0..<K {
+            for c in fields[k].dx.indices {
+                fields[k].dx[c] = Float((c * 31 + k * 17) % 23) / 4 - 2.75
+                fields[k].dy[c] = Float((c * 13 + k * 29) % 19) / 4 - 2.25
+            }
+        }
+        let (out, summary) = ParallaxConsistency.consolidate(fields.map { $0 })
+        #expect(summary?.applied == false)
+        for k in 0..<K { #expect(out[k] == fields[k]) }
+        let two: [DisplacementField?] = [nil, Self.truth(1), Self.truth(2)]
+        let (same, none) = ParallaxConsistency.consolidate(two)
+        #expect(none == nil && same[1] == two[1] && same[2] == two[2] && same[0] == nil)
+    }
+}
