@@ -411,6 +411,22 @@ extension Bench {
                 _ = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h)
             }
         }
+        // The burst's fields made to agree with one scene (ParallaxConsistency), on the fields of
+        // every frame of motorcycle-parallax against its first.
+        let path = shared + "/data/bursts/synthetic/motorcycle-parallax/frames"
+        guard let files = burstFrames(path) else { return }
+        let ref = RegistrationReference(try ImageCodecs.read(path + "/" + files[0]).image.uint8)
+        var fields: [DisplacementField?] = [nil], measured: [[Bool]?] = [nil]
+        for file in files.dropFirst() {
+            let pyr = ref.framePyramid(try ImageCodecs.read(path + "/" + file).image.uint8)
+            let h = try ref.register(pyramid: pyr, model: .homography).homography
+            let la = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h)
+            fields.append(la.field)
+            measured.append(la.measured)
+        }
+        try timeIt("local: \(files.count - 1) fields made consistent") {
+            _ = ParallaxConsistency.consolidate(fields, measured: measured)
+        }
     }
 
     func kernels() throws {
