@@ -182,7 +182,7 @@ if let sanitizer = Context.environment["EVANESCO_SANITIZE"], ["address", "thread
 // EVANESCO_STATIC_RUNTIME=1 and these two executables are linked with the Swift runtime and
 // Foundation's static libraries (they start in milliseconds and run on a machine without the
 // toolchain). Only their link changes, never a compile, so the sanitized test builds in the same
-// .build/release (scripts/test.sh --release) reuse every dependency this build compiled; the
+// .build/release (EVANESCO_TEST_CONFIG=release, scripts/test.sh) reuse every dependency this build compiled; the
 // `--static-swift-stdlib` option would instead put -static-stdlib on every module's compile and
 // the tests (swift-testing is a shared library only) could not share them. Foundation's static
 // archives are named here because the modules were compiled for the shared ones, whose

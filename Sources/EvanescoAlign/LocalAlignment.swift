@@ -269,7 +269,7 @@ public enum LocalAligner {
                     guard win.count > 0 else { continue }
                     let (d, ok, residual, _) = win.lucasKanade(
                         from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
-                        texture: texture[idx], prior: 0.5, measuringResidual: true)
+                        texture: texture[idx], prior: 0.5)
                     if ok { local.append((idx, d / s, residual)) }
                 }
             }
@@ -291,34 +291,36 @@ public enum LocalAligner {
 
     /// Untextured cells take the median of their textured neighbours, growing outwards.
     static func fillUntextured(_ f: inout DisplacementField, _ textured: [Bool]) {
-        var known = textured
-        if !known.contains(true) {
+        if !textured.contains(true) {
             f.dx = f.dx.map { _ in 0 }
             f.dy = f.dy.map { _ in 0 }
             return
         }
+        fillFromNeighbours(&f.dx, known: textured, columns: f.columns, rows: f.rows)
+        fillFromNeighbours(&f.dy, known: textured, columns: f.columns, rows: f.rows)
+    }
+
+    /// Each unknown cell of a `columns` x `rows` grid takes the median of its known 3x3
+    /// neighbours, ring by ring outwards from the known cells (a cell filled in one ring counts as
+    /// known from the next); cells no known cell reaches keep their value.
+    static func fillFromNeighbours(_ values: inout [Float], known: [Bool], columns: Int, rows: Int) {
+        var known = known
         var pending = (0..<known.count).filter { !known[$0] }
         while !pending.isEmpty {
-            var next: [Int] = [], updates: [(Int, Float, Float)] = []
+            var next: [Int] = [], updates: [(Int, Float)] = []
             for idx in pending {
-                let i = idx % f.columns, j = idx / f.columns
-                var xs: [Float] = [], ys: [Float] = []
-                for jj in max(0, j - 1)...min(f.rows - 1, j + 1) {
-                    for ii in max(0, i - 1)...min(f.columns - 1, i + 1) where known[jj * f.columns + ii] {
-                        xs.append(f.dx[jj * f.columns + ii])
-                        ys.append(f.dy[jj * f.columns + ii])
+                let i = idx % columns, j = idx / columns
+                var near: [Float] = []
+                for jj in max(0, j - 1)...min(rows - 1, j + 1) {
+                    for ii in max(0, i - 1)...min(columns - 1, i + 1) where known[jj * columns + ii] {
+                        near.append(values[jj * columns + ii])
                     }
                 }
-                if xs.isEmpty {
-                    next.append(idx)
-                } else {
-                    updates.append((idx, Selection.median(&xs), Selection.median(&ys)))
-                }
+                if near.isEmpty { next.append(idx) } else { updates.append((idx, Selection.median(&near))) }
             }
             if updates.isEmpty { break }
-            for (idx, x, y) in updates {
-                f.dx[idx] = x
-                f.dy[idx] = y
+            for (idx, v) in updates {
+                values[idx] = v
                 known[idx] = true
             }
             pending = next
@@ -773,11 +775,10 @@ struct Window {
     /// Gauss-Newton on shift + brightness offset with Huber then Tukey weights, reference
     /// gradients (the inverse-compositional approximation), held near `start` by a prior.
     /// Returns whether the window had texture and coverage, the match's residual (RMS grey
-    /// levels; infinity unless `measuringResidual`) and the texture `minEig` it was given (the
+    /// levels) and the texture `minEig` it was given (the
     /// window's ``texture(_:x0:y0:x1:y1:)``, the same for every frame: the reference's).
     func lucasKanade(
-        from start: SIMD2<Float>, iterations: Int, texture minEig: Float, prior priorWeight: Float = 0.05,
-        measuringResidual: Bool = true
+        from start: SIMD2<Float>, iterations: Int, texture minEig: Float, prior priorWeight: Float = 0.05
     ) -> (SIMD2<Float>, Bool, Float, Float) {
         guard count > 0 else { return (start, false, .infinity, 0) }
         let n = Float((x1 - x0) * Window.rows(y0, y1))
@@ -792,9 +793,9 @@ struct Window {
         for it in 0..<iterations {
             // Huber weights first, then Tukey's: once the window is nearly aligned, pixels of
             // something that moved carry no weight at all.
-            var a = accumulate(d, bias, tukey: it >= 1, residual: measuringResidual)
+            var a = accumulate(d, bias, tukey: it >= 1, residual: true)
             guard Float(a.used) > 0.6 * n else { return (start, false, .infinity, 0) }
-            if measuringResidual { lastResidual = (a.squared_residual / Float(a.used)).squareRoot() }
+            lastResidual = (a.squared_residual / Float(a.used)).squareRoot()
             // The prior adds prior * |d + step - start|^2.
             a.a00 += prior
             a.a11 += prior

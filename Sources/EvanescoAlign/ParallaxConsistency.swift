@@ -163,27 +163,7 @@ public enum ParallaxConsistency {
         }
         summary.inconsistentCells = consistent.filter { !$0 }.count
         guard summary.inconsistentCells < C else { return (fields, summary) }
-        var known = consistent
-        var pending = (0..<C).filter { !known[$0] }
-        while !pending.isEmpty {
-            var next: [Int] = [], updates: [(Int, Float)] = []
-            for c in pending {
-                let i = c % cols, j = c / cols
-                var values: [Float] = []
-                for jj in max(0, j - 1)...min(rows - 1, j + 1) {
-                    for ii in max(0, i - 1)...min(cols - 1, i + 1) where known[jj * cols + ii] {
-                        values.append(rho[jj * cols + ii])
-                    }
-                }
-                if values.isEmpty { next.append(c) } else { updates.append((c, Selection.median(&values))) }
-            }
-            if updates.isEmpty { break }
-            for (c, v) in updates {
-                rho[c] = v
-                known[c] = true
-            }
-            pending = next
-        }
+        LocalAligner.fillFromNeighbours(&rho, known: consistent, columns: cols, rows: rows)
         var out = fields
         for (k, f) in members.enumerated() {
             var field = d[k]
