@@ -25,6 +25,15 @@ public struct DisplacementField: Sendable, Equatable, Codable {
         dy = dx
     }
 
+    /// Whether this is a well-formed field for a `width` x `height` output: the grid
+    /// ``init(width:height:cell:)`` makes for it, every displacement finite. A field from
+    /// elsewhere (a caller, a file) is checked with this before any pixel is warped through it.
+    public func covers(width: Int, height: Int) -> Bool {
+        cell >= 1 && columns == (max(1, width) - 1) / cell + 1 && rows == (max(1, height) - 1) / cell + 1
+            && dx.count == columns * rows && dy.count == dx.count && dx.allSatisfy(\.isFinite)
+            && dy.allSatisfy(\.isFinite)
+    }
+
     /// Cell coordinate of output coordinate `v` (fractional, clamped to the grid).
     @inlinable @inline(__always)
     func cellCoordinate(_ v: Float, _ count: Int) -> (Int, Int, Float) {

@@ -349,16 +349,23 @@ public enum BurstStacker {
                 used: i == refIndex, status: i == refIndex ? .reference : .pending)
         }
         if let given = options.givenHomographies {
+            var fields = none
             for i in reports.indices where i != refIndex {
-                if i < given.count, let h = given[i] {
+                let field = i < (options.givenFields?.count ?? 0) ? options.givenFields?[i] : nil
+                if let field, !field.covers(width: frames.width, height: frames.height) {
+                    reports[i].fail(
+                        "the local field given for this frame (\(field.columns)x\(field.rows) cells of \(field.cell) px) "
+                            + "does not cover its \(frames.width)x\(frames.height) pixels")
+                } else if i < given.count, let h = given[i] {
                     reports[i].homography = h
                     reports[i].used = true
                     reports[i].status = .given
+                    fields[i] = field
                 } else {
                     reports[i].fail("no homography given for this frame")
                 }
             }
-            return (reports, none)
+            return (reports, fields)
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {

@@ -53,6 +53,12 @@ public struct StackOptions: Sendable {
     /// Known registrations (frame -> reference), by frame index, instead of aligning: e.g. from
     /// an earlier report, or ground truth. nil entries mark frames to leave out.
     public var givenHomographies: [Homography?]?
+    /// Known local corrections (``StackResult/localFields``), by frame index, that go with
+    /// ``givenHomographies`` (ignored without them): a burst stacked again from its files, as the
+    /// studio's erase brush does on a burst over ``memoryLimit``, warps exactly as it did the
+    /// first time. A nil entry, or a missing one, warps by the homography alone; a field that
+    /// does not cover its frame leaves the frame out, with the reason in its report.
+    public var givenFields: [DisplacementField?]?
     /// Frames taken from a video input, evenly spaced (``BurstStacker/stack(contentsOf:options:)``).
     public var videoFrames = Int(Limits.videoFrames.defaultValue!)
     /// Bytes the decoded frames may take in memory, all together

@@ -25,11 +25,12 @@ extension BurstStudioSession {
                 result = try BurstStacker.erase(
                     mask, from: plain, frames: frames, interpolation: st.options.interpolation)
             } else {
-                // A burst over the memory limit is stacked again from its files, with the same registrations.
+                // A burst over the memory limit is stacked again from its files, warped as the first time.
                 var o = st.options
                 o.erase = mask
                 o.memoryLimit = memoryLimit
                 o.givenHomographies = plain.frames.map(\.homography)
+                o.givenFields = plain.localFields
                 result = try BurstStacker.stack(contentsOf: files, options: o)
             }
         }

@@ -95,6 +95,32 @@ import EvanescoIO
         #expect(report.framesHeld == "temporary file" && report.spilledBytes == spilled.spilledBytes)
     }
 
+    /// A burst stacked again from its files with the first run's registrations and local fields
+    /// (what the studio's erase brush does past the memory limit) warps exactly as the first run:
+    /// the same picture, spilled or not. Without the fields it would not be.
+    @Test func givenFieldsWarpAsTheFirstRun() throws {
+        let dir = try burstFolder(sixteen: false), spillDir = try folder("file")
+        defer {
+            try? FileManager.default.removeItem(atPath: dir)
+            try? FileManager.default.removeItem(atPath: spillDir)
+        }
+        var o = StackOptions()
+        o.align = .local
+        o.memoryLimit = nil
+        let first = try BurstStacker.stack(contentsOf: [dir], options: o)
+        #expect(first.localFields.compactMap { $0 }.count == 6, "every frame but the reference has a field")
+        o.givenHomographies = first.frames.map(\.homography)
+        o.givenFields = first.localFields
+        o.memoryLimit = 1
+        o.spillDirectory = spillDir
+        let again = try BurstStacker.stack(contentsOf: [dir], options: o)
+        #expect(again.spilledBytes != nil && again.frames.allSatisfy { $0.used })
+        #expect(again.image == first.image, "stacked again with the given fields, the picture changed")
+        #expect(again.localFields == first.localFields)
+        o.givenFields = nil
+        #expect(try BurstStacker.stack(contentsOf: [dir], options: o).image != first.image)
+    }
+
     /// A video's frames past the limit go through the file too (read in order from ffmpeg while
     /// the previous ones are registered): the same result as in memory, nothing left behind.
     @Test func aVideoSpillsAndStacksAsInMemory() throws {

@@ -193,6 +193,41 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         }
     }
 
+    @Test("Given local fields move each frame: a constant field is the translation it stands for")
+    func givenFieldsAreWarpedThrough() throws {
+        let frames = burst(Self.scene, shifts: Array(Self.shifts.prefix(5)))
+        var o = StackOptions()
+        o.givenHomographies = Self.shifts.prefix(5).map { Homography.translation($0.0, $0.1) }
+        let byHomography = try BurstStacker.stack(frames, options: o).image.uint8
+        // The frame's shift given as a field over identity: it samples at p + d = p - shift.
+        o.givenHomographies = Array(repeating: .identity, count: 5)
+        o.givenFields = Self.shifts.prefix(5).enumerated().map { k, s in
+            guard k > 0 else { return nil }
+            var f = DisplacementField(width: 320, height: 240, cell: 16)
+            f.dx = f.dx.map { _ in Float(-s.0) }
+            f.dy = f.dy.map { _ in Float(-s.1) }
+            return f
+        }
+        let r = try BurstStacker.stack(frames, options: o)
+        let byField = r.image.uint8
+        var worst = 0
+        for y in 8..<232 {
+            for x in 8..<312 {
+                for c in 0..<3 { worst = max(worst, abs(Int(byField[x, y, c]) - Int(byHomography[x, y, c]))) }
+            }
+        }
+        #expect(worst <= 2, "worst difference \(worst) levels")
+        #expect(r.localFields[1] == o.givenFields?[1] && r.localFields[0] == nil)
+        // A field that does not fit its frame, or holds a NaN, leaves that frame out and says why.
+        var bad = o.givenFields!
+        bad[2] = DisplacementField(width: 100, height: 240, cell: 16)
+        bad[3]?.dx[7] = .nan
+        o.givenFields = bad
+        let left = try BurstStacker.stack(frames, options: o)
+        #expect(left.frames.map(\.used) == [true, true, false, false, true])
+        #expect(left.frames[2].reason?.contains("does not cover its 320x240 pixels") == true, "\(left.frames[2])")
+    }
+
     @Test("aligned() gives the pixels the merge sampled: a one-frame-plus-reference mean is their average")
     func alignedMatchesMerge() throws {
         let frames = burst(Self.scene, shifts: [(0, 0), (2.5, -1.25)], occluder: false)
