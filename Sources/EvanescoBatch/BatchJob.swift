@@ -43,8 +43,10 @@ public enum JobOptions: Sendable, Encodable {
 
 /// One line of a batch manifest, read and checked:
 /// `{"id": "...", "kind": "stack" | "portrait" | "backdrop", "inputs": [...], "output": "...", "options": {...}}`,
-/// with two optional keys: `quality` (JPEG quality of the output, 1...100; default: the command's)
-/// and, for a backdrop, `background` (an image scaled to fill; default black).
+/// with optional keys: `quality` (JPEG quality of the output, 1...100; default: the command's),
+/// for a backdrop `background` (an image scaled to fill; default black), and for a stack `erase`
+/// (a mask the size of the result, white where what the merge kept must go, as
+/// `evanesco stack --erase` reads it: ``StackOptions/erase``).
 public struct BatchJob: Sendable {
     /// The job's name, unique in its manifest or queue: 1 to 200 of `A-Z a-z 0-9 . _ - : @ +`,
     /// not starting with a dot (it names the job's receipt file).
@@ -59,6 +61,8 @@ public struct BatchJob: Sendable {
     public var quality: Int
     /// A backdrop's background image, absolute.
     public var background: String?
+    /// A stack's erase mask (``StackOptions/erase``), absolute: read when the job runs.
+    public var erase: String?
     /// The line as it was written, checked (what a queue stores and a worker reads back).
     public var line: String
 
@@ -71,6 +75,7 @@ public struct BatchJob: Sendable {
     public func normalizedLine() throws -> String {
         struct Line: Encodable {
             var id: String, kind: JobKind, inputs: [String], output: String, quality: Int, background: String?
+            var erase: String?
             var options: JobOptions
         }
         let e = JSONEncoder()
@@ -78,7 +83,7 @@ public struct BatchJob: Sendable {
         let data = try e.encode(
             Line(
                 id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background,
-                options: options))
+                erase: erase, options: options))
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -113,10 +118,14 @@ public struct BatchJob: Sendable {
             URL(fileURLWithPath: p, relativeTo: URL(fileURLWithPath: base, isDirectory: true)).standardizedFileURL.path
         }
         let inputs = raw.inputs.map(absolute), output = absolute(raw.output)
-        let background = raw.background.map(absolute)
+        let background = raw.background.map(absolute), erase = raw.erase.map(absolute)
         if background != nil && raw.kind != .backdrop {
             throw bad("background is a backdrop job's key; a \(raw.kind.rawValue) job has none")
         }
+        if erase != nil && raw.kind != .stack {
+            throw bad("erase is a stack job's key; a \(raw.kind.rawValue) job has none")
+        }
+        if raw.erase?.isEmpty == true { throw bad("erase must be the path of a mask picture") }
         let ext = (output as NSString).pathExtension.lowercased()
         switch raw.kind {
         case .stack, .portrait:
@@ -134,9 +143,11 @@ public struct BatchJob: Sendable {
             }
             guard inputs.allSatisfy({ $0 != "-" }) else { throw bad("a batch job cannot read stdin") }
         }
-        if inputs.contains(output) || background == output { throw bad("output \(raw.output) is also an input") }
+        if inputs.contains(output) || background == output || erase == output {
+            throw bad("output \(raw.output) is also an input")
+        }
         if checkFiles {
-            for p in inputs + [background].compactMap({ $0 }) where !FileManager.default.fileExists(atPath: p) {
+            for p in inputs + [background, erase].compactMap({ $0 }) where !FileManager.default.fileExists(atPath: p) {
                 throw bad("input \(p): no such file or folder")
             }
             var isDir: ObjCBool = false
@@ -148,7 +159,7 @@ public struct BatchJob: Sendable {
         return BatchJob(
             id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
             quality: raw.quality ?? raw.kind.defaultQuality,
-            background: background, line: line)
+            background: background, erase: erase, line: line)
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -160,8 +171,11 @@ public struct BatchJob: Sendable {
         var options: JobOptions
         var quality: Int?
         var background: String?
+        var erase: String?
 
-        enum Key: String, CodingKey, CaseIterable { case id, kind, inputs, output, options, quality, background }
+        enum Key: String, CodingKey, CaseIterable {
+            case id, kind, inputs, output, options, quality, background, erase
+        }
 
         init(from decoder: any Decoder) throws {
             try SettingsCoding.rejectUnknownKeys(decoder, known: Key.allCases.map(\.rawValue))
@@ -176,6 +190,7 @@ public struct BatchJob: Sendable {
             output = try c.decode(String.self, forKey: .output)
             quality = try c.decodeWholeNumberIfPresent(forKey: .quality)
             background = try c.decodeIfPresent(String.self, forKey: .background)
+            erase = try c.decodeIfPresent(String.self, forKey: .erase)
             let present = c.contains(.options)
             switch k {
             case .stack: options = .stack(present ? try c.decode(StackOptions.self, forKey: .options) : StackOptions())

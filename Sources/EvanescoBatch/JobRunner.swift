@@ -80,6 +80,7 @@ public enum JobRunner {
         switch job.options {
         case .stack(var options):
             options.cancellation = cancellation
+            options.erase = try job.erase.map(EraseMask.read)
             var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
             try result.timings.measure(\.encode) {
                 try ImageCodecs.write(

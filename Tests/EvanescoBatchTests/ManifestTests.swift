@@ -102,13 +102,16 @@ import Testing
             {"id": "b", "kind": "backdrop", "inputs": ["in/a.png"], "output": "o8.png"}
             {"id": "i", "kind": "stack", "inputs": ["in/a.png"], "output": "in/a.png"}
             {"id": "q", "kind": "stack", "inputs": ["in"], "output": "o9.jpg", "quality": 0}
+            {"id": "e", "kind": "portrait", "inputs": ["in/a.png"], "output": "o10.jpg", "erase": "in/a.png"}
+            {"id": "f", "kind": "stack", "inputs": ["in"], "output": "in/a.png", "erase": "in/a.png"}
+            {"id": "g", "kind": "stack", "inputs": ["in"], "output": "o11.jpg", "erase": "in/none.png"}
             """
         do {
             _ = try BatchManifest.parse(text, path: dir + "/jobs.jsonl")
             Issue.record("a manifest with bad lines was accepted")
         } catch {
             let byLine = Dictionary(uniqueKeysWithValues: error.problems.map { ($0.line ?? 0, $0.message) })
-            #expect(byLine.keys.sorted() == [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+            #expect(byLine.keys.sorted() == [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
             #expect(byLine[2]?.contains("also line 1's") == true)
             #expect(byLine[3]?.contains("not valid JSON") == true)
             #expect(byLine[5]?.contains("did you mean \"kappa\"") == true)
@@ -120,6 +123,9 @@ import Testing
             #expect(byLine[11]?.contains("two inputs") == true)
             #expect(byLine[12]?.contains("also an input") == true)
             #expect(byLine[13]?.contains("quality") == true)
+            #expect(byLine[14]?.contains("erase is a stack job's key; a portrait job has none") == true)
+            #expect(byLine[15]?.contains("also an input") == true)
+            #expect(byLine[16]?.contains("in/none.png: no such file") == true)
             #expect(error.description.contains("nothing was run"))
         }
     }
@@ -137,6 +143,14 @@ import Testing
             return
         }
         #expect(o.merge == .median && o.kappa == 3)
+        // A stack's erase mask, absolute, is carried in the line a queue stores.
+        let erasing = try BatchJob.parse(
+            #"{"id": "e", "kind": "stack", "inputs": ["in"], "output": "o.png", "erase": "masks/e.png"}"#, base: dir,
+            checkFiles: false)
+        #expect(erasing.erase == dir + "/masks/e.png")
+        #expect(
+            try BatchJob.parse(try erasing.normalizedLine(), base: "/elsewhere", checkFiles: false).erase
+                == erasing.erase)
     }
 
     @Test func shardsSliceEveryJobOnceAndReadSchedulers() throws {

@@ -122,6 +122,53 @@ import Testing
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack3", "portrait5"], scratch: s.path)
     }
 
+    /// A stack job's `erase` mask: what stood in three of five frames is erased, as by
+    /// `evanesco stack --erase` alone (the same bytes); a mask of another size fails the job and
+    /// names both sizes.
+    @Test func stackJobsEraseWhatTheirMaskMarks() throws {
+        let s = Scratch()
+        let burst = s.file("burst")
+        try FileManager.default.createDirectory(atPath: burst, withIntermediateDirectories: true)
+        for f in 0..<5 {
+            // The square (12x13 at y 20) stands at x 20 in frames 0-2, then at x 60.
+            try ImageCodecs.write(
+                .uint8(BatchFixtures.frame(96, 80, seed: 3, squareAt: f < 3 ? 20 : 60)), to: burst + "/f\(f).png",
+                options: WriteOptions(compression: .fast))
+        }
+        let mask = Image<UInt8>(width: 96, height: 80, channels: 1) { d in
+            for y in 16..<37 { for x in 16..<36 { d[y * 96 + x] = 255 } }
+        }
+        try ImageCodecs.write(.uint8(mask), to: s.file("mask.png"))
+        try ImageCodecs.write(.uint8(Image<UInt8>(width: 10, height: 10, channels: 1)), to: s.file("small.png"))
+        try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
+        func job(_ id: String, _ mask: String) -> String {
+            let line = BatchFixtures.line(id, "stack", ["burst"], "out/\(id).png", ["align": "none", "merge": "median"])
+            return String(line.dropLast()) + #", "erase": "\#(mask)"}"#
+        }
+        let manifest = s.file("jobs.jsonl")
+        try (job("erased", "mask.png") + "\n" + job("wrong", "small.png") + "\n")
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["batch", "run", manifest, "--quiet"])
+        #expect(r.status == 1, "\(r.err)")
+        #expect(
+            r.err.contains("job wrong failed: ") && r.err.contains("the erase mask is 10x10 but the result is 96x80"))
+        let alone = try CLI.run([
+            "stack", burst, "--align", "none", "--merge", "median", "--erase", s.file("mask.png"), "-o",
+            s.file("alone.png"), "--quiet"
+        ])
+        #expect(alone.status == 0, "\(alone.err)")
+        let out = try #require(FileManager.default.contents(atPath: s.file("out/erased.png")))
+        #expect(
+            out == FileManager.default.contents(atPath: s.file("alone.png")),
+            "the batch's erase differs from the command's")
+        // The square is gone: the pixels where it stood are those of frames 3 and 4.
+        let image = try ImageCodecs.read(s.file("out/erased.png")).image.uint8
+        let clear = BatchFixtures.frame(96, 80, seed: 3, squareAt: 60)
+        for (x, y) in [(22, 22), (30, 30), (25, 27)] {
+            #expect((0..<3).allSatisfy { image[x, y, $0] == clear[x, y, $0] }, "(\(x), \(y)) still shows the square")
+        }
+    }
+
     @Test func backdropJobsWriteTheSameFramesAsTheCommand() throws {
         let s = Scratch()
         let (color, depth) = try BackdropCommands().writeFrames(s, count: 3)
