@@ -65,86 +65,60 @@ public enum ParallaxConsistency {
         }
         guard members.count >= 3 else { return (fields, nil) }
         let cols = first.columns, rows = first.rows, C = cols * rows, K = members.count
-        let d = members.map { fields[$0]! }
+        // Every frame's field in one flat array per component (frame k's cells at k * C), and
+        // the loops split over the cores: by frame where a frame's sums are taken, by cell where
+        // a cell's are. Each sum runs in the same order whichever core takes it, so the result
+        // does not depend on the number of threads.
+        var dxAll = [Float](repeating: 0, count: K * C), dyAll = dxAll
+        for (k, f) in members.enumerated() {
+            dxAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dx)
+            dyAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dy)
+        }
         // Cell centres, scaled to about [-1, 1] (the affine terms' columns).
         let half = Float(max(cols, rows)) / 2
         let px = (0..<C).map { (Float($0 % cols) + 0.5 - Float(cols) / 2) / half }
         let py = (0..<C).map { (Float($0 / cols) + 0.5 - Float(rows) / 2) / half }
+        /// Cells per strip of the cell loops: a strip is worth a thread's wake-up.
+        let cellStrip = 512
 
         // Start: rho from the fields' first singular vector (power iterations), no affine part.
         var rho = [Float](repeating: 1, count: C)
         var t = [SIMD2<Float>](repeating: .zero, count: K)
         // Per frame, the coefficients of (rho, x, y, 1) in its field's x and y components.
         var affine = [(SIMD4<Float>, SIMD4<Float>)](repeating: (.zero, .zero), count: K)
-        for _ in 0..<12 {
-            for k in 0..<K {
-                var s = SIMD2<Float>.zero
-                for c in 0..<C { s += rho[c] * SIMD2(d[k].dx[c], d[k].dy[c]) }
-                t[k] = s
-            }
-            var norm: Float = 0
-            for c in 0..<C {
-                var s: Float = 0
-                for k in 0..<K { s += (t[k] * SIMD2(d[k].dx[c], d[k].dy[c])).sum() }
-                rho[c] = s
-                norm += s * s
-            }
-            norm = norm.squareRoot()
-            guard norm > 0 else { return (fields, nil) }
-            for c in 0..<C { rho[c] /= norm / Float(C).squareRoot() }
-        }
         var weight = [Float](repeating: 1, count: K * C)
+        let fitted: Bool = dxAll.withUnsafeBufferPointer { DX in
+            dyAll.withUnsafeBufferPointer { DY in
+                rho.withUnsafeMutableBufferPointer { R in
+                    t.withUnsafeMutableBufferPointer { T in
+                        affine.withUnsafeMutableBufferPointer { A in
+                            weight.withUnsafeMutableBufferPointer { W in
+                                Fit(
+                                    dx: DX, dy: DY, px: px, py: py, rho: R, t: T, affine: A, weight: W, K: K, C: C,
+                                    cellStrip: cellStrip
+                                ).run()
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard fitted else { return (fields, nil) }
         func model(_ k: Int, _ c: Int) -> SIMD2<Float> {
             let v = SIMD4(rho[c], px[c], py[c], 1)
             return SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
         }
         func residual(_ k: Int, _ c: Int) -> Float {
-            let r = SIMD2(d[k].dx[c], d[k].dy[c]) - model(k, c)
+            let r = SIMD2(dxAll[k * C + c], dyAll[k * C + c]) - model(k, c)
             return (r * r).sum().squareRoot()
         }
-        for _ in 0..<10 {
-            // Each frame: t_k and its affine part, by weighted least squares given rho.
-            for k in 0..<K {
-                var r0 = SIMD4<Double>.zero, r1 = r0, r2 = r0, r3 = r0, bx = r0, by = r0
-                let dx = d[k].dx, dy = d[k].dy
-                for c in 0..<C {
-                    let w = Double(weight[k * C + c])
-                    let v = SIMD4(Double(rho[c]), Double(px[c]), Double(py[c]), 1)
-                    let wv = w * v
-                    r0 += wv[0] * v
-                    r1 += wv[1] * v
-                    r2 += wv[2] * v
-                    r3 += wv[3] * v
-                    bx += wv * Double(dx[c])
-                    by += wv * Double(dy[c])
-                }
-                let m = [r0, r1, r2, r3].flatMap { [$0[0], $0[1], $0[2], $0[3]] }
-                guard let sx = solve4(m, [bx[0], bx[1], bx[2], bx[3]]), let sy = solve4(m, [by[0], by[1], by[2], by[3]])
-                else { return (fields, nil) }
-                affine[k] = (SIMD4(sx.map { Float($0) }), SIMD4(sy.map { Float($0) }))
-                t[k] = SIMD2(affine[k].0[0], affine[k].1[0])
-            }
-            // Each cell: rho given the frames.
-            for c in 0..<C {
-                var num: Float = 0, den: Float = 0
-                for k in 0..<K {
-                    let w = weight[k * C + c]
-                    let rest = SIMD2(
-                        d[k].dx[c] - (affine[k].0[1] * px[c] + affine[k].0[2] * py[c] + affine[k].0[3]),
-                        d[k].dy[c] - (affine[k].1[1] * px[c] + affine[k].1[2] * py[c] + affine[k].1[3]))
-                    num += w * (t[k] * rest).sum()
-                    den += w * (t[k] * t[k]).sum()
-                }
-                if den > 1e-6 { rho[c] = num / den }
-            }
-            for k in 0..<K {
-                for c in 0..<C {
-                    let r = residual(k, c) / scale
-                    weight[k * C + c] = 1 / (1 + r * r)
-                }
+        var all = [Float](repeating: 0, count: K * C)
+        all.withUnsafeMutableBufferPointer { out in
+            StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
+                for k in frames { for c in 0..<C { out[k * C + c] = residual(k, c) } }
             }
         }
-        var all = (0..<(K * C)).map { residual($0 / C, $0 % C) }
+        let residuals = all
         let medianResidual = Selection.median(&all)
         var summary = Summary(
             frames: K, cells: C, inconsistentCells: 0, replacedFrameCells: 0, medianResidualPx: medianResidual,
@@ -156,18 +130,23 @@ public enum ParallaxConsistency {
         let flags = members.map { f in
             measured.flatMap { f < $0.count ? $0[f] : nil }.flatMap { $0.count == C ? $0 : nil }
         }
-        for c in 0..<C {
-            var r = (0..<K).map { residual($0, c) }
-            let measuredBy = flags.filter { $0?[c] ?? false }.count
-            consistent[c] = Selection.median(&r) <= cellLimit || 2 * measuredBy > K
+        consistent.withUnsafeMutableBufferPointer { out in
+            StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                var r = [Float](repeating: 0, count: K)
+                for c in cells {
+                    for k in 0..<K { r[k] = residuals[k * C + c] }
+                    let measuredBy = flags.filter { $0?[c] ?? false }.count
+                    out[c] = Selection.median(&r) <= cellLimit || 2 * measuredBy > K
+                }
+            }
         }
         summary.inconsistentCells = consistent.filter { !$0 }.count
         guard summary.inconsistentCells < C else { return (fields, summary) }
         LocalAligner.fillFromNeighbours(&rho, known: consistent, columns: cols, rows: rows)
         var out = fields
         for (k, f) in members.enumerated() {
-            var field = d[k]
-            for c in 0..<C where !consistent[c] || (residual(k, c) > frameLimit && !(flags[k]?[c] ?? false)) {
+            var field = fields[f]!
+            for c in 0..<C where !consistent[c] || (residuals[k * C + c] > frameLimit && !(flags[k]?[c] ?? false)) {
                 let m = model(k, c)
                 field.dx[c] = m.x
                 field.dy[c] = m.y
@@ -177,6 +156,106 @@ public enum ParallaxConsistency {
         }
         summary.applied = true
         return (out, summary)
+    }
+
+    /// The alternating least squares of ``consolidate(_:measured:)`` on flat buffers: frame `k`'s
+    /// cell `c` at `k * C + c`.
+    struct Fit {
+        let dx: UnsafeBufferPointer<Float>, dy: UnsafeBufferPointer<Float>
+        let px: [Float], py: [Float]
+        let rho: UnsafeMutableBufferPointer<Float>, t: UnsafeMutableBufferPointer<SIMD2<Float>>
+        let affine: UnsafeMutableBufferPointer<(SIMD4<Float>, SIMD4<Float>)>
+        let weight: UnsafeMutableBufferPointer<Float>
+        let K: Int, C: Int, cellStrip: Int
+
+        func residual(_ k: Int, _ c: Int) -> Float {
+            let v = SIMD4(rho[c], px[c], py[c], 1)
+            let r = SIMD2(dx[k * C + c], dy[k * C + c]) - SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
+            return (r * r).sum().squareRoot()
+        }
+
+        /// Fits rho, each frame's motion and affine part. False when the fields are all zero or a
+        /// frame's system is singular.
+        func run() -> Bool {
+            for _ in 0..<12 {
+                StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
+                    for k in frames {
+                        var s = SIMD2<Float>.zero
+                        for c in 0..<C { s += rho[c] * SIMD2(dx[k * C + c], dy[k * C + c]) }
+                        t[k] = s
+                    }
+                }
+                // rho is read by every frame above and written here: the two loops run one after the other.
+                var next = [Float](repeating: 0, count: C)
+                next.withUnsafeMutableBufferPointer { out in
+                    StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                        for c in cells {
+                            var s: Float = 0
+                            for k in 0..<K { s += (t[k] * SIMD2(dx[k * C + c], dy[k * C + c])).sum() }
+                            out[c] = s
+                        }
+                    }
+                }
+                var norm: Float = 0
+                for c in 0..<C {
+                    rho[c] = next[c]
+                    norm += next[c] * next[c]
+                }
+                norm = norm.squareRoot()
+                guard norm > 0 else { return false }
+                for c in 0..<C { rho[c] /= norm / Float(C).squareRoot() }
+            }
+            let singular = LockedBox(false)
+            for _ in 0..<10 {
+                // Each frame: t_k and its affine part, by weighted least squares given rho.
+                StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
+                    for k in frames {
+                        var r0 = SIMD4<Double>.zero, r1 = r0, r2 = r0, r3 = r0, bx = r0, by = r0
+                        for c in 0..<C {
+                            let w = Double(weight[k * C + c])
+                            let v = SIMD4(Double(rho[c]), Double(px[c]), Double(py[c]), 1)
+                            let wv = w * v
+                            r0 += wv[0] * v
+                            r1 += wv[1] * v
+                            r2 += wv[2] * v
+                            r3 += wv[3] * v
+                            bx += wv * Double(dx[k * C + c])
+                            by += wv * Double(dy[k * C + c])
+                        }
+                        let m = [r0, r1, r2, r3].flatMap { [$0[0], $0[1], $0[2], $0[3]] }
+                        guard let sx = solve4(m, [bx[0], bx[1], bx[2], bx[3]]),
+                            let sy = solve4(m, [by[0], by[1], by[2], by[3]])
+                        else {
+                            singular.update { $0 = true }
+                            continue
+                        }
+                        affine[k] = (SIMD4(sx.map { Float($0) }), SIMD4(sy.map { Float($0) }))
+                        t[k] = SIMD2(affine[k].0[0], affine[k].1[0])
+                    }
+                }
+                if singular.value { return false }
+                // Each cell: rho given the frames; then every measurement's weight.
+                StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                    for c in cells {
+                        var num: Float = 0, den: Float = 0
+                        for k in 0..<K {
+                            let w = weight[k * C + c]
+                            let rest = SIMD2(
+                                dx[k * C + c] - (affine[k].0[1] * px[c] + affine[k].0[2] * py[c] + affine[k].0[3]),
+                                dy[k * C + c] - (affine[k].1[1] * px[c] + affine[k].1[2] * py[c] + affine[k].1[3]))
+                            num += w * (t[k] * rest).sum()
+                            den += w * (t[k] * t[k]).sum()
+                        }
+                        if den > 1e-6 { rho[c] = num / den }
+                        for k in 0..<K {
+                            let r = residual(k, c) / ParallaxConsistency.scale
+                            weight[k * C + c] = 1 / (1 + r * r)
+                        }
+                    }
+                }
+            }
+            return true
+        }
     }
 
     /// Solves the symmetric 4 x 4 system `m x = b` by Gaussian elimination with partial pivoting
