@@ -35,6 +35,13 @@ public struct LocalAlignmentOptions: Sendable, Equatable {
     /// out: measured on motorcycle-parallax, 3 -> 5 iterations is +0.10 dB and a fifth fewer
     /// error pixels, 8 another +0.04 dB at 60 % more time.
     public var detailIterations = 5
+    /// The detail pass skips the fine cells of a coarse cell whose 3 x 3 neighbourhood varies by at
+    /// most this (pixels, in x and in y; 0: refine every fine cell): no depth edge there for it to
+    /// follow, and they keep the coarse value. Measured on 30 parallax bursts made with
+    /// `make_burst.py --disparity --parallax` (aloe and motorcycle, 4 to 12 px): at 0.1 px the
+    /// same PSNR (median +0.003 dB, worst -0.002 dB) and 15 % less alignment time; at 0.3 px,
+    /// -0.06 dB on one burst; at 0.5 px, -0.56 dB.
+    public var detailFlatLimit: Float = 0.1
 
     public init() {}
 
@@ -259,11 +266,22 @@ public enum LocalAligner {
         let results = LockedBox([(Int, SIMD2<Float>, Float)]())
         let texture = planes.reference.textures(
             cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
+        // Where the coarse field is flat there is no depth edge to follow: a fine cell in a
+        // coarse cell whose neighbourhood is flat keeps the coarse value, measured if the coarse
+        // cell was.
+        let flat = flatCells(field, limit: options.detailFlatLimit)
+        let skipped = LockedBox([Int]())
         StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
             var local: [(Int, SIMD2<Float>, Float)] = []
+            var skip: [Int] = []
             for j in rowRange {
                 for i in 0..<cols {
                     let idx = j * cols + i
+                    let ci = min(field.columns - 1, i * fineCell / cell), cj = min(field.rows - 1, j * fineCell / cell)
+                    if flat[cj * field.columns + ci] {
+                        if textured[cj * field.columns + ci] { skip.append(idx) }
+                        continue
+                    }
                     let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
                     let win = Window(planes, cx: cx, cy: cy, radius: radius)
                     guard win.count > 0 else { continue }
@@ -274,6 +292,7 @@ public enum LocalAligner {
                 }
             }
             results.update { $0.append(contentsOf: local) }
+            skipped.update { $0.append(contentsOf: skip) }
         }
         // As at the coarse levels, a cell whose window still does not match is no measurement.
         var residuals = results.value.map(\.2).filter(\.isFinite)
@@ -284,9 +303,31 @@ public enum LocalAligner {
             fine.dy[idx] = d.y
             measured[idx] = true
         }
+        for idx in skipped.value { measured[idx] = true }
         medianFilter(&fine)
         // The statistics describe the field applied, over the cells the detail pass measured.
         return LocalAlignment(field: fine, statistics: statistics(fine, measured), level: finest, textured: measured)
+    }
+
+    /// Per cell, whether the field varies by at most `limit` pixels (in x and in y) over the
+    /// cell's 3 x 3 neighbourhood (all false when `limit` is not above 0).
+    static func flatCells(_ f: DisplacementField, limit: Float) -> [Bool] {
+        var flat = [Bool](repeating: false, count: f.dx.count)
+        guard limit > 0 else { return flat }
+        for j in 0..<f.rows {
+            for i in 0..<f.columns {
+                var lo = SIMD2<Float>(repeating: .infinity), hi = -lo
+                for y in max(0, j - 1)...min(f.rows - 1, j + 1) {
+                    for x in max(0, i - 1)...min(f.columns - 1, i + 1) {
+                        let v = SIMD2(f.dx[y * f.columns + x], f.dy[y * f.columns + x])
+                        lo = pointwiseMin(lo, v)
+                        hi = pointwiseMax(hi, v)
+                    }
+                }
+                flat[j * f.columns + i] = (hi - lo).max() <= limit
+            }
+        }
+        return flat
     }
 
     /// Untextured cells take the median of their textured neighbours, growing outwards.

@@ -98,6 +98,47 @@ import EvanescoIO
         #expect(p90 < 0.2, "cell \(cell): p90 error \(p90), max \(errs.last!)")
     }
 
+    /// The detail pass skips fine cells where the coarse field is flat: a step in the field marks
+    /// the cells whose neighbourhood holds it, and nothing else; on a uniform shift the skipped
+    /// cells keep the coarse value (measured) and the field matches a full detail pass.
+    @Test func detailPassSkipsWhereTheCoarseFieldIsFlat() {
+        var step = DisplacementField(width: 160, height: 80, cell: 16)
+        for c in step.dx.indices where c % step.columns >= 5 { step.dx[c] = 1 }
+        let flat = LocalAligner.flatCells(step, limit: 0.1)
+        for c in flat.indices {
+            let i = c % step.columns
+            #expect(flat[c] == !(4...5).contains(i), "cell \(c)")
+        }
+        #expect(!LocalAligner.flatCells(step, limit: 0).contains(true))
+
+        let ref = Self.textured(320, 240)
+        let frame = Self.bent(ref) { _, _ in SIMD2(1.25, -0.75) }
+        var o = LocalAlignmentOptions()
+        let full: LocalAlignment = {
+            o.detailFlatLimit = 0
+            return LocalAligner.estimate(
+                reference: GreyPyramid(ref), frame: GreyPyramid(frame), homography: .identity, options: o)
+        }()
+        o.detailFlatLimit = 0.1
+        let skipping = LocalAligner.estimate(
+            reference: GreyPyramid(ref), frame: GreyPyramid(frame), homography: .identity, options: o)
+        let f = skipping.field
+        var worst: Float = 0, interior = 0, measured = 0
+        for j in 3..<(f.rows - 3) {
+            for i in 3..<(f.columns - 3) {
+                let c = j * f.columns + i
+                interior += 1
+                if skipping.measured[c] { measured += 1 }
+                worst = max(worst, abs(f.dx[c] - full.field.dx[c]), abs(f.dy[c] - full.field.dy[c]))
+                worst = max(worst, abs(f.dx[c] - 1.25), abs(f.dy[c] + 0.75))
+            }
+        }
+        #expect(worst < 0.1, "worst difference \(worst) px")
+        #expect(measured == interior)
+        // The skipped cells hold the coarse value, not the detail pass's own.
+        #expect(zip(f.dx, full.field.dx).contains { $0 != $1 })
+    }
+
     /// The field's 3x3 median filter (sorted columns, 4 cells at a time inside) against the
     /// median of each cell's neighbours sorted, on grids from 1 x 1 to wider than a vector, with
     /// ties (values drawn from a few levels) and without.
