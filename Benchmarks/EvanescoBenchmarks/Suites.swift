@@ -417,15 +417,27 @@ extension Bench {
         guard let files = burstFrames(path) else { return }
         let ref = RegistrationReference(try ImageCodecs.read(path + "/" + files[0]).image.uint8)
         var fields: [DisplacementField?] = [nil], measured: [[Bool]?] = [nil]
+        var samplers: [ParallaxConsistency.Sampler?] = [nil]
         for file in files.dropFirst() {
-            let pyr = ref.framePyramid(try ImageCodecs.read(path + "/" + file).image.uint8)
+            let image = try ImageCodecs.read(path + "/" + file).image.uint8
+            let pyr = ref.framePyramid(image)
             let h = try ref.register(pyramid: pyr, model: .homography).homography
             let la = LocalAligner.estimate(reference: ref.pyramid, frame: pyr, homography: h)
             fields.append(la.field)
             measured.append(la.measured)
+            let sampler = RowSampler(frame: image, homography: h, interpolation: .bilinear)
+            samplers.append({ sampler.grey(at: $0, into: $1) })
         }
         try timeIt("local: \(files.count - 1) fields made consistent") {
             _ = ParallaxConsistency.consolidate(fields, measured: measured)
+        }
+        // Then the depth sweep where most frames could not measure (the stacker's next step).
+        let consistent = ParallaxConsistency.consolidated(fields, measured: measured)
+        if let model = consistent.model {
+            let cells = ParallaxConsistency.sweep(consistent.fields, model: model, samplers: samplers).1
+            try timeIt("local: depth sweep, \(cells.sweptCells) cells of \(files.count - 1) fields") {
+                _ = ParallaxConsistency.sweep(consistent.fields, model: model, samplers: samplers)
+            }
         }
     }
 

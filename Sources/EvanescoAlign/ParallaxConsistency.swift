@@ -59,11 +59,39 @@ public enum ParallaxConsistency {
     public static func consolidate(
         _ fields: [DisplacementField?], measured: [[Bool]?]? = nil
     ) -> ([DisplacementField?], Summary?) {
-        guard let first = fields.compactMap({ $0 }).first else { return (fields, nil) }
+        let r = consolidated(fields, measured: measured)
+        return (r.fields, r.summary)
+    }
+
+    /// The fitted scene, for ``sweep(_:model:samplers:)``.
+    public struct Model: Sendable {
+        /// The frames (indices into the fields) the model describes.
+        public let members: [Int]
+        /// The grid: cells of `cell` pixels, `columns` x `rows` of them.
+        public let cell: Int, columns: Int, rows: Int
+        /// Relative inverse depth per cell (cells few frames measured: from their neighbours).
+        public var rho: [Float]
+        /// Per cell, how many of the members measured it.
+        public let measuredBy: [Int]
+        let affine: [(SIMD4<Float>, SIMD4<Float>)]
+        let px: [Float], py: [Float]
+
+        /// Member `k`'s displacement at cell `c` for a depth `r`.
+        @inline(__always) func displacement(_ k: Int, _ c: Int, rho r: Float) -> SIMD2<Float> {
+            let v = SIMD4(r, px[c], py[c], 1)
+            return SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
+        }
+    }
+
+    /// ``consolidate(_:measured:)`` with the model it applied (nil when it applied none).
+    public static func consolidated(
+        _ fields: [DisplacementField?], measured: [[Bool]?]? = nil
+    ) -> (fields: [DisplacementField?], summary: Summary?, model: Model?) {
+        guard let first = fields.compactMap({ $0 }).first else { return (fields, nil, nil) }
         let members = fields.indices.filter {
             fields[$0].map { $0.cell == first.cell && $0.columns == first.columns && $0.rows == first.rows } ?? false
         }
-        guard members.count >= 3 else { return (fields, nil) }
+        guard members.count >= 3 else { return (fields, nil, nil) }
         let cols = first.columns, rows = first.rows, C = cols * rows, K = members.count
         // Every frame's field in one flat array per component (frame k's cells at k * C), and
         // the loops split over the cores: by frame where a frame's sums are taken, by cell where
@@ -103,7 +131,7 @@ public enum ParallaxConsistency {
                 }
             }
         }
-        guard fitted else { return (fields, nil) }
+        guard fitted else { return (fields, nil, nil) }
         func model(_ k: Int, _ c: Int) -> SIMD2<Float> {
             let v = SIMD4(rho[c], px[c], py[c], 1)
             return SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
@@ -123,25 +151,29 @@ public enum ParallaxConsistency {
         var summary = Summary(
             frames: K, cells: C, inconsistentCells: 0, replacedFrameCells: 0, medianResidualPx: medianResidual,
             applied: false)
-        guard medianResidual <= modelLimit else { return (fields, summary) }
+        guard medianResidual <= modelLimit else { return (fields, summary, nil) }
 
         // Cells most frames disagree on take rho from consistent neighbours (growing outwards).
         var consistent = [Bool](repeating: true, count: C)
         let flags = members.map { f in
             measured.flatMap { f < $0.count ? $0[f] : nil }.flatMap { $0.count == C ? $0 : nil }
         }
+        var measuredBy = [Int](repeating: 0, count: C)
         consistent.withUnsafeMutableBufferPointer { out in
-            StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
-                var r = [Float](repeating: 0, count: K)
-                for c in cells {
-                    for k in 0..<K { r[k] = residuals[k * C + c] }
-                    let measuredBy = flags.filter { $0?[c] ?? false }.count
-                    out[c] = Selection.median(&r) <= cellLimit || 2 * measuredBy > K
+            measuredBy.withUnsafeMutableBufferPointer { counts in
+                StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                    var r = [Float](repeating: 0, count: K)
+                    for c in cells {
+                        for k in 0..<K { r[k] = residuals[k * C + c] }
+                        let measuredBy = flags.filter { $0?[c] ?? false }.count
+                        out[c] = Selection.median(&r) <= cellLimit || 2 * measuredBy > K
+                        counts[c] = measuredBy
+                    }
                 }
             }
         }
         summary.inconsistentCells = consistent.filter { !$0 }.count
-        guard summary.inconsistentCells < C else { return (fields, summary) }
+        guard summary.inconsistentCells < C else { return (fields, summary, nil) }
         LocalAligner.fillFromNeighbours(&rho, known: consistent, columns: cols, rows: rows)
         var out = fields
         for (k, f) in members.enumerated() {
@@ -155,7 +187,13 @@ public enum ParallaxConsistency {
             out[f] = field
         }
         summary.applied = true
-        return (out, summary)
+        return (
+            out, summary,
+            Model(
+                members: members, cell: first.cell, columns: cols, rows: rows, rho: rho, measuredBy: measuredBy,
+                affine: affine, px: px,
+                py: py)
+        )
     }
 
     /// The alternating least squares of ``consolidate(_:measured:)`` on flat buffers: frame `k`'s

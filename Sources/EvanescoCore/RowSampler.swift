@@ -138,6 +138,38 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         }
     }
 
+    /// The frame's grey levels (the mean of its channels, bilinear) at output positions
+    /// `points`, through the homography only (``offsets`` are not applied: add them to the
+    /// points), into `values`: NaN where the source position is outside the frame.
+    @inlinable
+    public func grey(at points: UnsafeBufferPointer<SIMD2<Float>>, into values: UnsafeMutableBufferPointer<Float>) {
+        let w = width, h = height, c = channels, maxX = Float(w - 1), maxY = Float(h - 1)
+        let mm = m ?? [1, 0, 0, 0, 1, 0, 0, 0, 1]
+        let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], mm[6], mm[7], mm[8])
+        let scale = 1 / Float(c)
+        withSamples { q in
+            for i in 0..<min(points.count, values.count) {
+                let p = points[i]
+                let d = m6 * p.x + m7 * p.y + m8
+                let sx = (m0 * p.x + m1 * p.y + m2) / d, sy = (m3 * p.x + m4 * p.y + m5) / d
+                guard d > 1e-12, sx >= 0, sy >= 0, sx <= maxX, sy <= maxY else {
+                    values[i] = .nan
+                    continue
+                }
+                let x0 = Int(sx), y0 = Int(sy), x1 = Swift.min(x0 + 1, w - 1), y1 = Swift.min(y0 + 1, h - 1)
+                let tx = sx - Float(x0), ty = sy - Float(y0)
+                let r0 = y0 &* w, r1 = y1 &* w
+                var sum: Float = 0
+                for k in 0..<c {
+                    let a = q[(r0 &+ x0) &* c &+ k].floatValue, b = q[(r0 &+ x1) &* c &+ k].floatValue
+                    let e = q[(r1 &+ x0) &* c &+ k].floatValue, f = q[(r1 &+ x1) &* c &+ k].floatValue
+                    sum += (a + (b - a) * tx) * (1 - ty) + (e + (f - e) * tx) * ty
+                }
+                values[i] = sum * scale
+            }
+        }
+    }
+
     /// Calls `body` with the frame's first sample (valid for the call).
     @inlinable @inline(__always)
     func withSamples<R>(_ body: (UnsafePointer<Sample>) -> R) -> R {

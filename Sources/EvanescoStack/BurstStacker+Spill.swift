@@ -251,7 +251,7 @@ final class SpillSink: @unchecked Sendable {
                     fields.append(nil)
                 }
             }
-            source.aligned = (reports, BurstStacker.consistentFields(fields))
+            source.aligned = (reports, BurstStacker.consistentFields(fields, frames: source, reports: reports))
         }
         var r = try BurstStacker.run(source, options: options)
         // Decoding and (fused) registration ran together: their wall time is split by their

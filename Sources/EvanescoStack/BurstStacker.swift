@@ -411,14 +411,32 @@ public enum BurstStacker {
                 )
             }
         }
-        return (box.value, consistentFields(fieldBox.value))
+        return (box.value, consistentFields(fieldBox.value, frames: frames, reports: box.value))
     }
 
     /// The frames' fields, each measured against the reference alone, made to agree with one scene
     /// (``ParallaxConsistency``): cells that the reference's own moving things hid take the
-    /// burst's answer.
-    static func consistentFields(_ alignments: [LocalAlignment?]) -> [DisplacementField?] {
-        ParallaxConsistency.consolidate(alignments.map { $0?.field }, measured: alignments.map { $0?.measured }).0
+    /// burst's answer, and where most frames could not measure, the depth at which the frames'
+    /// own pixels agree best (``ParallaxConsistency/sweep(_:model:samplers:)``).
+    static func consistentFields(
+        _ alignments: [LocalAlignment?], frames: BurstFrameSource, reports: [FrameReport]
+    ) -> [DisplacementField?] {
+        let r = ParallaxConsistency.consolidated(
+            alignments.map { $0?.field }, measured: alignments.map { $0?.measured })
+        guard let model = r.model else { return r.fields }
+        let samplers: [ParallaxConsistency.Sampler?] = alignments.indices.map { i in
+            guard alignments[i] != nil, i < reports.count, let h = reports[i].homography else { return nil }
+            if frames.eightBit {
+                let s = frames.samplers([i], [h], [], .bilinear, as: UInt8.self)[0]
+                return { s.grey(at: $0, into: $1) }
+            }
+            let s = frames.samplers([i], [h], [], .bilinear, as: UInt16.self)[0]
+            return { points, values in
+                s.grey(at: points, into: values)
+                for i in values.indices { values[i] /= 257 }
+            }
+        }
+        return ParallaxConsistency.sweep(r.fields, model: model, samplers: samplers).0
     }
 
     /// The reference frame's pyramid and features, which every other frame is registered to.

@@ -106,4 +106,76 @@ import Testing
         let (same, none) = ParallaxConsistency.consolidate(two)
         #expect(none == nil && same[1] == two[1] && same[2] == two[2] && same[0] == nil)
     }
+
+    /// A textured scene, analytic.
+    static func scene(_ p: SIMD2<Float>) -> Float {
+        128 + 50 * sin(0.9 * p.x) * cos(0.7 * p.y) + 30 * sin(0.37 * (p.x + 2 * p.y))
+    }
+
+    /// Frame k as the sweep samples it: at output position x it shows the scene point p with
+    /// p + d_k(p) = x, for the true field d_k (`flat`: a scene with nothing to match).
+    static func sampler(_ k: Int, flat: Bool = false) -> ParallaxConsistency.Sampler {
+        let truth = Self.truth(k), w = columns * cell, h = rows * cell
+        return { points, values in
+            for i in points.indices {
+                let x = points[i]
+                guard x.x >= 0, x.y >= 0, x.x <= Float(w - 1), x.y <= Float(h - 1) else {
+                    values[i] = .nan
+                    continue
+                }
+                var p = x
+                for _ in 0..<6 {
+                    let px = min(max(Int(p.x.rounded()), 0), w - 1), py = min(max(Int(p.y.rounded()), 0), h - 1)
+                    p = x - truth.value(atX: px, y: py)
+                }
+                values[i] = flat ? 128 : Self.scene(p)
+            }
+        }
+    }
+
+    @Test("Cells no frame could measure, filled with the wrong depth, take the depth at which the frames' pixels agree")
+    func sweptDepth() throws {
+        let K = 8, C = Self.columns * Self.rows
+        let truths = (0..<K).map(Self.truth)
+        // The middle of the box (4x4 cells): the reference was covered there by something flat,
+        // so no frame measured it and every frame filled it with the wall's depth around the box.
+        let hidden = (0..<C).filter { (9..<13).contains($0 % Self.columns) && (6..<10).contains($0 / Self.columns) }
+        var fields = truths
+        var measured = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
+        for k in 0..<K {
+            let t = SIMD2(cos(Float(k) * 2.1), sin(Float(k) * 2.1)) * (2 + Float(k % 3))
+            for c in hidden {
+                // The box's depth at this cell is 1.0 + 0.02 i; the wall's, -0.4 + 0.02 i.
+                fields[k].dx[c] -= 1.4 * t.x
+                fields[k].dy[c] -= 1.4 * t.y
+                measured[k][c] = false
+            }
+        }
+        let r = ParallaxConsistency.consolidated(fields.map { $0 }, measured: measured.map { $0 })
+        let model = try #require(r.model)
+        #expect(r.summary?.inconsistentCells == 0, "every frame agrees with the wrong guess")
+        #expect(hidden.allSatisfy { model.measuredBy[$0] == 0 })
+        #expect(Self.maxError(r.fields[3]!, truths[3], cells: hidden) > 2)
+
+        let (out, summary) = ParallaxConsistency.sweep(
+            r.fields, model: model, samplers: (0..<K).map { Self.sampler($0) })
+        #expect(summary == ParallaxConsistency.SweepSummary(sweptCells: hidden.count, changedCells: hidden.count))
+        let others = Array(0..<C).filter { !hidden.contains($0) }
+        for k in 0..<K {
+            let f = try #require(out[k])
+            #expect(Self.maxError(f, truths[k], cells: hidden) < 0.15, "frame \(k)")
+            #expect(Self.maxError(f, r.fields[k]!, cells: others) == 0, "frame \(k): a measured cell changed")
+        }
+
+        // Nothing to match behind the covered part (a flat scene): every depth scores alike, the
+        // guess stays.
+        let (kept, flat) = ParallaxConsistency.sweep(
+            r.fields, model: model, samplers: (0..<K).map { Self.sampler($0, flat: true) })
+        #expect(flat.changedCells == 0)
+        for k in 0..<K { #expect(kept[k] == r.fields[k]) }
+        // A frame without a sampler: nothing is swept.
+        var missing: [ParallaxConsistency.Sampler?] = (0..<K).map { Self.sampler($0) }
+        missing[2] = nil
+        #expect(ParallaxConsistency.sweep(r.fields, model: model, samplers: missing).1.sweptCells == 0)
+    }
 }
