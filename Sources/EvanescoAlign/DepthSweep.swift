@@ -72,48 +72,76 @@ extension ParallaxConsistency {
         let found = LockedBox([(cell: Int, rho: Float)]())
         StripExecutor.forEachStrip(rows: cells.count, minimumRows: 64) { range in
             var local: [(cell: Int, rho: Float)] = []
-            var positions = [SIMD2<Float>](repeating: .zero, count: P)
-            var samples = [Float](repeating: 0, count: S * P), column: [Float] = []
-            column.reserveCapacity(S)
-            /// Mean capped distance of the frames' grey levels from their median, over the
-            /// points that at least 3 frames see (nil when fewer than 4 points are seen so).
-            func score(_ c: Int, _ r: Float) -> Float? {
+            let most = 1 + sweepSteps
+            var positions = [SIMD2<Float>](repeating: .zero, count: most * P)
+            var samples = [Float](repeating: 0, count: S * most * P)
+            var column = [Float](repeating: 0, count: S)
+            var results = [Float?](repeating: nil, count: most)
+            /// For each depth of `rhos`: the mean capped distance of the frames' grey levels from
+            /// their median, over the points that at least 3 frames see (nil when fewer than 4
+            /// points are seen so). Each frame samples every depth's points in one call.
+            func scores(_ c: Int, _ rhos: [Float]) {
+                let R = rhos.count
                 let centre = SIMD2(
                     (Float(c % model.columns) + 0.5) * cell - 0.5, (Float(c / model.columns) + 0.5) * cell - 0.5)
                 samples.withUnsafeMutableBufferPointer { out in
                     for (j, k) in scored.enumerated() {
-                        let d = model.displacement(k, c, rho: r)
-                        for i in 0..<P { positions[i] = centre + offsets[i] + d }
+                        for (r, rho) in rhos.enumerated() {
+                            let d = model.displacement(k, c, rho: rho)
+                            for i in 0..<P { positions[r * P + i] = centre + offsets[i] + d }
+                        }
                         positions.withUnsafeBufferPointer {
-                            frames[k]!($0, UnsafeMutableBufferPointer(rebasing: out[(j * P)..<((j + 1) * P)]))
+                            frames[k]!(
+                                UnsafeBufferPointer(rebasing: $0[0..<(R * P)]),
+                                UnsafeMutableBufferPointer(rebasing: out[(j * R * P)..<((j + 1) * R * P)]))
                         }
                     }
                 }
-                var total: Float = 0, points = 0
-                for i in 0..<P {
-                    column.removeAll(keepingCapacity: true)
-                    for j in 0..<S where !samples[j * P + i].isNaN { column.append(samples[j * P + i]) }
-                    guard column.count >= 3 else { continue }
-                    let m = Selection.kth(&column, column.count / 2)
-                    var spread: Float = 0
-                    for v in column { spread += min(abs(v - m), sweepCap) }
-                    total += spread / Float(column.count)
-                    points += 1
+                samples.withUnsafeBufferPointer { values in
+                    column.withUnsafeMutableBufferPointer { b in
+                        for r in 0..<R {
+                            var total: Float = 0, points = 0
+                            for i in 0..<P {
+                                // The point's values in order (insertion: at most sweepFrames of them).
+                                var n = 0
+                                for j in 0..<S {
+                                    let v = values[(j &* R &+ r) &* P &+ i]
+                                    guard !v.isNaN else { continue }
+                                    var at = n
+                                    while at > 0 && b[at &- 1] > v {
+                                        b[at] = b[at &- 1]
+                                        at &-= 1
+                                    }
+                                    b[at] = v
+                                    n &+= 1
+                                }
+                                guard n >= 3 else { continue }
+                                let m = b[n / 2]
+                                var spread: Float = 0
+                                for j in 0..<n { spread += min(abs(b[j] - m), sweepCap) }
+                                total += spread / Float(n)
+                                points += 1
+                            }
+                            results[r] = points >= 4 ? total / Float(points) : nil
+                        }
+                    }
                 }
-                return points >= 4 ? total / Float(points) : nil
             }
+            let steps = (0..<sweepSteps).map { lo + Float($0) * step }
             for c in cells[range] {
+                scores(c, [model.rho[c]] + steps)
                 // Frames that already agree this well cannot agree clearly better.
-                guard let current = score(c, model.rho[c]), current > 0.5 else { continue }
+                guard let current = results[0], current > 0.5 else { continue }
                 var best = (rho: model.rho[c], score: current)
                 for i in 0..<sweepSteps {
-                    let r = lo + Float(i) * step
-                    if let s = score(c, r), s < best.score { best = (r, s) }
+                    if let s = results[1 + i], s < best.score { best = (steps[i], s) }
                 }
                 var fine = step / 2
                 for _ in 0..<sweepRefinements {
-                    for r in [best.rho - fine, best.rho + fine] {
-                        if let s = score(c, r), s < best.score { best = (r, s) }
+                    let pair = [best.rho - fine, best.rho + fine]
+                    scores(c, pair)
+                    for i in 0..<2 {
+                        if let s = results[i], s < best.score { best = (pair[i], s) }
                     }
                     fine /= 2
                 }
