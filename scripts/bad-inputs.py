@@ -493,7 +493,12 @@ def interrupt(argv, sig, delay, label, is_new, children):
     time.sleep(delay); p.send_signal(sig); p.wait()
     time.sleep(0.2)
     left = [f for f in os.listdir(".") if f.startswith(".") and is_new(f)]
-    kids = subprocess.run(["pgrep", "-f", children], capture_output=True, text=True).stdout.split()
+    # Only processes working in this folder are ours: the test suite may run ffmpeg on staging
+    # files of its own at the same time (CI runs it beside these checks).
+    def ours(pid):
+        try: return os.readlink(f"/proc/{pid}/cwd") == os.getcwd()
+        except OSError: return False
+    kids = [k for k in subprocess.run(["pgrep", "-f", children], capture_output=True, text=True).stdout.split() if ours(k)]
     r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
     if left or kids: r[2].append(f"{label} after signal {sig} at {delay} s: left {left} children {kids}")
     else: r[1] += 1
