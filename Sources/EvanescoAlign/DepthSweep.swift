@@ -27,10 +27,10 @@ extension ParallaxConsistency {
     /// the reference has no texture there), its depth came from its neighbours, and every frame
     /// agrees with that guess because every frame made it. The frames' own pixels can tell: at the
     /// right depth, the frames that saw the background there show the same thing. For each such
-    /// cell, depths across the range of the well-measured cells are tried (``sweepSteps``, then
-    /// ``sweepRefinements`` halvings of the step around the best). A depth's score is how far the
-    /// grey levels of up to ``sweepFrames`` frames, sampled at 5 points of the cell where the
-    /// model puts them in each frame, lie from their median (capped at ``sweepCap``). The cell
+    /// cell, depths across the range of the well-measured cells are tried (`sweepSteps`, then
+    /// `sweepRefinements` halvings of the step around the best). A depth's score is how far the
+    /// grey levels of up to `sweepFrames` frames, sampled at 5 points of the cell where the
+    /// model puts them in each frame, lie from their median (capped at `sweepCap`). The cell
     /// takes the best depth only when it scores below three quarters of the guess and half a grey
     /// level under it: a cell with no texture behind scores alike at every depth and keeps its own.
     ///

@@ -46,7 +46,7 @@ public enum JobOptions: Sendable, Encodable {
 /// with optional keys: `quality` (JPEG quality of the output, 1...100; default: the command's),
 /// for a backdrop `background` (an image scaled to fill; default black), and for a stack `erase`
 /// (a mask the size of the result, white where what the merge kept must go, as
-/// `evanesco stack --erase` reads it: ``StackOptions/erase``).
+/// `evanesco stack --erase` reads it: `StackOptions.erase`).
 public struct BatchJob: Sendable {
     /// The job's name, unique in its manifest or queue: 1 to 200 of `A-Z a-z 0-9 . _ - : @ +`,
     /// not starting with a dot (it names the job's receipt file).
@@ -61,7 +61,7 @@ public struct BatchJob: Sendable {
     public var quality: Int
     /// A backdrop's background image, absolute.
     public var background: String?
-    /// A stack's erase mask (``StackOptions/erase``), absolute: read when the job runs.
+    /// A stack's erase mask (`StackOptions.erase`), absolute: read when the job runs.
     public var erase: String?
     /// The line as it was written, checked (what a queue stores and a worker reads back).
     public var line: String
