@@ -78,9 +78,18 @@ public enum ParallaxConsistency {
 
         /// Member `k`'s displacement at cell `c` for a depth `r`.
         @inline(__always) func displacement(_ k: Int, _ c: Int, rho r: Float) -> SIMD2<Float> {
-            let v = SIMD4(r, px[c], py[c], 1)
-            return SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
+            ParallaxConsistency.displacement(affine[k], rho: r, x: px[c], y: py[c])
         }
+    }
+
+    /// A frame's displacement at a cell centre (`x`, `y`, scaled as the fit's columns) for a
+    /// depth `rho`, from the frame's coefficients of (rho, x, y, 1): the model's one formula,
+    /// used by the fit, its residuals and the sweep alike.
+    @inline(__always) static func displacement(
+        _ a: (SIMD4<Float>, SIMD4<Float>), rho: Float, x: Float, y: Float
+    ) -> SIMD2<Float> {
+        let v = SIMD4(rho, x, y, 1)
+        return SIMD2((a.0 * v).sum(), (a.1 * v).sum())
     }
 
     /// ``consolidate(_:measured:)`` with the model it applied (nil when it applied none).
@@ -132,10 +141,7 @@ public enum ParallaxConsistency {
             }
         }
         guard fitted else { return (fields, nil, nil) }
-        func model(_ k: Int, _ c: Int) -> SIMD2<Float> {
-            let v = SIMD4(rho[c], px[c], py[c], 1)
-            return SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
-        }
+        func model(_ k: Int, _ c: Int) -> SIMD2<Float> { displacement(affine[k], rho: rho[c], x: px[c], y: py[c]) }
         func residual(_ k: Int, _ c: Int) -> Float {
             let r = SIMD2(dxAll[k * C + c], dyAll[k * C + c]) - model(k, c)
             return (r * r).sum().squareRoot()
@@ -207,8 +213,9 @@ public enum ParallaxConsistency {
         let K: Int, C: Int, cellStrip: Int
 
         func residual(_ k: Int, _ c: Int) -> Float {
-            let v = SIMD4(rho[c], px[c], py[c], 1)
-            let r = SIMD2(dx[k * C + c], dy[k * C + c]) - SIMD2((affine[k].0 * v).sum(), (affine[k].1 * v).sum())
+            let r =
+                SIMD2(dx[k * C + c], dy[k * C + c])
+                - ParallaxConsistency.displacement(affine[k], rho: rho[c], x: px[c], y: py[c])
             return (r * r).sum().squareRoot()
         }
 
