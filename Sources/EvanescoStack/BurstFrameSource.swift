@@ -17,7 +17,7 @@ struct BurstFrameSource: @unchecked Sendable {
     /// Frame i's slot in `spill`.
     let slots: [Int]
     /// The frames' registrations when they were made as the frames were decoded.
-    var aligned: (reports: [FrameReport], fields: [DisplacementField?])? = nil
+    var aligned: (reports: [FrameReport], fields: [DisplacementField?], parallax: ParallaxSummary?)? = nil
     /// What the result says about the frames themselves (those converted to the burst's depth).
     var notices: [StackNotice] = []
 

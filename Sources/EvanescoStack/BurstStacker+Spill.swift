@@ -251,7 +251,8 @@ final class SpillSink: @unchecked Sendable {
                     fields.append(nil)
                 }
             }
-            source.aligned = (reports, BurstStacker.consistentFields(fields, frames: source, reports: reports))
+            let consistent = BurstStacker.consistentFields(fields, frames: source, reports: reports)
+            source.aligned = (reports, consistent.fields, consistent.parallax)
         }
         var r = try BurstStacker.run(source, options: options)
         // Decoding and (fused) registration ran together: their wall time is split by their

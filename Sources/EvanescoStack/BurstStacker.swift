@@ -102,6 +102,8 @@ public struct StackResult: Sendable {
     public var maps: StackMaps?
     /// What the erase pass did, when ``StackOptions/erase`` was given.
     public var erase: EraseSummary?
+    /// What the burst-wide parallax passes did to ``localFields`` (nil when fewer than 3 frames had one).
+    public var parallax: ParallaxSummary?
     /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
     /// ``StackOptions/memoryLimit``; nil when they were held in memory.
     public var spilledBytes: Int?
@@ -143,7 +145,7 @@ public enum BurstStacker {
     static func run(_ source: BurstFrameSource, options requested: StackOptions) throws -> StackResult {
         let (options, policyNotices) = requested.resolved(frames: source.count, pixels: source.width * source.height)
         var timings = StageTimings()
-        let (reports, fields) = source.aligned ?? timings.measure(\.align) { align(source, options: options) }
+        let (reports, fields, parallax) = source.aligned ?? timings.measure(\.align) { align(source, options: options) }
         if options.cancellation?.isCancelled == true { throw StackError.cancelled }
         let t1 = Date()
         let used = reports.filter(\.used).map(\.index)
@@ -207,6 +209,7 @@ public enum BurstStacker {
             localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
         r.erase = eraseSummary
+        r.parallax = parallax
         return r
     }
 
@@ -339,7 +342,9 @@ public enum BurstStacker {
 
     // MARK: Alignment
 
-    static func align(_ frames: BurstFrameSource, options: StackOptions) -> ([FrameReport], [DisplacementField?]) {
+    static func align(_ frames: BurstFrameSource, options: StackOptions) -> (
+        [FrameReport], [DisplacementField?], ParallaxSummary?
+    ) {
         let none = [DisplacementField?](repeating: nil, count: frames.count)
         let noAlignments = [LocalAlignment?](repeating: nil, count: frames.count)
         let refIndex = options.reference
@@ -365,7 +370,7 @@ public enum BurstStacker {
                     reports[i].fail("no homography given for this frame")
                 }
             }
-            return (reports, fields)
+            return (reports, fields, nil)
         }
         if options.align == .none {
             for i in reports.indices where i != refIndex {
@@ -373,9 +378,9 @@ public enum BurstStacker {
                 reports[i].used = true
                 reports[i].status = .asIs
             }
-            return (reports, none)
+            return (reports, none, nil)
         }
-        guard frames.count > 1 else { return (reports, none) }
+        guard frames.count > 1 else { return (reports, none, nil) }
         // Alignment has started: say so at once (0 of N), since preparing the reference and the
         // first frames can take seconds on a large burst before the first one is done.
         options.progress?(StackProgress(stage: .align, done: 0, total: frames.count - 1, elapsed: 0))
@@ -411,7 +416,8 @@ public enum BurstStacker {
                 )
             }
         }
-        return (box.value, consistentFields(fieldBox.value, frames: frames, reports: box.value))
+        let consistent = consistentFields(fieldBox.value, frames: frames, reports: box.value)
+        return (box.value, consistent.fields, consistent.parallax)
     }
 
     /// The frames' fields, each measured against the reference alone, made to agree with one scene
@@ -420,10 +426,10 @@ public enum BurstStacker {
     /// own pixels agree best (``ParallaxConsistency/sweep(_:model:samplers:)``).
     static func consistentFields(
         _ alignments: [LocalAlignment?], frames: BurstFrameSource, reports: [FrameReport]
-    ) -> [DisplacementField?] {
+    ) -> (fields: [DisplacementField?], parallax: ParallaxSummary?) {
         let r = ParallaxConsistency.consolidated(
             alignments.map { $0?.field }, measured: alignments.map { $0?.measured })
-        guard let model = r.model else { return r.fields }
+        guard let model = r.model else { return (r.fields, ParallaxSummary(r.summary, sweep: nil)) }
         let samplers: [ParallaxConsistency.Sampler?] = alignments.indices.map { i in
             guard alignments[i] != nil, i < reports.count, let h = reports[i].homography else { return nil }
             if frames.eightBit {
@@ -436,7 +442,8 @@ public enum BurstStacker {
                 for i in values.indices { values[i] /= 257 }
             }
         }
-        return ParallaxConsistency.sweep(r.fields, model: model, samplers: samplers).0
+        let swept = ParallaxConsistency.sweep(r.fields, model: model, samplers: samplers)
+        return (swept.0, ParallaxSummary(r.summary, sweep: swept.1))
     }
 
     /// The reference frame's pyramid and features, which every other frame is registered to.

@@ -39,13 +39,15 @@ public struct StackReport: Sendable, Codable, Equatable {
     public var spilledBytes: Int?
     /// What the erase pass did (`--erase`), when it ran.
     public var erase: EraseSummary?
+    /// What the burst-wide parallax passes did to the local fields, when three or more frames had one.
+    public var parallax: ParallaxSummary?
     /// The process's peak resident memory in MB, when the program filled it in
     /// (`evanesco stack` does, after writing its outputs).
     public var peakResidentMB: Int?
 
     enum CodingKeys: String, CodingKey {
         case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices,
-            framesHeld, spilledBytes, erase
+            framesHeld, spilledBytes, erase, parallax
         case peakResidentMB
         case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
@@ -72,6 +74,7 @@ public struct StackReport: Sendable, Codable, Equatable {
         framesHeld = result.spilledBytes == nil ? "memory" : "temporary file"
         spilledBytes = result.spilledBytes
         erase = result.erase
+        parallax = result.parallax
     }
 
     /// Registrations from a report (ours, or the bench tools' `truth.json`), by frame index: its
@@ -115,6 +118,44 @@ public struct StackReport: Sendable, Codable, Equatable {
             "missing value at " + c.codingPath.map(\.stringValue).joined(separator: ".")
         default: String(describing: error)
         }
+    }
+}
+
+/// What the burst-wide parallax passes did to the frames' local fields (`parallax` in a report):
+/// the joint fit of one scene seen from every frame (``ParallaxConsistency``) and the depth sweep
+/// where most frames could not measure (``ParallaxConsistency/sweep(_:model:samplers:)``).
+public struct ParallaxSummary: Sendable, Codable, Equatable {
+    /// Frames whose fields took part in the joint fit.
+    public var frames: Int
+    /// Cells per field.
+    public var cells: Int
+    /// The median distance between a frame's measured displacement and the fitted scene, pixels.
+    public var medianResidualPx: Float
+    /// Whether the fields were changed: false when the fitted scene did not explain them (a
+    /// scene that deforms, or a burst too short to tell), and every field was used as measured.
+    public var applied: Bool
+    /// Cells where most frames disagreed with the scene, which took their depth from consistent
+    /// neighbours.
+    public var inconsistentCells: Int
+    /// Single frames' cells replaced by the scene's value (something covered that frame there).
+    public var replacedFrameCells: Int
+    /// Cells most frames could not measure, where depths were tried against the frames' pixels.
+    public var sweptCells: Int
+    /// Of those, cells whose depth changed.
+    public var changedCells: Int
+
+    /// The account of a consistency pass (nil when it did not run: fewer than 3 frames had fields)
+    /// and of the sweep that followed it, if one did.
+    init?(_ c: ParallaxConsistency.Summary?, sweep: ParallaxConsistency.SweepSummary?) {
+        guard let c else { return nil }
+        frames = c.frames
+        cells = c.cells
+        medianResidualPx = (c.medianResidualPx * 1000).rounded() / 1000
+        applied = c.applied
+        inconsistentCells = c.inconsistentCells
+        replacedFrameCells = c.replacedFrameCells
+        sweptCells = sweep?.sweptCells ?? 0
+        changedCells = sweep?.changedCells ?? 0
     }
 }
 

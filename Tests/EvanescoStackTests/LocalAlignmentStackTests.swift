@@ -79,6 +79,16 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         // The report carries it, in snake_case.
         let json = String(decoding: try ReportJSON.encode(StackReport(l, inputs: ["x"], output: "y")), as: UTF8.self)
         #expect(json.contains("\"local\"") && json.contains("\"p90_px\"") && json.contains("\"decision\""))
+        // The burst is one depth map seen along a direction per frame: the joint fit explains
+        // the six fields, and the report says what it did with them.
+        let p = try #require(l.parallax)
+        let fieldCells = try #require(l.localFields[3]).dx.count
+        #expect(p.frames == 6 && p.cells == fieldCells && p.applied, "\(p)")
+        #expect(p.medianResidualPx <= 0.35 && p.inconsistentCells < p.cells / 4, "\(p)")
+        #expect(p.changedCells <= p.sweptCells && p.sweptCells <= p.cells)
+        #expect(
+            json.contains("\"parallax\"") && json.contains("\"median_residual_px\"") && json.contains("\"swept_cells\"")
+        )
     }
 
     @Test(
@@ -113,5 +123,10 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         let a = try BurstStacker.stack(frames, options: StackOptions()), b = try BurstStacker.stack(frames, options: h)
         #expect(a.frames.dropFirst().allSatisfy { $0.local?.used == false })
         #expect(a.image == b.image)
+        // No field, no parallax pass, nothing in the report about one.
+        #expect(a.parallax == nil)
+        #expect(
+            !String(decoding: try ReportJSON.encode(StackReport(a, inputs: ["x"], output: nil)), as: UTF8.self)
+                .contains("\"parallax\""))
     }
 }
