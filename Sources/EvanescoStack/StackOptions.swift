@@ -32,9 +32,15 @@ public struct StackOptions: Sendable {
     public var merge: MergeMethod = .robust
     /// Index (in input order, among the decoded frames) of the reference frame; the output is in its coordinates.
     public var reference = 0
-    /// Interpolation of the warp into the reference: Catmull-Rom by default (sharper than
-    /// bilinear and free of the phase shift of a = -0.75 bicubic).
-    public var interpolation: Interpolation = .catmullRom
+    /// Interpolation of the warp into the reference: Keys' bicubic (a = -0.75) by default, the
+    /// sharpest of the cubics. Measured against Catmull-Rom (a = -0.5): every one of 64 bursts
+    /// made with `make_burst.py` (aloe and motorcycle, with and without parallax, and the shared
+    /// synthetic bursts) gained 0.20-0.45 dB against its ground truth, and the error pixels fell
+    /// (worst of the 30 parallax bursts 0.065 -> 0.046 %); a real photo shifted by a fraction of
+    /// a pixel and back keeps 1.2-1.6 dB more (5 photos: the HDR+ tree, the low-light street, the
+    /// motorcycle, the aloe, graffiti). Catmull-Rom's exact linear ramps cost more detail
+    /// than its phase shift, up to 0.05 px at quarter phases, gains.
+    public var interpolation: Interpolation = .bicubic
     /// Sigma-clip and robust kappa.
     public var kappa = Float(Limits.kappa.defaultValue!)
     /// Winsorized: fraction replaced at each end.

@@ -37,12 +37,13 @@ struct Stack: ParsableCommand {
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "auto, none, translation, homography or local (see above).") var align: AlignMode = .auto
-    @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge: MergeMethod = .robust
+    @Option(help: "auto, none, translation, homography or local (see above).") var align = StackOptions().align
+    @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge = StackOptions().merge
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
     @Option(help: "Finest level aligned at: 0 full size, 1 half (default: 1 above 8 MP).") var alignLevel: Int?
-    @Option(help: "Warp: catmull-rom, bilinear, bicubic or nearest.") var interpolation: Interpolation = .catmullRom
+    @Option(help: "Warp: bicubic (Keys, a = -0.75), catmull-rom, bilinear or nearest.") var interpolation =
+        StackOptions().interpolation
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
