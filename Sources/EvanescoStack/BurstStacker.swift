@@ -175,7 +175,8 @@ public enum BurstStacker {
             guard let mask = options.erase else { return r }
             let e = try timings.measure(\.erase) {
                 try erase(
-                    mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation)
+                    mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation,
+                    bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             }
             eraseSummary = e.1
             return (e.0, r.1)
@@ -707,19 +708,20 @@ public enum BurstStacker {
 
     /// The erase pass (``StackOptions/erase``) over a finished merge of `warpers`, judging
     /// agreement as the maps do (with the merge's noise estimate, or a new one when the merge
-    /// made none).
+    /// made none). From a spill file, `bandRows` and `afterBand` are the merge's: the pass works
+    /// through bands no taller, dropping the pages it read after each.
     static func erase<S>(
         _ mask: EraseMask, _ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, maps: inout StackMaps?,
-        frameIndex: [Int], cancellation: StackCancellation?
+        frameIndex: [Int], cancellation: StackCancellation?, bandRows: Int? = nil, afterBand: (() -> Void)? = nil
     ) throws -> (Image<S>, EraseSummary) {
         let noise =
             sigma
             ?? estimateNoise(
                 warpers, width: plain.width, height: plain.height, channels: plain.channels,
-                network: SortingNetwork(size: warpers.count))
+                network: SortingNetwork(size: warpers.count), afterRow: afterBand)
         return try Eraser.apply(
             warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
-            frameIndex: frameIndex, maps: &maps, cancellation: cancellation)
+            frameIndex: frameIndex, maps: &maps, cancellation: cancellation, bandRows: bandRows, afterBand: afterBand)
     }
 
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each

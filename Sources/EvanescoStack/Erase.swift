@@ -255,14 +255,25 @@ enum Eraser {
     /// The least difference between the two groups' mean shares for a split to count.
     static let minimumGap: Float = 0.1
 
+    /// Rows per band of the erase pass for `n` frames over a region `width` pixels wide: the
+    /// two per-frame byte buffers within about 64 MB, and at least 128 rows, so the `2 radius`
+    /// rows each band's verdicts add cost at most a fifth more (a stroke across a 12 MP frame of
+    /// 30 frames took 720 MB of them in one band).
+    static func bandRows(frames n: Int, width: Int) -> Int { max(128, (64 << 20) / max(1, 2 * n * width)) }
+
     /// Erases the masked region of `plain` (merged from `warpers`).
     ///
-    /// - Complexity: O(n x A) time and n x A bytes, for n frames and A pixels of the mask's
-    ///   bounding box grown by ``radius`` + ``seamBand``; each frame is sampled there twice.
+    /// - Parameters:
+    ///   - bandRows: At most this many rows of the region are worked through at a time (and at
+    ///     most ``bandRows(frames:width:)``); the result is the same for any value.
+    ///   - afterBand: Runs after each band (the stacker drops a spill file's pages there).
+    /// - Complexity: O(n x A) time, for n frames and A pixels of the mask's bounding box grown by
+    ///   ``radius`` + ``seamBand`` (each frame is sampled there twice, and the `2 radius` rows
+    ///   around each band once more); 2 n x W x B bytes for its width W and B rows a band.
     static func apply<S: PixelSample>(
         _ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
         frameIndex: [Int], maps: inout StackMaps?,
-        cancellation: StackCancellation?
+        cancellation: StackCancellation?, bandRows: Int? = nil, afterBand: (() -> Void)? = nil
     ) throws -> (Image<S>, EraseSummary) {
         let w = plain.width, h = plain.height, c = plain.channels, n = warpers.count
         guard let b = mask.bounds else { throw StackError.eraseMaskEmpty }
@@ -300,47 +311,7 @@ enum Eraser {
             }
         }
 
-        // Pass 1: where each frame disagrees with the merge (1), agrees (0), or does not reach (2).
-        let verdict = UnsafeMutablePointer<UInt8>.allocate(capacity: n * rw * rh)
-        defer { verdict.deallocate() }
-        let v = UncheckedSendable(verdict)
-        plain.samples.withUnsafeBufferPointer { m in
-            let m = UncheckedSendable(m)
-            StripExecutor.forEachStrip(rows: rh, minimumRows: 8) { local in
-                walk(rows: (local.lowerBound + ry0)..<(local.upperBound + ry0), x0: rx0, x1: rx1) { t, _, y, s0 in
-                    for k in 0..<n {
-                        let row = v.value + k * rw * rh + (y - ry0) * rw + (s0 - rx0)
-                        for p in 0..<t.pixels {
-                            guard t.valid[k * t.pixels + p] != 0 else {
-                                row[p] = 2
-                                continue
-                            }
-                            var worst: Float = 0
-                            let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
-                            for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
-                            row[p] = worst > tolerance ? 1 : 0
-                        }
-                    }
-                }
-            }
-        }
-        if cancellation?.isCancelled == true { throw StackError.cancelled }
-
-        // Each frame's share of disagreement in the window around each pixel of O, in 1/250ths
-        // (255: the frame does not reach the pixel).
-        let share = UnsafeMutablePointer<UInt8>.allocate(capacity: n * ow * oh)
-        defer { share.deallocate() }
-        let sh = UncheckedSendable(share)
-        StripExecutor.forEachStrip(rows: n, minimumRows: 1) { frames in
-            var against = [Int32](repeating: 0, count: (rw + 1) * (rh + 1)), seen = against
-            for k in frames {
-                windowShares(
-                    v.value + k * rw * rh, rw: rw, rh: rh, into: sh.value + k * ow * oh,
-                    o: (ox0 - rx0, oy0 - ry0, ow, oh), against: &against, seen: &seen)
-            }
-        }
-
-        // Pass 2: merge each pixel again from the frames that disagreed, and blend.
+        // Pass 2's state, summed over the bands.
         let minimumSupport = n < 5 ? 1 : 2
         var out = plain
         let tally = LockedBox((remerged: 0, frameSum: 0, filled: [Int](repeating: 0, count: n)))
@@ -348,68 +319,121 @@ enum Eraser {
             (kept: [Int32](repeating: -1, count: ow * oh), provenance: [Int32](repeating: -1, count: ow * oh))
         }
         let recorded = LockedBox(record)
-        out.samples.withUnsafeMutableBufferPointer { dst in
-            let d = UncheckedSendable(dst)
-            StripExecutor.forEachStrip(rows: oh, minimumRows: 8) { local in
-                var order = [(UInt8, Int)](), chosen = [Int](), members = [Int]()
-                var remerged = 0, frameSum = 0, filled = [Int](repeating: 0, count: n)
-                var kept: [(Int, Int32, Int32)] = []
-                walk(rows: (local.lowerBound + oy0)..<(local.upperBound + oy0), x0: ox0, x1: ox1) { t, merged, y, s0 in
-                    let oRow = (y - oy0) * ow + (s0 - ox0)
-                    for p in 0..<t.pixels where weight[oRow + p] > 0 {
-                        order.removeAll(keepingCapacity: true)
-                        for k in 0..<n where sh.value[k * ow * oh + oRow + p] != 255 && t.valid[k * t.pixels + p] != 0 {
-                            order.append((sh.value[k * ow * oh + oRow + p], k))
-                        }
-                        guard let split = otsuSplit(&order) else { continue }
-                        // What stayed and then left (or came and stayed) held its place over one
-                        // run of frames: the frames that agree with the merge span little more
-                        // than their number. Behind it: the disagreeing frames before or after
-                        // that run (those within it saw someone passing in front).
-                        var first = n, last = -1
-                        for (_, k) in order[..<split] {
-                            first = min(first, k)
-                            last = max(last, k)
-                        }
-                        guard split * 4 >= (last - first + 1) * 3 else { continue }
-                        chosen.removeAll(keepingCapacity: true)
-                        for (_, k) in order[split...] where k < first || k > last { chosen.append(k) }
-                        // What is behind: the largest group of the chosen frames that agree with one another.
-                        let group = largestAgreeingGroup(
-                            chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
-                        guard group >= minimumSupport else { continue }
-                        let a = weight[oRow + p], o = (y * w + s0 + p) * c
-                        var change: Float = 0
-                        for ch in 0..<c {
-                            let m = d.value[o + ch].floatValue
-                            change = max(change, abs(merged[p * c + ch] - m))
-                            d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
-                        }
-                        // Counted where the view behind differs clearly from what the merge
-                        // showed (by twice what agreement allows: resampling a sharp edge at
-                        // another sub-pixel phase moves a value by about that much).
-                        if mask.masked[y * w + s0 + p] != 0 && change > 2 * tolerance {
-                            remerged += 1
-                            frameSum += group
-                            for k in members { filled[k] += 1 }
-                            kept.append((oRow + p, Int32(group), Int32(frameIndex[members[0]] + 1)))
-                        }
-                    }
-                }
-                tally.update {
-                    $0.remerged += remerged
-                    $0.frameSum += frameSum
-                    for k in 0..<n { $0.filled[k] += filled[k] }
-                }
-                if !kept.isEmpty {
-                    recorded.update { r in
-                        for (i, s, f) in kept {
-                            r?.kept[i] = s
-                            r?.provenance[i] = f
+        // The region is worked through in bands of rows, so the per-frame buffers (a byte per
+        // frame and pixel, twice) stay at one band's whatever the mask covers: each band's
+        // verdicts take its rows and `radius` rows either side (the windows its shares read),
+        // which is what the whole region's verdicts would give there, so the result does not
+        // depend on the band height.
+        let bandHeight = max(1, min(oh, Self.bandRows(frames: n, width: rw), bandRows ?? .max))
+        let verdict = UnsafeMutablePointer<UInt8>.allocate(capacity: n * rw * min(rh, bandHeight + 2 * radius))
+        defer { verdict.deallocate() }
+        let share = UnsafeMutablePointer<UInt8>.allocate(capacity: n * ow * bandHeight)
+        defer { share.deallocate() }
+        let v = UncheckedSendable(verdict), sh = UncheckedSendable(share)
+        for by0 in stride(from: oy0, to: oy1, by: bandHeight) {
+            let by1 = min(oy1, by0 + bandHeight), bh = by1 - by0
+            let vy0 = max(ry0, by0 - radius), vy1 = min(ry1, by1 + radius), vh = vy1 - vy0
+            // Pass 1: where each frame disagrees with the merge (1), agrees (0), or does not reach (2).
+            plain.samples.withUnsafeBufferPointer { m in
+                let m = UncheckedSendable(m)
+                StripExecutor.forEachStrip(rows: vh, minimumRows: 8) { local in
+                    walk(rows: (local.lowerBound + vy0)..<(local.upperBound + vy0), x0: rx0, x1: rx1) { t, _, y, s0 in
+                        for k in 0..<n {
+                            let row = v.value + k * rw * vh + (y - vy0) * rw + (s0 - rx0)
+                            for p in 0..<t.pixels {
+                                guard t.valid[k * t.pixels + p] != 0 else {
+                                    row[p] = 2
+                                    continue
+                                }
+                                var worst: Float = 0
+                                let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
+                                for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
+                                row[p] = worst > tolerance ? 1 : 0
+                            }
                         }
                     }
                 }
             }
+            if cancellation?.isCancelled == true { throw StackError.cancelled }
+
+            // Each frame's share of disagreement in the window around each pixel of the band, in
+            // 1/250ths (255: the frame does not reach the pixel).
+            StripExecutor.forEachStrip(rows: n, minimumRows: 1) { frames in
+                var against = [Int32](repeating: 0, count: (rw + 1) * (vh + 1)), seen = against
+                for k in frames {
+                    windowShares(
+                        v.value + k * rw * vh, rw: rw, rh: vh, into: sh.value + k * ow * bh,
+                        o: (ox0 - rx0, by0 - vy0, ow, bh), against: &against, seen: &seen)
+                }
+            }
+
+            // Pass 2: merge each pixel of the band again from the frames that disagreed, and blend.
+            out.samples.withUnsafeMutableBufferPointer { dst in
+                let d = UncheckedSendable(dst)
+                StripExecutor.forEachStrip(rows: bh, minimumRows: 8) { local in
+                    var order = [(UInt8, Int)](), chosen = [Int](), members = [Int]()
+                    var remerged = 0, frameSum = 0, filled = [Int](repeating: 0, count: n)
+                    var kept: [(Int, Int32, Int32)] = []
+                    walk(rows: (local.lowerBound + by0)..<(local.upperBound + by0), x0: ox0, x1: ox1) {
+                        t, merged, y, s0 in
+                        let oRow = (y - oy0) * ow + (s0 - ox0), bRow = (y - by0) * ow + (s0 - ox0)
+                        for p in 0..<t.pixels where weight[oRow + p] > 0 {
+                            order.removeAll(keepingCapacity: true)
+                            for k in 0..<n
+                            where sh.value[k * ow * bh + bRow + p] != 255 && t.valid[k * t.pixels + p] != 0 {
+                                order.append((sh.value[k * ow * bh + bRow + p], k))
+                            }
+                            guard let split = otsuSplit(&order) else { continue }
+                            // What stayed and then left (or came and stayed) held its place over one
+                            // run of frames: the frames that agree with the merge span little more
+                            // than their number. Behind it: the disagreeing frames before or after
+                            // that run (those within it saw someone passing in front).
+                            var first = n, last = -1
+                            for (_, k) in order[..<split] {
+                                first = min(first, k)
+                                last = max(last, k)
+                            }
+                            guard split * 4 >= (last - first + 1) * 3 else { continue }
+                            chosen.removeAll(keepingCapacity: true)
+                            for (_, k) in order[split...] where k < first || k > last { chosen.append(k) }
+                            // What is behind: the largest group of the chosen frames that agree with one another.
+                            let group = largestAgreeingGroup(
+                                chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
+                            guard group >= minimumSupport else { continue }
+                            let a = weight[oRow + p], o = (y * w + s0 + p) * c
+                            var change: Float = 0
+                            for ch in 0..<c {
+                                let m = d.value[o + ch].floatValue
+                                change = max(change, abs(merged[p * c + ch] - m))
+                                d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
+                            }
+                            // Counted where the view behind differs clearly from what the merge
+                            // showed (by twice what agreement allows: resampling a sharp edge at
+                            // another sub-pixel phase moves a value by about that much).
+                            if mask.masked[y * w + s0 + p] != 0 && change > 2 * tolerance {
+                                remerged += 1
+                                frameSum += group
+                                for k in members { filled[k] += 1 }
+                                kept.append((oRow + p, Int32(group), Int32(frameIndex[members[0]] + 1)))
+                            }
+                        }
+                    }
+                    tally.update {
+                        $0.remerged += remerged
+                        $0.frameSum += frameSum
+                        for k in 0..<n { $0.filled[k] += filled[k] }
+                    }
+                    if !kept.isEmpty {
+                        recorded.update { r in
+                            for (i, s, f) in kept {
+                                r?.kept[i] = s
+                                r?.provenance[i] = f
+                            }
+                        }
+                    }
+                }
+            }
+            afterBand?()
         }
         if cancellation?.isCancelled == true { throw StackError.cancelled }
         let masked = mask.count, t = tally.value

@@ -176,6 +176,36 @@ import EvanescoCore
         }
     }
 
+    @Test("Worked through in bands of any height, the erase gives the same, to the bit, and reports each band")
+    func bandsChangeNothing() throws {
+        let frames = Self.frames(), mask = Self.blockMask(margin: 8)
+        let plain = try BurstStacker.stack(frames, options: Self.options(mask: nil))
+        let used = plain.frames.filter(\.used).map(\.index)
+        let source = BurstFrameSource(
+            names: frames.map(\.name), width: 320, height: 240, channels: 3, eightBit: true,
+            referenceMetadata: plain.referenceMetadata, memory: frames, spill: nil, slots: [])
+        func erase(bandRows: Int?) throws -> (Image<UInt8>, EraseSummary, StackMaps?, Int) {
+            var maps = plain.maps
+            let bands = LockedBox(0)
+            let e = try BurstStacker.erase(
+                mask, source.samplers(used, used.map { plain.frames[$0].homography }, [], .bicubic, as: UInt8.self),
+                plain.image.uint8, sigma: plain.noiseSigma, maps: &maps, frameIndex: used, cancellation: nil,
+                bandRows: bandRows, afterBand: { bands.update { $0 += 1 } })
+            return (e.0, e.1, maps, bands.value)
+        }
+        // The region: the 60 x 50 block grown by 8 and by the seam band, 90 rows.
+        let whole = try erase(bandRows: nil)
+        #expect(whole.3 == 1)
+        for rows in [1, 7, 40] {
+            let banded = try erase(bandRows: rows)
+            #expect(banded.0 == whole.0 && banded.1 == whole.1, "\(rows)-row bands")
+            #expect(banded.2?.provenance == whole.2?.provenance && banded.2?.kept == whole.2?.kept)
+            #expect(banded.3 == (90 + rows - 1) / rows, "\(banded.3) bands of \(rows) rows")
+        }
+        // The default band: a 64 MB budget for the two byte buffers, at least 128 rows.
+        #expect(Eraser.bandRows(frames: 30, width: 4000) == 279 && Eraser.bandRows(frames: 30, width: 12_000) == 128)
+    }
+
     @Test func strokesPaintDiscsAndCapsules() throws {
         let disc = EraseMask(width: 100, height: 100, strokes: [EraseStroke(points: [[50, 50]], radius: 10)])
         #expect(abs(Double(disc.count) - Double.pi * 100) < 12, "\(disc.count)")
