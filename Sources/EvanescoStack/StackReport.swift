@@ -122,8 +122,8 @@ public struct StackReport: Sendable, Codable, Equatable {
 }
 
 /// What the burst-wide parallax passes did to the frames' local fields (`parallax` in a report):
-/// the joint fit of one scene seen from every frame (``ParallaxConsistency``) and the depth sweep
-/// where most frames could not measure (``ParallaxConsistency/sweep(_:model:samplers:)``).
+/// the joint fit of one scene seen from every frame (`ParallaxConsistency`) and the depth sweep
+/// where most frames could not measure (`ParallaxConsistency.sweep(_:model:samplers:)`).
 public struct ParallaxSummary: Sendable, Codable, Equatable {
     /// Frames whose fields took part in the joint fit.
     public var frames: Int
