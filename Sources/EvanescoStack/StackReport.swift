@@ -106,6 +106,25 @@ public struct StackReport: Sendable, Codable, Equatable {
         return out
     }
 
+    /// The frames of a report that were aligned with a local field (`frames[].local.used`), by
+    /// index, in order (none for a document without them, such as a `truth.json`). A report
+    /// carries each frame's homography but not its field: given back as
+    /// ``StackOptions/givenHomographies``, these frames are warped by their homographies alone.
+    ///
+    /// - Parameter bytes: A document ``homographies(from:name:)`` accepts.
+    public static func framesWithLocalFields(from bytes: [UInt8]) -> [Int] {
+        struct Doc: Decodable {
+            struct Frame: Decodable {
+                struct Local: Decodable { var used: Bool? }
+                var index: Int
+                var local: Local?
+            }
+            var frames: [Frame]
+        }
+        guard let doc = try? JSONDecoder().decode(Doc.self, from: Data(bytes)) else { return [] }
+        return doc.frames.filter { $0.local?.used == true }.map(\.index).sorted()
+    }
+
     static func describe(_ error: Error) -> String {
         switch error {
         case DecodingError.dataCorrupted(let c):

@@ -113,7 +113,15 @@ struct Stack: ParsableCommand {
             options.progress = progress.stackCallback
             options.erase = try erase.map(EraseMask.read)
             if let path = homographies {
-                options.givenHomographies = try StackReport.homographies(from: InputFile.read(path), name: path)
+                let bytes = try InputFile.read(path)
+                options.givenHomographies = try StackReport.homographies(from: bytes, name: path)
+                let local = StackReport.framesWithLocalFields(from: bytes)
+                if !local.isEmpty {
+                    Diagnostics.warning(
+                        "\(path): \(local.count) frame(s) were aligned with a local field (parallax), which a report "
+                            + "does not carry; they are warped by their homographies alone, so near things may "
+                            + "ghost (stack without --homographies to align them again)")
+                }
             }
             let start = Date()
             var result = try BurstStacker.stack(contentsOf: inputs, options: options)

@@ -79,6 +79,13 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         // The report carries it, in snake_case.
         let json = String(decoding: try ReportJSON.encode(StackReport(l, inputs: ["x"], output: "y")), as: UTF8.self)
         #expect(json.contains("\"local\"") && json.contains("\"p90_px\"") && json.contains("\"decision\""))
+        // Given back, a report's homographies carry no field: the frames that had one are named.
+        let bytes = try ReportJSON.encode(StackReport(l, inputs: ["x"], output: "y"))
+        #expect(StackReport.framesWithLocalFields(from: bytes) == Array(1...6))
+        #expect(
+            StackReport.framesWithLocalFields(from: try ReportJSON.encode(StackReport(g, inputs: ["x"], output: nil)))
+                .isEmpty)
+        #expect(StackReport.framesWithLocalFields(from: Array("not json".utf8)).isEmpty)
         // The burst is one depth map seen along a direction per frame: the joint fit explains
         // the six fields, and the report says what it did with them.
         let p = try #require(l.parallax)
