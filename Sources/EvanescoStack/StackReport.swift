@@ -125,6 +125,16 @@ public struct StackReport: Sendable, Codable, Equatable {
         return doc.frames.filter { $0.local?.used == true }.map(\.index).sorted()
     }
 
+    /// What to tell a user who gives back a report (`name`) in which some frames had a local
+    /// field (``framesWithLocalFields(from:)``); nil when none had.
+    public static func localFieldsNotice(in bytes: [UInt8], name: String) -> String? {
+        let local = framesWithLocalFields(from: bytes)
+        guard !local.isEmpty else { return nil }
+        return "\(name): \(local.count) frame(s) were aligned with a local field (parallax), which a report does "
+            + "not carry; they are warped by their homographies alone, so near things may ghost (stack without "
+            + "--homographies to align them again)"
+    }
+
     static func describe(_ error: Error) -> String {
         switch error {
         case DecodingError.dataCorrupted(let c):

@@ -42,8 +42,7 @@ struct Stack: ParsableCommand {
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
     @Option(help: "Finest level aligned at: 0 full size, 1 half (default: 1 above 8 MP).") var alignLevel: Int?
-    @Option(help: "Warp: bicubic (Keys, a = -0.75), catmull-rom, bilinear or nearest.") var interpolation =
-        StackOptions().interpolation
+    @Option(help: "Warp: bicubic, catmull-rom, bilinear or nearest.") var interpolation = StackOptions().interpolation
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
@@ -115,13 +114,7 @@ struct Stack: ParsableCommand {
             if let path = homographies {
                 let bytes = try InputFile.read(path)
                 options.givenHomographies = try StackReport.homographies(from: bytes, name: path)
-                let local = StackReport.framesWithLocalFields(from: bytes)
-                if !local.isEmpty {
-                    Diagnostics.warning(
-                        "\(path): \(local.count) frame(s) were aligned with a local field (parallax), which a report "
-                            + "does not carry; they are warped by their homographies alone, so near things may "
-                            + "ghost (stack without --homographies to align them again)")
-                }
+                StackReport.localFieldsNotice(in: bytes, name: path).map(Diagnostics.warning)
             }
             let start = Date()
             var result = try BurstStacker.stack(contentsOf: inputs, options: options)

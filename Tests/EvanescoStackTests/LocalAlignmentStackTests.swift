@@ -86,6 +86,10 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
             StackReport.framesWithLocalFields(from: try ReportJSON.encode(StackReport(g, inputs: ["x"], output: nil)))
                 .isEmpty)
         #expect(StackReport.framesWithLocalFields(from: Array("not json".utf8)).isEmpty)
+        #expect(
+            StackReport.localFieldsNotice(in: bytes, name: "r.json")?.hasPrefix("r.json: 6 frame(s) were aligned")
+                == true)
+        #expect(StackReport.localFieldsNotice(in: Array("{}".utf8), name: "r.json") == nil)
         // The burst is one depth map seen along a direction per frame: the joint fit explains
         // the six fields, and the report says what it did with them.
         let p = try #require(l.parallax)
