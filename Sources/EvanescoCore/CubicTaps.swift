@@ -28,6 +28,28 @@ enum Quad {
     /// (a straight line between them): a multiple of 4.
     @usableFromInline static let knotSpacing = 64
 
+    /// How far (pixels) a knot interval's middle may be from the straight line between its
+    /// ends for the line to stand for its positions.
+    @usableFromInline static let lineTolerance: Float = 1e-3
+
+    /// One knot interval from a row's pixel: its length, at most ``knotSpacing`` and `available`
+    /// (a multiple of 4), halved down to 8 while the position at its middle is off the line from
+    /// `start` to its last pixel's by more than ``lineTolerance`` (a projective map bends the
+    /// line), and the position at its last pixel. `position(k)` is the interval's pixel `k`'s.
+    /// The caller checks the line again: an 8-pixel interval still off it is sampled pixel by pixel.
+    @inlinable @inline(__always)
+    static func interval(available: Int, start s0: Float, _ position: (Int) -> Float) -> (n: Int, end: Float) {
+        var n = min(knotSpacing, available & ~3)
+        var s1 = position(n &- 1)
+        while n > 8
+            && abs(position((n &- 1) / 2) - (s0 + (s1 - s0) / Float(n &- 1) * Float((n &- 1) / 2))) > lineTolerance
+        {
+            n = (n / 2) & ~3
+            s1 = position(n &- 1)
+        }
+        return (n, s1)
+    }
+
     /// True when every lane is (the mask's 128 bits tested in two halves; the standard library's
     /// `all(_:)` reduces the lanes one by one).
     @inlinable @inline(__always)

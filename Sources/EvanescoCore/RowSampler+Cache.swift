@@ -192,22 +192,11 @@ extension RowSampler {
                         lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
                         out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
                     while i &+ 4 <= count {
-                        // A projective map bends the line: where the knots' middle is off it, the
-                        // interval is halved (down to 8 pixels) before it is sampled pixel by pixel.
-                        var n = min(Quad.knotSpacing, (count &- i) & ~3)
                         let s0 = sourceX(x0 &+ i)
-                        var s1 = sourceX(x0 &+ i &+ n &- 1)
-                        while n > 8
-                            && abs(
-                                sourceX(x0 &+ i &+ (n &- 1) / 2)
-                                    - (s0 + (s1 - s0) / Float(n &- 1) * Float((n &- 1) / 2)))
-                                > 1e-3
-                        {
-                            n = (n / 2) & ~3
-                            s1 = sourceX(x0 &+ i &+ n &- 1)
-                        }
+                        let (n, s1) = Quad.interval(available: count &- i, start: s0) { sourceX(x0 &+ i &+ $0) }
                         let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
-                        guard s0 > -1, s1 > -1, abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= 1e-3
+                        guard s0 > -1, s1 > -1,
+                            abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= Quad.lineTolerance
                         else {
                             for k in i..<(i &+ n) { pixel(k) }
                             i &+= n

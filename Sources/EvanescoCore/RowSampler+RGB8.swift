@@ -254,21 +254,10 @@ extension RowSampler {
                     lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
                     out: out, valid: valid, s0: 0, slope: 0, lo: rowLo, hi: rowHi, base: 0)
                 while i &+ 4 <= end {
-                    // Where the knots' middle is off the line (a projective map), the interval is
-                    // halved, down to 8 pixels, before it is sampled pixel by pixel.
-                    var n = min(Quad.knotSpacing, (end &- i) & ~3)
                     let s0 = source(x0 &+ i).1
-                    var s1 = source(x0 &+ i &+ n &- 1).1
-                    while n > 8
-                        && abs(
-                            source(x0 &+ i &+ (n &- 1) / 2).1 - (s0 + (s1 - s0) / Float(n &- 1) * Float((n &- 1) / 2)))
-                            > 1e-3
-                    {
-                        n = (n / 2) & ~3
-                        s1 = source(x0 &+ i &+ n &- 1).1
-                    }
+                    let (n, s1) = Quad.interval(available: end &- i, start: s0) { source(x0 &+ i &+ $0).1 }
                     let slope = (s1 - s0) / Float(n &- 1), half = (n &- 1) / 2
-                    guard abs(source(x0 &+ i &+ half).1 - (s0 + slope * Float(half))) <= 1e-3 else {
+                    guard abs(source(x0 &+ i &+ half).1 - (s0 + slope * Float(half))) <= Quad.lineTolerance else {
                         for k in i..<(i &+ n) { pixel(k) }
                         i &+= n
                         continue
