@@ -138,7 +138,8 @@ let package = Package(
         .testTarget(
             name: "EvanescoCLITests",
             dependencies: [
-                "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
+                "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoBatch",
+                "HTTPTestSupport",
                 "SharedTestData", "SubprocessTestSupport", "TestScenes"
             ])
     ],

@@ -32,9 +32,10 @@ public final class JobQueue: Sendable {
     public static let schemaVersion = 1
 
     public let address: QueueAddress
-    let client: PostgresClient
+    /// The pool and the task that runs it; replaced whole when an operation outlives the
+    /// address's timeout.
+    let pool: LockedBox<(client: PostgresClient, runner: Task<Void, Never>)>
     let logger: Logger
-    let runner: Task<Void, Never>
     var s: String { "\"\(address.schema)\"" }
     /// The NOTIFY channel of this queue.
     var channel: String { "evanesco_\(address.schema)" }
@@ -51,15 +52,51 @@ public final class JobQueue: Sendable {
     ) throws {
         self.address = address
         self.logger = logger
+        pool = LockedBox(try Self.makePool(address, logger: logger))
+    }
+
+    static func makePool(_ address: QueueAddress, logger: Logger) throws -> (
+        client: PostgresClient, runner: Task<Void, Never>
+    ) {
         let client = PostgresClient(configuration: try address.clientConfiguration(), backgroundLogger: logger)
-        self.client = client
-        runner = Task { await client.run() }
+        return (client, Task { await client.run() })
     }
 
     /// Closes the pool.
-    public func close() { runner.cancel() }
+    public func close() { pool.value.runner.cancel() }
 
-    deinit { runner.cancel() }
+    deinit { pool.value.runner.cancel() }
+
+    /// Runs one queue operation on the pool, for at most the address's timeout.
+    ///
+    /// Past it the operation's task is cancelled and left behind, the pool is replaced by a
+    /// new one (closing the old one fails whatever still waits on it), and
+    /// ``QueueError/unresponsive(address:seconds:)`` is thrown: the caller retries as after any
+    /// database error. The postgres client's own connect timeout covers the TCP connect only,
+    /// not the startup exchange that follows, so without this a server that accepted and went
+    /// quiet (or a connection left half-made across a restart) held its caller forever.
+    func bounded<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let client = pool.value.client
+        let seconds = address.timeout
+        return try await withDeadline(
+            seconds,
+            expired: { [self] in
+                replacePool(client)
+                return QueueError.unresponsive(address: address.description, seconds: seconds)
+            }
+        ) { try await body(client) }
+    }
+
+    /// Replaces the pool if `stale` is still the current one.
+    func replacePool(_ stale: PostgresClient) {
+        guard let fresh = try? Self.makePool(address, logger: logger) else { return }
+        let old = pool.update { p -> Task<Void, Never>? in
+            guard p.client === stale else { return nil }
+            defer { p = fresh }
+            return p.runner
+        }
+        if let old { old.cancel() } else { fresh.runner.cancel() }
+    }
 
     // MARK: Schema
 
@@ -68,30 +105,32 @@ public final class JobQueue: Sendable {
     ///
     /// - Throws: ``QueueError/schemaTooNew(found:supported:)``, or the database's error.
     public func migrate() async throws {
-        let version: Int = try await client.withTransaction(logger: logger) { c in
-            try await c.query(
-                "SELECT pg_advisory_xact_lock(hashtext(\(self.address.schema + ".migrate")))", logger: self.logger)
-            try await c.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: self.s)", logger: self.logger)
-            try await c.query(
-                "CREATE TABLE IF NOT EXISTS \(unescaped: self.s).meta (key text PRIMARY KEY, value text NOT NULL)",
-                logger: self.logger)
-            var found = 0
-            for try await v in try await c.query(
-                "SELECT value FROM \(unescaped: self.s).meta WHERE key = 'schema_version'", logger: self.logger
-            )
-            .decode(String.self) { found = Int(v) ?? 0 }
-            if found > Self.schemaVersion { return found }
-            if found < 1 {
-                for statement in Self.version1(self.s) {
-                    try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+        let version: Int = try await bounded { [self] client in
+            try await client.withTransaction(logger: logger) { c in
+                try await c.query(
+                    "SELECT pg_advisory_xact_lock(hashtext(\(self.address.schema + ".migrate")))", logger: self.logger)
+                try await c.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: self.s)", logger: self.logger)
+                try await c.query(
+                    "CREATE TABLE IF NOT EXISTS \(unescaped: self.s).meta (key text PRIMARY KEY, value text NOT NULL)",
+                    logger: self.logger)
+                var found = 0
+                for try await v in try await c.query(
+                    "SELECT value FROM \(unescaped: self.s).meta WHERE key = 'schema_version'", logger: self.logger
+                )
+                .decode(String.self) { found = Int(v) ?? 0 }
+                if found > Self.schemaVersion { return found }
+                if found < 1 {
+                    for statement in Self.version1(self.s) {
+                        try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                    }
                 }
+                try await c.query(
+                    """
+                    INSERT INTO \(unescaped: self.s).meta (key, value) VALUES ('schema_version', \(String(Self.schemaVersion)))
+                    ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                    """, logger: self.logger)
+                return found
             }
-            try await c.query(
-                """
-                INSERT INTO \(unescaped: self.s).meta (key, value) VALUES ('schema_version', \(String(Self.schemaVersion)))
-                ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                """, logger: self.logger)
-            return found
         }
         if version > Self.schemaVersion { throw QueueError.schemaTooNew(found: version, supported: Self.schemaVersion) }
     }
@@ -143,23 +182,32 @@ public final class JobQueue: Sendable {
             let ids = chunk.map(\.id), kinds = chunk.map(\.kind.rawValue),
                 specs = try chunk.map { try $0.normalizedLine() }
             let outputs = chunk.map(\.output)
-            var added = Set<String>()
-            let rows = try await client.query(
-                """
-                INSERT INTO \(unescaped: s).jobs (id, kind, spec, output, max_attempts)
-                SELECT * FROM unnest(\(ids)::text[], \(kinds)::text[], \(specs)::text[], \(outputs)::text[]) AS t, (SELECT \(maxAttempts)::int) AS m
-                ON CONFLICT DO NOTHING RETURNING id
-                """, logger: logger)
-            for try await id in rows.decode(String.self) { added.insert(id) }
+            let added = try await bounded { [self] client in
+                var added = Set<String>()
+                let rows = try await client.query(
+                    """
+                    INSERT INTO \(unescaped: s).jobs (id, kind, spec, output, max_attempts)
+                    SELECT * FROM unnest(\(ids)::text[], \(kinds)::text[], \(specs)::text[], \(outputs)::text[]) AS t, (SELECT \(maxAttempts)::int) AS m
+                    ON CONFLICT DO NOTHING RETURNING id
+                    """, logger: logger)
+                for try await id in rows.decode(String.self) { added.insert(id) }
+                return added
+            }
             result.added += added.count
             let others = chunk.filter { !added.contains($0.id) }
             if others.isEmpty { continue }
+            let otherIDs = others.map(\.id), otherOutputs = others.map(\.output)
+            let existing = try await bounded { [self] client in
+                var rows: [(id: String, spec: String, output: String)] = []
+                for try await row in try await client.query(
+                    """
+                    SELECT id, spec, output FROM \(unescaped: s).jobs WHERE id = ANY(\(otherIDs)) OR output = ANY(\(otherOutputs))
+                    """, logger: logger
+                ).decode((String, String, String).self) { rows.append(row) }
+                return rows
+            }
             var byId: [String: (String, String)] = [:], byOutput: [String: String] = [:]
-            let existing = try await client.query(
-                """
-                SELECT id, spec, output FROM \(unescaped: s).jobs WHERE id = ANY(\(others.map(\.id))) OR output = ANY(\(others.map(\.output)))
-                """, logger: logger)
-            for try await (id, spec, output) in existing.decode((String, String, String).self) {
+            for (id, spec, output) in existing {
                 byId[id] = (spec, output)
                 byOutput[output] = id
             }
@@ -194,7 +242,9 @@ public final class JobQueue: Sendable {
 
     /// Wakes the workers listening.
     func notify() async throws {
-        try await client.query("SELECT pg_notify(\(channel), '')", logger: logger)
+        try await bounded { [self] client in
+            _ = try await client.query("SELECT pg_notify(\(channel), '')", logger: logger)
+        }
     }
 
     /// Puts failed jobs back to pending, with their attempts reset.
@@ -202,12 +252,14 @@ public final class JobQueue: Sendable {
     /// - Parameter ids: Only these (nil: every failed job).
     /// - Returns: The jobs requeued.
     public func retryFailed(ids: [String]? = nil) async throws -> Int {
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = 0, error = NULL, run_after = now(), finished_at = NULL
-            WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
-            """, logger: logger)
-        let n = try await count(rows)
+        let n = try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = 0, error = NULL, run_after = now(), finished_at = NULL
+                WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
+                """, logger: logger)
+            return try await count(rows)
+        }
         if n > 0 { try await notify() }
         return n
     }
@@ -218,12 +270,14 @@ public final class JobQueue: Sendable {
     /// - Parameter ids: Only these (nil: every pending and running job).
     /// - Returns: The jobs cancelled.
     public func cancel(ids: [String]? = nil) async throws -> Int {
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: s).jobs SET state = 'cancelled', lease_token = NULL, lease_expires = NULL, finished_at = now()
-            WHERE state IN ('pending', 'running') AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
-            """, logger: logger)
-        return try await count(rows)
+        try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs SET state = 'cancelled', lease_token = NULL, lease_expires = NULL, finished_at = now()
+                WHERE state IN ('pending', 'running') AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
+                """, logger: logger)
+            return try await count(rows)
+        }
     }
 
     func count(_ rows: PostgresRowSequence) async throws -> Int {
@@ -237,22 +291,24 @@ public final class JobQueue: Sendable {
     /// Claims up to `limit` ready jobs for `owner`, oldest first, skipping rows other workers
     /// hold locked, each with a new fencing token and a lease of `lease` seconds.
     public func claim(limit: Int, owner: String, lease: Double) async throws -> [ClaimedJob] {
-        let rows = try await client.query(
-            """
-            WITH picked AS (
-                SELECT id FROM \(unescaped: s).jobs WHERE state = 'pending' AND run_after <= now()
-                ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            UPDATE \(unescaped: s).jobs j SET state = 'running', attempts = j.attempts + 1,
-                lease_token = nextval('\(unescaped: s).lease_tokens'), lease_owner = \(owner),
-                lease_expires = now() + make_interval(secs => \(lease)), started_at = now()
-            FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.spec, j.lease_token, j.attempts, j.max_attempts
-            """, logger: logger)
-        var jobs: [ClaimedJob] = []
-        for try await (id, spec, token, attempt, max) in rows.decode((String, String, Int64, Int32, Int32).self) {
-            jobs.append(ClaimedJob(id: id, spec: spec, token: token, attempt: Int(attempt), maxAttempts: Int(max)))
+        try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                WITH picked AS (
+                    SELECT id FROM \(unescaped: s).jobs WHERE state = 'pending' AND run_after <= now()
+                    ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                UPDATE \(unescaped: s).jobs j SET state = 'running', attempts = j.attempts + 1,
+                    lease_token = nextval('\(unescaped: s).lease_tokens'), lease_owner = \(owner),
+                    lease_expires = now() + make_interval(secs => \(lease)), started_at = now()
+                FROM picked WHERE j.id = picked.id
+                RETURNING j.id, j.spec, j.lease_token, j.attempts, j.max_attempts
+                """, logger: logger)
+            var jobs: [ClaimedJob] = []
+            for try await (id, spec, token, attempt, max) in rows.decode((String, String, Int64, Int32, Int32).self) {
+                jobs.append(ClaimedJob(id: id, spec: spec, token: token, attempt: Int(attempt), maxAttempts: Int(max)))
+            }
+            return jobs
         }
-        return jobs
     }
 
     /// Takes back the jobs whose lease expired (their worker was killed, stalled or cut off):
@@ -261,18 +317,20 @@ public final class JobQueue: Sendable {
     ///
     /// - Returns: Leases taken back.
     public func reclaimExpired() async throws -> Int {
-        let rows = try await client.query(
-            """
-            WITH lost AS (
-                SELECT id FROM \(unescaped: s).jobs WHERE state = 'running' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
-            UPDATE \(unescaped: s).jobs j SET lease_losses = j.lease_losses + 1, lease_token = NULL, lease_expires = NULL, run_after = now(),
-                state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
-                error = 'worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing its lease (killed, stalled or cut off)'
-                    || CASE WHEN j.attempts >= j.max_attempts THEN ' on each of ' || j.attempts || ' attempts' ELSE '' END,
-                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END
-            FROM lost WHERE j.id = lost.id RETURNING j.id
-            """, logger: logger)
-        let n = try await count(rows)
+        let n = try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                WITH lost AS (
+                    SELECT id FROM \(unescaped: s).jobs WHERE state = 'running' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
+                UPDATE \(unescaped: s).jobs j SET lease_losses = j.lease_losses + 1, lease_token = NULL, lease_expires = NULL, run_after = now(),
+                    state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+                    error = 'worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing its lease (killed, stalled or cut off)'
+                        || CASE WHEN j.attempts >= j.max_attempts THEN ' on each of ' || j.attempts || ' attempts' ELSE '' END,
+                    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END
+                FROM lost WHERE j.id = lost.id RETURNING j.id
+                """, logger: logger)
+            return try await count(rows)
+        }
         if n > 0 { try await notify() }
         return n
     }
@@ -282,14 +340,16 @@ public final class JobQueue: Sendable {
     /// - Returns: The tokens still held; any other was lost (expired and taken, or cancelled).
     public func renew(tokens: [Int64], lease: Double) async throws -> Set<Int64> {
         guard !tokens.isEmpty else { return [] }
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: s).jobs SET lease_expires = now() + make_interval(secs => \(lease))
-            WHERE state = 'running' AND lease_token = ANY(\(tokens)) RETURNING lease_token
-            """, logger: logger)
-        var held = Set<Int64>()
-        for try await t in rows.decode(Int64.self) { held.insert(t) }
-        return held
+        return try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs SET lease_expires = now() + make_interval(secs => \(lease))
+                WHERE state = 'running' AND lease_token = ANY(\(tokens)) RETURNING lease_token
+                """, logger: logger)
+            var held = Set<Int64>()
+            for try await t in rows.decode(Int64.self) { held.insert(t) }
+            return held
+        }
     }
 
     /// How a fenced transaction ended.
@@ -324,29 +384,34 @@ public final class JobQueue: Sendable {
     /// output is replaced, whole, by the same bytes. An output is never half-written, nor placed
     /// by a worker that lost its lease.
     ///
-    /// - Returns: The ids recorded as done; the others had lost their lease.
-    public func complete(_ items: [Completion], owner: String, place: (Completion) throws -> Void) async throws -> Set<
-        String
-    > {
+    /// - Returns: The lease tokens recorded as done; the others had lost their lease. (Tokens, not
+    ///   ids: a job can be here twice, under a lost lease and under the one that replaced it.)
+    public func complete(
+        _ items: [Completion], owner: String, place: @escaping @Sendable (Completion) throws -> Void
+    ) async throws -> Set<Int64> {
         guard !items.isEmpty else { return [] }
-        return try await client.withTransaction(logger: logger) { c in
-            let rows = try await c.query(
-                """
-                UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
-                    finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
-                FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
-                            \(items.map(\.seconds))::float8[]) AS t(id, token, report, seconds)
-                WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running' RETURNING j.id
-                """, logger: self.logger)
-            var applied = Set<String>()
-            for try await id in rows.decode(String.self) { applied.insert(id) }
-            for item in items where applied.contains(item.job.id) { try place(item) }
-            return applied
+        return try await bounded { [self] client in
+            try await client.withTransaction(logger: logger) { c in
+                let rows = try await c.query(
+                    """
+                    UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
+                        finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
+                    FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
+                                \(items.map(\.seconds))::float8[]) AS t(id, token, report, seconds)
+                    WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running' RETURNING t.token
+                    """, logger: self.logger)
+                var applied = Set<Int64>()
+                for try await token in rows.decode(Int64.self) { applied.insert(token) }
+                for item in items where applied.contains(item.job.token) { try place(item) }
+                return applied
+            }
         }
     }
 
     /// Finishes one job as done (``complete(_:owner:place:)`` for one).
-    public func complete(_ job: ClaimedJob, report: String, seconds: Double, owner: String, place: () throws -> Void)
+    public func complete(
+        _ job: ClaimedJob, report: String, seconds: Double, owner: String, place: @escaping @Sendable () throws -> Void
+    )
         async throws -> Fenced
     {
         try await complete([Completion(job: job, report: report, seconds: seconds)], owner: owner) { _ in try place() }
@@ -359,26 +424,30 @@ public final class JobQueue: Sendable {
     public func fail(_ job: ClaimedJob, message: String, permanent: Bool, owner: String) async throws -> Fenced {
         let final = permanent || job.attempt >= job.maxAttempts
         let backoff = min(600.0, pow(2, Double(job.attempt)))
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
-                lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
-                finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
-            WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
-            """, logger: logger)
-        return try await count(rows) == 1 ? .applied : .lostLease
+        return try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
+                    lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
+                    finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
+                WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
+                """, logger: logger)
+            return try await count(rows) == 1 ? .applied : .lostLease
+        }
     }
 
     /// Gives a job back unfinished (a drain that ran out of time): pending at once, the attempt
     /// not counted. Fenced by the token.
     public func release(_ job: ClaimedJob) async throws -> Fenced {
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
-                lease_expires = NULL, run_after = now()
-            WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
-            """, logger: logger)
-        let released = try await count(rows) == 1
+        let released = try await bounded { [self] client in
+            let rows = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = greatest(0, attempts - 1), lease_token = NULL,
+                    lease_expires = NULL, run_after = now()
+                WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
+                """, logger: logger)
+            return try await count(rows) == 1
+        }
         if released { try await notify() }
         return released ? .applied : .lostLease
     }
@@ -391,32 +460,35 @@ public final class JobQueue: Sendable {
 
     /// Counts, throughput, time left and failures.
     public func status(failureLimit: Int = 1000) async throws -> BatchStatus {
-        var counts: [String: Int] = [:], attempts = 0, losses = 0
-        for try await (state, n, a, l) in try await client.query(
-            """
-            SELECT state, count(*)::int8, coalesce(sum(attempts), 0)::int8, coalesce(sum(lease_losses), 0)::int8 FROM \(unescaped: s).jobs GROUP BY state
-            """, logger: logger
-        ).decode((String, Int64, Int64, Int64).self) {
-            counts[state] = Int(n)
-            attempts += Int(a)
-            losses += Int(l)
+        let (counts, attempts, losses, finishedRecently, span, failures) = try await bounded { [self] client in
+            var counts: [String: Int] = [:], attempts = 0, losses = 0
+            for try await (state, n, a, l) in try await client.query(
+                """
+                SELECT state, count(*)::int8, coalesce(sum(attempts), 0)::int8, coalesce(sum(lease_losses), 0)::int8 FROM \(unescaped: s).jobs GROUP BY state
+                """, logger: logger
+            ).decode((String, Int64, Int64, Int64).self) {
+                counts[state] = Int(n)
+                attempts += Int(a)
+                losses += Int(l)
+            }
+            var finishedRecently = 0, span = 0.0
+            for try await (n, seconds) in try await client.query(
+                """
+                SELECT count(*)::int8, coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0)::float8 FROM \(unescaped: s).jobs
+                WHERE state = 'done' AND finished_at > (SELECT max(finished_at) FROM \(unescaped: s).jobs WHERE state = 'done') - interval '10 minutes'
+                """, logger: logger
+            ).decode((Int64, Double).self) {
+                finishedRecently = Int(n)
+                span = seconds
+            }
+            var failures: [BatchStatus.Failure] = []
+            for try await (id, error, a) in try await client.query(
+                """
+                SELECT id, coalesce(error, ''), attempts FROM \(unescaped: s).jobs WHERE state = 'failed' ORDER BY id LIMIT \(failureLimit)
+                """, logger: logger
+            ).decode((String, String, Int32).self) { failures.append(.init(id: id, error: error, attempts: Int(a))) }
+            return (counts, attempts, losses, finishedRecently, span, failures)
         }
-        var finishedRecently = 0, span = 0.0
-        for try await (n, seconds) in try await client.query(
-            """
-            SELECT count(*)::int8, coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0)::float8 FROM \(unescaped: s).jobs
-            WHERE state = 'done' AND finished_at > (SELECT max(finished_at) FROM \(unescaped: s).jobs WHERE state = 'done') - interval '10 minutes'
-            """, logger: logger
-        ).decode((Int64, Double).self) {
-            finishedRecently = Int(n)
-            span = seconds
-        }
-        var failures: [BatchStatus.Failure] = []
-        for try await (id, error, a) in try await client.query(
-            """
-            SELECT id, coalesce(error, ''), attempts FROM \(unescaped: s).jobs WHERE state = 'failed' ORDER BY id LIMIT \(failureLimit)
-            """, logger: logger
-        ).decode((String, String, Int32).self) { failures.append(.init(id: id, error: error, attempts: Int(a))) }
         let rate = finishedRecently >= 2 && span > 0 ? Double(finishedRecently - 1) / span * 60 : 0
         let pending = counts["pending", default: 0], running = counts["running", default: 0]
         return BatchStatus(
@@ -428,16 +500,18 @@ public final class JobQueue: Sendable {
 
     /// Bytes the queue's table and indexes take, and jobs in it (for "what the database holds per job").
     public func footprint() async throws -> (bytes: Int, jobs: Int) {
-        var bytes = 0, jobs = 0
-        for try await (b, n) in try await client.query(
-            """
-            SELECT pg_total_relation_size('\(unescaped: s).jobs')::int8, (SELECT count(*) FROM \(unescaped: s).jobs)::int8
-            """, logger: logger
-        ).decode((Int64, Int64).self) {
-            bytes = Int(b)
-            jobs = Int(n)
+        try await bounded { [self] client in
+            var bytes = 0, jobs = 0
+            for try await (b, n) in try await client.query(
+                """
+                SELECT pg_total_relation_size('\(unescaped: s).jobs')::int8, (SELECT count(*) FROM \(unescaped: s).jobs)::int8
+                """, logger: logger
+            ).decode((Int64, Int64).self) {
+                bytes = Int(b)
+                jobs = Int(n)
+            }
+            return (bytes, jobs)
         }
-        return (bytes, jobs)
     }
 }
 
@@ -445,9 +519,7 @@ public final class JobQueue: Sendable {
 /// restarts. Notifications only shorten a wait: the worker polls as well.
 public final class Listener: @unchecked Sendable {
     let queue: JobQueue
-    /// Waiters, and a wake-up that came while nobody waited (kept for the next wait, so a job
-    /// that finishes between a claim and the wait does not cost a whole poll interval).
-    let wake = LockedBox<(waiters: [CheckedContinuation<Void, Never>], missed: Bool)>(([], false))
+    let wake = WakeSignal()
     var task: Task<Void, Never>?
 
     init(queue: JobQueue) {
@@ -462,9 +534,16 @@ public final class Listener: @unchecked Sendable {
             var id = 1
             while !Task.isCancelled {
                 do {
-                    let connection = try await PostgresConnection.connect(
-                        configuration: try queue.address.connectionConfiguration(), id: id,
-                        logger: queue.logger)
+                    let configuration = try queue.address.connectionConfiguration(), logger = queue.logger
+                    let connection = try await withDeadline(
+                        queue.address.timeout,
+                        expired: {
+                            QueueError.unresponsive(address: queue.address.description, seconds: queue.address.timeout)
+                        },
+                        abandoned: { late in Task { try? await late.close() } }
+                    ) { [id] in
+                        try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+                    }
                     id += 1
                     // Closed here, not by a task of its own that could outlive the listener.
                     do {
@@ -491,58 +570,100 @@ public final class Listener: @unchecked Sendable {
         await task?.value
     }
 
-    func fire() {
-        let waiting = wake.update { w in
-            defer { w.waiters = [] }
-            if w.waiters.isEmpty { w.missed = true }
-            return w.waiters
-        }
-        for c in waiting { c.resume() }
-    }
+    func fire() { wake.fire() }
 
     /// Returns at the next notification or after `seconds`.
-    public func wait(seconds: Double) async {
-        if wake.update({ w in
-            defer { w.missed = false }
-            return w.missed
-        }) {
-            return
-        }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withCheckedContinuation { c in
-                    let now = self.wake.update { w in
-                        if w.missed {
-                            w.missed = false
-                            return true
-                        }
-                        w.waiters.append(c)
-                        return false
-                    }
-                    if now { c.resume() }
-                }
-            }
-            group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
-            await group.next()
-            group.cancelAll()
-            // Release this wait's own continuation if the timer won.
-            let waiting = self.wake.update { w in
-                defer { w.waiters = [] }
-                return w.waiters
-            }
-            for c in waiting { c.resume() }
-        }
-    }
+    public func wait(seconds: Double) async { await wake.wait(seconds: seconds) }
 }
 
 /// Why the queue refused.
 public enum QueueError: Error, CustomStringConvertible, Equatable {
     case schemaTooNew(found: Int, supported: Int)
+    /// An operation took longer than the address's `timeout`.
+    case unresponsive(address: String, seconds: Double)
 
     public var description: String {
         switch self {
         case .schemaTooNew(let found, let supported):
             "the queue's schema is version \(found), newer than this evanesco reads (\(supported)); upgrade evanesco on this machine"
+        case .unresponsive(let address, let seconds):
+            "the database at \(address) did not answer within \(String(format: "%g", seconds)) s; check that PostgreSQL (not another program) listens there and is not overloaded, or raise the URL's timeout=SECONDS"
+        }
+    }
+}
+
+/// A wake-up that one side fires and the other waits for, with a timeout.
+///
+/// A fire while nobody waits is kept for the next wait, so a job that finishes between a claim
+/// and the wait does not cost a whole poll interval. Each wait's continuation is resumed exactly
+/// once, by whichever of the fire and the timer takes it out first: a timer that fires before
+/// the wait has registered cannot leave it waiting for a notification that never comes.
+public final class WakeSignal: @unchecked Sendable {
+    let state = LockedBox<(waiters: [Int: CheckedContinuation<Void, Never>], missed: Bool, next: Int)>(([:], false, 0))
+
+    public init() {}
+
+    /// Wakes every waiter, or the next wait when nobody waits.
+    public func fire() {
+        let waiting = state.update { w in
+            defer { w.waiters = [:] }
+            if w.waiters.isEmpty { w.missed = true }
+            return Array(w.waiters.values)
+        }
+        for c in waiting { c.resume() }
+    }
+
+    /// Returns at the next ``fire()`` (or at once if one came while nobody waited), or after
+    /// `seconds`, whichever is first.
+    public func wait(seconds: Double) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let id: Int? = state.update { w in
+                if w.missed {
+                    w.missed = false
+                    return nil
+                }
+                w.next += 1
+                w.waiters[w.next] = c
+                return w.next
+            }
+            guard let id else { return c.resume() }
+            let delay = seconds.isFinite ? max(0, min(seconds, 86_400)) : 86_400
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                self.state.update { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+}
+
+/// Runs `body` in a task of its own and returns its result, or throws `expired()` once `seconds`
+/// have passed, whichever comes first. On expiry the task is cancelled and not waited for (an
+/// operation stuck where cancellation does not reach cannot hold the caller); a value it still
+/// produces afterwards goes to `abandoned`.
+func withDeadline<T: Sendable>(
+    _ seconds: Double, expired: @escaping @Sendable () -> any Error,
+    abandoned: @escaping @Sendable (T) -> Void = { _ in }, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let waiting = LockedBox<CheckedContinuation<T, any Error>?>(nil)
+    @Sendable func take() -> CheckedContinuation<T, any Error>? {
+        waiting.update { w in
+            defer { w = nil }
+            return w
+        }
+    }
+    return try await withCheckedThrowingContinuation { c in
+        waiting.update { $0 = c }
+        let work = Task {
+            do {
+                let value = try await body()
+                if let c = take() { c.resume(returning: value) } else { abandoned(value) }
+            } catch {
+                take()?.resume(throwing: error)
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) {
+            guard let c = take() else { return }
+            work.cancel()
+            c.resume(throwing: expired())
         }
     }
 }

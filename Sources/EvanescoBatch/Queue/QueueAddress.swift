@@ -1,9 +1,13 @@
 import Foundation
 import PostgresNIO
 
-/// Where a queue lives: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE]`.
+/// Where a queue lives:
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE&timeout=SECONDS]`.
 /// `schema` (default `evanesco`) lets several queues share one database; `sslmode` is `disable`
-/// (the default on loopback), `prefer` (the default elsewhere) or `require`.
+/// (the default on loopback), `prefer` (the default elsewhere) or `require`; `timeout` (default
+/// 30, from 1 to 3600) is how long one queue operation may take, connecting included, before it
+/// fails and the connections are made afresh (a server that accepts and never answers, or a
+/// connection left half-made by a restart, costs a retry instead of a worker that waits forever).
 public struct QueueAddress: Sendable, CustomStringConvertible {
     public var host: String
     public var port: Int
@@ -12,6 +16,8 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
     public var database: String
     public var schema: String
     public var sslMode: String
+    /// Seconds one queue operation may take (``QueueAddress`` says what happens after).
+    public var timeout: Double
 
     /// Parses a URL.
     ///
@@ -21,7 +27,7 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         func bad(_ m: String) -> ManifestError {
             ManifestError(
                 message:
-                    "--queue \(Self.redacted(url)): \(m); write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
+                    "--queue \(Self.redacted(url)): \(m); write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE&timeout=SECONDS]"
             )
         }
         guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme)
@@ -33,7 +39,9 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         let database = String(c.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty else { throw bad("no database") }
         let items = Dictionary((c.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        for key in items.keys where !["schema", "sslmode"].contains(key) { throw bad("unknown parameter \(key)") }
+        for key in items.keys where !["schema", "sslmode", "timeout"].contains(key) {
+            throw bad("unknown parameter \(key)")
+        }
         let schema = items["schema"] ?? "evanesco"
         guard (1...63).contains(schema.count), schema.first!.isLetter,
             schema.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
@@ -45,6 +53,14 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         guard ["disable", "prefer", "require"].contains(ssl) else {
             throw bad("sslmode must be disable, prefer or require")
         }
+        var timeout = 30.0
+        if let t = items["timeout"] {
+            guard let v = Double(t), v.isFinite, (1...3600).contains(v) else {
+                throw bad("timeout must be a number of seconds from 1 to 3600")
+            }
+            timeout = v
+        }
+        self.timeout = timeout
         self.host = host
         self.port = c.port ?? 5432
         self.user = user

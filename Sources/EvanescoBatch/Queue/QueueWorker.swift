@@ -93,7 +93,11 @@ public final class QueueWorker: @unchecked Sendable {
     ///
     /// - Returns: What was done.
     public func run() async -> Summary {
-        await retrying("create or migrate the schema") { try await self.queue.migrate() }
+        // A drain while the database is still away ends the worker here: nothing was claimed.
+        guard
+            await retrying("create or migrate the schema", untilDrained: true, { try await self.queue.migrate() })
+                != nil
+        else { return summary.value }
         listener.start()
         let heartbeat = Task { await self.heartbeats() }
         var jobTasks: [Task<Void, Never>] = []
@@ -298,16 +302,19 @@ public final class QueueWorker: @unchecked Sendable {
             while !waiting.isEmpty {
                 let batch = Array(waiting.prefix(64))
                 waiting.removeFirst(batch.count)
-                let paths = Dictionary(uniqueKeysWithValues: batch.map { ($0.item.job.id, ($0.staged, $0.output)) })
+                // By token, not id: a job whose lease this worker lost can be claimed by it again,
+                // and both finishes can wait here together (only the current token is recorded).
+                let paths = Dictionary(uniqueKeysWithValues: batch.map { ($0.item.job.token, ($0.staged, $0.output)) })
                 let applied = await worker.retrying("record \(batch.count) finished job(s) as done", limit: 120) {
                     try await self.worker.queue.complete(batch.map(\.item), owner: self.worker.settings.name) { item in
                         // Placed already when an earlier try placed it but did not commit.
-                        guard let (staged, output) = paths[item.job.id], FileManager.default.fileExists(atPath: staged)
+                        guard let (staged, output) = paths[item.job.token],
+                            FileManager.default.fileExists(atPath: staged)
                         else { return }
                         try Staging.place(staged, at: output)
                     }
                 }
-                for b in batch { b.done.resume(returning: applied.map { $0.contains(b.item.job.id) }) }
+                for b in batch { b.done.resume(returning: applied.map { $0.contains(b.item.job.token) }) }
             }
             draining = false
         }
@@ -331,12 +338,16 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     /// Runs a database step until it succeeds (the database restarting, the network blinking),
-    /// with backoff up to 5 s, at most `limit` times.
+    /// with backoff up to 5 s, at most `limit` times (and, with `untilDrained`, no more once a
+    /// drain has begun).
     @discardableResult
-    func retrying<T>(_ what: String, limit: Int = .max, _ body: @Sendable () async throws -> T) async -> T? {
+    func retrying<T>(
+        _ what: String, limit: Int = .max, untilDrained: Bool = false, _ body: @Sendable () async throws -> T
+    ) async -> T? {
         var delay = 0.1
         for attempt in 1... {
             do { return try await body() } catch {
+                if untilDrained && draining.value { return nil }
                 if attempt >= limit {
                     logger.error("gave up trying to \(what) after \(attempt) attempts: \(Self.brief(error))")
                     return nil
@@ -344,7 +355,11 @@ public final class QueueWorker: @unchecked Sendable {
                 if attempt == 1 || attempt % 10 == 0 {
                     logger.warning("could not \(what) (\(Self.brief(error))); retrying")
                 }
-                try? await Task.sleep(for: .seconds(delay))
+                if untilDrained {
+                    await listener.wait(seconds: delay)
+                } else {
+                    try? await Task.sleep(for: .seconds(delay))
+                }
                 delay = min(5, delay * 2)
             }
         }
