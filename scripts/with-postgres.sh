@@ -36,7 +36,14 @@ stop() { "${ctl[@]}" stop -m immediate >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap stop EXIT
 "${ctl[@]}" start >/dev/null
 "$bin/createdb" -h 127.0.0.1 -p "$port" -U evanesco evanesco
-printf '#!/bin/sh\nexec %s restart -m fast >/dev/null\n' "${ctl[*]}" >"$dir/restart"
+# The restart closes every descriptor its caller left open first: a test process calls it, and
+# the restarted server otherwise kept that process's pipes (232 of them once, among them the
+# write end of swift test's output pipe, so swift test waited for the end of it forever).
+cat >"$dir/restart" <<SCRIPT
+#!/usr/bin/env bash
+for fd in /proc/\$\$/fd/*; do n=\${fd##*/}; [ "\$n" -gt 2 ] && eval "exec \$n>&-" 2>/dev/null; done
+exec ${ctl[*]} restart -m fast </dev/null >/dev/null 2>>"$dir/restart.log"
+SCRIPT
 chmod 755 "$dir/restart"
 export EVANESCO_TEST_DATABASE_URL="postgres://evanesco@127.0.0.1:$port/evanesco"
 export EVANESCO_TEST_PG_RESTART="$dir/restart"

@@ -60,7 +60,9 @@ public final class QueueWorker: @unchecked Sendable {
     let draining = LockedBox(false)
     let summary = LockedBox(Summary())
     let listener: Listener
-    lazy var completer = Completer(worker: self)
+    /// Set once, at the end of `init` (a lazy var here was initialised by two job tasks at once
+    /// with `--jobs 2`, and one of the two completers was freed while in use).
+    private(set) var completer: Completer!
 
     /// - Parameters:
     ///   - queue: The queue.
@@ -73,6 +75,7 @@ public final class QueueWorker: @unchecked Sendable {
         self.metrics = metrics
         self.logger = logger
         listener = queue.listener()
+        completer = Completer(worker: self)
     }
 
     /// Stops claiming; running jobs get ``Settings/grace`` seconds to finish.
