@@ -6,9 +6,11 @@ reduced to a grid of CELL-pixel cells (bilinear between cell centres, as Evanesc
 field is), and the aligned frames' per-pixel median is scored by score.py. The gap between this and
 the twin burst is what the merge cannot avoid; the gap between this and `evanesco stack` is what
 the field's estimation costs.
-   Benchmarks/parallax-oracle.py BURST BASE DISPARITY PARALLAX SEED [CELL=0]
+   Benchmarks/parallax-oracle.py BURST BASE DISPARITY PARALLAX SEED [CELL=0] [--save-aligned DIR]
 e.g. a burst of Benchmarks/parallax-family.sh: BURST made with --base BASE --disparity DISPARITY
---parallax PARALLAX --seed SEED. Prints PSNR dB and pEPs %."""
+--parallax PARALLAX --seed SEED. Prints PSNR dB and pEPs %. --save-aligned writes the truly
+aligned frames (frame 0 first, uncovered pixels as the reference's), so that `evanesco stack DIR
+--align none` gives the bound with Evanesco's own merge instead of the median."""
 import json, os, subprocess, sys
 import numpy as np, cv2
 
@@ -17,6 +19,11 @@ bench = os.environ.get("EVANESCO_SHARED_BENCH", os.path.join(here, "..", "..", "
 sys.path.insert(0, bench)
 import make_burst  # noqa: E402  (the generator's own field, so the truth is the truth)
 
+save = None
+if "--save-aligned" in sys.argv:
+    i = sys.argv.index("--save-aligned")
+    save = sys.argv[i + 1]
+    del sys.argv[i:i + 2]
 if len(sys.argv) < 6:
     sys.exit(__doc__)
 burst, base, disparity, parallax, seed = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
@@ -50,6 +57,12 @@ for k, frame in enumerate(truth["frames"]):
     py = ((h[1, 0] * yx + h[1, 1] * yy + h[1, 2]) / den).astype(np.float32)
     aligned.append(cv2.remap(image, px, py, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REFLECT_101))
     covered.append((px >= 0) & (px <= W - 1) & (py >= 0) & (py <= H - 1))
+if save:
+    os.makedirs(save, exist_ok=True)
+    for k, (a, c) in enumerate(zip(aligned, covered)):
+        # Where a frame saw nothing, the reference's pixel: no frame outvotes it there.
+        a = np.where(c[..., None], a, aligned[0])
+        cv2.imwrite(os.path.join(save, "f%03d.png" % k), np.clip(np.rint(a), 0, 255).astype(np.uint8))
 stack = np.where(np.stack(covered)[..., None], np.stack(aligned), np.nan)
 merged = np.nan_to_num(np.nanmedian(stack, axis=0))
 out = os.path.join(burst, "oracle.png")
