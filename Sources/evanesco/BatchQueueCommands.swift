@@ -6,7 +6,9 @@ import Foundation
 /// `--queue URL`, or `$EVANESCO_QUEUE` (keeps a password off the command line).
 struct QueueOption: ParsableArguments {
     @Option(
-        help: "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] (default: $EVANESCO_QUEUE).")
+        help:
+            "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&timeout=SECONDS] (default: $EVANESCO_QUEUE; timeout bounds each queue operation, 30 s unless given)."
+    )
     var queue: String?
 
     var url: String? { queue ?? ProcessInfo.processInfo.environment["EVANESCO_QUEUE"] }
