@@ -88,14 +88,15 @@ public final class JobQueue: Sendable {
     }
 
     /// Replaces the pool if `stale` is still the current one.
+    /// (Several operations timing out together replace it once: the others find it replaced.
+    /// Making a pool opens no connection, so it is made under the lock.)
     func replacePool(_ stale: PostgresClient) {
-        guard let fresh = try? Self.makePool(address, logger: logger) else { return }
         let old = pool.update { p -> Task<Void, Never>? in
-            guard p.client === stale else { return nil }
+            guard p.client === stale, let fresh = try? Self.makePool(address, logger: logger) else { return nil }
             defer { p = fresh }
             return p.runner
         }
-        if let old { old.cancel() } else { fresh.runner.cancel() }
+        old?.cancel()
     }
 
     // MARK: Schema
