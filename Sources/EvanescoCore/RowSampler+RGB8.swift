@@ -40,40 +40,24 @@ extension RowSampler {
         let positions: UnsafeMutablePointer<Float>? = offsets == nil ? nil : cache.scratch
         if let f = offsets, let pos = positions {
             guard x1 - x0 <= cache.capacityPixels else { return false }
-            // Along a row the field is linear between its cell centres (bilinear between them,
-            // constant beyond the outer ones), and the map moves by far less than a thousandth
-            // of a pixel from a line over a cell: each run of pixels between two centres takes
-            // exact positions at its ends and a line between (the cubic phases are 1/128 px).
-            // A local correction bends the segment's source positions: bound them all (the block
-            // must hold every tap the loop below reads); on a line the ends bound a run.
-            var lo = (min(ax, bx), min(ay, by)), hi = (max(ax, bx), max(ay, by))
-            @inline(__always) func exact(_ x: Int) -> (Float, Float)? {
-                let o = f.value(atX: x, y: y), fx = Float(x)
-                let nx = m0 * fx + m2 + (m0 * o.x + m1 * o.y), ny = m3 * fx + m5 + (m3 * o.x + m4 * o.y)
-                let d = m6 * fx + m8 + (m6 * o.x + m7 * o.y)
-                guard d > 1e-12 else { return nil }
-                return (nx / d, ny / d)
-            }
-            let cellF = Float(f.cell), lastCentre = f.columns - 1
-            var x = x0
-            while x < x1 {
-                // The run of x: the pixels up to the next cell centre (none past the last one).
-                let k = min(max(Int(((Float(x) + 0.5) / cellF - 0.5).rounded(.down)), -1), lastCentre)
-                let next = k < lastCentre ? (Float(k + 1) + 0.5) * cellF - 0.5 : Float.infinity
-                let end = next.isFinite ? max(x, min(x1 - 1, Int(next.rounded(.up)) - 1)) : x1 - 1
-                guard let a = exact(x), let b = exact(end) else { return false }
-                let n = end - x, t = n > 0 ? 1 / Float(n) : 0
-                let sx = (b.0 - a.0) * t, sy = (b.1 - a.1) * t
-                let base = 2 &* (x &- x0)
-                for j in 0...n {
-                    pos[base &+ 2 &* j] = a.0 + sx * Float(j)
-                    pos[base &+ 2 &* j &+ 1] = a.1 + sy * Float(j)
+            // Every pixel's exact position (the field bilinear between its cell centres), eight
+            // at a time in CKernels, and their bounds: the block must hold every tap the loop
+            // below reads.
+            var bounds = SIMD4<Float>.zero
+            let ok = f.dx.withUnsafeBufferPointer { dx in
+                f.dy.withUnsafeBufferPointer { dy in
+                    var map = evn_field_positions(
+                        dx: dx.baseAddress, dy: dy.baseAddress, columns: f.columns, rows: f.rows, cell: f.cell, y: y,
+                        m: (m0, m1, m2, m3, m4, m5, m6, m7, m8))
+                    return withUnsafeMutablePointer(to: &bounds) {
+                        $0.withMemoryRebound(to: Float.self, capacity: 4) {
+                            evn_field_positions_row(&map, x0, x1 - x0, pos, $0) != 0
+                        }
+                    }
                 }
-                lo = (min(lo.0, a.0, b.0), min(lo.1, a.1, b.1))
-                hi = (max(hi.0, a.0, b.0), max(hi.1, a.1, b.1))
-                x = end + 1
             }
-            (ax, ay, bx, by) = (lo.0, lo.1, hi.0, hi.1)
+            guard ok else { return false }
+            (ax, ay, bx, by) = (bounds[0], bounds[1], bounds[2], bounds[3])
         }
         let (rowLo, rowHi) = Self.tapSpan(ay, by, count: h), (colLo, colHi) = Self.tapSpan(ax, bx, count: w)
         guard cache.prepare(src, w: w, lo: colLo, hi: colHi, rowLo: rowLo, rowHi: rowHi) else { return false }

@@ -331,4 +331,83 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
         // Both kinds of group, many of each.
         #expect(sampled >= 200 && leftOver >= 50, "groups sampled \(sampled), left \(leftOver)")
     }
+
+    /// Positions of `count` pixels from `x0` on row `y` through the field and the map (rows of 3,
+    /// y folded in as the kernel takes it), with the bounds, by one variant (nil: it refused).
+    static func fieldPositions(
+        _ f: DisplacementField, _ m: [Float], y: Int, x0: Int, count: Int, avx2: Bool
+    ) -> (pos: [Float], bounds: [Float])? {
+        let fy = Float(y)
+        var pos = [Float](repeating: .nan, count: 2 * count + 16), bounds = [Float](repeating: .nan, count: 4)
+        let ok = f.dx.withUnsafeBufferPointer { dx in
+            f.dy.withUnsafeBufferPointer { dy in
+                var map = evn_field_positions(
+                    dx: dx.baseAddress, dy: dy.baseAddress, columns: f.columns, rows: f.rows, cell: f.cell, y: y,
+                    m: (m[0], m[1], m[1] * fy + m[2], m[3], m[4], m[4] * fy + m[5], m[6], m[7], m[7] * fy + m[8]))
+                return avx2
+                    ? evn_field_positions_row_avx2(&map, x0, count, &pos, &bounds)
+                    : evn_field_positions_row_portable(&map, x0, count, &pos, &bounds)
+            }
+        }
+        return ok != 0 ? (Array(pos[0..<(2 * count)]), bounds) : nil
+    }
+
+    @Test(
+        "Field positions: every pixel at H^-1 (p + d(p)) with d the field's bilinear value (odd and even cells, segments that start anywhere, projective maps), the bounds their extremes, portable and AVX2 bit for bit; a map whose horizon the segment crosses is refused"
+    )
+    func fieldPositionsKnownAnswer() {
+        // A fixed sequence (a linear congruential generator), so that a failure repeats.
+        var state: UInt64 = 11
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        var checked = 0
+        for trial in 0..<60 {
+            let cell = [1, 3, 7, 8, 16, 32][trial % 6]
+            let width = 50 + Int(next() % 300), height = 20 + Int(next() % 100)
+            var f = DisplacementField(width: width, height: height, cell: cell)
+            for i in f.dx.indices {
+                f.dx[i] = Float(Int(next() % 2001) - 1000) / 100
+                f.dy[i] = Float(Int(next() % 2001) - 1000) / 100
+            }
+            let projective = trial % 2 == 1
+            let m: [Float] = [1.01, 0.02, 3.5, -0.015, 0.99, -2.25, projective ? 2e-5 : 0, projective ? -3e-5 : 0, 1]
+            let y = Int(next() % UInt64(height)), x0 = Int(next() % UInt64(width))
+            let count = 1 + Int(next() % UInt64(width - x0))
+            guard let p = Self.fieldPositions(f, m, y: y, x0: x0, count: count, avx2: false) else {
+                Issue.record("trial \(trial): refused a map with no horizon in sight")
+                continue
+            }
+            var lo = SIMD2<Float>(repeating: .infinity), hi = -lo
+            for i in 0..<count {
+                let x = x0 + i, d = f.value(atX: x, y: y)
+                let px = Float(x) + d.x, py = Float(y) + d.y
+                let w = m[6] * px + m[7] * py + m[8]
+                let want = SIMD2((m[0] * px + m[1] * py + m[2]) / w, (m[3] * px + m[4] * py + m[5]) / w)
+                let got = SIMD2(p.pos[2 * i], p.pos[2 * i + 1])
+                // The kernel interpolates down the field's columns first: the same value to rounding.
+                #expect(
+                    ((got - want) * (got - want)).max() <= 4e-8, "trial \(trial) pixel \(x): \(got) vs \(want)")
+                lo = pointwiseMin(lo, got)
+                hi = pointwiseMax(hi, got)
+                checked += 1
+            }
+            #expect(p.bounds == [lo.x, lo.y, hi.x, hi.y], "trial \(trial): bounds \(p.bounds) vs \(lo) \(hi)")
+            if evn_cpu_has_avx2() != 0, let a = Self.fieldPositions(f, m, y: y, x0: x0, count: count, avx2: true) {
+                #expect(a.pos.map(\.bitPattern) == p.pos.map(\.bitPattern), "trial \(trial): AVX2 differs")
+                #expect(a.bounds.map(\.bitPattern) == p.bounds.map(\.bitPattern), "trial \(trial)")
+            } else if evn_cpu_has_avx2() != 0 {
+                Issue.record("trial \(trial): the AVX2 variant refused what the portable one took")
+            }
+        }
+        #expect(checked > 1000)
+        // A horizon at x = 100 (the denominator 1 - x / 100): pixels 0..<90 are before it, 0..<120 cross it.
+        let f = DisplacementField(width: 200, height: 10, cell: 8)
+        let m: [Float] = [1, 0, 0, 0, 1, 0, -0.01, 0, 1]
+        for avx2 in evn_cpu_has_avx2() != 0 ? [false, true] : [false] {
+            #expect(Self.fieldPositions(f, m, y: 3, x0: 0, count: 90, avx2: avx2) != nil)
+            #expect(Self.fieldPositions(f, m, y: 3, x0: 0, count: 120, avx2: avx2) == nil, "avx2 \(avx2)")
+        }
+    }
 }

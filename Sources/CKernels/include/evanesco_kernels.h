@@ -62,6 +62,27 @@ int evn_cpu_has_avx2(void);
 /// Non-zero: use the portable variants from now on, whatever the CPU (tests compare the two).
 void evn_set_portable_kernels(int portable);
 
+/// Output row `y` of a homography and a local field: the field (a `columns` x `rows` grid of
+/// `cell`-pixel cells, bilinear between cell centres, constant beyond the outer ones) and the
+/// map from output to source pixels, row-major 3 x 3, with y folded in (m[2] = m[1] y + m[2],
+/// m[5] = m[4] y + m[5], m[8] = m[7] y + m[8]).
+typedef struct evn_field_positions {
+    const float *dx, *dy;
+    ptrdiff_t columns, rows, cell, y;
+    float m[9];
+} evn_field_positions;
+
+/// Writes the source position of output pixels x0 ..< x0 + count of row `y`, x and y interleaved
+/// into `pos` (which must hold 2 count + 16 floats: the last group of eight is stored whole)
+/// (H^-1 (p + d(p)) with d the field at p), and their bounds (min x, min y, max x, max y); returns
+/// 0 (positions undefined) when one leaves the map's half-plane or is not finite.
+int evn_field_positions_row(const evn_field_positions *map, ptrdiff_t x0, ptrdiff_t count, float *pos, float *bounds);
+int evn_field_positions_row_portable(const evn_field_positions *map, ptrdiff_t x0, ptrdiff_t count, float *pos,
+                                     float *bounds);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+int evn_field_positions_row_avx2(const evn_field_positions *map, ptrdiff_t x0, ptrdiff_t count, float *pos,
+                                 float *bounds);
+
 /// What the 8-bit RGB cubic warp through a local field reads for one output row segment.
 typedef struct evn_warp_rows {
     /// Each output pixel's source position, x and y interleaved (pixel 0 of the segment first).
