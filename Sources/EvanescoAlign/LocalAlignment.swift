@@ -92,6 +92,10 @@ public struct LocalAlignment: Sendable {
     /// a finer estimate continues from (its `continuing` argument).
     var level = 0
     var textured: [Bool] = []
+    /// Per cell of ``field``: the reference's gradient structure tensor over the cell's window
+    /// (means of gx^2, gx gy, gy^2; empty when not known), which says in which directions the
+    /// cell's measurement can be trusted (along an edge it cannot).
+    public var structure: [SIMD3<Float>] = []
     /// Per cell of ``field``: whether it was measured (false: it took its neighbours' value, or
     /// matched nowhere).
     public var measured: [Bool] { textured }
@@ -174,6 +178,7 @@ public enum LocalAligner {
         var textured = resume?.textured ?? [Bool](repeating: false, count: field.dx.count)
         let start = resume.map { $0.level - 1 } ?? coarsest
         var finestPlanes: LevelPlanes? = nil
+        var finestStructure: [SIMD3<Float>] = []
         for level in stride(from: start, through: finest, by: -1) {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
@@ -196,8 +201,10 @@ public enum LocalAligner {
                     dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
                     confidence: [Float](repeating: 0, count: dxIn.count)
                 ))
-            let texture = planes.reference.textures(
+            let structure = planes.reference.structures(
                 cell: cell, scale: s, radius: radius, columns: cols, rows: field.rows)
+            let texture = structure.map(Window.texture)
+            if level == finest { finestStructure = structure }
             StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
                 var local: [(Int, Float, Float, Bool, Float, Float)] = []
                 for j in rowRange {
@@ -253,7 +260,8 @@ public enum LocalAligner {
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
             return LocalAlignment(
-                field: field, statistics: statistics(field, textured), level: finest, textured: textured)
+                field: field, statistics: statistics(field, textured), level: finest, textured: textured,
+                structure: finestStructure)
         }
         let s = 1 / Float(1 << finest)
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
@@ -272,8 +280,9 @@ public enum LocalAligner {
             Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell) * s).rounded()))
         let cols = fine.columns
         let results = LockedBox([(Int, SIMD2<Float>, Float)]())
-        let texture = planes.reference.textures(
+        let structure = planes.reference.structures(
             cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
+        let texture = structure.map(Window.texture)
         // Where the coarse field is flat there is no depth edge to follow: a fine cell in a
         // coarse cell whose neighbourhood is flat keeps the coarse value, measured if the coarse
         // cell was.
@@ -314,7 +323,9 @@ public enum LocalAligner {
         for idx in skipped.value { measured[idx] = true }
         medianFilter(&fine)
         // The statistics describe the field applied, over the cells the detail pass measured.
-        return LocalAlignment(field: fine, statistics: statistics(fine, measured), level: finest, textured: measured)
+        return LocalAlignment(
+            field: fine, statistics: statistics(fine, measured), level: finest, textured: measured, structure: structure
+        )
     }
 
     /// Per cell, whether the field varies by at most `limit` pixels (in x and in y) over the
@@ -555,27 +566,32 @@ final class ReferencePlane: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var textures: [SIMD2<Int>: [Float]] = [:]
+    private var structures: [SIMD2<Int>: [SIMD3<Float>]] = [:]
 
-    /// The texture (``Window/texture(_:x0:y0:x1:y1:)``) of every cell's window of a grid of
-    /// `cell` full-resolution pixels (`columns` x `rows` cells) at this level (scale `s`) with
-    /// `radius`: it depends on the reference alone, so the first frame matched computes it and
-    /// the burst's others reuse it.
-    func textures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [Float] {
+    /// The gradient structure tensor (``Window/structure(_:x0:y0:x1:y1:)``) of every cell's
+    /// window of a grid of `cell` full-resolution pixels (`columns` x `rows` cells) at this level
+    /// (scale `s`) with `radius`: it depends on the reference alone, so the first frame matched
+    /// computes it and the burst's others reuse it.
+    func structures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [SIMD3<Float>] {
         lock.lock()
         defer { lock.unlock() }
         let key = SIMD2(cell, radius)
-        if let t = textures[key], t.count == columns * rows { return t }
-        var t = [Float](repeating: 0, count: columns * rows)
+        if let t = structures[key], t.count == columns * rows { return t }
+        var t = [SIMD3<Float>](repeating: .zero, count: columns * rows)
         for j in 0..<rows {
             for i in 0..<columns {
                 let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
                 let (x0, y0, x1, y1) = Window.bounds(width: width, height: height, cx: cx, cy: cy, radius: radius)
-                t[j * columns + i] = Window.texture(self, x0: x0, y0: y0, x1: x1, y1: y1)
+                t[j * columns + i] = Window.structure(self, x0: x0, y0: y0, x1: x1, y1: y1)
             }
         }
-        textures[key] = t
+        structures[key] = t
         return t
+    }
+
+    /// The texture (``Window/texture(_:)``) of every cell's window (see ``structures(cell:scale:radius:columns:rows:)``).
+    func textures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [Float] {
+        structures(cell: cell, scale: s, radius: radius, columns: columns, rows: rows).map(Window.texture)
     }
 }
 
@@ -726,10 +742,10 @@ struct Window {
         ((Float(i) + 0.5) * Float(cell) * s - 0.5, (Float(j) + 0.5) * Float(cell) * s - 0.5)
     }
 
-    /// The window's texture: the smaller eigenvalue of the reference's gradient structure
-    /// tensor over the rows the sums visit, per pixel (0 for an empty window).
-    static func texture(_ ref: ReferencePlane, x0: Int, y0: Int, x1: Int, y1: Int) -> Float {
-        guard x1 > x0, y1 > y0 else { return 0 }
+    /// The reference's gradient structure tensor over the window's rows the sums visit, per
+    /// pixel: the means of gx^2, gx gy and gy^2 (0 for an empty window).
+    static func structure(_ ref: ReferencePlane, x0: Int, y0: Int, x1: Int, y1: Int) -> SIMD3<Float> {
+        guard x1 > x0, y1 > y0 else { return .zero }
         let w = ref.width
         var xx4 = SIMD4<Float>(), xy4 = SIMD4<Float>(), yy4 = SIMD4<Float>()
         var sxx: Float = 0, sxy: Float = 0, syy: Float = 0
@@ -755,7 +771,13 @@ struct Window {
         sxy += xy4.sum()
         syy += yy4.sum()
         let n = Float((x1 - x0) * Window.rows(y0, y1))
-        let tr = (sxx + syy) / n, det = (sxx * syy - sxy * sxy) / (n * n)
+        return SIMD3(sxx, sxy, syy) / n
+    }
+
+    /// The smaller eigenvalue of a structure tensor (``structure(_:x0:y0:x1:y1:)``): the window's
+    /// texture.
+    static func texture(_ s: SIMD3<Float>) -> Float {
+        let tr = s.x + s.z, det = s.x * s.z - s.y * s.y
         return tr / 2 - max(0, tr * tr / 4 - det).squareRoot()
     }
 

@@ -429,7 +429,8 @@ public enum BurstStacker {
         _ alignments: [LocalAlignment?], frames: BurstFrameSource, reports: [FrameReport]
     ) -> (fields: [DisplacementField?], parallax: ParallaxSummary?) {
         let r = ParallaxConsistency.consolidated(
-            alignments.map { $0?.field }, measured: alignments.map { $0?.measured })
+            alignments.map { $0?.field }, measured: alignments.map { $0?.measured },
+            structure: alignments.lazy.compactMap { $0?.structure }.first)
         guard let model = r.model else { return (r.fields, ParallaxSummary(r.summary, sweep: nil)) }
         let samplers: [ParallaxConsistency.Sampler?] = alignments.indices.map { i in
             guard alignments[i] != nil, i < reports.count, let h = reports[i].homography else { return nil }
