@@ -36,7 +36,7 @@ extension ParallaxConsistency {
     /// Where most frames could not measure a cell (something covered the reference there, or
     /// the reference has no texture there), its depth came from its neighbours, and every frame
     /// agrees with that guess because every frame made it; where they measured it but disagree
-    /// (``sweepMisfit``), the fitted depth is a compromise. The frames' own pixels can tell: at the
+    /// (`sweepMisfit`), the fitted depth is a compromise. The frames' own pixels can tell: at the
     /// right depth, the frames that saw the background there show the same thing. For each such
     /// cell, depths across the range of the well-measured cells are tried (`sweepSteps`, then
     /// `sweepRefinements` halvings of the step around the best). A depth's score is how far the
@@ -52,7 +52,7 @@ extension ParallaxConsistency {
     ///
     /// - Parameters:
     ///   - fields: The consolidated fields, by frame.
-    ///   - model: The model ``consolidated(_:measured:)`` applied to them.
+    ///   - model: The model ``consolidated(_:measured:structure:)`` applied to them.
     ///   - samplers: Per frame (as `fields`), its grey levels at output positions `p + d` (the
     ///     stacker's warp: the frame's pixel at `H^-1 (p + d)`).
     /// - Returns: The fields with the changed cells' displacements, and what was done.

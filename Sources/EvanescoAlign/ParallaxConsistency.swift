@@ -18,11 +18,11 @@ import EvanescoCore
 /// - a frame whose cell disagrees where the others agree (something covers that frame, so it
 ///   could not measure the cell, or it matched something that moved) takes the model's value
 ///   there;
-/// - everything else moves toward the model by how close it already is (``blendScale``): small
+/// - everything else moves toward the model by how close it already is (`blendScale`): small
 ///   differences are each frame's noise, which the model, fitted to the whole burst, averages out.
 ///
-/// The model's terms per frame are its motion and a quadratic in the position (``basis(rho:x:y:)``),
-/// fitted with each cell's gradient structure as the metric (``metricFloor``).
+/// The model's terms per frame are its motion and a quadratic in the position (`basis(rho:x:y:)`),
+/// fitted with each cell's gradient structure as the metric (`metricFloor`).
 ///
 /// When the model does not explain the fields (a scene that deforms, or a burst too short to tell),
 /// the fields are returned as they were.
@@ -102,7 +102,7 @@ public enum ParallaxConsistency {
     }
 
     /// A frame's displacement at a cell centre (`x`, `y`, scaled as the fit's columns) for a
-    /// depth `rho`, from the frame's coefficients of ``basis(rho:x:y:)``: the model's one
+    /// depth `rho`, from the frame's coefficients of `basis(rho:x:y:)`: the model's one
     /// formula, used by the fit, its residuals and the sweep alike.
     @inline(__always) static func displacement(
         _ a: (SIMD8<Float>, SIMD8<Float>), rho: Float, x: Float, y: Float
