@@ -588,11 +588,6 @@ final class ReferencePlane: @unchecked Sendable {
         structures[key] = t
         return t
     }
-
-    /// The texture (``Window/texture(_:)``) of every cell's window (see ``structures(cell:scale:radius:columns:rows:)``).
-    func textures(cell: Int, scale s: Float, radius: Int, columns: Int, rows: Int) -> [Float] {
-        structures(cell: cell, scale: s, radius: radius, columns: columns, rows: rows).map(Window.texture)
-    }
 }
 
 /// One pyramid level prepared for the cell searches: the reference, its central-difference

@@ -153,7 +153,7 @@ public enum ParallaxConsistency {
         // Start: rho from the fields' first singular vector (power iterations), no affine part.
         var rho = [Float](repeating: 1, count: C)
         var t = [SIMD2<Float>](repeating: .zero, count: K)
-        // Per frame, the coefficients of (rho, x, y, 1) in its field's x and y components.
+        // Per frame, the coefficients of `basis(rho:x:y:)` in its field's x and y components.
         var affine = [(SIMD8<Float>, SIMD8<Float>)](repeating: (.zero, .zero), count: K)
         var weight = [Float](repeating: 1, count: K * C)
         // Each cell's structure tensor scaled to trace 2 (the plain distance for a window with the
