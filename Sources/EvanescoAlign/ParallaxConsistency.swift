@@ -343,7 +343,7 @@ public enum ParallaxConsistency {
                         var m = [Double](repeating: 0, count: n * n)
                         for i in 0..<n { for j in 0..<n { m[i * n + j] = rows[i][j] } }
                         let bxs = (0..<n).map { bx[$0] }, bys = (0..<n).map { by[$0] }
-                        guard let sx = solve(m, bxs), let sy = solve(m, bys) else {
+                        guard let sx = solveSymmetric(m, bxs, n), let sy = solveSymmetric(m, bys, n) else {
                             singular.update { $0 = true }
                             continue
                         }
@@ -383,34 +383,5 @@ public enum ParallaxConsistency {
             }
             return true
         }
-    }
-
-    /// Solves the n x n system `m x = b` (row-major) by Gaussian elimination with partial
-    /// pivoting (nil when singular).
-    static func solve(_ m: [Double], _ b: [Double]) -> [Double]? {
-        let n = b.count
-        guard m.count == n * n else { return nil }
-        var a = m, y = b
-        for col in 0..<n {
-            var p = col
-            for r in (col + 1)..<n where abs(a[r * n + col]) > abs(a[p * n + col]) { p = r }
-            guard abs(a[p * n + col]) > 1e-12 else { return nil }
-            if p != col {
-                for j in 0..<n { a.swapAt(p * n + j, col * n + j) }
-                y.swapAt(p, col)
-            }
-            for r in (col + 1)..<n {
-                let f = a[r * n + col] / a[col * n + col]
-                for j in col..<n { a[r * n + j] -= f * a[col * n + j] }
-                y[r] -= f * y[col]
-            }
-        }
-        var x = [Double](repeating: 0, count: n)
-        for r in stride(from: n - 1, through: 0, by: -1) {
-            var s = y[r]
-            for j in (r + 1)..<n { s -= a[r * n + j] * x[j] }
-            x[r] = s / a[r * n + r]
-        }
-        return x
     }
 }
