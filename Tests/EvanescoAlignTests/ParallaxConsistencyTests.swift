@@ -223,7 +223,7 @@ import Testing
 
     /// Frame k as the sweep samples it: at output position x it shows the scene point p with
     /// p + d_k(p) = x, for the true field d_k (`flat`: a scene with nothing to match).
-    static func sampler(_ k: Int, flat: Bool = false) -> ParallaxConsistency.Sampler {
+    static func sampler(_ k: Int, flat: Bool = false, noise: Float = 0) -> ParallaxConsistency.Sampler {
         let truth = Self.truth(k), w = columns * cell, h = rows * cell
         return { points, values in
             for i in points.indices {
@@ -237,9 +237,48 @@ import Testing
                     let px = min(max(Int(p.x.rounded()), 0), w - 1), py = min(max(Int(p.y.rounded()), 0), h - 1)
                     p = x - truth.value(atX: px, y: py)
                 }
-                values[i] = flat ? 128 : Self.scene(p)
+                values[i] = (flat ? 128 : Self.scene(p)) + noise * Self.grain(k, x)
             }
         }
+    }
+
+    /// A sensor's grain: uniform in [-1, 1], fixed per frame and position (a sixteenth of a pixel).
+    static func grain(_ k: Int, _ x: SIMD2<Float>) -> Float {
+        var h = UInt64(k) &* 0x9E37_79B9_7F4A_7C15
+        h ^= UInt64(bitPattern: Int64((x.x * 16).rounded())) &* 0xBF58_476D_1CE4_E5B9
+        h ^= UInt64(bitPattern: Int64((x.y * 16).rounded())) &* 0x94D0_49BB_1331_11EB
+        h ^= h >> 31
+        h = h &* 0xD6E8_FEB8_6659_FD93
+        h ^= h >> 32
+        return Float(h % 2001) / 1000 - 1
+    }
+
+    @Test(
+        "Cells no frame could measure, in grainy frames, take a depth good to a few hundredths of a pixel: the frames' pixels across the cell judge it, not the sweep's five points"
+    )
+    func polishedDepth() throws {
+        let K = 8, C = Self.columns * Self.rows
+        let truths = (0..<K).map { Self.truth($0) }
+        let hidden = (0..<C).filter { (9..<13).contains($0 % Self.columns) && (6..<10).contains($0 / Self.columns) }
+        var fields = truths
+        var measured = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
+        for k in 0..<K {
+            let t = SIMD2(cos(Float(k) * 2.1), sin(Float(k) * 2.1)) * (2 + Float(k % 3))
+            for c in hidden {
+                fields[k].dx[c] -= 1.4 * t.x
+                fields[k].dy[c] -= 1.4 * t.y
+                measured[k][c] = false
+            }
+        }
+        let r = ParallaxConsistency.consolidated(fields.map { $0 }, measured: measured.map { $0 })
+        let model = try #require(r.model)
+        let (out, _) = ParallaxConsistency.sweep(
+            r.fields, model: model, samplers: (0..<K).map { Self.sampler($0, noise: 8) })
+        var worst: Float = 0
+        for k in 0..<K { worst = max(worst, Self.maxError(try #require(out[k]), truths[k], cells: hidden)) }
+        // The sweep's five points in eight frames alone: 0.21 px. (At twice the grain, 0.24 px
+        // either way: a start more than a step off stays off; see `polishStep`.)
+        #expect(worst < 0.1, "worst \(worst) px")
     }
 
     @Test("Cells no frame could measure, filled with the wrong depth, take the depth at which the frames' pixels agree")
