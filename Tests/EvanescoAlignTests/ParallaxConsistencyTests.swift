@@ -253,13 +253,19 @@ import Testing
         return Float(h % 2001) / 1000 - 1
     }
 
-    @Test(
-        "Cells no frame could measure, in grainy frames, take a depth good to a few hundredths of a pixel: the frames' pixels across the cell judge it, not the sweep's five points"
-    )
-    func polishedDepth() throws {
-        let K = 8, C = Self.columns * Self.rows
-        let truths = (0..<K).map { Self.truth($0) }
-        let hidden = (0..<C).filter { (9..<13).contains($0 % Self.columns) && (6..<10).contains($0 / Self.columns) }
+    /// Eight frames' true fields, with the middle of the box (4x4 cells) hidden: the reference
+    /// was covered there by something flat, so no frame measured it and every frame filled it
+    /// with the wall's depth around the box (the box's depth at a cell is 1.0 + 0.02 i; the
+    /// wall's, -0.4 + 0.02 i); and those fields consolidated.
+    static func hiddenBox() -> (
+        K: Int, truths: [DisplacementField], hidden: [Int],
+        consolidated: (
+            fields: [DisplacementField?], summary: ParallaxConsistency.Summary?, model: ParallaxConsistency.Model?
+        )
+    ) {
+        let K = 8, C = columns * rows
+        let truths = (0..<K).map { truth($0) }
+        let hidden = (0..<C).filter { (9..<13).contains($0 % columns) && (6..<10).contains($0 / columns) }
         var fields = truths
         var measured = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
         for k in 0..<K {
@@ -270,7 +276,14 @@ import Testing
                 measured[k][c] = false
             }
         }
-        let r = ParallaxConsistency.consolidated(fields.map { $0 }, measured: measured.map { $0 })
+        return (K, truths, hidden, ParallaxConsistency.consolidated(fields.map { $0 }, measured: measured.map { $0 }))
+    }
+
+    @Test(
+        "Cells no frame could measure, in grainy frames, take a depth good to a few hundredths of a pixel: the frames' pixels across the cell judge it, not the sweep's five points"
+    )
+    func polishedDepth() throws {
+        let (K, truths, hidden, r) = Self.hiddenBox()
         let model = try #require(r.model)
         let (out, _) = ParallaxConsistency.sweep(
             r.fields, model: model, samplers: (0..<K).map { Self.sampler($0, noise: 8) })
@@ -283,23 +296,8 @@ import Testing
 
     @Test("Cells no frame could measure, filled with the wrong depth, take the depth at which the frames' pixels agree")
     func sweptDepth() throws {
-        let K = 8, C = Self.columns * Self.rows
-        let truths = (0..<K).map { Self.truth($0) }
-        // The middle of the box (4x4 cells): the reference was covered there by something flat,
-        // so no frame measured it and every frame filled it with the wall's depth around the box.
-        let hidden = (0..<C).filter { (9..<13).contains($0 % Self.columns) && (6..<10).contains($0 / Self.columns) }
-        var fields = truths
-        var measured = [[Bool]](repeating: [Bool](repeating: true, count: C), count: K)
-        for k in 0..<K {
-            let t = SIMD2(cos(Float(k) * 2.1), sin(Float(k) * 2.1)) * (2 + Float(k % 3))
-            for c in hidden {
-                // The box's depth at this cell is 1.0 + 0.02 i; the wall's, -0.4 + 0.02 i.
-                fields[k].dx[c] -= 1.4 * t.x
-                fields[k].dy[c] -= 1.4 * t.y
-                measured[k][c] = false
-            }
-        }
-        let r = ParallaxConsistency.consolidated(fields.map { $0 }, measured: measured.map { $0 })
+        let (K, truths, hidden, r) = Self.hiddenBox()
+        let C = Self.columns * Self.rows
         let model = try #require(r.model)
         #expect(r.summary?.inconsistentCells == 0, "every frame agrees with the wrong guess")
         #expect(hidden.allSatisfy { model.measuredBy[$0] == 0 })
