@@ -67,8 +67,7 @@ extension ParallaxConsistency {
     /// could not measure then takes a closer look (`polishPoints`, `polishFrames`, `polishStep`):
     /// the grey levels of the frames that moved most, at a grid of points across the cell, judge
     /// the guess against the sweep's best, and depths around the better one, to a few hundredths
-    /// of a pixel. A cell with no texture
-    /// behind scores alike at every depth and keeps its guess.
+    /// of a pixel. A cell with no texture behind scores alike at every depth and keeps its guess.
     ///
     /// Measured on 30 parallax bursts made with `make_burst.py --disparity --parallax` (aloe and
     /// motorcycle, 4 to 12 px; the gap is the PSNR lost against the same burst without
@@ -108,8 +107,8 @@ extension ParallaxConsistency {
             (SIMD2(Float(q % side), Float(q / side)) - Float(side - 1) / 2) * (cell / Float(side))
         }
         let sweepScored = (0..<min(K, sweepFrames)).map { $0 * K / min(K, sweepFrames) }
-        let motion = (0..<K).map { k in
-            let t = model.displacement(k, 0, rho: 1) - model.displacement(k, 0, rho: 0)
+        let motion = model.affine.map { a in
+            let t = ParallaxConsistency.motion(a)
             return (t * t).sum()
         }
         let polishScored = Array((0..<K).sorted { motion[$0] > motion[$1] }.prefix(polishFrames)).sorted()
@@ -117,9 +116,10 @@ extension ParallaxConsistency {
         StripExecutor.forEachStrip(rows: cells.count, minimumRows: 64) { range in
             var local: [(cell: Int, rho: Float)] = []
             let most = 1 + sweepSteps, points = max(offsets.count, polishOffsets.count)
+            let framesScored = max(sweepScored.count, polishScored.count)
             var positions = [SIMD2<Float>](repeating: .zero, count: most * points)
-            var samples = [Float](repeating: 0, count: K * most * points)
-            var column = [Float](repeating: 0, count: K)
+            var samples = [Float](repeating: 0, count: framesScored * most * points)
+            var column = [Float](repeating: 0, count: framesScored)
             var results = [Float?](repeating: nil, count: most)
             /// For each depth of `rhos`: the mean capped distance of the `scored` frames' grey
             /// levels from their median, over the points (`offsets` from the cell's centre) that
@@ -201,7 +201,7 @@ extension ParallaxConsistency {
                 // the fitted one included, when it scores clearly below the depths' typical score:
                 // then every frame takes it, those that measured something else too.
                 let disputed = 2 * model.measuredBy[c] > K
-                var typical: Float = 0
+                var typical: Float? = nil
                 if disputed {
                     var tried = (1...sweepSteps).compactMap { results[$0] }
                     guard tried.count >= sweepSteps / 2 else { continue }
@@ -220,9 +220,8 @@ extension ParallaxConsistency {
                     }
                     fine /= 2
                 }
-                let against = disputed ? typical : current
-                if disputed {
-                    if best.score < 0.75 * against && against - best.score > 0.5 { local.append((c, best.rho)) }
+                if let typical {
+                    if best.score < 0.75 * typical && typical - best.score > 0.5 { local.append((c, best.rho)) }
                 } else if let polished = polish(c, best.rho), polished != model.rho[c] {
                     local.append((c, polished))
                 }

@@ -111,6 +111,12 @@ public enum ParallaxConsistency {
         return SIMD2((a.0 * v).sum(), (a.1 * v).sum())
     }
 
+    /// A frame's motion: the displacement one unit of depth adds (the coefficients of depth in
+    /// `basis(rho:x:y:)`).
+    @inline(__always) static func motion(_ a: (SIMD8<Float>, SIMD8<Float>)) -> SIMD2<Float> {
+        SIMD2(a.0[0], a.1[0])
+    }
+
     /// The model's terms at a cell: depth, then the frame's homography error as a quadratic in
     /// the position (1, x, y, x^2, xy, y^2; the eighth lane is 0). A homography's error is not
     /// affine: its perspective terms bend the field by x^2 and xy. Measured on motorcycle-12-1
@@ -240,7 +246,7 @@ public enum ParallaxConsistency {
             // No parallax moves a frame's cell further from the model than its motion times the
             // burst's range of depths: a measurement further than that matched something that
             // moved (a person crossing in that frame), measured or not.
-            let motion = SIMD2(affine[k].0[0], affine[k].1[0])
+            let motion = ParallaxConsistency.motion(affine[k])
             let bound = frameLimit + rhoRange * (motion * motion).sum().squareRoot()
             func replaced(_ c: Int) -> Bool {
                 let r = residuals[k * C + c]
@@ -353,7 +359,7 @@ public enum ParallaxConsistency {
                             ay[i] = Float(sy[i])
                         }
                         affine[k] = (ax, ay)
-                        t[k] = SIMD2(affine[k].0[0], affine[k].1[0])
+                        t[k] = ParallaxConsistency.motion(affine[k])
                     }
                 }
                 if singular.value { return false }
