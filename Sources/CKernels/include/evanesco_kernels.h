@@ -165,6 +165,53 @@ void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdi
 void evn_normal_sums_portable(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
 void evn_normal_sums_avx2(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
 
+/// One frame's cells for the depth fit of ParallaxConsistency: its field (dx, dy), each
+/// measurement's weight, and each cell's depth and centre (x, y, scaled to about [-1, 1]).
+typedef struct evn_parallax_frame {
+    const float *dx, *dy, *weight, *rho, *x, *y;
+    ptrdiff_t cells;
+} evn_parallax_frame;
+
+/// The frame's weighted normal equations in the model's basis (depth, 1, x, y, x^2, xy, y^2):
+/// the 7 x 7 matrix, both halves, row by row into normal[0..<49], and the right-hand sides of dx
+/// and dy into rhs[0..<7] and rhs[7..<14]. Eight cells a step in float lanes, added to the double
+/// totals every 256 cells. The AVX2 variant where the CPU has it; both give the same sums.
+void evn_parallax_normal(const evn_parallax_frame *frame, double *normal, double *rhs);
+void evn_parallax_normal_portable(const evn_parallax_frame *frame, double *normal, double *rhs);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_parallax_normal_avx2(const evn_parallax_frame *frame, double *normal, double *rhs);
+
+/// Every frame's cells for the depth step of the fit: frame k's cell c at k * cells + c in dx, dy
+/// and weight; per cell its depth, centre, and the metric its depth is measured in (four floats a
+/// cell: xx, xy, yy, unused; NULL: the plain distance); per frame 16 coefficients of the basis
+/// (x's eight, then y's; the eighth of each unused); the Cauchy weights' 1 / scale.
+typedef struct evn_parallax_cells {
+    const float *dx, *dy;
+    float *weight, *rho;
+    const float *x, *y, *metric, *coefficients;
+    ptrdiff_t frames, cells;
+    float inverse_scale;
+} evn_parallax_cells;
+
+/// For cells start..<end: the depth that fits the frames best given their coefficients
+/// (weighted least squares in the cell's metric; kept where the frames' motions weigh almost
+/// nothing), then each frame's weight 1 / (1 + (r / scale)^2) at its distance r from the model.
+/// Eight cells a step; the AVX2 variant where the CPU has it; both give the same values.
+void evn_parallax_depths(const evn_parallax_cells *cells, ptrdiff_t start, ptrdiff_t end);
+void evn_parallax_depths_portable(const evn_parallax_cells *cells, ptrdiff_t start, ptrdiff_t end);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_parallax_depths_avx2(const evn_parallax_cells *cells, ptrdiff_t start, ptrdiff_t end);
+
+/// Frame `frame`'s model displacement at cells start..<end (its coefficients, each cell's depth
+/// and centre; dx, dy, weight and metric are not read) into mx[c] and my[c]. The same arithmetic
+/// as evn_parallax_depths' distances; both variants give the same values.
+void evn_parallax_model(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx, float *my);
+void evn_parallax_model_portable(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
+                                 float *my);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_parallax_model_avx2(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
+                             float *my);
+
 /// A tile of RGB samples seen through every frame (SampleTile): frame k's pixel p at
 /// values[k * stride + 3p], its validity at valid[k * pixels + p]; one threshold per sample.
 typedef struct evn_clip_tile {
