@@ -147,8 +147,25 @@ public struct RowSampler<Sample: PixelSample>: @unchecked Sendable {
         let mm = m ?? [1, 0, 0, 0, 1, 0, 0, 0, 1]
         let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], mm[6], mm[7], mm[8])
         let scale = 1 / Float(c)
+        let count = min(points.count, values.count)
+        // 8-bit frames (most bursts; the depth sweep's every point): CKernels, eight points a
+        // step, the same arithmetic.
+        if Sample.self == UInt8.self, (1...4).contains(c), count > 0 {
+            withSamples { q in
+                mm.withUnsafeBufferPointer { map in
+                    var frame = evn_grey_points(
+                        image: UnsafeRawPointer(q).assumingMemoryBound(to: UInt8.self), width: w, height: h,
+                        channels: c,
+                        map: map.baseAddress)
+                    UnsafeRawPointer(points.baseAddress!).withMemoryRebound(to: Float.self, capacity: 2 * count) {
+                        evn_grey_points_run(&frame, $0, count, values.baseAddress)
+                    }
+                }
+            }
+            return
+        }
         withSamples { q in
-            for i in 0..<min(points.count, values.count) {
+            for i in 0..<count {
                 let p = points[i]
                 let d = m6 * p.x + m7 * p.y + m8
                 let sx = (m0 * p.x + m1 * p.y + m2) / d, sy = (m3 * p.x + m4 * p.y + m5) / d

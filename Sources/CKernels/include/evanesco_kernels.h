@@ -266,6 +266,23 @@ void evn_sample_points_portable(const evn_sample_points *points, ptrdiff_t start
 /// Call only when evn_cpu_has_avx2() is non-zero.
 void evn_sample_points_avx2(const evn_sample_points *points, ptrdiff_t start, ptrdiff_t end, float *out);
 
+/// An 8-bit frame (width x height pixels of `channels` bytes, 1 to 4, interleaved, row-major)
+/// and the map from output positions to it (row-major 3 x 3).
+typedef struct evn_grey_points {
+    const unsigned char *image;
+    ptrdiff_t width, height, channels;
+    const float *map;
+} evn_grey_points;
+
+/// The frame's grey levels (the mean of its channels, bilinear, taps clamped to the frame) at
+/// `count` output points (x, y pairs) into out[0..<count]: NaN where the mapped position is not
+/// inside [0, width - 1] x [0, height - 1] or the map's denominator is not positive. Eight points a
+/// step; the AVX2 variant where the CPU has it; both give the same values.
+void evn_grey_points_run(const evn_grey_points *frame, const float *points, ptrdiff_t count, float *out);
+void evn_grey_points_portable(const evn_grey_points *frame, const float *points, ptrdiff_t count, float *out);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_grey_points_avx2(const evn_grey_points *frame, const float *points, ptrdiff_t count, float *out);
+
 /// A Float plane and the map of one output row to it: output pixel x0 + i samples the plane at
 /// ((m0 f + m2) / d, (m3 f + m5) / d), d = m6 f + m8, f = x0 + i (the row's terms folded in).
 typedef struct evn_bilinear_row {
