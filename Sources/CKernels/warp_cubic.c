@@ -33,6 +33,22 @@
     i += L; \
 } while (0)
 
+// One pixel whose taps (origin column ix - 1, row iy - 1) are inside the frame, with weights wx
+// and wy (rows of the table): each source row's four taps weighted and summed in pairs, the rows
+// weighted and summed in pairs, clamped; the operations of CUBIC_FIELD, lane by lane, and of
+// RowSampler's per-pixel path.
+EVN_INLINE void cubic_pixel(const evn_warp_rows *W, ptrdiff_t ix, ptrdiff_t iy, const float *wx, const float *wy, float *out) {
+    v4f s[4];
+    for (int r = 0; r < 4; r++) {
+        const float *q = W->block + ((iy - 1 + r) & W->mask) * W->stride + (ix - 1 - W->col_base) * 3;
+        const v4f t0 = load4(q) * wx[0], t1 = load4(q + 3) * wx[1], t2 = load4(q + 6) * wx[2], t3 = load4(q + 9) * wx[3];
+        s[r] = ((t0 + t1) + (t2 + t3)) * wy[r];
+    }
+    v4f v = (s[0] + s[1]) + (s[2] + s[3]);
+    CLAMP255(v);
+    out[0] = v[0]; out[1] = v[1]; out[2] = v[2];
+}
+
 EVN_INLINE ptrdiff_t warp_cubic_field(const evn_warp_rows *W, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid) {
     const float *pos = W->positions, *lut = W->lut, *block = W->block;
     const ptrdiff_t stride = W->stride, mask = W->mask, colBase = W->col_base, w = W->width, h = W->height;
@@ -60,8 +76,18 @@ EVN_INLINE ptrdiff_t warp_cubic_field(const evn_warp_rows *W, ptrdiff_t start, p
         const v4i cx = qx >> 7, ry = qy >> 7;
         const ptrdiff_t ix = cx[0], iy = ry[0];
         const v4i off = (cx - ix != steps4) | (ry != (v4i)iy);
-        if (!(off[0] == 0 && off[1] == 0 && off[2] == 0 && off[3] == 0) || ix < 1 || ix + 5 >= w || iy < 1 || iy + 2 >= h)
-            return i;
+        if (!(off[0] == 0 && off[1] == 0 && off[2] == 0 && off[3] == 0) || ix < 1 || ix + 5 >= w || iy < 1 || iy + 2 >= h) {
+            // Rows or columns differ within the group (the field bends there) or it nears an
+            // edge: pixel by pixel while each one's taps are inside.
+            const v4i px = qx & 127, py = qy & 127;
+            for (int j = 0; j < 4; j++) {
+                if (cx[j] < 1 || cx[j] + 2 >= w || ry[j] < 1 || ry[j] + 2 >= h) return i;
+                cubic_pixel(W, cx[j], ry[j], lut + px[j] * 4, lut + py[j] * 4, out + 3 * i);
+                valid[i] = 1;
+                i++;
+            }
+            continue;
+        }
         CUBIC_FIELD(4, spread4, load4, store4, qx & 127, qy & 127);
     }
     return i;

@@ -117,12 +117,14 @@ extension RowSampler {
             }
             var i = 0
             let count = x1 - x0
-            // With a local correction, groups of four pixels whose source positions share a row
-            // of taps and whose tap origins are consecutive columns, all inside the frame (most of
-            // a frame: the field moves slowly from pixel to pixel), go to CKernels (eight a step
-            // where two groups qualify): each of the 4 source rows filtered horizontally, a
-            // weight a lane, and the 4 results combined vertically. The same positions, taps and
-            // table weights as `pixel`; a group that does not qualify takes `pixel`.
+            // With a local correction, the pixels go to CKernels: groups of four whose source
+            // positions share a row of taps and whose tap origins are consecutive columns, all
+            // inside the frame (most of a frame: the field moves slowly from pixel to pixel), eight
+            // a step where two groups qualify, each of the 4 source rows filtered horizontally, a
+            // weight a lane, and the 4 results combined vertically; a group where the field bends
+            // (rows or columns differ; an eighth of the groups on the 12 px parallax bursts),
+            // pixel by pixel, with the same arithmetic. The same taps and table weights as
+            // `pixel`, which takes a group of four whose taps reach past the frame's edge.
             if let pos = positions, w <= Quad.maxExtent, h <= Quad.maxExtent {
                 var rows = evn_warp_rows(
                     positions: pos, block: block, stride: stride, mask: mask, col_base: colBase, width: w, height: h,

@@ -46,20 +46,27 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
     static func weight(_ position: Float, _ t: Int) -> Float { lut[Int(Self.fixed(position) & 127)][t] }
 
     @Test(
-        "Through a local field: groups whose taps start on consecutive columns of one row are sampled with the arithmetic written out (taps in pairs, rows in pairs, clamped), eight a step or four; a group that does not qualify stops the kernel"
+        "Through a local field: groups whose taps start on consecutive columns of one row are sampled eight a step or four, groups whose rows or columns differ pixel by pixel, all with the arithmetic written out (taps in pairs, rows in pairs, clamped); a pixel whose taps reach past the frame stops the kernel"
     )
     func fieldKernelKnownAnswer() {
         let w = 64, h = 16, stride = w * 3 + 8, mask = 15
         var block = [Float](repeating: 0, count: 16 * stride + 8)
         for r in 0..<h { for j in 0..<(w * 3) { block[r * stride + j] = Float((r * 37 + j * 11) % 251) + 0.25 } }
         // 24 pixels at x = 5.3 + k * 1.004 (consecutive tap columns), y = 6.6; 4 more from a new
-        // origin (a group of four that qualifies alone); then 8 that jump.
-        let count = 36
-        var pos = [Float](repeating: 0, count: 2 * count)
-        for k in 0..<count {
-            pos[2 * k] = k < 24 ? 5.3 + Float(k) * 1.004 : k < 28 ? 40.2 + Float(k - 24) : 5.3 + Float(k) * 1.5
-            pos[2 * k + 1] = k < 24 ? 6.6 : 9.2
+        // origin (a group of four that qualifies alone); then 8 whose columns jump, 4 whose rows
+        // differ, 2 inside and 2 whose last taps would lie past the frame's right edge.
+        let count = 44, sampled = 42
+        func position(_ k: Int) -> [Float] {
+            switch k {
+            case ..<24: [5.3 + Float(k) * 1.004, 6.6]
+            case ..<28: [40.2 + Float(k - 24), 9.2]
+            case ..<36: [5.3 + Float(k) * 1.5, 9.2]
+            case ..<40: [20.4 + Float(k - 36), 4.3 + 0.6 * Float(k - 36)]
+            case ..<42: [30.7, 7.5]
+            default: [62.6, 7.5]
+            }
         }
+        let pos = (0..<count).flatMap(position)
         for name in evn_cpu_has_avx2() != 0 ? ["portable", "avx2"] : ["portable"] {
             var out = [Float](repeating: -1, count: count * 3), valid = [UInt8](repeating: 0, count: count)
             let stopped = pos.withUnsafeBufferPointer { p in
@@ -75,10 +82,10 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
                     }
                 }
             }
-            #expect(stopped == 28, "\(name) stopped at \(stopped)")
-            #expect(valid[0..<28].allSatisfy { $0 == 1 } && valid[28...].allSatisfy { $0 == 0 }, "\(name)")
-            #expect(out[84...].allSatisfy { $0 == -1 }, "\(name) wrote past the group that does not qualify")
-            for k in 0..<28 {
+            #expect(stopped == sampled, "\(name) stopped at \(stopped)")
+            #expect(valid[0..<sampled].allSatisfy { $0 == 1 } && valid[sampled...].allSatisfy { $0 == 0 }, "\(name)")
+            #expect(out[(3 * sampled)...].allSatisfy { $0 == -1 }, "\(name) wrote past the pixel at the edge")
+            for k in 0..<sampled {
                 let qx = WarpKernel.fixed(pos[2 * k]), qy = WarpKernel.fixed(pos[2 * k + 1])
                 let ix = Int(qx >> 7), iy = Int(qy >> 7)
                 for c in 0..<3 {
