@@ -1,3 +1,4 @@
+import CKernels
 import EvanescoCore
 
 extension ParallaxConsistency {
@@ -27,7 +28,8 @@ extension ParallaxConsistency {
     /// 0.561 -> 0.530, motorcycle's 0.701 -> 0.690, no burst worse; limits of 0.08 px and 0.3 px
     /// within 0.01 dB of 0.15, sweeping every cell no better at a fifth more alignment time.
     static let sweepMisfit: Float = 0.15
-    /// Frames whose pixels score a depth, spread over the burst (all of them when fewer).
+    /// Frames whose pixels score a depth, spread over the burst (all of them when fewer; at most
+    /// 16, as the scores' kernel reads no more, and so `polishFrames`).
     static let sweepFrames = 8
     /// A frame's grey level counts at most this far from the frames' median (a frame where
     /// something else passes counts little).
@@ -119,7 +121,7 @@ extension ParallaxConsistency {
             let framesScored = max(sweepScored.count, polishScored.count)
             var positions = [SIMD2<Float>](repeating: .zero, count: most * points)
             var samples = [Float](repeating: 0, count: framesScored * most * points)
-            var column = [Float](repeating: 0, count: framesScored)
+            var depthScores = [Float](repeating: 0, count: most)
             var results = [Float?](repeating: nil, count: most)
             /// For each depth of `rhos`: the mean capped distance of the `scored` frames' grey
             /// levels from their median, over the points (`offsets` from the cell's centre) that
@@ -143,35 +145,10 @@ extension ParallaxConsistency {
                         }
                     }
                 }
-                samples.withUnsafeBufferPointer { values in
-                    column.withUnsafeMutableBufferPointer { b in
-                        for r in 0..<R {
-                            var total: Float = 0, points = 0
-                            for i in 0..<P {
-                                // The point's values in order (insertion: at most sweepFrames of them).
-                                var n = 0
-                                for j in 0..<S {
-                                    let v = values[(j &* R &+ r) &* P &+ i]
-                                    guard !v.isNaN else { continue }
-                                    var at = n
-                                    while at > 0 && b[at &- 1] > v {
-                                        b[at] = b[at &- 1]
-                                        at &-= 1
-                                    }
-                                    b[at] = v
-                                    n &+= 1
-                                }
-                                guard n >= 3 else { continue }
-                                let m = b[n / 2]
-                                var spread: Float = 0
-                                for j in 0..<n { spread += min(abs(b[j] - m), sweepCap) }
-                                total += spread / Float(n)
-                                points += 1
-                            }
-                            results[r] = points >= 4 ? total / Float(points) : nil
-                        }
-                    }
-                }
+                // CKernels: per point the frames' levels sorted, their median and capped mean
+                // distance from it; per depth the mean over the points (NaN: too few seen).
+                evn_sweep_scores(samples, S, R, P, sweepCap, &depthScores)
+                for r in 0..<R { results[r] = depthScores[r].isNaN ? nil : depthScores[r] }
             }
             /// A cell most frames could not measure: the depth where the frames that moved most
             /// agree best at `polishPoints`^2 points, near the neighbours' guess or the sweep's

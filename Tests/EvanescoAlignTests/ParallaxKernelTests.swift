@@ -199,4 +199,66 @@ import Testing
         }
         if fields.count == 2 { #expect(fields[0].map(\.bitPattern) == fields[1].map(\.bitPattern)) }
     }
+    /// The sweep's score written out one point at a time (the loop the kernel replaced): each
+    /// point's levels sorted by insertion, the median, the mean capped distance; the mean over
+    /// the points at least 3 frames see, nil under 4 such points.
+    static func scoresWrittenOut(_ values: [Float], frames S: Int, depths R: Int, points P: Int, cap: Float) -> [Float?]
+    {
+        (0..<R).map { r in
+            var total: Float = 0, seen = 0
+            for i in 0..<P {
+                var b: [Float] = []
+                for j in 0..<S {
+                    let v = values[(j * R + r) * P + i]
+                    guard !v.isNaN else { continue }
+                    var at = b.count
+                    b.append(v)
+                    while at > 0 && b[at - 1] > v {
+                        b[at] = b[at - 1]
+                        at -= 1
+                    }
+                    b[at] = v
+                }
+                guard b.count >= 3 else { continue }
+                let m = b[b.count / 2]
+                var spread: Float = 0
+                for v in b { spread += min(abs(v - m), cap) }
+                total += spread / Float(b.count)
+                seen += 1
+            }
+            return seen >= 4 ? total / Float(seen) : nil
+        }
+    }
+
+    @Test(
+        "The sweep's scores: per point the frames' levels sorted, their median and mean capped distance, per depth the mean over the points at least 3 frames see, as the loop written out gives them bit for bit (frames that do not see a point, points too few, 1 to 8 frames, 5 and 16 points); the variants agree"
+    )
+    func sweepScores() {
+        var rng = SplitMix(seed: 11)
+        for (S, P) in [(8, 5), (8, 16), (3, 5), (5, 16), (1, 5), (7, 21)] {
+            let R = 9
+            var values = (0..<(S * R * P)).map { _ in Float(rng.unit() * 255).rounded() / 4 }
+            // Some frames miss some points; for depth 2 most points are seen by at most 2 frames.
+            for idx in values.indices {
+                let j = idx / (R * P), r = (idx / P) % R
+                if rng.unit() < 0.15 || (r == 2 && j >= 2 && idx % P != 0) { values[idx] = .nan }
+            }
+            // Capped distances: one outlier per depth.
+            for r in 0..<R where S > 2 { values[(2 * R + r) * P] = 1000 }
+            let want = Self.scoresWrittenOut(values, frames: S, depths: R, points: P, cap: 24)
+            for name in Self.variants {
+                var got = [Float](repeating: -1, count: R)
+                if name == "avx2" {
+                    evn_sweep_scores_avx2(values, S, R, P, 24, &got)
+                } else {
+                    evn_sweep_scores_portable(values, S, R, P, 24, &got)
+                }
+                let expected = want.map { $0 ?? .nan }
+                #expect(
+                    zip(got, expected).allSatisfy { $0.bitPattern == $1.bitPattern || ($0.isNaN && $1.isNaN) },
+                    "\(name), \(S) frames, \(P) points: \(got) vs \(expected)")
+            }
+            if S >= 3 { #expect(want[2] == nil && want.contains { $0 != nil }, "the test's misses: \(want)") }
+        }
+    }
 }

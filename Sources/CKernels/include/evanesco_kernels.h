@@ -212,6 +212,19 @@ void evn_parallax_model_portable(const evn_parallax_cells *cells, ptrdiff_t fram
 void evn_parallax_model_avx2(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
                              float *my);
 
+/// The depth sweep's scores (ParallaxConsistency.sweep): frame j's grey level at point i for depth
+/// r at values[(j * depths + r) * points + i] (NaN: the frame does not see it; at most 16 frames
+/// are read). For each depth, over the points that at least 3 frames see: the mean distance of
+/// their levels from the levels' median (the upper one of an even count), each distance capped at
+/// `cap`; the depth's score is the mean of these over the points, NaN when fewer than 4 points
+/// count. Eight points a step; the AVX2 variant where the CPU has it; both give the same scores.
+void evn_sweep_scores(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap, float *scores);
+void evn_sweep_scores_portable(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
+                               float *scores);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_sweep_scores_avx2(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
+                           float *scores);
+
 /// A tile of RGB samples seen through every frame (SampleTile): frame k's pixel p at
 /// values[k * stride + 3p], its validity at valid[k * pixels + p]; one threshold per sample.
 typedef struct evn_clip_tile {
