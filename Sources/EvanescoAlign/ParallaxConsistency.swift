@@ -204,7 +204,7 @@ public enum ParallaxConsistency {
             }
         }
         let residuals = all
-        let medianResidual = Selection.median(&all)
+        let medianResidual = Selection.kthOfMagnitudes(&all, all.count / 2)
         var summary = Summary(
             frames: K, cells: C, inconsistentCells: 0, replacedFrameCells: 0, medianResidualPx: medianResidual,
             applied: false)

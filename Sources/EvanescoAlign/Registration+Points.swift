@@ -41,10 +41,11 @@ extension RegistrationReference {
     /// object (a car, a person against the sky) take every point of their cells and drag the
     /// estimate. Ties at the cap are spread evenly.
     private static func strongest(_ cand: [(g: Float, i: Int)], quota: Int) -> [(g: Float, i: Int)] {
+        // Squared gradients (at least 1): magnitudes, selected by their bits.
         var g = cand.map(\.g)
-        let cap = 16 * Selection.kth(&g, g.count / 2)
+        let cap = 16 * Selection.kthOfMagnitudes(&g, g.count / 2)
         var keys = cand.map { min($0.g, cap) }
-        let kth = Selection.kth(&keys, keys.count - quota)
+        let kth = Selection.kthOfMagnitudes(&keys, keys.count - quota)
         var kept = cand.filter { min($0.g, cap) > kth }
         let tied = cand.filter { min($0.g, cap) == kth }
         let need = quota - kept.count
