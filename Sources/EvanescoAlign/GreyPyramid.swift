@@ -1,3 +1,4 @@
+import CKernels
 import EvanescoCore
 
 /// A luma pyramid for registration: level 0 is the input's luma (0...255 scale, Float), each
@@ -44,7 +45,22 @@ public struct GreyPyramid: Sendable {
         // Called from generic code (a pyramid of any sample type), the specialisations above
         // are not reached: 8-bit frames, the common case, take a concrete copy of the loop
         // instead of a witness call per sample.
-        if let bytes = img as? Image<UInt8> { return luma255Body(bytes) }
+        if let bytes = img as? Image<UInt8> {
+            // RGB: CKernels, the same arithmetic vectorised.
+            if bytes.channels >= 3 {
+                let n = bytes.pixelCount, c = bytes.channels, w = bytes.width
+                return bytes.samples.withUnsafeBufferPointer { s in
+                    Image<Float>(width: bytes.width, height: bytes.height, channels: 1) { d in
+                        StripExecutor.forEachStrip(rows: bytes.height, minimumRows: 64) { rows in
+                            let lo = rows.lowerBound * w, hi = min(n, rows.upperBound * w)
+                            evn_luma_rgb8(
+                                s.baseAddress! + lo * c, c, hi - lo, 255 / UInt8.fullScale, d.baseAddress! + lo)
+                        }
+                    }
+                }
+            }
+            return luma255Body(bytes)
+        }
         return luma255Body(img)
     }
 

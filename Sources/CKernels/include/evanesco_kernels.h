@@ -225,6 +225,14 @@ void evn_sweep_scores_portable(const float *values, ptrdiff_t frames, ptrdiff_t 
 void evn_sweep_scores_avx2(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
                            float *scores);
 
+/// The luma of `count` 8-bit pixels of `channels` (3 or more) interleaved bytes, the first three
+/// red, green, blue: (0.299 r + 0.587 g + 0.114 b) * scale into out[0..<count]. The AVX2 variant
+/// where the CPU has it; both give the same values.
+void evn_luma_rgb8(const unsigned char *src, ptrdiff_t channels, ptrdiff_t count, float scale, float *out);
+void evn_luma_rgb8_portable(const unsigned char *src, ptrdiff_t channels, ptrdiff_t count, float scale, float *out);
+/// Call only when evn_cpu_has_avx2() is non-zero.
+void evn_luma_rgb8_avx2(const unsigned char *src, ptrdiff_t channels, ptrdiff_t count, float scale, float *out);
+
 /// A tile of RGB samples seen through every frame (SampleTile): frame k's pixel p at
 /// values[k * stride + 3p], its validity at valid[k * pixels + p]; one threshold per sample.
 typedef struct evn_clip_tile {
