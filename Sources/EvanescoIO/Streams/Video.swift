@@ -300,9 +300,7 @@ public final class VideoWriter {
         process.standardInput = input
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice
-        Cleanup.add(file: tempPath)
-        try process.run()
-        Cleanup.add(child: process.processIdentifier)
+        try Cleanup.start(process, writing: tempPath)
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
     }

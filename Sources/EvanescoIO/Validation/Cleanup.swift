@@ -13,6 +13,9 @@ public enum Cleanup {
     nonisolated(unsafe) static var recording = false
     nonisolated(unsafe) static var placed: [String] = []
     nonisolated(unsafe) static var madeFolders: [String] = []
+    /// Set once an interrupting signal is being handled: nothing registered after it may outlive
+    /// the process (see ``park()``).
+    nonisolated(unsafe) static var interrupted = false
 
     /// Remembers from now on every output placed and folder made, so that ``rollBack()`` can
     /// remove them if the run then fails (a command-line tool's run is all or nothing; a server
@@ -61,11 +64,15 @@ public enum Cleanup {
         return removed
     }
 
-    /// Registers a temporary file to remove if the run is interrupted.
+    /// Registers a temporary file to remove if the run is interrupted. Once the run is being
+    /// interrupted, the caller never gets to make the file: it is parked until the process exits
+    /// (the handler removes the name anyway).
     package static func add(file path: String) {
         lock.lock()
         files.insert(path)
+        let late = interrupted
         lock.unlock()
+        if late { park() }
     }
     /// The file was renamed into place or removed: nothing to undo.
     package static func remove(file path: String) {
@@ -73,11 +80,47 @@ public enum Cleanup {
         files.remove(path)
         lock.unlock()
     }
-    /// Registers a child process to stop if the run is interrupted.
+    /// Registers a child process to stop if the run is interrupted (one started after the
+    /// interruption is stopped here, and the caller parked).
     package static func add(child pid: pid_t) {
         lock.lock()
         children.insert(pid)
+        let late = interrupted
         lock.unlock()
+        if late {
+            kill(pid, SIGKILL)
+            waitpid(pid, nil, 0)
+            park()
+        }
+    }
+
+    /// Starts `process`, a child that writes `temporaryFile`, registering both in one step with
+    /// the start: an interruption either finds the child registered (and stops it before removing
+    /// the file) or comes first, and then the child is never started. Registered after the
+    /// start, a child started as the signal's cleanup ran was missed, and when the process then
+    /// exited, ffmpeg saw its input end and wrote an empty video under the hidden name.
+    package static func start(_ process: Process, writing temporaryFile: String) throws {
+        lock.lock()
+        guard !interrupted else {
+            lock.unlock()
+            park()
+        }
+        files.insert(temporaryFile)
+        do {
+            try process.run()
+        } catch {
+            files.remove(temporaryFile)
+            lock.unlock()
+            throw error
+        }
+        children.insert(process.processIdentifier)
+        lock.unlock()
+    }
+
+    /// Stops the calling thread for good: the process is exiting on a signal, and whatever this
+    /// thread would do next (make a file, start a child) would outlive the cleanup.
+    static func park() -> Never {
+        while true { sleep(60) }
     }
     /// The child has exited.
     package static func remove(child pid: pid_t) {
@@ -119,7 +162,21 @@ public enum Cleanup {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
+                lock.lock()
+                interrupted = true
+                var names = files
+                lock.unlock()
                 run()
+                // A writer that registered its file just before the signal may make it just
+                // after the sweep: sweep again, briefly, before exiting.
+                for _ in 0..<3 {
+                    usleep(20_000)
+                    lock.lock()
+                    names.formUnion(files)
+                    files = []
+                    lock.unlock()
+                    for path in names { unlink(path) }
+                }
                 signal(sig, SIG_DFL)
                 exit(128 + sig)
             }
