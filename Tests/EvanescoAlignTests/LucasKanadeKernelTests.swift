@@ -181,12 +181,18 @@ let avx2Absent: Comment =
         func run(_ kernel: Kernel) -> [UInt32] {
             let m = map.m.map { Float($0) }
             var out = [Float](repeating: -7, count: count)
+            // Every pointer lives for the whole call (an array passed to the struct's initialiser
+            // would be a temporary one, dangling by the time the kernel reads it).
             img.samples.withUnsafeBufferPointer { src in
                 m.withUnsafeBufferPointer { mp in
-                    var p = evn_sample_points(
-                        image: src.baseAddress, width: w, max_x: Float(w - 1), max_y: Float(h - 1), x: xs, y: ys,
-                        map: mp.baseAddress)
-                    out.withUnsafeMutableBufferPointer { kernel(&p, 0, count, $0.baseAddress) }
+                    xs.withUnsafeBufferPointer { px in
+                        ys.withUnsafeBufferPointer { py in
+                            var p = evn_sample_points(
+                                image: src.baseAddress, width: w, max_x: Float(w - 1), max_y: Float(h - 1),
+                                x: px.baseAddress, y: py.baseAddress, map: mp.baseAddress)
+                            out.withUnsafeMutableBufferPointer { kernel(&p, 0, count, $0.baseAddress) }
+                        }
+                    }
                 }
             }
             return out.map(\.bitPattern)
