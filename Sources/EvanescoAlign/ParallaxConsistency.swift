@@ -159,7 +159,6 @@ public enum ParallaxConsistency {
 
         // Start: rho from the fields' first singular vector (power iterations), no affine part.
         var rho = [Float](repeating: 1, count: C)
-        var t = [SIMD2<Float>](repeating: .zero, count: K)
         // Per frame, the coefficients of `basis(rho:x:y:)` in its field's x and y components.
         var affine = [(SIMD8<Float>, SIMD8<Float>)](repeating: (.zero, .zero), count: K)
         var weight = [Float](repeating: 1, count: K * C)
@@ -177,14 +176,12 @@ public enum ParallaxConsistency {
         let fitted: Bool = dxAll.withUnsafeBufferPointer { DX in
             dyAll.withUnsafeBufferPointer { DY in
                 rho.withUnsafeMutableBufferPointer { R in
-                    t.withUnsafeMutableBufferPointer { T in
-                        affine.withUnsafeMutableBufferPointer { A in
-                            weight.withUnsafeMutableBufferPointer { W in
-                                Fit(
-                                    dx: DX, dy: DY, px: px, py: py, rho: R, t: T, affine: A, weight: W, K: K, C: C,
-                                    cellStrip: cellStrip, metric: metric
-                                ).run()
-                            }
+                    affine.withUnsafeMutableBufferPointer { A in
+                        weight.withUnsafeMutableBufferPointer { W in
+                            Fit(
+                                dx: DX, dy: DY, px: px, py: py, rho: R, affine: A, weight: W, K: K, C: C,
+                                cellStrip: cellStrip, metric: metric
+                            ).run()
                         }
                     }
                 }
@@ -314,7 +311,7 @@ public enum ParallaxConsistency {
     struct Fit {
         let dx: UnsafeBufferPointer<Float>, dy: UnsafeBufferPointer<Float>
         let px: [Float], py: [Float]
-        let rho: UnsafeMutableBufferPointer<Float>, t: UnsafeMutableBufferPointer<SIMD2<Float>>
+        let rho: UnsafeMutableBufferPointer<Float>
         let affine: UnsafeMutableBufferPointer<(SIMD8<Float>, SIMD8<Float>)>
         let weight: UnsafeMutableBufferPointer<Float>
         let K: Int, C: Int, cellStrip: Int
@@ -325,34 +322,41 @@ public enum ParallaxConsistency {
         /// Fits rho, each frame's motion and affine part. False when the fields are all zero or a
         /// frame's system is singular.
         func run() -> Bool {
-            for _ in 0..<12 {
-                StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
-                    for k in frames {
-                        var s = SIMD2<Float>.zero
-                        for c in 0..<C { s += rho[c] * SIMD2(dx[k * C + c], dy[k * C + c]) }
-                        t[k] = s
-                    }
-                }
-                // rho is read by every frame above and written here: the two loops run one after the other.
-                var next = [Float](repeating: 0, count: C)
-                next.withUnsafeMutableBufferPointer { out in
-                    StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
-                        for c in cells {
-                            var s: Float = 0
-                            for k in 0..<K { s += (t[k] * SIMD2(dx[k * C + c], dy[k * C + c])).sum() }
-                            out[c] = s
+            // Each frame's motion while rho starts as the first singular vector (from then on
+            // the frames' coefficients carry it).
+            var motion = [SIMD2<Float>](repeating: .zero, count: K)
+            let started = motion.withUnsafeMutableBufferPointer { t in
+                for _ in 0..<12 {
+                    StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
+                        for k in frames {
+                            var s = SIMD2<Float>.zero
+                            for c in 0..<C { s += rho[c] * SIMD2(dx[k * C + c], dy[k * C + c]) }
+                            t[k] = s
                         }
                     }
+                    // rho is read by every frame above and written here: the two loops run one after the other.
+                    var next = [Float](repeating: 0, count: C)
+                    next.withUnsafeMutableBufferPointer { out in
+                        StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                            for c in cells {
+                                var s: Float = 0
+                                for k in 0..<K { s += (t[k] * SIMD2(dx[k * C + c], dy[k * C + c])).sum() }
+                                out[c] = s
+                            }
+                        }
+                    }
+                    var norm: Float = 0
+                    for c in 0..<C {
+                        rho[c] = next[c]
+                        norm += next[c] * next[c]
+                    }
+                    norm = norm.squareRoot()
+                    guard norm > 0 else { return false }
+                    for c in 0..<C { rho[c] /= norm / Float(C).squareRoot() }
                 }
-                var norm: Float = 0
-                for c in 0..<C {
-                    rho[c] = next[c]
-                    norm += next[c] * next[c]
-                }
-                norm = norm.squareRoot()
-                guard norm > 0 else { return false }
-                for c in 0..<C { rho[c] /= norm / Float(C).squareRoot() }
+                return true
             }
+            guard started else { return false }
             let singular = LockedBox(false)
             // The kernels read each frame's coefficients as 16 floats and each cell's metric as 4.
             precondition(MemoryLayout<(SIMD8<Float>, SIMD8<Float>)>.stride == 16 * MemoryLayout<Float>.stride)
@@ -386,7 +390,6 @@ public enum ParallaxConsistency {
                                         ay[i] = Float(sy[i])
                                     }
                                     affine[k] = (ax, ay)
-                                    t[k] = ParallaxConsistency.motion(affine[k])
                                 }
                             }
                             if singular.value { return false }
