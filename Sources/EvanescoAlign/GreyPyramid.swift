@@ -45,22 +45,7 @@ public struct GreyPyramid: Sendable {
         // Called from generic code (a pyramid of any sample type), the specialisations above
         // are not reached: 8-bit frames, the common case, take a concrete copy of the loop
         // instead of a witness call per sample.
-        if let bytes = img as? Image<UInt8> {
-            // RGB: CKernels, the same arithmetic vectorised.
-            if bytes.channels >= 3 {
-                let n = bytes.pixelCount, c = bytes.channels, w = bytes.width
-                return bytes.samples.withUnsafeBufferPointer { s in
-                    Image<Float>(width: bytes.width, height: bytes.height, channels: 1) { d in
-                        StripExecutor.forEachStrip(rows: bytes.height, minimumRows: 64) { rows in
-                            let lo = rows.lowerBound * w, hi = min(n, rows.upperBound * w)
-                            evn_luma_rgb8(
-                                s.baseAddress! + lo * c, c, hi - lo, 255 / UInt8.fullScale, d.baseAddress! + lo)
-                        }
-                    }
-                }
-            }
-            return luma255Body(bytes)
-        }
+        if let bytes = img as? Image<UInt8> { return luma255Body(bytes) }
         return luma255Body(img)
     }
 
@@ -73,6 +58,10 @@ public struct GreyPyramid: Sendable {
                     let lo = rows.lowerBound * w, hi = min(n, rows.upperBound * w)
                     if c == 1 {
                         for i in lo..<hi { d[i] = s[i].floatValue * k }
+                    } else if S.self == UInt8.self, c >= 3 {
+                        // 8-bit RGB (most frames): CKernels, the same arithmetic vectorised.
+                        let bytes = UnsafeRawPointer(s.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                        evn_luma_rgb8(bytes + lo * c, c, hi - lo, k, d.baseAddress! + lo)
                     } else {
                         for i in lo..<hi {
                             let o = i * c
