@@ -172,8 +172,7 @@ public final class VideoFrameReader: FrameReader {
         process.standardOutput = pipe
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        Cleanup.add(child: process.processIdentifier)
+        try Cleanup.start(process)
         let box = errBox
         Thread { box.data = err.fileHandleForReading.readDataToEndOfFile() }.start()
         raw = RawFrameReader(

@@ -80,36 +80,23 @@ public enum Cleanup {
         files.remove(path)
         lock.unlock()
     }
-    /// Registers a child process to stop if the run is interrupted (one started after the
-    /// interruption is stopped here, and the caller parked).
-    package static func add(child pid: pid_t) {
-        lock.lock()
-        children.insert(pid)
-        let late = interrupted
-        lock.unlock()
-        if late {
-            kill(pid, SIGKILL)
-            waitpid(pid, nil, 0)
-            park()
-        }
-    }
-
-    /// Starts `process`, a child that writes `temporaryFile`, registering both in one step with
-    /// the start: an interruption either finds the child registered (and stops it before removing
-    /// the file) or comes first, and then the child is never started. Registered after the
-    /// start, a child started as the signal's cleanup ran was missed, and when the process then
-    /// exited, ffmpeg saw its input end and wrote an empty video under the hidden name.
-    package static func start(_ process: Process, writing temporaryFile: String) throws {
+    /// Starts `process`, a child (that writes `temporaryFile`, if given), registering both in one
+    /// step with the start: an interruption either finds the child registered (and stops it
+    /// before removing the file) or comes first, and then the child is never started. Registered
+    /// after the start, a child started as the signal's cleanup ran was missed, and when the
+    /// process then exited, ffmpeg saw its input end and wrote an empty video under the hidden
+    /// name. Every child is started here.
+    package static func start(_ process: Process, writing temporaryFile: String? = nil) throws {
         lock.lock()
         guard !interrupted else {
             lock.unlock()
             park()
         }
-        files.insert(temporaryFile)
+        if let temporaryFile { files.insert(temporaryFile) }
         do {
             try process.run()
         } catch {
-            files.remove(temporaryFile)
+            if let temporaryFile { files.remove(temporaryFile) }
             lock.unlock()
             throw error
         }
