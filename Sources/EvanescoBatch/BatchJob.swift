@@ -63,6 +63,10 @@ public struct BatchJob: Sendable {
     public var background: String?
     /// A stack's erase mask (`StackOptions.erase`), absolute: read when the job runs.
     public var erase: String?
+    /// Replace an output that exists and that no receipt (or queue row) says this batch wrote
+    /// (`"overwrite": true` on the line; `batch run --force` and `batch submit --force` set it for
+    /// every job). It never allows writing over an input, a manifest or a receipt.
+    public var overwrite = false
     /// The line as it was written, checked (what a queue stores and a worker reads back).
     public var line: String
 
@@ -76,6 +80,7 @@ public struct BatchJob: Sendable {
         struct Line: Encodable {
             var id: String, kind: JobKind, inputs: [String], output: String, quality: Int, background: String?
             var erase: String?
+            var overwrite: Bool?
             var options: JobOptions
         }
         let e = JSONEncoder()
@@ -83,12 +88,17 @@ public struct BatchJob: Sendable {
         let data = try e.encode(
             Line(
                 id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background,
-                erase: erase, options: options))
+                erase: erase, overwrite: overwrite ? true : nil, options: options))
         return String(decoding: data, as: UTF8.self)
     }
 
     /// The characters a job id may hold.
     static let idCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:@+")
+
+    /// Whether `id` is a job id: 1 to 200 of ``idCharacters``, not starting with a dot.
+    public static func isValid(id: String) -> Bool {
+        (1...200).contains(id.count) && id.allSatisfy(idCharacters.contains) && !id.hasPrefix(".")
+    }
 
     /// Reads and checks one manifest line.
     ///
@@ -99,16 +109,23 @@ public struct BatchJob: Sendable {
     /// - Returns: The job, its paths absolute.
     /// - Throws: ``ManifestError`` with a one-line message.
     public static func parse(_ line: String, base: String, checkFiles: Bool = true) throws(ManifestError) -> BatchJob {
+        // Strict JSON within bounds first: a trailing comma or a key given twice is refused, not
+        // read as one of its meanings, and a 50 MB line costs a length check, not a parse.
+        if let problem = StrictJSON.problem(in: line) { throw ManifestError(message: problem) }
         let raw: Raw
         do { raw = try JSONDecoder().decode(Raw.self, from: Data(line.utf8)) } catch {
-            // Name the job when its id at least was readable.
+            // Name the job when its id at least was readable and is an id.
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            throw ManifestError(message: SettingsCoding.message(error), id: object?["id"] as? String)
+            let id = (object?["id"] as? String).flatMap { isValid(id: $0) ? $0 : nil }
+            throw ManifestError(message: SettingsCoding.message(error), id: id)
+        }
+        guard isValid(id: raw.id) else {
+            throw ManifestError(
+                message:
+                    "id \(ManifestError.quoted(raw.id)) must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting with a dot"
+            )
         }
         func bad(_ m: String) -> ManifestError { ManifestError(message: m, id: raw.id) }
-        guard (1...200).contains(raw.id.count), raw.id.allSatisfy(idCharacters.contains), !raw.id.hasPrefix(".") else {
-            throw bad("id \"\(raw.id)\" must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting with a dot")
-        }
         guard !raw.inputs.isEmpty, raw.inputs.allSatisfy({ !$0.isEmpty }) else {
             throw bad("inputs must list at least one path")
         }
@@ -159,7 +176,7 @@ public struct BatchJob: Sendable {
         return BatchJob(
             id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
             quality: raw.quality ?? raw.kind.defaultQuality,
-            background: background, erase: erase, line: line)
+            background: background, erase: erase, overwrite: raw.overwrite ?? false, line: line)
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -172,9 +189,10 @@ public struct BatchJob: Sendable {
         var quality: Int?
         var background: String?
         var erase: String?
+        var overwrite: Bool?
 
         enum Key: String, CodingKey, CaseIterable {
-            case id, kind, inputs, output, options, quality, background, erase
+            case id, kind, inputs, output, options, quality, background, erase, overwrite
         }
 
         init(from decoder: any Decoder) throws {
@@ -191,6 +209,7 @@ public struct BatchJob: Sendable {
             quality = try c.decodeWholeNumberIfPresent(forKey: .quality)
             background = try c.decodeIfPresent(String.self, forKey: .background)
             erase = try c.decodeIfPresent(String.self, forKey: .erase)
+            overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite)
             let present = c.contains(.options)
             switch k {
             case .stack: options = .stack(present ? try c.decode(StackOptions.self, forKey: .options) : StackOptions())
@@ -202,6 +221,40 @@ public struct BatchJob: Sendable {
                     present ? try c.decode(BackdropSessionOptions.self, forKey: .options) : BackdropSessionOptions())
             }
         }
+    }
+}
+
+extension BatchJob {
+    /// The files this job reads, protected from every output of its batch.
+    public var protectedInputs: ProtectedPaths {
+        var p = ProtectedPaths()
+        p.protect(inputsOf: self)
+        return p
+    }
+
+    /// Why this job may not write its output now, or nil: the output is one of its inputs or
+    /// inside an input folder (real paths: links and `..` resolved, whatever `overwrite` says),
+    /// or it exists and neither ``overwrite`` nor `ours` allows replacing it.
+    ///
+    /// - Parameter ours: Whether the existing output is this batch's own (its receipt or queue
+    ///   row says so, size and digest matching).
+    public func outputRefusal(ours: (String) -> Bool = { _ in false }) -> String? {
+        if let why = protectedInputs.refusal(forOutput: output) { return "output \(output): \(why)" }
+        var st = stat()
+        if lstat(output, &st) == 0 && !overwrite && !ours(output) {
+            return
+                "\(output) exists and no receipt says this batch wrote it; remove it, or run with --force to replace it"
+        }
+        return nil
+    }
+}
+
+extension ProtectedPaths {
+    /// Protects a job's inputs, background and erase mask.
+    public mutating func protect(inputsOf job: BatchJob) {
+        for p in job.inputs { protect(p, as: "an input of job \(job.id)") }
+        if let b = job.background { protect(b, as: "the background of job \(job.id)") }
+        if let e = job.erase { protect(e, as: "the erase mask of job \(job.id)") }
     }
 }
 
@@ -225,6 +278,12 @@ public struct ManifestError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     public var description: String {
-        (line.map { "line \($0): " } ?? "") + (id.map { "job \($0): " } ?? "") + message
+        (line.map { "line \($0): " } ?? "") + (id.map { "job \(Self.quoted($0, bare: true)): " } ?? "") + message
+    }
+
+    /// Text from a manifest, the environment or a queue as a message may show it
+    /// (``SettingsCoding/quoted(_:limit:bare:)``).
+    public static func quoted(_ text: String, limit: Int = 80, bare: Bool = false) -> String {
+        SettingsCoding.quoted(text, limit: limit, bare: bare)
     }
 }

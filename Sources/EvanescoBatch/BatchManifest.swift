@@ -53,8 +53,21 @@ public struct BatchManifest: Sendable {
         var jobs: [BatchJob] = [], numbers: [Int] = [], problems: [ManifestError] = []
         var ids: [String: Int] = [:], outputs: [String: Int] = [:]
         var number = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Split on bytes, not Characters: a line is cut at "\n" (its "\r" dropped, for a
+        // manifest written on Windows), and a 50 MB line is refused by its length before it is
+        // made a String or decoded.
+        for bytes in text.utf8.split(separator: 10, omittingEmptySubsequences: false) {
             number += 1
+            let lineBytes = bytes.last == 13 ? bytes.dropLast() : bytes
+            if lineBytes.count > StrictJSON.maximumLineBytes {
+                problems.append(
+                    ManifestError(
+                        message:
+                            "the line is \(lineBytes.count) bytes, over the \(StrictJSON.maximumLineBytes >> 20) MiB a job may take",
+                        line: number))
+                continue
+            }
+            let line = String(decoding: lineBytes, as: UTF8.self)
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { continue }
             do throws(ManifestError) {
@@ -62,13 +75,16 @@ public struct BatchManifest: Sendable {
                 if let first = ids[job.id] {
                     throw ManifestError(message: "the id is also line \(first)'s; ids must be unique", id: job.id)
                 }
-                if let first = outputs[job.output] {
+                // By real path: `out/j1.jpg` and `out2/j1.jpg` are one file when out2 links to out.
+                let real = checkFiles ? RealPath.of(job.output) : job.output
+                if let first = outputs[real] {
                     throw ManifestError(
-                        message: "output \(job.output) is also line \(first)'s; two jobs cannot write one file",
+                        message: "output \(job.output) is also line \(first)'s"
+                            + (real != job.output ? " (both are \(real))" : "") + "; two jobs cannot write one file",
                         id: job.id)
                 }
                 ids[job.id] = number
-                outputs[job.output] = number
+                outputs[real] = number
                 jobs.append(job)
                 numbers.append(number)
             } catch {
@@ -77,11 +93,32 @@ public struct BatchManifest: Sendable {
                 problems.append(e)
             }
         }
+        if checkFiles && problems.isEmpty {
+            // No output may be an input of any job, the manifest or its receipts, even with --force.
+            let protected = protectedPaths(manifest: path, jobs: jobs)
+            for (job, number) in zip(jobs, numbers) {
+                if let why = protected.refusal(forOutput: job.output) {
+                    problems.append(ManifestError(message: "output \(job.output): \(why)", id: job.id, line: number))
+                }
+            }
+        }
         if !problems.isEmpty { throw ManifestProblems(path: path, problems: problems) }
         if jobs.isEmpty {
             throw ManifestProblems(path: path, problems: [ManifestError(message: "the manifest has no jobs")])
         }
         return BatchManifest(path: path, jobs: jobs, lineNumbers: numbers)
+    }
+
+    /// What no output, report or side output of a run of this manifest may write over: every
+    /// job's inputs, the manifest itself and its state folder (receipts).
+    public var protectedPaths: ProtectedPaths { Self.protectedPaths(manifest: path, jobs: jobs) }
+
+    static func protectedPaths(manifest: String, jobs: [BatchJob]) -> ProtectedPaths {
+        var p = ProtectedPaths()
+        p.protect(manifest, as: "the manifest")
+        p.protect(LocalBatch.stateFolder(of: manifest), as: "the manifest's state folder (its receipts)")
+        for job in jobs { p.protect(inputsOf: job) }
+        return p
     }
 
     /// The jobs of shard `shard` (jobs whose index in the manifest is `shard.index` modulo
@@ -140,25 +177,37 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     /// - Returns: The slice; nil when no scheduler variable is set.
     /// - Throws: ``ManifestError`` when the variables are set but do not make a slice.
     public static func fromEnvironment(_ environment: [String: String]) throws(ManifestError) -> Shard? {
-        if let id = environment["SLURM_ARRAY_TASK_ID"] {
-            let min = Int(environment["SLURM_ARRAY_TASK_MIN"] ?? "0")
+        let slurm = environment["SLURM_ARRAY_TASK_ID"], kubernetes = environment["JOB_COMPLETION_INDEX"]
+        // Each variable is quoted back shortened and escaped: the environment is not ours.
+        func shown(_ key: String) -> String { environment[key].map { ManifestError.quoted($0) } ?? "unset" }
+        if slurm != nil && kubernetes != nil {
+            throw ManifestError(
+                message:
+                    "both SLURM_ARRAY_TASK_ID (\(shown("SLURM_ARRAY_TASK_ID"))) and JOB_COMPLETION_INDEX (\(shown("JOB_COMPLETION_INDEX"))) are set; unset the one that is not this job's scheduler, or give --shard I/N"
+            )
+        }
+        if let id = slurm {
+            // Whole numbers that fit, and a difference that does not overflow: the variables are
+            // any text a user exported, not what Slurm guarantees.
+            let min = environment["SLURM_ARRAY_TASK_MIN"].map { Int($0) } ?? 0
             guard let i = Int(id), let min, let n = environment["SLURM_ARRAY_TASK_COUNT"].flatMap(Int.init),
-                let s = Shard(index: i - min, count: n)
+                case let (index, overflow) = i.subtractingReportingOverflow(min), !overflow,
+                let s = Shard(index: index, count: n)
             else {
                 throw ManifestError(
                     message:
-                        "SLURM_ARRAY_TASK_ID=\(id) with SLURM_ARRAY_TASK_MIN=\(environment["SLURM_ARRAY_TASK_MIN"] ?? "unset") and SLURM_ARRAY_TASK_COUNT=\(environment["SLURM_ARRAY_TASK_COUNT"] ?? "unset") is not a slice; submit with sbatch --array=0-(N-1) (a contiguous range)"
+                        "SLURM_ARRAY_TASK_ID=\(shown("SLURM_ARRAY_TASK_ID")) with SLURM_ARRAY_TASK_MIN=\(shown("SLURM_ARRAY_TASK_MIN")) and SLURM_ARRAY_TASK_COUNT=\(shown("SLURM_ARRAY_TASK_COUNT")) is not a slice; submit with sbatch --array=0-(N-1) (a contiguous range of at most 1000000 tasks)"
                 )
             }
             return s
         }
-        if let index = environment["JOB_COMPLETION_INDEX"] {
-            guard let i = Int(index), let n = environment["EVANESCO_SHARD_COUNT"].flatMap(Int.init),
-                let s = Shard(index: i, count: n)
+        if kubernetes != nil {
+            guard let i = environment["JOB_COMPLETION_INDEX"].flatMap(Int.init),
+                let n = environment["EVANESCO_SHARD_COUNT"].flatMap(Int.init), let s = Shard(index: i, count: n)
             else {
                 throw ManifestError(
                     message:
-                        "JOB_COMPLETION_INDEX=\(index) needs EVANESCO_SHARD_COUNT set to the Job's completions (now \(environment["EVANESCO_SHARD_COUNT"] ?? "unset"))"
+                        "JOB_COMPLETION_INDEX=\(shown("JOB_COMPLETION_INDEX")) with EVANESCO_SHARD_COUNT=\(shown("EVANESCO_SHARD_COUNT")) is not a slice; set EVANESCO_SHARD_COUNT to the Job's completions (at most 1000000), the index being 0 to completions - 1"
                 )
             }
             return s

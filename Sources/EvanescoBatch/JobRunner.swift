@@ -80,7 +80,7 @@ public enum JobRunner {
         switch job.options {
         case .stack(var options):
             options.cancellation = cancellation
-            options.erase = try job.erase.map(EraseMask.read)
+            options.erase = try job.erase.map { try EraseMask.read($0, forBurst: job.inputs) }
             var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
             try result.timings.measure(\.encode) {
                 try ImageCodecs.write(
@@ -143,18 +143,25 @@ public enum Staging {
         return String(h, radix: 16)
     }
 
-    /// Makes the attempt's staging folder, after removing any an earlier attempt at the same
-    /// output left, and returns the path to write the output to (the output's own name, inside it).
+    /// Makes the attempt's staging folder, after removing those that `stale` says earlier
+    /// attempts at the same output left, and returns the path to write the output to (the
+    /// output's own name, inside it).
     ///
     /// - Parameters:
     ///   - output: The job's output.
     ///   - token: Unique to the attempt (a lease token, a random tag).
+    ///   - stale: Given another attempt's token, whether its folder is left over and may go. A
+    ///     queue removes only older leases' folders (a live attempt's folder is never taken from
+    ///     under it); a local batch, which holds the job's lock, removes them all.
     /// - Returns: The staging path of the output.
     /// - Throws: `ImageIOError.cannotWrite` when the folder cannot be made.
-    public static func prepare(for output: String, token: String) throws -> String {
+    public static func prepare(
+        for output: String, token: String, stale: (String) -> Bool = { _ in true }
+    ) throws -> String {
         let dir = (output as NSString).deletingLastPathComponent
         let prefix = marker + tag(output) + "-"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(prefix) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        where name.hasPrefix(prefix) && stale(String(name.dropFirst(prefix.count))) {
             try? FileManager.default.removeItem(atPath: (dir as NSString).appendingPathComponent(name))
         }
         let folder = (dir as NSString).appendingPathComponent(prefix + token)
@@ -165,28 +172,44 @@ public enum Staging {
     }
 
     /// Moves a staged output into place, replacing what is there (a folder output included), and
-    /// removes its staging folder.
+    /// removes its staging folder; then checks that what is at `output` is what was staged.
     ///
     /// - Parameters:
-    ///   - staged: The path ``prepare(for:token:)`` returned.
+    ///   - staged: The path ``prepare(for:token:stale:)`` returned.
     ///   - output: Its final path.
+    ///   - digest: The staged output's size and digest: after the rename, `output` must have that
+    ///     size (a staged output that vanished, or was replaced, is not placed as done).
     /// - Throws: `ImageIOError.cannotWrite` with the reason.
-    public static func place(_ staged: String, at output: String) throws {
+    public static func place(_ staged: String, at output: String, expecting digest: OutputDigest) throws {
         defer { discard(staged) }
-        if rename(staged, output) == 0 { return }
-        let e = errno
-        guard e == ENOTEMPTY || e == EEXIST || e == EISDIR else {
-            throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(e)))
+        var st = stat()
+        guard lstat(staged, &st) == 0 else {
+            throw ImageIOError.cannotWrite(
+                path: output,
+                reason: "its staged output \(staged) is gone (removed by another process); it was not placed")
         }
-        // A folder output from an earlier run: set it aside, move the new one in, remove the old.
-        let aside = staged + ".old"
-        guard rename(output, aside) == 0 else {
-            throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno)))
+        if rename(staged, output) != 0 {
+            let e = errno
+            guard e == ENOTEMPTY || e == EEXIST || e == EISDIR else {
+                throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(e)))
+            }
+            // A folder output from an earlier run: set it aside, move the new one in, remove the old.
+            let aside = staged + ".old"
+            guard rename(output, aside) == 0 else {
+                throw ImageIOError.cannotWrite(path: output, reason: String(cString: strerror(errno)))
+            }
+            guard rename(staged, output) == 0 else {
+                let reason = String(cString: strerror(errno))
+                _ = rename(aside, output)
+                throw ImageIOError.cannotWrite(path: output, reason: reason)
+            }
         }
-        guard rename(staged, output) == 0 else {
-            let reason = String(cString: strerror(errno))
-            _ = rename(aside, output)
-            throw ImageIOError.cannotWrite(path: output, reason: reason)
+        guard OutputDigest.size(of: output) == digest.bytes else {
+            throw ImageIOError.cannotWrite(
+                path: output,
+                reason:
+                    "after placing it holds \(OutputDigest.size(of: output).map(String.init) ?? "nothing"), not the \(digest.bytes) bytes written"
+            )
         }
     }
 

@@ -21,17 +21,22 @@ public struct JobReceipt: Encodable, Sendable {
     public var host: String
     /// Why it failed (failed jobs).
     public var error: String?
+    /// The output as placed (done jobs): its size and SHA-256. A receipt whose output is not
+    /// there at that size does not count as done.
+    public var outputDigest: OutputDigest?
     /// The job's own report (done jobs): the same JSON its command's `--report` writes.
     public var report: JobReport?
 }
 
-/// What `batch status` reads back of a receipt.
+/// What `batch status` and a resumed run read back of a receipt.
 struct ReceiptSummary: Decodable {
     var id: String
     var state: String
+    var output: String?
     var seconds: Double
     var finishedAt: String
     var error: String?
+    var outputDigest: OutputDigest?
 }
 
 /// Counts of a batch, from receipts or from a queue.
@@ -127,8 +132,20 @@ public struct LocalBatch: Sendable {
         public var jobs: Int
         public var skipped: Int
         public var done: Int
+        /// Jobs another run of the same manifest was running (a second `batch run`, an
+        /// overlapping shard): left to it, neither done nor failed here.
+        public var elsewhere: Int
         public var failed: [BatchStatus.Failure]
         public var seconds: Double
+    }
+
+    /// How one job of this run ended.
+    enum Outcome {
+        case ran(JobReceipt)
+        /// Done before (found so once its lock was held, or recovered from its placing receipt).
+        case doneBefore
+        /// Another process holds its lock.
+        case elsewhere
     }
 
     /// Runs this process's slice.
@@ -138,10 +155,12 @@ public struct LocalBatch: Sendable {
     public func run() throws -> Summary {
         let start = Date()
         let state = Self.stateFolder(of: manifest.path)
-        for sub in ["done", "failed"] { try AtomicOutput.makeFolder((state as NSString).appendingPathComponent(sub)) }
+        for sub in ["done", "failed", "placing", "locks"] {
+            try AtomicOutput.makeFolder((state as NSString).appendingPathComponent(sub))
+        }
         let mine = manifest.jobs(in: shard)
         let todo = mine.filter { !Self.isDone($0, state: state) }
-        struct Tally { var next = 0, finished = 0, failures: [BatchStatus.Failure] = [] }
+        struct Tally { var next = 0, finished = 0, skipped = 0, elsewhere = 0, failures: [BatchStatus.Failure] = [] }
         let tally = LockedBox(Tally())
         let host = ProcessInfo.processInfo.hostName
         DispatchQueue.concurrentPerform(iterations: max(1, min(concurrency, todo.count))) { _ in
@@ -153,46 +172,143 @@ public struct LocalBatch: Sendable {
                 }
                 guard let index else { return }
                 let job = todo[index]
-                let receipt = runOne(job, state: state, host: host)
+                let outcome = runLocked(job, state: state, host: host)
                 let n = tally.update { t in
                     t.finished += 1
-                    if receipt.state == "failed" {
+                    switch outcome {
+                    case .ran(let receipt) where receipt.state == "failed":
                         t.failures.append(.init(id: job.id, error: receipt.error ?? "", attempts: receipt.attempts))
+                    case .ran: break
+                    case .doneBefore: t.skipped += 1
+                    case .elsewhere: t.elsewhere += 1
                     }
                     return t.finished
                 }
-                progress?(n, todo.count, receipt)
+                if case .ran(let receipt) = outcome { progress?(n, todo.count, receipt) }
             }
         }
-        let failures = tally.value.failures
+        let t = tally.value
         return Summary(
-            manifest: manifest.path, shard: shard?.description, jobs: mine.count, skipped: mine.count - todo.count,
-            done: todo.count - failures.count, failed: failures.sorted { $0.id < $1.id },
-            seconds: Date().timeIntervalSince(start))
+            manifest: manifest.path, shard: shard?.description, jobs: mine.count,
+            skipped: mine.count - todo.count + t.skipped,
+            done: todo.count - t.failures.count - t.skipped - t.elsewhere, elsewhere: t.elsewhere,
+            failed: t.failures.sorted { $0.id < $1.id }, seconds: Date().timeIntervalSince(start))
     }
 
     static func receiptPath(_ state: String, _ folder: String, _ id: String) -> String {
         ((state as NSString).appendingPathComponent(folder) as NSString).appendingPathComponent(id + ".json")
     }
 
+    /// The receipt in `folder` for `job`, if it reads and is this job's (a corrupt or foreign
+    /// file is no receipt).
+    static func receipt(_ job: BatchJob, state: String, folder: String) -> ReceiptSummary? {
+        guard let data = FileManager.default.contents(atPath: receiptPath(state, folder, job.id)),
+            let r = try? ReportJSON.decoder().decode(ReceiptSummary.self, from: data), r.id == job.id
+        else { return nil }
+        return r
+    }
+
+    /// Done: a readable done receipt of this job, and its output there at the size the receipt
+    /// gives (a truncated or replaced output is not done).
     static func isDone(_ job: BatchJob, state: String) -> Bool {
-        FileManager.default.fileExists(atPath: receiptPath(state, "done", job.id))
-            && FileManager.default.fileExists(atPath: job.output)
+        guard let r = receipt(job, state: state, folder: "done"), r.state == "done" else { return false }
+        guard let digest = r.outputDigest else { return FileManager.default.fileExists(atPath: job.output) }
+        return OutputDigest.size(of: job.output) == digest.bytes
+    }
+
+    /// Runs `job` holding its lock (`locks/ID.lock`, flock): a second run of the same manifest,
+    /// or an overlapping shard, leaves a job to the run that holds it instead of failing it.
+    func runLocked(_ job: BatchJob, state: String, host: String) -> Outcome {
+        let path = ((state as NSString).appendingPathComponent("locks") as NSString).appendingPathComponent(
+            job.id + ".lock")
+        var fd: Int32 = -1
+        // The lock file is removed after the job: a lock taken on a file that was removed in
+        // between is no lock, so take it again on the file now at that name.
+        while true {
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                return .ran(
+                    failedReceipt(
+                        job, host: host, attempts: 0, began: Date(),
+                        message: "cannot make its lock \(path): \(WriteFailure.reason(errno))"))
+            }
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                close(fd)
+                return .elsewhere
+            }
+            var held = stat(), named = stat()
+            if fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino
+                && held.st_dev == named.st_dev
+            {
+                break
+            }
+            close(fd)
+        }
+        defer {
+            unlink(path)
+            close(fd)
+        }
+        // Finished by the run that held the lock before us.
+        if Self.isDone(job, state: state) { return .doneBefore }
+        if recover(job, state: state) { return .doneBefore }
+        return .ran(runOne(job, state: state, host: host))
+    }
+
+    /// A run killed between placing an output and writing its receipt left the receipt in
+    /// `placing/`: if the output is there with that receipt's size and digest, the job is done
+    /// and its receipt is moved into `done/`.
+    func recover(_ job: BatchJob, state: String) -> Bool {
+        let placing = Self.receiptPath(state, "placing", job.id)
+        guard let r = Self.receipt(job, state: state, folder: "placing"), let digest = r.outputDigest,
+            OutputDigest.of(job.output) == digest, var data = FileManager.default.contents(atPath: placing),
+            var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else { return false }
+        object["state"] = "done"
+        guard let d = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return false }
+        data = d
+        guard
+            (try? AtomicOutput.write([UInt8](data), to: Self.receiptPath(state, "done", job.id), overwrite: true))
+                != nil
+        else { return false }
+        unlink(placing)
+        unlink(Self.receiptPath(state, "failed", job.id))
+        return true
+    }
+
+    func failedReceipt(_ job: BatchJob, host: String, attempts: Int, began: Date, message: String) -> JobReceipt {
+        JobReceipt(
+            id: job.id, kind: job.kind, output: job.output, state: "failed", attempts: attempts,
+            seconds: Date().timeIntervalSince(began), finishedAt: Self.timestamp(), host: host, error: message,
+            outputDigest: nil, report: nil)
     }
 
     func runOne(_ job: BatchJob, state: String, host: String) -> JobReceipt {
         var attempts = 0
+        var job = job
+        job.overwrite = job.overwrite || overwrite
         while true {
             attempts += 1
             let began = Date()
             var receipt = JobReceipt(
                 id: job.id, kind: job.kind, output: job.output, state: "done", attempts: attempts, seconds: 0,
-                finishedAt: "", host: host, error: nil, report: nil)
+                finishedAt: "", host: host, error: nil, outputDigest: nil, report: nil)
             do {
-                if !overwrite && FileManager.default.fileExists(atPath: job.output) {
+                // Our own output may be replaced: one a readable done receipt of this job names
+                // (the output was truncated or damaged since), or one whose digest a placing
+                // receipt gives.
+                let placing = Self.receipt(job, state: state, folder: "placing")
+                let done = Self.receipt(job, state: state, folder: "done")
+                if let why = job.outputRefusal(ours: { path in
+                    (done?.state == "done" && done?.output == job.output)
+                        || (placing?.outputDigest != nil && OutputDigest.of(path) == placing?.outputDigest)
+                }) {
+                    let unreadable =
+                        FileManager.default.fileExists(atPath: Self.receiptPath(state, "done", job.id)) && done == nil
                     throw JobFailure(
-                        message:
-                            "\(job.output) exists and no receipt says this batch wrote it; remove it, or run with --force to replace it",
+                        message: why
+                            + (unreadable
+                                ? " (its receipt \(Self.receiptPath(state, "done", job.id)) is unreadable: check the output, then remove the receipt or use --force)"
+                                : ""),
                         permanent: true)
                 }
                 let staging = try Staging.prepare(for: job.output, token: Staging.newToken())
@@ -203,11 +319,22 @@ public struct LocalBatch: Sendable {
                     Cleanup.remove(file: folder)
                 }
                 receipt.report = try JobRunner.run(job, staging: staging)
-                try Staging.place(staging, at: job.output)
+                guard let digest = OutputDigest.of(staging) else {
+                    throw JobFailure(message: "the job wrote no output at \(staging)", permanent: false)
+                }
+                receipt.outputDigest = digest
                 receipt.seconds = Date().timeIntervalSince(began)
                 receipt.finishedAt = Self.timestamp()
+                // The receipt first, as placing: a run killed after the rename finds it and the
+                // output it describes, and records the job done (``recover(_:state:)``).
+                let encoded = try ReportJSON.encode(receipt)
+                var pending = receipt
+                pending.state = "placing"
                 try AtomicOutput.write(
-                    try ReportJSON.encode(receipt), to: Self.receiptPath(state, "done", job.id), overwrite: true)
+                    try ReportJSON.encode(pending), to: Self.receiptPath(state, "placing", job.id), overwrite: true)
+                try Staging.place(staging, at: job.output, expecting: digest)
+                try AtomicOutput.write(encoded, to: Self.receiptPath(state, "done", job.id), overwrite: true)
+                unlink(Self.receiptPath(state, "placing", job.id))
                 unlink(Self.receiptPath(state, "failed", job.id))
                 return receipt
             } catch {
@@ -216,11 +343,7 @@ public struct LocalBatch: Sendable {
                     Thread.sleep(forTimeInterval: min(30, 0.5 * Double(1 << attempts)))
                     continue
                 }
-                receipt.state = "failed"
-                receipt.error = failure.message
-                receipt.report = nil
-                receipt.seconds = Date().timeIntervalSince(began)
-                receipt.finishedAt = Self.timestamp()
+                receipt = failedReceipt(job, host: host, attempts: attempts, began: began, message: failure.message)
                 try? AtomicOutput.write(
                     try ReportJSON.encode(receipt), to: Self.receiptPath(state, "failed", job.id), overwrite: true)
                 return receipt
@@ -241,21 +364,16 @@ public struct LocalBatch: Sendable {
     ///   success), pending (the rest), the rate of the last finishes and the time left.
     public static func status(of manifest: BatchManifest) -> BatchStatus {
         let state = stateFolder(of: manifest.path)
-        let decoder = ReportJSON.decoder()
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         var done = 0, failures: [BatchStatus.Failure] = [], finishes: [Date] = []
         for job in manifest.jobs {
             if isDone(job, state: state) {
                 done += 1
-                if let data = FileManager.default.contents(atPath: receiptPath(state, "done", job.id)),
-                    let r = try? decoder.decode(ReceiptSummary.self, from: data), let d = f.date(from: r.finishedAt)
-                {
+                if let r = receipt(job, state: state, folder: "done"), let d = f.date(from: r.finishedAt) {
                     finishes.append(d)
                 }
-            } else if let data = FileManager.default.contents(atPath: receiptPath(state, "failed", job.id)),
-                let r = try? decoder.decode(ReceiptSummary.self, from: data)
-            {
+            } else if let r = receipt(job, state: state, folder: "failed") {
                 failures.append(.init(id: job.id, error: r.error ?? "", attempts: nil))
             }
         }

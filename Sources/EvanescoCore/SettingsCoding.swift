@@ -27,13 +27,17 @@ public enum SettingsCoding {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let allowed = Set(known)
         for key in container.allKeys where !allowed.contains(key.stringValue) {
-            let near = known.min { distance($0, key.stringValue) < distance($1, key.stringValue) }
+            // A near name is looked for only among names of a plausible length (the distance of
+            // a long key to every known one would take minutes).
+            let near =
+                key.stringValue.count > 64
+                ? nil : known.min { distance($0, key.stringValue) < distance($1, key.stringValue) }
             let hint = near.map { distance($0, key.stringValue) <= 2 ? " (did you mean \"\($0)\"?)" : "" } ?? ""
             throw DecodingError.dataCorrupted(
                 .init(
-                    codingPath: container.codingPath + [key],
+                    codingPath: container.codingPath,
                     debugDescription:
-                        "unknown setting \"\(key.stringValue)\"\(hint); known: \(known.sorted().joined(separator: ", "))"
+                        "unknown setting \(quoted(key.stringValue))\(hint); known: \(known.sorted().joined(separator: ", "))"
                 ))
         }
     }
@@ -81,6 +85,42 @@ public enum SettingsCoding {
         case is [Any].Type: "an array"
         default: "\(type)"
         }
+    }
+
+    /// Text from a manifest, the environment, a request or a queue as a message may show it: control
+    /// characters (a newline, a NUL) escaped, and cut to `limit` characters with the length said,
+    /// so a 50 MB id or a line feed in a key cannot flood or forge the error output.
+    ///
+    /// - Parameters:
+    ///   - text: The text.
+    ///   - limit: Characters shown at most.
+    ///   - bare: Leave out the quotes when nothing needed escaping.
+    /// - Returns: The text, quoted.
+    public static func quoted(_ text: String, limit: Int = 80, bare: Bool = false) -> String {
+        var out = "", escaped = false, shown = 0
+        for scalar in text.unicodeScalars {
+            if shown == limit {
+                return "\"" + out + "\"... (\(text.utf8.count) bytes)"
+            }
+            shown += 1
+            switch scalar {
+            case "\"", "\\":
+                out += "\\" + String(scalar)
+                escaped = true
+            case _ where scalar.value < 0x20 || scalar.value == 0x7f || (0x80..<0xa0).contains(scalar.value):
+                out +=
+                    scalar.value == 10
+                    ? "\\n"
+                    : scalar.value == 13
+                        ? "\\r"
+                        : scalar.value == 9
+                            ? "\\t"
+                            : String(format: "\\u%04x", scalar.value)
+                escaped = true
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return bare && !escaped && !out.isEmpty ? out : "\"" + out + "\""
     }
 
     /// Edit distance, for "did you mean".

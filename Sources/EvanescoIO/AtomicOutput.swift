@@ -123,10 +123,17 @@ public enum AtomicOutput {
             return URL(fileURLWithPath: p).standardizedFileURL.path
         }
         let inputIDs = Set(InputFile.expandedQuietly(inputs).map(identity))
+        // Real paths too: an output inside an input folder, or a folder output that is (through
+        // a link) or holds an input folder, would change the inputs.
+        var protected = ProtectedPaths()
+        for i in inputs where i != "-" { protect(i, in: &protected) }
         var seen: [String: String] = [:]
         for p in outs + dirs {
             let id = identity(p)
             if inputIDs.contains(id) { throw ImageIOError.outputIsInput(path: p) }
+            if let why = protected.refusal(forOutput: p, replacedWhole: false) {
+                throw ImageIOError.cannotWrite(path: p, reason: why + " (inputs are never modified)")
+            }
             if let other = seen[id] {
                 throw ImageIOError.cannotWrite(path: p, reason: "it is also given as the output \(other)")
             }
@@ -150,6 +157,13 @@ public enum AtomicOutput {
                 try checkWritable(folder: parent, for: d)
             }
         }
+    }
+
+    /// Protects one input: a folder as a whole, a file as itself.
+    private static func protect(_ input: String, in protected: inout ProtectedPaths) {
+        var isDir: ObjCBool = false
+        let folder = FileManager.default.fileExists(atPath: input, isDirectory: &isDir) && isDir.boolValue
+        protected.protect(input, as: folder ? "the input folder \(input)" : "the input \(input)")
     }
 
     /// Free bytes below which a folder counts as full before any work starts (a write that needs
@@ -285,7 +299,13 @@ public enum InputFile {
                     var d: ObjCBool = false
                     return FileManager.default.fileExists(atPath: $0, isDirectory: &d) && !d.boolValue
                 }
-                if files.isEmpty { throw ImageIOError.unreadable(path: input, reason: "the folder holds no files") }
+                if files.isEmpty {
+                    throw ImageIOError.unreadable(
+                        path: input,
+                        reason:
+                            "the folder holds no files (hidden ones aside); put the burst's frames in it, or name the files"
+                    )
+                }
                 out += files
             } else {
                 out.append(input)
@@ -295,7 +315,7 @@ public enum InputFile {
     }
 
     /// Like ``expand(_:)``, but keeps what cannot be listed as it is (for checks, not for reading).
-    static func expandedQuietly(_ inputs: [String]) -> [String] {
+    public static func expandedQuietly(_ inputs: [String]) -> [String] {
         inputs.flatMap { (try? expand([$0])) ?? [$0] }
     }
 

@@ -28,7 +28,10 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
         case .fileNotFound(let p): "\(p): no such file; check the path"
         case .notAFile(let p):
             "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a stream to a file first)"
-        case .unreadable(let p, let r): "\(p): cannot be read (\(r)); check its permissions"
+        case .unreadable(let p, let r):
+            // "Check its permissions" only where they can be the cause.
+            r.contains("ermission") || r.contains("not permitted")
+                ? "\(p): cannot be read (\(r)); check its permissions" : "\(p): cannot be read (\(r))"
         case .emptyFile(let p): "\(p): the file is empty (0 bytes); it was probably not copied or saved completely"
         case .unrecognizedFormat(let p, let d):
             "\(p): not an image this tool reads (\(d)); supported: JPEG, PNG, HEIC/HEIF, TIFF"

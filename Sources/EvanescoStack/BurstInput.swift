@@ -25,6 +25,18 @@ public enum BurstInput {
         return overflow ? Int.max : total
     }
 
+    /// The upright size of the burst's frames, from the first header that reads (a video's own
+    /// size for one video), without decoding a pixel; nil when no header reads.
+    public static func frameSize(_ inputs: [String]) -> (width: Int, height: Int)? {
+        let files = InputFile.expandedQuietly(inputs)
+        if files.count == 1, VideoIO.isVideo(files[0]) {
+            return (try? VideoIO.probe(files[0])).map { ($0.width, $0.height) }
+        }
+        guard let p = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
+        let swap = p.metadata.orientation.swapsAxes
+        return swap ? (p.storedHeight, p.storedWidth) : (p.storedWidth, p.storedHeight)
+    }
+
     /// Decodes `inputs`: image files, folders of images (sorted by name) or one video.
     ///
     /// - Parameters:

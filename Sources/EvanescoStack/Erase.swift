@@ -48,6 +48,25 @@ public struct EraseMask: Sendable, Equatable {
     /// - Throws: `ImageIOError` when it cannot be read.
     public static func read(_ path: String) throws -> EraseMask { EraseMask(try ImageCodecs.read(path).image) }
 
+    /// Reads a mask picture for the burst `inputs`, checking its header against the frames' size
+    /// before a pixel of it is decoded: a small file that declares 20000x20000 is refused in
+    /// milliseconds, not after gigabytes are decoded.
+    ///
+    /// - Parameters:
+    ///   - path: The picture's path.
+    ///   - inputs: The burst (image files, folders of them, or one video), as the stack takes it.
+    /// - Throws: ``StackError/eraseMaskSize(mask:reference:)`` when the sizes differ;
+    ///   `ImageIOError` when the mask cannot be read.
+    public static func read(_ path: String, forBurst inputs: [String]) throws -> EraseMask {
+        let header = try ImageCodecs.probe(path)
+        let swap = header.metadata.orientation.swapsAxes
+        let w = swap ? header.storedHeight : header.storedWidth, h = swap ? header.storedWidth : header.storedHeight
+        if let frame = BurstInput.frameSize(inputs), frame.width != w || frame.height != h {
+            throw StackError.eraseMaskSize(mask: "\(w)x\(h)", reference: "\(frame.width)x\(frame.height)")
+        }
+        return try read(path)
+    }
+
     /// Masked pixels.
     public var count: Int { masked.reduce(0) { $0 + Int($1) } }
 

@@ -65,6 +65,15 @@ struct BatchRun: ParsableCommand {
         try reportingErrors {
             if let report { try AtomicOutput.check(files: [report], inputs: [manifest], overwrite: force) }
             let m = try readManifest(manifest)
+            if let report {
+                // The summary may replace an old summary with --force; never an input, the
+                // manifest, a receipt or any job's output (real paths: links and `..` resolved).
+                var protected = m.protectedPaths
+                for job in m.jobs { protected.protect(job.output, as: "the output of job \(job.id)") }
+                if let why = protected.refusal(forOutput: report, replacedWhole: false) {
+                    throw ImageIOError.cannotWrite(path: report, reason: why)
+                }
+            }
             var batch = LocalBatch(manifest: m)
             batch.concurrency = jobs
             batch.overwrite = force
@@ -90,10 +99,17 @@ struct BatchRun: ParsableCommand {
             if let report { try ReportFile.write(summary, to: report, overwrite: force) }
             try StandardOutput.line(
                 String(
-                    format: "%@%@: %d jobs: %d done, %d skipped (done before), %d failed in %.1f s", m.path,
+                    format: "%@%@: %d jobs: %d done, %d skipped (done before), %d failed%@ in %.1f s", m.path,
                     batch.shard.map { " shard \($0)" } ?? "", summary.jobs, summary.done, summary.skipped,
-                    summary.failed.count, summary.seconds))
-            if !summary.failed.isEmpty { throw ExitCode.failure }
+                    summary.failed.count,
+                    summary.elsewhere > 0 ? ", \(summary.elsewhere) left to another run that holds them" : "",
+                    summary.seconds))
+            if !summary.failed.isEmpty {
+                Diagnostics.error(
+                    "\(summary.failed.count) of \(summary.jobs) jobs failed (each said above; receipts in \(LocalBatch.stateFolder(of: m.path))/failed); fix them and run the same command again"
+                )
+                throw ExitCode.failure
+            }
         }
     }
 }

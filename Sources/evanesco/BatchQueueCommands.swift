@@ -56,6 +56,8 @@ struct BatchSubmit: ParsableCommand {
     @OptionGroup var queue: QueueOption
     @Option(help: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once.")
     var maxAttempts = 5
+    @Flag(help: "Let the workers replace outputs that exist and that the queue did not write (never an input).")
+    var force = false
 
     func validate() throws {
         _ = try queue.address()
@@ -66,7 +68,12 @@ struct BatchSubmit: ParsableCommand {
         try reportingErrors {
             let m = try readManifest(manifest)
             let address = try queue.address(), attempts = maxAttempts
-            let r = try queue.with { try await $0.submit(m.jobs, maxAttempts: attempts) }
+            let jobs = m.jobs.map { j in
+                var j = j
+                j.overwrite = j.overwrite || force
+                return j
+            }
+            let r = try queue.with { try await $0.submit(jobs, maxAttempts: attempts) }
             for f in r.refused { Diagnostics.warning("job \(f.id) not submitted: \(f.error)") }
             try StandardOutput.line(
                 "\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
@@ -75,24 +82,43 @@ struct BatchSubmit: ParsableCommand {
     }
 }
 
+/// Says which of the ids a user named were not acted on, and why; true when all were.
+func reportUnmatched(_ ids: [String], acted: [String], states: [String: String], verb: String) -> Bool {
+    let done = Set(acted)
+    var all = true
+    for id in ids where !done.contains(id) {
+        all = false
+        let why = states[id].map { "it is \($0)" } ?? "the queue holds no job with this id"
+        Diagnostics.warning("job \(SettingsCoding.quoted(id, bare: true)) not \(verb): \(why)")
+    }
+    return all
+}
+
 struct BatchRetry: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "retry", abstract: "Put failed jobs back in the queue, their attempts reset.")
+        commandName: "retry", abstract: "Put failed (or cancelled) jobs back in the queue, their attempts reset.")
 
     @Flag(help: "Retry failed jobs (all of them, or the IDS given).") var failed = false
-    @Argument(help: "Job ids (default: every failed job).") var ids: [String] = []
+    @Flag(help: "Retry cancelled jobs (all of them, or the IDS given).") var cancelled = false
+    @Argument(help: "Job ids (default: every failed, or cancelled, job).") var ids: [String] = []
     @OptionGroup var queue: QueueOption
 
     func validate() throws {
-        guard failed else { throw ValidationError("say what to retry: --failed") }
+        guard failed || cancelled else { throw ValidationError("say what to retry: --failed, --cancelled or both") }
         _ = try queue.address()
     }
 
     func run() throws {
         try reportingErrors {
-            let ids = ids
-            let n = try queue.with { try await $0.retryFailed(ids: ids.isEmpty ? nil : ids) }
-            try StandardOutput.line("\(n) failed job\(n == 1 ? "" : "s") queued again")
+            let ids = ids, cancelled = cancelled, failed = failed
+            let (requeued, states) = try queue.with { q in
+                let chosen = try await q.retry(failed: failed, cancelled: cancelled, ids: ids.isEmpty ? nil : ids)
+                return (chosen, ids.isEmpty ? [:] : try await q.states(of: ids))
+            }
+            let n = requeued.count,
+                which = failed && cancelled ? "failed or cancelled" : failed ? "failed" : "cancelled"
+            try StandardOutput.line("\(n) \(which) job\(n == 1 ? "" : "s") queued again")
+            if !reportUnmatched(ids, acted: requeued, states: states, verb: "queued again") { throw ExitCode.failure }
         }
     }
 }
@@ -114,8 +140,13 @@ struct BatchCancel: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let ids = ids
-            let n = try queue.with { try await $0.cancel(ids: ids.isEmpty ? nil : ids) }
+            let (cancelled, states) = try queue.with { q in
+                let c = try await q.cancel(ids: ids.isEmpty ? nil : ids)
+                return (c, ids.isEmpty ? [:] : try await q.states(of: ids))
+            }
+            let n = cancelled.count
             try StandardOutput.line("\(n) job\(n == 1 ? "" : "s") cancelled")
+            if !reportUnmatched(ids, acted: cancelled, states: states, verb: "cancelled") { throw ExitCode.failure }
         }
     }
 }

@@ -126,6 +126,12 @@ func reportingErrors(_ body: () throws -> Void) throws {
     do { try body() } catch let e as ExitCode {
         if e != .success { Cleanup.rollBack() }
         throw e
+    } catch let e as ValidationError {
+        // A usage problem found while running (a scheduler's variables, a URL): status 64, as
+        // for one found while parsing.
+        Cleanup.rollBack()
+        Diagnostics.error(e.message)
+        throw ExitCode.validationFailure
     } catch {
         Cleanup.rollBack()
         Diagnostics.error(commandLineMessage(error))

@@ -110,7 +110,7 @@ struct Stack: ParsableCommand {
             let progress = ProgressDisplay(quiet: quiet)
             var options = try options()
             options.progress = progress.stackCallback
-            options.erase = try erase.map(EraseMask.read)
+            options.erase = try erase.map { try EraseMask.read($0, forBurst: inputs) }
             if let path = homographies {
                 let bytes = try InputFile.read(path)
                 options.givenHomographies = try StackReport.homographies(from: bytes, name: path)

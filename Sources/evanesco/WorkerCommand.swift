@@ -54,6 +54,11 @@ struct Worker: ParsableCommand {
         settings.grace = grace
         settings.exitWhenDone = exitWhenDone
         let address = try queue.address(), port = metricsPort, host = metricsHost, quiet = quiet
+        if let port {
+            do throws(ManifestError) { try WorkerMetrics.checkListenable(host: host, port: port) } catch {
+                throw ValidationError(error.message)
+            }
+        }
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = quiet ? .warning : .info
@@ -85,6 +90,10 @@ struct Worker: ParsableCommand {
         }
         queue.close()
         _ = sources
+        if let fatal = summary.fatal {
+            Diagnostics.error(fatal)
+            throw ExitCode.failure
+        }
         try StandardOutput.line(
             "worker \(settings.name): \(summary.done) done, \(summary.failed) failed, \(summary.retried) to retry, "
                 + "\(summary.discarded) discarded (lease lost), \(summary.released) given back")

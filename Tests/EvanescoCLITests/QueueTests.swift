@@ -217,7 +217,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         #expect(first.id == second.id && first.token != second.token)
         let placed = LockedBox<[Int64]>([])
         let applied = try await queue.complete(
-            [first, second].map { JobQueue.Completion(job: $0, report: "{}", seconds: 0.1) }, owner: "w"
+            [first, second].map {
+                JobQueue.Completion(job: $0, report: "{}", seconds: 0.1, digest: OutputDigest(bytes: 1, sha256: "00"))
+            }, owner: "w"
         ) { item in placed.update { $0.append(item.job.token) } }
         #expect(applied == [second.token] && placed.value == [second.token])
         #expect(

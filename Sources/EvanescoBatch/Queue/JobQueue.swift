@@ -1,4 +1,5 @@
 import EvanescoCore
+import EvanescoIO
 import Foundation
 import Logging
 import PostgresNIO
@@ -11,6 +12,9 @@ public struct ClaimedJob: Sendable {
     public var token: Int64
     public var attempt: Int
     public var maxAttempts: Int
+    /// The output an earlier attempt of this job was about to place (recorded before placing):
+    /// an existing output with this digest is the job's own, and may be replaced.
+    public var outputDigest: OutputDigest?
 }
 
 /// What ``JobQueue/submit(_:maxAttempts:)`` did.
@@ -29,7 +33,7 @@ public struct SubmitResult: Sendable, Codable, Equatable {
 /// The schema is created and migrated by ``migrate()``, versioned in `SCHEMA.meta`.
 public final class JobQueue: Sendable {
     /// The schema version this build writes and reads.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
 
     public let address: QueueAddress
     /// The pool and the task that runs it; replaced whole when an operation outlives the
@@ -106,6 +110,7 @@ public final class JobQueue: Sendable {
     ///
     /// - Throws: ``QueueError/schemaTooNew(found:supported:)``, or the database's error.
     public func migrate() async throws {
+        try await probe()
         let version: Int = try await bounded { [self] client in
             try await client.withTransaction(logger: logger) { c in
                 try await c.query(
@@ -125,6 +130,11 @@ public final class JobQueue: Sendable {
                         try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
                     }
                 }
+                if found < 2 {
+                    for statement in Self.version2(self.s) {
+                        try await c.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                    }
+                }
                 try await c.query(
                     """
                     INSERT INTO \(unescaped: self.s).meta (key, value) VALUES ('schema_version', \(String(Self.schemaVersion)))
@@ -134,6 +144,29 @@ public final class JobQueue: Sendable {
             }
         }
         if version > Self.schemaVersion { throw QueueError.schemaTooNew(found: version, supported: Self.schemaVersion) }
+    }
+
+    /// Connects once, directly (not through the pool, which retries a refused login until the
+    /// operation's timeout), so that a wrong password, an unknown role or database, a refused
+    /// port, an unknown host or a server without TLS under `sslmode=require` is said at once,
+    /// in its own words.
+    ///
+    /// - Throws: ``QueueError/cannotConnect(address:reason:permanent:)`` or
+    ///   ``QueueError/unresponsive(address:seconds:)``.
+    public func probe() async throws {
+        let configuration = try address.connectionConfiguration(), logger = logger, address = address
+        do {
+            let connection = try await withDeadline(
+                address.timeout,
+                expired: { QueueError.unresponsive(address: address.description, seconds: address.timeout) },
+                abandoned: { late in Task { try? await late.close() } }
+            ) { try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger) }
+            try? await connection.close()
+        } catch let e as QueueError {
+            throw e
+        } catch {
+            throw QueueError.connectionFailure(error, address: address)
+        }
     }
 
     static func version1(_ s: String) -> [String] {
@@ -169,6 +202,12 @@ public final class JobQueue: Sendable {
         ]
     }
 
+    /// Version 2: the output's size and SHA-256, recorded before it is placed and kept with the
+    /// done row (a job is done only with its output there, whole).
+    static func version2(_ s: String) -> [String] {
+        ["ALTER TABLE \(s).jobs ADD COLUMN output_bytes bigint, ADD COLUMN output_sha256 text"]
+    }
+
     // MARK: Producers
 
     /// Adds jobs; idempotent: a job id already queued with the same spec is left as it is.
@@ -179,10 +218,24 @@ public final class JobQueue: Sendable {
     /// - Returns: What was added, already there, or refused.
     public func submit(_ jobs: [BatchJob], maxAttempts: Int) async throws -> SubmitResult {
         var result = SubmitResult(added: 0, alreadyQueued: 0, refused: [])
-        for chunk in stride(from: 0, to: jobs.count, by: 1000).map({ Array(jobs[$0..<min(jobs.count, $0 + 1000)]) }) {
+        for all in stride(from: 0, to: jobs.count, by: 1000).map({ Array(jobs[$0..<min(jobs.count, $0 + 1000)]) }) {
+            // The rules `batch run` applies, before anything is queued: a job new to the queue
+            // may not write over one of its inputs, nor over an existing file unless it says
+            // overwrite (a job already queued is checked by its worker, against its own row).
+            let queued = try await states(of: all.map(\.id))
+            var chunk: [BatchJob] = []
+            for job in all {
+                if queued[job.id] == nil, let why = job.outputRefusal() {
+                    result.refused.append(.init(id: job.id, error: why))
+                } else {
+                    chunk.append(job)
+                }
+            }
+            if chunk.isEmpty { continue }
             let ids = chunk.map(\.id), kinds = chunk.map(\.kind.rawValue),
                 specs = try chunk.map { try $0.normalizedLine() }
-            let outputs = chunk.map(\.output)
+            // Real paths: two names of one file (a linked folder) are one output, and UNIQUE says so.
+            let outputs = chunk.map { RealPath.of($0.output) }
             let added = try await bounded { [self] client in
                 var added = Set<String>()
                 let rows = try await client.query(
@@ -197,7 +250,7 @@ public final class JobQueue: Sendable {
             result.added += added.count
             let others = chunk.filter { !added.contains($0.id) }
             if others.isEmpty { continue }
-            let otherIDs = others.map(\.id), otherOutputs = others.map(\.output)
+            let otherIDs = others.map(\.id), otherOutputs = others.map { RealPath.of($0.output) }
             let existing = try await bounded { [self] client in
                 var rows: [(id: String, spec: String, output: String)] = []
                 for try await row in try await client.query(
@@ -224,7 +277,7 @@ public final class JobQueue: Sendable {
                                     "already queued with other settings or paths; the queued job was kept (cancel it and submit under a new id to change it)"
                             ))
                     }
-                } else if let other = byOutput[job.output] {
+                } else if let other = byOutput[RealPath.of(job.output)] {
                     result.refused.append(
                         .init(
                             id: job.id, error: "output \(job.output) is job \(other)'s; two jobs cannot write one file")
@@ -248,37 +301,58 @@ public final class JobQueue: Sendable {
         }
     }
 
-    /// Puts failed jobs back to pending, with their attempts reset.
+    /// Puts failed and/or cancelled jobs back to pending, their attempts reset.
     ///
-    /// - Parameter ids: Only these (nil: every failed job).
-    /// - Returns: The jobs requeued.
-    public func retryFailed(ids: [String]? = nil) async throws -> Int {
-        let n = try await bounded { [self] client in
+    /// - Parameters:
+    ///   - failed: Failed jobs.
+    ///   - cancelled: Cancelled jobs.
+    ///   - ids: Only these (nil: every such job).
+    /// - Returns: The ids requeued.
+    public func retry(failed: Bool = true, cancelled: Bool = false, ids: [String]? = nil) async throws -> [String] {
+        let states = (failed ? ["failed"] : []) + (cancelled ? ["cancelled"] : [])
+        let requeued = try await bounded { [self] client in
             let rows = try await client.query(
                 """
                 UPDATE \(unescaped: s).jobs SET state = 'pending', attempts = 0, error = NULL, run_after = now(), finished_at = NULL
-                WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
+                WHERE state = ANY(\(states)) AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
                 """, logger: logger)
-            return try await count(rows)
+            return try await strings(rows)
         }
-        if n > 0 { try await notify() }
-        return n
+        if !requeued.isEmpty { try await notify() }
+        return requeued
     }
 
     /// Cancels pending and running jobs; a worker running one loses its lease at its next
     /// heartbeat and discards its work.
     ///
     /// - Parameter ids: Only these (nil: every pending and running job).
-    /// - Returns: The jobs cancelled.
-    public func cancel(ids: [String]? = nil) async throws -> Int {
+    /// - Returns: The ids cancelled.
+    public func cancel(ids: [String]? = nil) async throws -> [String] {
         try await bounded { [self] client in
             let rows = try await client.query(
                 """
                 UPDATE \(unescaped: s).jobs SET state = 'cancelled', lease_token = NULL, lease_expires = NULL, finished_at = now()
                 WHERE state IN ('pending', 'running') AND (\(ids == nil) OR id = ANY(\(ids ?? []))) RETURNING id
                 """, logger: logger)
-            return try await count(rows)
+            return try await strings(rows)
         }
+    }
+
+    /// The state of each of `ids` that the queue holds (an id it does not hold is absent).
+    public func states(of ids: [String]) async throws -> [String: String] {
+        try await bounded { [self] client in
+            var states: [String: String] = [:]
+            for try await (id, state) in try await client.query(
+                "SELECT id, state FROM \(unescaped: s).jobs WHERE id = ANY(\(ids))", logger: logger
+            ).decode((String, String).self) { states[id] = state }
+            return states
+        }
+    }
+
+    func strings(_ rows: PostgresRowSequence) async throws -> [String] {
+        var out: [String] = []
+        for try await v in rows.decode(String.self) { out.append(v) }
+        return out
     }
 
     func count(_ rows: PostgresRowSequence) async throws -> Int {
@@ -302,11 +376,17 @@ public final class JobQueue: Sendable {
                     lease_token = nextval('\(unescaped: s).lease_tokens'), lease_owner = \(owner),
                     lease_expires = now() + make_interval(secs => \(lease)), started_at = now()
                 FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.spec, j.lease_token, j.attempts, j.max_attempts
+                RETURNING j.id, j.spec, j.lease_token, j.attempts, j.max_attempts, j.output_bytes, j.output_sha256
                 """, logger: logger)
             var jobs: [ClaimedJob] = []
-            for try await (id, spec, token, attempt, max) in rows.decode((String, String, Int64, Int32, Int32).self) {
-                jobs.append(ClaimedJob(id: id, spec: spec, token: token, attempt: Int(attempt), maxAttempts: Int(max)))
+            for try await (id, spec, token, attempt, max, bytes, sha) in rows.decode(
+                (String, String, Int64, Int32, Int32, Int64?, String?).self)
+            {
+                let digest = bytes.flatMap { b in sha.map { OutputDigest(bytes: Int(b), sha256: $0) } }
+                jobs.append(
+                    ClaimedJob(
+                        id: id, spec: spec, token: token, attempt: Int(attempt), maxAttempts: Int(max),
+                        outputDigest: digest))
             }
             return jobs
         }
@@ -367,10 +447,13 @@ public final class JobQueue: Sendable {
         /// The job's report, JSON.
         public var report: String
         public var seconds: Double
-        public init(job: ClaimedJob, report: String, seconds: Double) {
+        /// The staged output's size and digest, kept with the done row.
+        public var digest: OutputDigest
+        public init(job: ClaimedJob, report: String, seconds: Double, digest: OutputDigest) {
             self.job = job
             self.report = report
             self.seconds = seconds
+            self.digest = digest
         }
     }
 
@@ -396,9 +479,11 @@ public final class JobQueue: Sendable {
                 let rows = try await c.query(
                     """
                     UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
-                        finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL
+                        finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL,
+                        output_bytes = t.bytes, output_sha256 = t.sha256
                     FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
-                                \(items.map(\.seconds))::float8[]) AS t(id, token, report, seconds)
+                                \(items.map(\.seconds))::float8[], \(items.map { Int64($0.digest.bytes) })::int8[],
+                                \(items.map(\.digest.sha256))::text[]) AS t(id, token, report, seconds, bytes, sha256)
                     WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running' RETURNING t.token
                     """, logger: self.logger)
                 var applied = Set<Int64>()
@@ -411,12 +496,32 @@ public final class JobQueue: Sendable {
 
     /// Finishes one job as done (``complete(_:owner:place:)`` for one).
     public func complete(
-        _ job: ClaimedJob, report: String, seconds: Double, owner: String, place: @escaping @Sendable () throws -> Void
+        _ job: ClaimedJob, report: String, seconds: Double, digest: OutputDigest, owner: String,
+        place: @escaping @Sendable () throws -> Void
     )
         async throws -> Fenced
     {
-        try await complete([Completion(job: job, report: report, seconds: seconds)], owner: owner) { _ in try place() }
-            .isEmpty ? .lostLease : .applied
+        try await complete([Completion(job: job, report: report, seconds: seconds, digest: digest)], owner: owner) {
+            _ in try place()
+        }
+        .isEmpty ? .lostLease : .applied
+    }
+
+    /// Records, fenced and committed, the outputs these jobs are about to place: if the commit
+    /// of ``complete(_:owner:place:)`` is then lost after an output was renamed into place, the
+    /// next attempt finds the output's digest in its row and knows the file is the job's own.
+    public func intend(_ items: [Completion]) async throws {
+        guard !items.isEmpty else { return }
+        try await bounded { [self] client in
+            _ = try await client.query(
+                """
+                UPDATE \(unescaped: s).jobs j SET output_bytes = t.bytes, output_sha256 = t.sha256
+                FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[],
+                            \(items.map { Int64($0.digest.bytes) })::int8[], \(items.map(\.digest.sha256))::text[])
+                     AS t(id, token, bytes, sha256)
+                WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running'
+                """, logger: logger)
+        }
     }
 
     /// Records a failed attempt, fenced by the token: a permanent failure (or the last attempt)
@@ -582,9 +687,84 @@ public enum QueueError: Error, CustomStringConvertible, Equatable {
     case schemaTooNew(found: Int, supported: Int)
     /// An operation took longer than the address's `timeout`.
     case unresponsive(address: String, seconds: Double)
+    /// The database could not be reached or refused the login; `permanent` when trying again
+    /// cannot help (a wrong password, an unknown role or database or host, no TLS).
+    case cannotConnect(address: String, reason: String, permanent: Bool)
+
+    /// Whether waiting and trying again can help.
+    public var isPermanent: Bool {
+        switch self {
+        case .schemaTooNew: true
+        case .unresponsive: false
+        case .cannotConnect(_, _, let permanent): permanent
+        }
+    }
+
+    /// What a failed connection attempt means, from postgres-nio's error: the server's SQLSTATE
+    /// for a refused login, the socket's error for a refused port or an unknown host.
+    static func connectionFailure(_ error: any Error, address: QueueAddress) -> QueueError {
+        let at = address.description
+        func permanent(_ reason: String) -> QueueError { .cannotConnect(address: at, reason: reason, permanent: true) }
+        func transient(_ reason: String) -> QueueError { .cannotConnect(address: at, reason: reason, permanent: false) }
+        if let p = error as? PSQLError {
+            let message = p.serverInfo?[.message] ?? ""
+            switch p.code {
+            case .server:
+                switch p.serverInfo?[.sqlState] ?? "" {
+                case "28P01":
+                    return permanent(
+                        "the server refused the password of user \(address.user) (\(message)); fix the URL's password")
+                case "28000":
+                    return permanent(
+                        "the server refused user \(address.user) (\(message)): an unknown role, or pg_hba.conf does not let it in from here"
+                    )
+                case "3D000":
+                    return permanent(
+                        "database \(address.database) does not exist; create it (createdb \(address.database)) or fix the URL"
+                    )
+                case "42501":
+                    return permanent("permission denied (\(message)); grant user \(address.user) CONNECT and CREATE")
+                case let state:
+                    return transient("the server said \(message) (SQLSTATE \(state))")
+                }
+            case .sslUnsupported:
+                return permanent(
+                    "the server does not offer TLS and the URL says sslmode=require; enable ssl on the server, or use sslmode=prefer"
+                )
+            case .authMechanismRequiresPassword:
+                return permanent(
+                    "the server asks user \(address.user) for a password; put it in the URL (postgres://USER:PASSWORD@HOST/DB)"
+                )
+            case .unsupportedAuthMechanism, .saslError:
+                return permanent(
+                    "the server's authentication could not be completed (\(String(describing: p.code))); check the user and password"
+                )
+            default: break
+            }
+        }
+        let text = String(reflecting: error)
+        let lower = text.lowercased()
+        if lower.contains("connection refused") || lower.contains("errno: 111") {
+            return transient(
+                "nothing listens at \(address.host):\(address.port) (connection refused); start PostgreSQL, or fix the URL's host and port"
+            )
+        }
+        if lower.contains("dnsaerror") && lower.contains("connectionerrors: []")
+            || lower.contains("name or service not known")
+            || lower.contains("no address associated")
+        {
+            return permanent("host \(address.host) could not be resolved; fix the URL's host name")
+        }
+        if lower.contains("connecttimeout") || lower.contains("timed out") {
+            return transient(
+                "connecting to \(address.host):\(address.port) timed out; check the host, the port and the firewall")
+        }
+        return transient(String(text.prefix(300)))
+    }
 
     public var description: String {
         switch self {
+        case .cannotConnect(let address, let reason, _): "cannot use the queue at \(address): \(reason)"
         case .schemaTooNew(let found, let supported):
             "the queue's schema is version \(found), newer than this evanesco reads (\(supported)); upgrade evanesco on this machine"
         case .unresponsive(let address, let seconds):

@@ -35,6 +35,20 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
             throw bad("not a postgres:// URL")
         }
         guard let host = c.host, !host.isEmpty else { throw bad("no host") }
+        // The port as written: URLComponents turns one too large for an Int into nil, which
+        // would silently mean 5432.
+        let authority = url.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" && $0 != "?" }
+        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        let afterHost = hostPort.hasPrefix("[") ? hostPort.drop { $0 != "]" }.dropFirst() : hostPort.drop { $0 != ":" }
+        var port = 5432
+        if afterHost.hasPrefix(":") {
+            let text = afterHost.dropFirst()
+            guard !text.isEmpty, text.count <= 5, text.allSatisfy(\.isASCII), let p = Int(text), (1...65535).contains(p)
+            else {
+                throw bad("port \(ManifestError.quoted(String(text))) must be a number from 1 to 65535")
+            }
+            port = p
+        }
         guard let user = c.user, !user.isEmpty else { throw bad("no user") }
         let database = String(c.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty else { throw bad("no database") }
@@ -47,6 +61,10 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
             schema.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
         else {
             throw bad("schema must be 1 to 63 of a-z 0-9 _, starting with a letter")
+        }
+        // PostgreSQL's own schemas: the queue's tables do not belong there.
+        guard !schema.hasPrefix("pg_"), schema != "information_schema" else {
+            throw bad("schema \(schema) is PostgreSQL's own; name one for the queue (the default is evanesco)")
         }
         let loopback = ["localhost", "127.0.0.1", "::1"].contains(host)
         let ssl = items["sslmode"] ?? (loopback ? "disable" : "prefer")
@@ -62,9 +80,11 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         }
         self.timeout = timeout
         self.host = host
-        self.port = c.port ?? 5432
+        self.port = port
         self.user = user
-        self.password = c.password?.removingPercentEncoding ?? c.password
+        // Decoded once: URLComponents' `password` is decoded already, so decoding it again
+        // turned a password holding "%41" into one holding "A".
+        self.password = c.percentEncodedPassword.map { $0.removingPercentEncoding ?? $0 }
         self.database = database
         self.schema = schema
         self.sslMode = ssl

@@ -42,6 +42,9 @@ public final class QueueWorker: @unchecked Sendable {
         public var retried = 0
         public var discarded = 0
         public var released = 0
+        /// Why the worker stopped without being drained (a wrong password, an unknown database):
+        /// nil after a drain or an empty queue.
+        public var fatal: String?
     }
 
     struct Running {
@@ -209,7 +212,7 @@ public final class QueueWorker: @unchecked Sendable {
     func execute(_ job: ClaimedJob) async {
         let started = Date()
         let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
-        let outcome: Result<(String, JobReport), JobFailure> = await withCheckedContinuation { done in
+        let outcome: Result<(String, JobReport, OutputDigest), JobFailure> = await withCheckedContinuation { done in
             let thread = Thread {
                 done.resume(returning: Self.attempt(job, cancellation: cancellation))
             }
@@ -223,26 +226,39 @@ public final class QueueWorker: @unchecked Sendable {
         }
         listener.fire()
         if lost {
-            if case .success(let (staged, _)) = outcome { Staging.discard(staged) }
+            if case .success(let (staged, _, _)) = outcome { Staging.discard(staged) }
             discard(job, seconds: seconds)
             return
         }
-        switch outcome {
-        case .success(let (staged, report)):
+        var result = outcome
+        if case .success(let (staged, report, digest)) = outcome {
             let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
             let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).output) ?? ""
-            let applied = await completer.record(
-                JobQueue.Completion(job: job, report: json, seconds: seconds), staged: staged, output: output)
-            if applied == true {
+            switch await completer.record(
+                JobQueue.Completion(job: job, report: json, seconds: seconds, digest: digest), staged: staged,
+                output: output)
+            {
+            case .done:
                 summary.update { $0.done += 1 }
                 metrics?.done.increment()
                 metrics?.seconds.record(seconds)
                 logger.info("done \(job.id) in \(String(format: "%.2f", seconds)) s (attempt \(job.attempt))")
-            } else {
+                running.update { $0[job.token] = nil }
+                metrics?.running.set(Double(running.value.count))
+                listener.fire()
+                return
+            case .lostLease, .databaseAway:
                 Staging.discard(staged)
                 discard(job, seconds: seconds)
                 return
+            case .notPlaced(let why):
+                // Not done without its output: the attempt failed, and the job runs again.
+                Staging.discard(staged)
+                result = .failure(JobFailure(message: why, permanent: false))
             }
+        }
+        switch result {
+        case .success: break
         case .failure(let failure):
             let final = failure.permanent || job.attempt >= job.maxAttempts
             let result = await retrying("record \(job.id)'s failure", limit: 120) {
@@ -279,19 +295,32 @@ public final class QueueWorker: @unchecked Sendable {
         listener.fire()
     }
 
+    /// How recording a finished job ended.
+    enum Recorded: Sendable, Equatable {
+        /// Done: its output in place, the row done with its digest.
+        case done
+        /// Its lease was lost: its output was not placed.
+        case lostLease
+        /// The database stayed away: nothing recorded.
+        case databaseAway
+        /// Its staged output was gone before it could be placed (and the output is not it): the
+        /// attempt failed.
+        case notPlaced(String)
+    }
+
     /// Records finished jobs as done, those that finished together in one transaction (a group
     /// commit): with many short jobs, one commit per job would cost more than the jobs.
     actor Completer {
         unowned let worker: QueueWorker
         var waiting:
-            [(item: JobQueue.Completion, staged: String, output: String, done: CheckedContinuation<Bool?, Never>)] = []
+            [(item: JobQueue.Completion, staged: String, output: String, done: CheckedContinuation<Recorded, Never>)] =
+                []
         var draining = false
 
         init(worker: QueueWorker) { self.worker = worker }
 
-        /// Records one job, with the others waiting; true when recorded, false when its lease was
-        /// lost (its output was not placed), nil when the database stayed away.
-        func record(_ item: JobQueue.Completion, staged: String, output: String) async -> Bool? {
+        /// Records one job, with the others waiting.
+        func record(_ item: JobQueue.Completion, staged: String, output: String) async -> Recorded {
             await withCheckedContinuation { c in
                 waiting.append((item, staged, output, c))
                 if !draining {
@@ -303,37 +332,70 @@ public final class QueueWorker: @unchecked Sendable {
 
         func drain() async {
             while !waiting.isEmpty {
-                let batch = Array(waiting.prefix(64))
+                var batch = Array(waiting.prefix(64))
                 waiting.removeFirst(batch.count)
+                // A staged output that vanished (another process removed it) is not placed, and
+                // its job is not recorded done, unless an earlier try placed it already.
+                batch.removeAll { b in
+                    if FileManager.default.fileExists(atPath: b.staged) || OutputDigest.of(b.output) == b.item.digest {
+                        return false
+                    }
+                    b.done.resume(
+                        returning: .notPlaced(
+                            "its staged output \(b.staged) was removed before it could be placed; it will run again"))
+                    return true
+                }
+                if batch.isEmpty { continue }
                 // By token, not id: a job whose lease this worker lost can be claimed by it again,
                 // and both finishes can wait here together (only the current token is recorded).
-                let paths = Dictionary(uniqueKeysWithValues: batch.map { ($0.item.job.token, ($0.staged, $0.output)) })
+                let paths = Dictionary(
+                    uniqueKeysWithValues: batch.map { ($0.item.job.token, ($0.staged, $0.output, $0.item.digest)) })
+                let items = batch.map(\.item)
                 let applied = await worker.retrying("record \(batch.count) finished job(s) as done", limit: 120) {
-                    try await self.worker.queue.complete(batch.map(\.item), owner: self.worker.settings.name) { item in
+                    try await self.worker.queue.intend(items)
+                    return try await self.worker.queue.complete(items, owner: self.worker.settings.name) { item in
+                        guard let (staged, output, digest) = paths[item.job.token] else { return }
                         // Placed already when an earlier try placed it but did not commit.
-                        guard let (staged, output) = paths[item.job.token],
-                            FileManager.default.fileExists(atPath: staged)
-                        else { return }
-                        try Staging.place(staged, at: output)
+                        if !FileManager.default.fileExists(atPath: staged) && OutputDigest.of(output) == digest {
+                            return
+                        }
+                        try Staging.place(staged, at: output, expecting: digest)
                     }
                 }
-                for b in batch { b.done.resume(returning: applied.map { $0.contains(b.item.job.token) }) }
+                for b in batch {
+                    b.done.resume(
+                        returning: applied.map { $0.contains(b.item.job.token) ? .done : .lostLease } ?? .databaseAway)
+                }
             }
             draining = false
         }
     }
 
-    /// The job's work, synchronous: parse, stage, run. Never throws.
-    static func attempt(_ job: ClaimedJob, cancellation: StackCancellation) -> Result<(String, JobReport), JobFailure> {
+    /// The job's work, synchronous: parse, check the output may be written, stage, run. Never
+    /// throws.
+    static func attempt(
+        _ job: ClaimedJob, cancellation: StackCancellation
+    ) -> Result<(String, JobReport, OutputDigest), JobFailure> {
         var staged: String?
         do {
             let spec = try BatchJob.parse(job.spec, base: "/", checkFiles: false)
-            staged = try Staging.prepare(for: spec.output, token: String(job.token))
+            // The same rules as `batch run`, checked again here: the files may have changed since
+            // the job was submitted (a link made, someone's file put at the output).
+            if let why = spec.outputRefusal(ours: { job.outputDigest != nil && OutputDigest.of($0) == job.outputDigest }
+            ) {
+                throw JobFailure(message: why, permanent: true)
+            }
+            // Only older attempts' folders go: a newer lease's attempt may be running now.
+            staged = try Staging.prepare(
+                for: spec.output, token: String(job.token), stale: { Int64($0).map { $0 < job.token } ?? true })
             let folder = (staged! as NSString).deletingLastPathComponent
             Cleanup.add(file: folder)
             defer { Cleanup.remove(file: folder) }
             let report = try JobRunner.run(spec, staging: staged!, cancellation: cancellation)
-            return .success((staged!, report))
+            guard let digest = OutputDigest.of(staged!) else {
+                throw JobFailure(message: "the job wrote no output at \(staged!)", permanent: false)
+            }
+            return .success((staged!, report, digest))
         } catch {
             if let staged { Staging.discard(staged) }
             return .failure(JobFailure.classify(error))
@@ -351,6 +413,11 @@ public final class QueueWorker: @unchecked Sendable {
         for attempt in 1... {
             do { return try await body() } catch {
                 if untilDrained && draining.value { return nil }
+                // Waiting does not fix a wrong password or database: stop, and say why.
+                if let q = error as? QueueError, q.isPermanent {
+                    summary.update { if $0.fatal == nil { $0.fatal = q.description } }
+                    return nil
+                }
                 if attempt >= limit {
                     logger.error("gave up trying to \(what) after \(attempt) attempts: \(Self.brief(error))")
                     return nil

@@ -35,6 +35,65 @@ public final class WorkerMetrics: Sendable {
         return String(decoding: buffer, as: UTF8.self)
     }
 
+    /// Checks that `host`:`port` can be listened on now (the port is free, the address is this
+    /// machine's), so a worker refuses to start rather than run with no metrics and no word.
+    ///
+    /// - Throws: `ManifestError` naming the flag and the cause.
+    public static func checkListenable(host: String, port: Int) throws(ManifestError) {
+        var storage = sockaddr_storage()
+        var length: socklen_t = 0
+        let family: Int32
+        if host.contains(":") {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, host, &a.sin6_addr) == 1 else {
+                throw ManifestError(message: "--metrics-host \(host) is not an IP address")
+            }
+            withUnsafeBytes(of: a) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            family = AF_INET6
+        } else {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else {
+                throw ManifestError(message: "--metrics-host \(host) is not an IP address")
+            }
+            withUnsafeBytes(of: a) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            family = AF_INET
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else {
+            throw ManifestError(message: "cannot open a socket for the metrics: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        if bound != 0 || listen(fd, 1) != 0 {
+            let e = errno
+            switch e {
+            case EADDRINUSE:
+                throw ManifestError(
+                    message: "--metrics-port \(port) on \(host) is in use by another program; choose another port")
+            case EADDRNOTAVAIL:
+                throw ManifestError(
+                    message:
+                        "--metrics-host \(host) is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface"
+                )
+            case EACCES:
+                throw ManifestError(
+                    message: "--metrics-port \(port) needs privileges (ports under 1024); choose a port from 1024")
+            default:
+                throw ManifestError(message: "cannot serve metrics on \(host):\(port): \(String(cString: strerror(e)))")
+            }
+        }
+    }
+
     /// Serves `GET /metrics` on `host`:`port` until the task is cancelled.
     ///
     /// - Parameters:

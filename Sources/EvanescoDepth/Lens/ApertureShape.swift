@@ -21,7 +21,9 @@ public struct ApertureShape: Sendable, Equatable, Codable {
     public init(blades: Int = 0, rotation: Float = 0) {
         self.blades = blades
         self.rotation = rotation
-        guard blades >= 3 else {
+        // Only a shape `validate()` can accept gets its edges: a hostile count (a manifest's
+        // 8.9e15, a flag's Int.max) must be refused by the check, not allocated first.
+        guard (3...16).contains(blades) else {
             normals = []
             return
         }
