@@ -184,9 +184,86 @@ import Testing
         #expect(try QueueAddress("postgresql://me@127.0.0.1/x").sslMode == "disable")
         for bad in [
             "http://me@h/db", "postgres://h/db", "postgres://me@h/", "postgres://me@h/db?schema=Bad-Name",
-            "postgres://me@h/db?mode=x"
+            "postgres://me@h/db?mode=x",
+            // A port that does not fit (URLComponents made it nil, and so 5432), or out of range.
+            "postgres://me@h:99999999999999999999/db", "postgres://me@h:65536/db", "postgres://me@h:0/db",
+            "postgres://me@h:99999/db", "postgres://me@h:-1/db", "postgres://me@[::1]:70000/db",
+            // PostgreSQL's own schemas.
+            "postgres://me@h/db?schema=pg_catalog", "postgres://me@h/db?schema=information_schema",
+            "postgres://me@h/db?schema=pg_toast"
         ] {
             #expect(throws: ManifestError.self, "\(bad)") { try QueueAddress(bad) }
         }
+        #expect(try QueueAddress("postgres://me@[::1]:6543/db").port == 6543)
+        #expect(try QueueAddress("postgres://me@h:65535/db").port == 65535)
+    }
+
+    /// A password is percent-decoded once: "%2541" is "%41", not "A"; "%40" is "@".
+    @Test func passwordsArePercentDecodedOnce() throws {
+        #expect(try QueueAddress("postgres://me:p%2541ss@h/db").password == "p%41ss")
+        #expect(try QueueAddress("postgres://me:a%40b%3Ac@h/db").password == "a@b:c")
+        #expect(try QueueAddress("postgres://me:plain@h/db").password == "plain")
+        #expect(try QueueAddress("postgres://me@h/db").password == nil)
+    }
+
+    /// Manifest lines are strict JSON within bounds, and what they say is quoted, not echoed.
+    @Test(arguments: [
+        (#"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png",}"#, "trailing commas"),
+        (#"{"id": "a", "kind": "stack", "inputs": ["x",], "output": "o.png"}"#, "trailing commas"),
+        (#"{"id": "a", "id": "b", "kind": "stack", "inputs": ["x"], "output": "o.png"}"#, "appears twice"),
+        (
+            #"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png", "options": {"merge": "mean", "merge": "median"}}"#,
+            "appears twice"
+        ),
+        (#"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png"} {}"#, "text after"),
+        (#"{"id": "a", "kind": 'stack'}"#, "unexpected character"),
+        (#"{"id": "a\u0000", "kind": "stack", "inputs": ["x"], "output": "o.png"}"#, "\\u0000"),
+        (#"{"id": "a\nline 2: job b: forged", "kind": "stack", "inputs": ["x"], "output": "o.png"}"#, "\\n")
+    ])
+    func strictLines(line: String, expected: String) {
+        do {
+            _ = try BatchJob.parse(line, base: "/tmp", checkFiles: false)
+            Issue.record("\(line) was accepted")
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+            #expect(!error.description.contains("\n") && !error.description.contains("\0"), "\(error.description)")
+        }
+    }
+
+    /// A string over 4096 bytes (a 50 MB key or id) is refused by its length, at once.
+    @Test func longStringsAreRefusedByTheirLength() {
+        let long = String(repeating: "k", count: 5000)
+        for line in [
+            #"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png", ""# + long + #"": 1}"#,
+            #"{"id": ""# + long + #"", "kind": "stack", "inputs": ["x"], "output": "o.png"}"#
+        ] {
+            #expect(throws: ManifestError.self) { try BatchJob.parse(line, base: "/tmp", checkFiles: false) }
+            do { _ = try BatchJob.parse(line, base: "/tmp", checkFiles: false) } catch {
+                #expect(
+                    error.description.contains("5000 bytes") && error.description.count < 300, "\(error.description)")
+            }
+        }
+    }
+
+    /// Scheduler variables: what does not make a slice (an overflow, garbage, both schedulers) is
+    /// refused with the values quoted.
+    @Test func schedulerVariablesThatDoNotMakeASliceAreRefused() throws {
+        for env in [
+            ["SLURM_ARRAY_TASK_ID": "9223372036854775807", "SLURM_ARRAY_TASK_MIN": "-1", "SLURM_ARRAY_TASK_COUNT": "2"],
+            ["SLURM_ARRAY_TASK_ID": "-9223372036854775808", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "2"],
+            ["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2", "JOB_COMPLETION_INDEX": "garbage"],
+            ["JOB_COMPLETION_INDEX": "x\ny", "EVANESCO_SHARD_COUNT": "2"]
+        ] {
+            do {
+                _ = try Shard.fromEnvironment(env)
+                Issue.record("\(env) was accepted")
+            } catch {
+                #expect(!error.message.contains("\n"), "\(error.message)")
+            }
+        }
+        #expect(
+            try Shard.fromEnvironment([
+                "SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "5"
+            ]) == Shard(index: 2, count: 5))
     }
 }
