@@ -53,7 +53,9 @@ struct Evanesco: ParsableCommand {
                 Allocator.keepFreedMemory(limitMB: (command as? Stack)?.memoryLimit ?? 1024)
             }
             try command.run()
+            Cleanup.yieldToInterruption()
         } catch {
+            Cleanup.yieldToInterruption()
             exit(withError: error)
         }
     }
@@ -124,6 +126,7 @@ extension OptionGroup: NestedArguments { var nested: Any { wrappedValue } }
 /// are removed, so a failed command never leaves a result that looks complete.
 func reportingErrors(_ body: () throws -> Void) throws {
     do { try body() } catch let e as ExitCode {
+        Cleanup.yieldToInterruption()
         if e != .success { Cleanup.rollBack() }
         throw e
     } catch let e as ValidationError {
@@ -133,6 +136,9 @@ func reportingErrors(_ body: () throws -> Void) throws {
         Diagnostics.error(e.message)
         throw ExitCode.validationFailure
     } catch {
+        // A failure caused by the signal's cleanup (its temporary file removed) is not reported:
+        // the handler exits with 128 + the signal.
+        Cleanup.yieldToInterruption()
         Cleanup.rollBack()
         Diagnostics.error(commandLineMessage(error))
         throw ExitCode.failure

@@ -104,9 +104,24 @@ public enum Cleanup {
         lock.unlock()
     }
 
+    /// Whether an interrupting signal is being handled: the process is about to exit with 128 +
+    /// the signal, and nothing else may decide its status.
+    package static var isInterrupted: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return interrupted
+    }
+
+    /// Parks the calling thread if an interrupting signal is being handled. A writer whose file
+    /// the handler removed fails on its own ("cannot be written"); without this its error path
+    /// raced the handler and the process exited 1, not 128 + the signal, with a false error.
+    package static func yieldToInterruption() {
+        if isInterrupted { park() }
+    }
+
     /// Stops the calling thread for good: the process is exiting on a signal, and whatever this
     /// thread would do next (make a file, start a child) would outlive the cleanup.
-    static func park() -> Never {
+    package static func park() -> Never {
         while true { sleep(60) }
     }
     /// The child has exited.
