@@ -65,7 +65,18 @@ extension BurstWorkspace {
                 try stroke.validate()
             }
             let start = Date()
-            let r = try await libraryCall(self.lane) { try s.erase { $0 + [stroke] } }
+            let r = try await libraryCall(self.lane) {
+                try s.erase { strokes in
+                    guard strokes.count < EraseStroke.maximumStrokes else {
+                        throw HTTPError(
+                            .conflict,
+                            message:
+                                "the erase keeps at most \(EraseStroke.maximumStrokes) strokes; undo some, or paint larger strokes"
+                        )
+                    }
+                    return strokes + [stroke]
+                }
+            }
             return try jsonResponse(
                 Erased(strokes: r.strokes, erase: r.result.erase, seconds: Date().timeIntervalSince(start)))
         }

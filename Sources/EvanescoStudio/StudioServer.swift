@@ -553,6 +553,8 @@ func libraryCall<T: Sendable>(_ lane: WorkLane, _ work: @escaping @Sendable () t
 func decodeBody<T: Decodable>(_ request: Request, as type: T.Type) async throws -> T {
     let body = try await request.body.collect(upTo: 65536)
     do { return try ReportJSON.decoder().decode(T.self, from: Data(buffer: body)) } catch {
-        throw HTTPError(.badRequest, message: "the request body is not the JSON expected (\(oneLine(error)))")
+        // In the words a user reads (where, and what), never the decoder's own description.
+        throw HTTPError(
+            .badRequest, message: "the request body is not the JSON expected: \(SettingsCoding.message(error))")
     }
 }

@@ -64,13 +64,20 @@ import Testing
             #expect(plain[140, 80, 0] == 230 && plain[140, 80, 1] == 20, "the merge keeps the block: 3 of 5 frames")
 
             // Refused strokes: bad radius, a point that is not [x, y], and a stroke over what every frame shows.
+            // An unknown key is refused by name, and a body that is not JSON in words, never as the
+            // decoder's own description.
             for (body, field) in [
-                (#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points")
+                (#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points"),
+                (#"{"points":[[10,10]],"radius":5,"radious":3}"#, "unknown setting \"radious\""),
+                (#"{"points":"#, "not valid JSON"), (#"{"points":[[10,10]]}"#, "\"radius\" is missing")
             ] {
                 try await client.execute(
                     uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(body)
                 ) { r in
                     #expect(r.status == .badRequest && errorMessage(r).contains(field), "\(errorMessage(r))")
+                    #expect(
+                        !errorMessage(r).contains("DecodingError") && !errorMessage(r).contains("codingPath"),
+                        "\(errorMessage(r))")
                 }
             }
             try await client.execute(
@@ -121,6 +128,25 @@ import Testing
                 #expect(r.status == .ok && json(r.body)["strokes"] as? Int == 0)
             }
             #expect(try await download().samples == plain.samples)
+
+            // At most EraseStroke.maximumStrokes strokes: each re-erases their union, so a session
+            // without a bound slowed down stroke by stroke. (In memory only: over the limit each
+            // stroke stacks the burst again.)
+            if memoryLimit == nil {
+                for k in 0..<EraseStroke.maximumStrokes {
+                    try await client.execute(
+                        uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage,
+                        body: buffer(stroke)
+                    ) { r in #expect(r.status == .ok && json(r.body)["strokes"] as? Int == k + 1, "\(errorMessage(r))")
+                    }
+                }
+                try await client.execute(
+                    uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)
+                ) { r in
+                    #expect(
+                        r.status == .conflict && errorMessage(r).contains("at most 100 strokes"), "\(errorMessage(r))")
+                }
+            }
         }
     }
 }
