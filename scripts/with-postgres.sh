@@ -6,6 +6,8 @@
 #   EVANESCO_TEST_DATABASE_URL  postgres://evanesco@127.0.0.1:PORT/evanesco
 #   EVANESCO_TEST_PG_RESTART    a script that restarts the server (fast shutdown), for the tests
 #                               that check a worker survives the database restarting
+#   EVANESCO_TEST_PG_OUTAGE     a script that stops the server and starts it again SECONDS later
+#                               (its one argument), returning at once
 #   EVANESCO_REQUIRE_POSTGRES=1 so the queue's tests fail, rather than skip, if it is unusable
 # Usage: scripts/with-postgres.sh COMMAND [ARGS...]
 set -euo pipefail
@@ -45,8 +47,18 @@ for fd in /proc/\$\$/fd/*; do n=\${fd##*/}; [ "\$n" -gt 2 ] && eval "exec \$n>&-
 exec ${ctl[*]} restart -m fast </dev/null >/dev/null 2>>"$dir/restart.log"
 SCRIPT
 chmod 755 "$dir/restart"
+# An outage of SECONDS: the server stopped (fast shutdown), then started again, in the background
+# (the caller goes on while the database is away; it is back after about SECONDS).
+cat >"$dir/outage" <<SCRIPT
+#!/usr/bin/env bash
+for fd in /proc/\$\$/fd/*; do n=\${fd##*/}; [ "\$n" -gt 2 ] && eval "exec \$n>&-" 2>/dev/null; done
+${ctl[*]} stop -m fast </dev/null >/dev/null 2>>"$dir/restart.log"
+( sleep "\$1"; exec ${ctl[*]} start ) </dev/null >/dev/null 2>>"$dir/restart.log" &
+SCRIPT
+chmod 755 "$dir/outage"
 export EVANESCO_TEST_DATABASE_URL="postgres://evanesco@127.0.0.1:$port/evanesco"
 export EVANESCO_TEST_PG_RESTART="$dir/restart"
+export EVANESCO_TEST_PG_OUTAGE="$dir/outage"
 export EVANESCO_REQUIRE_POSTGRES=1
 echo "with-postgres: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data in $dir)" >&2
 "$@"

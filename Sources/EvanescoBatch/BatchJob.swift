@@ -44,6 +44,7 @@ public enum JobOptions: Sendable, Encodable {
 /// One line of a batch manifest, read and checked:
 /// `{"id": "...", "kind": "stack" | "portrait" | "backdrop", "inputs": [...], "output": "...", "options": {...}}`,
 /// with optional keys: `quality` (JPEG quality of the output, 1...100; default: the command's),
+/// `overwrite` (replace an existing output no receipt says this batch wrote), `timeout` (seconds),
 /// for a backdrop `background` (an image scaled to fill; default black), and for a stack `erase`
 /// (a mask the size of the result, white where what the merge kept must go, as
 /// `evanesco stack --erase` reads it: `StackOptions.erase`).
@@ -67,6 +68,12 @@ public struct BatchJob: Sendable {
     /// (`"overwrite": true` on the line; `batch run --force` and `batch submit --force` set it for
     /// every job). It never allows writing over an input, a manifest or a receipt.
     public var overwrite = false
+    /// Seconds the job may run (`"timeout": 600` on the line; a worker's `--job-timeout` when
+    /// absent): past it the job is stopped and failed, not left renewing its lease for ever.
+    public var timeout: Double?
+
+    /// The time limits a job line may give: a second to a week.
+    public static let timeoutLimits = NumericSetting("timeout", 1...604_800, default: nil, unit: "seconds")
     /// The line as it was written, checked (what a queue stores and a worker reads back).
     public var line: String
 
@@ -81,6 +88,7 @@ public struct BatchJob: Sendable {
             var id: String, kind: JobKind, inputs: [String], output: String, quality: Int, background: String?
             var erase: String?
             var overwrite: Bool?
+            var timeout: Double?
             var options: JobOptions
         }
         let e = JSONEncoder()
@@ -88,7 +96,7 @@ public struct BatchJob: Sendable {
         let data = try e.encode(
             Line(
                 id: id, kind: kind, inputs: inputs, output: output, quality: quality, background: background,
-                erase: erase, overwrite: overwrite ? true : nil, options: options))
+                erase: erase, overwrite: overwrite ? true : nil, timeout: timeout, options: options))
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -176,7 +184,8 @@ public struct BatchJob: Sendable {
         return BatchJob(
             id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
             quality: raw.quality ?? raw.kind.defaultQuality,
-            background: background, erase: erase, overwrite: raw.overwrite ?? false, line: line)
+            background: background, erase: erase, overwrite: raw.overwrite ?? false, timeout: raw.timeout,
+            line: line)
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -190,9 +199,10 @@ public struct BatchJob: Sendable {
         var background: String?
         var erase: String?
         var overwrite: Bool?
+        var timeout: Double?
 
         enum Key: String, CodingKey, CaseIterable {
-            case id, kind, inputs, output, options, quality, background, erase, overwrite
+            case id, kind, inputs, output, options, quality, background, erase, overwrite, timeout
         }
 
         init(from decoder: any Decoder) throws {
@@ -210,6 +220,10 @@ public struct BatchJob: Sendable {
             background = try c.decodeIfPresent(String.self, forKey: .background)
             erase = try c.decodeIfPresent(String.self, forKey: .erase)
             overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite)
+            timeout = try c.decodeIfPresent(Double.self, forKey: .timeout)
+            if let t = timeout, let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) }) {
+                throw DecodingError.dataCorrupted(.init(codingPath: [Key.timeout], debugDescription: e.description))
+            }
             let present = c.contains(.options)
             switch k {
             case .stack: options = .stack(present ? try c.decode(StackOptions.self, forKey: .options) : StackOptions())
@@ -255,6 +269,26 @@ extension ProtectedPaths {
         for p in job.inputs { protect(p, as: "an input of job \(job.id)") }
         if let b = job.background { protect(b, as: "the background of job \(job.id)") }
         if let e = job.erase { protect(e, as: "the erase mask of job \(job.id)") }
+    }
+}
+
+extension BatchJob {
+    /// Why this job may not run on a worker confined to `allowed` (real folders), or nil: an
+    /// input (each file of an input folder too), the background, the mask, the output or the
+    /// spill folder resolves outside every one of them. Empty `allowed`: no confinement.
+    public func confinementRefusal(allowed: [String]) -> String? {
+        guard !allowed.isEmpty else { return nil }
+        var paths = InputFile.expandedQuietly(inputs) + inputs
+        paths += [background, erase].compactMap { $0 }
+        if case .stack(let o) = options, let spill = o.spillDirectory { paths.append(spill) }
+        paths.append(output)
+        for p in paths {
+            let real = RealPath.of(p)
+            if !allowed.contains(where: { RealPath.isWithin(real, $0) }) {
+                return "\(p) resolves to \(real), outside the folders this worker may use (--allow \(allowed.joined(separator: " --allow ")))"
+            }
+        }
+        return nil
     }
 }
 

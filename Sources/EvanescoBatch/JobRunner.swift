@@ -74,12 +74,14 @@ public enum JobRunner {
     ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
     /// - Returns: The job's report.
     /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
-    public static func run(_ job: BatchJob, staging: String, cancellation: StackCancellation? = nil) throws -> JobReport
-    {
+    public static func run(
+        _ job: BatchJob, staging: String, cancellation: StackCancellation? = nil, log: JobLog? = nil
+    ) throws -> JobReport {
         let start = Date()
         switch job.options {
         case .stack(var options):
             options.cancellation = cancellation
+            if let log { options.progress = { @Sendable p in log.progress(p) } }
             options.erase = try job.erase.map { try EraseMask.read($0, forBurst: job.inputs) }
             var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
             try result.timings.measure(\.encode) {
@@ -90,6 +92,7 @@ public enum JobRunner {
                         overwrite: true))
             }
             result.timings.total = Date().timeIntervalSince(start)
+            for n in result.notices { log?.add("notice: \(n)") }
             return .stack(StackReport(result, inputs: job.inputs, output: job.output))
         case .portrait(let settings):
             let renderer =
@@ -125,6 +128,40 @@ public enum JobRunner {
         report.output = job.output
         return report
     }
+}
+
+/// The last lines of what a job did (its stages, its notices, how it ended), kept with its queue
+/// row so `batch status --job ID` shows them.
+public final class JobLog: @unchecked Sendable {
+    /// Lines kept, the newest.
+    public static let maximumLines = 40
+    private let lines = LockedBox([String]())
+    private let started = Date()
+    private var lastStage: StackStage?
+
+    public init() {}
+
+    /// Adds a line, stamped with the seconds since the job started.
+    public func add(_ line: String) {
+        let stamped = String(format: "%7.2f s  ", Date().timeIntervalSince(started)) + line
+        lines.update { l in
+            l.append(String(stamped.prefix(500)))
+            if l.count > Self.maximumLines { l.removeFirst(l.count - Self.maximumLines) }
+        }
+    }
+
+    /// A stack's progress: a line when a stage starts and when it ends.
+    func progress(_ p: StackProgress) {
+        let first = lines.update { _ -> Bool in
+            defer { lastStage = p.stage }
+            return lastStage != p.stage
+        }
+        if first { add("\(p.stage.rawValue): started") }
+        if p.done == p.total { add("\(p.stage.rawValue): \(p.total) done in \(String(format: "%.2f", p.elapsed)) s") }
+    }
+
+    /// The lines, oldest first.
+    public var text: String { lines.value.joined(separator: "\n") }
 }
 
 /// Staged outputs: each attempt writes into its own hidden folder beside the output

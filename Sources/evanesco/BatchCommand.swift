@@ -121,16 +121,40 @@ struct BatchStatusCommand: ParsableCommand {
 
     @Argument(help: "The manifest (without --queue).") var manifest: String?
     @OptionGroup var queue: QueueOption
+    @Option(help: "One queued job: its state, attempts, worker, error, output digest and the last lines of its log.")
+    var job: String?
     @Flag(help: "Print JSON (every failure with its message).") var json = false
 
     func validate() throws {
         if (manifest == nil) == (queue.url == nil) {
             throw ValidationError("give a MANIFEST, or --queue URL (or $EVANESCO_QUEUE)")
         }
+        if job != nil && queue.url == nil { throw ValidationError("--job ID reads a queue: give --queue URL") }
     }
 
     func run() throws {
         try reportingErrors {
+            if let id = job {
+                guard let detail = try queue.with({ try await $0.job(id) }) else {
+                    Diagnostics.error("the queue holds no job \(SettingsCoding.quoted(id, bare: true))")
+                    throw ExitCode.failure
+                }
+                if json {
+                    try StandardOutput.line(String(decoding: try ReportJSON.encode(detail).dropLast(), as: UTF8.self))
+                } else {
+                    var lines = [
+                        "\(detail.id) (\(detail.kind)): \(detail.state), attempt \(detail.attempts) of \(detail.maxAttempts)"
+                            + (detail.worker.map { ", worker \($0)" } ?? ""),
+                        "output \(detail.output)"
+                            + (detail.outputBytes.map { " (\($0) bytes, sha256 \(detail.outputSha256 ?? "?"))" } ?? "")
+                    ]
+                    if let e = detail.error { lines.append("error: \(e)") }
+                    if !detail.log.isEmpty { lines.append("log:") }
+                    lines += detail.log.map { "  " + $0 }
+                    try StandardOutput.line(lines.joined(separator: "\n"))
+                }
+                return
+            }
             let status: BatchStatus
             if let manifest {
                 status = LocalBatch.status(of: try readManifest(manifest))

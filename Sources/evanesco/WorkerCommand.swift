@@ -1,6 +1,7 @@
 import ArgumentParser
 import EvanescoBatch
 import EvanescoCore
+import EvanescoIO
 import Foundation
 import Logging
 
@@ -28,6 +29,18 @@ struct Worker: ParsableCommand {
     @Option(help: "Serve Prometheus metrics on PORT (GET /metrics).") var metricsPort: Int?
     @Option(help: "Address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine.")
     var metricsHost = "127.0.0.1"
+    @Option(
+        help: ArgumentHelp(
+            "A folder jobs may read and write in (repeatable; also $EVANESCO_ALLOW, folders separated by ':'). A job whose inputs, output, background, mask or spill folder resolve elsewhere (links and .. resolved) fails untouched. Without it, jobs reach whatever this user can.",
+            valueName: "DIR"))
+    var allow: [String] = []
+    @Option(help: "Seconds a job may run when its line gives no timeout; then it is stopped and failed.")
+    var jobTimeout: Double?
+    @Option(
+        help:
+            "Seconds an expired lease is left before it is taken back: work in flight survives a database outage shorter than this."
+    )
+    var outageGrace = 0.0
     @Flag(help: "Exit once no job is pending or running.") var exitWhenDone = false
     @Flag(help: "Only warnings and errors on stderr.") var quiet = false
 
@@ -37,6 +50,18 @@ struct Worker: ParsableCommand {
         guard (1...3600).contains(lease) else { throw ValidationError("--lease must be within 1...3600 seconds") }
         guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
         guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
+        if let t = jobTimeout, let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) }) {
+            throw ValidationError(e.named("--job-timeout"))
+        }
+        guard outageGrace.isFinite, (0...86400).contains(outageGrace) else {
+            throw ValidationError("--outage-grace must be within 0...86400 seconds")
+        }
+        for dir in allowedFolders {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw ValidationError("--allow \(dir): no such folder")
+            }
+        }
         if let p = metricsPort, !(1...65535).contains(p) {
             throw ValidationError("--metrics-port must be within 1...65535")
         }
@@ -46,8 +71,16 @@ struct Worker: ParsableCommand {
         }
     }
 
+    /// The folders of --allow and $EVANESCO_ALLOW, as given.
+    var allowedFolders: [String] {
+        allow + (ProcessInfo.processInfo.environment["EVANESCO_ALLOW"] ?? "").split(separator: ":").map(String.init)
+    }
+
     func run() throws {
         var settings = QueueWorker.Settings()
+        settings.allowed = allowedFolders.map { RealPath.of($0) }
+        settings.jobTimeout = jobTimeout
+        settings.outageGrace = outageGrace
         settings.concurrency = jobs
         settings.lease = lease
         settings.poll = poll
@@ -80,6 +113,11 @@ struct Worker: ParsableCommand {
             sources.append(s)
         }
         logger.info("worker \(settings.name) on \(address), \(jobs) at once, lease \(lease) s")
+        if settings.allowed.isEmpty {
+            logger.notice("no --allow: jobs may read and write wherever this user can")
+        } else {
+            logger.info("jobs confined to \(settings.allowed.joined(separator: ", "))")
+        }
         let summary = try runAsync {
             let served = port.map { p in Task { try await metrics!.serve(host: host, port: p) } }
             let summary = await worker.run()

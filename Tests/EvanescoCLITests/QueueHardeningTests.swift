@@ -189,4 +189,102 @@ import Testing
         #expect(r.status == 0 && r.out.contains("1 cancelled job queued again"), "\(r.out) \(r.err)")
         #expect(try PG.value("SELECT string_agg(state, ',') FROM \(schema).jobs") == "pending,pending")
     }
+
+    /// `--allow DIR`: a job whose input, output (through a link too) or mask resolves outside the
+    /// allowed folders fails untouched; one inside runs.
+    @Test func aConfinedWorkerRefusesPathsOutsideItsFolders() throws {
+        let s = Scratch()
+        let inside = s.file("inside"), outside = s.file("outside")
+        for d in [inside + "/out", outside] {
+            try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        }
+        _ = try BatchFixtures.burst(in: inside, "frames", seed: 3, frames: 3)
+        _ = try BatchFixtures.burst(in: outside, "frames", seed: 4, frames: 3)
+        // A link inside the allowed folder that leads out of it.
+        try FileManager.default.createSymbolicLink(atPath: inside + "/escape", withDestinationPath: outside)
+        let lines = [
+            BatchFixtures.line("ok", "stack", [inside + "/frames"], inside + "/out/ok.png", ["align": "none"]),
+            BatchFixtures.line("reads", "stack", [outside + "/frames"], inside + "/out/reads.png", ["align": "none"]),
+            BatchFixtures.line("writes", "stack", [inside + "/frames"], inside + "/escape/w.png", ["align": "none"])
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: s.file("jobs.jsonl"), atomically: true, encoding: .utf8)
+        let queue = try PG.queue("confined"), schema = "confined_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", s.file("jobs.jsonl"), "--queue", queue]).status == 0)
+        let w = try WorkerProcess(
+            queue: queue, log: s.file("w.log"), extra: ["--exit-when-done", "--poll", "0.2", "--allow", inside])
+        #expect(w.wait(seconds: 120), "\(w.text)")
+        #expect(
+            try PG.value("SELECT string_agg(id || ' ' || state, ',' ORDER BY id) FROM \(schema).jobs")
+                == "ok done,reads failed,writes failed")
+        for id in ["reads", "writes"] {
+            #expect(
+                try PG.value("SELECT error FROM \(schema).jobs WHERE id = '\(id)'").contains(
+                    "outside the folders this worker may use"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: outside + "/w.png"))
+    }
+
+    /// A job past its time limit (the line's `timeout`, else the worker's `--job-timeout`) is
+    /// stopped and failed, not left renewing its lease; `batch status --job` shows its log.
+    @Test func aJobPastItsTimeLimitIsStoppedAndFailedWithItsLog() throws {
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(
+            in: s.path, stacks: 2, portraits: 0, bad: 0, big: 1, bigBurst: QueueTests.slowBurst)
+        let queue = try PG.queue("timeout"), schema = "timeout_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
+        let start = Date()
+        let w = try WorkerProcess(
+            queue: queue, log: s.file("w.log"),
+            extra: ["--exit-when-done", "--poll", "0.2", "--lease", "2", "--job-timeout", "1"])
+        #expect(w.wait(seconds: 120), "\(w.text)")
+        #expect(Date().timeIntervalSince(start) < 60)
+        // The big stack takes seconds: stopped at 1 s. The small one is done well within it.
+        #expect(
+            try PG.value(
+                "SELECT string_agg(id || ' ' || state || ' ' || attempts, ',' ORDER BY id) FROM \(schema).jobs")
+                == "stack0 failed 1,stack1 done 1", "\(w.text)")
+        let r = try CLI.run(["batch", "status", "--queue", queue, "--job", "stack0"])
+        #expect(r.status == 0 && r.out.contains("stack0 (stack): failed, attempt 1 of 5"), "\(r.out)")
+        #expect(r.out.contains("time limit of 1 s") && r.out.contains("attempt 1 of 5 on"), "\(r.out)")
+        let done = try CLI.run(["batch", "status", "--queue", queue, "--job", "stack1", "--json"])
+        let detail = try #require(try JSONSerialization.jsonObject(with: Data(done.out.utf8)) as? [String: Any])
+        #expect(detail["state"] as? String == "done" && (detail["output_bytes"] as? Int ?? 0) > 0, "\(done.out)")
+        #expect((detail["log"] as? [String] ?? []).contains { $0.contains("merge:") }, "\(done.out)")
+        #expect(try CLI.run(["batch", "status", "--queue", queue, "--job", "nonesuch"]).status == 1)
+        // A line's own timeout wins over the worker's.
+        #expect(throws: ManifestError.self) {
+            try BatchJob.parse(
+                #"{"id": "t", "kind": "stack", "inputs": ["x"], "output": "o.png", "timeout": 0}"#, base: "/",
+                checkFiles: false)
+        }
+    }
+
+    /// A database outage longer than the lease but shorter than `--outage-grace`: the job in
+    /// flight is finished and recorded once, on its first attempt, by the worker that ran it.
+    @Test func workInFlightSurvivesAnOutageShorterThanTheGrace() throws {
+        guard let outage = PG.outage else {
+            Issue.record("EVANESCO_TEST_PG_OUTAGE is not set: run through scripts/with-postgres.sh")
+            return
+        }
+        let s = Scratch()
+        let made = try BatchFixtures.manifest(
+            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: (60, 960, 720))
+        let queue = try PG.queue("outage") + "&timeout=3", schema = "outage_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
+        let w = try WorkerProcess(
+            queue: queue, log: s.file("w.log"),
+            extra: ["--exit-when-done", "--poll", "0.2", "--lease", "1", "--outage-grace", "60"])
+        #expect(
+            try eventually(60) { try PG.value("SELECT state FROM \(schema).jobs") == "running" }, "never claimed")
+        // Away for 4 s: four leases' worth.
+        #expect(system(outage + " 4") == 0)
+        try #require(w.wait(seconds: 180), "\(w.text)")
+        #expect(
+            try PG.value("SELECT state || ' ' || attempts || ' ' || lease_losses FROM \(schema).jobs") == "done 1 0",
+            "\(w.text)")
+        #expect(
+            w.text.contains("failed") || w.text.contains("could not"), "the outage did not overlap the job:\n\(w.text)")
+        #expect(FileManager.default.fileExists(atPath: made.good["stack0"]!.output))
+    }
 }

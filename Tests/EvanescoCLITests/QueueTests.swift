@@ -12,6 +12,7 @@ import Testing
 enum PG {
     static let url = ProcessInfo.processInfo.environment["EVANESCO_TEST_DATABASE_URL"]
     static let restart = ProcessInfo.processInfo.environment["EVANESCO_TEST_PG_RESTART"]
+    static let outage = ProcessInfo.processInfo.environment["EVANESCO_TEST_PG_OUTAGE"]
     static var available: Bool {
         if url == nil {
             if ProcessInfo.processInfo.environment["EVANESCO_REQUIRE_POSTGRES"] == "1" { return true }

@@ -203,9 +203,10 @@ public final class JobQueue: Sendable {
     }
 
     /// Version 2: the output's size and SHA-256, recorded before it is placed and kept with the
-    /// done row (a job is done only with its output there, whole).
+    /// done row (a job is done only with its output there, whole); the last lines of the job's
+    /// log (``JobLog``).
     static func version2(_ s: String) -> [String] {
-        ["ALTER TABLE \(s).jobs ADD COLUMN output_bytes bigint, ADD COLUMN output_sha256 text"]
+        ["ALTER TABLE \(s).jobs ADD COLUMN output_bytes bigint, ADD COLUMN output_sha256 text, ADD COLUMN log text"]
     }
 
     // MARK: Producers
@@ -392,17 +393,19 @@ public final class JobQueue: Sendable {
         }
     }
 
-    /// Takes back the jobs whose lease expired (their worker was killed, stalled or cut off):
-    /// pending again, or failed if that was their last attempt. Rows a worker holds locked (it is
-    /// finishing them) are skipped.
+    /// Takes back the jobs whose lease expired more than `grace` seconds ago (their worker was
+    /// killed, stalled or cut off): pending again, or failed if that was their last attempt. Rows
+    /// a worker holds locked (it is finishing them) are skipped. A grace longer than a database
+    /// outage lets the workers renew, after it, the leases that ran out during it.
     ///
     /// - Returns: Leases taken back.
-    public func reclaimExpired() async throws -> Int {
+    public func reclaimExpired(grace: Double = 0) async throws -> Int {
         let n = try await bounded { [self] client in
             let rows = try await client.query(
                 """
                 WITH lost AS (
-                    SELECT id FROM \(unescaped: s).jobs WHERE state = 'running' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
+                    SELECT id FROM \(unescaped: s).jobs WHERE state = 'running'
+                        AND lease_expires < now() - make_interval(secs => \(grace)) FOR UPDATE SKIP LOCKED)
                 UPDATE \(unescaped: s).jobs j SET lease_losses = j.lease_losses + 1, lease_token = NULL, lease_expires = NULL, run_after = now(),
                     state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
                     error = 'worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing its lease (killed, stalled or cut off)'
@@ -449,11 +452,14 @@ public final class JobQueue: Sendable {
         public var seconds: Double
         /// The staged output's size and digest, kept with the done row.
         public var digest: OutputDigest
-        public init(job: ClaimedJob, report: String, seconds: Double, digest: OutputDigest) {
+        /// The job's log, kept with the row.
+        public var log: String
+        public init(job: ClaimedJob, report: String, seconds: Double, digest: OutputDigest, log: String = "") {
             self.job = job
             self.report = report
             self.seconds = seconds
             self.digest = digest
+            self.log = log
         }
     }
 
@@ -480,10 +486,11 @@ public final class JobQueue: Sendable {
                     """
                     UPDATE \(unescaped: self.s).jobs j SET state = 'done', report = t.report::jsonb, seconds = t.seconds, finished_at = now(),
                         finished_by = \(owner), lease_token = NULL, lease_expires = NULL, error = NULL,
-                        output_bytes = t.bytes, output_sha256 = t.sha256
+                        output_bytes = t.bytes, output_sha256 = t.sha256, log = t.log
                     FROM unnest(\(items.map(\.job.id))::text[], \(items.map(\.job.token))::int8[], \(items.map(\.report))::text[],
                                 \(items.map(\.seconds))::float8[], \(items.map { Int64($0.digest.bytes) })::int8[],
-                                \(items.map(\.digest.sha256))::text[]) AS t(id, token, report, seconds, bytes, sha256)
+                                \(items.map(\.digest.sha256))::text[], \(items.map(\.log))::text[])
+                         AS t(id, token, report, seconds, bytes, sha256, log)
                     WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'running' RETURNING t.token
                     """, logger: self.logger)
                 var applied = Set<Int64>()
@@ -527,13 +534,15 @@ public final class JobQueue: Sendable {
     /// Records a failed attempt, fenced by the token: a permanent failure (or the last attempt)
     /// fails the job; otherwise it is pending again after a backoff of 2^attempt seconds (at
     /// most 10 min).
-    public func fail(_ job: ClaimedJob, message: String, permanent: Bool, owner: String) async throws -> Fenced {
+    public func fail(
+        _ job: ClaimedJob, message: String, permanent: Bool, owner: String, log: String = ""
+    ) async throws -> Fenced {
         let final = permanent || job.attempt >= job.maxAttempts
         let backoff = min(600.0, pow(2, Double(job.attempt)))
         return try await bounded { [self] client in
             let rows = try await client.query(
                 """
-                UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), lease_token = NULL,
+                UPDATE \(unescaped: s).jobs SET state = \(final ? "failed" : "pending"), error = \(message), log = \(log), lease_token = NULL,
                     lease_expires = NULL, finished_by = \(owner), run_after = now() + make_interval(secs => \(final ? 0 : backoff)),
                     finished_at = CASE WHEN \(final) THEN now() ELSE NULL END
                 WHERE id = \(job.id) AND lease_token = \(job.token) AND state = 'running' RETURNING 1
@@ -602,6 +611,50 @@ public final class JobQueue: Sendable {
             pending: pending, running: running, cancelled: counts["cancelled", default: 0], jobsPerMinute: rate,
             secondsLeft: rate > 0 && pending + running > 0 ? Double(pending + running) / rate * 60 : nil,
             leaseLosses: losses, attempts: attempts, failures: failures)
+    }
+
+    /// One job as the queue holds it, for `batch status --job ID`.
+    public struct JobDetail: Codable, Sendable {
+        public var id: String
+        public var kind: String
+        public var state: String
+        public var output: String
+        public var attempts: Int
+        public var maxAttempts: Int
+        /// The worker holding it, or the last that finished or failed it.
+        public var worker: String?
+        public var error: String?
+        public var seconds: Double?
+        public var outputBytes: Int?
+        public var outputSha256: String?
+        public var submittedAt: String
+        public var finishedAt: String?
+        /// The last lines of its last attempt's log.
+        public var log: [String]
+    }
+
+    /// The job `id`, or nil when the queue holds none.
+    public func job(_ id: String) async throws -> JobDetail? {
+        try await bounded { [self] client in
+            var found: JobDetail?
+            for try await row in try await client.query(
+                """
+                SELECT id, kind, state, output, attempts, max_attempts, coalesce(lease_owner, finished_by), error, seconds,
+                       output_bytes, output_sha256, to_char(submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                       to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), coalesce(log, '')
+                FROM \(unescaped: s).jobs WHERE id = \(id)
+                """, logger: logger
+            ).decode(
+                (String, String, String, String, Int32, Int32, String?, String?, Double?, Int64?, String?, String, String?, String).self
+            ) {
+                found = JobDetail(
+                    id: row.0, kind: row.1, state: row.2, output: row.3, attempts: Int(row.4), maxAttempts: Int(row.5),
+                    worker: row.6, error: row.7, seconds: row.8, outputBytes: row.9.map(Int.init), outputSha256: row.10,
+                    submittedAt: row.11, finishedAt: row.12,
+                    log: row.13.split(separator: "\n", omittingEmptySubsequences: true).map(String.init))
+            }
+            return found
+        }
     }
 
     /// Bytes the queue's table and indexes take, and jobs in it (for "what the database holds per job").

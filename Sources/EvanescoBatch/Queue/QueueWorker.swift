@@ -32,6 +32,15 @@ public final class QueueWorker: @unchecked Sendable {
         public var exitWhenDone = false
         /// This worker's name in the queue (`lease_owner`, `finished_by`): host and process id.
         public var name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+        /// The folders jobs may read and write in (real paths); empty: anywhere this user can.
+        /// A job whose input, output, background, mask or spill folder resolves outside them
+        /// (links and `..` resolved) fails without touching anything.
+        public var allowed: [String] = []
+        /// Seconds a job may run when its line gives no `timeout`; nil: no limit.
+        public var jobTimeout: Double?
+        /// Seconds a lease may stay expired before it is taken back: a database outage shorter
+        /// than this (during which no lease can be renewed) costs no work in flight.
+        public var outageGrace = 0.0
         public init() {}
     }
 
@@ -168,7 +177,7 @@ public final class QueueWorker: @unchecked Sendable {
     func heartbeats() async {
         while !Task.isCancelled {
             do {
-                let reclaimed = try await queue.reclaimExpired()
+                let reclaimed = try await queue.reclaimExpired(grace: settings.outageGrace)
                 if reclaimed > 0 {
                     metrics?.leaseLosses.increment(by: Int64(reclaimed))
                     logger.info("took back \(reclaimed) expired lease(s)")
@@ -212,12 +221,49 @@ public final class QueueWorker: @unchecked Sendable {
     func execute(_ job: ClaimedJob) async {
         let started = Date()
         let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
+        let log = JobLog()
+        log.add("attempt \(job.attempt) of \(job.maxAttempts) on \(settings.name)")
+        let limit = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).timeout) ?? settings.jobTimeout
+        let allowed = settings.allowed
+        // The job runs on a thread of its own; its time limit, if any, races it. Past the limit
+        // the job is cancelled (a stack stops at its next frame or row) and failed at once; what
+        // its thread still produces is discarded.
+        let once = LockedBox(false)
         let outcome: Result<(String, JobReport, OutputDigest), JobFailure> = await withCheckedContinuation { done in
             let thread = Thread {
-                done.resume(returning: Self.attempt(job, cancellation: cancellation))
+                let r = Self.attempt(job, cancellation: cancellation, allowed: allowed, log: log)
+                if once.update({ v in
+                    defer { v = true }
+                    return !v
+                }) {
+                    done.resume(returning: r)
+                } else if case .success(let (staged, _, _)) = r {
+                    Staging.discard(staged)
+                }
             }
             thread.stackSize = 8 << 20
             thread.start()
+            if let limit {
+                timerQueue.asyncAfter(deadline: .now() + limit) {
+                    guard
+                        once.update({ v in
+                            defer { v = true }
+                            return !v
+                        })
+                    else { return }
+                    cancellation.cancel()
+                    done.resume(
+                        returning: .failure(
+                            JobFailure(
+                                message:
+                                    "stopped: it ran longer than its time limit of \(String(format: "%g", limit)) s (raise the line's timeout, or the worker's --job-timeout)",
+                                permanent: true)))
+                }
+            }
+        }
+        switch outcome {
+        case .success: log.add("finished its work")
+        case .failure(let f): log.add("failed: \(f.message)")
         }
         let seconds = Date().timeIntervalSince(started)
         let lost = running.update { r -> Bool in
@@ -235,8 +281,8 @@ public final class QueueWorker: @unchecked Sendable {
             let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
             let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).output) ?? ""
             switch await completer.record(
-                JobQueue.Completion(job: job, report: json, seconds: seconds, digest: digest), staged: staged,
-                output: output)
+                JobQueue.Completion(job: job, report: json, seconds: seconds, digest: digest, log: log.text),
+                staged: staged, output: output)
             {
             case .done:
                 summary.update { $0.done += 1 }
@@ -263,7 +309,8 @@ public final class QueueWorker: @unchecked Sendable {
             let final = failure.permanent || job.attempt >= job.maxAttempts
             let result = await retrying("record \(job.id)'s failure", limit: 120) {
                 try await self.queue.fail(
-                    job, message: failure.message, permanent: failure.permanent, owner: self.settings.name)
+                    job, message: failure.message, permanent: failure.permanent, owner: self.settings.name,
+                    log: log.text)
             }
             if result == .applied {
                 if final {
@@ -374,11 +421,12 @@ public final class QueueWorker: @unchecked Sendable {
     /// The job's work, synchronous: parse, check the output may be written, stage, run. Never
     /// throws.
     static func attempt(
-        _ job: ClaimedJob, cancellation: StackCancellation
+        _ job: ClaimedJob, cancellation: StackCancellation, allowed: [String] = [], log: JobLog? = nil
     ) -> Result<(String, JobReport, OutputDigest), JobFailure> {
         var staged: String?
         do {
             let spec = try BatchJob.parse(job.spec, base: "/", checkFiles: false)
+            if let why = spec.confinementRefusal(allowed: allowed) { throw JobFailure(message: why, permanent: true) }
             // The same rules as `batch run`, checked again here: the files may have changed since
             // the job was submitted (a link made, someone's file put at the output).
             if let why = spec.outputRefusal(ours: { job.outputDigest != nil && OutputDigest.of($0) == job.outputDigest }
@@ -391,7 +439,7 @@ public final class QueueWorker: @unchecked Sendable {
             let folder = (staged! as NSString).deletingLastPathComponent
             Cleanup.add(file: folder)
             defer { Cleanup.remove(file: folder) }
-            let report = try JobRunner.run(spec, staging: staged!, cancellation: cancellation)
+            let report = try JobRunner.run(spec, staging: staged!, cancellation: cancellation, log: log)
             guard let digest = OutputDigest.of(staged!) else {
                 throw JobFailure(message: "the job wrote no output at \(staged!)", permanent: false)
             }
