@@ -248,8 +248,24 @@ for v in ["9223372036854775807", "-9223372036854775808", "100000000"]:
     maxrss_run("Batch: huge integer settings", ["portrait", "ph.png", "--depth-map", "dm.png", "-o", "out/l.jpg", "--force", "--effect", "lens", "--blades", v], limit_mb=200, timeout=10)
 for opt in ["--levels", "--quality"]:
     maxrss_run("Batch: huge integer settings", ["portrait", "ph.png", "--depth-map", "dm.png", "-o", "out/l.jpg", "--force", opt, "9223372036854775807"], limit_mb=200, timeout=10)
-for opt, v in [("--reference", "9223372036854775807"), ("--frames", "9223372036854775807"), ("--align-level", "9223372036854775807"), ("--memory-limit", "9223372036854775807")]:
+for opt, v in [("--reference", "9223372036854775807"), ("--frames", "9223372036854775807"), ("--align-level", "9223372036854775807"), ("--memory-limit", "9223372036854775807"),
+               ("--bit-depth", "9223372036854775807"), ("--quality", "-9223372036854775808")]:
     maxrss_run("Batch: huge integer settings", ["stack", "frames/", "-o", "out/h.png", "--force", "--quiet", opt, v], limit_mb=200, timeout=10)
+for opt in ["--working-size", "--min-size", "--min-neighbors"]:
+    maxrss_run("Batch: huge integer settings", ["faces", "ph.png", opt, "9223372036854775807"], limit_mb=200, timeout=10)
+for argv in (["batch", "run", "jobs.jsonl", "--jobs", "9223372036854775807"], ["worker", "--queue", "postgres://u@127.0.0.1/d", "--jobs", "9223372036854775807"],
+             ["batch", "submit", "jobs.jsonl", "--queue", "postgres://u@127.0.0.1/d", "--max-attempts", "9223372036854775807"],
+             ["studio", "--port", "9223372036854775807"], ["studio", "--max-upload-mb", "9223372036854775807"]):
+    maxrss_run("Batch: huge integer settings", argv, limit_mb=200, timeout=10, expect=(64,))
+# Options of every job kind in a manifest, far out of range.
+for opts in [{"detectEvery": 9223372036854775807}, {"faceWorkingSize": 8900000000000000}, {"faceMinSize": -8900000000000000}]:
+    manifest("jobs.jsonl", [dict(id="b", kind="backdrop", inputs=["ph.png", "dm.png"], output="out/b", options=opts)])
+    run("Batch: huge integer settings", ["batch", "run", "jobs.jsonl", "--quiet"], expect=(65,))
+for opts in [{"levels": 8900000000000000}, {"radius": 1e300}, {"reference": 8900000000000000}]:
+    kind = "stack" if "reference" in opts else "portrait"
+    inputs = ["frames/"] if kind == "stack" else ["ph.png", "dm.png"]
+    manifest("jobs.jsonl", [dict(id="o", kind=kind, inputs=inputs, output="out/o.png", options=opts)])
+    run("Batch: huge integer settings", ["batch", "run", "jobs.jsonl", "--quiet"], expect=(65,))
 
 # An erase mask whose header declares 20000x20000: refused from its header, in little memory.
 def lying_png(path, w, h, ch):

@@ -221,7 +221,9 @@ public struct BatchJob: Sendable {
             erase = try c.decodeIfPresent(String.self, forKey: .erase)
             overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite)
             timeout = try c.decodeIfPresent(Double.self, forKey: .timeout)
-            if let t = timeout, let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) }) {
+            if let t = timeout,
+                let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) })
+            {
                 throw DecodingError.dataCorrupted(.init(codingPath: [Key.timeout], debugDescription: e.description))
             }
             let present = c.contains(.options)
@@ -285,7 +287,8 @@ extension BatchJob {
         for p in paths {
             let real = RealPath.of(p)
             if !allowed.contains(where: { RealPath.isWithin(real, $0) }) {
-                return "\(p) resolves to \(real), outside the folders this worker may use (--allow \(allowed.joined(separator: " --allow ")))"
+                return
+                    "\(p) resolves to \(real), outside the folders this worker may use (--allow \(allowed.joined(separator: " --allow ")))"
             }
         }
         return nil

@@ -139,20 +139,8 @@ struct BatchStatusCommand: ParsableCommand {
                     Diagnostics.error("the queue holds no job \(SettingsCoding.quoted(id, bare: true))")
                     throw ExitCode.failure
                 }
-                if json {
-                    try StandardOutput.line(String(decoding: try ReportJSON.encode(detail).dropLast(), as: UTF8.self))
-                } else {
-                    var lines = [
-                        "\(detail.id) (\(detail.kind)): \(detail.state), attempt \(detail.attempts) of \(detail.maxAttempts)"
-                            + (detail.worker.map { ", worker \($0)" } ?? ""),
-                        "output \(detail.output)"
-                            + (detail.outputBytes.map { " (\($0) bytes, sha256 \(detail.outputSha256 ?? "?"))" } ?? "")
-                    ]
-                    if let e = detail.error { lines.append("error: \(e)") }
-                    if !detail.log.isEmpty { lines.append("log:") }
-                    lines += detail.log.map { "  " + $0 }
-                    try StandardOutput.line(lines.joined(separator: "\n"))
-                }
+                try StandardOutput.line(
+                    json ? String(decoding: try ReportJSON.encode(detail).dropLast(), as: UTF8.self) : detail.text)
                 return
             }
             let status: BatchStatus

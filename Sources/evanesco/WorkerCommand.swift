@@ -50,7 +50,9 @@ struct Worker: ParsableCommand {
         guard (1...3600).contains(lease) else { throw ValidationError("--lease must be within 1...3600 seconds") }
         guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
         guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
-        if let t = jobTimeout, let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) }) {
+        if let t = jobTimeout,
+            let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) })
+        {
             throw ValidationError(e.named("--job-timeout"))
         }
         guard outageGrace.isFinite, (0...86400).contains(outageGrace) else {

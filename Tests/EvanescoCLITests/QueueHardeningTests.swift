@@ -162,7 +162,7 @@ import Testing
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         let taken = Int(UInt16(bigEndian: bound.sin_port))
-        let queue = try PG.queue("metrics")
+        let queue = try PG.queue("metricsrefused")
         var r = try CLI.run(["worker", "--queue", queue, "--metrics-port", String(taken)], seconds: 30)
         #expect(r.status == 64 && r.err.contains("in use by another program"), "\(r.err)")
         // 192.0.2.1 (TEST-NET-1) is no address of this machine: bind fails locally, nothing is sent.

@@ -631,6 +631,19 @@ public final class JobQueue: Sendable {
         public var finishedAt: String?
         /// The last lines of its last attempt's log.
         public var log: [String]
+
+        /// The job in a few lines of text.
+        public var text: String {
+            var lines = [
+                "\(id) (\(kind)): \(state), attempt \(attempts) of \(maxAttempts)"
+                    + (worker.map { ", worker \($0)" } ?? ""),
+                "output \(output)" + (outputBytes.map { " (\($0) bytes, sha256 \(outputSha256 ?? "?"))" } ?? "")
+            ]
+            if let error { lines.append("error: \(error)") }
+            if !log.isEmpty { lines.append("log:") }
+            lines += log.map { "  " + $0 }
+            return lines.joined(separator: "\n")
+        }
     }
 
     /// The job `id`, or nil when the queue holds none.
@@ -645,7 +658,10 @@ public final class JobQueue: Sendable {
                 FROM \(unescaped: s).jobs WHERE id = \(id)
                 """, logger: logger
             ).decode(
-                (String, String, String, String, Int32, Int32, String?, String?, Double?, Int64?, String?, String, String?, String).self
+                (
+                    String, String, String, String, Int32, Int32, String?, String?, Double?, Int64?, String?, String,
+                    String?, String
+                ).self
             ) {
                 found = JobDetail(
                     id: row.0, kind: row.1, state: row.2, output: row.3, attempts: Int(row.4), maxAttempts: Int(row.5),
