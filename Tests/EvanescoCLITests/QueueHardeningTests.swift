@@ -7,8 +7,9 @@ import Testing
 
 /// The queue against hostile cases (issue 45): it refuses what `batch run` refuses, at submit and
 /// again at the worker; "done" means the output is there; a connection problem is said at once in
-/// its own words; ids it does not hold are said so.
-@Suite(.serialized, .enabled(if: PG.available)) struct QueueHardeningTests {
+/// its own words; ids it does not hold are said so. Part of ``QueueTests``, one test at a time:
+/// some stop or restart the one database server every queue test uses.
+extension QueueTests {
     /// A job whose output is one of its own input frames is refused at submit, with or without
     /// --force; someone's existing file is refused without --force. Nothing is queued or written.
     @Test func submitRefusesWhatBatchRunRefuses() throws {
