@@ -32,10 +32,14 @@ extension Bench {
                             let claimed = try await q.claim(limit: batch, owner: "bench-\(i)", lease: 60)
                             if claimed.isEmpty { return n }
                             // All of a claim's jobs recorded in one transaction, as a worker's completer
-                            // does with the jobs that finished together.
-                            let done = try await q.complete(
-                                claimed.map { .init(job: $0, report: "{}", seconds: 0) }, owner: "bench-\(i)"
-                            ) { _ in }
+                            // does with the jobs that finished together: their outputs' digests first
+                            // (committed before any output is placed), then the fenced finish.
+                            let items = claimed.map {
+                                JobQueue.Completion(
+                                    job: $0, report: "{}", seconds: 0, digest: OutputDigest(bytes: 0, sha256: ""))
+                            }
+                            try await q.intend(items)
+                            let done = try await q.complete(items, owner: "bench-\(i)") { _ in }
                             n += done.count
                         }
                     }
@@ -47,7 +51,7 @@ extension Bench {
             print(
                 String(
                     format:
-                        "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then one fenced complete of the claimed jobs), %.2f s",
+                        "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then the digests and one fenced complete of the claimed jobs), %.2f s",
                     jobs, claimers, batch, Double(jobs) / seconds, seconds))
             rows.append(
                 Row(
