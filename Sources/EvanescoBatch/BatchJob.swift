@@ -103,7 +103,7 @@ public struct BatchJob: Sendable {
     /// The characters a job id may hold.
     static let idCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:@+")
 
-    /// Whether `id` is a job id: 1 to 200 of ``idCharacters``, not starting with a dot.
+    /// Whether `id` is a job id: 1 to 200 of `A-Z a-z 0-9 . _ - : @ +`, not starting with a dot.
     public static func isValid(id: String) -> Bool {
         (1...200).contains(id.count) && id.allSatisfy(idCharacters.contains) && !id.hasPrefix(".")
     }
@@ -319,7 +319,7 @@ public struct ManifestError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// Text from a manifest, the environment or a queue as a message may show it
-    /// (``SettingsCoding/quoted(_:limit:bare:)``).
+    /// (`SettingsCoding.quoted(_:limit:bare:)` of EvanescoCore).
     public static func quoted(_ text: String, limit: Int = 80, bare: Bool = false) -> String {
         SettingsCoding.quoted(text, limit: limit, bare: bare)
     }

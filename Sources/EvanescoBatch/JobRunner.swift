@@ -63,14 +63,14 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
 
 /// Runs one job through the library, the same entry points `evanesco stack`, `portrait` and
 /// `backdrop` use, writing its output under a staging name beside the output. The caller moves
-/// it into place (``Staging/place(_:at:)``) only when it may: a batch at once, a queue worker
+/// it into place (``Staging/place(_:at:expecting:)``) only when it may: a batch at once, a queue worker
 /// inside the transaction that proves it still holds the job's lease.
 public enum JobRunner {
     /// Runs `job`, writing to `staging`.
     ///
     /// - Parameters:
     ///   - job: The job.
-    ///   - staging: Where the output goes (from ``Staging/prepare(for:token:)``).
+    ///   - staging: Where the output goes (from ``Staging/prepare(for:token:stale:)``).
     ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
     /// - Returns: The job's report.
     /// - Throws: The library's error, for ``JobFailure/classify(_:)``.

@@ -40,41 +40,23 @@ public final class WorkerMetrics: Sendable {
     ///
     /// - Throws: `ManifestError` naming the flag and the cause.
     public static func checkListenable(host: String, port: Int) throws(ManifestError) {
-        var storage = sockaddr_storage()
-        var length: socklen_t = 0
-        let family: Int32
-        if host.contains(":") {
-            var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET6, host, &a.sin6_addr) == 1 else {
-                throw ManifestError(message: "--metrics-host \(host) is not an IP address")
-            }
-            withUnsafeBytes(of: a) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            family = AF_INET6
-        } else {
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else {
-                throw ManifestError(message: "--metrics-host \(host) is not an IP address")
-            }
-            withUnsafeBytes(of: a) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            family = AF_INET
+        // A numeric address only (AI_NUMERICHOST: no name is looked up), IPv4 or IPv6.
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let info = found else {
+            throw ManifestError(message: "--metrics-host \(host) is not an IP address")
         }
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        defer { freeaddrinfo(found) }
+        let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
         guard fd >= 0 else {
             throw ManifestError(message: "cannot open a socket for the metrics: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        if bound != 0 || listen(fd, 1) != 0 {
+        if bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 || listen(fd, 1) != 0 {
             let e = errno
             switch e {
             case EADDRINUSE:
