@@ -72,6 +72,7 @@ public enum JobRunner {
     ///   - job: The job.
     ///   - staging: Where the output goes (from ``Staging/prepare(for:token:stale:)``).
     ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
+    ///   - log: Hears a stack's stages and notices (a queue row keeps the last lines).
     /// - Returns: The job's report.
     /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
     public static func run(
@@ -252,7 +253,7 @@ public enum Staging {
 
     /// Removes an attempt's staging folder and whatever is in it.
     ///
-    /// - Parameter staged: The path ``prepare(for:token:)`` returned.
+    /// - Parameter staged: The path ``prepare(for:token:stale:)`` returned.
     public static func discard(_ staged: String) {
         try? FileManager.default.removeItem(atPath: (staged as NSString).deletingLastPathComponent)
     }
