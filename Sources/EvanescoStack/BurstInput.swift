@@ -19,10 +19,15 @@ public enum BurstInput {
     /// the first header that reads: a burst has one size. `Int.max` when the product overflows;
     /// nil when no header reads.
     public static func estimatedDecodedBytes(_ files: [String]) -> Int? {
-        guard let probe = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
+        guard let probe = firstHeader(files) else { return nil }
         let bytes = probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
         let (total, overflow) = bytes.multipliedReportingOverflow(by: files.count)
         return overflow ? Int.max : total
+    }
+
+    /// The first header of `files` that reads: a burst has one size.
+    static func firstHeader(_ files: [String]) -> DecodedImage? {
+        files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first
     }
 
     /// The upright size of the burst's frames, from the first header that reads (a video's own
@@ -32,7 +37,7 @@ public enum BurstInput {
         if files.count == 1, VideoIO.isVideo(files[0]) {
             return (try? VideoIO.probe(files[0])).map { ($0.width, $0.height) }
         }
-        guard let p = files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first else { return nil }
+        guard let p = firstHeader(files) else { return nil }
         let swap = p.metadata.orientation.swapsAxes
         return swap ? (p.storedHeight, p.storedWidth) : (p.storedWidth, p.storedHeight)
     }
