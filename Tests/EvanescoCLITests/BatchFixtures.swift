@@ -77,10 +77,11 @@ enum BatchFixtures {
     /// A manifest of `stacks` stacks (the first `big` of them 24 frames of 320x240, long enough to
     /// be caught running), `portraits` portraits and `bad` jobs that must fail.
     /// `big` of the stacks are bursts of `bigBurst` (frames, width, height) instead of the small
-    /// default, so that a worker is still running them when a test stops or signals it.
+    /// default, so that a worker is still running them when a test stops or signals it; `bigAlign`
+    /// "local" makes them several times slower again (seconds even in a release build).
     static func manifest(
         in dir: String, stacks: Int, portraits: Int, bad: Int, big: Int = 0,
-        bigBurst: (frames: Int, width: Int, height: Int) = (24, 320, 240)
+        bigBurst: (frames: Int, width: Int, height: Int) = (24, 320, 240), bigAlign: String = "none"
     ) throws -> Made {
         let outputs = dir + "/out"
         try FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)
@@ -94,9 +95,10 @@ enum BatchFixtures {
                     height: bigBurst.height)
                 : try BatchFixtures.burst(in: dir, "burst\(i)", seed: i)
             let merge = merges[i % merges.count]
+            let align = i < big ? bigAlign : "none"
             let output = "out/stack\(i)." + (i % 3 == 0 ? "jpg" : "png")
-            lines.append(line("stack\(i)", "stack", ["burst\(i)"], output, ["align": "none", "merge": merge]))
-            good["stack\(i)"] = (["stack", burst, "--align", "none", "--merge", merge], dir + "/" + output)
+            lines.append(line("stack\(i)", "stack", ["burst\(i)"], output, ["align": align, "merge": merge]))
+            good["stack\(i)"] = (["stack", burst, "--align", align, "--merge", merge], dir + "/" + output)
         }
         for i in 0..<portraits {
             let (photo, depth) = try BatchFixtures.portrait(in: dir, "portrait\(i)", seed: i)

@@ -76,7 +76,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
 }
 
 @Suite(.serialized, .enabled(if: PG.available)) struct QueueTests {
-    /// A burst that takes a worker seconds (40 frames of 960x720, about 4 s in a debug build).
+    /// A burst that takes a worker seconds (40 frames of 960x720): about 4 s merged plainly in a
+    /// debug build but once under 1 s under ASan in release, so the tests that must catch its job
+    /// running align it locally too (about 15 s in debug, several seconds in release).
     static let slowBurst = (frames: 40, width: 960, height: 720)
 
     /// 200 jobs (190 good, 10 bad), 3 workers: one killed with SIGKILL mid-job, one sent SIGTERM
@@ -235,7 +237,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         // A job of seconds, not a fraction of one: it must still be running when the worker is
         // stopped (a 24-frame 320x240 job once finished between the check and the SIGSTOP).
         let made = try BatchFixtures.manifest(
-            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst)
+            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst, bigAlign: "local")
         let queue = try PG.queue("fence"), schema = "fence_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let a = try WorkerProcess(queue: queue, log: s.file("a.log"), extra: ["--lease", "1", "--poll", "0.2"])
@@ -327,7 +329,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
     @Test func aDrainPastItsGraceGivesTheJobBack() throws {
         let s = Scratch()
         let made = try BatchFixtures.manifest(
-            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst)
+            in: s.path, stacks: 1, portraits: 0, bad: 0, big: 1, bigBurst: Self.slowBurst, bigAlign: "local")
         let queue = try PG.queue("release"), schema = "release_\(getpid())"
         #expect(try CLI.run(["batch", "submit", made.manifest, "--queue", queue]).status == 0)
         let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--poll", "0.2", "--grace", "0"])
