@@ -90,7 +90,7 @@ final class Bench {
         let burst = shared + "/data/bursts/synthetic/pug-handheld/frames/f00.jpg"
         if FileManager.default.fileExists(atPath: burst) { return (burst, try InputFile.read(burst)) }
         // No shared data: make a 12 MP JPEG of a smooth synthetic scene.
-        let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in
+        let img = Image<UInt8>(uninitializedWidth: 4032, height: 3024, channels: 3) { d in
             for y in 0..<3024 {
                 for x in 0..<4032 {
                     let o = (y * 4032 + x) * 3

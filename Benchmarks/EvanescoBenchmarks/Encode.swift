@@ -76,7 +76,7 @@ enum BenchError: Error {
 /// low byte carries information as a stack's or a raw converter's output does.
 func sixteenBit(_ image: Image<UInt8>) -> Image<UInt16> {
     let w = image.width, c = image.channels
-    return Image<UInt16>(width: w, height: image.height, channels: c) { d in
+    return Image<UInt16>(uninitializedWidth: w, height: image.height, channels: c) { d in
         image.samples.withUnsafeBufferPointer { s in
             for y in 0..<image.height {
                 for x in 0..<w {
@@ -153,7 +153,7 @@ extension Bench {
         }
         if photos.isEmpty {
             print("encode: no shared photos; a synthetic 12 MP picture instead")
-            let img = Image<UInt8>(width: 4032, height: 3024, channels: 3) { d in
+            let img = Image<UInt8>(uninitializedWidth: 4032, height: 3024, channels: 3) { d in
                 var seed: UInt64 = 1
                 for i in 0..<d.count {
                     seed = seed &* 6364136223846793005 &+ 1442695040888963407

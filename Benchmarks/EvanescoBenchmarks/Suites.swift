@@ -62,7 +62,7 @@ extension Bench {
     func warp(pathOnly: Bool) throws {
         // (warp-path: only the stacker's own path below.)
         let W = 4032, H = 3024
-        let img = Image<UInt8>(width: W, height: H, channels: 3) { d in
+        let img = Image<UInt8>(uninitializedWidth: W, height: H, channels: 3) { d in
             for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 2654435761 >> 13) }
         }
         let h = Homography([1.001, 0.004, 7.3, -0.004, 0.999, -3.1, 1e-7, -2e-7, 1])

@@ -53,7 +53,7 @@ public struct GreyPyramid: Sendable {
     static func luma255Body<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         let c = img.channels, n = img.pixelCount, k = 255 / S.fullScale, w = img.width
         return img.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: img.width, height: img.height, channels: 1) { d in
+            Image<Float>(uninitializedWidth: img.width, height: img.height, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: img.height, minimumRows: 64) { rows in
                     let lo = rows.lowerBound * w, hi = min(n, rows.upperBound * w)
                     if c == 1 {
@@ -85,7 +85,7 @@ public struct GreyPyramid: Sendable {
         let k = 0.25 * 255 / S.fullScale
         let (wr, wg, wb): (Float, Float, Float) = c == 1 ? (1, 0, 0) : (0.299, 0.587, 0.114)
         return img.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: w, height: h, channels: 1) { d in
+            Image<Float>(uninitializedWidth: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
                     for y in rows {
                         let r0 = 2 * y * sw * c, r1 = r0 + sw * c
@@ -115,7 +115,7 @@ public struct GreyPyramid: Sendable {
     static func lumaHalf255(rgb8 img: Image<UInt8>) -> Image<Float> {
         let c = img.channels, sw = img.width, w = img.width / 2, h = img.height / 2
         return img.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: w, height: h, channels: 1) { d in
+            Image<Float>(uninitializedWidth: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
                     for y in rows {
                         let r0 = s.baseAddress! + 2 * y * sw * c, r1 = r0 + sw * c
@@ -137,7 +137,7 @@ public struct GreyPyramid: Sendable {
     static func halve(_ img: Image<Float>) -> Image<Float> {
         let w = img.width / 2, h = img.height / 2, sw = img.width
         return img.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: w, height: h, channels: 1) { d in
+            Image<Float>(uninitializedWidth: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in
                     for y in rows {
                         let r0 = 2 * y * sw, r1 = r0 + sw
@@ -159,7 +159,7 @@ public struct GreyPyramid: Sendable {
         guard w >= 5, h >= 5 else { return img }
         // Raw pointers and wrapping offsets: every offset below is clamped into the w x h plane.
         let horizontal: Image<Float> = img.samples.withUnsafeBufferPointer { sb in
-            Image<Float>(width: w, height: h, channels: 1) { db in
+            Image<Float>(uninitializedWidth: w, height: h, channels: 1) { db in
                 let s = sb.baseAddress!, d = UncheckedSendable(db.baseAddress!)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
                     let d = d.value
@@ -178,7 +178,7 @@ public struct GreyPyramid: Sendable {
             }
         }
         return horizontal.samples.withUnsafeBufferPointer { sb in
-            Image<Float>(width: w, height: h, channels: 1) { db in
+            Image<Float>(uninitializedWidth: w, height: h, channels: 1) { db in
                 let s = sb.baseAddress!, d = UncheckedSendable(db.baseAddress!)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
                     let d = d.value

@@ -40,7 +40,7 @@ extension Image {
         let c = channels, scale = 1 / Sample.fullScale
         let table = Sample.self == UInt8.self ? SRGB.linearTable8 : nil
         return samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: width, height: height, channels: c) { d in
+            Image<Float>(uninitializedWidth: width, height: height, channels: c) { d in
                 let rowLen = rowLength
                 StripExecutor.forEachStrip(rows: height, minimumRows: 32) { rows in
                     for i in (rows.lowerBound * rowLen)..<(rows.upperBound * rowLen) {
@@ -66,7 +66,7 @@ extension Image {
         let (wr, wg, wb) = weights.weights
         let c = channels
         return samples.withUnsafeBufferPointer { s in
-            Image(width: width, height: height, channels: 1) { d in
+            Image(uninitializedWidth: width, height: height, channels: 1) { d in
                 let w = width
                 StripExecutor.forEachStrip(rows: height, minimumRows: 32) { rows in
                     for i in (rows.lowerBound * w)..<(rows.upperBound * w) {
@@ -86,7 +86,7 @@ extension Image where Sample == Float {
     public func sRGBEncoded<T: PixelSample>(as: T.Type) -> Image<T> {
         let c = channels
         return samples.withUnsafeBufferPointer { s in
-            Image<T>(width: width, height: height, channels: c) { d in
+            Image<T>(uninitializedWidth: width, height: height, channels: c) { d in
                 let rowLen = rowLength
                 StripExecutor.forEachStrip(rows: height, minimumRows: 32) { rows in
                     for i in (rows.lowerBound * rowLen)..<(rows.upperBound * rowLen) {

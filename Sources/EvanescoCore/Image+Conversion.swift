@@ -8,7 +8,7 @@ extension Image {
         let scale = T.fullScale / Sample.fullScale
         let n = samples.count
         return samples.withUnsafeBufferPointer { src in
-            Image<T>(width: width, height: height, channels: channels) { dst in
+            Image<T>(uninitializedWidth: width, height: height, channels: channels) { dst in
                 let rowLen = rowLength
                 StripExecutor.forEachStrip(rows: height, minimumRows: 64) { rows in
                     let lo = rows.lowerBound * rowLen, hi = min(n, rows.upperBound * rowLen)
@@ -28,7 +28,7 @@ extension Image {
         let src = channels, w = width
         let opaque = Sample(clampingRounded: Sample.fullScale)
         return samples.withUnsafeBufferPointer { s in
-            Image(width: width, height: height, channels: target) { d in
+            Image(uninitializedWidth: width, height: height, channels: target) { d in
                 StripExecutor.forEachStrip(rows: height, minimumRows: 64) { rows in
                     for y in rows {
                         var si = y * w * src, di = y * w * target
@@ -65,7 +65,7 @@ extension Image {
         let x1 = max(x0, min(x + w, width)), y1 = max(y0, min(y + h, height))
         let cw = x1 - x0, ch = y1 - y0, c = channels
         return samples.withUnsafeBufferPointer { s in
-            Image(width: cw, height: ch, channels: c) { d in
+            Image(uninitializedWidth: cw, height: ch, channels: c) { d in
                 for row in 0..<ch {
                     let so = ((y0 + row) * width + x0) * c
                     for i in 0..<(cw * c) { d[row * cw * c + i] = s[so + i] }

@@ -44,12 +44,27 @@ public struct Image<Sample: PixelSample>: Sendable {
         self.samples = samples
     }
 
-    /// Creates an image whose samples are written by `fill` into uninitialised memory (no zero
-    /// fill: the caller must write every sample).
+    /// Creates an image whose samples start at zero and are then changed by `draw` (what it does
+    /// not write stays zero).
+    ///
+    /// The trailing-closure form `Image(width:height:channels:) { ... }` is this one: drawing a
+    /// square or a mask into part of an image is then safe. Code that writes every sample and
+    /// cannot afford the zero fill says so with ``init(uninitializedWidth:height:channels:_:)``.
     @inlinable
     public init(
-        width: Int, height: Int, channels: Int,
-        unsafeUninitialized fill: (UnsafeMutableBufferPointer<Sample>) throws -> Void
+        width: Int, height: Int, channels: Int, _ draw: (UnsafeMutableBufferPointer<Sample>) throws -> Void
+    ) rethrows {
+        self.init(width: width, height: height, channels: channels)
+        try samples.withUnsafeMutableBufferPointer { try draw($0) }
+    }
+
+    /// Creates an image whose samples are written by `fill` into uninitialised memory (no zero
+    /// fill: the caller must write every sample, or the image holds whatever the memory held,
+    /// which differs from run to run).
+    @inlinable
+    public init(
+        uninitializedWidth width: Int, height: Int, channels: Int,
+        _ fill: (UnsafeMutableBufferPointer<Sample>) throws -> Void
     ) rethrows {
         precondition(width >= 0 && height >= 0 && (1...4).contains(channels), "bad image geometry")
         let n = width * height * channels

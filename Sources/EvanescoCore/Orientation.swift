@@ -62,7 +62,7 @@ extension Image {
         let w = width, h = height, c = channels
         let ow = orientation.swapsAxes ? h : w, oh = orientation.swapsAxes ? w : h
         return samples.withUnsafeBufferPointer { s in
-            Image(width: ow, height: oh, channels: c) { d in
+            Image(uninitializedWidth: ow, height: oh, channels: c) { d in
                 StripExecutor.forEachStrip(rows: oh, minimumRows: 32) { rows in
                     for y in rows {
                         for x in 0..<ow {

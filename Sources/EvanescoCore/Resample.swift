@@ -81,7 +81,7 @@ extension Image {
         }
         let xt = taps(newWidth, sw, sx), yt = taps(newHeight, sh, sy)
         return samples.withUnsafeBufferPointer { src in
-            Image(width: newWidth, height: newHeight, channels: c) { dst in
+            Image(uninitializedWidth: newWidth, height: newHeight, channels: c) { dst in
                 xt.idx.withUnsafeBufferPointer { xi in
                     xt.w.withUnsafeBufferPointer { xw in
                         yt.idx.withUnsafeBufferPointer { yi in

@@ -40,10 +40,10 @@ extension Image {
     ) -> WarpResult<Sample> {
         let sampler = RowSampler(frame: self, homography: homography, interpolation: interpolation)
         let c = channels
-        var mask = Image<UInt8>(width: outW, height: outH, channels: 1, unsafeUninitialized: { _ in })
+        var mask = Image<UInt8>(uninitializedWidth: outW, height: outH, channels: 1) { _ in }
         let out: Image<Sample> = mask.samples.withUnsafeMutableBufferPointer { maskBuf in
             let mb = UncheckedSendable(maskBuf)
-            return Image(width: outW, height: outH, channels: c) { dst in
+            return Image(uninitializedWidth: outW, height: outH, channels: c) { dst in
                 StripExecutor.forEachStrip(rows: outH, minimumRows: 8) { rows in
                     let mk = mb.value.baseAddress!, d = dst.baseAddress!
                     let row = UnsafeMutablePointer<Float>.allocate(capacity: outW * c)

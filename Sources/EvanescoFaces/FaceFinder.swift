@@ -16,7 +16,7 @@ extension Image where Sample == UInt8 {
             acc += hist[i]
             lut[i] = UInt8(min(255, max(0, (Double(acc) * scale).rounded())))
         }
-        return Image<UInt8>(width: width, height: height, channels: 1) { d in
+        return Image<UInt8>(uninitializedWidth: width, height: height, channels: 1) { d in
             for i in 0..<samples.count { d[i] = lut[Int(samples[i])] }
         }
     }
@@ -93,7 +93,7 @@ extension Image where Sample == UInt8 {
                 }
             }
         }
-        return Image<UInt8>(width: nw, height: nh, channels: 1) { d in
+        return Image<UInt8>(uninitializedWidth: nw, height: nh, channels: 1) { d in
             for y in 0..<nh {
                 for x in 0..<nw {
                     var acc: Float = 0

@@ -24,7 +24,7 @@ public enum FuzzEntries {
         }
         return b
     }
-    static let probe = Image<UInt8>(width: 48, height: 40, channels: 1) { d in
+    static let probe = Image<UInt8>(uninitializedWidth: 48, height: 40, channels: 1) { d in
         for i in 0..<d.count { d[i] = UInt8(truncatingIfNeeded: i &* 37) }
     }
 

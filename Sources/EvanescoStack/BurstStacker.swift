@@ -314,7 +314,7 @@ public enum BurstStacker {
     ) -> Image<S> {
         let w = image.width, c = image.channels, tileWidth = tileWidth(frames: n, channels: c)
         let warper = RowSampler(frame: image, homography: h, interpolation: interpolation, offsets: local)
-        return Image<S>(width: w, height: image.height, channels: c) { dst in
+        return Image<S>(uninitializedWidth: w, height: image.height, channels: c) { dst in
             StripExecutor.forEachStrip(rows: image.height, minimumRows: 8) { rows in
                 let tile = SampleTile.allocate(frames: 1, maxPixels: tileWidth, channels: c)
                 defer { tile.deallocate() }
@@ -609,7 +609,7 @@ public enum BurstStacker {
         defer { Self.deallocate(buffers) }
         afterBand?()
         let band = min(h, max(1, bandRows ?? h))
-        let out = Image<S>(width: w, height: h, channels: c) { dst in
+        let out = Image<S>(uninitializedWidth: w, height: h, channels: c) { dst in
             var y0 = 0
             while y0 < h {
                 let y1 = min(h, y0 + band)
@@ -677,8 +677,10 @@ public enum BurstStacker {
             }
         }
         if let kp = keptMap, let pp = provenanceMap {
-            maps?.kept = Image<UInt16>(width: w, height: h, channels: 1) { d in for i in 0..<(w * h) { d[i] = kp[i] } }
-            maps?.provenance = Image<UInt16>(width: w, height: h, channels: 1) { d in
+            maps?.kept = Image<UInt16>(uninitializedWidth: w, height: h, channels: 1) { d in
+                for i in 0..<(w * h) { d[i] = kp[i] }
+            }
+            maps?.provenance = Image<UInt16>(uninitializedWidth: w, height: h, channels: 1) { d in
                 for i in 0..<(w * h) { d[i] = pp[i] }
             }
         }

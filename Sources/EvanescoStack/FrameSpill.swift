@@ -102,7 +102,7 @@ final class FrameSpill: @unchecked Sendable {
     /// A copy of `slot` as an image (for registration, which reads a frame whole).
     func image<S: PixelSample>(_ slot: Int, width: Int, height: Int, channels: Int, as type: S.Type) -> Image<S> {
         let src = samples(slot, as: S.self), n = width * height * channels
-        return Image<S>(width: width, height: height, channels: channels) { d in
+        return Image<S>(uninitializedWidth: width, height: height, channels: channels) { d in
             d.baseAddress!.initialize(from: src, count: n)
         }
     }

@@ -55,7 +55,7 @@ extension StackMaps {
     /// The median displacement length of `fields` at each pixel of a `width` x `height` stack.
     static func localShift(_ fields: [DisplacementField?], width w: Int, height h: Int) -> Image<UInt16> {
         let present = fields.compactMap { $0 }
-        return Image<UInt16>(width: w, height: h, channels: 1) { out in
+        return Image<UInt16>(uninitializedWidth: w, height: h, channels: 1) { out in
             guard !present.isEmpty else {
                 for i in 0..<(w * h) { out[i] = 0 }
                 return
@@ -100,10 +100,10 @@ extension StackMaps {
     /// (black = not moved, white = ``localShiftScale`` px or more), and `*-16.png` with the raw values.
     public func pictures() -> [(name: String, image: AnyImage)] {
         let w = kept.width, h = kept.height, n = max(1, mergedFrames)
-        let keptGrey = Image<UInt8>(width: w, height: h, channels: 1) { d in
+        let keptGrey = Image<UInt8>(uninitializedWidth: w, height: h, channels: 1) { d in
             for i in 0..<(w * h) { d[i] = UInt8(min(255, Int(kept.samples[i]) * 255 / n)) }
         }
-        let prov = Image<UInt8>(width: w, height: h, channels: 3) { d in
+        let prov = Image<UInt8>(uninitializedWidth: w, height: h, channels: 3) { d in
             for i in 0..<(w * h) {
                 let k = Int(provenance.samples[i])
                 let (r, g, b): (UInt8, UInt8, UInt8) =
@@ -115,7 +115,7 @@ extension StackMaps {
             }
         }
         let scale = Float(localShiftScale * 100)
-        let shift = Image<UInt8>(width: w, height: h, channels: 1) { d in
+        let shift = Image<UInt8>(uninitializedWidth: w, height: h, channels: 1) { d in
             for i in 0..<(w * h) { d[i] = UInt8(min(255, Float(localShift.samples[i]) / scale * 255)) }
         }
         return [

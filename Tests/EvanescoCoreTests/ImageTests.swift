@@ -10,6 +10,32 @@ func rows<S>(_ img: Image<S>) -> [[S]] {
 }
 
 @Suite struct ImageBasics {
+    /// `Image(width:height:channels:) { ... }` starts from zero: what the closure does not write
+    /// is zero whatever the memory held before (it once handed over uninitialised memory, and a
+    /// test's erase mask drawn that way took stray samples from the heap: issue 45 item 21).
+    @Test func drawingIntoPartOfAnImageLeavesTheRestZero() {
+        for round in 0..<50 {
+            // Leave freed blocks of garbage the size of the next image on the heap.
+            var garbage: [ContiguousArray<UInt8>] = []
+            for _ in 0..<8 { garbage.append(ContiguousArray(repeating: 0xAB, count: 96 * 80)) }
+            garbage.removeAll()
+            let mask = Image<UInt8>(width: 96, height: 80, channels: 1) { d in
+                for y in 16..<37 { for x in 16..<36 { d[y * 96 + x] = 255 } }
+            }
+            let stray = mask.samples.enumerated().filter { i, v in
+                let x = i % 96, y = i / 96
+                return v != ((16..<37).contains(y) && (16..<36).contains(x) ? 255 : 0)
+            }.count
+            #expect(stray == 0, "round \(round): \(stray) samples the closure did not write are not 0")
+            if stray > 0 { break }
+        }
+        // The explicit uninitialised form still gives what its closure writes.
+        let full = Image<UInt16>(uninitializedWidth: 4, height: 2, channels: 2) { d in
+            for i in 0..<d.count { d[i] = UInt16(i * 3) }
+        }
+        #expect(full.samples == ContiguousArray((0..<16).map { UInt16($0 * 3) }))
+    }
+
     @Test func copyOnWriteKeepsValueSemantics() {
         var a = small
         let b = a

@@ -66,7 +66,7 @@ public enum DepthEffects {
 
     /// A map rendered as a grey image at the photo's size (1 = white), for --effect depth/mask.
     public static func grey<S: PixelSample>(_ plane: Image<Float>, as: S.Type) -> Image<S> {
-        Image<S>(width: plane.width, height: plane.height, channels: 1) { d in
+        Image<S>(uninitializedWidth: plane.width, height: plane.height, channels: 1) { d in
             plane.samples.withUnsafeBufferPointer { s in
                 for i in 0..<s.count { d[i] = S(clampingRounded: min(max(s[i], 0), 1) * S.fullScale) }
             }
@@ -82,7 +82,7 @@ public enum DepthEffects {
             mask.samples.withUnsafeBufferPointer { m in
                 tables.toLinear.withUnsafeBufferPointer { lin in
                     ToneTables.fromLinear.withUnsafeBufferPointer { enc in
-                        Image<S>(width: W, height: photo.height, channels: c) { dst in
+                        Image<S>(uninitializedWidth: W, height: photo.height, channels: c) { dst in
                             StripExecutor.forEachStrip(rows: photo.height, minimumRows: 32) { rows in
                                 for i in (rows.lowerBound * W)..<(rows.upperBound * W) {
                                     let o = i * c

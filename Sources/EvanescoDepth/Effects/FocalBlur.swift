@@ -85,7 +85,7 @@ public struct FocalBlur: Sendable {
                     ToneTables.fromLinear.withUnsafeBufferPointer { enc in
                         ToneTables.encode8.withUnsafeBufferPointer { enc8 in
                             refs.withUnsafeBufferPointer { lv in
-                                Image<S>(width: W, height: H, channels: c) { dst in
+                                Image<S>(uninitializedWidth: W, height: H, channels: c) { dst in
                                     let top = Float(levels - 1), last = levels - 1
                                     StripExecutor.forEachStrip(rows: H, minimumRows: 16) { rows in
                                         for y in rows {

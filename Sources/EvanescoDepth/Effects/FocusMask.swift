@@ -140,7 +140,7 @@ public struct FocusMask: Sendable {
     /// The mask at the depth map's resolution.
     public func mask(_ d: NormalizedDisparity) -> Image<Float> {
         let src = d.map
-        return Image<Float>(width: src.width, height: src.height, channels: 1) { out in
+        return Image<Float>(uninitializedWidth: src.width, height: src.height, channels: 1) { out in
             src.samples.withUnsafeBufferPointer { s in for i in 0..<s.count { out[i] = value(s[i]) } }
         }
     }

@@ -50,7 +50,7 @@ public struct GuidedFilter: Sendable {
         return guide.samples.withUnsafeBufferPointer { g in
             ma.withUnsafeBufferPointer { ma in
                 mb.withUnsafeBufferPointer { mb in
-                    Image<Float>(width: W, height: H, channels: 1) { out in
+                    Image<Float>(uninitializedWidth: W, height: H, channels: 1) { out in
                         StripExecutor.forEachStrip(rows: H, minimumRows: 32) { rows in
                             for y in rows {
                                 let sy = min(max((Float(y) + 0.5) / Float(s) - 0.5, 0), Float(h - 1))

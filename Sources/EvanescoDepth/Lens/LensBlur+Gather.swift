@@ -152,7 +152,7 @@ extension LensBlur {
         let sw = map.width, sh = map.height
         let sx = Float(sw) / Float(width), sy = Float(sh) / Float(height)
         return map.samples.withUnsafeBufferPointer { s in
-            Image<Float>(width: width, height: height, channels: 1) { d in
+            Image<Float>(uninitializedWidth: width, height: height, channels: 1) { d in
                 for y in 0..<height {
                     let fy = min(max((Float(y) + 0.5) * sy - 0.5, 0), Float(sh - 1))
                     let y0 = Int(fy), y1 = min(y0 + 1, sh - 1), ty = fy - Float(y0)

@@ -297,7 +297,7 @@ public struct LensBlur: Sendable {
 
         // Output pass at full resolution.
         let out: Image<S> = inFocus.samples.withUnsafeBufferPointer { mask in
-            Image<S>(width: W, height: H, channels: C) { dst in
+            Image<S>(uninitializedWidth: W, height: H, channels: C) { dst in
                 photo.samples.withUnsafeBufferPointer { src in
                     tables.toLinear.withUnsafeBufferPointer { lin in
                         ToneTables.fromLinear.withUnsafeBufferPointer { enc in

@@ -110,7 +110,7 @@ package enum ReferenceLensBlur {
         comp.normalize()
         return ToneTables.fromLinear.withUnsafeBufferPointer { enc in
             ToneTables.encode8.withUnsafeBufferPointer { enc8 in
-                Image<UInt8>(width: W, height: H, channels: C) { dst in
+                Image<UInt8>(uninitializedWidth: W, height: H, channels: C) { dst in
                     for i in 0..<N {
                         let v = comp.acc[i], o = i * C
                         if C >= 3 {

@@ -191,7 +191,7 @@ enum HEIFCodec {
             throw ImageIOError.corrupt(path: path, format: "HEIF", detail: "decoder returned no pixels")
         }
         func copy<S: PixelSample>(_: S.Type, scale: Float?) -> Image<S> {
-            Image<S>(width: dw, height: dh, channels: channels) { dst in
+            Image<S>(uninitializedWidth: dw, height: dh, channels: channels) { dst in
                 let rowBytes = dw * channels * MemoryLayout<S>.size
                 let dstRaw = UnsafeMutableRawPointer(dst.baseAddress!)
                 let st = Int(stride)
@@ -307,7 +307,7 @@ extension HeifImageHandle {
         if bits <= 8 {
             return (
                 .uint8(
-                    Image<UInt8>(width: w, height: h, channels: 1) { d in
+                    Image<UInt8>(uninitializedWidth: w, height: h, channels: 1) { d in
                         for y in 0..<h { for x in 0..<w { d[y * w + x] = plane[y * st + x] } }
                     }), 8
             )
@@ -315,7 +315,7 @@ extension HeifImageHandle {
         let raw = UnsafeRawPointer(plane)
         return (
             .uint16(
-                Image<UInt16>(width: w, height: h, channels: 1) { d in
+                Image<UInt16>(uninitializedWidth: w, height: h, channels: 1) { d in
                     for y in 0..<h {
                         for x in 0..<w {
                             d[y * w + x] = raw.loadUnaligned(fromByteOffset: y * st + 2 * x, as: UInt16.self)

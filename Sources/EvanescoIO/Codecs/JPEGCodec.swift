@@ -69,7 +69,7 @@ enum JPEGCodec {
         let channels = isGray ? 1 : isCMYK ? 4 : 3
         let pf = isGray ? TJPF_GRAY : isCMYK ? TJPF_CMYK : TJPF_RGB
         var failure: ImageIOError?
-        var image = Image<UInt8>(width: hdr.width, height: hdr.height, channels: channels) { dst in
+        var image = Image<UInt8>(uninitializedWidth: hdr.width, height: hdr.height, channels: channels) { dst in
             let r = bytes.withUnsafeBufferPointer { src in
                 tjDecompress2(
                     d.handle, src.baseAddress, UInt(src.count), dst.baseAddress, Int32(hdr.width),
@@ -101,7 +101,7 @@ enum JPEGCodec {
     /// Adobe-style (inverted) CMYK as libjpeg delivers it, to RGB.
     static func cmykToRGB(_ img: Image<UInt8>) -> Image<UInt8> {
         img.samples.withUnsafeBufferPointer { s in
-            Image<UInt8>(width: img.width, height: img.height, channels: 3) { d in
+            Image<UInt8>(uninitializedWidth: img.width, height: img.height, channels: 3) { d in
                 for i in 0..<img.pixelCount {
                     let k = UInt32(s[i * 4 + 3])
                     for c in 0..<3 { d[i * 3 + c] = UInt8((UInt32(s[i * 4 + c]) * k + 127) / 255) }

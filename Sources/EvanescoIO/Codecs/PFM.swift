@@ -64,7 +64,7 @@ public enum PFM {
         }
         let little = scale < 0
         let start = i
-        return Image<Float>(width: w, height: h, channels: c) { d in
+        return Image<Float>(uninitializedWidth: w, height: h, channels: c) { d in
             bytes.withUnsafeBytes { raw in
                 for y in 0..<h {
                     let src = start + (h - 1 - y) * w * c * 4

@@ -70,7 +70,7 @@ enum PNGCodec {
             }
             func rows<S: PixelSample>(_ type: S.Type) throws -> Image<S> {
                 var failed = false
-                let img = Image<S>(width: w, height: h, channels: channels) { dst in
+                let img = Image<S>(uninitializedWidth: w, height: h, channels: channels) { dst in
                     let rowBytes = w * channels * MemoryLayout<S>.size
                     let base = UnsafeMutableRawPointer(dst.baseAddress!).assumingMemoryBound(to: UInt8.self)
                     var ptrs: [UnsafeMutablePointer<UInt8>?] = (0..<h).map { base + $0 * rowBytes }
@@ -106,7 +106,7 @@ enum PNGCodec {
         else { return nil }
         func read<S: PixelSample>(_ type: S.Type) -> Image<S>? {
             var status: Int32 = 1
-            let image = Image<S>(width: w, height: h, channels: channels) { dst in
+            let image = Image<S>(uninitializedWidth: w, height: h, channels: channels) { dst in
                 let out = UnsafeMutableRawPointer(dst.baseAddress!).assumingMemoryBound(to: UInt8.self)
                 status = bytes.withUnsafeBufferPointer {
                     evn_png_fast_read($0.baseAddress, $0.count, out, w, h, Int32(channels), Int32(depth))

@@ -111,7 +111,7 @@ enum TIFFCodec {
             // Float16 samples (depth maps): read as 16-bit patterns, widened to Float.
             let bits = try readPixels(UInt16.self, t, tif, width, height, Int(spp), planar: planar, path: path)
             image = .float32(
-                Image<Float>(width: width, height: height, channels: bits.channels) { dst in
+                Image<Float>(uninitializedWidth: width, height: height, channels: bits.channels) { dst in
                     bits.samples.withUnsafeBufferPointer { src in
                         for i in 0..<src.count { dst[i] = Float(Float16(bitPattern: src[i])) }
                     }
@@ -199,7 +199,7 @@ enum TIFFCodec {
         if spp == 2 {
             // grey + alpha -> RGBA
             let ga = raw
-            return Image<S>(width: w, height: h, channels: 4) { d in
+            return Image<S>(uninitializedWidth: w, height: h, channels: 4) { d in
                 for i in 0..<(w * h) {
                     d[i * 4] = ga[i * 2]
                     d[i * 4 + 1] = ga[i * 2]

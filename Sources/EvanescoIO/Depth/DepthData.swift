@@ -126,7 +126,7 @@ public struct DepthData: Sendable {
         guard target != kind else { return self }
         var out = self
         out.kind = target
-        out.map = Image<Float>(width: map.width, height: map.height, channels: 1) { d in
+        out.map = Image<Float>(uninitializedWidth: map.width, height: map.height, channels: 1) { d in
             map.samples.withUnsafeBufferPointer { s in
                 for i in 0..<s.count {
                     let v = s[i]
@@ -155,7 +155,7 @@ extension AnyImage {
             if i.channels == 1 { return i }
             let c = i.channels
             return i.samples.withUnsafeBufferPointer { s in
-                Image<S>(width: i.width, height: i.height, channels: 1) { d in
+                Image<S>(uninitializedWidth: i.width, height: i.height, channels: 1) { d in
                     for k in 0..<(i.width * i.height) { d[k] = s[k * c] }
                 }
             }

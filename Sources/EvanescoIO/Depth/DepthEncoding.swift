@@ -84,7 +84,7 @@ public enum DepthEncoding: Sendable, Equatable {
         func run<S: PixelSample>(_ img: Image<S>, table: [Float]?) -> Image<Float> {
             let c = img.channels, n = img.width * img.height
             return img.samples.withUnsafeBufferPointer { s in
-                Image<Float>(width: img.width, height: img.height, channels: 1) { d in
+                Image<Float>(uninitializedWidth: img.width, height: img.height, channels: 1) { d in
                     if let table {
                         table.withUnsafeBufferPointer { t in
                             for i in 0..<n { d[i] = t[Int(s[i &* c].floatValue)] }

@@ -23,7 +23,7 @@ public enum DepthPNG {
     /// - Complexity: O(pixels).
     public static func samples(_ map: Image<Float>, range: (min: Float, max: Float)) -> Image<UInt16> {
         let unit = UnitPosition(range)
-        return Image<UInt16>(width: map.width, height: map.height, channels: 1) { dst in
+        return Image<UInt16>(uninitializedWidth: map.width, height: map.height, channels: 1) { dst in
             map.samples.withUnsafeBufferPointer { s in
                 for i in 0..<s.count {
                     // Clamped, so a value outside the range cannot wrap around; holes are 0.
@@ -36,7 +36,7 @@ public enum DepthPNG {
     /// The map back from the samples (0 -> NaN).
     public static func values(_ samples: Image<UInt16>, range: (min: Float, max: Float)) -> Image<Float> {
         let span = range.max - range.min
-        return Image<Float>(width: samples.width, height: samples.height, channels: 1) { dst in
+        return Image<Float>(uninitializedWidth: samples.width, height: samples.height, channels: 1) { dst in
             samples.samples.withUnsafeBufferPointer { s in
                 for i in 0..<s.count { dst[i] = s[i] == 0 ? .nan : range.min + Float(s[i] - 1) / 65534 * span }
             }

@@ -137,7 +137,7 @@ public final class RawFrameReader: FrameReader {
         case .gray: return .uint8(Image(width: width, height: height, channels: 1, samples: ContiguousArray(buf)))
         case .gray16le:
             return .uint16(
-                Image<UInt16>(width: width, height: height, channels: 1) { d in
+                Image<UInt16>(uninitializedWidth: width, height: height, channels: 1) { d in
                     for i in 0..<samples { d[i] = UInt16(buf[2 * i]) | UInt16(buf[2 * i + 1]) << 8 }
                 })
         }
