@@ -20,8 +20,8 @@ public enum JobKind: String, Sendable, Codable, CaseIterable {
     /// default for the same command, so that a batch job and the command give the same bytes.
     public var defaultQuality: Int {
         switch self {
-        case .stack: 95
-        case .portrait, .backdrop: 92
+        case .stack: JPEGQuality.master
+        case .portrait, .backdrop: JPEGQuality.rendered
         }
     }
 }
@@ -76,6 +76,8 @@ public struct BatchJob: Sendable {
     public static let timeoutLimits = NumericSetting("timeout", 1...604_800, default: nil, unit: "seconds")
     /// The line as it was written, checked (what a queue stores and a worker reads back).
     public var line: String
+    /// What the line says in a deprecated way (still honoured), for the front end to show.
+    public var notes: [String] = []
 
     /// The job as one JSON line with absolute paths and every setting written out (what a queue
     /// stores): ``parse(_:base:checkFiles:)`` reads it back to the same job on any machine that
@@ -85,6 +87,7 @@ public struct BatchJob: Sendable {
     /// - Throws: `EncodingError` (not expected: every setting is finite once validated).
     public func normalizedLine() throws -> String {
         struct Line: Encodable {
+            var spec = JobSpec.current
             var id: String, kind: JobKind, inputs: [String], output: String, quality: Int, background: String?
             var erase: String?
             var overwrite: Bool?
@@ -108,18 +111,24 @@ public struct BatchJob: Sendable {
         (1...200).contains(id.count) && id.allSatisfy(idCharacters.contains) && !id.hasPrefix(".")
     }
 
-    /// Reads and checks one manifest line.
+    /// Reads and checks one manifest line, or a stored one (a queue row).
     ///
     /// - Parameters:
     ///   - line: The JSON object.
     ///   - base: The folder relative paths are resolved against.
     ///   - checkFiles: Also check that every input exists and that the output's folder does.
+    ///   - stored: The line was stored by a binary (a queue row): without a `spec` key it is of
+    ///     spec 1, the one before versions were written, and is migrated. A line a person wrote
+    ///     without one is of the current spec.
     /// - Returns: The job, its paths absolute.
     /// - Throws: ``ManifestError`` with a one-line message.
-    public static func parse(_ line: String, base: String, checkFiles: Bool = true) throws(ManifestError) -> BatchJob {
+    public static func parse(
+        _ line: String, base: String, checkFiles: Bool = true, stored: Bool = false
+    ) throws(ManifestError) -> BatchJob {
         // Strict JSON within bounds first: a trailing comma or a key given twice is refused, not
         // read as one of its meanings, and a 50 MB line costs a length check, not a parse.
         if let problem = StrictJSON.problem(in: line) { throw ManifestError(message: problem) }
+        let line = try JobSpec.migrated(line, stored: stored)
         let raw: Raw
         do { raw = try JSONDecoder().decode(Raw.self, from: Data(line.utf8)) } catch {
             // Name the job when its id at least was readable and is an id.
@@ -138,7 +147,11 @@ public struct BatchJob: Sendable {
             throw bad("inputs must list at least one path")
         }
         guard !raw.output.isEmpty else { throw bad("output must be a path") }
-        if let q = raw.quality, !(1...100).contains(q) { throw bad("quality must be within 1...100") }
+        if let q = raw.quality,
+            let e = SettingError.refusal({ () throws(SettingError) in try JPEGQuality.setting.check(q) })
+        {
+            throw bad(e.description)
+        }
         func absolute(_ p: String) -> String {
             URL(fileURLWithPath: p, relativeTo: URL(fileURLWithPath: base, isDirectory: true)).standardizedFileURL.path
         }
@@ -181,11 +194,15 @@ public struct BatchJob: Sendable {
                 throw bad("output folder \(dir) does not exist; make it first")
             }
         }
-        return BatchJob(
+        var job = BatchJob(
             id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
             quality: raw.quality ?? raw.kind.defaultQuality,
             background: background, erase: erase, overwrite: raw.overwrite ?? false, timeout: raw.timeout,
             line: line)
+        if case .backdrop(let o) = raw.options, o.blurRadius != nil {
+            job.notes.append(BackdropSessionOptions.blurRadiusDeprecation)
+        }
+        return job
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -202,7 +219,7 @@ public struct BatchJob: Sendable {
         var timeout: Double?
 
         enum Key: String, CodingKey, CaseIterable {
-            case id, kind, inputs, output, options, quality, background, erase, overwrite, timeout
+            case spec, id, kind, inputs, output, options, quality, background, erase, overwrite, timeout
         }
 
         init(from decoder: any Decoder) throws {

@@ -117,11 +117,12 @@ public enum JobRunner {
     static func runBackdrop(_ job: BatchJob, options: BackdropSessionOptions, staging: String) throws -> BackdropReport
     {
         let background = try job.background.map { try ImageCodecs.read($0).image.uint8 }
-        let cascade = options.subject == .face ? try? CascadeClassifier.load() : nil
-        let color = try FrameSources.open(job.inputs[0], role: .color)
-        let depth = try FrameSources.open(job.inputs[1], role: .depth(options.depthEncoding))
+        let cascade = try BackdropSession.cascade(for: options.subject, path: nil).0
+        let inputs = try BackdropInputs(
+            color: job.inputs[0], depth: job.inputs[1], depthEncoding: options.depthEncoding)
+        let color = inputs.color, depth = inputs.depth
         let writer = try FrameOutputKind(job.output).writer(
-            at: staging, frameRate: color.framesPerSecond ?? 30, overwrite: true)
+            at: staging, frameRate: color.framesPerSecond ?? 30, overwrite: true, quality: job.quality)
         let session = BackdropSession(options: options, background: background, cascade: cascade)
         var report = session.run(color: color, depth: depth, to: writer)
         if let e = session.failure { throw e }

@@ -26,6 +26,8 @@ public struct JobReceipt: Encodable, Sendable {
     public var outputDigest: OutputDigest?
     /// The job's own report (done jobs): the same JSON its command's `--report` writes.
     public var report: JobReport?
+    /// The job spec its settings were read with (``JobSpec``).
+    public var spec = JobSpec.current
 }
 
 /// What `batch status` and a resumed run read back of a receipt.

@@ -20,6 +20,9 @@ public struct NumericSetting: Sendable, Codable, Equatable {
     /// The range an interactive control (a slider) spans: the useful part of the allowed range.
     public var typicalMinimum: Double
     public var typicalMaximum: Double
+    /// What the setting does, in one line, for a flag's help and a field's tooltip (empty when
+    /// the front end words it itself).
+    public var summary: String
 
     /// - Parameters:
     ///   - name: The setting in words.
@@ -29,10 +32,11 @@ public struct NumericSetting: Sendable, Codable, Equatable {
     ///   - unit: The unit, or empty.
     ///   - integer: Whole numbers only.
     ///   - typical: The slider's range (default: the allowed range).
+    ///   - summary: What the setting does, in one line.
     public init(
         _ name: String, _ range: ClosedRange<Double>, open: OpenEnds = [], default defaultValue: Double?,
         unit: String = "",
-        integer: Bool = false, typical: ClosedRange<Double>? = nil
+        integer: Bool = false, typical: ClosedRange<Double>? = nil, summary: String = ""
     ) {
         self.name = name
         minimum = range.lowerBound
@@ -44,6 +48,14 @@ public struct NumericSetting: Sendable, Codable, Equatable {
         self.integer = integer
         typicalMinimum = typical?.lowerBound ?? range.lowerBound
         typicalMaximum = typical?.upperBound ?? range.upperBound
+        self.summary = summary
+    }
+
+    /// The help line of the setting's flag: the summary, the unit and the allowed range (the
+    /// default is shown beside it by the command line).
+    public var help: String {
+        (summary.isEmpty ? name.prefix(1).uppercased() + name.dropFirst() : summary) + " (" + span
+            + (unit.isEmpty ? "" : " \(unit)") + ")."
     }
 
     /// Which ends of a range are left out.
@@ -65,12 +77,15 @@ public struct NumericSetting: Sendable, Codable, Equatable {
 
     /// "within (0, 10] m": the allowed range as an error states it.
     public var rangeDescription: String {
+        "within \(span)" + (unit.isEmpty ? "" : " \(unit)") + (integer ? " (a whole number)" : "")
+    }
+
+    /// The allowed range alone: `1...100`, `(0, 100]`.
+    public var span: String {
         func number(_ v: Double) -> String { v.rounded() == v && abs(v) < 1e15 ? String(Int(v)) : String(v) }
-        let range =
-            minimumIncluded && maximumIncluded
+        return minimumIncluded && maximumIncluded
             ? "\(number(minimum))...\(number(maximum))"
             : "\(minimumIncluded ? "[" : "(")\(number(minimum)), \(number(maximum))\(maximumIncluded ? "]" : ")")"
-        return "within \(range)" + (unit.isEmpty ? "" : " \(unit)") + (integer ? " (a whole number)" : "")
     }
 
     /// Checks a value.

@@ -155,4 +155,38 @@ extension KeyedDecodingContainer {
         }
         return Int(d)
     }
+
+    /// A memory size (``MemorySize``): a number of MB, or a string such as `"512M"` or `"2G"`;
+    /// 0 or null for no limit.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - largest: The largest size allowed, in bytes (a number past it gets a message that says
+    ///     the unit, for a byte count from a manifest older than job spec 2).
+    /// - Returns: nil when the key is absent; `.some(nil)` for no limit; else the bytes.
+    /// - Throws: `DecodingError.dataCorrupted` naming the key.
+    public func decodeMemorySizeIfPresent(forKey key: Key, largest: Int) throws -> Int?? {
+        guard contains(key) else { return nil }
+        if try decodeNil(forKey: key) { return .some(nil) }
+        let bytes: Int
+        if let text = try? decode(String.self, forKey: key) {
+            guard let b = MemorySize.bytes(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: self,
+                    debugDescription: "must be \(MemorySize.spellings), not \(SettingsCoding.quoted(text))")
+            }
+            bytes = b
+        } else {
+            let mb = try decode(Double.self, forKey: key)
+            guard mb.isFinite, mb >= 0, mb * 1_048_576 <= Double(largest) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: self,
+                    debugDescription:
+                        "is in MB (or a size such as \"512M\" or \"2G\"): \(String(format: "%.0f", mb)) MB is not within 0...\(largest >> 20); a byte count is written with B, as \"\(String(format: "%.0f", mb))B\""
+                )
+            }
+            bytes = Int((mb * 1_048_576).rounded())
+        }
+        return .some(bytes == 0 ? nil : bytes)
+    }
 }

@@ -2,7 +2,8 @@ import EvanescoCore
 import Foundation
 
 /// StackOptions as JSON (a batch manifest's `options`, a preset): the settings a user chooses,
-/// under the command line's names in camelCase (`kappa`, `alignLevel`, `videoFrames`). A missing
+/// under the command line's names in camelCase (`kappa`, `alignLevel`, `videoFrames`;
+/// `memoryLimit` in MB or as a size such as `"2G"`, `MemorySize` of EvanescoCore, 0 or null for none). A missing
 /// key keeps its default, an unknown key is refused by name, and the values are checked by
 /// ``StackOptions/validate()`` as they are read. Callbacks, given registrations and the maps
 /// switch are not settings and are not read or written.
@@ -33,7 +34,11 @@ extension StackOptions: Codable {
         winsorFraction = try c.decodeIfPresent(Float.self, forKey: .winsorFraction) ?? winsorFraction
         alignLevel = try c.decodeWholeNumberIfPresent(forKey: .alignLevel) ?? alignLevel
         videoFrames = try c.decodeWholeNumberIfPresent(forKey: .videoFrames) ?? videoFrames
-        if c.contains(.memoryLimit) { memoryLimit = try c.decodeWholeNumberIfPresent(forKey: .memoryLimit) }
+        if let limit = try c.decodeMemorySizeIfPresent(
+            forKey: .memoryLimit, largest: Int(Limits.memoryLimit.maximum))
+        {
+            memoryLimit = limit
+        }
         spillDirectory = try c.decodeIfPresent(String.self, forKey: .spillDirectory)
         meanForTwoFrames = try c.decodeIfPresent(Bool.self, forKey: .meanForTwoFrames) ?? meanForTwoFrames
         halfResolutionAlignmentAbove =
@@ -53,7 +58,12 @@ extension StackOptions: Codable {
         try c.encode(winsorFraction, forKey: .winsorFraction)
         try c.encodeIfPresent(alignLevel, forKey: .alignLevel)
         try c.encode(videoFrames, forKey: .videoFrames)
-        try c.encode(memoryLimit, forKey: .memoryLimit)
+        // In MB, the unit every front end reads; a size that is not whole MB as a string.
+        if let memoryLimit, memoryLimit % 1_048_576 != 0 {
+            try c.encode(MemorySize.describe(memoryLimit), forKey: .memoryLimit)
+        } else {
+            try c.encode(memoryLimit.map { $0 >> 20 }, forKey: .memoryLimit)
+        }
         try c.encodeIfPresent(spillDirectory, forKey: .spillDirectory)
         try c.encode(meanForTwoFrames, forKey: .meanForTwoFrames)
         try c.encode(halfResolutionAlignmentAbove, forKey: .halfResolutionAlignmentAbove)

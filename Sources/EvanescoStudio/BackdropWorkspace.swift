@@ -207,7 +207,10 @@ final class BackdropWorkspace: Sendable {
                 let f = try session.process(
                     color: s.color[settings.frame], depth: s.depth[settings.frame], keepMask: settings.mask)
                 let picture: AnyImage = settings.mask ? .uint8(f.mask!) : .uint8(f.image)
-                return (try ImageCodecs.encode(picture, format: .jpeg, options: WriteOptions(quality: 85)), f.report)
+                return (
+                    try ImageCodecs.encode(picture, format: .jpeg, options: WriteOptions(quality: JPEGQuality.preview)),
+                    f.report
+                )
             }
             let facts = String(
                 format: "subject %@ at %.2f m, cutoff %.2f m", report.subject.description, report.subjectDepth,

@@ -45,7 +45,8 @@ final class BurstStudioSession: Sendable {
             !video && inputs.count > 1
             && memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true
         @Sendable func thumbnail(_ image: AnyImage) throws -> [UInt8] {
-            try ImageCodecs.encode(preview(image, longSide: 200), format: .jpeg, options: WriteOptions(quality: 80))
+            try ImageCodecs.encode(
+                preview(image, longSide: 200), format: .jpeg, options: WriteOptions(quality: JPEGQuality.thumbnail))
         }
         @Sendable func named(_ name: String, _ image: AnyImage) -> BurstWorkspace.FrameInfo {
             BurstWorkspace.FrameInfo(
@@ -238,24 +239,8 @@ final class BurstWorkspace: Sendable {
                     .badRequest,
                     message: "reference \(options.reference) is not a frame of this burst (0...\(s.count - 1))")
             }
-            if let a = body.align {
-                guard let m = AlignMode(rawValue: a) else {
-                    throw HTTPError(
-                        .badRequest,
-                        message:
-                            "align=\(a) is not one of \(AlignMode.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                options.align = m
-            }
-            if let m = body.merge {
-                guard let mm = MergeMethod(rawValue: m) else {
-                    throw HTTPError(
-                        .badRequest,
-                        message:
-                            "merge=\(m) is not one of \(MergeMethod.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                options.merge = mm
-            }
+            options.align = try choice(body.align, "align") ?? options.align
+            options.merge = try choice(body.merge, "merge") ?? options.merge
             options.collectMaps = true
             try validateSettings(["reference frame": "reference"]) { () throws(SettingError) in try options.validate() }
             let asked = options
@@ -304,7 +289,7 @@ final class BurstWorkspace: Sendable {
             let bytes = try await libraryCall(self.lane) {
                 try ImageCodecs.encode(
                     full || which == "legend" ? .uint8(picture.uint8) : preview(picture, longSide: long), format: .jpeg,
-                    options: WriteOptions(quality: 90))
+                    options: WriteOptions(quality: JPEGQuality.preview))
             }
             s.state.update { $0?.previews[key] = bytes }
             return imageResponse(bytes, type: "image/jpeg")
@@ -325,9 +310,23 @@ final class BurstWorkspace: Sendable {
             try await libraryCall(self.lane) {
                 try ImageCodecs.write(
                     st.result.image, to: out,
-                    options: WriteOptions(quality: 95, bitDepth: bits, metadata: st.result.referenceMetadata))
+                    options: WriteOptions(
+                        quality: JPEGQuality.master, bitDepth: bits, metadata: st.result.referenceMetadata))
             }
             return try studio.exportResponse(out, name: name)
         }
     }
+}
+
+/// A choice the page sends by its raw value (`align=local`), read through the library's type:
+/// nil when absent, a 400 listing the type's own cases when it is none of them.
+func choice<T: RawRepresentable & CaseIterable>(_ value: String?, _ key: String) throws -> T?
+where T.RawValue == String {
+    guard let value else { return nil }
+    guard let v = T(rawValue: value) else {
+        throw HTTPError(
+            .badRequest,
+            message: "\(key)=\(value) is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return v
 }

@@ -60,7 +60,8 @@ final class DepthStudioSession: Sendable {
             )
         }
         mattes = m
-        original = try ImageCodecs.encode(preview.image, format: .jpeg, options: WriteOptions(quality: 88))
+        original = try ImageCodecs.encode(
+            preview.image, format: .jpeg, options: WriteOptions(quality: JPEGQuality.preview))
     }
 }
 
@@ -99,8 +100,12 @@ final class DepthWorkspace: Sendable {
         }
         var s = PortraitSettings()
         let effect = request.uri.queryParameters.get("effect") ?? "spotlight"
-        guard let e = PortraitEffect(rawValue: effect), ![.depth, .mask].contains(e) else {
-            throw HTTPError(.badRequest, message: "effect=\(effect) is not spotlight, color, blur or lens")
+        // The page's effects are the library's less the two views (depth, mask) chosen by `view`.
+        let effects = PortraitEffect.allCases.filter { ![.depth, .mask].contains($0) }
+        guard let e = PortraitEffect(rawValue: effect), effects.contains(e) else {
+            throw HTTPError(
+                .badRequest,
+                message: "effect=\(effect) is not one of \(effects.map(\.rawValue).joined(separator: ", "))")
         }
         s.effect = view == "depth" ? .depth : view == "mask" ? .mask : e
         if let f = try queryNumber(request, "focus") { s.focus = .normalized(f) }
@@ -108,11 +113,7 @@ final class DepthWorkspace: Sendable {
         if let v = try queryNumber(request, "width") { s.width = v }
         if let v = try queryNumber(request, "radius") { s.radius = v }
         s.aperture = try queryNumber(request, "aperture")
-        let refine = request.uri.queryParameters.get("refine") ?? "none"
-        guard let r = MaskRefinement(rawValue: refine) else {
-            throw HTTPError(.badRequest, message: "refine=\(refine) is not none, photo, matte or auto")
-        }
-        s.refine = r
+        s.refine = try choice(request.uri.queryParameters.get("refine"), "refine") ?? s.refine
         do throws(PortraitError) { try s.validate() } catch {
             guard case .invalidSetting(let name, let detail) = error else { throw error }
             let field = fields.first { $0.setting.name == name }?.field ?? name
@@ -160,7 +161,8 @@ final class DepthWorkspace: Sendable {
                 // A newer request arrived while this one waited: drop it.
                 if ticket != s.arrivals.value { return nil }
                 let r = try s.renderer(longSide: long).render(settings)
-                return try ImageCodecs.encode(r.image, format: .jpeg, options: WriteOptions(quality: 85))
+                return try ImageCodecs.encode(
+                    r.image, format: .jpeg, options: WriteOptions(quality: JPEGQuality.preview))
             }
             guard let bytes else {
                 return Response(
@@ -204,7 +206,8 @@ final class DepthWorkspace: Sendable {
             let out = studio.downloadPath(name)
             try await libraryCall(self.lane) {
                 let r = try s.full.render(settings)
-                try ImageCodecs.write(r.image, to: out, options: WriteOptions(quality: 95, metadata: r.metadata))
+                try ImageCodecs.write(
+                    r.image, to: out, options: WriteOptions(quality: JPEGQuality.rendered, metadata: r.metadata))
             }
             return try studio.exportResponse(out, name: name)
         }

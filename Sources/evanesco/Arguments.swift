@@ -59,10 +59,40 @@ struct FrameSize: ExpressibleByArgument {
 extension GDepthPolarity: ExpressibleByArgument {}
 extension DepthKind: ExpressibleByArgument {}
 
-/// `--memory-limit` (megabytes, 0 for none) as the library's bytes, checked.
-func memoryLimitBytes(_ megabytes: Int) throws -> Int? {
-    guard (0...(1 << 24)).contains(megabytes) else {
-        throw ValidationError("--memory-limit must be within 0...16777216 (megabytes; 0 for no limit)")
+/// `--quality`, checked against ``JPEGQuality/setting``.
+func checkQuality(_ quality: Int) throws {
+    if let e = SettingError.refusal({ () throws(SettingError) in try JPEGQuality.setting.check(quality) }) {
+        throw ValidationError(e.named("--quality"))
     }
-    return megabytes == 0 ? nil : megabytes << 20
+}
+
+/// `--memory-limit`: a number of MB or a size such as `512M` or `2G` (`MemorySize`, the unit a
+/// manifest's `memoryLimit` and the studio read too); 0 for no limit.
+struct MemoryLimit: ExpressibleByArgument, Equatable {
+    /// Bytes; nil for no limit.
+    var bytes: Int?
+    init(bytes: Int?) { self.bytes = bytes }
+    init?(argument: String) {
+        guard let b = MemorySize.bytes(argument) else { return nil }
+        bytes = b == 0 ? nil : b
+    }
+    var defaultValueDescription: String { bytes.map(MemorySize.describe) ?? "0" }
+    /// The stack's default.
+    static let standard = MemoryLimit(bytes: StackOptions().memoryLimit)
+    /// The help of a memory-limit flag, after what the memory is for.
+    static func help(_ what: String) -> ArgumentHelp {
+        ArgumentHelp("\(what): \(MemorySize.spellings) (0: no limit).", valueName: "size")
+    }
+
+    /// The bytes, checked against the library's range.
+    func checked() throws -> Int? {
+        guard let bytes else { return nil }
+        let limits = StackOptions.Limits.memoryLimit
+        guard limits.allows(Double(bytes)) else {
+            throw ValidationError(
+                "--memory-limit must be 0 (no limit) or within \(MemorySize.describe(Int(limits.minimum)))...\(MemorySize.describe(Int(limits.maximum)))"
+            )
+        }
+        return bytes
+    }
 }

@@ -39,7 +39,8 @@ struct Backdrop: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output: video, folder, image, or - (raw rgb24 on stdout).") var output: String
     @Option(help: "face, nearest, or X,Y (colour pixels).") var subject: SubjectSelection = .face
     @Option(help: "Cutoff = subject depth + this, metres.") var cutoffOffset = BackdropOptions().cutoffOffset
-    @Option(help: "Mask blur sigma in depth pixels (default 5.3 at 640-wide depth, scaled).") var blurRadius: Float?
+    @Option(help: ArgumentHelp(BackdropOptions.Limits.blurSigmaAt640.help)) var blur = BackdropOptions().blurSigmaAt640
+    @Option(help: .hidden) var blurRadius: Float?
     @Option(help: "Mask gamma.") var gamma = BackdropOptions().gamma
     @Option(help: "auto, mm16, disparity8:MIN,MAX, pfm.") var depthFormat: DepthFormatArgument = .auto
     @Option(help: ArgumentHelp("Raw colour frame size on stdin.", valueName: "WIDTHxHEIGHT")) var size: FrameSize?
@@ -53,6 +54,7 @@ struct Backdrop: ParsableCommand {
         .temporalWeight
     @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
     @Flag(inversion: .prefixedNo, help: "Snap the cutoff to the empty depth gap behind the subject.") var gapSnap = true
+    @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @Option(help: "Write a JSON report (face box, subject depth, cutoff, timings; fps).") var report: String?
     @Flag(help: "Overwrite existing outputs.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -70,11 +72,16 @@ struct Backdrop: ParsableCommand {
         if pixelFormat != "rgb24" { throw ValidationError("--pixel-format: only rgb24 is read from stdin") }
         try validateSettings(Self.flags) { () throws(SettingError) in try options().validate() }
         if let f = fps, !(f > 0 && f <= 1000) { throw ValidationError("--fps must be within (0, 1000]") }
+        try checkQuality(quality)
+        if blurRadius != nil && blur != BackdropOptions().blurSigmaAt640 {
+            throw ValidationError("give --blur, or the deprecated --blur-radius, not both")
+        }
     }
 
     /// The flag of each setting the library names.
     static let flags = [
-        "temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject"
+        "temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject",
+        "blur radius": "--blur-radius"
     ]
 
     /// The library's settings from the flags (a portrait's depth encoding is added by run()).
@@ -88,6 +95,7 @@ struct Backdrop: ParsableCommand {
         options.subject = subject
         options.detectEvery = detectEvery
         options.depthEncoding = depthFormat.format
+        options.pipeline.blurSigmaAt640 = blur
         options.blurRadius = blurRadius
         return options
     }
@@ -103,29 +111,20 @@ struct Backdrop: ParsableCommand {
                 directories: [outputKind == .folder ? output : nil],
                 inputs: inputs, overwrite: force)
             var options = options()
+            if blurRadius != nil { Diagnostics.warning(BackdropSessionOptions.blurRadiusDeprecation) }
             let bg = try background.map { try ImageCodecs.read($0).image.uint8 }
-            var classifier: CascadeClassifier?
-            if subject == .face {
-                do { classifier = try CascadeClassifier.load(cascade) } catch let e as CascadeError {
-                    if cascade != nil { throw e }
-                    Diagnostics.warning("\(e.description); using the nearest large depth region instead of a face")
-                }
-            }
-            // Sources.
-            let colorReader: FrameReader, depthReader: FrameReader
-            if let portrait {
-                let still = try PortraitFrames(DepthReader.read(portrait))
-                colorReader = still.color
-                depthReader = still.depth
-                options.depthEncoding = still.depthEncoding
-                if still.relativeAccuracy {
-                    Diagnostics.warning(
-                        "\(portrait): the depth is relative; the cutoff offset in metres is approximate")
-                }
-            } else {
-                colorReader = try FrameSources.open(color!, role: .color, rawSize: size.map { ($0.width, $0.height) })
-                depthReader = try FrameSources.open(
-                    depth!, role: .depth(options.depthEncoding), rawSize: depthSize.map { ($0.width, $0.height) })
+            let (classifier, fallback) = try BackdropSession.cascade(for: subject, path: cascade)
+            if let fallback { Diagnostics.warning(fallback) }
+            let streams =
+                try portrait.map { try BackdropInputs(portrait: $0) }
+                ?? BackdropInputs(
+                    color: color!, depth: depth!, depthEncoding: options.depthEncoding,
+                    colorSize: size.map { ($0.width, $0.height) }, depthSize: depthSize.map { ($0.width, $0.height) })
+            let colorReader = streams.color, depthReader = streams.depth
+            options.depthEncoding = streams.depthEncoding
+            if streams.relativeAccuracy {
+                Diagnostics.warning(
+                    "\(portrait ?? ""): the depth is relative; the cutoff offset in metres is approximate")
             }
             // One image cannot hold several frames: refuse before the first one is written.
             if outputKind == .image && (colorReader.knownCount ?? 2) > 1 {
@@ -135,7 +134,7 @@ struct Backdrop: ParsableCommand {
             }
             let session = BackdropSession(options: options, background: bg, cascade: classifier)
             let rate = fps ?? colorReader.framesPerSecond ?? 30
-            let out = try outputKind.writer(at: output, frameRate: rate, overwrite: force)
+            let out = try outputKind.writer(at: output, frameRate: rate, overwrite: force, quality: quality)
             let progress = ProgressDisplay(quiet: quiet)
             var lastShown = 0.0
             var result = session.run(color: colorReader, depth: depthReader, to: out) { n, elapsed in

@@ -27,9 +27,18 @@ struct Batch: ParsableCommand {
         subcommands: [BatchRun.self, BatchStatusCommand.self, BatchSubmit.self, BatchRetry.self, BatchCancel.self])
 }
 
-/// Reads a manifest, turning its problems into the command's error.
+/// Reads a manifest, turning its problems into the command's error; its jobs' notes (a
+/// deprecated spelling) are said once each, with how many jobs use it.
 func readManifest(_ path: String) throws -> BatchManifest {
-    do { return try BatchManifest.read(path) } catch let p as ManifestProblems {
+    do {
+        let m = try BatchManifest.read(path)
+        var counts: [String: Int] = [:]
+        for job in m.jobs { for n in job.notes { counts[n, default: 0] += 1 } }
+        for (note, n) in counts.sorted(by: { $0.key < $1.key }) {
+            Diagnostics.warning("\(n) job\(n == 1 ? "" : "s") of \(path): \(note)")
+        }
+        return m
+    } catch let p as ManifestProblems {
         FileHandle.standardError.write(Data("evanesco: error: \(p.description)\n".utf8))
         throw ExitCode(65)
     }

@@ -18,7 +18,7 @@ struct Convert: ParsableCommand {
 
     @Argument(help: "Input image.") var input: String
     @Argument(help: "Output image: .jpg, .png or .tif.") var output: String
-    @Option(help: "JPEG quality, 1-100.") var quality = 92
+    @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @Option(
         help:
             "Output bits per sample: 8, 16 (PNG, TIFF) or 32 (float TIFF). Default: the input's, where the format allows."
@@ -29,7 +29,7 @@ struct Convert: ParsableCommand {
     @Flag(help: "Overwrite OUT if it exists.") var force = false
 
     func validate() throws {
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100, got \(quality)") }
+        try checkQuality(quality)
         if let b = bitDepth, ![8, 16, 32].contains(b) {
             throw ValidationError("--bit-depth must be 8, 16 or 32, got \(b)")
         }

@@ -26,7 +26,7 @@ struct Demo: ParsableCommand {
         String?
     @Option(help: "Video to use instead of OpenCV's vtest.avi.") var video: String?
     @Option(help: "Frames to take from the video, evenly spaced.") var frames = 20
-    @Option(help: "Merge method.") var merge: MergeMethod = .robust
+    @Option(help: "How the aligned frames are merged.") var merge = StackOptions().merge
     @Flag(help: "Replace the demo's files if --out already holds them.") var force = false
 
     func validate() throws {
@@ -73,11 +73,12 @@ struct Demo: ParsableCommand {
             progress.finish()
             for n in result.notices { Diagnostics.warning(n.description) }
             try result.timings.measure(\.encode) {
-                try ImageCodecs.write(result.image, to: clean, options: WriteOptions(quality: 95, overwrite: force))
+                try ImageCodecs.write(
+                    result.image, to: clean, options: WriteOptions(quality: JPEGQuality.master, overwrite: force))
                 let before = result.decodedFrames![result.referenceIndex].image.uint8, after = result.image.uint8
                 try ImageCodecs.write(
                     .uint8(DemoSheet.sideBySide(before, after)), to: sheet,
-                    options: WriteOptions(quality: 92, overwrite: force))
+                    options: WriteOptions(quality: JPEGQuality.rendered, overwrite: force))
             }
             result.timings.total = Date().timeIntervalSince(start)
             try ReportFile.write(StackReport(result, inputs: [clip], output: clean), to: report, overwrite: force)

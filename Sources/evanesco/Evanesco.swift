@@ -50,7 +50,8 @@ struct Evanesco: ParsableCommand {
             {
                 Cleanup.installSignalHandlers()
                 Cleanup.recordOutputs()
-                Allocator.keepFreedMemory(limitMB: (command as? Stack)?.memoryLimit ?? 1024)
+                let limit = (command as? Stack)?.memoryLimit.bytes ?? MemoryLimit.standard.bytes
+                Allocator.keepFreedMemory(limitMB: (limit ?? 0) >> 20)
             }
             try command.run()
             Cleanup.yieldToInterruption()

@@ -66,7 +66,7 @@ struct Portrait: ParsableCommand {
     @Option(help: "Lens: rotation of the blades in degrees.") var bladeRotation: Float = 0
     @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
     @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights = PortraitSettings().highlights
-    @Option(help: "JPEG quality, 1-100.") var quality: Int = 92
+    @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @OptionGroup var lossless: LosslessOptions
     @Option(help: "Also write the full-size mask as an 8-bit image.") var saveMask: String?
     @Option(help: "Write a JSON report (depth, focus, timings).") var report: String?
@@ -101,7 +101,7 @@ struct Portrait: ParsableCommand {
         if [focus != nil, focusDistance != nil, focusPoint != nil].filter({ $0 }).count > 1 {
             throw ValidationError("give only one of --focus, --focus-distance, --focus-point")
         }
-        if !(1...100).contains(quality) { throw ValidationError("--quality must be within 1...100") }
+        try checkQuality(quality)
         do { try settings.validate() } catch { throw ValidationError("--\(Self.flag(error)): \(error)") }
     }
 

@@ -37,22 +37,22 @@ struct Stack: ParsableCommand {
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "auto, none, translation, homography or local (see above).") var align = StackOptions().align
-    @Option(help: "mean, mode, median, sigma-clip, winsorized or robust.") var merge = StackOptions().merge
+    @Option(help: "How frames are aligned (see above).") var align = StackOptions().align
+    @Option(help: "How the aligned frames are merged.") var merge = StackOptions().merge
     @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
     @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
     @Option(help: "Finest level aligned at: 0 full size, 1 half (default: 1 above 8 MP).") var alignLevel: Int?
     @Option(help: "Warp: bicubic, catmull-rom, bilinear or nearest.") var interpolation = StackOptions().interpolation
     @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
-    @Option(help: "JPEG quality of the output, 1-100.") var quality = 95
+    @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.master
     @OptionGroup var lossless: LosslessOptions
     @Option(help: "Registrations to use instead of aligning (see above).") var homographies: String?
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
     @Option(help: "Write per-pixel maps into DIR (see above).") var saveMaps: String?
     @Option(help: "Merge again, from the frames that saw behind, where MASK is white.") var erase: String?
-    @Option(help: "MB the decoded frames may hold (0: no limit; see above).") var memoryLimit =
-        (StackOptions().memoryLimit ?? 0) >> 20
+    @Option(help: MemoryLimit.help("What the decoded frames may hold (see above)")) var memoryLimit = MemoryLimit
+        .standard
     @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp).") var spillDir: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
@@ -69,7 +69,7 @@ struct Stack: ParsableCommand {
         options.alignLevel = alignLevel
         options.videoFrames = frames
         options.retainFrames = saveFrames != nil
-        options.memoryLimit = try memoryLimitBytes(memoryLimit)
+        options.memoryLimit = try memoryLimit.checked()
         options.spillDirectory = spillDir
         options.collectMaps = saveMaps != nil
         return options
@@ -85,7 +85,7 @@ struct Stack: ParsableCommand {
         let options = try options()
         try validateSettings(Self.flags) { () throws(SettingError) in try options.validate() }
         if let b = bitDepth, b != 8 && b != 16 { throw ValidationError("--bit-depth must be 8 or 16") }
-        if !(1...100).contains(quality) { throw ValidationError("--quality must be within 1...100") }
+        try checkQuality(quality)
         let ext = (output as NSString).pathExtension.lowercased()
         guard let format = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
             throw ValidationError("\(output): name the output .jpg, .png or .tif")

@@ -29,16 +29,16 @@ struct StudioCommand: ParsableCommand {
     @Option(help: "Port, 0 for any free one.") var port = 0
     @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
     @Option(
-        help:
-            "Megabytes a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file (0: no limit)."
-    )
-    var memoryLimit = 1024
+        help: MemoryLimit.help(
+            "What a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file"
+        ))
+    var memoryLimit = MemoryLimit.standard
     @Flag(help: "Do not open a browser.") var noOpen = false
 
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be within 0...65535") }
         if !(1...65536).contains(maxUploadMb) { throw ValidationError("--max-upload-mb must be within 1...65536") }
-        _ = try memoryLimitBytes(memoryLimit)
+        _ = try memoryLimit.checked()
         for p in paths where !FileManager.default.fileExists(atPath: p) {
             throw ValidationError("\(p) does not exist; give files or folders the studio should show")
         }
@@ -50,7 +50,7 @@ struct StudioCommand: ParsableCommand {
             config.host = host
             config.port = port
             config.maxUploadBytes = maxUploadMb << 20
-            config.burstMemoryLimit = try memoryLimitBytes(memoryLimit)
+            config.burstMemoryLimit = try memoryLimit.checked()
             let studio = try Studio(config)
             let open = !noOpen
             // Ctrl-C and SIGTERM stop the studio at once, even with a browser's connections still

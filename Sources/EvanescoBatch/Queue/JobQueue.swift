@@ -268,7 +268,9 @@ public final class JobQueue: Sendable {
             }
             for job in others {
                 if let (spec, _) = byId[job.id] {
-                    if spec == (try job.normalizedLine()) {
+                    // A row of an older spec is compared as this binary reads it.
+                    let queued = try? BatchJob.parse(spec, base: "/", checkFiles: false, stored: true).normalizedLine()
+                    if queued == (try job.normalizedLine()) {
                         result.alreadyQueued += 1
                     } else {
                         result.refused.append(

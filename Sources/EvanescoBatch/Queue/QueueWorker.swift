@@ -223,7 +223,8 @@ public final class QueueWorker: @unchecked Sendable {
         let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
         let log = JobLog()
         log.add("attempt \(job.attempt) of \(job.maxAttempts) on \(settings.name)")
-        let limit = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).timeout) ?? settings.jobTimeout
+        let limit =
+            (try? BatchJob.parse(job.spec, base: "/", checkFiles: false, stored: true).timeout) ?? settings.jobTimeout
         let allowed = settings.allowed
         // The job runs on a thread of its own; its time limit, if any, races it. Past the limit
         // the job is cancelled (a stack stops at its next frame or row) and failed at once; what
@@ -279,7 +280,7 @@ public final class QueueWorker: @unchecked Sendable {
         var result = outcome
         if case .success(let (staged, report, digest)) = outcome {
             let json = (try? String(decoding: ReportJSON.encode(report), as: UTF8.self)) ?? "{}"
-            let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false).output) ?? ""
+            let output = (try? BatchJob.parse(job.spec, base: "/", checkFiles: false, stored: true).output) ?? ""
             switch await completer.record(
                 JobQueue.Completion(job: job, report: json, seconds: seconds, digest: digest, log: log.text),
                 staged: staged, output: output)
@@ -425,7 +426,7 @@ public final class QueueWorker: @unchecked Sendable {
     ) -> Result<(String, JobReport, OutputDigest), JobFailure> {
         var staged: String?
         do {
-            let spec = try BatchJob.parse(job.spec, base: "/", checkFiles: false)
+            let spec = try BatchJob.parse(job.spec, base: "/", checkFiles: false, stored: true)
             if let why = spec.confinementRefusal(allowed: allowed) { throw JobFailure(message: why, permanent: true) }
             // The same rules as `batch run`, checked again here: the files may have changed since
             // the job was submitted (a link made, someone's file put at the output).

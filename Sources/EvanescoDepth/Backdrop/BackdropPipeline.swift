@@ -43,7 +43,8 @@ public struct BackdropOptions: Sendable {
         public static let cutoffOffset = NumericSetting(
             "cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2)
         public static let blurSigmaAt640 = NumericSetting(
-            "blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30)
+            "blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30,
+            summary: "Mask blur: Gaussian sigma in pixels of a 640-wide depth map, scaled with the map's width")
         public static let gamma = NumericSetting("gamma", 0.05...10, default: 0.55, typical: 0.1...3)
         public static let temporalWeight = NumericSetting("temporal weight", 0...1, open: .minimum, default: 0.5)
         public static let coreDepth = NumericSetting("core depth", 0...10, default: 0.08, unit: "m", typical: 0...0.5)

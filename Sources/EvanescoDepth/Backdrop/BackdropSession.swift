@@ -15,9 +15,14 @@ public struct BackdropSessionOptions: Sendable {
     /// `DepthEncoding.millimetres16`, float: `.identity` (metres); 8-bit needs a
     /// `.disparity8(min:max:)` with the stream's disparity range).
     public var depthEncoding: DepthEncoding?
-    /// Mask blur sigma in pixels of the depth frame; nil uses ``BackdropOptions/blurSigmaAt640``
-    /// (5.3 at 640 wide, scaled with the depth width).
+    /// Deprecated spelling of the mask blur: sigma in pixels of the depth frame as given. The
+    /// blur is one setting, ``BackdropOptions/blurSigmaAt640`` (pixels of a 640-wide map, scaled
+    /// with the map's width); when this is set, each frame's blur is `blurRadius x 640 / depth
+    /// width` instead. Front ends accept it with ``blurRadiusDeprecation`` and never beside the blur.
     public var blurRadius: Float?
+    /// The note a front end shows when the deprecated ``blurRadius`` is given.
+    public static let blurRadiusDeprecation =
+        "blurRadius (--blur-radius, sigma in pixels of the depth map as given) is deprecated: use blur (--blur, sigma in pixels of a 640-wide map, scaled with the map's width: blur = blurRadius x 640 / depth width)"
     /// Faces are searched on the colour frame scaled to this long side.
     public var faceWorkingSize = Int(Limits.faceWorkingSize.defaultValue!)
     /// Smallest face searched, in pixels of that scaled frame.
@@ -345,5 +350,68 @@ public struct PortraitFrames {
         color = MemoryFrameReader(frames: [decoded.image], name: photo.path)
         depth = MemoryFrameReader(frames: [.float32(d.converted(to: .depth).map)], name: photo.path + " (depth)")
         relativeAccuracy = d.accuracy == .relative
+    }
+}
+
+/// The colour and depth streams a background replacement reads: a portrait photo's (one frame),
+/// or two sources opened by `FrameSources` (a folder, a file, a video or raw frames on stdin).
+/// The command line and batch jobs open them here, so a path means the same to both.
+public struct BackdropInputs {
+    public let color: FrameReader
+    public let depth: FrameReader
+    /// How the depth's samples read: the photo's float metres, else the encoding asked for.
+    public let depthEncoding: DepthEncoding?
+    /// A photo whose depth has relative accuracy (its metres are a guess).
+    public let relativeAccuracy: Bool
+
+    /// Opens a portrait photo's colour and depth.
+    ///
+    /// - Parameter portrait: A photo with a depth map.
+    /// - Throws: What reading the photo throws; see ``PortraitFrames/init(_:)``.
+    public init(portrait: String) throws {
+        let still = try PortraitFrames(DepthReader.read(portrait))
+        color = still.color
+        depth = still.depth
+        depthEncoding = still.depthEncoding
+        relativeAccuracy = still.relativeAccuracy
+    }
+
+    /// Opens a colour and a depth source.
+    ///
+    /// - Parameters:
+    ///   - color: The colour frames' source (`-` for raw frames on stdin).
+    ///   - depth: The depth frames' source.
+    ///   - depthEncoding: How depth samples become metres; nil picks from the sample type.
+    ///   - colorSize: The size of raw colour frames on stdin.
+    ///   - depthSize: The size of raw depth frames on stdin.
+    /// - Throws: What `FrameSources.open(_:role:rawSize:stdin:)` throws.
+    public init(
+        color: String, depth: String, depthEncoding: DepthEncoding?, colorSize: (width: Int, height: Int)? = nil,
+        depthSize: (width: Int, height: Int)? = nil
+    ) throws {
+        self.color = try FrameSources.open(color, role: .color, rawSize: colorSize)
+        self.depth = try FrameSources.open(depth, role: .depth(depthEncoding), rawSize: depthSize)
+        self.depthEncoding = depthEncoding
+        relativeAccuracy = false
+    }
+}
+
+extension BackdropSession {
+    /// The face cascade a session whose subject is `subject` needs: none unless it is the face;
+    /// `path`, whose problems are errors; else opencv-data's default, and when that is missing no
+    /// cascade and the note that the nearest large depth region stands in for the face.
+    ///
+    /// - Parameters:
+    ///   - subject: Where the subject is.
+    ///   - path: A cascade file given by the user, if any.
+    /// - Returns: The cascade, and the note to show when the default could not be loaded.
+    /// - Throws: `CascadeError` for a `path` that cannot be loaded.
+    public static func cascade(for subject: SubjectSelection, path: String?) throws -> (
+        CascadeClassifier?, fallback: String?
+    ) {
+        guard subject == .face else { return (nil, nil) }
+        do { return (try CascadeClassifier.load(path), nil) } catch let e as CascadeError where path == nil {
+            return (nil, "\(e.description); using the nearest large depth region instead of a face")
+        }
     }
 }

@@ -3,8 +3,9 @@ import EvanescoIO
 import Foundation
 
 /// BackdropSessionOptions as JSON, under the command line's names in camelCase: `subject`
-/// (`"face"`, `"nearest"` or `"X,Y"`), `cutoffOffset`, `blur` (sigma at 640 wide), `blurRadius`
-/// (sigma in depth pixels), `gamma`, `temporal`, `refine`, `gapSnap`, `fillHoles`, `coreDepth`,
+/// (`"face"`, `"nearest"` or `"X,Y"`), `cutoffOffset`, `blur` (sigma in pixels of a 640-wide
+/// depth map; the deprecated `blurRadius`, sigma in pixels of the map as given, is still read,
+/// never beside `blur`), `gamma`, `temporal`, `refine`, `gapSnap`, `fillHoles`, `coreDepth`,
 /// `detectEvery`, `depthFormat` (`"auto"`, `"mm16"`, `"pfm"`, `"disparity8:MIN,MAX"`),
 /// `faceWorkingSize` and `faceMinSize`. A missing key keeps its default, an unknown key is
 /// refused by name, and ``BackdropSessionOptions/validate()`` checks the values as they are read.
@@ -28,6 +29,11 @@ extension BackdropSessionOptions: Codable {
             subject = v
         }
         pipeline.cutoffOffset = try c.decodeIfPresent(Float.self, forKey: .cutoffOffset) ?? pipeline.cutoffOffset
+        if c.contains(.blur) && c.contains(.blurRadius) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .blurRadius, in: c,
+                debugDescription: "give blur, or the deprecated blurRadius, not both (\(Self.blurRadiusDeprecation))")
+        }
         pipeline.blurSigmaAt640 = try c.decodeIfPresent(Float.self, forKey: .blur) ?? pipeline.blurSigmaAt640
         blurRadius = try c.decodeIfPresent(Float.self, forKey: .blurRadius)
         pipeline.gamma = try c.decodeIfPresent(Float.self, forKey: .gamma) ?? pipeline.gamma
@@ -57,8 +63,12 @@ extension BackdropSessionOptions: Codable {
         var c = encoder.container(keyedBy: Key.self)
         try c.encode(subject.description, forKey: .subject)
         try c.encode(pipeline.cutoffOffset, forKey: .cutoffOffset)
-        try c.encode(pipeline.blurSigmaAt640, forKey: .blur)
-        try c.encodeIfPresent(blurRadius, forKey: .blurRadius)
+        // One of the two: the deprecated spelling, when given, is what the session applies.
+        if let blurRadius {
+            try c.encode(blurRadius, forKey: .blurRadius)
+        } else {
+            try c.encode(pipeline.blurSigmaAt640, forKey: .blur)
+        }
         try c.encode(pipeline.gamma, forKey: .gamma)
         try c.encode(pipeline.temporalWeight, forKey: .temporal)
         try c.encode(pipeline.refineWithColor, forKey: .refine)

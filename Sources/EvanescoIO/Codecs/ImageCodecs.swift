@@ -45,12 +45,30 @@ public struct ReadOptions: Sendable {
     }
 }
 
+/// JPEG quality: its one declaration (range, and the default of each kind of output), from
+/// which every command's `--quality`, the manifest's `quality` and the studio's downloads are
+/// made. 4:4:4 chroma from 95 up, else 4:2:0.
+public enum JPEGQuality {
+    /// 1...100; the default is ``rendered``.
+    public static let setting = NumericSetting("quality", 1...100, default: 92, unit: "", integer: true)
+    /// A picture made from another (a conversion, a portrait effect, a backdrop frame): 92.
+    public static let rendered = Int(setting.defaultValue!)
+    /// A stack's result, the master a photographer keeps: 95, with full-resolution chroma.
+    public static let master = 95
+    /// The studio's previews on the page (never saved): 85; thumbnails 80.
+    public static let preview = 85
+    public static let thumbnail = 80
+
+    /// The help line of a `--quality` option (its default is shown beside it).
+    public static let help = "JPEG quality, \(setting.span)."
+}
+
 /// How to write.
 public struct WriteOptions: Sendable {
     /// Format; nil picks it from the path's extension.
     public var format: ImageFormat?
-    /// JPEG quality 1...100 (4:4:4 chroma from 95 up, else 4:2:0).
-    public var quality = 92
+    /// JPEG quality (``JPEGQuality/setting``; 4:4:4 chroma from 95 up, else 4:2:0).
+    public var quality = JPEGQuality.rendered
     /// 8, 16 or 32 (32 = float, TIFF only); nil keeps the image's own depth where the format allows.
     public var bitDepth: Int?
     /// EXIF and ICC to carry (EXIF orientation is reset to 1, since pixels are written upright).
@@ -68,7 +86,8 @@ public struct WriteOptions: Sendable {
     ///   - overwrite: Replace an existing file.
     ///   - compression: How hard PNG and TIFF compress.
     public init(
-        format: ImageFormat? = nil, quality: Int = 92, bitDepth: Int? = nil, metadata: ImageMetadata? = nil,
+        format: ImageFormat? = nil, quality: Int = JPEGQuality.rendered, bitDepth: Int? = nil,
+        metadata: ImageMetadata? = nil,
         overwrite: Bool = false, compression: LosslessCompression = .default
     ) {
         self.format = format

@@ -255,12 +255,15 @@ public enum FrameOutputKind: Sendable, Equatable {
     ///     for stdout.
     ///   - frameRate: Frames per second of a video.
     ///   - overwrite: Replace an existing file or frames.
+    ///   - quality: JPEG quality of a `.jpg` image output (``JPEGQuality``).
     /// - Returns: The writer.
     /// - Throws: ``VideoError`` or ``ImageIOError`` when the output cannot be opened.
-    public func writer(at path: String, frameRate: Double, overwrite: Bool) throws -> FrameWriter {
+    public func writer(
+        at path: String, frameRate: Double, overwrite: Bool, quality: Int = JPEGQuality.rendered
+    ) throws -> FrameWriter {
         switch self {
         case .standardOutput: return RawFrameWriter(fd: 1)
-        case .image: return ImageFrameWriter(path: path, overwrite: overwrite)
+        case .image: return ImageFrameWriter(path: path, overwrite: overwrite, quality: quality)
         case .video: return try VideoFrameWriter(path: path, framesPerSecond: frameRate, overwrite: overwrite)
         case .folder: return try DirectoryFrameWriter(dir: path, overwrite: overwrite)
         }
@@ -296,21 +299,23 @@ public final class DirectoryFrameWriter: FrameWriter {
 
 /// Writes one image (a single-frame job).
 public final class ImageFrameWriter: FrameWriter {
-    let path: String, overwrite: Bool
+    let path: String, overwrite: Bool, quality: Int
     public private(set) var written = 0
     /// - Parameters:
     ///   - path: The image file.
     ///   - overwrite: Replace an existing file.
-    public init(path: String, overwrite: Bool) {
+    ///   - quality: JPEG quality, for a `.jpg` file.
+    public init(path: String, overwrite: Bool, quality: Int = JPEGQuality.rendered) {
         self.path = path
         self.overwrite = overwrite
+        self.quality = quality
     }
     public func write(_ frame: Image<UInt8>) throws {
         guard written == 0 else {
             throw ImageIOError.cannotWrite(
                 path: path, reason: "the input has more than one frame; name a video (.mp4) or a folder as the output")
         }
-        try ImageCodecs.write(.uint8(frame), to: path, options: WriteOptions(overwrite: overwrite))
+        try ImageCodecs.write(.uint8(frame), to: path, options: WriteOptions(quality: quality, overwrite: overwrite))
         written = 1
     }
     public func finish() throws {}
