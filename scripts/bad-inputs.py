@@ -283,6 +283,20 @@ for ch in (3, 1):
 os.makedirs("empty", exist_ok=True)
 rc, err = run("Batch: clear words", ["stack", "empty/", "-o", "out/x.png", "--quiet"], expect=(1,))
 if rc is not None and "permission" in err: flag("Batch: clear words", "an empty folder is said to be a permissions problem: " + err[-200:])
+# Settings with one unit and versioned job lines (issue 46): a byte count where MB are read, a size
+# that is not one, a spec from the future, the blur under both its names: refused, nothing written.
+cls = "Batch: settings in the wrong unit or spec"
+for label, line, needle in [
+        ("bytes for MB", dict(stack_line("m", ["frames/"], "out/m.png"), options={"memoryLimit": 1073741824}), '"1073741824B"'),
+        ("not a size", dict(stack_line("m", ["frames/"], "out/m.png"), options={"memoryLimit": "12X"}), "512M or 2G"),
+        ("negative size", dict(stack_line("m", ["frames/"], "out/m.png"), options={"memoryLimit": -5}), "is in MB"),
+        ("a newer spec", dict(stack_line("m", ["frames/"], "out/m.png"), spec=3), "newer evanesco"),
+        ("a spec that is a string", dict(stack_line("m", ["frames/"], "out/m.png"), spec="2"), "not a job spec"),
+        ("blur twice", dict(id="b", kind="backdrop", inputs=["frames/", "frames/"], output="out/b",
+                            options={"blur": 8, "blurRadius": 3}), "not both")]:
+    manifest("units.jsonl", [line])
+    rc, err = run(cls, ["batch", "run", "units.jsonl", "--quiet"], expect=(65,), must_not_exist=["out/m.png", "out/b"])
+    if rc is not None and needle not in err: flag(cls, f"{label}: the error does not say {needle}: {err[-300:]}")
 # Manifest text: CRLF works; trailing commas, duplicate keys, huge keys and ids are refused fast and quoted.
 # (Last of the batch cases: a child's peak memory counts its parent's, and these make the most.)
 manifest("crlf.jsonl", [stack_line("j", ["frames/"], "out/j.png"), stack_line("k", ["frames/"], "out/k.png")], crlf=True)
@@ -358,7 +372,7 @@ for (w, h) in [(1, 1), (2, 1), (1, 2), (3, 3), (15, 15), (16, 16), (4000, 1), (1
 open("junk-frame.png", "wb").write(b"\x89PNG\r\n\x1a\n" + os.urandom(200))
 run("Tiny and degenerate frames", ["stack", "t16x16_0.png", "junk-frame.png", "t16x16_1.png", "t16x16_2.png", "-o", "sj.png", "--force",
                                    "--memory-limit", "1", "--spill-dir", "."], expect=(0,), must_exist=["sj.png"], unchanged=["junk-frame.png"])
-for v in ["-1", "nan", "99999999999", "16777217"]:
+for v in ["-1", "nan", "99999999999", "16777217", "2X", "1.5.5G", "17T", "G", "0x10M"]:
     run("CLI values (NaN, infinity, out of range)", ["stack", "t16x16_0.png", "t16x16_1.png", "-o", "sm.png", "--memory-limit", v], expect=(64,), must_not_exist=["sm.png"])
 run("CLI values (NaN, infinity, out of range)", ["stack", "t16x16_0.png", "t16x16_1.png", "-o", "sm.png", "--spill-dir", "no-such-dir"], expect=(64,), must_not_exist=["sm.png"])
 
@@ -633,7 +647,8 @@ for v in ["1e308,1", "9.3e18,0", "1e19,1e19", "1,1e300", "18446744073709551616,2
 for opt in ["--focus-distance", "--aperture", "--f-number"]:
     for v in ["1e308", "-1e308", "9.3e18", "3.5e38"]:
         run("CLI values (NaN, infinity, out of range)", ["portrait", "photo.png", "--depth-map", "photo.png", "-o", "fp.jpg", "--force", opt, v], expect=(0, 1, 64))
-for opt, v in [("--cutoff-offset", "1e308"), ("--blur-radius", "1e308"), ("--gamma", "1e308"), ("--blur-radius", "9.3e18")]:
+for opt, v in [("--cutoff-offset", "1e308"), ("--blur-radius", "1e308"), ("--gamma", "1e308"), ("--blur-radius", "9.3e18"),
+               ("--blur", "1e308"), ("--blur", "-1"), ("--quality", "0"), ("--quality", "101"), ("--quality", "9223372036854775808")]:
     run("CLI values (NaN, infinity, out of range)", ["backdrop", "--color", "photo.png", "--depth", "photo.png", "--depth-format", "disparity8:0,2",
                                                      "-o", "bv.jpg", "--force", opt, v], expect=(0, 1, 64))
 

@@ -54,7 +54,8 @@ import Testing
         (#"{"kappa": "high"}"#, "kappa: expected a number"),
         (#"{"merge": "average"}"#, "merge"),
         (#"{"reference": 1.5}"#, "reference"),
-        (#"{"memoryLimit": 5}"#, "memory limit must be within")
+        (#"{"memoryLimit": 0.5}"#, "memory limit must be within"),
+        (#"{"memoryLimit": "2X"}"#, "must be a number of MB, or a size such as 512M or 2G")
     ])
     func stackOptionsRefusals(text: String, expected: String) {
         do {

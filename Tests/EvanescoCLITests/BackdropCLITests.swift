@@ -105,3 +105,53 @@ func runWithInput(_ args: [String], input: [UInt8]) throws -> (status: Int32, ou
         #expect(r.out[(24 * 64 + 20) * 3] == 250 && r.out[(5 * 64 + 60) * 3] == 0)
     }
 }
+
+/// One blur setting and one JPEG quality (issue 46): `--blur` and the deprecated
+/// `--blur-radius` give the same frames, never together; `--quality` reaches a JPEG output, on
+/// the command line and in a batch job alike.
+@Suite struct BackdropSettingsTests {
+    @Test func theBlurHasOneUnitAndTheOldSpellingStillWorks() throws {
+        let s = Scratch()
+        let (c, d) = try BackdropCommands().writeFrames(s, count: 2)
+        // The depth is 32 wide: a sigma of 3 of its pixels is 3 x 640 / 32 = 60 at 640 wide.
+        let base = ["backdrop", "--color", c, "--depth", d, "--subject", "nearest", "--quiet"]
+        let new = try CLI.run(base + ["--blur", "60", "-o", s.file("new")])
+        let old = try CLI.run(base + ["--blur-radius", "3", "-o", s.file("old")])
+        #expect(new.status == 0 && old.status == 0, "\(new.err)\(old.err)")
+        #expect(old.err.contains("deprecated") && old.err.contains("--blur,") && !new.err.contains("deprecated"))
+        for f in ["frame00001.png", "frame00002.png"] {
+            #expect(bytesOf(s.file("new/" + f)) == bytesOf(s.file("old/" + f)), "\(f)")
+        }
+        let plain = try CLI.run(base + ["-o", s.file("plain")])
+        #expect(plain.status == 0 && bytesOf(s.file("plain/frame00001.png")) != bytesOf(s.file("new/frame00001.png")))
+        let both = try CLI.run(base + ["--blur", "30", "--blur-radius", "3", "-o", s.file("both")])
+        #expect(both.status == 64 && both.err.contains("not both"), "\(both.err)")
+    }
+
+    @Test func aJPEGOutputHasTheQualityAskedForHereAndInABatch() throws {
+        let s = Scratch()
+        let (c, d) = try BackdropCommands().writeFrames(s, count: 1)
+        try ImageCodecs.write(.uint8(gradient(64, 48)), to: s.file("sea.png"))
+        func run(_ out: String, _ extra: [String]) throws {
+            let r = try CLI.run(
+                ["backdrop", "--color", c, "--depth", d, "--subject", "nearest", "--background", s.file("sea.png")]
+                    + ["-o", s.file(out), "--quiet"] + extra)
+            #expect(r.status == 0, "\(r.err)")
+        }
+        try run("q92.jpg", [])
+        try run("q40.jpg", ["--quality", "40"])
+        #expect(bytesOf(s.file("q40.jpg")).count < bytesOf(s.file("q92.jpg")).count)
+        #expect(
+            try CLI.run(["backdrop", "--color", c, "--depth", d, "-o", s.file("x.jpg"), "--quality", "0"]).status == 64)
+        try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
+        let line: [String: Any] = [
+            "id": "q", "kind": "backdrop", "inputs": [c, d], "output": s.file("out/q40.jpg"), "quality": 40,
+            "background": s.file("sea.png"), "options": ["subject": "nearest"]
+        ]
+        let data = try JSONSerialization.data(withJSONObject: line)
+        FileManager.default.createFile(atPath: s.file("jobs.jsonl"), contents: data + Data("\n".utf8))
+        let r = try CLI.run(["batch", "run", s.file("jobs.jsonl"), "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(bytesOf(s.file("out/q40.jpg")) == bytesOf(s.file("q40.jpg")), "the job's quality was not used")
+    }
+}

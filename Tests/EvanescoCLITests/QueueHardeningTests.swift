@@ -290,4 +290,40 @@ extension QueueTests {
             w.text.contains("failed") || w.text.contains("could not"), "the outage did not overlap the job:\n\(w.text)")
         #expect(FileManager.default.fileExists(atPath: made.good["stack0"]!.output))
     }
+
+    /// A job the previous binary queued (job spec 1: no `spec` key, the memory limit in bytes)
+    /// runs with this one, migrated; submitting the same line again finds it already queued.
+    @Test func aJobQueuedByThePreviousSpecRuns() throws {
+        let s = Scratch()
+        let burst = try BatchFixtures.burst(in: s.path, "b", seed: 2)
+        try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
+        let options: [String: Any] = ["merge": "median", "align": "none", "memoryLimit": 512]
+        try (BatchFixtures.line("old", "stack", [burst], s.file("out/old.png"), options) + "\n").write(
+            toFile: s.file("jobs.jsonl"), atomically: true, encoding: .utf8)
+        let queue = try PG.queue("legacy"), schema = "legacy_\(getpid())"
+        #expect(try CLI.run(["batch", "submit", s.file("jobs.jsonl"), "--queue", queue]).status == 0)
+        // The row as the previous binary wrote it.
+        let stored = try PG.value("SELECT spec FROM \(schema).jobs WHERE id = 'old'")
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(stored.utf8)) as? [String: Any])
+        #expect(object["spec"] as? Int == 2, "\(stored)")
+        object["spec"] = nil
+        var stackOptions = try #require(object["options"] as? [String: Any])
+        stackOptions["memoryLimit"] = 536_870_912
+        object["options"] = stackOptions
+        let v1 = String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        _ = try PG.value("UPDATE \(schema).jobs SET spec = '\(v1)' WHERE id = 'old'")
+        #expect(try PG.value("SELECT spec FROM \(schema).jobs WHERE id = 'old'").contains("536870912"))
+        let again = try CLI.run(["batch", "submit", s.file("jobs.jsonl"), "--queue", queue])
+        #expect(again.status == 0 && again.out.contains("0 jobs added, 1 already queued"), "\(again.out)\(again.err)")
+        let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--exit-when-done", "--poll", "0.2"])
+        #expect(w.wait(seconds: 120), "\(w.text)")
+        #expect(try PG.value("SELECT state FROM \(schema).jobs WHERE id = 'old'") == "done", "\(w.text)")
+        let alone = try CLI.run([
+            "stack", burst, "--merge", "median", "--align", "none", "--memory-limit", "512", "-o", s.file("alone.png"),
+            "--quiet"
+        ])
+        #expect(alone.status == 0, "\(alone.err)")
+        #expect(bytesOf(s.file("out/old.png")) == bytesOf(s.file("alone.png")))
+    }
 }
