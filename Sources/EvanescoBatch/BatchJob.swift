@@ -80,7 +80,7 @@ public struct BatchJob: Sendable {
     public var notes: [String] = []
 
     /// The job as one JSON line with absolute paths and every setting written out (what a queue
-    /// stores): ``parse(_:base:checkFiles:)`` reads it back to the same job on any machine that
+    /// stores): ``parse(_:base:checkFiles:stored:)`` reads it back to the same job on any machine that
     /// mounts the same paths.
     ///
     /// - Returns: The line.
