@@ -342,7 +342,7 @@ public struct LocalBatch: Sendable {
             } catch {
                 let failure = JobFailure.classify(error)
                 if !failure.permanent && attempts < maxAttempts {
-                    Thread.sleep(forTimeInterval: min(30, 0.5 * Double(1 << attempts)))
+                    Thread.sleep(forTimeInterval: RetryPolicy.localJob.delay(afterFailure: attempts))
                     continue
                 }
                 receipt = failedReceipt(job, host: host, attempts: attempts, began: began, message: failure.message)

@@ -127,3 +127,17 @@ import Testing
         }
     }
 }
+
+/// The batch system's one backoff (issue 46): each user's waits, as known answers.
+@Suite struct RetryPolicyTests {
+    @Test func eachPolicyWaitsAsDocumented() {
+        #expect((1...7).map { RetryPolicy.localJob.delay(afterFailure: $0) } == [1, 2, 4, 8, 16, 30, 30])
+        #expect((1...3).map { RetryPolicy.queuedJob.delay(afterFailure: $0) } == [2, 4, 8])
+        #expect(
+            RetryPolicy.queuedJob.delay(afterFailure: 10) == 600
+                && RetryPolicy.queuedJob.delay(afterFailure: 5000) == 600)
+        let database = (1...8).map { RetryPolicy.database.delay(afterFailure: $0) }
+        #expect(zip(database, [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5, 5]).allSatisfy { abs($0 - $1) < 1e-9 }, "\(database)")
+        #expect(RetryPolicy(first: 1, factor: 1, cap: 9).delay(afterFailure: 0) == 1)
+    }
+}

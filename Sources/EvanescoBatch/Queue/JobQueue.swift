@@ -534,13 +534,13 @@ public final class JobQueue: Sendable {
     }
 
     /// Records a failed attempt, fenced by the token: a permanent failure (or the last attempt)
-    /// fails the job; otherwise it is pending again after a backoff of 2^attempt seconds (at
-    /// most 10 min).
+    /// fails the job; otherwise it is pending again after ``RetryPolicy/queuedJob``'s wait (2^attempt
+    /// seconds, at most 10 min).
     public func fail(
         _ job: ClaimedJob, message: String, permanent: Bool, owner: String, log: String = ""
     ) async throws -> Fenced {
         let final = permanent || job.attempt >= job.maxAttempts
-        let backoff = min(600.0, pow(2, Double(job.attempt)))
+        let backoff = RetryPolicy.queuedJob.delay(afterFailure: job.attempt)
         return try await bounded { [self] client in
             let rows = try await client.query(
                 """
@@ -708,7 +708,7 @@ public final class Listener: @unchecked Sendable {
         let queue = self.queue
         // A strong capture: stop() ends the task, which then lets go of the listener.
         task = Task { [self] in
-            var id = 1
+            var id = 1, failures = 0
             while !Task.isCancelled {
                 do {
                     let configuration = try queue.address.connectionConfiguration(), logger = queue.logger
@@ -732,9 +732,11 @@ public final class Listener: @unchecked Sendable {
                         throw error
                     }
                     try? await connection.close()
+                    failures = 0
                 } catch {
                     if Task.isCancelled { return }
-                    try? await Task.sleep(for: .seconds(1))
+                    failures += 1
+                    try? await Task.sleep(for: .seconds(RetryPolicy.database.delay(afterFailure: failures)))
                 }
             }
         }

@@ -452,14 +452,14 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     /// Runs a database step until it succeeds (the database restarting, the network blinking),
-    /// with backoff up to 5 s, at most `limit` times (and, with `untilDrained`, no more once a
+    /// waiting by ``RetryPolicy/database`` between tries, at most `limit` times (and, with `untilDrained`, no more once a
     /// drain has begun).
     @discardableResult
     func retrying<T>(
         _ what: String, limit: Int = .max, untilDrained: Bool = false, _ body: @Sendable () async throws -> T
     ) async -> T? {
-        var delay = 0.1
         for attempt in 1... {
+            let delay = RetryPolicy.database.delay(afterFailure: attempt)
             do { return try await body() } catch {
                 if untilDrained && draining.value { return nil }
                 // Waiting does not fix a wrong password or database: stop, and say why.
@@ -479,7 +479,6 @@ public final class QueueWorker: @unchecked Sendable {
                 } else {
                     try? await Task.sleep(for: .seconds(delay))
                 }
-                delay = min(5, delay * 2)
             }
         }
         return nil
