@@ -23,6 +23,8 @@ let package = Package(
         // Hummingbird; ConfigurationSupport (swift-configuration readers) is not used here.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // NIOCore is imported by the studio (its event loops); Hummingbird brings the same package.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // SHA-256 of the batch outputs (receipts and queue rows): already built for postgres-nio.
@@ -63,6 +65,7 @@ let package = Package(
                 "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             resources: [.copy("Resources")]),
@@ -85,7 +88,8 @@ let package = Package(
             dependencies: [
                 "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
                 "EvanescoStudio", "EvanescoBatch", "CMalloc",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(
             name: "EvanescoBenchmarks",
