@@ -52,6 +52,7 @@ public struct GreyPyramid: Sendable {
     @inline(__always)
     static func luma255Body<S: PixelSample>(_ img: Image<S>) -> Image<Float> {
         let c = img.channels, n = img.pixelCount, k = 255 / S.fullScale, w = img.width
+        let (wr, wg, wb) = LumaWeights.rec601.weights
         return img.samples.withUnsafeBufferPointer { s in
             Image<Float>(uninitializedWidth: img.width, height: img.height, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: img.height, minimumRows: 64) { rows in
@@ -66,7 +67,7 @@ public struct GreyPyramid: Sendable {
                         for i in lo..<hi {
                             let o = i * c
                             d[i] =
-                                (0.299 * s[o].floatValue + 0.587 * s[o + 1].floatValue + 0.114 * s[o + 2].floatValue)
+                                (wr * s[o].floatValue + wg * s[o + 1].floatValue + wb * s[o + 2].floatValue)
                                 * k
                         }
                     }
@@ -83,7 +84,7 @@ public struct GreyPyramid: Sendable {
         if let rgb8 = img as? Image<UInt8>, rgb8.channels >= 3 { return lumaHalf255(rgb8: rgb8) }
         let c = img.channels, sw = img.width, w = img.width / 2, h = img.height / 2
         let k = 0.25 * 255 / S.fullScale
-        let (wr, wg, wb): (Float, Float, Float) = c == 1 ? (1, 0, 0) : (0.299, 0.587, 0.114)
+        let (wr, wg, wb): (Float, Float, Float) = c == 1 ? (1, 0, 0) : LumaWeights.rec601.weights
         return img.samples.withUnsafeBufferPointer { s in
             Image<Float>(uninitializedWidth: w, height: h, channels: 1) { d in
                 StripExecutor.forEachStrip(rows: h, minimumRows: 32) { rows in

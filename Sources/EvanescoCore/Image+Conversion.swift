@@ -25,6 +25,7 @@ extension Image {
     public func withChannels(_ target: Int) -> Image<Sample> {
         precondition((1...4).contains(target) && target != 2, "channel count must be 1, 3 or 4")
         if target == channels { return self }
+        let (wr, wg, wb) = LumaWeights.rec601.weights
         let src = channels, w = width
         let opaque = Sample(clampingRounded: Sample.fullScale)
         return samples.withUnsafeBufferPointer { s in
@@ -41,8 +42,7 @@ extension Image {
                                 if target == 4 { d[di + 3] = opaque }
                             case (_, 1):
                                 let l =
-                                    0.299 * s[si].floatValue + 0.587 * s[si + 1].floatValue + 0.114
-                                    * s[si + 2].floatValue
+                                    wr * s[si].floatValue + wg * s[si + 1].floatValue + wb * s[si + 2].floatValue
                                 d[di] = Sample(clampingRounded: l)
                             default:
                                 d[di] = s[si]

@@ -77,6 +77,7 @@ public enum DepthEffects {
     static func blend<S: PixelSample>(_ photo: Image<S>, mask: Image<Float>, mono: Bool) -> Image<S> {
         precondition(photo.width == mask.width && photo.height == mask.height, "mask and photo sizes differ")
         let tables = ToneTables(S.self)
+        let (wr, wg, wb) = LumaWeights.rec709.weights
         let c = photo.channels, W = photo.width
         return photo.samples.withUnsafeBufferPointer { src in
             mask.samples.withUnsafeBufferPointer { m in
@@ -91,7 +92,7 @@ public enum DepthEffects {
                                     let b = c >= 3 ? lin[Int(src[o + 2].floatValue)] : r
                                     let px = SIMD4<Float>(r, g, b, 0)
                                     let k = m[i]
-                                    let y = mono ? 0.2126 * r + 0.7152 * g + 0.0722 * b : 0
+                                    let y = mono ? wr * r + wg * g + wb * b : 0
                                     let v = px * k + SIMD4<Float>(repeating: y) * (1 - k)
                                     for ch in 0..<min(c, 3) {
                                         dst[o + ch] = S(clampingRounded: ToneTables.encode(v[ch], enc) * S.fullScale)

@@ -116,6 +116,7 @@ public struct LensBlur: Sendable {
 
     func render<S: PixelSample>(_ photo: Image<S>, coc: Image<Float>) -> (Image<S>, Image<Float>, LensStatistics) {
         let W = photo.width, H = photo.height, C = photo.channels
+        let (wr, wg, wb) = LumaWeights.rec709.weights
         let k = gridDivisor(width: W, height: H)
         let Ws = (W + k - 1) / k, Hs = (H + k - 1) / k, N = Ws * Hs
         let tables = ToneTables(S.self)
@@ -336,7 +337,7 @@ public struct LensBlur: Sendable {
                                                     if C == 4 { dst[o + 3] = src[o + 3] }
                                                 } else {
                                                     dst[o] = ToneTables.output(
-                                                        0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8,
+                                                        wr * v.x + wg * v.y + wb * v.z, enc, enc8,
                                                         as: S.self)
                                                     if C == 2 { dst[o + 1] = src[o + 1] }
                                                 }

@@ -13,6 +13,7 @@ import EvanescoCore
 package enum ReferenceLensBlur {
     /// Renders an 8-bit photo with the signed blur-diameter map `coc` (the photo's size, photo pixels).
     package static func render(_ photo: Image<UInt8>, coc: Image<Float>, lens: LensBlur) -> Image<UInt8> {
+        let (wr, wg, wb) = LumaWeights.rec709.weights
         precondition(photo.width == coc.width && photo.height == coc.height, "coc must have the photo's size")
         let W = photo.width, H = photo.height, C = photo.channels, N = W * H
         let lin = SRGB.linearTable8
@@ -120,7 +121,7 @@ package enum ReferenceLensBlur {
                             if C == 4 { dst[o + 3] = photo.samples[o + 3] }
                         } else {
                             dst[o] = ToneTables.output(
-                                0.2126 * v.x + 0.7152 * v.y + 0.0722 * v.z, enc, enc8, as: UInt8.self)
+                                wr * v.x + wg * v.y + wb * v.z, enc, enc8, as: UInt8.self)
                             if C == 2 { dst[o + 1] = photo.samples[o + 1] }
                         }
                     }
