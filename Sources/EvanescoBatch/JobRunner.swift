@@ -28,6 +28,13 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     /// may pass (I/O, a full disk, a lost database): the job is tried again, with backoff.
     public var permanent: Bool
 
+    /// A job stopped at its time limit (`limit` seconds); `hint` says how to raise it.
+    public static func timedOut(_ limit: Double, hint: String) -> JobFailure {
+        JobFailure(
+            message: "stopped: it ran longer than its time limit of \(String(format: "%g", limit)) s (\(hint))",
+            permanent: true)
+    }
+
     /// - Parameters:
     ///   - message: What went wrong.
     ///   - permanent: Whether another attempt is useless.
@@ -75,6 +82,36 @@ public enum JobRunner {
     ///   - log: Hears a stack's stages and notices (a queue row keeps the last lines).
     /// - Returns: The job's report.
     /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
+    /// Runs `job` within its time limit (``BatchJob/timeout``; none: as ``run(_:staging:cancellation:log:)``):
+    /// on a thread of its own, cancelled past the limit (a stack stops at its next frame or row)
+    /// and failed at once with ``JobFailure/timedOut(_:hint:)``. What the thread still writes goes
+    /// to `staging`, which the caller discards.
+    ///
+    /// - Parameters:
+    ///   - job: The job.
+    ///   - staging: Where its output goes.
+    ///   - hint: How to raise the limit, for the message.
+    /// - Returns: The job's report.
+    /// - Throws: What the job throws, or the time limit's ``JobFailure``.
+    public static func runWithinLimit(_ job: BatchJob, staging: String, hint: String) throws -> JobReport {
+        guard let limit = job.timeout else { return try run(job, staging: staging) }
+        let cancellation = StackCancellation()
+        let result = LockedBox<Result<JobReport, Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let r = Result { try run(job, staging: staging, cancellation: cancellation) }
+            result.update { $0 = r }
+            finished.signal()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+        guard finished.wait(timeout: .now() + limit) == .success, let r = result.value else {
+            cancellation.cancel()
+            throw JobFailure.timedOut(limit, hint: hint)
+        }
+        return try r.get()
+    }
+
     public static func run(
         _ job: BatchJob, staging: String, cancellation: StackCancellation? = nil, log: JobLog? = nil
     ) throws -> JobReport {

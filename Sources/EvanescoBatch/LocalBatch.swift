@@ -259,7 +259,7 @@ public struct LocalBatch: Sendable {
                     Staging.discard(staging)
                     Cleanup.remove(file: folder)
                 }
-                receipt.report = try JobRunner.run(job, staging: staging)
+                receipt.report = try JobRunner.runWithinLimit(job, staging: staging, hint: "raise the line's timeout")
                 guard let digest = OutputDigest.of(staging) else {
                     throw JobFailure(message: "the job wrote no output at \(staging)", permanent: false)
                 }

@@ -122,6 +122,32 @@ import Testing
         try BatchFixtures.expectSameAsCommand(made, ids: ["stack3", "portrait5"], scratch: s.path)
     }
 
+    /// A line's `timeout` bounds the job in `batch run` as on a worker: past it the job is
+    /// stopped and failed (its receipt says why), no output is placed, and the other job is done.
+    @Test func aJobPastItsTimeLimitFailsInABatchRunToo() throws {
+        let s = Scratch()
+        let slow = QueueTests.slowBurst
+        let big = try BatchFixtures.burst(
+            in: s.path, "big", seed: 1, frames: slow.frames, width: slow.width, height: slow.height)
+        let small = try BatchFixtures.burst(in: s.path, "small", seed: 2)
+        try FileManager.default.createDirectory(atPath: s.file("out"), withIntermediateDirectories: true)
+        func line(_ id: String, _ burst: String, _ align: String, timeout: Int) -> String {
+            String(BatchFixtures.line(id, "stack", [burst], "out/\(id).png", ["align": align]).dropLast())
+                + ", \"timeout\": \(timeout)}"
+        }
+        try (line("slow", big, "local", timeout: 1) + "\n" + line("quick", small, "none", timeout: 600) + "\n")
+            .write(toFile: s.file("jobs.jsonl"), atomically: true, encoding: .utf8)
+        let start = Date()
+        let r = try CLI.run(["batch", "run", s.file("jobs.jsonl"), "--quiet", "--jobs", "2"])
+        #expect(r.status == 1 && r.err.contains("job slow failed") && r.err.contains("time limit of 1 s"), "\(r.err)")
+        #expect(Date().timeIntervalSince(start) < 30, "the slow job was not stopped at its limit")
+        #expect(!FileManager.default.fileExists(atPath: s.file("out/slow.png")))
+        #expect(FileManager.default.fileExists(atPath: s.file("out/quick.png")))
+        let receipt = (try? String(contentsOfFile: s.file("jobs.jsonl.state/failed/slow.json"), encoding: .utf8)) ?? ""
+        #expect(receipt.contains("raise the line's timeout") && receipt.contains("\"attempts\" : 1"), "\(receipt)")
+        #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
+    }
+
     /// A stack job's `erase` mask: what stood in three of five frames is erased, as by
     /// `evanesco stack --erase` alone (the same bytes); a mask of another size fails the job and
     /// names both sizes.

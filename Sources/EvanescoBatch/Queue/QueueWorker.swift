@@ -255,10 +255,8 @@ public final class QueueWorker: @unchecked Sendable {
                     cancellation.cancel()
                     done.resume(
                         returning: .failure(
-                            JobFailure(
-                                message:
-                                    "stopped: it ran longer than its time limit of \(String(format: "%g", limit)) s (raise the line's timeout, or the worker's --job-timeout)",
-                                permanent: true)))
+                            JobFailure.timedOut(limit, hint: "raise the line's timeout, or the worker's --job-timeout"))
+                    )
                 }
             }
         }
