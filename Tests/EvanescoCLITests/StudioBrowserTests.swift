@@ -88,6 +88,23 @@ enum StudioData {
         }
     }
 
+    /// A latency budget in milliseconds, as the product promises it on a quiet machine, stretched
+    /// by how oversubscribed the machine is now (the 1-minute load average over the cores, when
+    /// over 1): the suite is run with other builds beside it, where 1.2 s for a 1 s promise is the
+    /// machine's doing, while a regression of several times still fails. The promise itself is
+    /// measured on a quiet machine (the README and docs/benchmarks.md give those figures).
+    static func budget(_ ms: Double) -> (ms: Double, load: String) {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        let load = Double(text.split(separator: " ").first ?? "") ?? 0
+        let factor = max(1, load / Double(max(1, ProcessInfo.processInfo.activeProcessorCount)))
+        return (
+            ms * factor,
+            String(
+                format: "load %.1f on %d cores: budget %.0f ms", load, ProcessInfo.processInfo.activeProcessorCount,
+                ms * factor)
+        )
+    }
+
     /// p-th percentile (0...100) of `values`, nearest rank.
     static func percentile(_ values: [Double], _ p: Double) -> Double {
         let s = values.sorted()
@@ -176,7 +193,8 @@ struct StudioBrowser {
                     try await browser.run(
                         "return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || '-1';"
                     ) as? String ?? "-1") ?? -1
-            #expect(first >= 0 && first < 1000, "first progress after \(first) ms")
+            let firstBudget = StudioData.budget(1000)
+            #expect(first >= 0 && first < firstBudget.ms, "first progress after \(first) ms (\(firstBudget.load))")
             let statuses =
                 try await browser.run(
                     "return [...document.querySelectorAll('[data-testid=frame-status]')].map(e => e.textContent);")
@@ -293,9 +311,11 @@ struct StudioBrowser {
                         try await browser.run(
                             "return window.studioTimings.filter(t => t.effect === '\(effect)').sort((a, b) => b.ms - a.ms).slice(0, 3).map(t => `${t.ms.toFixed(0)} ms (server ${t.serverMs.toFixed(0)} ms, ${t.size} px)`).join(', ');"
                         ) as? String ?? ""
+                    let budget = StudioData.budget(100)
                     #expect(
-                        timings.count >= 10 && p95 <= 100,
-                        "pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews; slowest: \(worst)")
+                        timings.count >= 10 && p95 <= budget.ms,
+                        "pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews (\(budget.load)); slowest: \(worst)"
+                    )
                     report[report.count - 1] += " (slowest: \(worst))"
                 }
                 let line = "studio focus slider on pug.heic: " + report.joined(separator: "; ")
@@ -443,8 +463,10 @@ extension StudioBrowser {
                         as? String ?? "-1") ?? -1
             // Within a second; a sanitized server runs several times slower, so there the check is
             // only that it comes.
-            let budget = StudioData.sanitizedServer ? 15_000 : 1000.0
-            #expect(shown >= 0 && shown < budget, "the erased result was shown \(shown) ms after the release")
+            let budget = StudioData.budget(StudioData.sanitizedServer ? 15_000 : 1000.0)
+            #expect(
+                shown >= 0 && shown < budget.ms,
+                "the erased result was shown \(shown) ms after the release (\(budget.load))")
             #expect(try await browser.run(red) as? Int ?? 255 < 40, "the block is gone")
             if let shots { try await browser.screenshot(to: shots + "/studio-erase-after.png") }
             try await browser.click("[data-testid=undo-button]")
