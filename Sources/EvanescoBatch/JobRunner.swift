@@ -73,15 +73,6 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
 /// it into place (``Staging/place(_:at:expecting:)``) only when it may: a batch at once, a queue worker
 /// inside the transaction that proves it still holds the job's lease.
 public enum JobRunner {
-    /// Runs `job`, writing to `staging`.
-    ///
-    /// - Parameters:
-    ///   - job: The job.
-    ///   - staging: Where the output goes (from ``Staging/prepare(for:token:stale:)``).
-    ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
-    ///   - log: Hears a stack's stages and notices (a queue row keeps the last lines).
-    /// - Returns: The job's report.
-    /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
     /// Runs `job` within its time limit (``BatchJob/timeout``; none: as ``run(_:staging:cancellation:log:)``):
     /// on a thread of its own, cancelled past the limit (a stack stops at its next frame or row)
     /// and failed at once with ``JobFailure/timedOut(_:hint:)``. What the thread still writes goes
@@ -112,6 +103,15 @@ public enum JobRunner {
         return try r.get()
     }
 
+    /// Runs `job`, writing to `staging`.
+    ///
+    /// - Parameters:
+    ///   - job: The job.
+    ///   - staging: Where the output goes (from ``Staging/prepare(for:token:stale:)``).
+    ///   - cancellation: Stops a stack between frames (a lost lease, a drain that ran out of time).
+    ///   - log: Hears a stack's stages and notices (a queue row keeps the last lines).
+    /// - Returns: The job's report.
+    /// - Throws: The library's error, for ``JobFailure/classify(_:)``.
     public static func run(
         _ job: BatchJob, staging: String, cancellation: StackCancellation? = nil, log: JobLog? = nil
     ) throws -> JobReport {
