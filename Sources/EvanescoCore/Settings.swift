@@ -82,10 +82,15 @@ public struct NumericSetting: Sendable, Codable, Equatable {
 
     /// The allowed range alone: `1...100`, `(0, 100]`.
     public var span: String {
-        func number(_ v: Double) -> String { v.rounded() == v && abs(v) < 1e15 ? String(Int(v)) : String(v) }
+        let number = Self.number
         return minimumIncluded && maximumIncluded
             ? "\(number(minimum))...\(number(maximum))"
             : "\(minimumIncluded ? "[" : "(")\(number(minimum)), \(number(maximum))\(maximumIncluded ? "]" : ")")"
+    }
+
+    /// A value as help and errors write it: whole numbers without a decimal point.
+    public static func number(_ v: Double) -> String {
+        v.rounded() == v && abs(v) < 1e15 ? String(Int(v)) : String(v)
     }
 
     /// Checks a value.

@@ -23,10 +23,14 @@ extension StackOptions: Codable {
         reference = try c.decodeWholeNumberIfPresent(forKey: .reference) ?? reference
         if let name = try c.decodeIfPresent(String.self, forKey: .interpolation) {
             // The command line's kebab-case spelling and the Swift case name are both accepted.
-            guard let i = Interpolation(rawValue: name == "catmull-rom" ? "catmullRom" : name) else {
+            guard
+                let i = Interpolation.allCases.first(where: {
+                    Setting.kebab($0.rawValue) == name || $0.rawValue == name
+                })
+            else {
+                let values = Self.setting("interpolation").choices.joined(separator: ", ")
                 throw DecodingError.dataCorruptedError(
-                    forKey: .interpolation, in: c,
-                    debugDescription: "must be one of catmull-rom, bilinear, bicubic, nearest")
+                    forKey: .interpolation, in: c, debugDescription: "must be one of \(values)")
             }
             interpolation = i
         }
@@ -53,7 +57,7 @@ extension StackOptions: Codable {
         try c.encode(align, forKey: .align)
         try c.encode(merge, forKey: .merge)
         try c.encode(reference, forKey: .reference)
-        try c.encode(interpolation == .catmullRom ? "catmull-rom" : interpolation.rawValue, forKey: .interpolation)
+        try c.encode(Setting.kebab(interpolation.rawValue), forKey: .interpolation)
         try c.encode(kappa, forKey: .kappa)
         try c.encode(winsorFraction, forKey: .winsorFraction)
         try c.encodeIfPresent(alignLevel, forKey: .alignLevel)

@@ -20,7 +20,7 @@ public enum AlignMode: String, Sendable, Codable, CaseIterable {
 
 /// Everything that decides how a burst is stacked, policies included, so that every front end
 /// (the CLI, the studio, your code) stacks the same burst the same way.
-public struct StackOptions: Sendable {
+public struct StackOptions: Sendable, DeclaresSettings {
     /// Registration model; `.auto` falls back from homography to translation per frame, and adds
     /// local alignment to the frames that show parallax.
     public var align: AlignMode = .auto
@@ -95,20 +95,52 @@ public struct StackOptions: Sendable {
 
     /// Each numeric setting's name, default and allowed values; the defaults above are these.
     public enum Limits {
-        public static let reference = NumericSetting("reference frame", 0...1_000_000, default: 0, integer: true)
-        public static let kappa = NumericSetting("kappa", 0...100, open: .minimum, default: 2.5, typical: 1...5)
-        public static let winsorFraction = NumericSetting("winsor fraction", 0...0.5, open: .maximum, default: 0.2)
-        public static let alignLevel = NumericSetting("align level", 0...4, default: nil, integer: true)
+        public static let reference = NumericSetting(
+            "reference frame", 0...1_000_000, default: 0, integer: true,
+            summary: "Index of the reference frame among the usable inputs; the result is in its coordinates")
+        public static let kappa = NumericSetting(
+            "kappa", 0...100, open: .minimum, default: 2.5, typical: 1...5,
+            summary: "How far from the consensus, in noise sigmas, a sample is an outlier (sigma-clip, robust)")
+        public static let winsorFraction = NumericSetting(
+            "winsor fraction", 0...0.5, open: .maximum, default: 0.2,
+            summary: "Fraction of the samples replaced at each end (winsorized merge)")
+        public static let alignLevel = NumericSetting(
+            "align level", 0...4, default: nil, integer: true,
+            summary: "Finest pyramid level aligned at: 0 full size, 1 half (default: 1 above the threshold below)")
         public static let halfResolutionAlignmentAbove = NumericSetting(
             "half-resolution alignment threshold", 1...1e12, default: 8_000_000,
-            unit: "pixels", integer: true)
+            unit: "pixels", integer: true, summary: "Frame size above which alignment stops at half resolution")
         public static let videoFrames = NumericSetting(
-            "video frames", 1...100_000, default: 20, integer: true, typical: 3...100)
+            "video frames", 1...100_000, default: 20, integer: true, typical: 3...100,
+            summary: "Frames taken from a video input, evenly spaced")
         /// Bytes; at least 1 MiB, at most 16 TiB.
         public static let memoryLimit = NumericSetting(
             "memory limit", 1_048_576...17_592_186_044_416, default: 1_073_741_824, unit: "bytes",
-            integer: true)
+            integer: true, summary: "What the decoded frames may hold in memory; past it they spill to a file")
     }
+
+    /// Every setting a user chooses, declared once: the command line, manifests, the studio
+    /// and the documentation take them from here.
+    public static let settings: [Setting] = [
+        .choice("align", AlignMode.self, default: .auto, summary: "How frames are registered to the reference"),
+        .choice("merge", MergeMethod.self, default: .robust, summary: "How the aligned frames are merged"),
+        .number("reference", Limits.reference),
+        .choice(
+            "interpolation", Interpolation.self, default: .bicubic, spelling: { Setting.kebab($0.rawValue) },
+            summary: "How frames are sampled when warped into the reference"),
+        .number("kappa", Limits.kappa),
+        .number("winsorFraction", Limits.winsorFraction),
+        .number("alignLevel", Limits.alignLevel),
+        .number("halfResolutionAlignmentAbove", Limits.halfResolutionAlignmentAbove),
+        .number("videoFrames", Limits.videoFrames),
+        Setting("memoryLimit", .size(Limits.memoryLimit), summary: Limits.memoryLimit.summary),
+        Setting(
+            "spillDirectory", .text(default: "$TMPDIR, else /tmp"),
+            summary: "Folder for the temporary file of decoded frames past the memory limit (nothing is left there)"),
+        Setting(
+            "meanForTwoFrames", .toggle(default: true),
+            summary: "Merge a burst of two usable frames by their mean, as two cannot outvote a moving object")
+    ]
 
     /// Checks every value, NaN and infinity included, and that the spill directory is a folder
     /// this user can write to.

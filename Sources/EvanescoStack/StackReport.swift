@@ -198,3 +198,19 @@ public enum StackReportError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension StackResult {
+    /// The one line a front end prints for a finished stack: "out.jpg: 640x480, 9 of 10 frames
+    /// merged (robust, align auto), 1 input skipped in 0.42 s".
+    ///
+    /// - Parameters:
+    ///   - output: The output's name.
+    ///   - size: The written image's width and height.
+    /// - Returns: The line.
+    public func summary(output: String, size: (width: Int, height: Int)) -> String {
+        let skipped = skippedInputs == 0 ? "" : ", \(skippedInputs) input\(skippedInputs == 1 ? "" : "s") skipped"
+        return String(
+            format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, size.width, size.height,
+            usedFrames, frames.count, merge.rawValue, align.rawValue, skipped, timings.total ?? 0)
+    }
+}

@@ -117,19 +117,16 @@ final class BackdropWorkspace: Sendable {
 
     /// The page's fields and the library settings they set: the page takes their defaults and
     /// slider ranges from `GET /api/backdrop/settings`, and a refusal names the field.
-    static let fields: [(field: String, setting: NumericSetting)] = [
-        ("offset", BackdropOptions.Limits.cutoffOffset), ("blur", BackdropOptions.Limits.blurSigmaAt640),
-        ("gamma", BackdropOptions.Limits.gamma)
-    ]
+    static let fields = FieldSetting.fields(BackdropSessionOptions.self, ["cutoffOffset", "blur", "gamma"])
 
     func settings(_ request: Request) throws -> Settings {
         var o = BackdropSessionOptions()
-        if let v = try queryNumber(request, "offset") { o.pipeline.cutoffOffset = v }
+        if let v = try queryNumber(request, "cutoffOffset") { o.pipeline.cutoffOffset = v }
         if let v = try queryNumber(request, "blur") { o.pipeline.blurSigmaAt640 = v }
         if let v = try queryNumber(request, "gamma") { o.pipeline.gamma = v }
         o.pipeline.temporalWeight = 1
         o.detectEvery = 1
-        try validateSettings(Dictionary(uniqueKeysWithValues: Self.fields.map { ($0.setting.name, $0.field) })) {
+        try validateSettings(BackdropSessionOptions.keysByName) {
             () throws(SettingError) in
             try o.validate()
         }
@@ -160,7 +157,7 @@ final class BackdropWorkspace: Sendable {
 
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         router.get("/api/backdrop/settings") { _, _ -> Response in
-            try jsonResponse(Self.fields.map { FieldSetting(field: $0.field, setting: $0.setting) })
+            try jsonResponse(Self.fields)
         }
         router.post("/api/backdrop/open") { request, _ -> Response in
             let body = try await decodeBody(request, as: OpenRequest.self)

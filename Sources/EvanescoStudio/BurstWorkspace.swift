@@ -187,9 +187,13 @@ final class BurstWorkspace: Sendable {
         var align: Choice
         var merge: Choice
 
-        static let library = Choices(
-            align: Choice(values: AlignMode.allCases.map(\.rawValue), defaultValue: StackOptions().align.rawValue),
-            merge: Choice(values: MergeMethod.allCases.map(\.rawValue), defaultValue: StackOptions().merge.rawValue))
+        static let library = Choices(align: choice("align"), merge: choice("merge"))
+
+        /// A declared choice of ``StackOptions/settings``.
+        static func choice(_ key: String) -> Choice {
+            let s = StackOptions.setting(key)
+            return Choice(values: s.choices, defaultValue: s.defaultDescription ?? "")
+        }
     }
 
     /// The result and its maps, by the names the image route takes.

@@ -86,11 +86,7 @@ final class DepthWorkspace: Sendable {
 
     /// The page's sliders and the library settings they set: the page takes their defaults and
     /// ranges from `GET /api/depth/settings`, and a refusal names the field.
-    static let fields: [(field: String, setting: NumericSetting)] = [
-        ("focus", PortraitSettings.Limits.focus), ("slope", PortraitSettings.Limits.slope),
-        ("width", PortraitSettings.Limits.width), ("radius", PortraitSettings.Limits.radius),
-        ("aperture", PortraitSettings.Limits.aperture)
-    ]
+    static let fields = FieldSetting.fields(PortraitSettings.self, ["focus", "slope", "width", "radius", "aperture"])
 
     /// The settings a request asks for, checked by the library's `validate()` before any work.
     static func settings(_ request: Request) throws -> (view: String, settings: PortraitSettings) {
@@ -116,7 +112,7 @@ final class DepthWorkspace: Sendable {
         s.refine = try choice(request.uri.queryParameters.get("refine"), "refine") ?? s.refine
         do throws(PortraitError) { try s.validate() } catch {
             guard case .invalidSetting(let name, let detail) = error else { throw error }
-            let field = fields.first { $0.setting.name == name }?.field ?? name
+            let field = PortraitSettings.keysByName[name] ?? name
             throw HTTPError(.badRequest, message: "\(field) \(detail)")
         }
         return (view, s)
@@ -124,7 +120,7 @@ final class DepthWorkspace: Sendable {
 
     func addRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         router.get("/api/depth/settings") { _, _ -> Response in
-            try jsonResponse(Self.fields.map { FieldSetting(field: $0.field, setting: $0.setting) })
+            try jsonResponse(Self.fields)
         }
         router.post("/api/depth/open") { request, _ -> Response in
             let ref = try await decodeBody(request, as: FileRef.self)

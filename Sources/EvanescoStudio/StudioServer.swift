@@ -524,6 +524,14 @@ func queryFloat(_ request: Request, _ name: String, default d: Float, range: Clo
 struct FieldSetting: Codable {
     var field: String
     var setting: NumericSetting
+
+    /// The page's sliders for these declared settings of `type`, each field named by its key.
+    static func fields<T: DeclaresSettings>(_ type: T.Type, _ keys: [String]) -> [FieldSetting] {
+        keys.map { key in
+            guard case .number(let n) = T.setting(key).kind else { preconditionFailure("\(key) is not a number") }
+            return FieldSetting(field: key, setting: n)
+        }
+    }
 }
 
 /// A query parameter as a number, nil when absent; not a number is a 400 naming it. NaN and

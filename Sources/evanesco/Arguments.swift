@@ -19,11 +19,11 @@ extension Interpolation: ExpressibleByArgument {
         }
         self = v
     }
-    /// The value in kebab-case: each capital becomes a dash and its lower case.
-    var argument: String {
-        rawValue.reduce(into: "") { s, c in s += c.isUppercase ? "-" + c.lowercased() : String(c) }
-    }
+    /// The value in kebab-case, as ``StackOptions/settings`` spells it.
+    var argument: String { Setting.kebab(rawValue) }
     public static var allValueStrings: [String] { allCases.map(\.argument) }
+    /// None: the values are listed in one line, as every other choice's.
+    public static var allValueDescriptions: [String: String] { [:] }
     public var defaultValueDescription: String { argument }
 }
 

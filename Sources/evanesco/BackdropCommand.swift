@@ -37,23 +37,25 @@ struct Backdrop: ParsableCommand {
     @Option(help: "A portrait photo with depth: colour and depth from one file.") var portrait: String?
     @Option(help: "Background image (scaled to fill). Default: black, as the sample.") var background: String?
     @Option(name: .shortAndLong, help: "Output: video, folder, image, or - (raw rgb24 on stdout).") var output: String
-    @Option(help: "face, nearest, or X,Y (colour pixels).") var subject: SubjectSelection = .face
-    @Option(help: "Cutoff = subject depth + this, metres.") var cutoffOffset = BackdropOptions().cutoffOffset
-    @Option(help: ArgumentHelp(BackdropOptions.Limits.blurSigmaAt640.help)) var blur = BackdropOptions().blurSigmaAt640
+    @Option(help: .backdrop("subject")) var subject = BackdropSessionOptions().subject
+    @Option(help: .backdrop("cutoffOffset")) var cutoffOffset = BackdropOptions().cutoffOffset
+    @Option(help: .backdrop("blur")) var blur = BackdropOptions().blurSigmaAt640
     @Option(help: .hidden) var blurRadius: Float?
-    @Option(help: "Mask gamma.") var gamma = BackdropOptions().gamma
-    @Option(help: "auto, mm16, disparity8:MIN,MAX, pfm.") var depthFormat: DepthFormatArgument = .auto
+    @Option(help: .backdrop("gamma")) var gamma = BackdropOptions().gamma
+    @Option(help: .backdrop("depthFormat")) var depthFormat: DepthFormatArgument = .auto
     @Option(help: ArgumentHelp("Raw colour frame size on stdin.", valueName: "WIDTHxHEIGHT")) var size: FrameSize?
     @Option(help: "Raw colour pixel format on stdin (rgb24).") var pixelFormat: String = "rgb24"
     @Option(help: ArgumentHelp("Raw depth frame size on stdin.", valueName: "WIDTHxHEIGHT")) var depthSize: FrameSize?
     @Option(help: "Frame rate of a video output (default: the colour video's, else 30).") var fps: Double?
     @Option(help: "Face cascade XML (default: opencv-data's haarcascade_frontalface_default.xml).") var cascade: String?
-    @Option(help: "Run face detection every N frames, holding the box in between.") var detectEvery =
-        BackdropSessionOptions().detectEvery
-    @Option(help: "Temporal smoothing weight of the newest frame (1 = none).") var temporal = BackdropOptions()
-        .temporalWeight
-    @Flag(help: "Decide the depth band between subject and cutoff by colour too.") var refine = false
-    @Flag(inversion: .prefixedNo, help: "Snap the cutoff to the empty depth gap behind the subject.") var gapSnap = true
+    @Option(help: .backdrop("detectEvery")) var detectEvery = BackdropSessionOptions().detectEvery
+    @Option(help: .backdrop("temporal")) var temporal = BackdropOptions().temporalWeight
+    @Flag(inversion: .prefixedNo, help: .backdrop("refine")) var refine = BackdropOptions().refineWithColor
+    @Flag(inversion: .prefixedNo, help: .backdrop("gapSnap")) var gapSnap = BackdropOptions().snapCutoffToGap
+    @Flag(inversion: .prefixedNo, help: .backdrop("fillHoles")) var fillHoles = BackdropOptions().fillHoles
+    @Option(help: .backdrop("coreDepth")) var coreDepth = BackdropOptions().coreDepth
+    @Option(help: .backdrop("faceWorkingSize")) var faceWorkingSize = BackdropSessionOptions().faceWorkingSize
+    @Option(help: .backdrop("faceMinSize")) var faceMinSize = BackdropSessionOptions().faceMinSize
     @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @Option(help: "Write a JSON report (face box, subject depth, cutoff, timings; fps).") var report: String?
     @Flag(help: "Overwrite existing outputs.") var force = false
@@ -78,11 +80,9 @@ struct Backdrop: ParsableCommand {
         }
     }
 
-    /// The flag of each setting the library names.
-    static let flags = [
-        "temporal weight": "--temporal", "face detection interval": "--detect-every", "subject point": "--subject",
-        "blur radius": "--blur-radius"
-    ]
+    /// The flag of each setting the library names (its declared key in kebab-case).
+    static let flags = BackdropSessionOptions.flagsByName.merging(
+        ["subject point": "--subject", "blur radius": "--blur-radius"]) { a, _ in a }
 
     /// The library's settings from the flags (a portrait's depth encoding is added by run()).
     func options() -> BackdropSessionOptions {
@@ -92,6 +92,10 @@ struct Backdrop: ParsableCommand {
         options.pipeline.refineWithColor = refine
         options.pipeline.snapCutoffToGap = gapSnap
         options.pipeline.temporalWeight = temporal
+        options.pipeline.fillHoles = fillHoles
+        options.pipeline.coreDepth = coreDepth
+        options.faceWorkingSize = faceWorkingSize
+        options.faceMinSize = faceMinSize
         options.subject = subject
         options.detectEvery = detectEvery
         options.depthEncoding = depthFormat.format
@@ -126,12 +130,7 @@ struct Backdrop: ParsableCommand {
                 Diagnostics.warning(
                     "\(portrait ?? ""): the depth is relative; the cutoff offset in metres is approximate")
             }
-            // One image cannot hold several frames: refuse before the first one is written.
-            if outputKind == .image && (colorReader.knownCount ?? 2) > 1 {
-                throw ValidationError(
-                    "-o \(output) is one image, but \(colorReader.name) has several frames; give a folder or a video (.mp4) as the output"
-                )
-            }
+            try outputKind.check(frames: colorReader.knownCount, of: colorReader.name, output: output)
             let session = BackdropSession(options: options, background: bg, cascade: classifier)
             let rate = fps ?? colorReader.framesPerSecond ?? 30
             let out = try outputKind.writer(at: output, frameRate: rate, overwrite: force, quality: quality)
@@ -143,7 +142,7 @@ struct Backdrop: ParsableCommand {
                 progress.message(String(format: "backdrop: %d frames, %.1f fps", n, Double(n) / elapsed))
             }
             result.output = output
-            if let report { try ReportFile.write(result, to: report, overwrite: force) }
+            if let report { try ReportFile.write(result, settings: options, to: report, overwrite: force) }
             if case BackdropSessionError.depthFormatNeeded(let bits)? = session.failure {
                 throw ValidationError(
                     "\(depthReader.name): \(bits)-bit depth needs --depth-format disparity8:MIN,MAX (disparity in 1/m)")

@@ -25,8 +25,9 @@ struct Demo: ParsableCommand {
     @Option(help: "Folder for the demo's outputs (created if missing; default: a new evanesco-demo folder).") var out:
         String?
     @Option(help: "Video to use instead of OpenCV's vtest.avi.") var video: String?
-    @Option(help: "Frames to take from the video, evenly spaced.") var frames = 20
-    @Option(help: "How the aligned frames are merged.") var merge = StackOptions().merge
+    @Option(help: "Frames to take from the video, evenly spaced (2...500 for the demo).")
+    var frames = StackOptions().videoFrames
+    @Option(help: .stack("merge")) var merge = StackOptions().merge
     @Flag(help: "Replace the demo's files if --out already holds them.") var force = false
 
     func validate() throws {

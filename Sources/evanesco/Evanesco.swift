@@ -38,7 +38,13 @@ struct Evanesco: ParsableCommand {
     static func main() {
         do {
             try Arguments.refuseInvalidUTF8()
-            var command = try parseAsRoot()
+            var arguments = Array(CommandLine.arguments.dropFirst())
+            if arguments.first == "portrait" {
+                let legacy = LegacyArguments.rewrite(arguments)
+                arguments = legacy.arguments
+                legacy.notes.forEach(Diagnostics.warning)
+            }
+            var command = try parseAsRoot(arguments)
             try NumericOptions.refuseNonFinite(in: command)
             // The studio and workers are servers: they stop on SIGINT/SIGTERM by themselves
             // (a worker drains). A batch keeps what it finished: its receipts make it resumable.
@@ -136,6 +142,11 @@ func reportingErrors(_ body: () throws -> Void) throws {
         Cleanup.rollBack()
         Diagnostics.error(e.message)
         throw ExitCode.validationFailure
+    } catch let e as FrameStreamError where e.isOneImageForSeveralFrames {
+        // Several frames for one image is the output named wrong: a usage problem too.
+        Cleanup.rollBack()
+        Diagnostics.error("-o " + String(describing: e))
+        throw ExitCode.validationFailure
     } catch {
         // A failure caused by the signal's cleanup (its temporary file removed) is not reported:
         // the handler exits with 128 + the signal.
@@ -144,6 +155,10 @@ func reportingErrors(_ body: () throws -> Void) throws {
         Diagnostics.error(commandLineMessage(error))
         throw ExitCode.failure
     }
+}
+
+extension FrameStreamError {
+    var isOneImageForSeveralFrames: Bool { if case .oneImageForSeveralFrames = self { true } else { false } }
 }
 
 /// The raw command line, before Swift turns it into strings.
@@ -197,5 +212,25 @@ enum Diagnostics {
 enum ReportFile {
     static func write<T: Encodable>(_ report: T, to path: String, overwrite: Bool) throws {
         try AtomicOutput.write(try ReportJSON.encode(report), to: path, overwrite: overwrite)
+    }
+
+    /// Writes `report` with the settings it was made with under `settings`: every declared
+    /// setting of the option type by its key (in the reports' snake_case), as a manifest takes it.
+    static func write<T: Encodable, S: Encodable & DeclaresSettings>(
+        _ report: T, settings: S, to path: String, overwrite: Bool
+    ) throws {
+        try write(WithSettings(report: report, settings: settings), to: path, overwrite: overwrite)
+    }
+
+    /// A report's own keys and `settings` beside them.
+    private struct WithSettings<T: Encodable, S: Encodable>: Encodable {
+        var report: T
+        var settings: S
+        enum Key: String, CodingKey { case settings }
+        func encode(to encoder: any Encoder) throws {
+            try report.encode(to: encoder)
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(settings, forKey: .settings)
+        }
     }
 }

@@ -37,7 +37,7 @@ struct Portrait: ParsableCommand {
               evanesco portrait photo.heic -o mask.png --effect mask --focus-distance 1.2
               evanesco portrait a.jpg --depth-map d.png -o b.jpg --focus 0.7 --refine auto
               evanesco portrait in.heic -o lens.jpg --effect lens --aperture 60 --blades 6
-              evanesco portrait me.heic -o lens.jpg --effect lens --f-number 2.8 --cat-eye
+              evanesco portrait me.heic -o out.jpg --effect lens --f-number 2 --cat-eye 0.6
             """)
 
     @Argument(help: "Portrait photo with depth (HEIC or JPEG), or any photo with --depth-map.") var photo: String
@@ -46,26 +46,23 @@ struct Portrait: ParsableCommand {
     @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.")
     var depthKind: DepthKind = .disparity
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "depth, mask, spotlight, color, blur or lens.") var effect: PortraitEffect = .spotlight
-    @Option(help: "Focus as normalised disparity, 0 (farthest) ... 1 (nearest). (default: 0.5)") var focus: Float?
-    @Option(help: "Focus distance in metres.") var focusDistance: Double?
-    @Option(help: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1).") var focusPoint:
-        PhotoPoint?
-    @Option(help: "Mask slope s.") var slope = PortraitSettings().slope
-    @Option(help: "Mask width w (normalised disparity).") var width = PortraitSettings().width
-    @Option(help: "Largest blur radius in pixels, for --effect blur.") var radius = PortraitSettings().radius
-    @Option(help: "Blur levels blended per pixel.") var levels = PortraitSettings().levels
-    @Option(help: "Mask upscaling: none (bicubic, the tutorial), photo, matte, auto.") var refine: MaskRefinement =
-        .none
-    @Flag(help: "Blur without protecting the subject (the tutorial's plain variable blur).") var plainBlur = false
-    @Option(help: "Lens: blur diameter in pixels for the photo's whole disparity range. (default: 40 at 12 MP, scaled)")
-    var aperture: Float?
-    @Option(help: "Lens: full-frame-equivalent f-number (needs absolute depth and the camera's calibration).")
-    var fNumber: Double?
-    @Option(help: "Lens: diaphragm blades, 0 for a circle or 3...16.") var blades: Int = 0
-    @Option(help: "Lens: rotation of the blades in degrees.") var bladeRotation: Float = 0
-    @Flag(help: "Lens: optical vignetting, cat's-eye bokeh toward the corners.") var catEye = false
-    @Option(help: "Lens: gain on clipped highlights, 1 (none) ... 16.") var highlights = PortraitSettings().highlights
+    @Option(help: .portrait("effect")) var effect = PortraitSettings().effect
+    @Option(help: .portrait("focus", showingDefault: true)) var focus: Float?
+    @Option(help: .portrait("focusDistance")) var focusDistance: Double?
+    @Option(help: .portrait("focusPoint")) var focusPoint: PhotoPoint?
+    @Option(help: .portrait("slope")) var slope = PortraitSettings().slope
+    @Option(help: .portrait("width")) var width = PortraitSettings().width
+    @Option(help: .portrait("radius")) var radius = PortraitSettings().radius
+    @Option(help: .portrait("levels")) var levels = PortraitSettings().levels
+    @Option(help: .portrait("refine")) var refine = PortraitSettings().refine
+    @Flag(inversion: .prefixedNo, help: .portrait("protectSubject")) var protectSubject = PortraitSettings()
+        .protectSubject
+    @Option(help: .portrait("aperture")) var aperture: Float?
+    @Option(help: .portrait("fNumber")) var fNumber: Double?
+    @Option(help: .portrait("blades")) var blades = PortraitSettings().shape.blades
+    @Option(help: .portrait("bladeRotation")) var bladeRotation = PortraitSettings().shape.rotation
+    @Option(help: .portrait("catEye")) var catEye = PortraitSettings().catEye
+    @Option(help: .portrait("highlights")) var highlights = PortraitSettings().highlights
     @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @OptionGroup var lossless: LosslessOptions
     @Option(help: "Also write the full-size mask as an 8-bit image.") var saveMask: String?
@@ -81,18 +78,18 @@ struct Portrait: ParsableCommand {
         s.radius = radius
         s.levels = levels
         s.refine = refine
-        s.protectSubject = !plainBlur
+        s.protectSubject = protectSubject
         s.aperture = aperture
         s.fNumber = fNumber
         s.shape = ApertureShape(blades: blades, rotation: bladeRotation)
-        s.catEye = catEye ? 0.6 : 0
+        s.catEye = catEye
         s.highlights = highlights
         if let d = focusDistance {
             s.focus = .distance(metres: d)
         } else if let p = focusPoint {
             s.focus = .point(p)
         } else {
-            s.focus = .normalized(focus ?? 0.5)
+            s.focus = .normalized(focus ?? Float(PortraitSettings.Limits.focus.defaultValue!))
         }
         return s
     }
@@ -102,13 +99,13 @@ struct Portrait: ParsableCommand {
             throw ValidationError("give only one of --focus, --focus-distance, --focus-point")
         }
         try checkQuality(quality)
-        do { try settings.validate() } catch { throw ValidationError("--\(Self.flag(error)): \(error)") }
+        do { try settings.validate() } catch { throw ValidationError("\(Self.flag(error)): \(error)") }
     }
 
-    /// The option that a settings error names.
+    /// The flag that a settings error names (the setting's declared key in kebab-case).
     static func flag(_ e: PortraitError) -> String {
         guard case .invalidSetting(let name, _) = e else { return "" }
-        return name.replacingOccurrences(of: " ", with: "-")
+        return PortraitSettings.flagsByName[name] ?? "--" + name.replacingOccurrences(of: " ", with: "-")
     }
 
     func run() throws {
@@ -135,7 +132,7 @@ struct Portrait: ParsableCommand {
                 }
             }
             r.report.times = r.report.times.rounded
-            if let report { try ReportFile.write(r.report, to: report, overwrite: force) }
+            if let report { try ReportFile.write(r.report, settings: settings, to: report, overwrite: force) }
             FileHandle.standardError.write(
                 Data(
                     String(

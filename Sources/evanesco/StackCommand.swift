@@ -37,13 +37,19 @@ struct Stack: ParsableCommand {
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
-    @Option(help: "How frames are aligned (see above).") var align = StackOptions().align
-    @Option(help: "How the aligned frames are merged.") var merge = StackOptions().merge
-    @Option(help: "Index of the reference frame among the usable inputs.") var reference = 0
-    @Option(help: "Frames taken from a video, evenly spaced.") var frames = StackOptions().videoFrames
-    @Option(help: "Finest level aligned at: 0 full size, 1 half (default: 1 above 8 MP).") var alignLevel: Int?
-    @Option(help: "Warp: bicubic, catmull-rom, bilinear or nearest.") var interpolation = StackOptions().interpolation
-    @Option(help: "Sigma-clip and robust kappa.") var kappa = StackOptions().kappa
+    @Option(help: .stack("align")) var align = StackOptions().align
+    @Option(help: .stack("merge")) var merge = StackOptions().merge
+    @Option(help: .stack("reference")) var reference = StackOptions().reference
+    @Option(name: [.customLong("video-frames"), .customLong("frames")], help: .stack("videoFrames"))
+    var videoFrames = StackOptions().videoFrames
+    @Option(help: .stack("alignLevel")) var alignLevel: Int?
+    @Option(help: .stack("halfResolutionAlignmentAbove"))
+    var halfResolutionAlignmentAbove = StackOptions().halfResolutionAlignmentAbove
+    @Option(help: .stack("interpolation")) var interpolation = StackOptions().interpolation
+    @Option(help: .stack("kappa")) var kappa = StackOptions().kappa
+    @Option(help: .stack("winsorFraction")) var winsorFraction = StackOptions().winsorFraction
+    @Flag(inversion: .prefixedNo, help: .stack("meanForTwoFrames")) var meanForTwoFrames = StackOptions()
+        .meanForTwoFrames
     @Option(help: "Output bits per sample (8 or 16; default: the inputs').") var bitDepth: Int?
     @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.master
     @OptionGroup var lossless: LosslessOptions
@@ -51,9 +57,9 @@ struct Stack: ParsableCommand {
     @Option(help: "Write the decoded and the aligned frames into a new DIR/<UUID>/.") var saveFrames: String?
     @Option(help: "Write per-pixel maps into DIR (see above).") var saveMaps: String?
     @Option(help: "Merge again, from the frames that saw behind, where MASK is white.") var erase: String?
-    @Option(help: MemoryLimit.help("What the decoded frames may hold (see above)")) var memoryLimit = MemoryLimit
-        .standard
-    @Option(help: "Folder for that temporary file (default: $TMPDIR, else /tmp).") var spillDir: String?
+    @Option(help: .stack("memoryLimit")) var memoryLimit = MemoryLimit.standard
+    @Option(name: [.customLong("spill-directory"), .customLong("spill-dir")], help: .stack("spillDirectory"))
+    var spillDirectory: String?
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
@@ -66,20 +72,20 @@ struct Stack: ParsableCommand {
         options.reference = reference
         options.interpolation = interpolation
         options.kappa = kappa
+        options.winsorFraction = winsorFraction
         options.alignLevel = alignLevel
-        options.videoFrames = frames
+        options.halfResolutionAlignmentAbove = halfResolutionAlignmentAbove
+        options.meanForTwoFrames = meanForTwoFrames
+        options.videoFrames = videoFrames
         options.retainFrames = saveFrames != nil
         options.memoryLimit = try memoryLimit.checked()
-        options.spillDirectory = spillDir
+        options.spillDirectory = spillDirectory
         options.collectMaps = saveMaps != nil
         return options
     }
 
-    /// The flag of each setting the library names.
-    static let flags = [
-        "reference frame": "--reference", "video frames": "--frames", "spill directory": "--spill-dir",
-        "memory limit": "--memory-limit"
-    ]
+    /// The flag of each setting the library names (its declared key in kebab-case).
+    static let flags = StackOptions.flagsByName
 
     func validate() throws {
         let options = try options()
@@ -142,18 +148,9 @@ struct Stack: ParsableCommand {
             if let report {
                 var r = StackReport(result, inputs: inputs, output: output)
                 r.peakResidentMB = peakResidentMB()
-                try ReportFile.write(r, to: report, overwrite: force)
+                try ReportFile.write(r, settings: options, to: report, overwrite: force)
             }
-            let skipped =
-                result.skippedInputs == 0
-                ? ""
-                : String(format: ", %d input%@ skipped", result.skippedInputs, result.skippedInputs == 1 ? "" : "s")
-            try StandardOutput.line(
-                String(
-                    format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, image.width,
-                    image.height,
-                    result.usedFrames, result.frames.count, result.merge.rawValue, result.align.rawValue, skipped,
-                    result.timings.total ?? 0))
+            try StandardOutput.line(result.summary(output: output, size: (image.width, image.height)))
             if let erased = result.erase { try StandardOutput.line(erased.description) }
             if let saved { try StandardOutput.line("frames saved in \(saved)") }
             if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }

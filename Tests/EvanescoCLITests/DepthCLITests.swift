@@ -114,8 +114,13 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
         let rep = try JSONSerialization.jsonObject(with: Data(bytesOf(s.file("lens.json")))) as! [String: Any]
         let lens = try #require(rep["lens"] as? [String: Any])
         #expect(
-            lens["aperture_pixels"] as? Double == 30 && lens["aperture_from"] as? String == "aperture"
-                && lens["cat_eye"] != nil)
+            lens["aperture_pixels"] as? Double == 30 && lens["aperture_from"] as? String == "aperture")
+        // `--cat-eye` without a number, the spelling before it took a strength, still reads as 0.6, with a note.
+        #expect(abs((lens["cat_eye"] as? Double ?? 0) - 0.6) < 1e-6)
+        #expect(r.err.contains("--cat-eye without a number is deprecated"), "\(r.err)")
+        // The report echoes the settings under their declared keys.
+        let echoed = try #require(rep["settings"] as? [String: Any])
+        #expect(echoed["blades"] as? Int == 6 && echoed["effect"] as? String == "lens", "\(echoed)")
         #expect((lens["shape"] as? [String: Any])?["blades"] as? Int == 6)
         #expect(rep["effect"] as? String == "lens")
         for bad in [

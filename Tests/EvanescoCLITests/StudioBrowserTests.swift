@@ -351,7 +351,7 @@ struct StudioBrowser {
             // The sliders' defaults and ranges came from the library (GET /api/backdrop/settings).
             let sliders =
                 try await browser.run(
-                    "return ['offset', 'blur', 'gamma'].map(f => { const s = document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, s.disabled].join(' '); }).join('; ');"
+                    "return ['cutoffOffset', 'blur', 'gamma'].map(f => { const s = document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, s.disabled].join(' '); }).join('; ');"
                 ) as? String
             #expect(sliders == "0.25 0 2 false; 5.3 0 30 false; 0.55 0.1 3 false", "\(sliders ?? "nil")")
             try await Task.sleep(for: .milliseconds(800))

@@ -686,7 +686,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             // The nearest region (left half, 1 m) is kept; behind the cutoff it is the background (black).
             let composite: Image<UInt8> = try await client.execute(
-                uri: "/api/backdrop/\(session)/render?offset=0.5", method: .get, headers: authorized
+                uri: "/api/backdrop/\(session)/render?cutoffOffset=0.5", method: .get, headers: authorized
             ) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[HTTPField.Name("X-Backdrop")!]?.contains("cutoff") == true)
@@ -696,14 +696,14 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             #expect(composite.samples[(120 * w + 60) * 3] > 20)  // the near half, photo kept
             #expect(composite.samples[(120 * w + 280) * 3] < 10)  // the far half, black
             let mask: Image<UInt8> = try await client.execute(
-                uri: "/api/backdrop/\(session)/render?offset=0.5&view=mask", method: .get, headers: authorized
+                uri: "/api/backdrop/\(session)/render?cutoffOffset=0.5&view=mask", method: .get, headers: authorized
             ) {
                 try ImageCodecs.decode(Array(buffer: $0.body), path: "mask").image.uint8
             }
             #expect(mask.samples[120 * mask.width + 60] > 200 && mask.samples[120 * mask.width + 280] < 30)
             // With plain.png as the background, the far half shows it.
             let withBackground: Image<UInt8> = try await client.execute(
-                uri: "/api/backdrop/\(session)/render?offset=0.5&bgRoot=0&bgPath=plain.png", method: .get,
+                uri: "/api/backdrop/\(session)/render?cutoffOffset=0.5&bgRoot=0&bgPath=plain.png", method: .get,
                 headers: authorized
             ) {
                 try ImageCodecs.decode(Array(buffer: $0.body), path: "bg").image.uint8
@@ -716,9 +716,10 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             { #expect($0.status == .badRequest) }
             // Refusals come from the library's validate() and name the page's field, NaN included.
             for (query, message) in [
-                ("gamma=nan", "gamma must be within 0.05...10"), ("offset=11", "offset must be within 0...10 m"),
+                ("gamma=nan", "gamma must be within 0.05...10"),
+                ("cutoffOffset=11", "cutoffOffset must be within 0...10 m"),
                 ("blur=-1", "blur must be within 0...200 depth pixels at 640 wide"),
-                ("offset=abc", "offset=abc is not a number")
+                ("cutoffOffset=abc", "cutoffOffset=abc is not a number")
             ] {
                 try await client.execute(
                     uri: "/api/backdrop/\(session)/render?\(query)", method: .get, headers: authorized
@@ -735,9 +736,10 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
             }
             let byField = Dictionary(
                 uniqueKeysWithValues: settings.map { ($0["field"] as! String, $0["setting"] as! [String: Any]) })
-            #expect(Set(byField.keys) == ["offset", "blur", "gamma"])
+            #expect(Set(byField.keys) == ["cutoffOffset", "blur", "gamma"])
             #expect(
-                byField["offset"]?["default_value"] as? Double == 0.25 && byField["offset"]?["unit"] as? String == "m")
+                byField["cutoffOffset"]?["default_value"] as? Double == 0.25
+                    && byField["cutoffOffset"]?["unit"] as? String == "m")
             #expect(
                 byField["gamma"]?["default_value"] as? Double == 0.55 && byField["gamma"]?["minimum"] as? Double == 0.05
             )
@@ -745,7 +747,7 @@ func buffer(_ s: String) -> ByteBuffer { ByteBuffer(string: s) }
                 byField["blur"]?["default_value"] as? Double == 5.3
                     && byField["blur"]?["typical_maximum"] as? Double == 30)
             let job: String = try await client.execute(
-                uri: "/api/backdrop/\(session)/export?offset=0.5", method: .post, headers: client.fromPage
+                uri: "/api/backdrop/\(session)/export?cutoffOffset=0.5", method: .post, headers: client.fromPage
             ) { json($0.body)["job"] as! String }
             let events = try await Self.events(client, job: job)
             #expect(events.last == "done", "\(events)")

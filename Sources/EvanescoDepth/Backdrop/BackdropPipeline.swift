@@ -41,13 +41,20 @@ public struct BackdropOptions: Sendable {
     /// Each numeric setting's name, default and allowed values; the defaults above are these.
     public enum Limits {
         public static let cutoffOffset = NumericSetting(
-            "cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2)
+            "cutoff offset", 0...10, default: 0.25, unit: "m", typical: 0...2,
+            summary: "The cutoff: what lies farther than the subject's depth plus this is background")
         public static let blurSigmaAt640 = NumericSetting(
             "blur", 0...200, default: 5.3, unit: "depth pixels at 640 wide", typical: 0...30,
             summary: "Mask blur: Gaussian sigma in pixels of a 640-wide depth map, scaled with the map's width")
-        public static let gamma = NumericSetting("gamma", 0.05...10, default: 0.55, typical: 0.1...3)
-        public static let temporalWeight = NumericSetting("temporal weight", 0...1, open: .minimum, default: 0.5)
-        public static let coreDepth = NumericSetting("core depth", 0...10, default: 0.08, unit: "m", typical: 0...0.5)
+        public static let gamma = NumericSetting(
+            "gamma", 0.05...10, default: 0.55, typical: 0.1...3,
+            summary: "Gamma of the blurred mask; below 1 widens the subject")
+        public static let temporalWeight = NumericSetting(
+            "temporal weight", 0...1, open: .minimum, default: 0.5,
+            summary: "Temporal smoothing: weight of the newest frame's cutoff and mask (1 = none)")
+        public static let coreDepth = NumericSetting(
+            "core depth", 0...10, default: 0.08, unit: "m", typical: 0...0.5,
+            summary: "Depth beyond the subject's that is subject for sure (the colour refinement's seed)")
     }
 
     /// Checks every value, NaN and infinity included.

@@ -4,7 +4,7 @@ import Foundation
 import EvanescoFaces
 
 /// Everything that decides how a colour + depth stream is cut, policies included.
-public struct BackdropSessionOptions: Sendable {
+public struct BackdropSessionOptions: Sendable, DeclaresSettings {
     /// The per-frame pipeline's settings (cutoff offset, gamma, temporal smoothing, ...).
     public var pipeline = BackdropOptions()
     /// Where the subject is.
@@ -36,14 +36,43 @@ public struct BackdropSessionOptions: Sendable {
     public enum Limits {
         public static let detectEvery = NumericSetting(
             "face detection interval", 1...100_000, default: 10, unit: "frames", integer: true,
-            typical: 1...60)
+            typical: 1...60, summary: "Run face detection every N frames, holding the box in between")
         public static let blurRadius = NumericSetting(
             "blur radius", 0...200, default: nil, unit: "depth pixels", typical: 0...30)
         public static let faceWorkingSize = NumericSetting(
-            "face search size", 64...8192, default: 480, unit: "pixels", integer: true)
+            "face search size", 64...8192, default: 480, unit: "pixels", integer: true,
+            summary: "Faces are searched on the colour frame scaled to this long side")
         public static let faceMinSize = NumericSetting(
-            "smallest face", 8...4096, default: 30, unit: "pixels", integer: true)
+            "smallest face", 8...4096, default: 30, unit: "pixels", integer: true,
+            summary: "Smallest face searched, in pixels of that scaled frame")
     }
+
+    /// Every setting a user chooses, declared once: the command line, manifests, the studio
+    /// and the documentation take them from here. The deprecated `blurRadius` is not one: front
+    /// ends read it with ``blurRadiusDeprecation``.
+    public static let settings: [Setting] = [
+        Setting(
+            "subject", .text(default: "face"), summary: "Where the subject is: face, nearest, or X,Y (colour pixels)"),
+        .number("cutoffOffset", BackdropOptions.Limits.cutoffOffset),
+        .number("blur", BackdropOptions.Limits.blurSigmaAt640),
+        .number("gamma", BackdropOptions.Limits.gamma),
+        .number("temporal", BackdropOptions.Limits.temporalWeight),
+        Setting(
+            "refine", .toggle(default: false),
+            summary: "Decide the depth band between the subject and the cutoff by colour too"),
+        Setting(
+            "gapSnap", .toggle(default: true), summary: "Snap the cutoff to the empty depth gap behind the subject"),
+        Setting(
+            "fillHoles", .toggle(default: true),
+            summary: "Fill unknown depth inside the subject (hair, edges) by a 3x3 majority vote"),
+        .number("coreDepth", BackdropOptions.Limits.coreDepth),
+        .number("detectEvery", Limits.detectEvery),
+        Setting(
+            "depthFormat", .text(default: "auto"),
+            summary: "How depth samples become metres: auto, mm16, pfm, or disparity8:MIN,MAX"),
+        .number("faceWorkingSize", Limits.faceWorkingSize),
+        .number("faceMinSize", Limits.faceMinSize)
+    ]
 
     /// Checks every value, NaN and infinity included.
     ///

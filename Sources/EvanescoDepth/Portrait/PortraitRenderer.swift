@@ -82,7 +82,7 @@ public enum FocusTarget: Sendable, Equatable {
 }
 
 /// Every choice of a portrait rendering. The defaults are the tutorial's recipe.
-public struct PortraitSettings: Sendable, Equatable {
+public struct PortraitSettings: Sendable, Equatable, DeclaresSettings {
     /// The effect rendered.
     public var effect: PortraitEffect = .spotlight
     /// What is in focus.
@@ -120,19 +120,65 @@ public struct PortraitSettings: Sendable, Equatable {
     /// (`GET /api/depth/settings`) and the batch manifests.
     public enum Limits {
         public static let focus = NumericSetting(
-            "focus", 0...1, default: 0.5, unit: "(normalised disparity, 1 = nearest)")
-        public static let slope = NumericSetting("slope", 0...1000, open: .minimum, default: 4, typical: 0.5...20)
-        public static let width = NumericSetting("width", 0...1, default: 0.1, typical: 0...0.5)
+            "focus", 0...1, default: 0.5, unit: "(normalised disparity, 1 = nearest)",
+            summary: "Focus as normalised disparity, 0 (farthest) ... 1 (nearest)")
+        public static let focusDistance = NumericSetting(
+            "focus distance", 0...100_000, open: .minimum, default: nil, unit: "m", typical: 0.1...10,
+            summary: "Focus at this distance (needs absolute depth)")
+        public static let slope = NumericSetting(
+            "slope", 0...1000, open: .minimum, default: 4, typical: 0.5...20,
+            summary: "How steeply the focus mask falls off away from the focus")
+        public static let width = NumericSetting(
+            "width", 0...1, default: 0.1, typical: 0...0.5,
+            summary: "Width of the in-focus band, in normalised disparity")
         public static let radius = NumericSetting(
-            "radius", 0...500, open: .minimum, default: 15, unit: "pixels", typical: 1...60)
-        public static let levels = NumericSetting("levels", 2...16, default: 5, integer: true)
+            "radius", 0...500, open: .minimum, default: 15, unit: "pixels", typical: 1...60,
+            summary: "Largest blur radius of the focal blur (effect blur)")
+        public static let levels = NumericSetting(
+            "levels", 2...16, default: 5, integer: true, summary: "Blur levels blended per pixel (effect blur)")
         public static let aperture = NumericSetting(
-            "aperture", 0...1000, open: .minimum, default: nil, unit: "pixels", typical: 1...200)
-        public static let fNumber = NumericSetting("f-number", 0.5...64, default: nil)
-        public static let bladeRotation = NumericSetting("blade rotation", -360...360, default: 0, unit: "degrees")
-        public static let catEye = NumericSetting("cat eye", 0...1, default: 0)
-        public static let highlights = NumericSetting("highlights", 1...16, default: 2, unit: "(1 = no boost)")
+            "aperture", 0...1000, open: .minimum, default: nil, unit: "pixels", typical: 1...200,
+            summary: "Lens: blur diameter for the photo's whole disparity range (default: 40 at 12 MP, scaled)")
+        public static let fNumber = NumericSetting(
+            "f-number", 0.5...64, default: nil, typical: 1...22,
+            summary: "Lens: full-frame-equivalent f-number (needs absolute depth and the camera's calibration)")
+        public static let blades = NumericSetting(
+            "blades", 0...16, default: 0, integer: true, summary: "Lens: diaphragm blades, 0 for a circle or 3...16")
+        public static let bladeRotation = NumericSetting(
+            "blade rotation", -360...360, default: 0, unit: "degrees", summary: "Lens: rotation of the blades")
+        public static let catEye = NumericSetting(
+            "cat eye", 0...1, default: 0, summary: "Lens: cat's-eye vignetting of the bokeh toward the corners, 0 (off)"
+        )
+        public static let highlights = NumericSetting(
+            "highlights", 1...16, default: 2, unit: "(1 = no boost)", summary: "Lens: gain on clipped highlights")
     }
+
+    /// Every setting a user chooses, declared once: the command line, manifests, the studio
+    /// and the documentation take them from here. Only one of the three focus settings is given.
+    public static let settings: [Setting] = [
+        .choice("effect", PortraitEffect.self, default: .spotlight, summary: "What is rendered"),
+        .number("focus", Limits.focus),
+        .number("focusDistance", Limits.focusDistance),
+        Setting(
+            "focusPoint", .text(default: "none"),
+            summary: "Focus on the point X,Y of the upright photo (pixels, or fractions 0...1)"),
+        .number("slope", Limits.slope),
+        .number("width", Limits.width),
+        .number("radius", Limits.radius),
+        .number("levels", Limits.levels),
+        .choice(
+            "refine", MaskRefinement.self, default: .none,
+            summary: "How the upscaled mask is snapped to edges: none (bicubic), photo, matte, auto"),
+        Setting(
+            "protectSubject", .toggle(default: true),
+            summary: "Focal blur gathers background colour only, so the sharp subject does not bleed into it"),
+        .number("aperture", Limits.aperture),
+        .number("fNumber", Limits.fNumber),
+        .number("blades", Limits.blades),
+        .number("bladeRotation", Limits.bladeRotation),
+        .number("catEye", Limits.catEye),
+        .number("highlights", Limits.highlights)
+    ]
 
     /// Checks every value, NaN and infinity included.
     ///
@@ -142,10 +188,7 @@ public struct PortraitSettings: Sendable, Equatable {
         do throws(SettingError) {
             switch focus {
             case .normalized(let f): try Limits.focus.check(f)
-            case .distance(let d):
-                guard d.isFinite, d > 0 else {
-                    throw SettingError(setting: "focus distance", detail: "must be a positive number of metres")
-                }
+            case .distance(let d): try Limits.focusDistance.check(d)
             case .point(let p):
                 guard p.x.isFinite, p.y.isFinite, p.x >= 0, p.y >= 0 else {
                     throw SettingError(setting: "focus point", detail: "must be X,Y with X, Y >= 0")
@@ -160,6 +203,7 @@ public struct PortraitSettings: Sendable, Equatable {
             }
             if let a = aperture { try Limits.aperture.check(a) }
             if let n = fNumber { try Limits.fNumber.check(n) }
+            try Limits.blades.check(shape.blades)
             guard shape.blades == 0 || (3...16).contains(shape.blades) else {
                 throw SettingError(setting: "blades", detail: "must be 0 (a circle) or 3...16")
             }

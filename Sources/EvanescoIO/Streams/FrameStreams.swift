@@ -10,12 +10,16 @@ public enum FrameStreamError: Error, Equatable, CustomStringConvertible {
     case badSize(String)
     case noFrames(source: String)
     case sizeChanged(source: String, frame: Int, expected: String, got: String)
+    /// The output is one image, but the stream has several frames.
+    case oneImageForSeveralFrames(output: String, source: String)
 
     public var description: String {
         switch self {
         case .cutMidFrame(let s, let n, let b, let f):
             "\(s): the stream ended in the middle of frame \(n + 1) (\(b) of \(f) bytes); the \(n) complete frames before it were processed and kept"
         case .badSize(let s): "cannot read the size \"\(s)\"; write it as WIDTHxHEIGHT, e.g. 1280x720"
+        case .oneImageForSeveralFrames(let o, let s):
+            "\(o) is one image, but \(s) has several frames; give a folder or a video (.mp4) as the output"
         case .noFrames(let s):
             "\(s): no frames found (a video, a folder of images, an image, or - for raw frames on stdin)"
         case .sizeChanged(let s, let i, let e, let g):
@@ -246,6 +250,17 @@ public enum FrameOutputKind: Sendable, Equatable {
         } else {
             self = .folder
         }
+    }
+
+    /// Refuses, before the first frame is written, to write several frames into one image.
+    ///
+    /// - Parameters:
+    ///   - frames: The number of frames coming, nil when unknown (then more than one is assumed).
+    ///   - source: The stream's name, for the message.
+    ///   - output: The output as given.
+    /// - Throws: ``FrameStreamError/oneImageForSeveralFrames(output:source:)``.
+    public func check(frames: Int?, of source: String, output: String) throws(FrameStreamError) {
+        if self == .image && (frames ?? 2) > 1 { throw .oneImageForSeveralFrames(output: output, source: source) }
     }
 
     /// A writer of this kind at `path`.

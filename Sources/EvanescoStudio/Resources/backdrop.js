@@ -10,7 +10,7 @@ export class BackdropWorkspace {
     this.playing = false;
     this.busy = false;
     this.again = false;
-    for (const name of ['offset', 'blur', 'gamma']) {
+    for (const name of ['cutoffOffset', 'blur', 'gamma']) {
       const input = this.q(`${name}-slider`);
       input.addEventListener('input', () => {
         root.querySelector(`output[data-for=${name}]`).textContent = input.value;
@@ -90,7 +90,7 @@ export class BackdropWorkspace {
   }
 
   params() {
-    const p = { offset: this.q('offset-slider').value, blur: this.q('blur-slider').value, gamma: this.q('gamma-slider').value, frame: this.q('frame-slider').value };
+    const p = { cutoffOffset: this.q('cutoffOffset-slider').value, blur: this.q('blur-slider').value, gamma: this.q('gamma-slider').value, frame: this.q('frame-slider').value };
     const bg = this.q('background-select').value;
     if (bg) { const r = BackdropWorkspace.ref(bg); p.bgRoot = r.root; p.bgPath = r.path; }
     return p;
