@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(pkg-config libturbojpeg0-dev libpng-dev zlib1g-dev libdeflate-dev libheif-dev libheif-examples libtiff-dev ffmpeg opencv-data python3 procps
           chromium chromium-driver    # a real browser and its WebDriver server, for the studio's browser tests
+          clang-format nodejs         # the C kernels' format and the page's scripts, checked by scripts/check-layout.py
           postgresql)                 # the batch queue's server, for its integration tests (scripts/with-postgres.sh)
 missing=()
 for p in "${packages[@]}"; do

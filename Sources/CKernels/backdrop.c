@@ -32,16 +32,20 @@ EVN_INLINE ptrdiff_t depth_cut_body(const float *d, ptrdiff_t n, float cutoff, u
     return holes;
 }
 
-ptrdiff_t evn_depth_cut_portable(const float *d, ptrdiff_t n, float cutoff, uint8_t *bin) { return depth_cut_body(d, n, cutoff, bin); }
-EVN_AVX2 ptrdiff_t evn_depth_cut_avx2(const float *d, ptrdiff_t n, float cutoff, uint8_t *bin) { return depth_cut_body(d, n, cutoff, bin); }
+ptrdiff_t evn_depth_cut_portable(const float *d, ptrdiff_t n, float cutoff, uint8_t *bin) {
+    return depth_cut_body(d, n, cutoff, bin);
+}
+EVN_AVX2 ptrdiff_t evn_depth_cut_avx2(const float *d, ptrdiff_t n, float cutoff, uint8_t *bin) {
+    return depth_cut_body(d, n, cutoff, bin);
+}
 ptrdiff_t evn_depth_cut(const float *d, ptrdiff_t n, float cutoff, uint8_t *bin) {
     return evn_cpu_has_avx2() ? evn_depth_cut_avx2(d, n, cutoff, bin) : evn_depth_cut_portable(d, n, cutoff, bin);
 }
 
 // MARK: - Depth histogram
 
-ptrdiff_t evn_depth_histogram(const float *depth, ptrdiff_t w, ptrdiff_t h, ptrdiff_t step, float lo, float scale, ptrdiff_t bins,
-                              uint32_t *counts) {
+ptrdiff_t evn_depth_histogram(const float *depth, ptrdiff_t w, ptrdiff_t h, ptrdiff_t step, float lo, float scale,
+                              ptrdiff_t bins, uint32_t *counts) {
     // Four sub-histograms, one per lane of four consecutive samples: a run of equal depths (the
     // maps are mostly smooth) would otherwise wait on its own increments.
     uint32_t *sub = calloc((size_t)(4 * bins), sizeof *sub);
@@ -56,7 +60,10 @@ ptrdiff_t evn_depth_histogram(const float *depth, ptrdiff_t w, ptrdiff_t h, ptrd
             if (!(v > 0)) continue;
             const float t = (v - lo) * scale;
             // Truncation toward zero: t in (-1, bins) is bin 0..<bins (NaN fails both tests).
-            if (t > -1 && t < top) { sub[lane * bins + (ptrdiff_t)t]++; counted++; }
+            if (t > -1 && t < top) {
+                sub[lane * bins + (ptrdiff_t)t]++;
+                counted++;
+            }
         }
     }
     for (ptrdiff_t b = 0; b < bins; b++) counts[b] = sub[b] + sub[bins + b] + sub[2 * bins + b] + sub[3 * bins + b];
@@ -74,7 +81,10 @@ static inline int decide_hole(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, ptrd
     for (ptrdiff_t yy = ylo; yy <= yhi; yy++) {
         for (ptrdiff_t xx = xlo; xx <= xhi; xx++) {
             const int u = bin[yy * w + xx];
-            if (u != 2) { known++; subject += u; }
+            if (u != 2) {
+                known++;
+                subject += u;
+            }
         }
     }
     return known > 0 && subject * 2 > known;
@@ -85,7 +95,8 @@ static inline int value_at(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fil
     return v != 2 ? v : (fill ? decide_hole(bin, w, h, x, y) : 0);
 }
 
-EVN_INLINE void half_coverage_body(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half) {
+EVN_INLINE void half_coverage_body(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                                   float *half) {
     const ptrdiff_t hw = (w + 1) / 2;
     const uint64_t holeBits = 0x0202020202020202ull;
     for (ptrdiff_t hy = hy0; hy < hy1; hy++) {
@@ -101,8 +112,8 @@ EVN_INLINE void half_coverage_body(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h,
             if ((t[0] | t[1] | t[2] | t[3]) & holeBits) {
                 for (int l = 0; l < 8; l++) {
                     const ptrdiff_t x0 = 2 * (hx + l), x1 = x0 + 1;
-                    const int s = value_at(bin, w, h, fill, x0, y0) + value_at(bin, w, h, fill, x1, y0)
-                                + value_at(bin, w, h, fill, x0, y1) + value_at(bin, w, h, fill, x1, y1);
+                    const int s = value_at(bin, w, h, fill, x0, y0) + value_at(bin, w, h, fill, x1, y0) +
+                                  value_at(bin, w, h, fill, x0, y1) + value_at(bin, w, h, fill, x1, y1);
                     out[hx + l] = (float)s * 0.25f;
                 }
                 continue;
@@ -110,28 +121,31 @@ EVN_INLINE void half_coverage_body(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h,
             v16b A, B;
             memcpy(&A, a + 2 * hx, 16);
             memcpy(&B, b + 2 * hx, 16);
-            const v8i s = __builtin_convertvector(__builtin_shufflevector(A, A, 0, 2, 4, 6, 8, 10, 12, 14), v8i)
-                        + __builtin_convertvector(__builtin_shufflevector(A, A, 1, 3, 5, 7, 9, 11, 13, 15), v8i)
-                        + __builtin_convertvector(__builtin_shufflevector(B, B, 0, 2, 4, 6, 8, 10, 12, 14), v8i)
-                        + __builtin_convertvector(__builtin_shufflevector(B, B, 1, 3, 5, 7, 9, 11, 13, 15), v8i);
+            const v8i s = __builtin_convertvector(__builtin_shufflevector(A, A, 0, 2, 4, 6, 8, 10, 12, 14), v8i) +
+                          __builtin_convertvector(__builtin_shufflevector(A, A, 1, 3, 5, 7, 9, 11, 13, 15), v8i) +
+                          __builtin_convertvector(__builtin_shufflevector(B, B, 0, 2, 4, 6, 8, 10, 12, 14), v8i) +
+                          __builtin_convertvector(__builtin_shufflevector(B, B, 1, 3, 5, 7, 9, 11, 13, 15), v8i);
             store8(__builtin_convertvector(s, v8f) * 0.25f, out + hx);
         }
         for (; hx < hw; hx++) {
             const ptrdiff_t x0 = 2 * hx, x1 = 2 * hx + 1 < w ? 2 * hx + 1 : w - 1;
-            const int s = value_at(bin, w, h, fill, x0, y0) + value_at(bin, w, h, fill, x1, y0)
-                        + value_at(bin, w, h, fill, x0, y1) + value_at(bin, w, h, fill, x1, y1);
+            const int s = value_at(bin, w, h, fill, x0, y0) + value_at(bin, w, h, fill, x1, y0) +
+                          value_at(bin, w, h, fill, x0, y1) + value_at(bin, w, h, fill, x1, y1);
             out[hx] = (float)s * 0.25f;
         }
     }
 }
 
-void evn_half_coverage_portable(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half) {
+void evn_half_coverage_portable(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                                float *half) {
     half_coverage_body(bin, w, h, fill, hy0, hy1, half);
 }
-EVN_AVX2 void evn_half_coverage_avx2(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half) {
+EVN_AVX2 void evn_half_coverage_avx2(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0,
+                                     ptrdiff_t hy1, float *half) {
     half_coverage_body(bin, w, h, fill, hy0, hy1, half);
 }
-void evn_half_coverage(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half) {
+void evn_half_coverage(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                       float *half) {
     if (evn_cpu_has_avx2()) evn_half_coverage_avx2(bin, w, h, fill, hy0, hy1, half);
     else evn_half_coverage_portable(bin, w, h, fill, hy0, hy1, half);
 }
@@ -217,14 +231,22 @@ EVN_INLINE void blur_columns_body(const evn_blur *B, const float *src, ptrdiff_t
     }
 }
 
-void evn_blur_rows_portable(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) { blur_rows_body(b, src, y0, y1, dst); }
-EVN_AVX2 void evn_blur_rows_avx2(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) { blur_rows_body(b, src, y0, y1, dst); }
+void evn_blur_rows_portable(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
+    blur_rows_body(b, src, y0, y1, dst);
+}
+EVN_AVX2 void evn_blur_rows_avx2(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
+    blur_rows_body(b, src, y0, y1, dst);
+}
 void evn_blur_rows(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
     if (evn_cpu_has_avx2()) evn_blur_rows_avx2(b, src, y0, y1, dst);
     else evn_blur_rows_portable(b, src, y0, y1, dst);
 }
-void evn_blur_columns_portable(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) { blur_columns_body(b, src, y0, y1, dst); }
-EVN_AVX2 void evn_blur_columns_avx2(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) { blur_columns_body(b, src, y0, y1, dst); }
+void evn_blur_columns_portable(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
+    blur_columns_body(b, src, y0, y1, dst);
+}
+EVN_AVX2 void evn_blur_columns_avx2(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
+    blur_columns_body(b, src, y0, y1, dst);
+}
 void evn_blur_columns(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff_t y1, float *dst) {
     if (evn_cpu_has_avx2()) evn_blur_columns_avx2(b, src, y0, y1, dst);
     else evn_blur_columns_portable(b, src, y0, y1, dst);
@@ -232,8 +254,8 @@ void evn_blur_columns(const evn_blur *b, const float *src, ptrdiff_t y0, ptrdiff
 
 // MARK: - Temporal smoothing and gamma
 
-void evn_mask_finish(const float *blurred, const float *previous, float a, const float *table, ptrdiff_t start, ptrdiff_t end,
-                     float *smoothed, float *mask) {
+void evn_mask_finish(const float *blurred, const float *previous, float a, const float *table, ptrdiff_t start,
+                     ptrdiff_t end, float *smoothed, float *mask) {
     const float b = 1 - a;
     for (ptrdiff_t i = start; i < end; i++) {
         float m = blurred[i];
@@ -247,36 +269,41 @@ void evn_mask_finish(const float *blurred, const float *previous, float a, const
 // MARK: - Upscale and blend
 
 /// Output pixels x..<x + 8 of a transition: the mask by the column taps, and the blend.
-#define BLEND8(R, x, line, src, bg, dst, mout) do { \
-    const ptrdiff_t W_ = (R)->width; \
-    const int32_t *t_ = (R)->taps; \
-    const float *tw_ = (R)->tap_weights; \
-    v8f l0_, l1_, l2_, l3_; \
-    for (int l_ = 0; l_ < 8; l_++) { \
-        l0_[l_] = line[t_[(x) + l_]]; l1_[l_] = line[t_[W_ + (x) + l_]]; \
-        l2_[l_] = line[t_[2 * W_ + (x) + l_]]; l3_[l_] = line[t_[3 * W_ + (x) + l_]]; \
-    } \
-    v8f v_ = load8(tw_ + (x)) * l0_ + load8(tw_ + W_ + (x)) * l1_ + load8(tw_ + 2 * W_ + (x)) * l2_ + load8(tw_ + 3 * W_ + (x)) * l3_; \
-    const v8f zero_ = 0, one_ = 1; \
-    v_ = v_ < zero_ ? zero_ : v_; \
-    v_ = v_ > one_ ? one_ : v_; \
-    const v8i mi_ = __builtin_convertvector(v_ * 256 + 0.5f, v8i); \
-    if (mout) { \
-        const v8b f_ = __builtin_convertvector((mi_ * 255 + 128) >> 8, v8b); \
-        memcpy((mout) + (x), &f_, 8); \
-    } \
-    const v8s m_ = __builtin_convertvector(mi_, v8s); \
-    const v8s m3_[3] = { __builtin_shufflevector(m_, m_, 0, 0, 0, 1, 1, 1, 2, 2), \
-                         __builtin_shufflevector(m_, m_, 2, 3, 3, 3, 4, 4, 4, 5), \
-                         __builtin_shufflevector(m_, m_, 5, 5, 6, 6, 6, 7, 7, 7) }; \
-    for (int p_ = 0; p_ < 3; p_++) { \
-        const ptrdiff_t o_ = 3 * (x) + 8 * p_; \
-        const v8s fg_ = __builtin_convertvector(load8b((src) + o_), v8s), bk_ = __builtin_convertvector(load8b((bg) + o_), v8s); \
-        const v8s r_ = (fg_ * m3_[p_] + bk_ * (256 - m3_[p_]) + 128) >> 8; \
-        const v8b q_ = __builtin_convertvector(r_, v8b); \
-        memcpy((dst) + o_, &q_, 8); \
-    } \
-} while (0)
+#define BLEND8(R, x, line, src, bg, dst, mout)                                                                         \
+    do {                                                                                                               \
+        const ptrdiff_t W_ = (R)->width;                                                                               \
+        const int32_t *t_ = (R)->taps;                                                                                 \
+        const float *tw_ = (R)->tap_weights;                                                                           \
+        v8f l0_, l1_, l2_, l3_;                                                                                        \
+        for (int l_ = 0; l_ < 8; l_++) {                                                                               \
+            l0_[l_] = line[t_[(x) + l_]];                                                                              \
+            l1_[l_] = line[t_[W_ + (x) + l_]];                                                                         \
+            l2_[l_] = line[t_[2 * W_ + (x) + l_]];                                                                     \
+            l3_[l_] = line[t_[3 * W_ + (x) + l_]];                                                                     \
+        }                                                                                                              \
+        v8f v_ = load8(tw_ + (x)) * l0_ + load8(tw_ + W_ + (x)) * l1_ + load8(tw_ + 2 * W_ + (x)) * l2_ +              \
+                 load8(tw_ + 3 * W_ + (x)) * l3_;                                                                      \
+        const v8f zero_ = 0, one_ = 1;                                                                                 \
+        v_ = v_ < zero_ ? zero_ : v_;                                                                                  \
+        v_ = v_ > one_ ? one_ : v_;                                                                                    \
+        const v8i mi_ = __builtin_convertvector(v_ * 256 + 0.5f, v8i);                                                 \
+        if (mout) {                                                                                                    \
+            const v8b f_ = __builtin_convertvector((mi_ * 255 + 128) >> 8, v8b);                                       \
+            memcpy((mout) + (x), &f_, 8);                                                                              \
+        }                                                                                                              \
+        const v8s m_ = __builtin_convertvector(mi_, v8s);                                                              \
+        const v8s m3_[3] = {__builtin_shufflevector(m_, m_, 0, 0, 0, 1, 1, 1, 2, 2),                                   \
+                            __builtin_shufflevector(m_, m_, 2, 3, 3, 3, 4, 4, 4, 5),                                   \
+                            __builtin_shufflevector(m_, m_, 5, 5, 6, 6, 6, 7, 7, 7)};                                  \
+        for (int p_ = 0; p_ < 3; p_++) {                                                                               \
+            const ptrdiff_t o_ = 3 * (x) + 8 * p_;                                                                     \
+            const v8s fg_ = __builtin_convertvector(load8b((src) + o_), v8s),                                          \
+                      bk_ = __builtin_convertvector(load8b((bg) + o_), v8s);                                           \
+            const v8s r_ = (fg_ * m3_[p_] + bk_ * (256 - m3_[p_]) + 128) >> 8;                                         \
+            const v8b q_ = __builtin_convertvector(r_, v8b);                                                           \
+            memcpy((dst) + o_, &q_, 8);                                                                                \
+        }                                                                                                              \
+    } while (0)
 
 /// The class of the four taps from column i - 2 to i + 1 (clamped): 0 or 1 when all four are, else 2.
 static inline uint8_t window_class(const uint8_t *flag, ptrdiff_t mw, ptrdiff_t i) {
@@ -292,7 +319,8 @@ EVN_INLINE void backdrop_row_body(const evn_backdrop_row *R) {
     const float a = R->weights[0], b = R->weights[1], c = R->weights[2], d = R->weights[3];
     const float *r0 = R->rows[0], *r1 = R->rows[1], *r2 = R->rows[2], *r3 = R->rows[3];
     ptrdiff_t i = 0;
-    for (; i + 8 <= mw; i += 8) store8(a * load8(r0 + i) + b * load8(r1 + i) + c * load8(r2 + i) + d * load8(r3 + i), line + i);
+    for (; i + 8 <= mw; i += 8)
+        store8(a * load8(r0 + i) + b * load8(r1 + i) + c * load8(r2 + i) + d * load8(r3 + i), line + i);
     for (; i < mw; i++) line[i] = a * r0[i] + b * r1[i] + c * r2[i] + d * r3[i];
     // Where all four taps are 0 (or 1) the pixel is background (or subject): copy runs of those;
     // blend only the transition.
@@ -368,8 +396,8 @@ EVN_INLINE void backdrop_row_body(const evn_backdrop_row *R) {
             for (; x < e; x++) {
                 const int32_t *t = R->taps;
                 const float *tw = R->tap_weights;
-                float v = tw[x] * line[t[x]] + tw[W + x] * line[t[W + x]] + tw[2 * W + x] * line[t[2 * W + x]]
-                        + tw[3 * W + x] * line[t[3 * W + x]];
+                float v = tw[x] * line[t[x]] + tw[W + x] * line[t[W + x]] + tw[2 * W + x] * line[t[2 * W + x]] +
+                          tw[3 * W + x] * line[t[3 * W + x]];
                 v = v < 0 ? 0 : (v > 1 ? 1 : v);
                 const unsigned mi = (unsigned)(int)(v * 256 + 0.5f);
                 if (mout) mout[x] = (uint8_t)((mi * 255 + 128) >> 8);

@@ -6,14 +6,22 @@
 #include "vectors.h"
 
 // 8 interleaved RGB pixels (24 floats) as three planes, and back.
-#define DEINTERLEAVE(p, r, g, b) do { \
-    const v8f a_ = load8(p), b_ = load8((p) + 8), c_ = load8((p) + 16); \
-    r = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 0, 3, 6, 9, 12, 15, -1, -1), c_, 0, 1, 2, 3, 4, 5, 10, 13); \
-    g = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 1, 4, 7, 10, 13, -1, -1, -1), c_, 0, 1, 2, 3, 4, 8, 11, 14); \
-    b = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 2, 5, 8, 11, 14, -1, -1, -1), c_, 0, 1, 2, 3, 4, 9, 12, 15); \
-} while (0)
+#define DEINTERLEAVE(p, r, g, b)                                                                                       \
+    do {                                                                                                               \
+        const v8f a_ = load8(p), b_ = load8((p) + 8), c_ = load8((p) + 16);                                            \
+        r = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 0, 3, 6, 9, 12, 15, -1, -1), c_, 0, 1, 2, 3, 4, 5, \
+                                    10, 13);                                                                           \
+        g = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 1, 4, 7, 10, 13, -1, -1, -1), c_, 0, 1, 2, 3, 4,   \
+                                    8, 11, 14);                                                                        \
+        b = __builtin_shufflevector(__builtin_shufflevector(a_, b_, 2, 5, 8, 11, 14, -1, -1, -1), c_, 0, 1, 2, 3, 4,   \
+                                    9, 12, 15);                                                                        \
+    } while (0)
 
-#define ABS8(v) ({ const v8f v_ = (v); v_ < 0 ? -v_ : v_; })
+#define ABS8(v)                                                                                                        \
+    ({                                                                                                                 \
+        const v8f v_ = (v);                                                                                            \
+        v_ < 0 ? -v_ : v_;                                                                                             \
+    })
 
 EVN_INLINE ptrdiff_t clip_mean_body(const evn_clip_tile *T, float *out) {
     const ptrdiff_t pixels = T->pixels, frames = T->frames, stride = T->stride;
@@ -31,13 +39,17 @@ EVN_INLINE ptrdiff_t clip_mean_body(const evn_clip_tile *T, float *out) {
             DEINTERLEAVE(v, r, g, b);
             const v8i valid = __builtin_convertvector(load8b(ok), v8i) != 0;
             const v8i keep = valid & (ABS8(r - mr) <= tr) & (ABS8(g - mg) <= tg) & (ABS8(b - mb) <= tb);
-            sr += keep ? r : zero; sg += keep ? g : zero; sb += keep ? b : zero;
+            sr += keep ? r : zero;
+            sg += keep ? g : zero;
+            sb += keep ? b : zero;
             n += keep ? one : zero;
         }
         const v8i some = n > zero;
         const v8f qr = some ? sr / n : mr, qg = some ? sg / n : mg, qb = some ? sb / n : mb;
         for (int l = 0; l < 8; l++) {
-            out[3 * (p + l)] = qr[l]; out[3 * (p + l) + 1] = qg[l]; out[3 * (p + l) + 2] = qb[l];
+            out[3 * (p + l)] = qr[l];
+            out[3 * (p + l) + 1] = qg[l];
+            out[3 * (p + l) + 2] = qb[l];
         }
     }
     return p;

@@ -14,9 +14,9 @@
 
 typedef struct {
     const uint8_t *p;
-    size_t n, next;    // bytes, and the next byte to load
-    uint64_t buf;      // bits loaded and not consumed, the next one lowest
-    unsigned count;    // how many
+    size_t n, next; // bytes, and the next byte to load
+    uint64_t buf;   // bits loaded and not consumed, the next one lowest
+    unsigned count; // how many
 } bit_reader;
 
 /// Loads whole bytes while at least 8 bits of room remain; past the end it loads zeros and counts
@@ -41,9 +41,12 @@ static inline uint32_t take(bit_reader *r, unsigned k) {
 }
 
 static inline void seek(bit_reader *r, size_t bit) {
-    r->next = bit / 8; r->buf = 0; r->count = 0;
+    r->next = bit / 8;
+    r->buf = 0;
+    r->count = 0;
     refill(r);
-    r->buf >>= bit % 8; r->count -= (unsigned)(bit % 8);
+    r->buf >>= bit % 8;
+    r->count -= (unsigned)(bit % 8);
 }
 
 // ---- Canonical Huffman codes: a 10-bit lookup table for the short codes (entry: symbol << 4 |
@@ -58,7 +61,7 @@ typedef struct {
     /// symbol that is not allowed (the walk's slow path).
     uint8_t walk[1u << PRIMARY_BITS];
     uint16_t per_length[MAX_BITS + 1];
-    uint16_t symbols[320];   // in canonical order: by length, then by symbol
+    uint16_t symbols[320]; // in canonical order: by length, then by symbol
 } huffman;
 
 /// Builds the tables for `count` code lengths. Returns -1 for an over-subscribed set. An empty set
@@ -70,9 +73,13 @@ static int build(huffman *h, const uint8_t *lengths, unsigned count) {
     for (unsigned s = 0; s < count; s++) h->per_length[lengths[s]]++;
     h->per_length[0] = 0;
     int left = 1;
-    for (unsigned len = 1; len <= MAX_BITS; len++) { left = left * 2 - (int)h->per_length[len]; if (left < 0) return -1; }
+    for (unsigned len = 1; len <= MAX_BITS; len++) {
+        left = left * 2 - (int)h->per_length[len];
+        if (left < 0) return -1;
+    }
     for (unsigned len = 1, code = 0; len <= MAX_BITS; len++) {
-        code = (code + h->per_length[len - 1]) << 1; next[len] = code;
+        code = (code + h->per_length[len - 1]) << 1;
+        next[len] = code;
         offset[len + 1] = offset[len] + h->per_length[len];
     }
     memset(h->table, 0, sizeof h->table);
@@ -80,9 +87,15 @@ static int build(huffman *h, const uint8_t *lengths, unsigned count) {
         const unsigned len = lengths[s];
         if (!len) continue;
         h->symbols[offset[len]++] = (uint16_t)s;
-        if (len > PRIMARY_BITS) { next[len]++; continue; }
+        if (len > PRIMARY_BITS) {
+            next[len]++;
+            continue;
+        }
         unsigned code = next[len]++, reversed = 0;
-        for (unsigned i = 0; i < len; i++) { reversed = (reversed << 1) | (code & 1); code >>= 1; }
+        for (unsigned i = 0; i < len; i++) {
+            reversed = (reversed << 1) | (code & 1);
+            code >>= 1;
+        }
         for (unsigned k = reversed; k < (1u << PRIMARY_BITS); k += 1u << len) h->table[k] = (uint16_t)(s << 4 | len);
     }
     return 0;
@@ -94,13 +107,18 @@ static int decode_long(bit_reader *r, const huffman *h) {
     unsigned code = 0, first = 0, index = 0;
     uint64_t bits = r->buf;
     for (unsigned len = 1; len <= MAX_BITS; len++) {
-        code |= (unsigned)(bits & 1); bits >>= 1;
+        code |= (unsigned)(bits & 1);
+        bits >>= 1;
         const unsigned count = h->per_length[len];
         if (code - first < count) {
-            r->buf >>= len; r->count -= len;
+            r->buf >>= len;
+            r->count -= len;
             return h->symbols[index + (code - first)];
         }
-        index += count; first += count; first <<= 1; code <<= 1;
+        index += count;
+        first += count;
+        first <<= 1;
+        code <<= 1;
     }
     return -1;
 }
@@ -110,11 +128,13 @@ static inline int decode(bit_reader *r, const huffman *h) {
     if (r->count < MAX_BITS) refill(r);
     const uint16_t e = h->table[r->buf & ((1u << PRIMARY_BITS) - 1)];
     if (!e) return decode_long(r, h);
-    r->buf >>= e & 15; r->count -= e & 15;
+    r->buf >>= e & 15;
+    r->count -= e & 15;
     return e >> 4;
 }
 
-static const uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                         2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
 static const uint8_t order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 
 /// Reads a dynamic block's code lengths (RFC 1951, 3.2.7) and builds its two tables.
@@ -127,10 +147,17 @@ static int read_tables(bit_reader *r, huffman *lit, huffman *dist, huffman *scra
     for (unsigned i = 0; i < hlit + hdist;) {
         const int s = decode(r, scratch);
         if (s < 0) return -1;
-        if (s < 16) { lengths[i++] = (uint8_t)s; continue; }
-        unsigned repeat; uint8_t value = 0;
-        if (s == 16) { if (i == 0) return -1; value = lengths[i - 1]; repeat = 3 + take(r, 2); }
-        else if (s == 17) repeat = 3 + take(r, 3);
+        if (s < 16) {
+            lengths[i++] = (uint8_t)s;
+            continue;
+        }
+        unsigned repeat;
+        uint8_t value = 0;
+        if (s == 16) {
+            if (i == 0) return -1;
+            value = lengths[i - 1];
+            repeat = 3 + take(r, 2);
+        } else if (s == 17) repeat = 3 + take(r, 3);
         else repeat = 11 + take(r, 7);
         if (i + repeat > hlit + hdist) return -1;
         while (repeat--) lengths[i++] = value;
@@ -146,15 +173,21 @@ enum { WALK_MATCH = 0x40 };
 static void build_walk(huffman *h, int lengths) {
     for (unsigned i = 0; i < (1u << PRIMARY_BITS); i++) {
         const unsigned e = h->table[i], s = e >> 4, len = e & 15;
-        uint8_t w = 0;   // 0: no short code, the slow path
+        uint8_t w = 0; // 0: no short code, the slow path
         if (!e) w = 0;
-        else if (lengths) w = s < 256 ? (uint8_t)len : (s >= 257 && s <= 285) ? (uint8_t)((len + length_extra[s - 257]) | WALK_MATCH) : 0;
+        else if (lengths)
+            w = s < 256                  ? (uint8_t)len
+                : (s >= 257 && s <= 285) ? (uint8_t)((len + length_extra[s - 257]) | WALK_MATCH)
+                                         : 0;
         else w = s <= 29 ? (uint8_t)(len + (s >= 4 ? s / 2 - 1 : 0)) : 0;
         h->walk[i] = w;
     }
 }
 
-static inline void skip(bit_reader *r, unsigned k) { r->buf >>= k; r->count -= k; }
+static inline void skip(bit_reader *r, unsigned k) {
+    r->buf >>= k;
+    r->count -= k;
+}
 
 /// A distance code and its extra bits, through the slow path; 0, or -1.
 static int skip_distance(bit_reader *r, const huffman *dist) {
@@ -188,7 +221,10 @@ static int walk_symbols(bit_reader *r, const huffman *lit, const huffman *dist) 
             skip(r, e & 31);
             if (!(e & WALK_MATCH)) continue;
             const unsigned d = dist->walk[r->buf & mask];
-            if (__builtin_expect(!d, 0)) { if (skip_distance(r, dist) != 0) return -1; continue; }
+            if (__builtin_expect(!d, 0)) {
+                if (skip_distance(r, dist) != 0) return -1;
+                continue;
+            }
             skip(r, d);
             continue;
         }
@@ -205,7 +241,7 @@ int evn_deflate_find_final(const uint8_t *stream, size_t n, size_t *final_bit, s
     huffman *tables = malloc(3 * sizeof(huffman));
     if (!tables) return -1;
     huffman *lit = tables, *dist = tables + 1, *lengths_code = tables + 2;
-    bit_reader r = { stream, n, 0, 0, 0 };
+    bit_reader r = {stream, n, 0, 0, 0};
     refill(&r);
     int result = -1;
     for (;;) {
@@ -222,19 +258,29 @@ int evn_deflate_find_final(const uint8_t *stream, size_t n, size_t *final_bit, s
         } else {
             if (type == 1) {
                 uint8_t lengths[320];
-                memset(lengths, 8, 144); memset(lengths + 144, 9, 112); memset(lengths + 256, 7, 24); memset(lengths + 280, 8, 8);
+                memset(lengths, 8, 144);
+                memset(lengths + 144, 9, 112);
+                memset(lengths + 256, 7, 24);
+                memset(lengths + 280, 8, 8);
                 memset(lengths + 288, 5, 30);
                 if (build(lit, lengths, 288) != 0 || build(dist, lengths + 288, 30) != 0) break;
-                build_walk(lit, 1); build_walk(dist, 0);
+                build_walk(lit, 1);
+                build_walk(dist, 0);
             } else if (read_tables(&r, lit, dist, lengths_code) != 0) {
                 break;
             } else {
-                build_walk(lit, 1); build_walk(dist, 0);
+                build_walk(lit, 1);
+                build_walk(dist, 0);
             }
             if (walk_symbols(&r, lit, dist) != 0) break;
         }
         if (position(&r) > n * 8) break;
-        if (final) { *final_bit = header; *end_bit = position(&r); result = 0; break; }
+        if (final) {
+            *final_bit = header;
+            *end_bit = position(&r);
+            result = 0;
+            break;
+        }
     }
     free(tables);
     return result;
@@ -254,13 +300,16 @@ long evn_deflate_piece(const uint8_t *in, size_t n, uint8_t *out, size_t cap, in
     if (last) return (long)length;
     size_t final_bit, end_bit;
     if (evn_deflate_find_final(out, length, &final_bit, &end_bit) != 0 || (end_bit + 7) / 8 != length) return -1;
-    out[final_bit / 8] &= (uint8_t)~(1u << (final_bit % 8));
+    out[final_bit / 8] &= (uint8_t) ~(1u << (final_bit % 8));
     // An empty stored block: three zero header bits at end_bit (the bits after it in its byte
     // cleared), zero padding to the byte boundary, LEN 0 and NLEN 0xFFFF.
     if (end_bit % 8) out[end_bit / 8] &= (uint8_t)((1u << (end_bit % 8)) - 1);
     size_t bytes = (end_bit + 3 + 7) / 8;
     if (bytes > length) out[length] = 0;
-    out[bytes++] = 0; out[bytes++] = 0; out[bytes++] = 0xFF; out[bytes++] = 0xFF;
+    out[bytes++] = 0;
+    out[bytes++] = 0;
+    out[bytes++] = 0xFF;
+    out[bytes++] = 0xFF;
     return (long)bytes;
 }
 
@@ -270,8 +319,10 @@ long evn_deflate_piece_zlib(const uint8_t *in, size_t n, uint8_t *out, size_t ca
     z_stream z;
     memset(&z, 0, sizeof(z));
     if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    z.next_in = (Bytef *)in; z.avail_in = (uInt)n;
-    z.next_out = out; z.avail_out = (uInt)cap;
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
     const int r = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
     const long written = (long)(cap - z.avail_out);
     const int ok = last ? r == Z_STREAM_END : (r == Z_OK && z.avail_in == 0 && z.avail_out > 0);

@@ -4,8 +4,7 @@
 #include "evanesco_kernels.h"
 #include "vectors.h"
 
-EVN_INLINE int field_positions(const evn_field_positions *F, ptrdiff_t x0, ptrdiff_t count, float *pos,
-                               float *bounds) {
+EVN_INLINE int field_positions(const evn_field_positions *F, ptrdiff_t x0, ptrdiff_t count, float *pos, float *bounds) {
     const ptrdiff_t cols = F->columns, rows = F->rows, c = F->cell;
     const float cell = (float)c;
     // The field's rows either side of output row y, and the weight between them (the field's
@@ -17,7 +16,7 @@ EVN_INLINE int field_positions(const evn_field_positions *F, ptrdiff_t x0, ptrdi
     const float *ax = F->dx + r0 * cols, *bx = F->dx + r1 * cols, *ay = F->dy + r0 * cols, *by = F->dy + r1 * cols;
     const float m0 = F->m[0], m1 = F->m[1], m2 = F->m[2], m3 = F->m[3], m4 = F->m[4], m5 = F->m[5];
     const float m6 = F->m[6], m7 = F->m[7], m8 = F->m[8];
-    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const v8f lanes = {0, 1, 2, 3, 4, 5, 6, 7};
     const v8f inf = (v8f)__builtin_inff();
     v8f lox = inf, loy = inf, hix = -inf, hiy = -inf;
     v8i ok = (v8i)-1;
@@ -60,8 +59,9 @@ EVN_INLINE int field_positions(const evn_field_positions *F, ptrdiff_t x0, ptrdi
         i = end - x0;
         k++;
     }
-    for (int j = 0; j < 8; j++) if (!ok[j]) return 0;
-    float b[4] = { lox[0], loy[0], hix[0], hiy[0] };
+    for (int j = 0; j < 8; j++)
+        if (!ok[j]) return 0;
+    float b[4] = {lox[0], loy[0], hix[0], hiy[0]};
     for (int j = 1; j < 8; j++) {
         b[0] = lox[j] < b[0] ? lox[j] : b[0];
         b[1] = loy[j] < b[1] ? loy[j] : b[1];

@@ -17,7 +17,8 @@
 EVN_INLINE uint32_t pixel_word(const unsigned char *image, ptrdiff_t offset, ptrdiff_t total) {
     uint32_t u = 0;
     if (offset + 4 <= total) memcpy(&u, image + offset, 4);
-    else for (ptrdiff_t k = 0; offset + k < total; k++) u |= (uint32_t)image[offset + k] << (8 * k);
+    else
+        for (ptrdiff_t k = 0; offset + k < total; k++) u |= (uint32_t)image[offset + k] << (8 * k);
     return u;
 }
 
@@ -36,7 +37,8 @@ EVN_INLINE void grey_points(const evn_grey_points *G, const float *points, ptrdi
             p1 = load8(points + 2 * i + 8);
         } else {
             for (ptrdiff_t k = 0; k < 2 * n; k++) {
-                if (k < 8) p0[k] = points[2 * i + k]; else p1[k - 8] = points[2 * i + k];
+                if (k < 8) p0[k] = points[2 * i + k];
+                else p1[k - 8] = points[2 * i + k];
             }
         }
         const v8f x = __builtin_shufflevector(p0, p1, 0, 2, 4, 6, 8, 10, 12, 14);
@@ -70,13 +72,16 @@ EVN_INLINE void grey_points(const evn_grey_points *G, const float *points, ptrdi
         v8f sum = 0;
         for (ptrdiff_t k = 0; k < ch; k++) {
             const int shift = (int)(8 * k);
-            const v8f va = __builtin_convertvector((a >> shift) & 255, v8f), vb = __builtin_convertvector((b >> shift) & 255, v8f);
-            const v8f ve = __builtin_convertvector((e >> shift) & 255, v8f), vf = __builtin_convertvector((f >> shift) & 255, v8f);
+            const v8f va = __builtin_convertvector((a >> shift) & 255, v8f),
+                      vb = __builtin_convertvector((b >> shift) & 255, v8f);
+            const v8f ve = __builtin_convertvector((e >> shift) & 255, v8f),
+                      vf = __builtin_convertvector((f >> shift) & 255, v8f);
             sum += (va + (vb - va) * tx) * oneLessTy + (ve + (vf - ve) * tx) * ty;
         }
         const v8f v = inside != 0 ? sum * scale : (v8f)NAN;
         if (n == 8) store8(v, out + i);
-        else for (ptrdiff_t k = 0; k < n; k++) out[i + k] = v[k];
+        else
+            for (ptrdiff_t k = 0; k < n; k++) out[i + k] = v[k];
     }
 }
 

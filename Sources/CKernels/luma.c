@@ -13,7 +13,8 @@ EVN_INLINE void luma_rgb8(const unsigned char *src, ptrdiff_t channels, ptrdiff_
     }
 }
 
-EVN_INLINE void luma_rgb8_dispatch(const unsigned char *src, ptrdiff_t channels, ptrdiff_t count, float scale, float *out) {
+EVN_INLINE void luma_rgb8_dispatch(const unsigned char *src, ptrdiff_t channels, ptrdiff_t count, float scale,
+                                   float *out) {
     // Three and four channels get loops of their own (a constant stride vectorises).
     if (channels == 3) luma_rgb8(src, 3, count, scale, out);
     else if (channels == 4) luma_rgb8(src, 4, count, scale, out);

@@ -30,10 +30,17 @@ EVN_INLINE void sum_body(const evn_normal_points *P, ptrdiff_t start, ptrdiff_t 
             const int half = stop - i < 8;
             v8f v = (v8f)__builtin_nanf(""), tv = 0, ag = 0, js[8];
             if (half) {
-                memcpy(&v, smp + i, 16); memcpy(&tv, t + i, 16); memcpy(&ag, agreement + i, 16);
-                for (int q = 0; q < np; q++) { js[q] = 0; memcpy(&js[q], jac[q] + i, 16); }
+                memcpy(&v, smp + i, 16);
+                memcpy(&tv, t + i, 16);
+                memcpy(&ag, agreement + i, 16);
+                for (int q = 0; q < np; q++) {
+                    js[q] = 0;
+                    memcpy(&js[q], jac[q] + i, 16);
+                }
             } else {
-                v = load8(smp + i); tv = load8(t + i); ag = load8(agreement + i);
+                v = load8(smp + i);
+                tv = load8(t + i);
+                ag = load8(agreement + i);
                 for (int q = 0; q < np; q++) js[q] = load8(jac[q] + i);
             }
             const v8i ok = v == v;
@@ -43,9 +50,11 @@ EVN_INLINE void sum_body(const evn_normal_points *P, ptrdiff_t start, ptrdiff_t 
             const v8f u2 = r * r * invC2;
             const v8f om = one - u2;
             const v8f wt = ((u2 < one) & ok) ? om * om : zero;
-            if (half) memcpy(wts + i, &wt, 16); else store8(wt, wts + i);
+            if (half) memcpy(wts + i, &wt, 16);
+            else store8(wt, wts + i);
             const v8f wr = wt * r;
-            wr2 += wr * r; wsum += wt;
+            wr2 += wr * r;
+            wsum += wt;
             inliers += agrees ? one : zero;
             for (int q = 0; q < np; q++) grad[q] += wr * js[q];
             if (hessian) {
@@ -53,34 +62,53 @@ EVN_INLINE void sum_body(const evn_normal_points *P, ptrdiff_t start, ptrdiff_t 
                 int idx = 0;
                 for (int q = 0; q < np; q++) {
                     const v8f wj = wt * js[q];
-                    for (int u = q; u < np; u++) { acc[idx] += wj * js[u]; idx++; }
+                    for (int u = q; u < np; u++) {
+                        acc[idx] += wj * js[u];
+                        idx++;
+                    }
                 }
             }
         }
         for (int k = 0; k < entries; k++) out->a[k] += LANES(acc[k]);
         for (int q = 0; q < np; q++) out->b[q] += LANES(grad[q]);
-        out->wr2 += LANES(wr2); out->wsum += LANES(wsum);
-        out->wsum_hessian += LANES(wsumHessian); out->inliers += LANES(inliers);
+        out->wr2 += LANES(wr2);
+        out->wsum += LANES(wsum);
+        out->wsum_hessian += LANES(wsumHessian);
+        out->inliers += LANES(inliers);
     }
 }
 
-#define VARIANTS(name, attribute) \
-    attribute void name(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out) { \
-        if (start >= end) return; \
-        switch (np * 2 + (hessian != 0)) { \
-        case 4: sum_body(points, start, end, 2, 0, out); break; \
-        case 5: sum_body(points, start, end, 2, 1, out); break; \
-        case 12: sum_body(points, start, end, 6, 0, out); break; \
-        case 13: sum_body(points, start, end, 6, 1, out); break; \
-        case 16: sum_body(points, start, end, 8, 0, out); break; \
-        default: sum_body(points, start, end, 8, 1, out); break; \
-        } \
+#define VARIANTS(name, attribute)                                                                                      \
+    attribute void name(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian,          \
+                        evn_normal_sums *out) {                                                                        \
+        if (start >= end) return;                                                                                      \
+        switch (np * 2 + (hessian != 0)) {                                                                             \
+        case 4:                                                                                                        \
+            sum_body(points, start, end, 2, 0, out);                                                                   \
+            break;                                                                                                     \
+        case 5:                                                                                                        \
+            sum_body(points, start, end, 2, 1, out);                                                                   \
+            break;                                                                                                     \
+        case 12:                                                                                                       \
+            sum_body(points, start, end, 6, 0, out);                                                                   \
+            break;                                                                                                     \
+        case 13:                                                                                                       \
+            sum_body(points, start, end, 6, 1, out);                                                                   \
+            break;                                                                                                     \
+        case 16:                                                                                                       \
+            sum_body(points, start, end, 8, 0, out);                                                                   \
+            break;                                                                                                     \
+        default:                                                                                                       \
+            sum_body(points, start, end, 8, 1, out);                                                                   \
+            break;                                                                                                     \
+        }                                                                                                              \
     }
 
 VARIANTS(evn_normal_sums_portable, )
 VARIANTS(evn_normal_sums_avx2, EVN_AVX2)
 
-void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out) {
+void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian,
+                         evn_normal_sums *out) {
     if (evn_cpu_has_avx2()) evn_normal_sums_avx2(points, start, end, np, hessian, out);
     else evn_normal_sums_portable(points, start, end, np, hessian, out);
 }

@@ -9,13 +9,24 @@
 #define LANES(v) ((double)((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7]))))
 
 // n (1...8) floats from p into the first lanes, the rest 0.
-#define loadn(p, n) ({ v8f v_ = 0; memcpy(&v_, (p), (size_t)(n) * sizeof(float)); v_; })
+#define loadn(p, n)                                                                                                    \
+    ({                                                                                                                 \
+        v8f v_ = 0;                                                                                                    \
+        memcpy(&v_, (p), (size_t)(n) * sizeof(float));                                                                 \
+        v_;                                                                                                            \
+    })
 
 // The model's basis at eight cells (ParallaxConsistency.basis): depth, 1, x, y, x^2, xy, y^2.
-#define BASIS(v, r, x, y) do { \
-    (v)[0] = (r); (v)[1] = 1; (v)[2] = (x); (v)[3] = (y); \
-    (v)[4] = (x) * (x); (v)[5] = (x) * (y); (v)[6] = (y) * (y); \
-} while (0)
+#define BASIS(v, r, x, y)                                                                                              \
+    do {                                                                                                               \
+        (v)[0] = (r);                                                                                                  \
+        (v)[1] = 1;                                                                                                    \
+        (v)[2] = (x);                                                                                                  \
+        (v)[3] = (y);                                                                                                  \
+        (v)[4] = (x) * (x);                                                                                            \
+        (v)[5] = (x) * (y);                                                                                            \
+        (v)[6] = (y) * (y);                                                                                            \
+    } while (0)
 
 EVN_INLINE void parallax_normal(const evn_parallax_frame *F, double *normal, double *rhs) {
     enum { n = 7 };
@@ -33,26 +44,40 @@ EVN_INLINE void parallax_normal(const evn_parallax_frame *F, double *normal, dou
             const ptrdiff_t m = stop - c < 8 ? stop - c : 8;
             v8f w, r, x, y, dx, dy;
             if (m == 8) {
-                w = load8(F->weight + c); r = load8(F->rho + c); x = load8(F->x + c); y = load8(F->y + c);
-                dx = load8(F->dx + c); dy = load8(F->dy + c);
+                w = load8(F->weight + c);
+                r = load8(F->rho + c);
+                x = load8(F->x + c);
+                y = load8(F->y + c);
+                dx = load8(F->dx + c);
+                dy = load8(F->dy + c);
             } else {
                 // Lanes past the range weigh 0.
-                w = loadn(F->weight + c, m); r = loadn(F->rho + c, m); x = loadn(F->x + c, m);
-                y = loadn(F->y + c, m); dx = loadn(F->dx + c, m); dy = loadn(F->dy + c, m);
+                w = loadn(F->weight + c, m);
+                r = loadn(F->rho + c, m);
+                x = loadn(F->x + c, m);
+                y = loadn(F->y + c, m);
+                dx = loadn(F->dx + c, m);
+                dy = loadn(F->dy + c, m);
             }
             v8f v[n];
             BASIS(v, r, x, y);
             int idx = 0;
             for (int i = 0; i < n; i++) {
                 const v8f wv = w * v[i];
-                for (int j = i; j < n; j++) { acc[idx] += wv * v[j]; idx++; }
+                for (int j = i; j < n; j++) {
+                    acc[idx] += wv * v[j];
+                    idx++;
+                }
                 bx[i] += wv * dx;
                 by[i] += wv * dy;
             }
         }
         int idx = 0;
         for (int i = 0; i < n; i++) {
-            for (int j = i; j < n; j++) { a[i * n + j] += LANES(acc[idx]); idx++; }
+            for (int j = i; j < n; j++) {
+                a[i * n + j] += LANES(acc[idx]);
+                idx++;
+            }
             b[i] += LANES(bx[i]);
             b[n + i] += LANES(by[i]);
         }
@@ -66,7 +91,7 @@ EVN_KERNEL_VARIANTS(void, evn_parallax_normal, evn_parallax_normal, parallax_nor
                     (const evn_parallax_frame *frame, double *normal, double *rhs), (frame, normal, rhs))
 
 // The displacement's part besides depth (the frame's coefficients 1..6 of the basis) at eight cells.
-#define AFFINE(q, x, y, xx, xy, yy) \
+#define AFFINE(q, x, y, xx, xy, yy)                                                                                    \
     ((((q)[1] + (q)[2] * (x)) + ((q)[3] * (y) + (q)[4] * (xx))) + ((q)[5] * (xy) + (q)[6] * (yy)))
 
 EVN_INLINE void parallax_depths(const evn_parallax_cells *P, ptrdiff_t start, ptrdiff_t end) {
@@ -77,14 +102,20 @@ EVN_INLINE void parallax_depths(const evn_parallax_cells *P, ptrdiff_t start, pt
         const ptrdiff_t m = end - c < 8 ? end - c : 8;
         v8f x, y, rho, mxx = 1, mxy = 0, myy = 1;
         if (m == 8) {
-            x = load8(P->x + c); y = load8(P->y + c); rho = load8(P->rho + c);
+            x = load8(P->x + c);
+            y = load8(P->y + c);
+            rho = load8(P->rho + c);
         } else {
-            x = loadn(P->x + c, m); y = loadn(P->y + c, m); rho = loadn(P->rho + c, m);
+            x = loadn(P->x + c, m);
+            y = loadn(P->y + c, m);
+            rho = loadn(P->rho + c, m);
         }
         if (P->metric) {
             // Four floats a cell: xx, xy, yy, unused.
             for (ptrdiff_t l = 0; l < m; l++) {
-                mxx[l] = P->metric[4 * (c + l)]; mxy[l] = P->metric[4 * (c + l) + 1]; myy[l] = P->metric[4 * (c + l) + 2];
+                mxx[l] = P->metric[4 * (c + l)];
+                mxy[l] = P->metric[4 * (c + l) + 1];
+                myy[l] = P->metric[4 * (c + l) + 2];
             }
         }
         const v8f xx = x * x, xy = x * y, yy = y * y;
@@ -103,7 +134,8 @@ EVN_INLINE void parallax_depths(const evn_parallax_cells *P, ptrdiff_t start, pt
             den += w * (atX * tx + atY * ty);
         }
         rho = den > tiny ? num / (den > tiny ? den : one) : rho;
-        if (m == 8) store8(rho, P->rho + c); else memcpy(P->rho + c, &rho, (size_t)m * sizeof(float));
+        if (m == 8) store8(rho, P->rho + c);
+        else memcpy(P->rho + c, &rho, (size_t)m * sizeof(float));
         for (ptrdiff_t k = 0; k < K; k++) {
             const float *qx = coefficients + 16 * k, *qy = qx + 8;
             const float *dxk = P->dx + k * C + c, *dyk = P->dy + k * C + c;
@@ -122,7 +154,8 @@ EVN_INLINE void parallax_depths(const evn_parallax_cells *P, ptrdiff_t start, pt
 EVN_KERNEL_VARIANTS(void, evn_parallax_depths, evn_parallax_depths, parallax_depths,
                     (const evn_parallax_cells *cells, ptrdiff_t start, ptrdiff_t end), (cells, start, end))
 
-EVN_INLINE void parallax_model(const evn_parallax_cells *P, ptrdiff_t k, ptrdiff_t start, ptrdiff_t end, float *mx, float *my) {
+EVN_INLINE void parallax_model(const evn_parallax_cells *P, ptrdiff_t k, ptrdiff_t start, ptrdiff_t end, float *mx,
+                               float *my) {
     const float *qx = P->coefficients + 16 * k, *qy = qx + 8;
     for (ptrdiff_t c = start; c < end; c += 8) {
         const ptrdiff_t m = end - c < 8 ? end - c : 8;
@@ -130,11 +163,17 @@ EVN_INLINE void parallax_model(const evn_parallax_cells *P, ptrdiff_t k, ptrdiff
         const v8f rho = m == 8 ? load8(P->rho + c) : loadn(P->rho + c, m);
         const v8f xx = x * x, xy = x * y, yy = y * y;
         const v8f vx = rho * qx[0] + AFFINE(qx, x, y, xx, xy, yy), vy = rho * qy[0] + AFFINE(qy, x, y, xx, xy, yy);
-        if (m == 8) { store8(vx, mx + c); store8(vy, my + c); }
-        else { memcpy(mx + c, &vx, (size_t)m * sizeof(float)); memcpy(my + c, &vy, (size_t)m * sizeof(float)); }
+        if (m == 8) {
+            store8(vx, mx + c);
+            store8(vy, my + c);
+        } else {
+            memcpy(mx + c, &vx, (size_t)m * sizeof(float));
+            memcpy(my + c, &vy, (size_t)m * sizeof(float));
+        }
     }
 }
 
 EVN_KERNEL_VARIANTS(void, evn_parallax_model, evn_parallax_model, parallax_model,
-                    (const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx, float *my),
+                    (const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
+                     float *my),
                     (cells, frame, start, end, mx, my))

@@ -7,12 +7,15 @@
 
 int evn_png_encode_piece(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
                          int filter, int level, int last, evn_png_piece *piece) {
-    piece->data = NULL; piece->length = -1; piece->adler = 1;
+    piece->data = NULL;
+    piece->length = -1;
+    piece->adler = 1;
     piece->filtered = (y1 - y0) * (row_bytes + 1);
     const size_t n = piece->filtered, cap = evn_deflate_piece_bound(n);
     uint8_t *raw = malloc(n ? n : 1), *out = malloc(cap);
     if (!raw || !out || evn_png_filter_rows(image, row_bytes, bpp, sixteen, y0, y1, filter, raw) != 0) {
-        free(raw); free(out);
+        free(raw);
+        free(out);
         return -1;
     }
     piece->adler = evn_adler32(1, raw, n);
@@ -20,18 +23,27 @@ int evn_png_encode_piece(const uint8_t *image, size_t row_bytes, size_t bpp, int
     // A stream the walk could not follow (it never has been): zlib joins pieces natively.
     if (length < 0) length = evn_deflate_piece_zlib(raw, n, out, cap, level > 9 ? 9 : level, last);
     free(raw);
-    if (length < 0) { free(out); return -1; }
-    piece->data = out; piece->length = length;
+    if (length < 0) {
+        free(out);
+        return -1;
+    }
+    piece->data = out;
+    piece->length = length;
     return 0;
 }
 
 size_t evn_png_idat_size(const evn_png_piece *pieces, size_t count) {
-    size_t total = 2 + 4;   // zlib header and Adler-32
+    size_t total = 2 + 4; // zlib header and Adler-32
     for (size_t k = 0; k < count; k++) total += 12 + (size_t)pieces[k].length;
     return total;
 }
 
-static void put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v; }
+static void put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
 
 size_t evn_png_write_idat(const evn_png_piece *pieces, size_t count, int level, uint8_t *out) {
     // CMF 0x78: deflate, 32 KB window. FLG: FLEVEL (0 fastest, 1 fast, 2 default, 3 best), no
@@ -47,10 +59,16 @@ size_t evn_png_write_idat(const evn_png_piece *pieces, size_t count, int level, 
         uint8_t *body = p + 4;
         memcpy(body, "IDAT", 4);
         uint8_t *d = body + 4;
-        if (k == 0) { *d++ = 0x78; *d++ = (uint8_t)flg; }
+        if (k == 0) {
+            *d++ = 0x78;
+            *d++ = (uint8_t)flg;
+        }
         memcpy(d, pieces[k].data, (size_t)pieces[k].length);
         d += pieces[k].length;
-        if (k == count - 1) { put32(d, (uint32_t)adler); d += 4; }
+        if (k == count - 1) {
+            put32(d, (uint32_t)adler);
+            d += 4;
+        }
         put32(d, evn_crc32(0, body, length + 4));
         p = d + 4;
     }

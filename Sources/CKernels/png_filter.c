@@ -9,10 +9,23 @@
 
 typedef short v16s __attribute__((ext_vector_type(16)));
 typedef unsigned char v16u __attribute__((ext_vector_type(16)));
-#define load16u(p) ({ v16u v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define store16u(v, p) do { const v16u s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
+#define load16u(p)                                                                                                     \
+    ({                                                                                                                 \
+        v16u v_;                                                                                                       \
+        memcpy(&v_, (p), sizeof v_);                                                                                   \
+        v_;                                                                                                            \
+    })
+#define store16u(v, p)                                                                                                 \
+    do {                                                                                                               \
+        const v16u s_ = (v);                                                                                           \
+        memcpy((p), &s_, sizeof s_);                                                                                   \
+    } while (0)
 #define widen(v) __builtin_convertvector((v), v16s)
-#define ABS16(v) ({ const v16s v_ = (v); v_ < 0 ? -v_ : v_; })
+#define ABS16(v)                                                                                                       \
+    ({                                                                                                                 \
+        const v16s v_ = (v);                                                                                           \
+        v_ < 0 ? -v_ : v_;                                                                                             \
+    })
 
 // Each function filters one row: x the row, up the row above (zeros above the first), o the
 // output, n bytes, bpp bytes a pixel. Bytes before the first pixel count as zero.
@@ -59,27 +72,44 @@ EVN_INLINE void paeth_row(const uint8_t *x, const uint8_t *up, uint8_t *o, size_
 
 EVN_INLINE void filter_row(int filter, const uint8_t *x, const uint8_t *up, uint8_t *o, size_t n, size_t bpp) {
     switch (filter) {
-    case EVN_PNG_SUB: sub_row(x, o, n, bpp); break;
-    case EVN_PNG_UP: up_row(x, up, o, n); break;
-    case EVN_PNG_AVERAGE: average_row(x, up, o, n, bpp); break;
-    case EVN_PNG_PAETH: paeth_row(x, up, o, n, bpp); break;
-    default: memcpy(o, x, n); break;
+    case EVN_PNG_SUB:
+        sub_row(x, o, n, bpp);
+        break;
+    case EVN_PNG_UP:
+        up_row(x, up, o, n);
+        break;
+    case EVN_PNG_AVERAGE:
+        average_row(x, up, o, n, bpp);
+        break;
+    case EVN_PNG_PAETH:
+        paeth_row(x, up, o, n, bpp);
+        break;
+    default:
+        memcpy(o, x, n);
+        break;
     }
 }
 
 /// libpng's measure of a filtered row: the sum of its bytes' magnitudes as signed values.
 EVN_INLINE uint64_t row_cost(const uint8_t *o, size_t n) {
     uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) { const int v = (int8_t)o[i]; sum += (uint64_t)(v < 0 ? -v : v); }
+    for (size_t i = 0; i < n; i++) {
+        const int v = (int8_t)o[i];
+        sum += (uint64_t)(v < 0 ? -v : v);
+    }
     return sum;
 }
 
 EVN_INLINE void swap16(const uint8_t *src, uint8_t *dst, size_t n) {
-    for (size_t i = 0; i + 1 < n; i += 2) { const uint8_t lo = src[i]; dst[i] = src[i + 1]; dst[i + 1] = lo; }
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        const uint8_t lo = src[i];
+        dst[i] = src[i + 1];
+        dst[i + 1] = lo;
+    }
 }
 
-EVN_INLINE int filter_rows_body(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                                size_t y0, size_t y1, int filter, uint8_t *out) {
+EVN_INLINE int filter_rows_body(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                                int filter, uint8_t *out) {
     if (y1 <= y0) return 0;
     // Scratch: a zero row (above the first), two byte-swapped rows (16-bit), five candidates (adaptive).
     const size_t slots = 1 + (sixteen ? 2 : 0) + (filter == EVN_PNG_ADAPTIVE ? 5 : 0);
@@ -91,11 +121,19 @@ EVN_INLINE int filter_rows_body(const uint8_t *image, size_t row_bytes, size_t b
     const uint8_t *up = zero;
     if (y0 > 0) {
         up = image + (y0 - 1) * row_bytes;
-        if (sixteen) { swap16(up, held, row_bytes); up = held; }
+        if (sixteen) {
+            swap16(up, held, row_bytes);
+            up = held;
+        }
     }
     for (size_t y = y0; y < y1; y++) {
         const uint8_t *x = image + y * row_bytes;
-        if (sixteen) { swap16(x, next, row_bytes); x = next; next = held; held = (uint8_t *)x; }
+        if (sixteen) {
+            swap16(x, next, row_bytes);
+            x = next;
+            next = held;
+            held = (uint8_t *)x;
+        }
         uint8_t *o = out + (y - y0) * (row_bytes + 1);
         if (filter == EVN_PNG_ADAPTIVE) {
             int best = EVN_PNG_NONE;
@@ -104,7 +142,10 @@ EVN_INLINE int filter_rows_body(const uint8_t *image, size_t row_bytes, size_t b
                 uint8_t *c = candidates + (size_t)(f - 1) * row_bytes;
                 filter_row(f, x, up, c, row_bytes, bpp);
                 const uint64_t cost = row_cost(c, row_bytes);
-                if (cost < bestCost) { bestCost = cost; best = f; }
+                if (cost < bestCost) {
+                    bestCost = cost;
+                    best = f;
+                }
             }
             o[0] = (uint8_t)best;
             memcpy(o + 1, best == EVN_PNG_NONE ? x : candidates + (size_t)(best - 1) * row_bytes, row_bytes);
@@ -118,18 +159,18 @@ EVN_INLINE int filter_rows_body(const uint8_t *image, size_t row_bytes, size_t b
     return 0;
 }
 
-int evn_png_filter_rows_portable(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                                 size_t y0, size_t y1, int filter, uint8_t *out) {
+int evn_png_filter_rows_portable(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                                 int filter, uint8_t *out) {
     return filter_rows_body(image, row_bytes, bpp, sixteen, y0, y1, filter, out);
 }
 
-EVN_AVX2 int evn_png_filter_rows_avx2(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                                      size_t y0, size_t y1, int filter, uint8_t *out) {
+EVN_AVX2 int evn_png_filter_rows_avx2(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0,
+                                      size_t y1, int filter, uint8_t *out) {
     return filter_rows_body(image, row_bytes, bpp, sixteen, y0, y1, filter, out);
 }
 
-int evn_png_filter_rows(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                        size_t y0, size_t y1, int filter, uint8_t *out) {
+int evn_png_filter_rows(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                        int filter, uint8_t *out) {
     return evn_cpu_has_avx2() ? evn_png_filter_rows_avx2(image, row_bytes, bpp, sixteen, y0, y1, filter, out)
                               : evn_png_filter_rows_portable(image, row_bytes, bpp, sixteen, y0, y1, filter, out);
 }

@@ -23,7 +23,10 @@ EVN_INLINE void sample_points(const evn_sample_points *P, ptrdiff_t start, ptrdi
         v8f s00, s01, s10, s11;
         for (int k = 0; k < 8; k++) {
             const float *p = src + (ptrdiff_t)iy[k] * iw + ix[k];
-            s00[k] = p[0]; s01[k] = p[1]; s10[k] = p[iw]; s11[k] = p[iw + 1];
+            s00[k] = p[0];
+            s01[k] = p[1];
+            s10[k] = p[iw];
+            s11[k] = p[iw + 1];
         }
         const v8f top = s00 + (s01 - s00) * ax, bot = s10 + (s11 - s10) * ax;
         const v8f v = top + (bot - top) * ay;
@@ -35,7 +38,10 @@ EVN_INLINE void sample_points(const evn_sample_points *P, ptrdiff_t start, ptrdi
         const float x = xs[i], y = ys[i];
         const float r = 1 / (n6 * x + n7 * y + n8);
         const float qx = (n0 * x + n1 * y + n2) * r, qy = (n3 * x + n4 * y + n5) * r;
-        if (!(qx >= 0 && qy >= 0 && qx < P->max_x && qy < P->max_y)) { out[i] = NAN; continue; }
+        if (!(qx >= 0 && qy >= 0 && qx < P->max_x && qy < P->max_y)) {
+            out[i] = NAN;
+            continue;
+        }
         // Non-negative and inside the frame: truncation is the floor, and the four taps lie inside.
         const ptrdiff_t ix = (ptrdiff_t)qx, iy = (ptrdiff_t)qy;
         const float ax = qx - (float)ix, ay = qy - (float)iy;
@@ -54,5 +60,6 @@ EVN_AVX2 void evn_sample_points_avx2(const evn_sample_points *P, ptrdiff_t start
 }
 
 void evn_sample_points_run(const evn_sample_points *P, ptrdiff_t start, ptrdiff_t end, float *out) {
-    if (evn_cpu_has_avx2()) evn_sample_points_avx2(P, start, end, out); else evn_sample_points_portable(P, start, end, out);
+    if (evn_cpu_has_avx2()) evn_sample_points_avx2(P, start, end, out);
+    else evn_sample_points_portable(P, start, end, out);
 }

@@ -15,11 +15,13 @@ EVN_INLINE void sort_network(const int32_t *pairs, ptrdiff_t count, float *base,
     }
 }
 
-void evn_sort_network_portable(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride) {
+void evn_sort_network_portable(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors,
+                               ptrdiff_t stride) {
     sort_network(pairs, count, base, vectors, stride);
 }
 
-EVN_AVX2 void evn_sort_network_avx2(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors, ptrdiff_t stride) {
+EVN_AVX2 void evn_sort_network_avx2(const int32_t *pairs, ptrdiff_t count, float *base, ptrdiff_t vectors,
+                                    ptrdiff_t stride) {
     sort_network(pairs, count, base, vectors, stride);
 }
 

@@ -26,7 +26,9 @@ EVN_INLINE void sweep_scores(const float *values, ptrdiff_t frames, ptrdiff_t de
             for (ptrdiff_t j = 0; j < S; j++) {
                 const float *p = values + (j * depths + r) * points + i0;
                 v8f v = inf;
-                if (lanes == 8) v = load8(p); else for (ptrdiff_t l = 0; l < lanes; l++) v[l] = p[l];
+                if (lanes == 8) v = load8(p);
+                else
+                    for (ptrdiff_t l = 0; l < lanes; l++) v[l] = p[l];
                 const v8i ok = v == v;
                 n -= ok;
                 b[j] = ok ? v : inf;
@@ -60,5 +62,6 @@ EVN_INLINE void sweep_scores(const float *values, ptrdiff_t frames, ptrdiff_t de
 }
 
 EVN_KERNEL_VARIANTS(void, evn_sweep_scores, evn_sweep_scores, sweep_scores,
-                    (const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap, float *scores),
+                    (const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
+                     float *scores),
                     (values, frames, depths, points, cap, scores))

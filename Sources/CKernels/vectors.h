@@ -30,18 +30,38 @@ typedef unsigned char v8b __attribute__((ext_vector_type(8)));
 
 // Loads, stores and a lane test as macros, not functions: a vector argument or result crossing
 // from an AVX2 function into one compiled without it changes the ABI (clang refuses it).
-#define load8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define load8b(p) ({ v8b v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define store8(v, p) do { const v8f s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
+#define load8(p)                                                                                                       \
+    ({                                                                                                                 \
+        v8f v_;                                                                                                        \
+        memcpy(&v_, (p), sizeof v_);                                                                                   \
+        v_;                                                                                                            \
+    })
+#define load8b(p)                                                                                                      \
+    ({                                                                                                                 \
+        v8b v_;                                                                                                        \
+        memcpy(&v_, (p), sizeof v_);                                                                                   \
+        v_;                                                                                                            \
+    })
+#define store8(v, p)                                                                                                   \
+    do {                                                                                                               \
+        const v8f s_ = (v);                                                                                            \
+        memcpy((p), &s_, sizeof s_);                                                                                   \
+    } while (0)
 /// A kernel's two variants from its one body (an EVN_INLINE function): `prefix`_portable for any
 /// CPU, `prefix`_avx2 compiled with AVX2, and `dispatch`, which picks one by evn_cpu_has_avx2().
 /// `params` is the parenthesised parameter list, `args` the same names as arguments.
-#define EVN_KERNEL_VARIANTS(ret, dispatch, prefix, body, params, args) \
-    ret prefix##_portable params { return body args; } \
-    EVN_AVX2 ret prefix##_avx2 params { return body args; } \
+#define EVN_KERNEL_VARIANTS(ret, dispatch, prefix, body, params, args)                                                 \
+    ret prefix##_portable params { return body args; }                                                                 \
+    EVN_AVX2 ret prefix##_avx2 params { return body args; }                                                            \
     ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
 
 /// Whether every lane of an eight-lane mask is non-zero.
-#define all8(m) ({ const v8i m_ = (m); int a_ = 1; for (int k_ = 0; k_ < 8; k_++) a_ &= m_[k_] != 0; a_; })
+#define all8(m)                                                                                                        \
+    ({                                                                                                                 \
+        const v8i m_ = (m);                                                                                            \
+        int a_ = 1;                                                                                                    \
+        for (int k_ = 0; k_ < 8; k_++) a_ &= m_[k_] != 0;                                                              \
+        a_;                                                                                                            \
+    })
 
 #endif

@@ -10,31 +10,36 @@
 // Four taps of 8 pixels' interleaved RGB (3 vectors: a, b, c) summed in pairs: tap t of vector
 // v reads q[t] + 8v and is weighted by w[t] spread over the vector's lanes. With one phase the
 // weights are broadcasts, else each lane's pixel's (spread8).
-#define SUM8(q, wa, wb, wc, a, b, c) do { \
-    a = (load8((q)[0]) * wa[0] + load8((q)[1]) * wa[1]) + (load8((q)[2]) * wa[2] + load8((q)[3]) * wa[3]); \
-    b = (load8((q)[0] + 8) * wb[0] + load8((q)[1] + 8) * wb[1]) + (load8((q)[2] + 8) * wb[2] + load8((q)[3] + 8) * wb[3]); \
-    c = (load8((q)[0] + 16) * wc[0] + load8((q)[1] + 16) * wc[1]) + (load8((q)[2] + 16) * wc[2] + load8((q)[3] + 16) * wc[3]); \
-} while (0)
+#define SUM8(q, wa, wb, wc, a, b, c)                                                                                   \
+    do {                                                                                                               \
+        a = (load8((q)[0]) * wa[0] + load8((q)[1]) * wa[1]) + (load8((q)[2]) * wa[2] + load8((q)[3]) * wa[3]);         \
+        b = (load8((q)[0] + 8) * wb[0] + load8((q)[1] + 8) * wb[1]) +                                                  \
+            (load8((q)[2] + 8) * wb[2] + load8((q)[3] + 8) * wb[3]);                                                   \
+        c = (load8((q)[0] + 16) * wc[0] + load8((q)[1] + 16) * wc[1]) +                                                \
+            (load8((q)[2] + 16) * wc[2] + load8((q)[3] + 16) * wc[3]);                                                 \
+    } while (0)
 
 // SUM8 with the weights of 8 pixels of phases ph: with one phase (positions along a pass are
 // monotonic, so the first and last sharing it means all do: on a map close to a translation,
 // most often) broadcasts of its weights, else spread8's. The same values either way.
-#define WEIGHTED8(lut, ph, q, a, b, c) do { \
-    if (ph[0] == ph[7]) { \
-        v8f w_[4]; \
-        for (int t_ = 0; t_ < 4; t_++) w_[t_] = (v8f)lut[ph[0] * 4 + t_]; \
-        SUM8(q, w_, w_, w_, a, b, c); \
-    } else { \
-        v8f wa_[4], wb_[4], wc_[4]; \
-        for (int t_ = 0; t_ < 4; t_++) spread8(lut, ph, t_, &wa_[t_], &wb_[t_], &wc_[t_]); \
-        SUM8(q, wa_, wb_, wc_, a, b, c); \
-    } \
-} while (0)
+#define WEIGHTED8(lut, ph, q, a, b, c)                                                                                 \
+    do {                                                                                                               \
+        if (ph[0] == ph[7]) {                                                                                          \
+            v8f w_[4];                                                                                                 \
+            for (int t_ = 0; t_ < 4; t_++) w_[t_] = (v8f)lut[ph[0] * 4 + t_];                                          \
+            SUM8(q, w_, w_, w_, a, b, c);                                                                              \
+        } else {                                                                                                       \
+            v8f wa_[4], wb_[4], wc_[4];                                                                                \
+            for (int t_ = 0; t_ < 4; t_++) spread8(lut, ph, t_, &wa_[t_], &wb_[t_], &wc_[t_]);                         \
+            SUM8(q, wa_, wb_, wc_, a, b, c);                                                                           \
+        }                                                                                                              \
+    } while (0)
 
 // Four pixels (one group) by the per-lane weights of their positions s0 + slope * (g + lane):
 // tap t of vector v reads q[t] + 4v. The four-lane half of WEIGHTED8: the same bits.
-EVN_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, const float *const q[4], v4f *a, v4f *b, v4f *c) {
-    const v4f l4 = { 0, 1, 2, 3 };
+EVN_INLINE void sum4(const float *lut, float s0, float slope, ptrdiff_t g, const float *const q[4], v4f *a, v4f *b,
+                     v4f *c) {
+    const v4f l4 = {0, 1, 2, 3};
     const v4i ph = fixed4((v4f)s0 + slope * ((v4f)(float)g + l4)) & 127;
     v4f ta[4], tb[4], tc[4];
     for (int t = 0; t < 4; t++) {
@@ -54,7 +59,7 @@ EVN_INLINE ptrdiff_t horizontal_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdif
     float *out = P->out + 3 * P->base;
     const float s0 = P->s0, drift = P->slope;
     const ptrdiff_t lo = P->lo, hi = P->hi;
-    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const v8f lanes = {0, 1, 2, 3, 4, 5, 6, 7};
     while (g + 4 <= n) {
         // Group g (four pixels): tap origins on consecutive columns, every tap present.
         const int e0 = fixed1(s0 + drift * (float)g), e3 = fixed1(s0 + drift * (float)(g + 3));
@@ -68,17 +73,21 @@ EVN_INLINE ptrdiff_t horizontal_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdif
             eight = (f3 >> 7) == (f0 >> 7) && (f0 >> 7) == (e0 >> 7) && next + 6 <= hi;
         }
         const float *p = row + (first - lo) * 3;
-        const float *q[4] = { p, p + 3, p + 6, p + 9 };
+        const float *q[4] = {p, p + 3, p + 6, p + 9};
         if (eight) {
             const v8i ph = fixed8((v8f)s0 + drift * ((v8f)(float)g + lanes)) & 127;
             v8f a, b, c;
             WEIGHTED8(lut, ph, q, a, b, c);
-            store8(a, out + 3 * g); store8(b, out + 3 * g + 8); store8(c, out + 3 * g + 16);
+            store8(a, out + 3 * g);
+            store8(b, out + 3 * g + 8);
+            store8(c, out + 3 * g + 16);
             g += 8;
         } else {
             v4f a, b, c;
             sum4(lut, s0, drift, g, q, &a, &b, &c);
-            store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
+            store4(a, out + 3 * g);
+            store4(b, out + 3 * g + 4);
+            store4(c, out + 3 * g + 8);
             g += 4;
         }
     }
@@ -91,7 +100,7 @@ EVN_INLINE ptrdiff_t vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_
     unsigned char *valid = P->valid + P->base;
     const float s0 = P->s0, slope = P->slope;
     const ptrdiff_t lo = P->lo, hi = P->hi, stride = P->stride, mask = P->mask;
-    const v8f lanes = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const v8f lanes = {0, 1, 2, 3, 4, 5, 6, 7};
     while (g + 4 <= n) {
         // Group g: all four on one row of taps, every tap row held.
         const int q0 = fixed1(s0 + slope * (float)g), q3 = fixed1(s0 + slope * (float)(g + 3));
@@ -108,15 +117,23 @@ EVN_INLINE ptrdiff_t vertical_pass(const evn_warp_pass *P, ptrdiff_t g, ptrdiff_
             const v8i ph = fixed8((v8f)s0 + slope * ((v8f)(float)g + lanes)) & 127;
             v8f a, b, c;
             WEIGHTED8(lut, ph, p, a, b, c);
-            CLAMP255(a); CLAMP255(b); CLAMP255(c);
-            store8(a, out + 3 * g); store8(b, out + 3 * g + 8); store8(c, out + 3 * g + 16);
+            CLAMP255(a);
+            CLAMP255(b);
+            CLAMP255(c);
+            store8(a, out + 3 * g);
+            store8(b, out + 3 * g + 8);
+            store8(c, out + 3 * g + 16);
             memset(valid + g, 1, 8);
             g += 8;
         } else {
             v4f a, b, c;
             sum4(lut, s0, slope, g, p, &a, &b, &c);
-            CLAMP255(a); CLAMP255(b); CLAMP255(c);
-            store4(a, out + 3 * g); store4(b, out + 3 * g + 4); store4(c, out + 3 * g + 8);
+            CLAMP255(a);
+            CLAMP255(b);
+            CLAMP255(c);
+            store4(a, out + 3 * g);
+            store4(b, out + 3 * g + 4);
+            store4(c, out + 3 * g + 8);
             memset(valid + g, 1, 4);
             g += 4;
         }

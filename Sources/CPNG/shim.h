@@ -12,9 +12,9 @@
 typedef struct evn_png_io {
     png_structp png;
     png_infop info;
-    const unsigned char *data;   // reading: the encoded file
+    const unsigned char *data; // reading: the encoded file
     size_t size, pos;
-    unsigned char *out;          // writing: malloc'd, grown as needed, caller frees
+    unsigned char *out; // writing: malloc'd, grown as needed, caller frees
     size_t out_size, out_cap;
     char error[256];
 } evn_png_io;
@@ -25,7 +25,10 @@ static void evn_png_error_fn(png_structp png, png_const_charp msg) {
     io->error[sizeof(io->error) - 1] = 0;
     png_longjmp(png, 1);
 }
-static void evn_png_warning_fn(png_structp png, png_const_charp msg) { (void)png; (void)msg; }
+static void evn_png_warning_fn(png_structp png, png_const_charp msg) {
+    (void)png;
+    (void)msg;
+}
 
 static void evn_png_read_fn(png_structp png, png_bytep dst, size_t n) {
     evn_png_io *io = (evn_png_io *)png_get_io_ptr(png);
@@ -38,11 +41,18 @@ static void evn_png_read_fn(png_structp png, png_bytep dst, size_t n) {
 /// (host byte order) grey, RGB or RGBA. Returns 0 on success.
 static inline int evn_png_read_begin(evn_png_io *io, const unsigned char *data, size_t size) {
     memset(io, 0, sizeof(*io));
-    io->data = data; io->size = size;
+    io->data = data;
+    io->size = size;
     io->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, io, evn_png_error_fn, evn_png_warning_fn);
-    if (!io->png) { strcpy(io->error, "out of memory"); return -1; }
+    if (!io->png) {
+        strcpy(io->error, "out of memory");
+        return -1;
+    }
     io->info = png_create_info_struct(io->png);
-    if (!io->info) { strcpy(io->error, "out of memory"); return -1; }
+    if (!io->info) {
+        strcpy(io->error, "out of memory");
+        return -1;
+    }
     if (setjmp(png_jmpbuf(io->png))) return -1;
     png_set_user_limits(io->png, 0x7fffffff, 0x7fffffff);
     png_set_read_fn(io->png, io, evn_png_read_fn);
@@ -71,7 +81,8 @@ static inline int evn_png_read_rows(evn_png_io *io, unsigned char **rows) {
 
 static inline void evn_png_read_end(evn_png_io *io) {
     if (io->png) png_destroy_read_struct(&io->png, io->info ? &io->info : NULL, NULL);
-    io->png = NULL; io->info = NULL;
+    io->png = NULL;
+    io->info = NULL;
 }
 
 static void evn_png_write_fn(png_structp png, png_bytep src, size_t n) {
@@ -81,7 +92,8 @@ static void evn_png_write_fn(png_structp png, png_bytep src, size_t n) {
         while (cap - io->out_size < n) cap *= 2;
         unsigned char *grown = (unsigned char *)realloc(io->out, cap);
         if (!grown) png_error(png, "out of memory while encoding PNG");
-        io->out = grown; io->out_cap = cap;
+        io->out = grown;
+        io->out_cap = cap;
     }
     memcpy(io->out + io->out_size, src, n);
     io->out_size += n;
@@ -94,24 +106,35 @@ static void evn_png_flush_fn(png_structp png) { (void)png; }
 /// Starts a PNG in io->out: signature, IHDR, and iCCP/eXIf when given. Returns 0 on success;
 /// on failure io->out is freed and io->error says why.
 static inline int evn_png_write_head(evn_png_io *io, unsigned width, unsigned height, int channels, int depth,
-                                     const unsigned char *icc, unsigned icc_len,
-                                     const unsigned char *exif, unsigned exif_len) {
+                                     const unsigned char *icc, unsigned icc_len, const unsigned char *exif,
+                                     unsigned exif_len) {
     memset(io, 0, sizeof(*io));
     io->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, io, evn_png_error_fn, evn_png_warning_fn);
-    if (!io->png) { strcpy(io->error, "out of memory"); return -1; }
+    if (!io->png) {
+        strcpy(io->error, "out of memory");
+        return -1;
+    }
     io->info = png_create_info_struct(io->png);
-    if (!io->info) { png_destroy_write_struct(&io->png, NULL); strcpy(io->error, "out of memory"); return -1; }
+    if (!io->info) {
+        png_destroy_write_struct(&io->png, NULL);
+        strcpy(io->error, "out of memory");
+        return -1;
+    }
     if (setjmp(png_jmpbuf(io->png))) {
         png_destroy_write_struct(&io->png, &io->info);
-        free(io->out); io->out = NULL; io->out_size = 0;
+        free(io->out);
+        io->out = NULL;
+        io->out_size = 0;
         return -1;
     }
     png_set_write_fn(io->png, io, evn_png_write_fn, evn_png_flush_fn);
-    int color = channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA
-              : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA;
-    png_set_IHDR(io->png, io->info, width, height, depth, color, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_set_benign_errors(io->png, 1);   // an invalid ICC profile is dropped, not fatal
+    int color = channels == 1   ? PNG_COLOR_TYPE_GRAY
+                : channels == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA
+                : channels == 3 ? PNG_COLOR_TYPE_RGB
+                                : PNG_COLOR_TYPE_RGB_ALPHA;
+    png_set_IHDR(io->png, io->info, width, height, depth, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_set_benign_errors(io->png, 1); // an invalid ICC profile is dropped, not fatal
     if (icc && icc_len) png_set_iCCP(io->png, io->info, "icc", PNG_COMPRESSION_TYPE_BASE, icc, icc_len);
     if (exif && exif_len) png_set_eXIf_1(io->png, io->info, exif_len, (png_bytep)exif);
     png_write_info(io->png, io->info);
@@ -121,7 +144,8 @@ static inline int evn_png_write_head(evn_png_io *io, unsigned width, unsigned he
 /// Frees libpng's state after the head (io->out stays: the caller frees it).
 static inline void evn_png_write_done(evn_png_io *io) {
     if (io->png) png_destroy_write_struct(&io->png, &io->info);
-    io->png = NULL; io->info = NULL;
+    io->png = NULL;
+    io->info = NULL;
 }
 
 // The plain PNGs bursts are made of (8- or 16-bit grey, RGB or RGBA, not interlaced, no
@@ -169,15 +193,18 @@ static inline void evn_png_unsub(const unsigned char *src, unsigned char *dst, s
 
 /// Undoes one row's filter (`type` 0-4) of `n` bytes, `bpp` bytes a pixel: `dst` from `src`
 /// (which may be `dst`) and the unfiltered row above, `prev` (zeros for the first row).
-static inline void evn_png_unfilter(int type, const unsigned char *src, unsigned char *dst,
-                                    const unsigned char *prev, size_t n, size_t bpp) {
+static inline void evn_png_unfilter(int type, const unsigned char *src, unsigned char *dst, const unsigned char *prev,
+                                    size_t n, size_t bpp) {
     size_t i;
     switch (type) {
     case 0:
         if (src != dst) memcpy(dst, src, n);
         break;
     case 1:
-        if (bpp == 3 || bpp == 4) { evn_png_unsub(src, dst, n, bpp); break; }
+        if (bpp == 3 || bpp == 4) {
+            evn_png_unsub(src, dst, n, bpp);
+            break;
+        }
         for (i = 0; i < bpp && i < n; i++) dst[i] = src[i];
         for (; i < n; i++) dst[i] = (unsigned char)(src[i] + dst[i - bpp]);
         break;
@@ -188,7 +215,7 @@ static inline void evn_png_unfilter(int type, const unsigned char *src, unsigned
         for (i = 0; i < bpp && i < n; i++) dst[i] = (unsigned char)(src[i] + (prev[i] >> 1));
         for (; i < n; i++) dst[i] = (unsigned char)(src[i] + ((dst[i - bpp] + prev[i]) >> 1));
         break;
-    default:   // 4, Paeth: the one of left, above, upper left nearest left + above - upper left
+    default: // 4, Paeth: the one of left, above, upper left nearest left + above - upper left
         for (i = 0; i < bpp && i < n; i++) dst[i] = (unsigned char)(src[i] + prev[i]);
         for (; i < n; i++) {
             int a = dst[i - bpp], b = prev[i], c = prev[i - bpp];
@@ -204,8 +231,8 @@ static inline void evn_png_unfilter(int type, const unsigned char *src, unsigned
 /// (1, 3 or 4) samples of `depth` (8 or 16, host byte order) bits, rows contiguous. Returns 0
 /// when `out` holds the image, 1 when the file is not one this path reads or something in it
 /// is wrong (nothing is said: the caller reads it with libpng), -1 when memory runs out.
-static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsigned char *out,
-                                    size_t width, size_t height, int channels, int depth) {
+static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsigned char *out, size_t width,
+                                    size_t height, int channels, int depth) {
     static const unsigned char signature[8] = {137, 80, 78, 71, 13, 10, 26, 10};
     int colour = channels == 1 ? 0 : channels == 3 ? 2 : channels == 4 ? 6 : -1;
     if (colour < 0 || (depth != 8 && depth != 16) || width == 0 || height == 0) return 1;
@@ -217,7 +244,7 @@ static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsi
     // The chunks: IHDR first and as expected, IDATs in one run, IEND; every CRC right.
     size_t pos = 8, idatBytes = 0, idatChunks = 0;
     const unsigned char *firstIDAT = NULL;
-    int run = 0;   // IDATs: 0 none yet, 1 in their run, 2 after it
+    int run = 0; // IDATs: 0 none yet, 1 in their run, 2 after it
     for (int chunk = 0;; chunk++) {
         if (size - pos < 12) return 1;
         uint32_t length = evn_png_be32(data + pos);
@@ -226,12 +253,15 @@ static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsi
         if ((uint32_t)libdeflate_crc32(0, type, (size_t)length + 4) != evn_png_be32(body + length)) return 1;
         if (chunk == 0) {
             if (memcmp(type, "IHDR", 4) != 0 || length != 13) return 1;
-            if (evn_png_be32(body) != width || evn_png_be32(body + 4) != height || body[8] != depth || body[9] != colour
-                || body[10] != 0 || body[11] != 0 || body[12] != 0) return 1;
+            if (evn_png_be32(body) != width || evn_png_be32(body + 4) != height || body[8] != depth ||
+                body[9] != colour || body[10] != 0 || body[11] != 0 || body[12] != 0)
+                return 1;
         } else if (memcmp(type, "IDAT", 4) == 0) {
             if (run == 2) return 1;
             if (run == 0) firstIDAT = body;
-            run = 1; idatBytes += length; idatChunks++;
+            run = 1;
+            idatBytes += length;
+            idatChunks++;
         } else {
             if (run == 1) run = 2;
             if (memcmp(type, "IEND", 4) == 0) break;
@@ -253,7 +283,8 @@ static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsi
         while (o < idatBytes) {
             uint32_t length = evn_png_be32(data + p);
             memcpy(gathered + o, data + p + 8, length);
-            o += length; p += 12 + (size_t)length;
+            o += length;
+            p += 12 + (size_t)length;
         }
         stream = gathered;
     }
@@ -263,13 +294,17 @@ static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsi
     struct libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
     int status = -1;
     if (raw && zero && inflater) {
-        status = libdeflate_zlib_decompress(inflater, stream, idatBytes, raw, rawSize, NULL) == LIBDEFLATE_SUCCESS ? 0 : 1;
+        status =
+            libdeflate_zlib_decompress(inflater, stream, idatBytes, raw, rawSize, NULL) == LIBDEFLATE_SUCCESS ? 0 : 1;
     }
     if (inflater) libdeflate_free_decompressor(inflater);
     free(gathered);
     for (size_t y = 0; status == 0 && y < height; y++) {
         const unsigned char *row = raw + y * filtered;
-        if (row[0] > 4) { status = 1; break; }
+        if (row[0] > 4) {
+            status = 1;
+            break;
+        }
         if (depth == 8) {
             unsigned char *dst = out + y * rowBytes;
             evn_png_unfilter(row[0], row + 1, dst, y ? dst - rowBytes : zero, rowBytes, bpp);
@@ -284,6 +319,7 @@ static inline int evn_png_fast_read(const unsigned char *data, size_t size, unsi
             }
         }
     }
-    free(raw); free(zero);
+    free(raw);
+    free(zero);
     return status;
 }

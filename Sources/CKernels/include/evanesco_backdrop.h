@@ -22,16 +22,19 @@ ptrdiff_t evn_depth_cut_avx2(const float *depth, ptrdiff_t count, float cutoff, 
 /// A histogram of the depth at every `step`-th column of every `step`-th row: for each sample
 /// v > 0, t = (v - lo) * scale counts in bin (int)t when -1 < t < bins. Returns the samples
 /// counted (-1 when out of memory; counts is then unchanged).
-ptrdiff_t evn_depth_histogram(const float *depth, ptrdiff_t w, ptrdiff_t h, ptrdiff_t step, float lo, float scale, ptrdiff_t bins,
-                              uint32_t *counts);
+ptrdiff_t evn_depth_histogram(const float *depth, ptrdiff_t w, ptrdiff_t h, ptrdiff_t step, float lo, float scale,
+                              ptrdiff_t bins, uint32_t *counts);
 
 /// Rows hy0..<hy1 of the half-resolution coverage of a w x h cut (`bin` as evn_depth_cut writes
 /// it; the plane is (w + 1) / 2 x (h + 1) / 2): each value the mean of its 2x2 block (edges
 /// clamped). With `fill`, a hole first takes the majority of the known values among its 3x3
 /// neighbours in `bin` (a tie or none known: 0); without, a hole is 0.
-void evn_half_coverage(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half);
-void evn_half_coverage_portable(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half);
-void evn_half_coverage_avx2(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1, float *half);
+void evn_half_coverage(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                       float *half);
+void evn_half_coverage_portable(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                                float *half);
+void evn_half_coverage_avx2(const uint8_t *bin, ptrdiff_t w, ptrdiff_t h, int fill, ptrdiff_t hy0, ptrdiff_t hy1,
+                            float *half);
 
 /// A separable Gaussian's taps: `taps` = 2k + 1 weights for offsets -k...k; edges clamped.
 typedef struct evn_blur {
@@ -53,8 +56,8 @@ void evn_blur_columns_avx2(const evn_blur *blur, const float *src, ptrdiff_t y0,
 /// Temporal smoothing and gamma of mask values start..<end: m = a m + (1 - a) previous (when
 /// `previous` is not NULL), kept in `smoothed`; then m = table[(int)(clamp(m, 0, 1) * 1024 + 0.5)]
 /// (1025 entries) written to `mask`.
-void evn_mask_finish(const float *blurred, const float *previous, float a, const float *table, ptrdiff_t start, ptrdiff_t end,
-                     float *smoothed, float *mask);
+void evn_mask_finish(const float *blurred, const float *previous, float a, const float *table, ptrdiff_t start,
+                     ptrdiff_t end, float *smoothed, float *mask);
 
 /// One output row of the composite: the mask (mask_width x rows at half the depth resolution)
 /// upscaled bicubically to `width` columns and the blend dst = src m + background (1 - m), 8-bit

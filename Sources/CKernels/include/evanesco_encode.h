@@ -13,7 +13,11 @@ extern "C" {
 /// PNG's filter types (PNG 1.2, section 6), and EVN_PNG_ADAPTIVE: per row, the filter whose
 /// output has the smallest sum of absolute values taken as signed bytes (libpng's heuristic).
 enum {
-    EVN_PNG_NONE = 0, EVN_PNG_SUB = 1, EVN_PNG_UP = 2, EVN_PNG_AVERAGE = 3, EVN_PNG_PAETH = 4,
+    EVN_PNG_NONE = 0,
+    EVN_PNG_SUB = 1,
+    EVN_PNG_UP = 2,
+    EVN_PNG_AVERAGE = 3,
+    EVN_PNG_PAETH = 4,
     EVN_PNG_ADAPTIVE = 5
 };
 
@@ -23,12 +27,12 @@ enum {
 /// Row y0 is filtered against row y0 - 1 of the image, as in the whole image's stream.
 /// Returns 0, or -1 when scratch memory could not be had.
 /// - Complexity: O((y1 - y0) * row_bytes); five passes a row for EVN_PNG_ADAPTIVE.
-int evn_png_filter_rows(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                        size_t y0, size_t y1, int filter, uint8_t *out);
-int evn_png_filter_rows_portable(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                                 size_t y0, size_t y1, int filter, uint8_t *out);
-int evn_png_filter_rows_avx2(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen,
-                             size_t y0, size_t y1, int filter, uint8_t *out);
+int evn_png_filter_rows(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                        int filter, uint8_t *out);
+int evn_png_filter_rows_portable(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                                 int filter, uint8_t *out);
+int evn_png_filter_rows_avx2(const uint8_t *image, size_t row_bytes, size_t bpp, int sixteen, size_t y0, size_t y1,
+                             int filter, uint8_t *out);
 
 /// TIFF's horizontal predictor (Predictor = 2) for `rows` rows of `row_samples` samples (8-bit:
 /// `bits` 8, 16-bit host order: 16), `spp` samples a pixel: each sample minus the same channel of

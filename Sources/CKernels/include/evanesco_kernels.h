@@ -161,9 +161,12 @@ typedef struct evn_normal_sums {
 /// Adds points start..<end (multiples of 4) to `out` for `np` parameters (2, 6, 8), the matrix
 /// too with `hessian`: eight points a step in float lanes, added to the double totals every 256
 /// points. The AVX2 variant where the CPU has it (evn_cpu_has_avx2); both give the same sums.
-void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
-void evn_normal_sums_portable(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
-void evn_normal_sums_avx2(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian, evn_normal_sums *out);
+void evn_normal_sums_add(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian,
+                         evn_normal_sums *out);
+void evn_normal_sums_portable(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian,
+                              evn_normal_sums *out);
+void evn_normal_sums_avx2(const evn_normal_points *points, ptrdiff_t start, ptrdiff_t end, int np, int hessian,
+                          evn_normal_sums *out);
 
 /// One frame's cells for the depth fit of ParallaxConsistency: its field (dx, dy), each
 /// measurement's weight, and each cell's depth and centre (x, y, scaled to about [-1, 1]).
@@ -205,12 +208,13 @@ void evn_parallax_depths_avx2(const evn_parallax_cells *cells, ptrdiff_t start, 
 /// Frame `frame`'s model displacement at cells start..<end (its coefficients, each cell's depth
 /// and centre; dx, dy, weight and metric are not read) into mx[c] and my[c]. The same arithmetic
 /// as evn_parallax_depths' distances; both variants give the same values.
-void evn_parallax_model(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx, float *my);
-void evn_parallax_model_portable(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
-                                 float *my);
+void evn_parallax_model(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
+                        float *my);
+void evn_parallax_model_portable(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end,
+                                 float *mx, float *my);
 /// Call only when evn_cpu_has_avx2() is non-zero.
-void evn_parallax_model_avx2(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end, float *mx,
-                             float *my);
+void evn_parallax_model_avx2(const evn_parallax_cells *cells, ptrdiff_t frame, ptrdiff_t start, ptrdiff_t end,
+                             float *mx, float *my);
 
 /// The depth sweep's scores (ParallaxConsistency.sweep): frame j's grey level at point i for depth
 /// r at values[(j * depths + r) * points + i] (NaN: the frame does not see it; at most 16 frames
@@ -218,7 +222,8 @@ void evn_parallax_model_avx2(const evn_parallax_cells *cells, ptrdiff_t frame, p
 /// their levels from the levels' median (the upper one of an even count), each distance capped at
 /// `cap`; the depth's score is the mean of these over the points, NaN when fewer than 4 points
 /// count. Eight points a step; the AVX2 variant where the CPU has it; both give the same scores.
-void evn_sweep_scores(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap, float *scores);
+void evn_sweep_scores(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
+                      float *scores);
 void evn_sweep_scores_portable(const float *values, ptrdiff_t frames, ptrdiff_t depths, ptrdiff_t points, float cap,
                                float *scores);
 /// Call only when evn_cpu_has_avx2() is non-zero.
@@ -315,7 +320,8 @@ typedef struct evn_bilinear_row {
 /// Writes output pixels start, start + 4, ... (bilinear values and validity 1) in groups of four
 /// (eight a step where two qualify) while each group reads consecutive columns of one pair of
 /// plane rows, all inside, its map's denominator positive; returns the first pixel it did not write.
-ptrdiff_t evn_bilinear_row_run(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out, unsigned char *valid);
+ptrdiff_t evn_bilinear_row_run(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out,
+                               unsigned char *valid);
 ptrdiff_t evn_bilinear_row_portable(const evn_bilinear_row *row, ptrdiff_t start, ptrdiff_t count, float *out,
                                     unsigned char *valid);
 /// Call only when evn_cpu_has_avx2() is non-zero.
