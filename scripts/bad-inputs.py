@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile and odd inputs against the release binary, one class per row of the README's
+"""Hostile and odd inputs against the release binary, one class per row of docs/reliability.md's
 bad-input table. Each case must end with exit status 0 (handled) or 1/64 (a clear one-line
 error), within its time limit, under 2 GB of memory, leaving no stray file and losing nothing.
    scripts/bad-inputs.py [--binary PATH] [--shared DIR] [--markdown]
