@@ -13,7 +13,10 @@ export function setStatus(text) {
 
 async function failure(response) {
   let message = `${response.status} ${response.statusText}`;
-  try { const body = await response.json(); if (body.error && body.error.message) message = body.error.message; } catch (_) { /* not JSON */ }
+  try {
+    const body = await response.json();
+    if (body.error && body.error.message) message = body.error.message;
+  } catch (_) { /* not JSON */ }
   const e = new Error(message);
   e.status = response.status;
   return e;
@@ -24,7 +27,12 @@ async function failure(response) {
 export async function api(path, { method = 'GET', body, raw = false, headers = {} } = {}) {
   const init = { method, headers: { 'X-Evanesco-Request': '1', ...headers }, credentials: 'same-origin' };
   if (body !== undefined) {
-    if (body instanceof Blob) { init.body = body; } else { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
+    if (body instanceof Blob) {
+      init.body = body;
+    } else {
+      init.body = JSON.stringify(body);
+      init.headers['Content-Type'] = 'application/json';
+    }
   }
   const response = await fetch(path, init);
   if (!response.ok) throw await failure(response);
@@ -47,8 +55,13 @@ export function followJob(id, onEvent) {
       onEvent(type, data);
       if (type === 'done' || type === 'error' || type === 'cancelled') { source.close(); resolve({ type, data }); }
     };
-    for (const t of ['queued', 'started', 'progress', 'done', 'error', 'cancelled']) source.addEventListener(t, handle(t));
-    source.onerror = () => { if (source.readyState === EventSource.CLOSED) resolve({ type: 'error', data: { message: 'the connection to the studio was lost' } }); };
+    for (const t of ['queued', 'started', 'progress', 'done', 'error', 'cancelled']) {
+      source.addEventListener(t, handle(t));
+    }
+    source.onerror = () => {
+      if (source.readyState !== EventSource.CLOSED) return;
+      resolve({ type: 'error', data: { message: 'the connection to the studio was lost' } });
+    };
   });
 }
 

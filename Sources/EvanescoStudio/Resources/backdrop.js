@@ -38,7 +38,9 @@ export class BackdropWorkspace {
   updateChoices(files) {
     const bg = this.q('background-select'), keep = bg.value;
     bg.replaceChildren(new Option('black', ''));
-    for (const e of files.entries.filter((x) => x.kind === 'image' || x.kind === 'depth')) bg.append(new Option(e.path, `${e.root}:${e.path}`));
+    for (const e of files.entries.filter((x) => x.kind === 'image' || x.kind === 'depth')) {
+      bg.append(new Option(e.path, `${e.root}:${e.path}`));
+    }
     bg.value = [...bg.options].some((o) => o.value === keep) ? keep : '';
     for (const id of ['clip-color', 'clip-depth']) {
       const sel = this.q(id), was = sel.value;
@@ -60,14 +62,18 @@ export class BackdropWorkspace {
     return { root: Number(value.slice(0, i)), path: value.slice(i + 1) };
   }
 
-  async openPhoto(entry) { await this.opened(await api('/api/backdrop/open', { method: 'POST', body: { photo: { root: entry.root, path: entry.path } } })); }
+  async openPhoto(entry) {
+    const body = { photo: { root: entry.root, path: entry.path } };
+    await this.opened(await api('/api/backdrop/open', { method: 'POST', body }));
+  }
 
   async openClip() {
     showError(null);
     const c = this.q('clip-color').value, d = this.q('clip-depth').value;
     if (!c || !d) { showError('choose a colour clip and a depth clip (videos or folders of frames)'); return; }
     try {
-      await this.opened(await api('/api/backdrop/open', { method: 'POST', body: { color: BackdropWorkspace.ref(c), depth: BackdropWorkspace.ref(d) } }));
+      const body = { color: BackdropWorkspace.ref(c), depth: BackdropWorkspace.ref(d) };
+      await this.opened(await api('/api/backdrop/open', { method: 'POST', body }));
     } catch (err) { showError(err.message); }
   }
 
@@ -83,14 +89,17 @@ export class BackdropWorkspace {
     const notes = [];
     if (o.truncated) notes.push(`the first ${o.frames} frames are shown; the export takes them all`);
     if (o.relative_accuracy) notes.push('the depth has relative accuracy: the cutoff offset in metres is approximate');
-    if (!o.face_cascade) notes.push('no face cascade (apt-get install opencv-data): the nearest large depth region is the subject');
+    if (!o.face_cascade) {
+      notes.push('no face cascade (apt-get install opencv-data): the nearest large depth region is the subject');
+    }
     this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, ${o.frames} frame(s)`;
     this.q('backdrop-info').textContent = notes.join('; ');
     await this.render();
   }
 
   params() {
-    const p = { cutoffOffset: this.q('cutoffOffset-slider').value, blur: this.q('blur-slider').value, gamma: this.q('gamma-slider').value, frame: this.q('frame-slider').value };
+    const p = {};
+    for (const name of ['cutoffOffset', 'blur', 'gamma', 'frame']) p[name] = this.q(`${name}-slider`).value;
     const bg = this.q('background-select').value;
     if (bg) { const r = BackdropWorkspace.ref(bg); p.bgRoot = r.root; p.bgPath = r.path; }
     return p;
@@ -107,8 +116,12 @@ export class BackdropWorkspace {
       const p = this.params();
       const get = (view) => api(`/api/backdrop/${this.session}/render?${query({ ...p, view })}`, { raw: true });
       const [composite, mask] = await Promise.all([get('composite'), get('mask')]);
-      await Promise.all([showBlob(this.q('backdrop-image'), await composite.blob()), showBlob(this.q('backdrop-mask'), await mask.blob())]);
-      this.q('backdrop-progress').textContent = `${composite.headers.get('X-Backdrop') || ''} · ${composite.headers.get('X-Render-Ms')} ms`;
+      await Promise.all([
+        showBlob(this.q('backdrop-image'), await composite.blob()),
+        showBlob(this.q('backdrop-mask'), await mask.blob()),
+      ]);
+      const facts = composite.headers.get('X-Backdrop') || '';
+      this.q('backdrop-progress').textContent = `${facts} · ${composite.headers.get('X-Render-Ms')} ms`;
       showError(null);
     } catch (err) {
       showError(err.message);
@@ -143,7 +156,10 @@ export class BackdropWorkspace {
       delete p.frame;
       const { job } = await api(`/api/backdrop/${this.session}/export?${query(p)}`, { method: 'POST' });
       const end = await followJob(job, (type, e) => {
-        if (type === 'progress') this.q('backdrop-progress').textContent = `export: ${e.done}${e.total ? `/${e.total}` : ''} frames${e.remaining ? `, ${seconds(e.remaining)} left` : ''}`;
+        if (type === 'progress') {
+          const total = e.total ? `/${e.total}` : '', left = e.remaining ? `, ${seconds(e.remaining)} left` : '';
+          this.q('backdrop-progress').textContent = `export: ${e.done}${total} frames${left}`;
+        }
       });
       if (end.type === 'done') {
         link.href = `/api/jobs/${job}/download`;

@@ -45,7 +45,10 @@ export class BurstWorkspace {
 
   clearResult() {
     for (const id of ['result-image', 'before-image']) { const img = this.q(id); img.removeAttribute('src'); }
-    for (const id of ['download-jpeg', 'download-png16', 'download-tiff']) { this.q(id).classList.add('disabled'); this.q(id).removeAttribute('href'); }
+    for (const id of ['download-jpeg', 'download-png16', 'download-tiff']) {
+      this.q(id).classList.add('disabled');
+      this.q(id).removeAttribute('href');
+    }
     this.q('zoom-button').disabled = true;
     this.setErasing(false);
     this.q('erase-button').disabled = true;
@@ -69,12 +72,16 @@ export class BurstWorkspace {
       const img = document.createElement('img');
       img.src = `/api/burst/${this.session}/thumb?index=${f.index}`;
       img.alt = f.name;
-      const name = document.createElement('div'); name.className = 'name'; name.textContent = f.name; name.title = f.name;
+      const name = document.createElement('div');
+      name.className = 'name';
+      name.textContent = f.name;
+      name.title = f.name;
       const st = document.createElement('div'); st.className = 'state'; st.setAttribute('data-testid', 'frame-status');
       if (f.index === this.reference) { el.classList.add('reference'); st.textContent = 'reference'; }
       if (r && f.index !== this.reference) {
         if (r.used) {
-          const residual = r.residual !== undefined && r.residual !== null ? `, residual ${Number(r.residual).toFixed(2)}` : '';
+          const hasResidual = r.residual !== undefined && r.residual !== null;
+          const residual = hasResidual ? `, residual ${Number(r.residual).toFixed(2)}` : '';
           st.textContent = `${r.status}${residual}${r.local && r.local.used ? ', local' : ''}`;
         } else {
           el.classList.add('refused');
@@ -109,7 +116,10 @@ export class BurstWorkspace {
         if (type === 'queued') this.q('stack-progress').textContent = e.message || 'queued';
         if (type === 'started') this.q('stack-progress').textContent = 'started';
         if (type === 'progress') {
-          if (firstProgress === null) { firstProgress = performance.now() - pressed; this.root.dataset.firstProgressMs = firstProgress.toFixed(0); }
+          if (firstProgress === null) {
+            firstProgress = performance.now() - pressed;
+            this.root.dataset.firstProgressMs = firstProgress.toFixed(0);
+          }
           const left = e.remaining ? `, ${seconds(e.remaining)} left` : '';
           this.q('stack-progress').textContent = `${e.stage}: ${e.done}/${e.total}${left}`;
           const weights = { align: [0, 0.6], merge: [0.6, 0.4] };
@@ -146,10 +156,13 @@ export class BurstWorkspace {
     this.renderStrip(this.report);
     const r = this.report;
     const notices = r.notices.length ? `<br>${r.notices.map((n) => escapeHTML(n)).join('<br>')}` : '';
-    this.q('burst-report').innerHTML = `${r.frames_used} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
-      + `${r.width}×${r.height}, ${seconds(r.times_s.total || ((r.times_s.align || 0) + (r.times_s.warp_merge || 0)))}`
-      + (r.spilled_bytes ? `, frames kept in a temporary file (${(r.spilled_bytes / 1e9).toFixed(1)} GB) to stay within the memory limit` : '')
-      + notices;
+    const took = r.times_s.total || ((r.times_s.align || 0) + (r.times_s.warp_merge || 0));
+    const spilled = r.spilled_bytes
+      ? `, frames kept in a temporary file (${(r.spilled_bytes / 1e9).toFixed(1)} GB) to stay within the memory limit`
+      : '';
+    this.q('burst-report').innerHTML =
+      `${r.frames_used} of ${r.frames.length} frames merged (${escapeHTML(r.merge)}, align ${escapeHTML(r.align)}), `
+      + `${r.width}×${r.height}, ${seconds(took)}` + spilled + notices;
     for (const [id, format] of [['download-jpeg', 'jpeg'], ['download-png16', 'png16'], ['download-tiff', 'tiff']]) {
       const a = this.q(id);
       a.href = `/api/burst/${this.session}/download?format=${format}`;
@@ -168,7 +181,8 @@ export class BurstWorkspace {
     const size = this.zoomed ? 'full' : 'preview';
     this.q('zoom-button').textContent = this.zoomed ? 'Fit' : '1:1';
     this.q('burst-viewer').classList.toggle('zoomed', this.zoomed);
-    const get = async (w) => (await api(`/api/burst/${this.session}/image?${query({ which: w, size })}`, { raw: true })).blob();
+    const get = async (w) =>
+      (await api(`/api/burst/${this.session}/image?${query({ which: w, size })}`, { raw: true })).blob();
     try {
       const [after, before] = await Promise.all([get(which), get('reference')]);
       await Promise.all([showBlob(this.q('result-image'), after), showBlob(this.q('before-image'), before)]);
@@ -194,7 +208,12 @@ export class BurstWorkspace {
     button.setAttribute('aria-pressed', String(on));
     button.textContent = on ? 'Erase brush: on' : 'Erase brush';
     this.q('brush-canvas').hidden = !on;
-    if (on) { this.q('map-select').value = 'result'; this.q('split-slider').value = 0; this.split(); this.showPictures(); }
+    if (on) {
+      this.q('map-select').value = 'result';
+      this.q('split-slider').value = 0;
+      this.split();
+      this.showPictures();
+    }
   }
 
   /** Paint a stroke (a red trace at the brush's size); on release it is erased from the result. */
@@ -202,7 +221,10 @@ export class BurstWorkspace {
     const canvas = this.q('brush-canvas');
     let stroke = null;
     const scale = () => (this.report ? this.report.width / canvas.clientWidth : 1);
-    const at = (ev) => { const r = canvas.getBoundingClientRect(); return [(ev.clientX - r.left) * scale(), (ev.clientY - r.top) * scale()]; };
+    const at = (ev) => {
+      const r = canvas.getBoundingClientRect();
+      return [(ev.clientX - r.left) * scale(), (ev.clientY - r.top) * scale()];
+    };
     const draw = () => {
       const ctx = canvas.getContext('2d');
       ctx.clearRect(0, 0, canvas.width, canvas.height);
@@ -212,7 +234,12 @@ export class BurstWorkspace {
       ctx.lineWidth = 2 * stroke.radius * k; ctx.lineCap = ctx.lineJoin = 'round';
       ctx.beginPath();
       stroke.points.forEach(([x, y], i) => (i ? ctx.lineTo(x * k, y * k) : ctx.moveTo(x * k, y * k)));
-      if (stroke.points.length === 1) { ctx.arc(stroke.points[0][0] * k, stroke.points[0][1] * k, stroke.radius * k, 0, 2 * Math.PI); ctx.fill(); } else ctx.stroke();
+      if (stroke.points.length === 1) {
+        ctx.arc(stroke.points[0][0] * k, stroke.points[0][1] * k, stroke.radius * k, 0, 2 * Math.PI);
+        ctx.fill();
+      } else {
+        ctx.stroke();
+      }
     };
     canvas.addEventListener('pointerdown', (ev) => {
       if (!this.erasing || this.erasingNow) return;
@@ -225,7 +252,8 @@ export class BurstWorkspace {
     canvas.addEventListener('pointermove', (ev) => {
       if (!stroke) return;
       const p = at(ev), last = stroke.points[stroke.points.length - 1];
-      if (Math.hypot(p[0] - last[0], p[1] - last[1]) < Math.max(1, stroke.radius / 4) || stroke.points.length >= 2000) return;
+      const tooClose = Math.hypot(p[0] - last[0], p[1] - last[1]) < Math.max(1, stroke.radius / 4);
+      if (tooClose || stroke.points.length >= 2000) return;
       stroke.points.push(p);
       draw();
     });
@@ -251,7 +279,11 @@ export class BurstWorkspace {
   async undoStroke() {
     showError(null);
     const pressed = performance.now();
-    try { await this.afterErase(await api(`/api/burst/${this.session}/erase/undo`, { method: 'POST' }), pressed); } catch (err) { showError(err.message); }
+    try {
+      await this.afterErase(await api(`/api/burst/${this.session}/erase/undo`, { method: 'POST' }), pressed);
+    } catch (err) {
+      showError(err.message);
+    }
   }
 
   async afterErase(r, pressed) {
@@ -262,7 +294,8 @@ export class BurstWorkspace {
     this.q('undo-button').disabled = !r.strokes;
     const e = r.erase;
     this.q('erase-status').textContent = !r.strokes ? 'no strokes: the merge as stacked'
-      : `${r.strokes} stroke${r.strokes === 1 ? '' : 's'} erased: ${(100 * e.remerged_pixels / e.masked_pixels).toFixed(1)}% of ${e.masked_pixels} painted pixels changed, `
+      : `${r.strokes} stroke${r.strokes === 1 ? '' : 's'} erased: `
+        + `${(100 * e.remerged_pixels / e.masked_pixels).toFixed(1)}% of ${e.masked_pixels} painted pixels changed, `
         + `from ${e.mean_frames.toFixed(1)} frames each (${seconds(r.seconds)}, shown after ${seconds(shown / 1000)})`;
     setStatus(`${r.strokes} erase stroke${r.strokes === 1 ? '' : 's'}`);
   }
@@ -270,12 +303,21 @@ export class BurstWorkspace {
   setUpPan() {
     const viewer = this.q('burst-viewer');
     let drag = null;
-    viewer.addEventListener('pointerdown', (ev) => { if (!this.zoomed || this.erasing) return; drag = { x: ev.clientX, y: ev.clientY, l: viewer.scrollLeft, t: viewer.scrollTop }; viewer.setPointerCapture(ev.pointerId); });
-    viewer.addEventListener('pointermove', (ev) => { if (!drag) return; viewer.scrollLeft = drag.l - (ev.clientX - drag.x); viewer.scrollTop = drag.t - (ev.clientY - drag.y); });
+    viewer.addEventListener('pointerdown', (ev) => {
+      if (!this.zoomed || this.erasing) return;
+      drag = { x: ev.clientX, y: ev.clientY, l: viewer.scrollLeft, t: viewer.scrollTop };
+      viewer.setPointerCapture(ev.pointerId);
+    });
+    viewer.addEventListener('pointermove', (ev) => {
+      if (!drag) return;
+      viewer.scrollLeft = drag.l - (ev.clientX - drag.x);
+      viewer.scrollTop = drag.t - (ev.clientY - drag.y);
+    });
     viewer.addEventListener('pointerup', () => { drag = null; });
   }
 }
 
 export function escapeHTML(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+  const entities = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+  return String(s).replace(/[&<>"']/g, (c) => entities[c]);
 }

@@ -50,7 +50,8 @@ export class DepthWorkspace {
 
   /** A slider's value beside it, to the precision it is set with. */
   show(name, value) {
-    this.root.querySelector(`output[data-for=${name}]`).textContent = Number(value).toFixed(name === 'focus' ? 3 : name === 'radius' ? 0 : 2);
+    const digits = name === 'focus' ? 3 : name === 'radius' ? 0 : 2;
+    this.root.querySelector(`output[data-for=${name}]`).textContent = Number(value).toFixed(digits);
   }
 
   /** Long side of previews while a slider moves: the effects that cost more per pixel are
@@ -77,7 +78,8 @@ export class DepthWorkspace {
     const o = await api('/api/depth/open', { method: 'POST', body: { root: entry.root, path: entry.path } });
     this.session = o.session;
     this.previewLongSide = Math.max(o.preview_width, o.preview_height);
-    this.root.querySelector('.title').textContent = `${o.name}: ${o.width}×${o.height}, preview ${o.preview_width}×${o.preview_height}`;
+    this.root.querySelector('.title').textContent =
+      `${o.name}: ${o.width}×${o.height}, preview ${o.preview_width}×${o.preview_height}`;
     this.renderInfo(o);
     this.renderMattes(o.mattes);
     this.q('export-button').disabled = false;
@@ -98,7 +100,8 @@ export class DepthWorkspace {
       ['Calibration', d.calibration ? 'yes' : 'no'],
       ['Auxiliary', escapeHTML(aux)],
     ];
-    this.q('depth-info').innerHTML = `<table>${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join('')}</table>`;
+    const cells = rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join('');
+    this.q('depth-info').innerHTML = `<table>${cells}</table>`;
   }
 
   renderMattes(mattes) {

@@ -9,7 +9,9 @@ const workspaces = {};
 
 function selectWorkspace(name) {
   state.active = name;
-  for (const tab of document.querySelectorAll('nav [role=tab]')) tab.setAttribute('aria-selected', String(tab.dataset.workspace === name));
+  for (const tab of document.querySelectorAll('nav [role=tab]')) {
+    tab.setAttribute('aria-selected', String(tab.dataset.workspace === name));
+  }
   for (const ws of document.querySelectorAll('.workspace')) ws.hidden = ws.dataset.name !== name;
 }
 
@@ -27,7 +29,12 @@ function renderFiles() {
     const h = document.createElement('h3');
     h.textContent = root.is_uploads ? 'Uploaded' : root.name;
     list.append(h);
-    if (entries.length === 0) { const p = document.createElement('p'); p.className = 'hint'; p.textContent = 'No images, folders of images or videos here.'; list.append(p); }
+    if (entries.length === 0) {
+      const p = document.createElement('p');
+      p.className = 'hint';
+      p.textContent = 'No images, folders of images or videos here.';
+      list.append(p);
+    }
     for (const e of entries) {
       const item = document.createElement('div');
       item.dataset.testid = 'file-item';
@@ -61,7 +68,8 @@ async function openEntry(e, item) {
     } else if (state.active === 'backdrop') {
       workspaces.backdrop.useBackground(e);
     } else {
-      setStatus(`${e.path}: a photo without depth; open it in Backdrop as a background, or a folder of frames in Burst`);
+      setStatus(
+        `${e.path}: a photo without depth; open it in Backdrop as a background, or a folder of frames in Burst`);
     }
   } catch (err) {
     showError(err.message);
@@ -78,7 +86,11 @@ async function upload(files) {
   const limit = state.files ? state.files.max_upload_bytes : Infinity;
   let added = 0;
   for (const f of files) {
-    if (f.size > limit) { showError(`${f.name} is ${(f.size / 1048576).toFixed(0)} MB; the studio takes uploads up to ${(limit / 1048576).toFixed(0)} MB`); continue; }
+    if (f.size > limit) {
+      const mb = (n) => (n / 1048576).toFixed(0);
+      showError(`${f.name} is ${mb(f.size)} MB; the studio takes uploads up to ${mb(limit)} MB`);
+      continue;
+    }
     setStatus(`uploading ${f.name}…`);
     try {
       await api(`/api/upload?name=${encodeURIComponent(f.name)}`, { method: 'POST', body: f });
@@ -109,7 +121,9 @@ function setUpDrops() {
 async function start() {
   // The token came in the URL on the first visit and is now a cookie: keep it out of the address bar.
   if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
-  for (const tab of document.querySelectorAll('nav [role=tab]')) tab.addEventListener('click', () => selectWorkspace(tab.dataset.workspace));
+  for (const tab of document.querySelectorAll('nav [role=tab]')) {
+    tab.addEventListener('click', () => selectWorkspace(tab.dataset.workspace));
+  }
   workspaces.burst = new BurstWorkspace(document.querySelector('[data-testid=workspace-burst]'));
   workspaces.depth = new DepthWorkspace(document.querySelector('[data-testid=workspace-depth]'));
   workspaces.backdrop = new BackdropWorkspace(document.querySelector('[data-testid=workspace-backdrop]'));
@@ -118,7 +132,8 @@ async function start() {
     await refreshFiles();
     document.body.dataset.ready = 'true';
   } catch (err) {
-    showError(err.status === 401 ? 'The studio needs its token: open the URL that `evanesco studio` printed.' : err.message);
+    const needsToken = 'The studio needs its token: open the URL that `evanesco studio` printed.';
+    showError(err.status === 401 ? needsToken : err.message);
     document.body.dataset.ready = 'error';
   }
 }
