@@ -87,20 +87,56 @@ public enum JobRunner {
     public static func runWithinLimit(_ job: BatchJob, staging: String, hint: String) throws -> JobReport {
         guard let limit = job.timeout else { return try run(job, staging: staging) }
         let cancellation = StackCancellation()
-        let result = LockedBox<Result<JobReport, Error>?>(nil)
+        let result = LockedBox<Result<JobReport, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
+        race(
+            limit: limit, cancellation: cancellation,
+            work: { Result { try run(job, staging: staging, cancellation: cancellation) } }, late: { _ in },
+            finish: { r in
+                result.update { $0 = r }
+                finished.signal()
+            })
+        finished.wait()
+        guard let r = result.value else { throw JobFailure.timedOut(limit, hint: hint) }
+        return try r.get()
+    }
+
+    /// Runs `work` on a thread of its own (8 MB of stack, as a stack's recursion needs) and races
+    /// it against `limit` seconds: `finish` gets the result, or nil once the limit passed first;
+    /// then `cancellation` is cancelled (a stack stops at its next frame or row) and what the
+    /// thread still returns goes to `late`, for its output to be discarded. `finish` is called
+    /// exactly once. The one time limit of `batch run` and of the queue's workers.
+    ///
+    /// - Parameters:
+    ///   - limit: Seconds; nil for none.
+    ///   - cancellation: Cancelled when the limit passes first.
+    ///   - work: The job.
+    ///   - late: Receives a result that came after the limit.
+    ///   - finish: Receives the result, or nil past the limit.
+    public static func race<T: Sendable>(
+        limit: Double?, cancellation: StackCancellation, work: @escaping @Sendable () -> T,
+        late: @escaping @Sendable (T) -> Void, finish: @escaping @Sendable (T?) -> Void
+    ) {
+        let once = LockedBox(false)
+        @Sendable func first() -> Bool {
+            once.update { v in
+                defer { v = true }
+                return !v
+            }
+        }
         let thread = Thread {
-            let r = Result { try run(job, staging: staging, cancellation: cancellation) }
-            result.update { $0 = r }
-            finished.signal()
+            let r = work()
+            if first() { finish(r) } else { late(r) }
         }
         thread.stackSize = 8 << 20
         thread.start()
-        guard finished.wait(timeout: .now() + limit) == .success, let r = result.value else {
-            cancellation.cancel()
-            throw JobFailure.timedOut(limit, hint: hint)
+        if let limit {
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit) {
+                guard first() else { return }
+                cancellation.cancel()
+                finish(nil)
+            }
         }
-        return try r.get()
     }
 
     /// Runs `job`, writing to `staging`.

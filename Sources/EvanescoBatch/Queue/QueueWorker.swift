@@ -98,9 +98,8 @@ public final class QueueWorker: @unchecked Sendable {
                 return d
             })
         else { return }
-        logger.info(
-            "draining: no new jobs; \(running.value.count) running get \(String(format: "%.0f", settings.grace)) s to finish"
-        )
+        let grace = String(format: "%.0f", settings.grace)
+        logger.info("draining: no new jobs; \(running.value.count) running get \(grace) s to finish")
         listener.fire()
     }
 
@@ -203,8 +202,10 @@ public final class QueueWorker: @unchecked Sendable {
                     }
                     if let lostJob {
                         logger.warning(
-                            "lost the lease of \(lostJob) (expired and taken over, or cancelled); its work will be discarded"
-                        )
+                            """
+                            lost the lease of \(lostJob) (expired and taken over, or cancelled); \
+                            its work will be discarded
+                            """)
                     }
                 }
             } catch  where !Task.isCancelled {
@@ -229,37 +230,17 @@ public final class QueueWorker: @unchecked Sendable {
         // The job runs on a thread of its own; its time limit, if any, races it. Past the limit
         // the job is cancelled (a stack stops at its next frame or row) and failed at once; what
         // its thread still produces is discarded.
-        let once = LockedBox(false)
-        let outcome: Result<(String, JobReport, OutputDigest), JobFailure> = await withCheckedContinuation { done in
-            let thread = Thread {
-                let r = Self.attempt(job, cancellation: cancellation, allowed: allowed, log: log)
-                if once.update({ v in
-                    defer { v = true }
-                    return !v
-                }) {
-                    done.resume(returning: r)
-                } else if case .success(let (staged, _, _)) = r {
-                    Staging.discard(staged)
-                }
-            }
-            thread.stackSize = 8 << 20
-            thread.start()
-            if let limit {
-                timerQueue.asyncAfter(deadline: .now() + limit) {
-                    guard
-                        once.update({ v in
-                            defer { v = true }
-                            return !v
-                        })
-                    else { return }
-                    cancellation.cancel()
-                    done.resume(
-                        returning: .failure(
-                            JobFailure.timedOut(limit, hint: "raise the line's timeout, or the worker's --job-timeout"))
-                    )
-                }
-            }
+        let raced: Result<(String, JobReport, OutputDigest), JobFailure>? = await withCheckedContinuation { done in
+            JobRunner.race(
+                limit: limit, cancellation: cancellation,
+                work: { Self.attempt(job, cancellation: cancellation, allowed: allowed, log: log) },
+                late: { r in if case .success(let (staged, _, _)) = r { Staging.discard(staged) } },
+                finish: { done.resume(returning: $0) })
         }
+        let outcome =
+            raced
+            ?? .failure(
+                JobFailure.timedOut(limit ?? 0, hint: "raise the line's timeout, or the worker's --job-timeout"))
         switch outcome {
         case .success: log.add("finished its work")
         case .failure(let f): log.add("failed: \(f.message)")
@@ -333,9 +314,8 @@ public final class QueueWorker: @unchecked Sendable {
     func discard(_ job: ClaimedJob, seconds: Double) {
         summary.update { $0.discarded += 1 }
         metrics?.leaseLosses.increment()
-        logger.warning(
-            "discarded \(job.id): its lease was lost while it ran (\(String(format: "%.1f", seconds)) s); another worker has it"
-        )
+        let ran = String(format: "%.1f", seconds)
+        logger.warning("discarded \(job.id): its lease was lost while it ran (\(ran) s); another worker has it")
         running.update { $0[job.token] = nil }
         metrics?.running.set(Double(running.value.count))
         listener.fire()
@@ -450,7 +430,8 @@ public final class QueueWorker: @unchecked Sendable {
     }
 
     /// Runs a database step until it succeeds (the database restarting, the network blinking),
-    /// waiting by ``RetryPolicy/database`` between tries, at most `limit` times (and, with `untilDrained`, no more once a
+    /// waiting by ``RetryPolicy/database`` between tries, at most `limit` times (and, with `untilDrained`, no more
+    /// once a
     /// drain has begun).
     @discardableResult
     func retrying<T>(
