@@ -93,7 +93,8 @@ func sixteenBit(_ image: Image<UInt8>) -> Image<UInt16> {
 }
 
 extension Bench {
-    /// Alternates our write and the anchor's ``Bench/repeats`` times (or `repeats`) (after one warm-up each) and records
+    /// Alternates our write and the anchor's ``Bench/repeats`` times (or `repeats`) (after one warm-up each) and
+    /// records
     /// medians, as compare() does, with the files' sizes.
     func compareWrites(
         _ name: String, _ subject: String, _ ours: () throws -> (Double, Int),

@@ -52,7 +52,8 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
     func run() async throws {
         let bench = Bench(repeats: repeats, shared: shared, only: only, save: save)
         print(
-            "EvanescoBenchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(repeats) alternated runs, medians"
+            "EvanescoBenchmarks: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(repeats) alternated runs, "
+                + "medians"
         )
         let quick: Set<Which> = [.decode, .warp, .align, .lens, .local, .kernels]
         func runs(_ w: Which) -> Bool { which == w || (which == .all && quick.contains(w)) }

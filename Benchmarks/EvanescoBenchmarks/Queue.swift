@@ -15,7 +15,8 @@ extension Bench {
         for batch in [1, 8, 32] {
             let specs = try (0..<jobs).map { i in
                 try BatchJob.parse(
-                    #"{"id": "b\#(batch)-\#(i)", "kind": "stack", "inputs": ["/in/\#(i)"], "output": "/out/\#(batch)/\#(i).jpg"}"#,
+                    #"{"id": "b\#(batch)-\#(i)", "kind": "stack", "inputs": ["/in/\#(i)"], "#
+                        + #""output": "/out/\#(batch)/\#(i).jpg"}"#,
                     base: "/", checkFiles: false)
             }
             var t = now()
@@ -51,7 +52,8 @@ extension Bench {
             print(
                 String(
                     format:
-                        "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then the digests and one fenced complete of the claimed jobs), %.2f s",
+                        "queue: %d no-op jobs, %d claimers claiming %d at a time: %.0f claims/s (claim, then the "
+                        + "digests and one fenced complete of the claimed jobs), %.2f s",
                     jobs, claimers, batch, Double(jobs) / seconds, seconds))
             rows.append(
                 Row(
@@ -65,7 +67,8 @@ extension Bench {
         print(
             String(
                 format:
-                    "queue: submit %.0f jobs/s; the table and its indexes hold %.0f bytes per job (%d jobs, no-op reports)",
+                    "queue: submit %.0f jobs/s; the table and its indexes hold %.0f bytes per job (%d jobs, no-op "
+                    + "reports)",
                 Double(jobs) / submitSeconds, Double(footprint.bytes) / Double(footprint.jobs), footprint.jobs))
         producer.close()
     }

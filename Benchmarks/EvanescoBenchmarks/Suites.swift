@@ -218,7 +218,10 @@ extension Bench {
                 v.isEmpty ? "-" : String(format: "%.2f (sum %.0f)", median(v), v.reduce(0, +))
             }
             print(
-                "\(name) \(images.count) x \(images[0].width)x\(images[0].height): reference \(String(format: "%.1f", refMs)) ms; per frame: pyramid \(cell(pyr)), register \(cell(reg)) [\(String(format: "%.0f", its.isEmpty ? 0 : median(its))) iterations], coarse look \(cell(look)), full field \(cell(full)) on \(full.count) frames"
+                "\(name) \(images.count) x \(images[0].width)x\(images[0].height): reference "
+                    + "\(String(format: "%.1f", refMs)) ms; per frame: pyramid \(cell(pyr)), register \(cell(reg)) "
+                    + "[\(String(format: "%.0f", its.isEmpty ? 0 : median(its))) iterations], coarse look "
+                    + "\(cell(look)), full field \(cell(full)) on \(full.count) frames"
             )
         }
     }
@@ -296,14 +299,17 @@ extension Bench {
                 if perRes[key] == nil { order.append(key) }
                 perRes[key, default: []].append(median(t) * 1000)
                 print(
-                    "backdrop \(shot) \(key): median \(String(format: "%.3f", median(t) * 1000)) ms/frame (mask \(String(format: "%.2f", median(tm))), composite \(String(format: "%.2f", median(tc)))), face \(box == nil ? "none (fallback)" : "found")"
+                    "backdrop \(shot) \(key): median \(String(format: "%.3f", median(t) * 1000)) ms/frame (mask "
+                        + "\(String(format: "%.2f", median(tm))), composite \(String(format: "%.2f", median(tc)))), "
+                        + "face \(box == nil ? "none (fallback)" : "found")"
                 )
             }
         }
         for key in order {
             let m = median(perRes[key]!)
             print(
-                "backdrop \(key): \(String(format: "%.3f", m)) ms/frame (median over shots), \(String(format: "%.0f", 1000 / m)) fps"
+                "backdrop \(key): \(String(format: "%.3f", m)) ms/frame (median over shots), "
+                    + "\(String(format: "%.0f", 1000 / m)) fps"
             )
         }
     }
@@ -511,7 +517,8 @@ extension Bench {
             print(
                 String(
                     format:
-                        "stack %@: total %.3f s, align %.3f s, warp+merge wall %.3f s (warp %.3f s = %.1f ns per pixel per frame of thread time, merge %.3f s)",
+                        "stack %@: total %.3f s, align %.3f s, warp+merge wall %.3f s (warp %.3f s = %.1f ns per "
+                        + "pixel per frame of thread time, merge %.3f s)",
                     name, median(total), median(align), median(fused), median(warp),
                     median(warp) * 1e9 / px * Double(ProcessInfo.processInfo.activeProcessorCount), median(merge)))
         }

@@ -103,12 +103,14 @@ public enum RegistrationError: Error, CustomStringConvertible, Equatable {
         case .poorMatch(let f):
             String(
                 format:
-                    "only %.0f%% of the texture matches the reference after alignment (a different scene, or too much moving)",
+                    "only %.0f%% of the texture matches the reference after alignment (a different scene, or too much "
+                    + "moving)",
                 f * 100)
         case .structureless(let g):
             String(
                 format:
-                    "at coarse scale the frame does not follow the reference's structure (slope %.2f): noise, a blank or a different scene",
+                    "at coarse scale the frame does not follow the reference's structure (slope %.2f): noise, a blank "
+                    + "or a different scene",
                 g)
         }
     }

@@ -139,7 +139,8 @@ public struct BatchJob: Sendable {
         guard isValid(id: raw.id) else {
             throw ManifestError(
                 message:
-                    "id \(ManifestError.quoted(raw.id)) must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting with a dot"
+                    "id \(ManifestError.quoted(raw.id)) must be 1 to 200 of A-Z a-z 0-9 . _ - : @ +, not starting "
+                    + "with a dot"
             )
         }
         func bad(_ m: String) -> ManifestError { ManifestError(message: m, id: raw.id) }
@@ -184,15 +185,8 @@ public struct BatchJob: Sendable {
         if inputs.contains(output) || background == output || erase == output {
             throw bad("output \(raw.output) is also an input")
         }
-        if checkFiles {
-            for p in inputs + [background, erase].compactMap({ $0 }) where !FileManager.default.fileExists(atPath: p) {
-                throw bad("input \(p): no such file or folder")
-            }
-            var isDir: ObjCBool = false
-            let dir = (output as NSString).deletingLastPathComponent
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-                throw bad("output folder \(dir) does not exist; make it first")
-            }
+        if checkFiles, let problem = missingFile(inputs + [background, erase].compactMap { $0 }, output: output) {
+            throw bad(problem)
         }
         var job = BatchJob(
             id: raw.id, kind: raw.kind, inputs: inputs, output: output, options: raw.options,
@@ -203,6 +197,17 @@ public struct BatchJob: Sendable {
             job.notes.append(BackdropSessionOptions.blurRadiusDeprecation)
         }
         return job
+    }
+
+    /// What is missing on disk: an input, or the output's folder; nil when nothing is.
+    static func missingFile(_ inputs: [String], output: String) -> String? {
+        for p in inputs where !FileManager.default.fileExists(atPath: p) { return "input \(p): no such file or folder" }
+        var isDir: ObjCBool = false
+        let dir = (output as NSString).deletingLastPathComponent
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+            return "output folder \(dir) does not exist; make it first"
+        }
+        return nil
     }
 
     /// The line's JSON as decoded: the options by the kind's own type.
@@ -305,7 +310,8 @@ extension BatchJob {
             let real = RealPath.of(p)
             if !allowed.contains(where: { RealPath.isWithin(real, $0) }) {
                 return
-                    "\(p) resolves to \(real), outside the folders this worker may use (--allow \(allowed.joined(separator: " --allow ")))"
+                    "\(p) resolves to \(real), outside the folders this worker may use (--allow "
+                    + "\(allowed.joined(separator: " --allow ")))"
             }
         }
         return nil

@@ -63,7 +63,8 @@ public struct BatchManifest: Sendable {
                 problems.append(
                     ManifestError(
                         message:
-                            "the line is \(lineBytes.count) bytes, over the \(StrictJSON.maximumLineBytes >> 20) MiB a job may take",
+                            "the line is \(lineBytes.count) bytes, over the \(StrictJSON.maximumLineBytes >> 20) MiB "
+                            + "a job may take",
                         line: number))
                 continue
             }
@@ -183,7 +184,9 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         if slurm != nil && kubernetes != nil {
             throw ManifestError(
                 message:
-                    "both SLURM_ARRAY_TASK_ID (\(shown("SLURM_ARRAY_TASK_ID"))) and JOB_COMPLETION_INDEX (\(shown("JOB_COMPLETION_INDEX"))) are set; unset the one that is not this job's scheduler, or give --shard I/N"
+                    "both SLURM_ARRAY_TASK_ID (\(shown("SLURM_ARRAY_TASK_ID"))) and JOB_COMPLETION_INDEX "
+                    + "(\(shown("JOB_COMPLETION_INDEX"))) are set; unset the one that is not this job's "
+                    + "scheduler, or give --shard I/N"
             )
         }
         if let id = slurm {
@@ -196,7 +199,10 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
             else {
                 throw ManifestError(
                     message:
-                        "SLURM_ARRAY_TASK_ID=\(shown("SLURM_ARRAY_TASK_ID")) with SLURM_ARRAY_TASK_MIN=\(shown("SLURM_ARRAY_TASK_MIN")) and SLURM_ARRAY_TASK_COUNT=\(shown("SLURM_ARRAY_TASK_COUNT")) is not a slice; submit with sbatch --array=0-(N-1) (a contiguous range of at most 1000000 tasks)"
+                        "SLURM_ARRAY_TASK_ID=\(shown("SLURM_ARRAY_TASK_ID")) with "
+                        + "SLURM_ARRAY_TASK_MIN=\(shown("SLURM_ARRAY_TASK_MIN")) and "
+                        + "SLURM_ARRAY_TASK_COUNT=\(shown("SLURM_ARRAY_TASK_COUNT")) is not a slice; submit "
+                        + "with sbatch --array=0-(N-1) (a contiguous range of at most 1000000 tasks)"
                 )
             }
             return s
@@ -207,7 +213,10 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
             else {
                 throw ManifestError(
                     message:
-                        "JOB_COMPLETION_INDEX=\(shown("JOB_COMPLETION_INDEX")) with EVANESCO_SHARD_COUNT=\(shown("EVANESCO_SHARD_COUNT")) is not a slice; set EVANESCO_SHARD_COUNT to the Job's completions (at most 1000000), the index being 0 to completions - 1"
+                        "JOB_COMPLETION_INDEX=\(shown("JOB_COMPLETION_INDEX")) with "
+                        + "EVANESCO_SHARD_COUNT=\(shown("EVANESCO_SHARD_COUNT")) is not a slice; set "
+                        + "EVANESCO_SHARD_COUNT to the Job's completions (at most 1000000), the index being 0 "
+                        + "to completions - 1"
                 )
             }
             return s

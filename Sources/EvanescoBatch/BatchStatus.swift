@@ -39,7 +39,8 @@ public struct BatchStatus: Codable, Sendable, Equatable {
         }
         if leaseLosses > 0 {
             lines.append(
-                "\(leaseLosses) lease\(leaseLosses == 1 ? "" : "s") lost (a worker died or stalled; its job was taken over)"
+                "\(leaseLosses) lease\(leaseLosses == 1 ? "" : "s") lost (a worker died or stalled; its job was taken "
+                    + "over)"
             )
         }
         for f in failures.prefix(20) { lines.append("failed \(f.id): \(f.error)") }

@@ -31,7 +31,8 @@ public enum JobSpec {
             guard let n = v as? Double, n.rounded() == n, (1...Double(current)).contains(n) else {
                 throw ManifestError(
                     message:
-                        "spec \(SettingsCoding.quoted("\(v)")) is not a job spec this evanesco reads (1...\(current)): a newer evanesco wrote it; upgrade this one",
+                        "spec \(SettingsCoding.quoted("\(v)")) is not a job spec this evanesco reads "
+                        + "(1...\(current)): a newer evanesco wrote it; upgrade this one",
                     id: id)
             }
             version = Int(n)

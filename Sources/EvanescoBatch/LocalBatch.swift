@@ -248,7 +248,8 @@ public struct LocalBatch: Sendable {
                     throw JobFailure(
                         message: why
                             + (unreadable
-                                ? " (its receipt \(Self.receiptPath(state, "done", job.id)) is unreadable: check the output, then remove the receipt or use --force)"
+                                ? " (its receipt \(Self.receiptPath(state, "done", job.id)) is unreadable: check the "
+                                    + "output, then remove the receipt or use --force)"
                                 : ""),
                         permanent: true)
                 }

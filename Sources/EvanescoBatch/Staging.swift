@@ -83,7 +83,8 @@ public enum Staging {
             throw ImageIOError.cannotWrite(
                 path: output,
                 reason:
-                    "after placing it holds \(OutputDigest.size(of: output).map(String.init) ?? "nothing"), not the \(digest.bytes) bytes written"
+                    "after placing it holds \(OutputDigest.size(of: output).map(String.init) ?? "nothing"), not the "
+                    + "\(digest.bytes) bytes written"
             )
         }
     }

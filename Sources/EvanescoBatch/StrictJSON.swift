@@ -154,7 +154,8 @@ enum StrictJSON {
                     throw Failure(
                         at: keyAt,
                         what:
-                            "the key \(ManifestError.quoted(String(decoding: key, as: UTF8.self))) appears twice in one object"
+                            "the key \(ManifestError.quoted(String(decoding: key, as: UTF8.self))) appears twice in "
+                            + "one object"
                     )
                 }
                 skipSpace()

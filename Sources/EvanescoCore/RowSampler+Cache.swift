@@ -93,7 +93,8 @@ extension RowSampler {
         /// Makes the horizontal pass of rows `rowLo...rowHi` of `src` (8-bit RGB, `w` x `h`)
         /// present for output columns `x0..<x1` under the output-to-frame map `m`: slot r holds,
         /// from output column x0 on, the RGB (3 floats a pixel) interpolated along source row r at
-        /// the source column of the output point on row r, with the weights of `lut`. False when a row's line is degenerate or the
+        /// the source column of the output point on row r, with the weights of `lut`. False when a row's line is
+        /// degenerate or the
         /// rows do not fit (the caller takes another path).
         @usableFromInline
         func preparePass(

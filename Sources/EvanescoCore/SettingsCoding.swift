@@ -37,7 +37,8 @@ public enum SettingsCoding {
                 .init(
                     codingPath: container.codingPath,
                     debugDescription:
-                        "unknown setting \(quoted(key.stringValue))\(hint); known: \(known.sorted().joined(separator: ", "))"
+                        "unknown setting \(quoted(key.stringValue))\(hint); known: "
+                        + "\(known.sorted().joined(separator: ", "))"
                 ))
         }
     }
@@ -182,7 +183,9 @@ extension KeyedDecodingContainer {
                 throw DecodingError.dataCorruptedError(
                     forKey: key, in: self,
                     debugDescription:
-                        "is in MB (or a size such as \"512M\" or \"2G\"): \(String(format: "%.0f", mb)) MB is not within 0...\(largest >> 20); a byte count is written with B, as \"\(String(format: "%.0f", mb))B\""
+                        "is in MB (or a size such as \"512M\" or \"2G\"): \(String(format: "%.0f", mb)) MB is not "
+                        + "within 0...\(largest >> 20); a byte count is written with B, as "
+                        + "\"\(String(format: "%.0f", mb))B\""
                 )
             }
             bytes = Int((mb * 1_048_576).rounded())

@@ -13,9 +13,11 @@ public enum CascadeError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .fileNotFound(let p):
-            "\(p): no such cascade file; check the path (OpenCV cascades are XML files such as haarcascade_frontalface_default.xml)"
+            "\(p): no such cascade file; check the path (OpenCV cascades are XML files such as "
+                + "haarcascade_frontalface_default.xml)"
         case .notFound(let s):
-            "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get install opencv-data) or give a cascade file"
+            "no face cascade found (looked in \(s.joined(separator: ", "))); install Debian's opencv-data (apt-get "
+                + "install opencv-data) or give a cascade file"
         case .unreadable(let p, let d): "\(p): not a usable OpenCV cascade (\(d))"
         case .unsupported(let p, let d): "\(p): \(d)"
         }
@@ -110,7 +112,8 @@ public struct CascadeClassifier: Sendable {
             throw CascadeError.unsupported(
                 path: path,
                 detail:
-                    "no <cascade> element: old-format (opencv_haar_classifier) cascades are not supported; use the files of opencv-data 4.x"
+                    "no <cascade> element: old-format (opencv_haar_classifier) cascades are not supported; use the "
+                    + "files of opencv-data 4.x"
             )
         }
         func child(_ e: XMLElement, _ n: String) -> XMLElement? { e.children.first { $0.name == n } }

@@ -303,7 +303,8 @@ public enum InputFile {
                     throw ImageIOError.unreadable(
                         path: input,
                         reason:
-                            "the folder holds no files (hidden ones aside); put the burst's frames in it, or name the files"
+                            "the folder holds no files (hidden ones aside); put the burst's frames in it, or name the "
+                            + "files"
                     )
                 }
                 out += files

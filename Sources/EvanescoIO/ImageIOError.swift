@@ -27,7 +27,8 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
         switch self {
         case .fileNotFound(let p): "\(p): no such file; check the path"
         case .notAFile(let p):
-            "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a stream to a file first)"
+            "\(p): is not a regular file (a folder, a named pipe or a device); give an image or video file (copy a "
+                + "stream to a file first)"
         case .unreadable(let p, let r):
             // "Check its permissions" only where they can be the cause.
             r.contains("ermission") || r.contains("not permitted")
@@ -40,9 +41,11 @@ public enum ImageIOError: Error, Equatable, CustomStringConvertible, LocalizedEr
         case .truncated(let p, let f, let d): "\(p): the \(f) file is truncated (\(d)); re-copy or re-export it"
         case .corrupt(let p, let f, let d): "\(p): the \(f) data is damaged (\(d))"
         case .dimensionsTooLarge(let p, let w, let h, let l):
-            "\(p): the header claims \(w)x\(h) pixels, over the limit of \(l) pixels; the file is damaged or hostile (raise the limit with EVANESCO_MAX_PIXELS if it is genuine)"
+            "\(p): the header claims \(w)x\(h) pixels, over the limit of \(l) pixels; the file is damaged or hostile "
+                + "(raise the limit with EVANESCO_MAX_PIXELS if it is genuine)"
         case .tooLargeForMemory(let p, let w, let h, let b, let m):
-            "\(p): \(w)x\(h) pixels would need \(b >> 20) MB, over this machine's budget of \(m >> 20) MB; scale the image down first"
+            "\(p): \(w)x\(h) pixels would need \(b >> 20) MB, over this machine's budget of \(m >> 20) MB; scale the "
+                + "image down first"
         case .unsupportedLayout(let p, let d): "\(p): \(d)"
         case .outputExists(let p): "\(p): already exists; choose another name, or allow overwriting it"
         case .outputIsInput(let p):
@@ -145,7 +148,8 @@ public struct DecodeLimits: Sendable {
                 throw ImageIOError.truncated(
                     path: path, format: format,
                     detail:
-                        "the header declares \(width)x\(height) pixels but the file holds only \(sourceBytes) bytes of data"
+                        "the header declares \(width)x\(height) pixels but the file holds only \(sourceBytes) bytes "
+                        + "of data"
                 )
             }
         }

@@ -82,7 +82,8 @@ public struct StackOptions: Sendable, DeclaresSettings {
     /// blended into the rest over ``EraseSummary/seamBand`` pixels; beyond that band the output is
     /// the plain merge's, to the bit. In the reference frame's pixels, at its size.
     public var erase: EraseMask?
-    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:local:)``).
+    /// Keep the decoded frames in ``StackResult/decodedFrames`` (for
+    /// ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:local:)``).
     public var retainFrames = false
     /// Called from any thread as stages advance.
     public var progress: (@Sendable (StackProgress) -> Void)?
@@ -244,14 +245,16 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
         switch self {
         case .singleFrame: "only one usable frame: the output is that frame, nothing can be removed"
         case .twoFramesMergedByMean(let m):
-            "two frames cannot outvote a moving object (asked for \(m.rawValue)); merged by their mean: use 3 or more frames"
+            "two frames cannot outvote a moving object (asked for \(m.rawValue)); merged by their mean: use 3 or more "
+                + "frames"
         // Reasons from the codecs already start with the file's name.
         case .inputSkipped(let input, let reason):
             reason.hasPrefix(input) ? "skipped \(reason)" : "skipped \(input): \(reason)"
         case .frameLeftOut(let source, let reason): "left out \(source): \(reason)"
         case .fellBack(let source, let reason): "\(source): \(reason)"
         case .depthConverted(let source, let from, let to) where from > to:
-            "\(source): \(from == 32 ? "float" : "\(from)-bit") frame merged as \(to)-bit, the reference's depth: its finer levels are rounded "
+            "\(source): \(from == 32 ? "float" : "\(from)-bit") frame merged as \(to)-bit, the reference's depth: its "
+                + "finer levels are rounded "
                 + "away (to keep them, make a frame of that depth the reference frame)"
         case .depthConverted(let source, let from, let to):
             "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"

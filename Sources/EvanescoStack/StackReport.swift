@@ -194,7 +194,8 @@ public enum StackReportError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notAReport(let name, let detail):
-            "\(name): not a report with frames[].index and frames[].homography (\(detail)); give a stack report or a truth.json"
+            "\(name): not a report with frames[].index and frames[].homography (\(detail)); give a stack report or a "
+                + "truth.json"
         }
     }
 }

@@ -219,6 +219,11 @@ final class BackdropWorkspace: Sendable {
                     .init("X-Backdrop")!: facts
                 ])
         }
+        addExportRoutes(router, studio: studio)
+    }
+
+    /// The export of the whole clip, with its progress as server-sent events.
+    func addExportRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         router.post("/api/backdrop/:id/export") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let settings = try self.settings(request)

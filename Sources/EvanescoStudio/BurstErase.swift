@@ -71,7 +71,8 @@ extension BurstWorkspace {
                         throw HTTPError(
                             .conflict,
                             message:
-                                "the erase keeps at most \(EraseStroke.maximumStrokes) strokes; undo some, or paint larger strokes"
+                                "the erase keeps at most \(EraseStroke.maximumStrokes) strokes; undo some, or paint "
+                                + "larger strokes"
                         )
                     }
                     return strokes + [stroke]

@@ -263,6 +263,11 @@ final class BurstWorkspace: Sendable {
             }
             return try jsonResponse(["job": job.id])
         }
+        addResultRoutes(router, studio: studio)
+    }
+
+    /// The result's routes: the report, the pictures and maps, the full-size downloads.
+    func addResultRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         router.get("/api/burst/:id/report") { _, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             guard let st = s.state.value else {

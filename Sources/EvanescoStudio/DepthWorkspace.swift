@@ -177,6 +177,11 @@ final class DepthWorkspace: Sendable {
             let f = try await libraryCall(self.lane) { try s.full.focusValue(.point(point)) }
             return try jsonResponse(FocusAnswer(focus: min(1, max(0, f.value)), note: f.note))
         }
+        addDownloadRoutes(router, studio: studio)
+    }
+
+    /// The full-size downloads: a matte as stored, the rendered photo at full resolution.
+    func addDownloadRoutes(_ router: Router<BasicRequestContext>, studio: Studio) {
         router.get("/api/depth/:id/matte") { request, context -> Response in
             let s = try self.sessions.get(context.parameters.get("id"))
             let kind = try queryString(request, "kind")

@@ -138,8 +138,8 @@ final class StudioCatalog: @unchecked Sendable {
     /// path, size and modification time.
     func hasDepth(_ file: String, attrs: [FileAttributeKey: Any]? = nil) -> Bool {
         let a = attrs ?? (try? FileManager.default.attributesOfItem(atPath: file))
-        let key =
-            "\(file)|\((a?[.size] as? NSNumber)?.intValue ?? -1)|\((a?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+        let size = (a?[.size] as? NSNumber)?.intValue ?? -1
+        let key = "\(file)|\(size)|\((a?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
         if let v = lock.withLock({ depthCache[key] }) { return v }
         var o = DepthReadOptions()
         o.decodePhoto = false
@@ -175,7 +175,8 @@ final class StudioCatalog: @unchecked Sendable {
                 throw HTTPError(
                     .forbidden,
                     message:
-                        "\(path.debugDescription) is refused: only plain relative paths under \(r.name) are served (no '..', '.', '%' or empty parts)"
+                        "\(path.debugDescription) is refused: only plain relative paths under \(r.name) are served "
+                        + "(no '..', '.', '%' or empty parts)"
                 )
             }
         }

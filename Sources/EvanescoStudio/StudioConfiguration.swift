@@ -62,7 +62,8 @@ public enum StudioError: Error, CustomStringConvertible, Equatable {
         case .pathNotFound(let p): "\(p) does not exist; give files or folders the studio should show"
         case .badOption(let d): d
         case .cannotBind(let h, let p, let d):
-            "cannot listen on \(h):\(p) (\(d)); give --host an address of this machine (127.0.0.1 by default) and another --port, or --port 0 for any free one"
+            "cannot listen on \(h):\(p) (\(d)); give --host an address of this machine (127.0.0.1 by default) and "
+                + "another --port, or --port 0 for any free one"
         }
     }
 }

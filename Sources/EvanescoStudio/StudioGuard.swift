@@ -101,7 +101,8 @@ struct StudioGuard<Context: RequestContext>: RouterMiddleware {
             throw HTTPError(
                 .forbidden,
                 message:
-                    "the Host header must name this machine (127.0.0.1 or localhost) and the studio's port; open the URL the studio printed"
+                    "the Host header must name this machine (127.0.0.1 or localhost) and the studio's port; open the "
+                    + "URL the studio printed"
             )
         }
         let raw = request.uri.path.lowercased()
@@ -126,14 +127,16 @@ struct StudioGuard<Context: RequestContext>: RouterMiddleware {
                 throw HTTPError(
                     .forbidden,
                     message:
-                        "requests that change something must come from the studio's own page (Origin must be its scheme, host and port)"
+                        "requests that change something must come from the studio's own page (Origin must be its "
+                        + "scheme, host and port)"
                 )
             }
             guard request.headers[.init(Self.requestHeader)!] != nil else {
                 throw HTTPError(
                     .forbidden,
                     message:
-                        "requests that change something must carry the \(Self.requestHeader) header the studio's page sends"
+                        "requests that change something must carry the \(Self.requestHeader) header the studio's page "
+                        + "sends"
                 )
             }
         }
@@ -142,7 +145,8 @@ struct StudioGuard<Context: RequestContext>: RouterMiddleware {
                 throw HTTPError(
                     .unauthorized,
                     message:
-                        "the studio's token is missing or wrong; open the URL with ?token= that `evanesco studio` printed"
+                        "the studio's token is missing or wrong; open the URL with ?token= that `evanesco studio` "
+                        + "printed"
                 )
             }
         }

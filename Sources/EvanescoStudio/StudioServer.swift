@@ -185,7 +185,8 @@ public final class Studio: Sendable {
 
     /// Nothing outside this machine is fetched; scripts only from the studio itself.
     static let contentSecurity =
-        "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
+        "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        + "frame-ancestors 'none'"
 
     func addPageRoutes(_ router: Router<BasicRequestContext>) {
         let token = configuration.token
@@ -260,7 +261,8 @@ public final class Studio: Sendable {
             throw HTTPError(
                 .contentTooLarge,
                 message:
-                    "the file is \(declared >> 20) MB; the studio takes uploads up to \(limit >> 20) MB (--max-upload-mb)"
+                    "the file is \(declared >> 20) MB; the studio takes uploads up to \(limit >> 20) MB "
+                    + "(--max-upload-mb)"
             )
         }
         let name = try queryString(request, "name")
@@ -288,9 +290,41 @@ public final class Studio: Sendable {
         var kept = false
         defer { if !kept { uploads.update { $0 -= 1 } } }
         let dir = catalog.roots[catalog.uploadsIndex].real
+        let stored = try await receive(request, name: name, as: clean, into: dir, limit: limit)
+        let path = dir + "/" + stored
+        do {
+            let check = uploadCheck
+            try await files.run {
+                if kind == "video" { _ = try VideoIO.probe(path) } else { try check(path) }
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            // The library names the stored file; the page knows it by the name it sent.
+            throw HTTPError(
+                .unprocessableContent,
+                message: "\(name): " + oneLine(error).replacingOccurrences(of: path + ": ", with: ""))
+        }
+        kept = true
+        let attrs = try? FileManager.default.attributesOfItem(atPath: path)
+        var entryKind = kind
+        if kind == "image", StudioCatalog.depthCarriers.contains((stored as NSString).pathExtension.lowercased()),
+            catalog.hasDepth(path)
+        {
+            entryKind = "depth"
+        }
+        return try jsonResponse(
+            CatalogEntry(
+                root: catalog.uploadsIndex, path: stored, kind: entryKind,
+                bytes: (attrs?[.size] as? NSNumber)?.intValue, frames: nil), status: .created)
+    }
+
+    /// Streams an upload's body to a hidden temporary file in `dir` (memory stays at one chunk),
+    /// counted against `limit` as it arrives, then links it into place under `clean` (or
+    /// clean-2, ... when taken); returns the name it was stored under.
+    func receive(_ request: Request, name: String, as clean: String, into dir: String, limit: Int) async throws
+        -> String
+    {
         var stored = clean
-        // Streamed to a hidden temporary file (memory stays at one chunk), counted against the
-        // limit as it arrives, renamed into place only once complete.
         let temp = dir + "/.upload-" + UUID().uuidString
         guard FileManager.default.createFile(atPath: temp, contents: nil), let out = FileHandle(forWritingAtPath: temp)
         else {
@@ -324,31 +358,7 @@ public final class Studio: Sendable {
             unlink(temp)
             throw error
         }
-        let path = dir + "/" + stored
-        do {
-            let check = uploadCheck
-            try await files.run {
-                if kind == "video" { _ = try VideoIO.probe(path) } else { try check(path) }
-            }
-        } catch {
-            try? FileManager.default.removeItem(atPath: path)
-            // The library names the stored file; the page knows it by the name it sent.
-            throw HTTPError(
-                .unprocessableContent,
-                message: "\(name): " + oneLine(error).replacingOccurrences(of: path + ": ", with: ""))
-        }
-        kept = true
-        let attrs = try? FileManager.default.attributesOfItem(atPath: path)
-        var entryKind = kind
-        if kind == "image", StudioCatalog.depthCarriers.contains((stored as NSString).pathExtension.lowercased()),
-            catalog.hasDepth(path)
-        {
-            entryKind = "depth"
-        }
-        return try jsonResponse(
-            CatalogEntry(
-                root: catalog.uploadsIndex, path: stored, kind: entryKind,
-                bytes: (attrs?[.size] as? NSNumber)?.intValue, frames: nil), status: .created)
+        return stored
     }
 
     /// Checks an uploaded image: its header first, against the studio's decode budget and the
@@ -367,12 +377,15 @@ public final class Studio: Sendable {
             let (declared, o2) = pixels.multipliedReportingOverflow(by: channels * sample)
             if o1 || o2 || declared > budget {
                 throw StudioError.badOption(
-                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels, more than the studio decodes (\(budget >> 20) MB; --memory-limit raises it); it was not decoded"
+                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels, more than the studio "
+                        + "decodes (\(budget >> 20) MB; --memory-limit raises it); it was not decoded"
                 )
             }
             if declared > 64 << 20 && declared / fileBytes > expansion {
                 throw StudioError.badOption(
-                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels (\(declared >> 20) MB) in a file of \(fileBytes >> 10) KB, \(declared / fileBytes) times its size: a decompression bomb, not a photo; it was not decoded"
+                    "the header declares \(header.storedWidth)x\(header.storedHeight) pixels (\(declared >> 20) MB) "
+                        + "in a file of \(fileBytes >> 10) KB, \(declared / fileBytes) times its size: a "
+                        + "decompression bomb, not a photo; it was not decoded"
                 )
             }
             _ = try ImageCodecs.read(path, options: ReadOptions(limits: limits))

@@ -90,7 +90,8 @@ struct MemoryLimit: ExpressibleByArgument, Equatable {
         let limits = StackOptions.Limits.memoryLimit
         guard limits.allows(Double(bytes)) else {
             throw ValidationError(
-                "--memory-limit must be 0 (no limit) or within \(MemorySize.describe(Int(limits.minimum)))...\(MemorySize.describe(Int(limits.maximum)))"
+                "--memory-limit must be 0 (no limit) or within "
+                    + "\(MemorySize.describe(Int(limits.minimum)))...\(MemorySize.describe(Int(limits.maximum)))"
             )
         }
         return bytes

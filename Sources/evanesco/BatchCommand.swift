@@ -7,8 +7,7 @@ import Foundation
 struct Batch: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
-        abstract:
-            "Run thousands of stack, portrait and backdrop jobs: on this machine, in shards, or through a PostgreSQL queue.",
+        abstract: "Run many stack, portrait and backdrop jobs: here, in shards, or through a PostgreSQL queue.",
         discussion: """
             A manifest is JSON Lines, one job a line (paths relative to the manifest's folder):
               {"id": "b1", "kind": "stack", "inputs": ["b1/"], "output": "out/b1.jpg",
@@ -114,9 +113,10 @@ struct BatchRun: ParsableCommand {
                     summary.elsewhere > 0 ? ", \(summary.elsewhere) left to another run that holds them" : "",
                     summary.seconds))
             if !summary.failed.isEmpty {
+                let receipts = LocalBatch.stateFolder(of: m.path) + "/failed"
+                let failed = "\(summary.failed.count) of \(summary.jobs) jobs failed"
                 Diagnostics.error(
-                    "\(summary.failed.count) of \(summary.jobs) jobs failed (each said above; receipts in \(LocalBatch.stateFolder(of: m.path))/failed); fix them and run the same command again"
-                )
+                    "\(failed) (each said above; receipts in \(receipts)); fix them and run the same command again")
                 throw ExitCode.failure
             }
         }

@@ -7,7 +7,9 @@ import Foundation
 struct QueueOption: ParsableArguments {
     @Option(
         help:
-            "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&timeout=SECONDS] (default: $EVANESCO_QUEUE; timeout bounds each queue operation, 30 s unless given)."
+            ArgumentHelp(
+                "The queue: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&timeout=SECONDS] (default: "
+                    + "$EVANESCO_QUEUE; timeout bounds each queue operation, 30 s unless given).")
     )
     var queue: String?
 

@@ -21,7 +21,9 @@ struct Convert: ParsableCommand {
     @Option(help: ArgumentHelp(JPEGQuality.help)) var quality = JPEGQuality.rendered
     @Option(
         help:
-            "Output bits per sample: 8, 16 (PNG, TIFF) or 32 (float TIFF). Default: the input's, where the format allows."
+            ArgumentHelp(
+                "Output bits per sample: 8, 16 (PNG, TIFF) or 32 (float TIFF). Default: the input's, where the format "
+                    + "allows.")
     )
     var bitDepth: Int?
     @OptionGroup var lossless: LosslessOptions

@@ -62,7 +62,8 @@ struct Demo: ParsableCommand {
             let info = try VideoIO.probe(clip)
             let progress = ProgressDisplay(quiet: false)
             progress.message(
-                "demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) fps; taking \(frames)"
+                "demo: \(clip): \(info.width)x\(info.height), \(info.frameCount) frames at \(info.framesPerSecond) "
+                    + "fps; taking \(frames)"
             )
             var options = StackOptions()
             options.merge = merge
@@ -128,17 +129,20 @@ enum DemoAssets {
         let work = dir + "/download-\(getpid())"
         do { try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true) } catch {
             throw ValidationError(
-                "cannot make the cache folder \(dir); set XDG_CACHE_HOME to a folder you can write to, or pass --video FILE"
+                "cannot make the cache folder \(dir); set XDG_CACHE_HOME to a folder you can write to, or pass "
+                    + "--video FILE"
             )
         }
         defer { try? FileManager.default.removeItem(atPath: work) }
         FileHandle.standardError.write(
             Data("demo: fetching OpenCV's sample video from Debian's opencv-doc package (96 MB, once)...\n".utf8))
         try shell(
-            "cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get download opencv-doc >/dev/null)",
+            "cd '\(work)' && apt-get download opencv-doc >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && "
+                + "apt-get download opencv-doc >/dev/null)",
             failure: "could not download Debian's opencv-doc package; run `apt-get update`, or pass --video FILE")
         try shell(
-            "cd '\(work)' && dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -xO ./usr/share/doc/opencv-doc/examples/data/vtest.avi > vtest.avi && mv vtest.avi '\(target)'",
+            "cd '\(work)' && dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -xO "
+                + "./usr/share/doc/opencv-doc/examples/data/vtest.avi > vtest.avi && mv vtest.avi '\(target)'",
             failure: "could not extract vtest.avi from opencv-doc")
         return target
     }

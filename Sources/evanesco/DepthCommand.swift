@@ -23,7 +23,9 @@ struct Depth: ParsableCommand {
 struct DepthSourceOptions: ParsableArguments {
     @Option(
         help:
-            "GDepth polarity: spec (0 = near, Google's published encoding), near-high, or auto (spec unless the file's GFocus focal point fits the other reading). (default: auto)"
+            ArgumentHelp(
+                "GDepth polarity: spec (0 = near, Google's published encoding), near-high, or auto (spec unless the "
+                    + "file's GFocus focal point fits the other reading). (default: auto)")
     )
     var gdepthPolarity: GDepthPolarity = .auto
 

@@ -28,7 +28,9 @@ struct DepthExtract: ParsableCommand {
         DepthKind?
     @Option(
         help:
-            "Extract an auxiliary image instead: depth, portrait, skin, hair, teeth, glasses, sky, gainmap, confidence, original."
+            ArgumentHelp(
+                "Extract an auxiliary image instead: depth, portrait, skin, hair, teeth, glasses, sky, gainmap, "
+                    + "confidence, original.")
     ) var aux: String?
     @Flag(help: "Normalise the finite range to 0...1 (.pfm/.tif).") var normalize = false
     @Flag(help: "Stored samples, in sensor orientation.") var raw = false
@@ -40,7 +42,8 @@ struct DepthExtract: ParsableCommand {
     func validate() throws {
         if let aux, AuxiliaryKind(rawValue: aux) == nil || aux == "other" {
             throw ValidationError(
-                "--aux must be one of: \(AuxiliaryKind.allCases.filter { $0 != .other }.map(\.rawValue).joined(separator: ", "))"
+                "--aux must be one of: "
+                    + "\(AuxiliaryKind.allCases.filter { $0 != .other }.map(\.rawValue).joined(separator: ", "))"
             )
         }
         if raw && (kind != nil || normalize) {
@@ -77,7 +80,7 @@ struct DepthExtract: ParsableCommand {
                 fields.auxiliary = DepthSummary.Auxiliary(
                     kind: a.kind, type: a.type, width: a.image.width, height: a.image.height, source: a.source)
             } else {
-                guard var d = p.depth else { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
+                guard let d = p.depth else { throw DepthError.noDepth(path: photo, found: p.auxiliary.map { $0.type }) }
                 if raw {
                     if let bytes = d.embeddedBytes, let f = d.embeddedFormat, ImageFormat.forOutput(extension: ext) == f
                     {
@@ -92,38 +95,7 @@ struct DepthExtract: ParsableCommand {
                     }
                     fields.stored = d.storedFormat
                 } else {
-                    if let kind { d = d.converted(to: kind) }
-                    var r = d.finiteRange
-                    var map = d.map
-                    if normalize, let n = d.normalizedMap() {
-                        map = n.map
-                        // The PNG mapping and the report speak of the values written: 0...1 now.
-                        r = (min: 0, max: n.range.max > n.range.min ? 1 : 0)
-                    }
-                    switch ext {
-                    case "pfm":
-                        try AtomicOutput.write(PFM.encode(map), to: output, overwrite: force)
-                    case "tif", "tiff":
-                        try ImageCodecs.write(
-                            .float32(map), to: output,
-                            options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
-                    case "png":
-                        let range = try DepthPNG.write(
-                            map, range: r, to: output, source: photo,
-                            options: WriteOptions(overwrite: force, compression: lossless.compression))
-                        fields.png16Mapping = DepthPNG.mapping(range: range)
-                        try StandardOutput.line(
-                            "\(output): 16-bit PNG, \(d.kind.rawValue) \(range.min)...\(range.max) \(d.units) mapped to 1...65535 (0 = hole)"
-                        )
-                    default:
-                        throw ValidationError(
-                            "name the output .pfm, .tif or .png (or use --raw for the stored samples)")
-                    }
-                    fields.kind = d.kind
-                    fields.units = d.units
-                    fields.range = r.map { [$0.min, $0.max] }
-                    fields.normalized = normalize
-                    fields.holes = d.holeCount
+                    try writeMap(d, ext: ext, into: &fields)
                 }
                 fields.width = d.width
                 fields.height = d.height
@@ -134,22 +106,41 @@ struct DepthExtract: ParsableCommand {
             if let report { try ReportFile.write(fields, to: report, overwrite: force) }
         }
     }
-}
 
-/// `depth extract --report`.
-struct ExtractReport: Encodable {
-    var input: String
-    var output: String
-    var auxiliary: DepthSummary.Auxiliary?
-    var stored: String?
-    var kind: DepthKind?
-    var units: String?
-    var range: [Float]?
-    var normalized: Bool?
-    var holes: Int?
-    var png16Mapping: String?
-    var width: Int?
-    var height: Int?
-    var source: String?
-    var orientationApplied: Int?
+    /// Writes the map, converted and normalised as asked, in the format the output's name says.
+    func writeMap(_ depth: DepthData, ext: String, into fields: inout ExtractReport) throws {
+        let d = kind.map { depth.converted(to: $0) } ?? depth
+        var r = d.finiteRange
+        var map = d.map
+        if normalize, let n = d.normalizedMap() {
+            map = n.map
+            // The PNG mapping and the report speak of the values written: 0...1 now.
+            r = (min: 0, max: n.range.max > n.range.min ? 1 : 0)
+        }
+        switch ext {
+        case "pfm":
+            try AtomicOutput.write(PFM.encode(map), to: output, overwrite: force)
+        case "tif", "tiff":
+            try ImageCodecs.write(
+                .float32(map), to: output,
+                options: WriteOptions(bitDepth: 32, overwrite: force, compression: lossless.compression))
+        case "png":
+            let range = try DepthPNG.write(
+                map, range: r, to: output, source: photo,
+                options: WriteOptions(overwrite: force, compression: lossless.compression))
+            fields.png16Mapping = DepthPNG.mapping(range: range)
+            try StandardOutput.line(
+                "\(output): 16-bit PNG, \(d.kind.rawValue) \(range.min)...\(range.max) \(d.units) mapped "
+                    + "to 1...65535 (0 = hole)"
+            )
+        default:
+            throw ValidationError(
+                "name the output .pfm, .tif or .png (or use --raw for the stored samples)")
+        }
+        fields.kind = d.kind
+        fields.units = d.units
+        fields.range = r.map { [$0.min, $0.max] }
+        fields.normalized = normalize
+        fields.holes = d.holeCount
+    }
 }

@@ -174,7 +174,8 @@ enum Arguments {
             if String(validating: bytes, as: UTF8.self) == nil {
                 let shown = String(decoding: bytes, as: UTF8.self)
                 throw ValidationError(
-                    "argument \(i) (\(shown)) is not valid UTF-8; evanesco reads and writes names in UTF-8 only: rename the file (e.g. convmv -f latin1 -t utf8) or pass another name"
+                    "argument \(i) (\(shown)) is not valid UTF-8; evanesco reads and writes names in UTF-8 only: "
+                        + "rename the file (e.g. convmv -f latin1 -t utf8) or pass another name"
                 )
             }
         }

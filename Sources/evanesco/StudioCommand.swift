@@ -30,7 +30,8 @@ struct StudioCommand: ParsableCommand {
     @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
     @Option(
         help: MemoryLimit.help(
-            "What a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a temporary file"
+            "What a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a "
+                + "temporary file"
         ))
     var memoryLimit = MemoryLimit.standard
     @Flag(help: "Do not open a browser.") var noOpen = false

@@ -31,14 +31,18 @@ struct Worker: ParsableCommand {
     var metricsHost = "127.0.0.1"
     @Option(
         help: ArgumentHelp(
-            "A folder jobs may read and write in (repeatable; also $EVANESCO_ALLOW, folders separated by ':'). A job whose inputs, output, background, mask or spill folder resolve elsewhere (links and .. resolved) fails untouched. Without it, jobs reach whatever this user can.",
+            "A folder jobs may read and write in (repeatable; also $EVANESCO_ALLOW, folders separated by ':'). A job "
+                + "whose inputs, output, background, mask or spill folder resolve elsewhere (links and .. resolved) "
+                + "fails untouched. Without it, jobs reach whatever this user can.",
             valueName: "DIR"))
     var allow: [String] = []
     @Option(help: "Seconds a job may run when its line gives no timeout; then it is stopped and failed.")
     var jobTimeout: Double?
     @Option(
         help:
-            "Seconds an expired lease is left before it is taken back: work in flight survives a database outage shorter than this."
+            ArgumentHelp(
+                "Seconds an expired lease is left before it is taken back: work in flight survives a database outage "
+                    + "shorter than this.")
     )
     var outageGrace = 0.0
     @Flag(help: "Exit once no job is pending or running.") var exitWhenDone = false

@@ -8,7 +8,10 @@ import Testing
 /// samples from the Swift loop; both are the same formula.
 @Suite struct GreyPyramidLuma {
     @Test(
-        "8-bit luma (3 and 4 channels, odd sizes, strips over the cores): 0.299 r + 0.587 g + 0.114 b in that order, bit for bit, and the same as the same levels as Float samples scaled to 0...1; both kernel variants agree"
+        """
+        8-bit luma (3 and 4 channels, odd sizes, strips over the cores): 0.299 r + 0.587 g + 0.114 b in that order, \
+        bit for bit, and the same as the same levels as Float samples scaled to 0...1; both kernel variants agree
+        """
     )
     func lumaOfEightBit() {
         for (c, w, h) in [(3, 37, 131), (4, 19, 70), (3, 1, 1)] {

@@ -6,7 +6,10 @@ import EvanescoIO
 
 @Suite struct LocalAlignmentKnownAnswers {
     @Test(
-        "A frame equal to the reference has a zero field; a frame shifted by (2.5, -1.25) px with an identity homography has that field"
+        """
+        A frame equal to the reference has a zero field; a frame shifted by (2.5, -1.25) px with an identity \
+        homography has that field
+        """
     )
     func knownShift() {
         let ref = scene(320, 240)

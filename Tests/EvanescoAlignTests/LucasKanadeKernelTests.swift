@@ -97,7 +97,10 @@ let avx2Absent: Comment =
     }
 
     @Test(
-        "Sums match Double arithmetic, with and without validity, for every weight kind, window width (tails of 0-7) and row step",
+        """
+        Sums match Double arithmetic, with and without validity, for every weight kind, window width (tails of 0-7) \
+        and row step
+        """,
         arguments: [(9, 1), (17, 2), (25, 2), (30, 3), (33, 2), (40, 1)])
     func matchesDouble(width: Int, rowStep: Int) {
         let p = Planes(w: 80, h: 60, seed: UInt64(width * 31 + rowStep), invalidFraction: 0.05)
@@ -203,7 +206,10 @@ let avx2Absent: Comment =
     static let counts = [8, 13, 100, 1003]
 
     @Test(
-        "Samples at mapped points (some outside, NaN): bilinear values written out in Double, and registration's own call takes the same path, for every count's tail"
+        """
+        Samples at mapped points (some outside, NaN): bilinear values written out in Double, and registration's own \
+        call takes the same path, for every count's tail
+        """
     )
     func portableIsBilinear() {
         var rng = SplitMix(seed: 11)
@@ -242,7 +248,10 @@ let avx2Absent: Comment =
     }
 
     @Test(
-        "The AVX2 variant gives the portable variant's samples bit for bit, NaN outside included (skipped where the CPU has no AVX2)",
+        """
+        The AVX2 variant gives the portable variant's samples bit for bit, NaN outside included (skipped where the \
+        CPU has no AVX2)
+        """,
         .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func avx2EqualsPortable() {
         var rng = SplitMix(seed: 11)
@@ -307,7 +316,10 @@ extension SplitMix {
     }
 
     @Test(
-        "Sums match Double arithmetic for 2, 6 and 8 parameters, over levels whose matrix subset is all, or part, of the points and ends off a step of eight",
+        """
+        Sums match Double arithmetic for 2, 6 and 8 parameters, over levels whose matrix subset is all, or part, of \
+        the points and ends off a step of eight
+        """,
         arguments: [(13, 2), (333, 6), (5_000, 8), (9_001, 8), (20_003, 2)])
     func matchesDouble(count: Int, np: Int) {
         let (tl, smp) = Self.level(count, seed: UInt64(count))

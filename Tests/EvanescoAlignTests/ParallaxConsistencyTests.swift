@@ -82,7 +82,10 @@ import Testing
     }
 
     @Test(
-        "A cell most frames measured is kept (within the blend's pull) even where it fits one depth badly (a leaf before a wall)"
+        """
+        A cell most frames measured is kept (within the blend's pull) even where it fits one depth badly (a leaf \
+        before a wall)
+        """
     )
     func measuredCellsKept() {
         let K = 8, C = Self.columns * Self.rows
@@ -110,7 +113,10 @@ import Testing
     }
 
     @Test(
-        "Noisy measurements of a burst whose homographies have perspective errors come out closer to the truth: the model fits the quadratic, and each measurement is drawn toward it"
+        """
+        Noisy measurements of a burst whose homographies have perspective errors come out closer to the truth: the \
+        model fits the quadratic, and each measurement is drawn toward it
+        """
     )
     func noiseIsPooled() throws {
         let K = 10, C = Self.columns * Self.rows
@@ -150,7 +156,10 @@ import Testing
     }
 
     @Test(
-        "A frame's cell that a moving thing dragged further than any depth could (measured, 9 px off) takes the model's value; one within the depths' reach is kept"
+        """
+        A frame's cell that a moving thing dragged further than any depth could (measured, 9 px off) takes the \
+        model's value; one within the depths' reach is kept
+        """
     )
     func motionBeyondParallax() throws {
         let K = 8, C = Self.columns * Self.rows
@@ -168,7 +177,10 @@ import Testing
     }
 
     @Test(
-        "The depth fit weighs measurements by the cell's gradient structure: where a window sees only vertical stripes, noise along them barely moves the depth"
+        """
+        The depth fit weighs measurements by the cell's gradient structure: where a window sees only vertical \
+        stripes, noise along them barely moves the depth
+        """
     )
     func structureWeighsTheFit() throws {
         let K = 8, C = Self.columns * Self.rows
@@ -280,7 +292,10 @@ import Testing
     }
 
     @Test(
-        "Cells no frame could measure, in grainy frames, take a depth good to a few hundredths of a pixel: the frames' pixels across the cell judge it, not the sweep's five points"
+        """
+        Cells no frame could measure, in grainy frames, take a depth good to a few hundredths of a pixel: the \
+        frames' pixels across the cell judge it, not the sweep's five points
+        """
     )
     func polishedDepth() throws {
         let (K, truths, hidden, r) = Self.hiddenBox()
@@ -326,7 +341,10 @@ import Testing
     }
 
     @Test(
-        "Cells every frame measured but where the frames disagree (a window across a leaf and the wall behind) take the depth at which the frames' pixels agree"
+        """
+        Cells every frame measured but where the frames disagree (a window across a leaf and the wall behind) take \
+        the depth at which the frames' pixels agree
+        """
     )
     func disagreeingCellsSwept() throws {
         let K = 8, C = Self.columns * Self.rows

@@ -86,7 +86,11 @@ import Testing
     static var variants: [String] { evn_cpu_has_avx2() != 0 ? ["portable", "avx2"] : ["portable"] }
 
     @Test(
-        "A frame's normal equations: the weighted sums of the basis' products written out in double, to a ten-millionth of the largest; both halves of the matrix; cells past a step of eight and a block of 256 counted once"
+        """
+        A frame's normal equations: the weighted sums of the basis' products written out in double, to a \
+        ten-millionth of the largest; both halves of the matrix; cells past a step of eight and a block of 256 \
+        counted once
+        """
     )
     func normalEquations() {
         for C in [5, 8, 261, 1003] {
@@ -132,7 +136,11 @@ import Testing
     }
 
     @Test(
-        "The depth step: fields the model made give each cell its depth back and every measurement full weight; a measurement moved off the model by r weighs 1 / (1 + (r / scale)^2); with a metric as without; the variants agree bit for bit"
+        """
+        The depth step: fields the model made give each cell its depth back and every measurement full weight; a \
+        measurement moved off the model by r weighs 1 / (1 + (r / scale)^2); with a metric as without; the variants \
+        agree bit for bit
+        """
     )
     func depthStep() {
         let scale: Float = 0.3
@@ -172,7 +180,10 @@ import Testing
     }
 
     @Test(
-        "A frame's model field: the displacement ParallaxConsistency's formula gives at every cell (to a millionth of a pixel per pixel of it), by both variants bit for bit"
+        """
+        A frame's model field: the displacement ParallaxConsistency's formula gives at every cell (to a millionth of \
+        a pixel per pixel of it), by both variants bit for bit
+        """
     )
     func modelField() {
         var cells = Cells(frames: 4, cells: 45, seed: 3, noise: 0)
@@ -231,7 +242,11 @@ import Testing
     }
 
     @Test(
-        "The sweep's scores: per point the frames' levels sorted, their median and mean capped distance, per depth the mean over the points at least 3 frames see, as the loop written out gives them bit for bit (frames that do not see a point, points too few, 1 to 8 frames, 5 and 16 points); the variants agree"
+        """
+        The sweep's scores: per point the frames' levels sorted, their median and mean capped distance, per depth \
+        the mean over the points at least 3 frames see, as the loop written out gives them bit for bit (frames that \
+        do not see a point, points too few, 1 to 8 frames, 5 and 16 points); the variants agree
+        """
     )
     func sweepScores() {
         var rng = SplitMix(seed: 11)

@@ -12,7 +12,8 @@ import Testing
             empty.kappa == StackOptions().kappa && empty.merge == .robust
                 && empty.memoryLimit == StackOptions().memoryLimit)
         let text =
-            #"{"align": "translation", "merge": "sigma-clip", "kappa": 3.5, "interpolation": "catmull-rom", "alignLevel": 1, "videoFrames": 12, "memoryLimit": null}"#
+            #"{"align": "translation", "merge": "sigma-clip", "kappa": 3.5, "interpolation": "catmull-rom", "#
+            + #""alignLevel": 1, "videoFrames": 12, "memoryLimit": null}"#
         let o = try JSONDecoder().decode(StackOptions.self, from: Data(text.utf8))
         #expect(
             o.align == .translation && o.merge == .sigmaClip && o.kappa == 3.5 && o.interpolation == .catmullRom
@@ -133,7 +134,8 @@ import Testing
 
     @Test func normalizedLineReadsBackToTheSameJob() throws {
         let m = try BatchManifest.parse(
-            #"{"id": "a", "kind": "stack", "inputs": ["in"], "output": "o.jpg", "options": {"merge": "median", "kappa": 3}}"#,
+            #"{"id": "a", "kind": "stack", "inputs": ["in"], "output": "o.jpg", "#
+                + #""options": {"merge": "median", "kappa": 3}}"#,
             path: dir + "/jobs.jsonl")
         let job = m.jobs[0]
         #expect(job.inputs == [dir + "/in"] && job.output == dir + "/o.jpg" && job.quality == 95)
@@ -213,7 +215,8 @@ import Testing
         (#"{"id": "a", "kind": "stack", "inputs": ["x",], "output": "o.png"}"#, "trailing commas"),
         (#"{"id": "a", "id": "b", "kind": "stack", "inputs": ["x"], "output": "o.png"}"#, "appears twice"),
         (
-            #"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png", "options": {"merge": "mean", "merge": "median"}}"#,
+            #"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png", "#
+                + #""options": {"merge": "mean", "merge": "median"}}"#,
             "appears twice"
         ),
         (#"{"id": "a", "kind": "stack", "inputs": ["x"], "output": "o.png"} {}"#, "text after"),

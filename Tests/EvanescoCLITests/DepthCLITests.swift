@@ -91,7 +91,10 @@ func bytesOf(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(a
     }
 
     @Test(
-        "portrait --effect lens: the near half stays sharp, the far half blurs, the report names the lens; bad lens values are refused"
+        """
+        portrait --effect lens: the near half stays sharp, the far half blurs, the report names the lens; bad lens \
+        values are refused
+        """
     )
     func portraitLens() throws {
         let s = Scratch()

@@ -84,7 +84,10 @@ struct ArgumentSpellingTests {
 @Suite("Command files stay small")
 struct CommandSizeTests {
     @Test(
-        "Every command's file is at most 150 code lines (blank and comment lines not counted): the work is the library's"
+        """
+        Every command's file is at most 150 code lines (blank and comment lines not counted): the work is the \
+        library's
+        """
     )
     func commandFiles() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -61,7 +61,8 @@ struct HostileInputTests {
             try ImageCodecs.write(
                 .uint8(
                     Image(
-                        width: 2, height: 1, channels: 3, samples: ContiguousArray(repeating: UInt8(k * 40), count: 6))),
+                        width: 2, height: 1, channels: 3,
+                        samples: ContiguousArray(repeating: UInt8(k * 40), count: 6))),
                 to: s.file("f\(k).png"))
         }
         let frames = (0..<3).map { s.file("f\($0).png") }
@@ -74,7 +75,10 @@ struct HostileInputTests {
     }
 
     @Test(
-        "Hostile cascades (out-of-range indices, NaN, a node pointing to itself) are typed errors, never a crash or hang"
+        """
+        Hostile cascades (out-of-range indices, NaN, a node pointing to itself) are typed errors, never a crash or \
+        hang
+        """
     )
     func cascades() throws {
         let s = Scratch()
@@ -82,9 +86,12 @@ struct HostileInputTests {
         func cascade(_ nodes: String, rect: String = "0 0 2 4 -1.") -> String {
             """
             <?xml version="1.0"?><opencv_storage><cascade><stageType>BOOST</stageType><featureType>HAAR</featureType>
-            <height>4</height><width>4</width><stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>-0.5</stageThreshold>
-            <weakClassifiers><_><internalNodes>\(nodes)</internalNodes><leafValues>-1 1</leafValues></_></weakClassifiers></_></stages>
-            <features><_><rects><_>\(rect)</_><_>2 0 2 4 1.</_></rects><tilted>0</tilted></_></features></cascade></opencv_storage>
+            <height>4</height><width>4</width>\
+            <stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>-0.5</stageThreshold>
+            <weakClassifiers><_><internalNodes>\(nodes)</internalNodes><leafValues>-1 \
+            1</leafValues></_></weakClassifiers></_></stages>
+            <features><_><rects><_>\(rect)</_><_>2 0 2 4 \
+            1.</_></rects><tilted>0</tilted></_></features></cascade></opencv_storage>
             """
         }
         for (k, xml) in [

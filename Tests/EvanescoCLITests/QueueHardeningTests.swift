@@ -58,7 +58,8 @@ extension QueueTests {
                 BatchFixtures.line(id, "stack", [burst], output, ["align": "none"]), base: s.path, checkFiles: false)
             let spec = try job.normalizedLine().replacingOccurrences(of: "'", with: "''")
             _ = try PG.value(
-                "INSERT INTO \(schema).jobs (id, kind, spec, output, max_attempts) VALUES ('\(id)', 'stack', '\(spec)', '\(output)', 3)"
+                "INSERT INTO \(schema).jobs (id, kind, spec, output, max_attempts) VALUES ('\(id)', 'stack', "
+                    + "'\(spec)', '\(output)', 3)"
             )
         }
         let w = try WorkerProcess(queue: queue, log: s.file("w.log"), extra: ["--exit-when-done", "--poll", "0.2"])

@@ -102,7 +102,8 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         let w1 = try WorkerProcess(queue: queue, log: s.file("w1.log"), extra: flags)
         func running(_ w: WorkerProcess) throws -> String {
             try PG.value(
-                "SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner = '\(w.name)'"
+                "SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner "
+                    + "= '\(w.name)'"
             )
         }
         // SIGKILL a worker while it holds a job. The rows still running under its name once it is
@@ -171,7 +172,8 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         // kill landed between the two): such a job's finish is counted from the database.
         func row(_ id: Substring) throws -> [Substring] {
             try PG.value(
-                "SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs WHERE id = '\(id)'"
+                "SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs "
+                    + "WHERE id = '\(id)'"
             ).split(separator: " ")
         }
         let killedNames = Set(killed.map { $0.name[...] })

@@ -164,9 +164,8 @@ struct SettingsWalkTests {
             let (inside, outside) = Self.samples(n)
             for v in inside {
                 guard case .made(let c) = given([s.flag, Self.text(v, integer: n.integer)]) else {
-                    Issue.record(
-                        "\(front.name) \(s.flag) \(v) refused although within \(n.span): \(given([s.flag, Self.text(v, integer: n.integer)]))"
-                    )
+                    let outcome = given([s.flag, Self.text(v, integer: n.integer)])
+                    Issue.record("\(front.name) \(s.flag) \(v) refused although within \(n.span): \(outcome)")
                     continue
                 }
                 #expect(

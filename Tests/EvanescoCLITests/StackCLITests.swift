@@ -72,7 +72,10 @@ import TestScenes
     }
 
     @Test(
-        "--save-maps writes the maps and their legend: the moving block's path keeps fewer frames; existing maps are refused first"
+        """
+        --save-maps writes the maps and their legend: the moving block's path keeps fewer frames; existing maps are \
+        refused first
+        """
     )
     func savesMaps() throws {
         let s = Scratch()
@@ -119,7 +122,10 @@ import TestScenes
     }
 
     @Test(
-        "--erase: a block that stood in 3 of 5 frames is kept by the merge and erased under the mask; a mask of another size is refused"
+        """
+        --erase: a block that stood in 3 of 5 frames is kept by the merge and erased under the mask; a mask of \
+        another size is refused
+        """
     )
     func erasesUnderTheMask() throws {
         let s = Scratch()

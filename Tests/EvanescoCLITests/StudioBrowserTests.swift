@@ -6,117 +6,15 @@ import SharedTestData
 import SubprocessTestSupport
 import Testing
 
-/// `evanesco studio` as a user starts it: a process whose one line on stdout is the URL, stopped
-/// with Ctrl-C (SIGINT). Its temporary files go into a folder of the test's own (TMPDIR).
-final class StudioProcess: @unchecked Sendable {
-    let child: Subprocess
-    let url: String
-    let tmp: String
-
-    init(_ paths: [String], tmp: String, extra: [String] = []) throws {
-        self.tmp = tmp
-        var env = ProcessInfo.processInfo.environment
-        env["TMPDIR"] = tmp
-        // Under AddressSanitizer the server is stopped by Ctrl-C in mid-serve, its sessions alive:
-        // a leak check at that exit reports them (memory errors still fail it; the studio's
-        // objects are leak-checked in-process by EvanescoStudioTests, which create and release them).
-        if let asan = env["ASAN_OPTIONS"] { env["ASAN_OPTIONS"] = asan + ":detect_leaks=0" }
-        // Its stderr goes to a file, so a sanitizer's report reaches the failure message.
-        child = try Subprocess(
-            CLI.binary, ["studio"] + paths + ["--no-open", "--port", "0"] + extra, environment: env,
-            stderr: .file(tmp + "/../studio-stderr.txt"))
-        url = child.firstLine(within: 120) ?? ""
-    }
-
-    deinit { if child.isRunning { child.send(SIGKILL) } }
-
-    /// SIGINT, as Ctrl-C sends; returns the exit status (-1 if it did not stop within a minute)
-    /// and anything more it printed on stdout.
-    func interrupt() -> (status: Int32, rest: String, stderr: String) {
-        child.send(SIGINT)
-        let r = child.finish(within: 60)
-        let rest = r.out.firstIndex(of: 10).map { r.out[($0 + 1)...] } ?? []
-        let err = (try? String(contentsOfFile: tmp + "/../studio-stderr.txt", encoding: .utf8)) ?? ""
-        return (
-            r.status, String(decoding: rest, as: UTF8.self),
-            String(err.suffix(4000)) + (r.timedOut ? "\n[it hung]" : "")
-        )
-    }
-}
-
-enum StudioData {
-    static let shared = SharedTestData.root
-    static var pug: String? {
-        let p = shared + "/depth/pug-iphone13pro/pug.heic"
-        return FileManager.default.fileExists(atPath: p) ? p : nil
-    }
-    /// A TrueDepth selfie, for the backdrop screenshot.
-    static var face: String? {
-        let p = shared + "/depth/truedepth-iphone/heic_face_data.heic"
-        return FileManager.default.fileExists(atPath: p) ? p : nil
-    }
-    /// The pug timing needs an unsanitized release build: a debug build renders ~20x slower, one
-    /// built with a sanitizer several times slower. EVANESCO_BIN names the release binary.
-    static var release: Bool {
-        ProcessInfo.processInfo.environment["EVANESCO_BIN"] != nil
-            || (CLI.binary.contains("/release/") && !sanitizedServer)
-    }
-    /// Whether the server is this test build's own binary and the build is sanitized
-    /// (EVANESCO_SANITIZE: the sanitizer's runtime is in this process too). The release binary
-    /// named by EVANESCO_BIN is held to every timing whatever this test was built with.
-    static var sanitizedServer: Bool {
-        guard ProcessInfo.processInfo.environment["EVANESCO_BIN"] == nil else { return false }
-        let this = dlopen(nil, RTLD_NOW)
-        return dlsym(this, "__asan_init") != nil || dlsym(this, "__tsan_init") != nil
-    }
-
-    /// A smooth, non-repeating texture with a dark square that moves from frame to frame.
-    static func frame(_ k: Int, width w: Int = 160, height h: Int = 120) -> Image<UInt8> {
-        Image<UInt8>(width: w, height: h, channels: 3) { d in
-            for y in 0..<h {
-                for x in 0..<w {
-                    let fx = Double(x), fy = Double(y)
-                    let t =
-                        45 * sin(fx * 0.19 + fy * 0.06) + 40 * sin(fy * 0.15 - fx * 0.08) + 25
-                        * sin((fx + 2 * fy) * 0.087)
-                    let square = x >= 8 + 36 * k && x < 36 + 36 * k && y >= 40 && y < 70
-                    for c in 0..<3 {
-                        d[(y * w + x) * 3 + c] = square ? 5 : UInt8(max(0, min(255, 128 + t * (1 - 0.25 * Double(c)))))
-                    }
-                }
-            }
-        }
-    }
-
-    /// A latency budget in milliseconds, as the product promises it on a quiet machine, stretched
-    /// when the machine is oversubscribed (the 1-minute load average over the cores, when over 1)
-    /// by the square of that ratio: a preview or an erase goes from the browser to the server and
-    /// back, each hop waiting for a core, so contention compounds. Beside a CI build and a soak
-    /// (load 5 on 2 cores) the slider's p95 was 267 ms against 42-48 ms idle (6x) and the erase
-    /// 1.2 s against 0.2-0.3 s. On a quiet machine the budget is the promise itself (the README
-    /// and docs/benchmarks.md give the figures measured there).
-    static func budget(_ ms: Double) -> (ms: Double, load: String) {
-        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
-        let load = Double(text.split(separator: " ").first ?? "") ?? 0
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let over = max(1, load / Double(max(1, cores)))
-        let budget = ms * over * over
-        return (budget, String(format: "load %.1f on %d cores: budget %.0f ms", load, cores, budget))
-    }
-
-    /// p-th percentile (0...100) of `values`, nearest rank.
-    static func percentile(_ values: [Double], _ p: Double) -> Double {
-        let s = values.sorted()
-        return s[min(s.count - 1, max(0, Int((p / 100 * Double(s.count)).rounded(.up)) - 1))]
-    }
-}
-
 /// The studio in a real browser (Debian's chromium, driven over W3C WebDriver). With
 /// EVANESCO_SCREENSHOTS=DIR it also saves a screenshot of each workspace there (the README's).
 @Suite("Studio in a real browser", .serialized, .enabled(if: WebDriver.available, WebDriver.absent))
 struct StudioBrowser {
     @Test(
-        "Each workspace works in chromium: stack a burst, drag the focus slider, click to focus, a bad upload's message, Ctrl-C cleans up"
+        """
+        Each workspace works in chromium: stack a burst, drag the focus slider, click to focus, a bad upload's \
+        message, Ctrl-C cleans up
+        """
     )
     func studioInChromium() async throws {
         let s = Scratch()
@@ -168,7 +66,8 @@ struct StudioBrowser {
                 "the token stays out of the address bar")
             let paths =
                 try await browser.run(
-                    "return [...document.querySelectorAll('[data-testid=file-item]')].map(e => e.dataset.path + ':' + e.dataset.kind);"
+                    "return [...document.querySelectorAll('[data-testid=file-item]')].map(e => e.dataset.path + ':' + "
+                        + "e.dataset.kind);"
                 ) as? [String] ?? []
             #expect(
                 paths.contains("burst:burst") && paths.contains("portrait.jpg:depth")
@@ -177,7 +76,8 @@ struct StudioBrowser {
             // Burst: open, stack, see the result; progress within 1 s of pressing Stack.
             try await browser.click("[data-testid=file-item][data-path=burst]")
             try await browser.wait(
-                "!document.querySelector('[data-testid=workspace-burst]').hidden && document.querySelectorAll('[data-testid=frame-item]').length === 4",
+                "!document.querySelector('[data-testid=workspace-burst]').hidden && "
+                    + "document.querySelectorAll('[data-testid=frame-item]').length === 4",
                 what: "the frame strip")
             try await browser.click("[data-testid=frame-item][data-index='1']")
             try await browser.wait(
@@ -185,12 +85,14 @@ struct StudioBrowser {
                 what: "frame 1 as the reference")
             try await browser.click("[data-testid=stack-button]")
             try await browser.wait(
-                "document.querySelector('[data-testid=result-image]').naturalWidth > 0 && document.querySelector('[data-testid=stack-progress]').textContent === 'done'",
+                "document.querySelector('[data-testid=result-image]').naturalWidth > 0 && "
+                    + "document.querySelector('[data-testid=stack-progress]').textContent === 'done'",
                 seconds: 120, what: "the stacked result")
             let first =
                 Double(
                     try await browser.run(
-                        "return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || '-1';"
+                        "return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || "
+                            + "'-1';"
                     ) as? String ?? "-1") ?? -1
             let firstBudget = StudioData.budget(1000)
             #expect(first >= 0 && first < firstBudget.ms, "first progress after \(first) ms (\(firstBudget.load))")
@@ -209,13 +111,15 @@ struct StudioBrowser {
                 try await browser.run(
                     """
                     const img = document.querySelector('[data-testid=result-image]');
-                    const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+                    const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = \
+                    img.naturalHeight;
                     const g = c.getContext('2d'); g.drawImage(img, 0, 0);
                     return g.getImageData(56, 55, 1, 1).data[0];
                     """) as? Int ?? 0
             #expect(dark > 40, "the moving square should have vanished (red \(dark))")
             try await browser.run(
-                "const s = document.querySelector('[data-testid=map-select]'); s.value = 'provenance'; s.dispatchEvent(new Event('change'));"
+                "const s = document.querySelector('[data-testid=map-select]'); s.value = 'provenance'; "
+                    + "s.dispatchEvent(new Event('change'));"
             )
             try await browser.wait(
                 "!document.querySelector('[data-testid=map-legend]').hidden", what: "the provenance legend")
@@ -231,10 +135,12 @@ struct StudioBrowser {
                     what: "the pedestrian frames")
                 try await browser.click("[data-testid=stack-button]")
                 try await browser.wait(
-                    "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && document.querySelector('[data-testid=result-image]').naturalWidth > 160",
+                    "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && "
+                        + "document.querySelector('[data-testid=result-image]').naturalWidth > 160",
                     seconds: 120, what: "the pedestrians stacked")
                 try await browser.run(
-                    "const s = document.querySelector('[data-testid=map-select]'); s.value = 'result'; s.dispatchEvent(new Event('change'));"
+                    "const s = document.querySelector('[data-testid=map-select]'); s.value = 'result'; "
+                        + "s.dispatchEvent(new Event('change'));"
                 )
                 try await Task.sleep(for: .milliseconds(800))
                 try await browser.screenshot(to: shots + "/studio-burst.png")
@@ -243,7 +149,8 @@ struct StudioBrowser {
             // Depth: open, drag the focus slider, the preview changes; click to focus.
             try await browser.click("[data-testid=file-item][data-path='portrait.jpg']")
             try await browser.wait(
-                "!document.querySelector('[data-testid=workspace-depth]').hidden && document.querySelector('[data-testid=preview-image]').naturalWidth > 0",
+                "!document.querySelector('[data-testid=workspace-depth]').hidden && "
+                    + "document.querySelector('[data-testid=preview-image]').naturalWidth > 0",
                 what: "the depth preview")
             let facts =
                 try await browser.run("return document.querySelector('[data-testid=depth-info]').textContent;")
@@ -255,13 +162,15 @@ struct StudioBrowser {
                 const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
                 const g = c.getContext('2d'); g.drawImage(img, 0, 0);
                 const d = g.getImageData(0, 0, c.width, c.height).data; let left = 0, right = 0;
-                for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) { if (x < c.width / 2) left += d[(y * c.width + x) * 4]; else right += d[(y * c.width + x) * 4]; }
+                for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) { if (x < c.width / 2) left += \
+                d[(y * c.width + x) * 4]; else right += d[(y * c.width + x) * 4]; }
                 return [left / (c.width * c.height / 2), right / (c.width * c.height / 2)];
                 """
             try await browser.run("window.studioTimings = [];")
             try await browser.drag("[data-testid=focus-slider]", from: 0.5, to: 0.98, steps: 12, milliseconds: 600)
             try await browser.wait(
-                "window.studioTimings.length > 0 && Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9",
+                "window.studioTimings.length > 0 && "
+                    + "Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9",
                 what: "previews while dragging")
             try await Task.sleep(for: .milliseconds(500))
             let near = try await browser.run(pixels) as? [Double] ?? []
@@ -305,15 +214,21 @@ struct StudioBrowser {
                         p50 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 50)
                     report.append(
                         String(format: "%@: %d previews, median %.0f ms, p95 %.0f ms", effect, timings.count, p50, p95))
-                    // The slowest three, with the server's share and the preview's size: a failure says where the time went.
+                    // The slowest three, with the server's share and the preview's size: a failure says where the time
+                    // went.
                     let worst =
                         try await browser.run(
-                            "return window.studioTimings.filter(t => t.effect === '\(effect)').sort((a, b) => b.ms - a.ms).slice(0, 3).map(t => `${t.ms.toFixed(0)} ms (server ${t.serverMs.toFixed(0)} ms, ${t.size} px)`).join(', ');"
+                            "return window.studioTimings.filter(t => t.effect === '\(effect)').sort((a, b) => b.ms - "
+                                + "a.ms).slice(0, 3).map(t => `${t.ms.toFixed(0)} ms (server ${t.serverMs.toFixed(0)} "
+                                + "ms, ${t.size} px)`).join(', ');"
                         ) as? String ?? ""
                     let budget = StudioData.budget(100)
                     #expect(
                         timings.count >= 10 && p95 <= budget.ms,
-                        "pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews (\(budget.load)); slowest: \(worst)"
+                        """
+                        pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews (\(budget.load)); \
+                        slowest: \(worst)
+                        """
                     )
                     report[report.count - 1] += " (slowest: \(worst))"
                 }
@@ -324,14 +239,16 @@ struct StudioBrowser {
                 }
                 try await browser.click("[data-testid=effect-blur]")
                 try await browser.run(
-                    "const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; f.dispatchEvent(new Event('input')); f.dispatchEvent(new Event('change'));"
+                    "const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; "
+                        + "f.dispatchEvent(new Event('input')); f.dispatchEvent(new Event('change'));"
                 )
                 try await Task.sleep(for: .milliseconds(1500))
                 if let shots { try await browser.screenshot(to: shots + "/studio-depth.png") }
             } else {
                 FileHandle.standardError.write(
                     Data(
-                        "studio browser test: the pug.heic slider timing runs on the release binary (EVANESCO_BIN=.build/release/evanesco) with ../shared/data present; not this time\n"
+                        ("studio browser test: the pug.heic slider timing runs on the release binary "
+                            + "(EVANESCO_BIN=.build/release/evanesco) with ../shared/data present; not this time\n")
                             .utf8))
             }
 
@@ -340,10 +257,12 @@ struct StudioBrowser {
             try await browser.click(
                 "[data-testid=file-item][data-path='\(roots.count > 3 ? "heic_face_data.heic" : "portrait.jpg")']")
             try await browser.wait(
-                "document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0",
+                "document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && "
+                    + "document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0",
                 seconds: 60, what: "the backdrop composite")
             try await browser.run(
-                "const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o => o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));"
+                "const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o "
+                    + "=> o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));"
             )
             try await browser.wait(
                 "document.querySelector('[data-testid=backdrop-progress]').textContent.includes('cutoff')",
@@ -351,7 +270,9 @@ struct StudioBrowser {
             // The sliders' defaults and ranges came from the library (GET /api/backdrop/settings).
             let sliders =
                 try await browser.run(
-                    "return ['cutoffOffset', 'blur', 'gamma'].map(f => { const s = document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, s.disabled].join(' '); }).join('; ');"
+                    "return ['cutoffOffset', 'blur', 'gamma'].map(f => { const s = "
+                        + "document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, "
+                        + "s.disabled].join(' '); }).join('; ');"
                 ) as? String
             #expect(sliders == "0.25 0 2 false; 5.3 0 30 false; 0.55 0.1 3 false", "\(sliders ?? "nil")")
             try await Task.sleep(for: .milliseconds(800))
@@ -425,7 +346,8 @@ extension StudioBrowser {
             const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
             const g = c.getContext('2d'); g.drawImage(img, 0, 0);
             let worst = -255;
-            for (const x of [283, 310, 337]) { const d = g.getImageData(x, 200, 1, 1).data; worst = Math.max(worst, d[0] - d[1]); }
+            for (const x of [283, 310, 337]) { const d = g.getImageData(x, 200, 1, 1).data; worst = \
+            Math.max(worst, d[0] - d[1]); }
             return worst;
             """
         do {
@@ -436,7 +358,8 @@ extension StudioBrowser {
                 "document.querySelectorAll('[data-testid=frame-item]').length === 5", what: "the frame strip")
             try await browser.click("[data-testid=stack-button]")
             try await browser.wait(
-                "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && !document.querySelector('[data-testid=erase-button]').disabled",
+                "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && "
+                    + "!document.querySelector('[data-testid=erase-button]').disabled",
                 seconds: 120, what: "the stacked result")
             try await browser.wait(
                 "document.querySelector('[data-testid=result-image]').naturalWidth === 480", what: "the result picture")
@@ -446,7 +369,8 @@ extension StudioBrowser {
             if let shots { try await browser.screenshot(to: shots + "/studio-erase-before.png") }
             // Paint down the block with a brush wider than it, as a photographer would: some 20 points.
             try await browser.run(
-                "const b = document.querySelector('[data-testid=brush-size]'); b.value = 90; b.dispatchEvent(new Event('input'));"
+                "const b = document.querySelector('[data-testid=brush-size]'); b.value = 90; b.dispatchEvent(new "
+                    + "Event('input'));"
             )
             let path = (0...20).map { i in (310.0 / 480, (140.0 + 6 * Double(i)) / 320) }
             try await browser.stroke("[data-testid=brush-canvas]", through: path, milliseconds: 600)
@@ -516,7 +440,8 @@ extension StudioBrowser {
                         const g = c.getContext('2d'); g.drawImage(bitmap, 0, 0);
                         const d = g.getImageData(0, 0, c.width, c.height).data;
                         let hash = 2166136261;
-                        for (let i = 0; i < d.length; i++) { if ((i & 3) !== 3) hash = Math.imul(hash ^ d[i], 16777619) >>> 0; }
+                        for (let i = 0; i < d.length; i++) { if ((i & 3) !== 3) hash = \
+                        Math.imul(hash ^ d[i], 16777619) >>> 0; }
                         return [c.width, c.height, hash];
                         """, [Data(png).base64EncodedString()]) as? [Any]
                 let numbers = (got ?? []).compactMap { ($0 as? NSNumber)?.uint32Value }
@@ -544,7 +469,8 @@ enum CrossPortPage {
         let png = Data(try ImageCodecs.encode(.uint8(StudioData.frame(0)), format: .png)).base64EncodedString()
         let page = """
             <!doctype html><html><body><iframe name="sink"></iframe>
-            <form id="f" method="POST" target="sink" enctype="text/plain" action="\(studioOrigin)/api/upload?name=forged-form.png">
+            <form id="f" method="POST" target="sink" enctype="text/plain" \
+            action="\(studioOrigin)/api/upload?name=forged-form.png">
             <input name="x" value="y"></form>
             <script>
             window.results = {};
@@ -555,9 +481,12 @@ enum CrossPortPage {
               catch (e) { window.results[name] = 'blocked'; }
             }
             (async () => {
-              const plain = { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'Content-Type': 'text/plain' } };
-              await attempt('plain-upload', () => fetch(studio + '/api/upload?name=forged-plain.png', { ...plain, body: png }));
-              await attempt('plain-open', () => fetch(studio + '/api/burst/open', { ...plain, body: JSON.stringify({ root: 0, path: 'burst' }) }));
+              const plain = { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'Content-Type': \
+            'text/plain' } };
+              await attempt('plain-upload', () => fetch(studio + '/api/upload?name=forged-plain.png', \
+            { ...plain, body: png }));
+              await attempt('plain-open', () => fetch(studio + '/api/burst/open', \
+            { ...plain, body: JSON.stringify({ root: 0, path: 'burst' }) }));
               await attempt('header-upload', () => fetch(studio + '/api/upload?name=forged-header.png',
                 { method: 'POST', credentials: 'include', headers: { 'X-Evanesco-Request': '1' }, body: png }));
               await attempt('read-files', () => fetch(studio + '/api/files', { credentials: 'include' }));

@@ -13,8 +13,9 @@ final class WebDriver: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: $0)
     }
     static var available: Bool { chromium != nil && driver != nil }
-    static let absent: Comment =
-        "SKIPPED: chromium and chromium-driver are not installed (scripts/install-deps.sh installs them); the studio's browser tests did not run"
+    static let absent = Comment(
+        rawValue: "SKIPPED: chromium and chromium-driver are not installed (scripts/install-deps.sh installs them); "
+            + "the studio's browser tests did not run")
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
@@ -64,8 +65,11 @@ final class WebDriver: @unchecked Sendable {
             process.waitUntilExit()
             let said = (try? String(contentsOfFile: log, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
             throw Failure(
-                description:
-                    "chromedriver did not start on port \(port) (\(running ? "no ready /status in 60 s" : "it exited with status \(process.terminationStatus)")): \(said)"
+                description: """
+                    chromedriver did not start on port \(port) \
+                    (\(running ? "no ready /status in 60 s" : "it exited with status \(process.terminationStatus)")): \
+                    \(said)
+                    """
             )
         }
         let caps: [String: Any] = [
@@ -150,7 +154,8 @@ final class WebDriver: @unchecked Sendable {
             [
                 "script": """
                 const done = arguments[arguments.length - 1];
-                Promise.resolve((async (...a) => { \(script) })(...Array.from(arguments).slice(0, -1))).then(done, (e) => done({ __error: String(e) }));
+                Promise.resolve((async (...a) => { \(script) })(...Array.from(arguments).slice(0, -1))).then(done, \
+                (e) => done({ __error: String(e) }));
                 """, "args": args
             ])
     }

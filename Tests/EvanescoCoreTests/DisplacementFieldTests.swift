@@ -103,7 +103,11 @@ struct PathComparison {
     }
 
     @Test(
-        "The cubic cached-row path reads only its rows and agrees with the direct path on near-identity projective maps (where source rows can dip an ulp across an integer: run it under ASan), walked down segments or across rows, one frame or two, one map or two sharing a cache"
+        """
+        The cubic cached-row path reads only its rows and agrees with the direct path on near-identity projective \
+        maps (where source rows can dip an ulp across an integer: run it under ASan), walked down segments or across \
+        rows, one frame or two, one map or two sharing a cache
+        """
     )
     func cachedPathEqualsDirectPath() {
         let w = 192, h = 128

@@ -20,7 +20,11 @@ import Testing
     }
 
     @Test(
-        "8-bit frames (1, 3, 4 channels; identity, shift and perspective maps) give, bit for bit, the grey levels the same levels in 16 bits give through the Swift loop: NaN outside, the last row and column included, any count of points"
+        """
+        8-bit frames (1, 3, 4 channels; identity, shift and perspective maps) give, bit for bit, the grey levels the \
+        same levels in 16 bits give through the Swift loop: NaN outside, the last row and column included, any count \
+        of points
+        """
     )
     func eightBitMatchesSixteen() {
         let w = 23, h = 11
@@ -56,7 +60,10 @@ import Testing
     }
 
     @Test(
-        "The grey levels written out (bilinear per channel, the channels' mean) at points inside; the portable and AVX2 variants agree bit for bit"
+        """
+        The grey levels written out (bilinear per channel, the channels' mean) at points inside; the portable and \
+        AVX2 variants agree bit for bit
+        """
     )
     func knownAnswerAndVariants() {
         let w = 9, h = 6, c = 3

@@ -46,7 +46,11 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
     static func weight(_ position: Float, _ t: Int) -> Float { lut[Int(Self.fixed(position) & 127)][t] }
 
     @Test(
-        "Through a local field: groups whose taps start on consecutive columns of one row are sampled eight a step or four, groups whose rows or columns differ pixel by pixel, all with the arithmetic written out (taps in pairs, rows in pairs, clamped); a pixel whose taps reach past the frame stops the kernel"
+        """
+        Through a local field: groups whose taps start on consecutive columns of one row are sampled eight a step or \
+        four, groups whose rows or columns differ pixel by pixel, all with the arithmetic written out (taps in \
+        pairs, rows in pairs, clamped); a pixel whose taps reach past the frame stops the kernel
+        """
     )
     func fieldKernelKnownAnswer() {
         let w = 64, h = 16, stride = w * 3 + 8, mask = 15
@@ -191,7 +195,10 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
     ]
 
     @Test(
-        "The two passes of the separable cubic warp: every group that qualifies is sampled with the arithmetic written out, every other group is left untouched, in each variant",
+        """
+        The two passes of the separable cubic warp: every group that qualifies is sampled with the arithmetic \
+        written out, every other group is left untouched, in each variant
+        """,
         arguments: [4, 8, 12, 60, 64])
     func passesKnownAnswer(n: Int) {
         let passes = Passes(n: n)
@@ -313,7 +320,11 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
     }
 
     @Test(
-        "The one-channel bilinear row: every group of four that reads consecutive columns of one pair of rows is the per-pixel arithmetic bit for bit, every other group is left untouched, in each variant, under projective maps, at the plane's edges and past the map's horizon"
+        """
+        The one-channel bilinear row: every group of four that reads consecutive columns of one pair of rows is the \
+        per-pixel arithmetic bit for bit, every other group is left untouched, in each variant, under projective \
+        maps, at the plane's edges and past the map's horizon
+        """
     )
     func bilinearKnownAnswer() {
         var sampled = 0, leftOver = 0
@@ -360,7 +371,11 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
     }
 
     @Test(
-        "Field positions: every pixel at H^-1 (p + d(p)) with d the field's bilinear value (odd and even cells, segments that start anywhere, projective maps), the bounds their extremes, portable and AVX2 bit for bit; a map whose horizon the segment crosses is refused"
+        """
+        Field positions: every pixel at H^-1 (p + d(p)) with d the field's bilinear value (odd and even cells, \
+        segments that start anywhere, projective maps), the bounds their extremes, portable and AVX2 bit for bit; a \
+        map whose horizon the segment crosses is refused
+        """
     )
     func fieldPositionsKnownAnswer() {
         // A fixed sequence (a linear congruential generator), so that a failure repeats.

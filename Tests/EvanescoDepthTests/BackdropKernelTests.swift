@@ -54,7 +54,10 @@ struct BackdropKernelTests {
     }
 
     @Test(
-        "Golden: five frames of a self-made shot (cut, holes, blur, temporal smoothing, gamma, upscale, blend), frames and masks as the Swift pipeline made them"
+        """
+        Golden: five frames of a self-made shot (cut, holes, blur, temporal smoothing, gamma, upscale, blend), \
+        frames and masks as the Swift pipeline made them
+        """
     )
     func golden() throws {
         let bg = Image<UInt8>(width: 64, height: 48, channels: 3) { d in

@@ -178,7 +178,10 @@ struct BackdropReal {
     }
 
     @Test(
-        "Masks: IoU with Apple's portrait matte >= 0.95 (face, jpeg) and >= 0.85 (heic_depth_data, chair at shoulder depth)"
+        """
+        Masks: IoU with Apple's portrait matte >= 0.95 (face, jpeg) and >= 0.85 (heic_depth_data, chair at shoulder \
+        depth)
+        """
     )
     func masks() throws {
         for (shot, floor) in [("heic_face_data", 0.95), ("jpeg_depth_data", 0.95), ("heic_depth_data", 0.85)] {

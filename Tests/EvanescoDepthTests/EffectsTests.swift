@@ -29,7 +29,10 @@ struct FocusMaskTests {
     }
 
     @Test(
-        "Normalisation: disparity min..max to 0..1; depth converted first; holes filled from neighbours, out of the range"
+        """
+        Normalisation: disparity min..max to 0..1; depth converted first; holes filled from neighbours, out of the \
+        range
+        """
     )
     func normalize() throws {
         var map = Image<Float>(width: 4, height: 1, channels: 1, samples: [2, 4, .nan, 6])

@@ -10,7 +10,10 @@ struct LensBlurOriginalTests {
     static let original = Shared.root + "/depth/gdepth-lensblur/derived/gimage_original.jpg"
 
     @Test(
-        "The photo read is the original (not the blurred primary); the spotlight keeps the original's pixels inside the mask and differs from the primary's spotlight"
+        """
+        The photo read is the original (not the blurred primary); the spotlight keeps the original's pixels inside \
+        the mask and differs from the primary's spotlight
+        """
     )
     func spotlightFromOriginal() throws {
         let read = try DepthReader.read(Self.file)

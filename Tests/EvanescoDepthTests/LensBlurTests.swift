@@ -203,7 +203,10 @@ struct LensBlurTests {
     }
 
     @Test(
-        "A blurred foreground edge over a sharp background: a soft transition over c/2 on both sides, the background seen through it"
+        """
+        A blurred foreground edge over a sharp background: a soft transition over c/2 on both sides, the background \
+        seen through it
+        """
     )
     func partialOcclusion() {
         let w = 160, h = 60, edge = 80, c: Float = 20
@@ -235,7 +238,10 @@ struct LensBlurTests {
     }
 
     @Test(
-        "The fast renderer matches the exact reference (each pixel its own disc) within 35 dB on a self-made scene, for every option"
+        """
+        The fast renderer matches the exact reference (each pixel its own disc) within 35 dB on a self-made scene, \
+        for every option
+        """
     )
     func matchesReference() {
         let (photo, coc) = lensScene()
@@ -338,7 +344,10 @@ struct LensBlurTests {
 @Suite("Lens blur and the portrait matte")
 struct LensMatteTests {
     @Test(
-        "The portrait matte snaps a coarse depth map's edge to the subject: background beside the subject blurs, the subject stays sharp"
+        """
+        The portrait matte snaps a coarse depth map's edge to the subject: background beside the subject blurs, the \
+        subject stays sharp
+        """
     )
     func matteSharpensTheEdge() throws {
         let w = 160, h = 96
@@ -438,7 +447,10 @@ struct LensBlurRealFileTests {
     }
 
     @Test(
-        "On crops of pug.heic, a TrueDepth HEIC and the Lens Blur GDepth photo, the fast renderer is within 35 dB of the exact one",
+        """
+        On crops of pug.heic, a TrueDepth HEIC and the Lens Blur GDepth photo, the fast renderer is within 35 dB of \
+        the exact one
+        """,
         arguments: [
             ("depth/pug-iphone13pro/pug.heic", 0.55, 0.55), ("depth/truedepth-iphone/heic_depth_data.heic", 0.5, 0.3),
             ("depth/gdepth-lensblur/lensblur_gdepth_compound.jpg", 0.5, 0.5)
@@ -452,7 +464,10 @@ struct LensBlurRealFileTests {
     }
 
     @Test(
-        "--f-number on a TrueDepth photo: thin-lens aperture from its calibration and absolute disparity; refused on relative depth"
+        """
+        --f-number on a TrueDepth photo: thin-lens aperture from its calibration and absolute disparity; refused on \
+        relative depth
+        """
     )
     func fNumber() throws {
         let r = try PortraitRenderer(contentsOf: Shared.root + "/depth/truedepth-iphone/heic_face_data.heic")

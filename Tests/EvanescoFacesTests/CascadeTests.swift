@@ -17,8 +17,10 @@ struct CascadeTests {
               <featureParams><maxCatCount>0</maxCatCount></featureParams>
               <stageNum>1</stageNum>
               <stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>0.5</stageThreshold>
-                <weakClassifiers><_><internalNodes>0 -1 0 \(threshold)</internalNodes><leafValues>-1. 1.</leafValues></_></weakClassifiers></_></stages>
-              <features><_><rects><_>0 0 2 4 -1.</_><_>2 0 2 4 1.</_></rects>\(tilted ? "<tilted>1</tilted>" : "")</_></features>
+                <weakClassifiers><_><internalNodes>0 -1 0 \(threshold)</internalNodes><leafValues>-1. \
+            1.</leafValues></_></weakClassifiers></_></stages>
+              <features><_><rects><_>0 0 2 4 -1.</_><_>2 0 2 4 \
+            1.</_></rects>\(tilted ? "<tilted>1</tilted>" : "")</_></features>
             </\(root)>
             </opencv_storage>
             """.utf8)
@@ -28,7 +30,8 @@ struct CascadeTests {
     func tiny() throws {
         let c = try CascadeClassifier(xml: Self.tinyCascade(), path: "tiny.xml")
         #expect(c.feature == .haar && c.windowWidth == 4)
-        // Value = right - left (normalised): > 0.01 at a dark-to-bright step, 0 on flat grey, so the stump goes right (leaf +1).
+        // Value = right - left (normalised): > 0.01 at a dark-to-bright step, 0 on flat grey, so the stump goes right
+        // (leaf +1).
         let img = Image<UInt8>(width: 16, height: 8, channels: 1) { d in
             for y in 0..<8 { for x in 0..<16 { d[y * 16 + x] = x < 8 ? 10 : 200 } }
         }

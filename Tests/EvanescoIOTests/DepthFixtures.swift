@@ -94,8 +94,15 @@ enum DepthFixtures {
     ) -> String {
         xmpPacket(
             """
-             apdi:AuxiliaryImageType="\(type)"\(subtype.map { " apdi:AuxiliaryImageSubType=\"\($0)\"" } ?? "") apdi:FloatMinValue="\(floatMin)" apdi:FloatMaxValue="\(floatMax)" apdi:IntMinValue="0" apdi:IntMaxValue="255" depthData:Accuracy="absolute" depthData:Filtered="true" depthData:Quality="high" depthData:PixelSize="0.001" depthData:IntrinsicMatrixReferenceWidth="640" depthData:IntrinsicMatrixReferenceHeight="480">\
-            <depthData:IntrinsicMatrix><rdf:Seq><rdf:li>500</rdf:li><rdf:li>0</rdf:li><rdf:li>0</rdf:li><rdf:li>0</rdf:li><rdf:li>510</rdf:li><rdf:li>0</rdf:li><rdf:li>320</rdf:li><rdf:li>240</rdf:li><rdf:li>1</rdf:li></rdf:Seq></depthData:IntrinsicMatrix>
+             apdi:AuxiliaryImageType="\(type)"\(subtype.map { " apdi:AuxiliaryImageSubType=\"\($0)\"" } ?? "") \
+            apdi:FloatMinValue="\(floatMin)" apdi:FloatMaxValue="\(floatMax)" apdi:IntMinValue="0" \
+            apdi:IntMaxValue="255" depthData:Accuracy="absolute" depthData:Filtered="true" depthData:Quality="high" \
+            depthData:PixelSize="0.001" depthData:IntrinsicMatrixReferenceWidth="640" \
+            depthData:IntrinsicMatrixReferenceHeight="480">\
+            <depthData:IntrinsicMatrix><rdf:Seq><rdf:li>500</rdf:li>\
+            <rdf:li>0</rdf:li><rdf:li>0</rdf:li><rdf:li>0</rdf:li><rdf:li>510</rdf:li>\
+            <rdf:li>0</rdf:li><rdf:li>320</rdf:li>\
+            <rdf:li>240</rdf:li><rdf:li>1</rdf:li></rdf:Seq></depthData:IntrinsicMatrix>
             """, namespaces: ["apdi": XMPNamespace.apdi, "depthData": XMPNamespace.depthData])
     }
 
@@ -108,7 +115,8 @@ enum DepthFixtures {
         let data = Data(png(depth)).base64EncodedString()
         let ext = xmpPacket(" GDepth:Data=\"\(data)\">", namespaces: ["GDepth": XMPNamespace.gDepth])
         let main = xmpPacket(
-            " GDepth:Format=\"\(format)\" GDepth:Near=\"\(near)\" GDepth:Far=\"\(far)\" GDepth:Mime=\"image/png\" xmpNote:HasExtendedXMP=\"\(declaredGUID ?? guid)\">",
+            " GDepth:Format=\"\(format)\" GDepth:Near=\"\(near)\" GDepth:Far=\"\(far)\" GDepth:Mime=\"image/png\" "
+                + "xmpNote:HasExtendedXMP=\"\(declaredGUID ?? guid)\">",
             namespaces: ["GDepth": XMPNamespace.gDepth, "xmpNote": XMPNamespace.xmpNote])
         var out = insertSegment(0xE1, xmpSegment(main), into: jpeg(primary))
         let bytes = Array(ext.utf8)
@@ -139,17 +147,22 @@ enum DepthFixtures {
     ) -> [UInt8] {
         var items = """
             <rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="image/jpeg" Item:Semantic="Primary"/></rdf:li>\
-            <rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="\(depthMime)" Item:Semantic="Depth" Item:Length="\(depthItem.count)" Item:DataURI="android/depthmap"/></rdf:li>
+            <rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="\(depthMime)" Item:Semantic="Depth" \
+            Item:Length="\(depthItem.count)" Item:DataURI="android/depthmap"/></rdf:li>
             """
         for e in extraItems {
             items +=
-                "<rdf:li rdf:parseType=\"Resource\"><Container:Item Item:Mime=\"\(e.mime)\" Item:Semantic=\"\(e.semantic)\" Item:Length=\"\(e.bytes.count)\"/></rdf:li>"
+                "<rdf:li rdf:parseType=\"Resource\"><Container:Item Item:Mime=\"\(e.mime)\" "
+                + "Item:Semantic=\"\(e.semantic)\" Item:Length=\"\(e.bytes.count)\"/></rdf:li>"
         }
         let desc = """
             >
-            <Device:Container><rdf:Description><Container:Directory><rdf:Seq>\(items)</rdf:Seq></Container:Directory></rdf:Description></Device:Container>
+            <Device:Container><rdf:Description><Container:Directory><rdf:Seq>\(items)\
+            </rdf:Seq></Container:Directory></rdf:Description></Device:Container>
             <Device:Cameras><rdf:Seq><rdf:li rdf:parseType="Resource"><Device:Camera><rdf:Description>\
-            <Camera:DepthMap><rdf:Description DepthMap:Format="\(format)" DepthMap:Near="\(near)" DepthMap:Far="\(far)" DepthMap:Units="\(units)" DepthMap:DepthURI="android/depthmap" DepthMap:ItemSemantic="Depth"/></Camera:DepthMap>\
+            <Camera:DepthMap><rdf:Description DepthMap:Format="\(format)" DepthMap:Near="\(near)" \
+            DepthMap:Far="\(far)" DepthMap:Units="\(units)" DepthMap:DepthURI="android/depthmap" \
+            DepthMap:ItemSemantic="Depth"/></Camera:DepthMap>\
             </rdf:Description></Device:Camera></rdf:li></rdf:Seq></Device:Cameras>
             """
         let xmp = xmpPacket(

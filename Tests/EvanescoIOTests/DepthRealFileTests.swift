@@ -72,7 +72,10 @@ struct DepthRealFiles {
     }
 
     @Test(
-        "Lens Blur GDepth: the map equals derived/gdepth_depthimage.png; auto polarity keeps the spec's, as GFocus confirms"
+        """
+        Lens Blur GDepth: the map equals derived/gdepth_depthimage.png; auto polarity keeps the spec's, as GFocus \
+        confirms
+        """
     )
     func gdepth() throws {
         let p = try raw("depth/gdepth-lensblur/lensblur_gdepth_compound.jpg")

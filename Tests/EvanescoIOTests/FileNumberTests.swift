@@ -38,7 +38,8 @@ struct FileNumberTests {
         let data = Data(DepthFixtures.png(DepthFixtures.pattern(16, 12))).base64EncodedString()
         let xmp = DepthFixtures.xmpPacket(
             """
-             GDepth:Format="RangeInverse" GDepth:Near="\(near)" GDepth:Far="\(far)" GDepth:Mime="image/png" GDepth:Data="\(data)" \
+             GDepth:Format="RangeInverse" GDepth:Near="\(near)" GDepth:Far="\(far)" GDepth:Mime="image/png" \
+            GDepth:Data="\(data)" \
             GFocus:FocalPointX="\(focus.0)" GFocus:FocalPointY="\(focus.1)" GFocus:FocalDistance="\(focus.2)">
             """, namespaces: ["GDepth": XMPNamespace.gDepth, "GFocus": XMPNamespace.gFocus])
         return DepthFixtures.insertSegment(
@@ -91,10 +92,12 @@ struct FileNumberTests {
         // Two lengths whose sum overflows Int.
         let huge = "9223372036854775807"
         let items = ["Primary", "Depth", "Confidence"].map { sem in
-            "<rdf:li rdf:parseType=\"Resource\"><Container:Item Item:Mime=\"image/png\" Item:Semantic=\"\(sem)\"\(sem == "Primary" ? "" : " Item:Length=\"\(huge)\"")/></rdf:li>"
+            "<rdf:li rdf:parseType=\"Resource\"><Container:Item Item:Mime=\"image/png\" "
+                + "Item:Semantic=\"\(sem)\"\(sem == "Primary" ? "" : " Item:Length=\"\(huge)\"")/></rdf:li>"
         }.joined()
         let xmp = DepthFixtures.xmpPacket(
-            "><Device:Container><rdf:Description><Container:Directory><rdf:Seq>\(items)</rdf:Seq></Container:Directory></rdf:Description></Device:Container>",
+            "><Device:Container><rdf:Description><Container:Directory><rdf:Seq>\(items)</rdf:Seq>"
+                + "</Container:Directory></rdf:Description></Device:Container>",
             namespaces: [
                 "Device": XMPNamespace.ddDevice, "Container": XMPNamespace.ddContainer, "Item": XMPNamespace.ddItem
             ])

@@ -103,7 +103,10 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
     }
 
     @Test(
-        "The maps: the occluder's path keeps fewer frames, provenance names merged frames, the local shift shows the parallax"
+        """
+        The maps: the occluder's path keeps fewer frames, provenance names merged frames, the local shift shows the \
+        parallax
+        """
     )
     func maps() throws {
         var o = StackOptions()

@@ -247,7 +247,10 @@ func referenceMedian(_ v: [Float]) -> Float {
 /// scalar loop it stands in for, bit for bit, and its AVX2 variant against its portable one.
 @Suite struct ClipMeanKernel {
     @Test(
-        "Eight pixels a step give the scalar loop's bits: valid and invalid frames, outliers, pixels the kernel leaves to the caller",
+        """
+        Eight pixels a step give the scalar loop's bits: valid and invalid frames, outliers, pixels the kernel \
+        leaves to the caller
+        """,
         arguments: [(7, 13), (20, 29), (51, 40)])
     func matchesTheScalarLoop(frames: Int, pixels: Int) {
         let r = RandomTile(frames: frames, pixels: pixels, channels: 3, seed: UInt64(frames * 7 + pixels))

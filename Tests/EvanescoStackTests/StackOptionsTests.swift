@@ -14,7 +14,10 @@ struct StackOptionsTests {
     }
 
     @Test(
-        "Every setting refuses NaN, infinity and values out of range, naming itself; the spill directory must be a writable folder"
+        """
+        Every setting refuses NaN, infinity and values out of range, naming itself; the spill directory must be a \
+        writable folder
+        """
     )
     func refusals() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent(

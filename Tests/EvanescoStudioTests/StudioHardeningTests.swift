@@ -73,7 +73,8 @@ import Testing
         try await StudioFixtures.serve(studio) { client in
             let partial = [
                 "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nX-Evan", "",
-                "POST /api/upload?name=a.png HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nContent-Length: 100000\r\n\r\nabc"
+                "POST /api/upload?name=a.png HTTP/1.1\r\nHost: 127.0.0.1:\(client.port)\r\nContent-Length: "
+                    + "100000\r\n\r\nabc"
             ]
             var sockets: [Int32] = []
             for k in 0..<30 {

@@ -27,7 +27,8 @@ public struct QueueAddress: Sendable, CustomStringConvertible {
         func bad(_ m: String) -> ManifestError {
             ManifestError(
                 message:
-                    "--queue \(Self.redacted(url)): \(m); write postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE&timeout=SECONDS]"
+                    "--queue \(Self.redacted(url)): \(m); write "
+                    + "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE&timeout=SECONDS]"
             )
         }
         guard let c = URLComponents(string: url), let scheme = c.scheme, ["postgres", "postgresql"].contains(scheme)

@@ -65,7 +65,8 @@ public final class WorkerMetrics: Sendable {
             case EADDRNOTAVAIL:
                 throw ManifestError(
                     message:
-                        "--metrics-host \(host) is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface"
+                        "--metrics-host \(host) is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for "
+                        + "every interface"
                 )
             case EACCES:
                 throw ManifestError(

@@ -22,7 +22,8 @@ public struct BackdropSessionOptions: Sendable, DeclaresSettings {
     public var blurRadius: Float?
     /// The note a front end shows when the deprecated ``blurRadius`` is given.
     public static let blurRadiusDeprecation =
-        "blurRadius (--blur-radius, sigma in pixels of the depth map as given) is deprecated: use blur (--blur, sigma in pixels of a 640-wide map, scaled with the map's width: blur = blurRadius x 640 / depth width)"
+        "blurRadius (--blur-radius, sigma in pixels of the depth map as given) is deprecated: use blur (--blur, sigma "
+        + "in pixels of a 640-wide map, scaled with the map's width: blur = blurRadius x 640 / depth width)"
     /// Faces are searched on the colour frame scaled to this long side.
     public var faceWorkingSize = Int(Limits.faceWorkingSize.defaultValue!)
     /// Smallest face searched, in pixels of that scaled frame.
@@ -313,13 +314,16 @@ public enum BackdropSessionError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .shapesDiffer(let c, let d):
-            "the colour frames are \(c) but the depth frames are \(d): they must have the same shape (the depth may be smaller); crop or rotate them alike"
+            "the colour frames are \(c) but the depth frames are \(d): they must have the same shape (the depth may "
+                + "be smaller); crop or rotate them alike"
         case .depthFormatNeeded(let b):
             "\(b)-bit depth needs its format: disparity8 with the disparity range in 1/m (it cannot be guessed)"
         case .frameCountsDiffer(let c, let d):
-            "the colour stream has \(c) frames but the depth stream has \(d); the streams must be synchronised frame for frame"
+            "the colour stream has \(c) frames but the depth stream has \(d); the streams must be synchronised frame "
+                + "for frame"
         case .streamEnded(let which, let n):
-            "the \(which) stream ended after \(n) frames while the other goes on; the streams must have the same number of frames (the \(n) complete frames were kept)"
+            "the \(which) stream ended after \(n) frames while the other goes on; the streams must have the same "
+                + "number of frames (the \(n) complete frames were kept)"
         }
     }
 }

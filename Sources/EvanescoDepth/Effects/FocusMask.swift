@@ -10,7 +10,8 @@ public enum FocusError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .relativeAccuracy(let p):
-            "\(p): the depth map has relative accuracy (its scale is not metric), so a distance in metres cannot be placed on it; focus by a normalised value (0...1) or a point of the photo instead"
+            "\(p): the depth map has relative accuracy (its scale is not metric), so a distance in metres cannot be "
+                + "placed on it; focus by a normalised value (0...1) or a point of the photo instead"
         case .outOfRange(let d): d
         case .noValidDepth(let d): d
         }

@@ -317,7 +317,8 @@ public struct LensBlur: Sendable {
                                                     let taps = GridTaps(x: x, y: y, divisor: k, width: Ws, height: Hs)
                                                     v = taps.sample(a.value)
                                                     let t = (y / k / T) * tx + (x / k) / T
-                                                    // (Pixels in focus lie in detail tiles only: their working pixel is in focus in part.)
+                                                    // (Pixels in focus lie in detail tiles only: their working pixel
+                                                    // is in focus in part.)
                                                     if det[t], let gb = g.value, let qb = qv.value, let tb = tr.value {
                                                         let trans = taps.sample(tb)
                                                         var d = taps.sample(qb)

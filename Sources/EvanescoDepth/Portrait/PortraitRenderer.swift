@@ -441,7 +441,8 @@ public final class PortraitRenderer: Sendable {
     ///
     /// - Parameter target: Where to focus.
     /// - Returns: The focus (may lie slightly outside 0...1 for a distance at the map's edge) and a note.
-    /// - Throws: ``FocusError`` when a distance is asked of a relative map, or lies outside it, or the point is outside the photo.
+    /// - Throws: ``FocusError`` when a distance is asked of a relative map, or lies outside it, or the point is
+    /// outside the photo.
     public func focusValue(_ target: FocusTarget) throws(FocusError) -> (value: Float, note: String) {
         switch target {
         case .normalized(let f):
@@ -451,10 +452,9 @@ public final class PortraitRenderer: Sendable {
             let disp = Float(1 / d)
             let f = normalized.normalize(disparity: disp)
             guard f.isFinite, (-0.05...1.05).contains(f) else {
-                throw .outOfRange(
-                    detail:
-                        "\(photo.path): \(d) m is outside the map's range of \(String(format: "%.3g", 1 / Double(normalized.high)))...\(String(format: "%.3g", 1 / Double(normalized.low))) m"
-                )
+                let near = String(format: "%.3g", 1 / Double(normalized.high))
+                let far = String(format: "%.3g", 1 / Double(normalized.low))
+                throw .outOfRange(detail: "\(photo.path): \(d) m is outside the map's range of \(near)...\(far) m")
             }
             return (
                 f, "distance \(d) m (disparity \(disp) \(depth.kind == .disparity ? depth.units : "1/" + depth.units))"

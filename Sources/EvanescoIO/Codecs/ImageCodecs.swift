@@ -119,7 +119,8 @@ public enum ImageCodecs {
                 path: path,
                 detail: printable
                     ? "it looks like text"
-                    : "unknown leading bytes \(bytes.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))"
+                    : "unknown leading bytes "
+                        + "\(bytes.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))"
             )
         }
     }

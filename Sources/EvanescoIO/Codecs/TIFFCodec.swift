@@ -143,31 +143,8 @@ enum TIFFCodec {
             var target = [S](repeating: .zero, count: w * h * sppIn)
             try target.withUnsafeMutableBytes { dst in
                 if TIFFIsTiled(tif) != 0 {
-                    var tw: UInt32 = 0, th: UInt32 = 0
-                    _ = evn_tiff_get_u32(tif, UInt32(TIFFTAG_TILEWIDTH), &tw)
-                    _ = evn_tiff_get_u32(tif, UInt32(TIFFTAG_TILELENGTH), &th)
-                    guard tw > 0, th > 0, Int(tw) * Int(th) <= 1 << 26 else {
-                        throw ImageIOError.corrupt(path: path, format: "TIFF", detail: "bad tile size")
-                    }
-                    let tileBytes = Int(TIFFTileSize(tif))
-                    var tile = [UInt8](repeating: 0, count: tileBytes)
-                    let pixBytes = sppIn * bpsBytes
-                    for ty in stride(from: 0, to: h, by: Int(th)) {
-                        for tx in stride(from: 0, to: w, by: Int(tw)) {
-                            let n = tile.withUnsafeMutableBytes {
-                                TIFFReadTile(tif, $0.baseAddress, UInt32(tx), UInt32(ty), 0, UInt16(plane))
-                            }
-                            guard n >= 0 else { throw classify(t.error, path: path) }
-                            let cw = min(Int(tw), w - tx), ch = min(Int(th), h - ty)
-                            tile.withUnsafeBytes { src in
-                                for r in 0..<ch {
-                                    (dst.baseAddress! + ((ty + r) * w + tx) * pixBytes)
-                                        .copyMemory(
-                                            from: src.baseAddress! + r * Int(tw) * pixBytes, byteCount: cw * pixBytes)
-                                }
-                            }
-                        }
-                    }
+                    try readTiles(
+                        t, tif, into: dst, width: w, height: h, pixelBytes: sppIn * bpsBytes, plane: plane, path: path)
                 } else {
                     let nStrips = Int(TIFFNumberOfStrips(tif)) / planes
                     var rowsPerStrip: UInt32 = 0
@@ -209,6 +186,38 @@ enum TIFFCodec {
             }
         }
         return Image(width: w, height: h, channels: spp, samples: ContiguousArray(raw))
+    }
+
+    /// Reads a tiled image's tiles of one plane into `dst` (rows of `width` pixels of
+    /// `pixelBytes`), each clipped to the image.
+    static func readTiles(
+        _ t: TIFFHandle, _ tif: OpaquePointer, into dst: UnsafeMutableRawBufferPointer, width w: Int, height h: Int,
+        pixelBytes: Int, plane: Int, path: String
+    ) throws {
+        var tw: UInt32 = 0, th: UInt32 = 0
+        _ = evn_tiff_get_u32(tif, UInt32(TIFFTAG_TILEWIDTH), &tw)
+        _ = evn_tiff_get_u32(tif, UInt32(TIFFTAG_TILELENGTH), &th)
+        guard tw > 0, th > 0, Int(tw) * Int(th) <= 1 << 26 else {
+            throw ImageIOError.corrupt(path: path, format: "TIFF", detail: "bad tile size")
+        }
+        let tileBytes = Int(TIFFTileSize(tif))
+        var tile = [UInt8](repeating: 0, count: tileBytes)
+        for ty in stride(from: 0, to: h, by: Int(th)) {
+            for tx in stride(from: 0, to: w, by: Int(tw)) {
+                let n = tile.withUnsafeMutableBytes {
+                    TIFFReadTile(tif, $0.baseAddress, UInt32(tx), UInt32(ty), 0, UInt16(plane))
+                }
+                guard n >= 0 else { throw classify(t.error, path: path) }
+                let cw = min(Int(tw), w - tx), ch = min(Int(th), h - ty)
+                tile.withUnsafeBytes { src in
+                    for r in 0..<ch {
+                        (dst.baseAddress! + ((ty + r) * w + tx) * pixelBytes)
+                            .copyMemory(
+                                from: src.baseAddress! + r * Int(tw) * pixelBytes, byteCount: cw * pixelBytes)
+                    }
+                }
+            }
+        }
     }
 
     static func invert(_ img: AnyImage) -> AnyImage {

@@ -76,7 +76,8 @@ public struct DepthData: Sendable {
     /// Map height in pixels.
     public var height: Int { map.height }
 
-    /// A map with everything known about it (readers fill this; see also ``init(floatMap:kind:units:accuracy:source:)``).
+    /// A map with everything known about it (readers fill this; see also
+    /// ``init(floatMap:kind:units:accuracy:source:)``).
     public init(
         kind: DepthKind, map: Image<Float>, stored: AnyImage, storedFormat: String, encoding: DepthEncoding,
         units: String, accuracy: DepthAccuracy? = nil, filtered: Bool? = nil, quality: String? = nil,

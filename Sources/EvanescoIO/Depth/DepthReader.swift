@@ -1,66 +1,6 @@
 import EvanescoCore
 import Foundation
 
-/// Why depth could not be read. Every case names the file and says what to do.
-public enum DepthError: Error, Equatable, CustomStringConvertible, LocalizedError {
-    /// The photo carries no depth or disparity map.
-    case noDepth(path: String, found: [String])
-    /// The requested auxiliary image is not in the file.
-    case auxiliaryNotFound(path: String, kind: String, available: [String])
-    /// Depth metadata is missing fields, malformed or hostile.
-    case badMetadata(path: String, detail: String)
-    /// Embedded data points outside the file or does not decode.
-    case damaged(path: String, detail: String)
-    case unsupported(path: String, detail: String)
-
-    public var description: String {
-        switch self {
-        case .noDepth(let p, let f):
-            "\(p): this photo has no depth or disparity map\(f.isEmpty ? "" : " (it carries: \(f.joined(separator: ", ")))"). Use a Portrait-mode photo from an iPhone (HEIC or JPEG) or an Android/Google camera (GDepth or Dynamic Depth JPEG)"
-        case .auxiliaryNotFound(let p, let k, let a):
-            "\(p): no \(k) image in this file; it has: \(a.isEmpty ? "none" : a.joined(separator: ", "))"
-        case .badMetadata(let p, let d): "\(p): the depth metadata is unusable (\(d))"
-        case .damaged(let p, let d): "\(p): the embedded depth data is damaged (\(d)); re-copy or re-export the photo"
-        case .unsupported(let p, let d): "\(p): \(d)"
-        }
-    }
-    public var errorDescription: String? { description }
-}
-
-/// Which of Google's two depth polarities to assume for GDepth maps.
-public enum GDepthPolarity: String, Sendable, CaseIterable {
-    /// The published encoding: a normalised value of 0 is Near, 1 is Far.
-    case spec
-    /// Inverted: high values are near (maps exported by some editors as a "white is near" image).
-    case nearIsHigh = "near-high"
-    /// Spec, unless the file's GFocus focal point and distance fit the inverted reading better.
-    case auto
-}
-
-/// What to read.
-public struct DepthReadOptions: Sendable {
-    /// Decode the primary image too.
-    public var decodePhoto = true
-    /// Keep depth and auxiliary images in sensor orientation (as stored) instead of the photo's.
-    public var sensorOrientation = false
-    /// Auxiliary kinds to decode; the others are only listed with their sizes.
-    public var decodeAuxiliary: Set<AuxiliaryKind> = []
-    /// How GDepth maps are read.
-    public var gdepthPolarity = GDepthPolarity.auto
-    /// Require a depth map (throw `DepthError.noDepth` when absent).
-    public var requireDepth = true
-    /// Size limits for the photo and every embedded image.
-    public var limits = DecodeLimits.standard
-    /// Decode the photo and require depth; auxiliary images are listed, not decoded.
-    public init() {}
-
-    /// Limits for images inside a photo (depth, mattes, GDepth maps): never more pixels than the
-    /// photo itself (at least 4 MP), so a small file cannot declare a huge hidden map.
-    func embeddedLimits(photoWidth: Int, photoHeight: Int) -> DecodeLimits {
-        limits.tightened(toPixels: max(photoWidth * photoHeight, 1 << 22))
-    }
-}
-
 /// Reads depth, disparity and auxiliary images from iPhone HEIC and JPEG (MPF) photos, Google
 /// GDepth JPEGs (XMP and extended XMP) and Android Dynamic Depth JPEGs (container items).
 public enum DepthReader {
@@ -148,47 +88,9 @@ public enum DepthReader {
             let xmpBytes = dh.metadata(type: "mime").first
             let xmp = try xmpBytes.map { try parseXMP($0, path: path) }
             let sei = primary.depthRepresentation(id)
-            var notes: [String] = []
-            var kind: DepthKind = .disparity
-            var encoding: DepthEncoding
-            let xmpRange = xmp.flatMap { x -> (Double, Double, Double, Double)? in
-                guard let a = x.double(XMPNamespace.apdi, "FloatMinValue"),
-                    let b = x.double(XMPNamespace.apdi, "FloatMaxValue")
-                else { return nil }
-                return (
-                    a, b, x.double(XMPNamespace.apdi, "IntMinValue") ?? 0,
-                    x.double(XMPNamespace.apdi, "IntMaxValue") ?? intMax
-                )
-            }
-            if let sei, let dmin = sei.dMin, let dmax = sei.dMax {
-                switch sei.type {
-                case 0, 1: kind = .disparity
-                case 2: kind = .depth
-                default:
-                    throw DepthError.unsupported(
-                        path: path,
-                        detail: "the depth item uses a non-uniform disparity representation, which is not supported")
-                }
-                encoding = .linear(floatMin: dmin, floatMax: dmax, intMin: 0, intMax: intMax)
-                if let r = xmpRange {
-                    let agree =
-                        abs(r.0 - dmin) <= 1e-4 * max(1, abs(dmin)) && abs(r.1 - dmax) <= 1e-4 * max(1, abs(dmax))
-                    notes.append(
-                        agree
-                            ? "SEI d_min/d_max \(dmin)...\(dmax) and apdi FloatMinValue/FloatMaxValue agree"
-                            : "SEI d_min/d_max \(dmin)...\(dmax) and apdi \(r.0)...\(r.1) disagree; the SEI is used")
-                    if !agree { out.warnings.append(notes.last!) }
-                } else {
-                    notes.append("range from the SEI d_min/d_max (the item has no apdi range)")
-                }
-            } else if let r = xmpRange {
-                encoding = .linear(floatMin: r.0, floatMax: r.1, intMin: r.2, intMax: r.3)
-                notes.append("range from apdi FloatMinValue/FloatMaxValue (no depth representation SEI)")
-            } else {
-                throw DepthError.badMetadata(
-                    path: path,
-                    detail: "the depth item has neither a depth representation SEI nor apdi FloatMin/FloatMax values")
-            }
+            let read = try heifEncoding(sei: sei, xmp: xmp, intMax: intMax, path: path, warnings: &out.warnings)
+            var kind = read.kind
+            let encoding = read.encoding, notes = read.notes
             if let t = xmp?.value(XMPNamespace.apdi, "AuxiliaryImageType").map(AuxiliaryKind.classify) {
                 let xmpKind: DepthKind = t == .depth ? .depth : .disparity
                 if sei?.type != nil && xmpKind != kind {
@@ -219,6 +121,56 @@ public enum DepthReader {
             out.auxiliary.append(aux)
         }
         return out
+    }
+
+    /// How a HEIF depth item's samples become values: from the depth representation SEI
+    /// (d_min/d_max, checked against the apdi XMP range when both are there), else from the XMP.
+    static func heifEncoding(
+        sei: HeifImageHandle.DepthRepresentation?, xmp: XMPDocument?, intMax: Double, path: String,
+        warnings: inout [String]
+    ) throws -> (kind: DepthKind, encoding: DepthEncoding, notes: [String]) {
+        var notes: [String] = []
+        var kind: DepthKind = .disparity
+        let encoding: DepthEncoding
+        let xmpRange = xmp.flatMap { x -> (Double, Double, Double, Double)? in
+            guard let a = x.double(XMPNamespace.apdi, "FloatMinValue"),
+                let b = x.double(XMPNamespace.apdi, "FloatMaxValue")
+            else { return nil }
+            return (
+                a, b, x.double(XMPNamespace.apdi, "IntMinValue") ?? 0,
+                x.double(XMPNamespace.apdi, "IntMaxValue") ?? intMax
+            )
+        }
+        if let sei, let dmin = sei.dMin, let dmax = sei.dMax {
+            switch sei.type {
+            case 0, 1: kind = .disparity
+            case 2: kind = .depth
+            default:
+                throw DepthError.unsupported(
+                    path: path,
+                    detail: "the depth item uses a non-uniform disparity representation, which is not supported")
+            }
+            encoding = .linear(floatMin: dmin, floatMax: dmax, intMin: 0, intMax: intMax)
+            if let r = xmpRange {
+                let agree =
+                    abs(r.0 - dmin) <= 1e-4 * max(1, abs(dmin)) && abs(r.1 - dmax) <= 1e-4 * max(1, abs(dmax))
+                notes.append(
+                    agree
+                        ? "SEI d_min/d_max \(dmin)...\(dmax) and apdi FloatMinValue/FloatMaxValue agree"
+                        : "SEI d_min/d_max \(dmin)...\(dmax) and apdi \(r.0)...\(r.1) disagree; the SEI is used")
+                if !agree { warnings.append(notes.last!) }
+            } else {
+                notes.append("range from the SEI d_min/d_max (the item has no apdi range)")
+            }
+        } else if let r = xmpRange {
+            encoding = .linear(floatMin: r.0, floatMax: r.1, intMin: r.2, intMax: r.3)
+            notes.append("range from apdi FloatMinValue/FloatMaxValue (no depth representation SEI)")
+        } else {
+            throw DepthError.badMetadata(
+                path: path,
+                detail: "the depth item has neither a depth representation SEI nor apdi FloatMin/FloatMax values")
+        }
+        return (kind, encoding, notes)
     }
 
     // MARK: JPEG
@@ -336,280 +288,6 @@ public enum DepthReader {
         return out
     }
 
-    // MARK: Google
-
-    /// GDepth (XMP, data in the extended XMP) and Dynamic Depth / GContainer items.
-    static func readGoogle(
-        bytes: [UInt8], xmp xmpBytes: [UInt8], extended: [UInt8]?, into out: inout DepthPhoto,
-        path: String, options: DepthReadOptions, containerStart: Int?
-    ) throws {
-        let main = try parseXMP(xmpBytes, path: path)
-        let ext = try extended.map { try parseXMP($0, path: path + " (extended XMP)") }
-        func value(_ ns: String, _ name: String) -> String? { main.value(ns, name) ?? ext?.value(ns, name) }
-        let orient: Orientation = options.sensorOrientation ? .up : out.orientation
-        let embeddedLimits = options.embeddedLimits(photoWidth: out.width, photoHeight: out.height)
-
-        // Container items (Dynamic Depth, or the older GContainer).
-        // Embedded formats come from their bytes, never from the declared Mime.
-        var items: [(semantic: String, uri: String?, bytes: [UInt8])] = []
-        let dd = main.elements(XMPNamespace.ddContainer, "Item").map {
-            (
-                semantic: $0.deepProperty(XMPNamespace.ddItem, "Semantic"),
-                length: $0.deepProperty(XMPNamespace.ddItem, "Length"),
-                uri: $0.deepProperty(XMPNamespace.ddItem, "DataURI")
-            )
-        }
-        let gc = main.elements(XMPNamespace.gContainer, "Item").map {
-            (
-                semantic: $0.deepProperty(XMPNamespace.gContainerItem, "Semantic"),
-                length: $0.deepProperty(XMPNamespace.gContainerItem, "Length"), uri: String?.none
-            )
-        }
-        let directory = dd.isEmpty ? gc : dd
-        let containerName = dd.isEmpty ? "GContainer" : "Dynamic Depth container"
-        if directory.count > 1 {
-            // Items follow the primary image back to back; the last one ends at the end of the file.
-            let lengths = try directory.dropFirst().map { item -> Int in
-                guard let n = FileNumber.int(item.length, in: 0...Int(Int32.max)) else {
-                    throw DepthError.badMetadata(
-                        path: path, detail: "\(containerName) item \(item.semantic ?? "?") has no valid Length")
-                }
-                return n
-            }
-            let primaryEnd = max(containerStart ?? 0, MPFIndex.primaryEnd(bytes) ?? 2)
-            guard let total = FileNumber.sum(lengths), total <= bytes.count - primaryEnd else {
-                let total = FileNumber.sum(lengths).map(String.init) ?? "more than \(Int.max)"
-                throw DepthError.damaged(
-                    path: path,
-                    detail:
-                        "the \(containerName) items need \(total) bytes after the primary image, which ends at byte \(primaryEnd) of \(bytes.count) (truncated?)"
-                )
-            }
-            var at = bytes.count - total
-            for (item, n) in zip(directory.dropFirst(), lengths) {
-                items.append((item.semantic ?? "", item.uri, Array(bytes[at..<(at + n)])))
-                at += n
-            }
-        }
-
-        // Depth: Dynamic Depth DepthMap element, else GDepth properties with data in XMP or an item.
-        var format: String?, near: Double?, far: Double?, units: String?, data: [UInt8]?, source = ""
-        var confidence: [UInt8]?
-        if let dm = main.elements(XMPNamespace.ddCamera, "DepthMap").first
-            ?? main.elements(XMPNamespace.ddDepthMap, "DepthMap").first
-        {
-            func p(_ n: String) -> String? { dm.deepProperty(XMPNamespace.ddDepthMap, n) }
-            format = p("Format")
-            near = FileNumber.double(p("Near"))
-            far = FileNumber.double(p("Far"))
-            units = p("Units")
-            let uri = p("DepthURI")
-            let item =
-                items.first { uri != nil && $0.uri == uri } ?? items.first { $0.semantic.lowercased() == "depth" }
-            data = item?.bytes
-            source = "Dynamic Depth item \(uri ?? item?.semantic ?? "")"
-            if let curi = p("ConfidenceURI") { confidence = items.first { $0.uri == curi }?.bytes }
-            if data == nil {
-                throw DepthError.damaged(
-                    path: path,
-                    detail: "the Dynamic Depth DepthMap refers to item \(uri ?? "?"), which is not in the container")
-            }
-        } else if value(XMPNamespace.gDepth, "Format") != nil || value(XMPNamespace.gDepth, "Data") != nil {
-            format = value(XMPNamespace.gDepth, "Format")
-            near = FileNumber.double(value(XMPNamespace.gDepth, "Near"))
-            far = FileNumber.double(value(XMPNamespace.gDepth, "Far"))
-            units = value(XMPNamespace.gDepth, "Units")
-            if let b64 = value(XMPNamespace.gDepth, "Data") {
-                guard let d = Data(base64Encoded: b64, options: .ignoreUnknownCharacters), !d.isEmpty else {
-                    throw DepthError.damaged(path: path, detail: "GDepth:Data is not valid base64")
-                }
-                data = Array(d)
-                source =
-                    extended != nil && main.value(XMPNamespace.gDepth, "Data") == nil
-                    ? "GDepth (extended XMP)" : "GDepth (XMP)"
-            } else if let item = items.first(where: { $0.semantic.lowercased() == "depth" }) {
-                data = item.bytes
-                source = "GContainer item Depth"
-            }
-            if let c = value(XMPNamespace.gDepth, "Confidence") {
-                confidence = Data(base64Encoded: c, options: .ignoreUnknownCharacters).map(Array.init)
-            }
-        }
-        if out.depth == nil, let data {
-            guard let near, let far, near > 0, far > 0, near.isFinite, far.isFinite else {
-                throw DepthError.badMetadata(path: path, detail: "\(source): Near/Far missing or not positive")
-            }
-            let decoded = try decodeEmbedded(data, path: "\(path) (\(source))", limits: embeddedLimits)
-            let stored = decoded.image.firstChannel
-            let intMax = decoded.image.bitDepth == 16 ? 65535.0 : 255.0
-            let linear = (format ?? "RangeInverse").lowercased() == "rangelinear"
-            let isFloat: Bool = if case .float32 = stored { true } else { false }
-            func enc(_ hi: Bool) -> DepthEncoding {
-                // Float storage (Float16/Float32 TIFF) holds the values themselves.
-                isFloat
-                    ? .identity
-                    : linear
-                        ? .rangeLinear(near: near, far: far, intMax: intMax, nearIsHigh: hi)
-                        : .rangeInverse(near: near, far: far, intMax: intMax, nearIsHigh: hi)
-            }
-            var nearIsHigh = options.gdepthPolarity == .nearIsHigh
-            var notes = ["range from Near \(near) / Far \(far) (\(format ?? "RangeInverse"))"]
-            if options.gdepthPolarity == .auto {
-                // GFocus (Lens Blur) gives the focal point and its distance: pick the polarity that
-                // puts that distance at that point.
-                // A focal point outside the image or a distance that is not a positive finite
-                // number is ignored (the spec polarity is then used).
-                if let fx = FileNumber.double(value(XMPNamespace.gFocus, "FocalPointX"), in: 0...1),
-                    let fy = FileNumber.double(value(XMPNamespace.gFocus, "FocalPointY"), in: 0...1),
-                    let fd = FileNumber.double(value(XMPNamespace.gFocus, "FocalDistance"), in: 1e-6...1e9)
-                {
-                    let x = min(max(Int(fx * Double(stored.width)), 0), stored.width - 1)
-                    let y = min(max(Int(fy * Double(stored.height)), 0), stored.height - 1)
-                    let v: Float =
-                        switch stored {
-                        case .uint8(let i): i[x, y, 0].floatValue
-                        case .uint16(let i): i[x, y, 0].floatValue
-                        case .float32(let i): i[x, y, 0]
-                        }
-                    let spec = Double(enc(false).decode(v)), inv = Double(enc(true).decode(v))
-                    nearIsHigh = abs(log(inv / fd)) < abs(log(spec / fd))
-                    notes.append(
-                        "polarity \(nearIsHigh ? "high = near" : "spec (0 = near)") chosen: GFocus FocalDistance \(fd) at the focal point reads \(String(format: "%.3g", spec)) with the spec's polarity, \(String(format: "%.3g", inv)) inverted"
-                    )
-                } else {
-                    notes.append("polarity: spec (0 = near); the file has no GFocus focal point to check it against")
-                }
-            }
-            let u = units ?? "m"
-            let isDiopters = u.lowercased().hasPrefix("diopter")
-            let kind: DepthKind = isDiopters ? .disparity : .depth
-            var d = makeDepth(
-                stored: stored, bits: decoded.image.bitDepth, encoding: enc(nearIsHigh), kind: kind,
-                units: isDiopters ? "1/m" : (u == "Meters" ? "m" : u), source: source, orientation: orient)
-            d.declaredRange = min(near, far)...max(near, far)
-            d.rangeNotes = notes
-            d.embeddedBytes = data
-            d.embeddedFormat = decoded.format
-            out.depth = d
-        }
-        if let confidence, let img = try? decodeEmbedded(confidence, path: path, limits: embeddedLimits) {
-            out.auxiliary.append(
-                AuxiliaryImage(
-                    kind: .confidence, type: "confidence", image: img.image.firstChannel.map(orient),
-                    width: img.image.width, height: img.image.height, source: "GDepth/Dynamic Depth confidence",
-                    embeddedBytes: confidence, embeddedFormat: img.format))
-        }
-        // The unblurred original (Lens Blur's GImage) and other container items.
-        if let b64 = value(XMPNamespace.gImage, "Data"),
-            let d = Data(base64Encoded: b64, options: .ignoreUnknownCharacters)
-        {
-            let bytes = Array(d)
-            var aux = AuxiliaryImage(
-                kind: .original, type: "GImage original", image: .uint8(Image(width: 0, height: 0, channels: 3)),
-                width: 0, height: 0, source: "GImage (XMP)", embeddedBytes: bytes, embeddedFormat: .jpeg)
-            if let hdr = try? ImageCodecs.probe(bytes: bytes, path: path) {
-                aux.width = hdr.storedWidth
-                aux.height = hdr.storedHeight
-            }
-            if options.decodeAuxiliary.contains(.original) || options.decodePhoto {
-                aux.image = try ImageCodecs.decode(bytes, path: path + " (GImage)").image
-            }
-            // Lens Blur's primary image is Google's blurred render; the depth belongs to the
-            // original, so the photo every effect starts from is the original.
-            if options.decodePhoto, var shown = out.photo {
-                var original = aux.image
-                if (original.width, original.height) != (out.width, out.height), orient != .up {
-                    original = original.map(orient)
-                }
-                if (original.width, original.height) == (out.width, out.height) {
-                    shown.image = original
-                    out.photo = shown
-                    out.photoSource = "the GImage original (the primary image is Google's Lens Blur render)"
-                } else {
-                    out.warnings.append(
-                        "the GImage original is \(original.width)x\(original.height), the photo \(out.width)x\(out.height): effects use the primary image, Google's blurred render"
-                    )
-                }
-            }
-            out.auxiliary.append(aux)
-        }
-        for item in items where !["depth", "primary", "confidence"].contains(item.semantic.lowercased()) {
-            let kind = AuxiliaryKind.classify(item.semantic)
-            var aux = AuxiliaryImage(
-                kind: kind, type: item.semantic, image: .uint8(Image(width: 0, height: 0, channels: 1)),
-                width: 0, height: 0, source: "\(containerName) item", embeddedBytes: item.bytes)
-            if let hdr = try? ImageCodecs.probe(bytes: item.bytes, path: path) {
-                aux.width = hdr.storedWidth
-                aux.height = hdr.storedHeight
-                aux.embeddedFormat = hdr.format
-                if options.decodeAuxiliary.contains(kind) {
-                    aux.image = try ImageCodecs.decode(
-                        item.bytes, path: path, options: ReadOptions(applyOrientation: false)
-                    ).image.map(orient)
-                }
-            }
-            out.auxiliary.append(aux)
-        }
-    }
-
-    /// Reassembles the extended XMP (Adobe XMP part 3: APP1 "http://ns.adobe.com/xmp/extension/"
-    /// chunks keyed by a 32-character GUID, each with the full length and its offset). The chunks
-    /// whose GUID the main XMP names are used; if none match, the one complete set is accepted
-    /// with a warning (editors rewrite the main packet without updating the GUID).
-    static func extendedXMP(_ bytes: [UInt8], segments: JPEGSegments, path: String, warnings: inout [String]) throws
-        -> [UInt8]?
-    {
-        let sig = Array("http://ns.adobe.com/xmp/extension/".utf8) + [0]
-        let chunks = segments.payloads(app: 1, signature: sig, in: bytes)
-        guard !chunks.isEmpty else { return nil }
-        var groups: [String: (total: Int, parts: [(Int, ArraySlice<UInt8>)])] = [:]
-        var order: [String] = []
-        for c in chunks {
-            guard c.count >= 40 else {
-                throw DepthError.damaged(path: path, detail: "an extended-XMP chunk is shorter than its header")
-            }
-            let s = c.startIndex
-            let guid = String(decoding: c[s..<(s + 32)], as: UTF8.self)
-            let total = Int(c[s + 32]) << 24 | Int(c[s + 33]) << 16 | Int(c[s + 34]) << 8 | Int(c[s + 35])
-            let offset = Int(c[s + 36]) << 24 | Int(c[s + 37]) << 16 | Int(c[s + 38]) << 8 | Int(c[s + 39])
-            if groups[guid] == nil {
-                order.append(guid)
-                groups[guid] = (total, [])
-            }
-            groups[guid]!.parts.append((offset, c[(s + 40)...]))
-        }
-        let mainXMP = segments.metadata(in: bytes).xmp.flatMap { try? XMPDocument($0) }
-        let wanted = mainXMP?.value(XMPNamespace.xmpNote, "HasExtendedXMP")
-        var guid = wanted.flatMap { groups[$0] != nil ? $0 : nil }
-        if guid == nil {
-            guid = order.max { (groups[$0]!.parts.count) < (groups[$1]!.parts.count) }
-            warnings.append(
-                "extended XMP GUID \(guid ?? "?") does not match HasExtendedXMP \(wanted ?? "(absent)"); accepted")
-        }
-        guard let guid, let g = groups[guid] else { return nil }
-        let limit = XMPDocument.Limits().maxBytes
-        guard g.total > 0, g.total <= limit else {
-            throw DepthError.badMetadata(
-                path: path, detail: "the extended XMP declares \(g.total) bytes (limit \(limit))")
-        }
-        var buf = [UInt8](repeating: 0, count: g.total)
-        var covered = 0
-        for (off, part) in g.parts.sorted(by: { $0.0 < $1.0 }) {
-            guard off >= 0, off + part.count <= g.total else {
-                throw DepthError.damaged(
-                    path: path,
-                    detail: "an extended-XMP chunk at offset \(off) runs past the declared length \(g.total)")
-            }
-            buf.replaceSubrange(off..<(off + part.count), with: part)
-            covered += part.count
-        }
-        guard covered >= g.total else {
-            throw DepthError.damaged(
-                path: path, detail: "the extended XMP has \(covered) of its \(g.total) bytes (truncated file?)")
-        }
-        return buf
-    }
-
     // MARK: helpers
 
     static func parseXMP(_ bytes: [UInt8], path: String) throws -> XMPDocument {
@@ -721,7 +399,8 @@ extension DepthReader {
             throw DepthError.unsupported(
                 path: mapPath,
                 detail:
-                    "the depth map is \(mw)x\(mh) but the photo is \(pw)x\(ph); give a map of the photo's shape (rotated or cropped the same way)"
+                    "the depth map is \(mw)x\(mh) but the photo is \(pw)x\(ph); give a map of the photo's shape "
+                    + "(rotated or cropped the same way)"
             )
         }
         guard map.samples.contains(where: { $0.isFinite }) else {

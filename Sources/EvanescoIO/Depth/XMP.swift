@@ -260,7 +260,8 @@ private struct XMLParser {
                     throw .malformed(
                         offset: i,
                         reason:
-                            "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match \(open.prefix):\(open.name)"
+                            "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match "
+                            + "\(open.prefix):\(open.name)"
                     )
                 }
                 let element = try close(open, inScope: stack)

@@ -16,7 +16,8 @@ public enum FrameStreamError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cutMidFrame(let s, let n, let b, let f):
-            "\(s): the stream ended in the middle of frame \(n + 1) (\(b) of \(f) bytes); the \(n) complete frames before it were processed and kept"
+            "\(s): the stream ended in the middle of frame \(n + 1) (\(b) of \(f) bytes); the \(n) complete frames "
+                + "before it were processed and kept"
         case .badSize(let s): "cannot read the size \"\(s)\"; write it as WIDTHxHEIGHT, e.g. 1280x720"
         case .oneImageForSeveralFrames(let o, let s):
             "\(o) is one image, but \(s) has several frames; give a folder or a video (.mp4) as the output"

@@ -129,7 +129,8 @@ public enum VideoIO {
         try InputFile.requireRegular(path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let key = attributes.map {
-            "\(path)\u{0}\(($0[.size] as? NSNumber)?.int64Value ?? -1)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+            let size = ($0[.size] as? NSNumber)?.int64Value ?? -1
+            return "\(path)\u{0}\(size)\u{0}\(($0[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
         }
         if let key, let known = probed.value[key] { return known }
         let info = try probeWithTool(path)

@@ -47,7 +47,8 @@ var worst = 0
 for y in 100..<140 { for x in 20..<300 { worst = max(worst, abs(Int(clean[x, y, 0]) - Int(truth[x, y, 0]))) } }
 try ImageCodecs.write(stacked.image, to: outDir + "/stacked.png", options: WriteOptions(overwrite: true))
 print(
-    "stack: \(stacked.usedFrames) of \(burst.count) frames merged (\(stacked.merge.rawValue)); the walker left at most \(worst) grey levels"
+    "stack: \(stacked.usedFrames) of \(burst.count) frames merged (\(stacked.merge.rawValue)); the walker left at "
+        + "most \(worst) grey levels"
 )
 for f in stacked.frames { print("  \(f.source): \(f.status.rawValue) \(f.homography.map { "\($0)" } ?? "")") }
 guard worst <= 16 else { fatalError("the moving block should have vanished") }
@@ -68,7 +69,8 @@ settings.radius = 8
 let portrait = try renderer.render(settings)
 try ImageCodecs.write(portrait.image, to: outDir + "/portrait-blur.png", options: WriteOptions(overwrite: true))
 print(
-    "portrait: focus \(portrait.report.focus) (\(portrait.report.focusFrom)), \(Int(portrait.report.mask.fractionOverHalf * 100)) % in focus"
+    "portrait: focus \(portrait.report.focus) (\(portrait.report.focusFrom)), "
+        + "\(Int(portrait.report.mask.fractionOverHalf * 100)) % in focus"
 )
 // The same focus through a six-bladed lens: the near half stays as it is, the far half blurs.
 settings.effect = .lens
@@ -77,7 +79,8 @@ settings.shape = ApertureShape(blades: 6)
 let lens = try renderer.render(settings)
 try ImageCodecs.write(lens.image, to: outDir + "/portrait-lens.png", options: WriteOptions(overwrite: true))
 print(
-    "lens: aperture \(lens.report.lens?.aperturePixels ?? 0) px, \(lens.report.lens?.statistics.layers ?? 0) depth layers"
+    "lens: aperture \(lens.report.lens?.aperturePixels ?? 0) px, \(lens.report.lens?.statistics.layers ?? 0) depth "
+        + "layers"
 )
 guard lens.image.uint8[40, 120, 0] == truth[40, 120, 0] else { fatalError("the in-focus half changed") }
 

@@ -1,0 +1,104 @@
+import CKernels
+import EvanescoCore
+import Foundation
+
+/// Tuning of ``LocalAligner``.
+public struct LocalAlignmentOptions: Sendable, Equatable {
+    /// Cell size of the displacement field in full-resolution pixels (0: 16 up to 2 MP, 32 above).
+    public var cell = 0
+    /// Radius of the window each cell is matched with, in full-resolution pixels (0: the cell
+    /// size, at least 12); at coarse levels it never drops under 4 level pixels.
+    public var windowRadius = 0
+    /// Cell size of the detail pass at the finest level (0: half the cell size; -1: no detail pass).
+    public var detailCell = 0
+    /// Window radius of the detail pass (0: the detail cell size, so a window spans about two
+    /// cells each way). Measured on 30 parallax bursts made with `make_burst.py --disparity
+    /// --parallax` (aloe and motorcycle, 4 to 12 px) with 4 iterations, against 1.5 cells and 5:
+    /// the gap to the bursts without parallax the same (median 0.699 -> 0.700 dB, worst 0.965 ->
+    /// 0.958 dB; the worst single burst -0.02 dB), the whole command 6 % faster (median over the
+    /// 30). The smaller windows had lost 0.1-0.3 dB before the burst's fields were made
+    /// consistent (``ParallaxConsistency``): that pass now replaces what they mismeasure.
+    public var detailWindowRadius = 0
+    /// Largest displacement searched, in full-resolution pixels.
+    public var searchRadius: Float = 12
+    /// The block search at the coarsest level tries whole-pixel shifts up to this many of that
+    /// level's pixels from the homography's prediction (and never beyond ``searchRadius``);
+    /// Lucas-Kanade then moves each cell up to 2 of a level's pixels at every level. Measured: 1
+    /// (9 shifts) aligns motorcycle-parallax and decides auto on every burst here as 3 (49 shifts,
+    /// as ``searchRadius`` allowed at level 2) did, in a tenth less alignment time.
+    public var blockSearchRadius = 1
+    /// A frame counts as having parallax when the median of its textured cells' displacement
+    /// lengths, measured coarsely at pyramid level L, reaches this many pixels of level L (so
+    /// `threshold * 2^L` full-resolution pixels: a coarse level measures in its own pixels).
+    /// Measured at level 2 on the synthetic bursts: at most 0.041 level pixels without parallax,
+    /// at least 0.098 with up to 6 px of it; pug-handheld (12 MP, level 3): 0.043 without.
+    public var parallaxThreshold: Float = 0.07
+    /// Lucas-Kanade iterations per cell at the finest level of the coarse-to-fine pass (coarser
+    /// levels take 3; the detail pass refines further).
+    public var iterations = 2
+    /// Lucas-Kanade iterations per cell of the detail pass. Its small windows often straddle a
+    /// depth edge, and each iteration's robust weights push the other depth's pixels further
+    /// out: measured on motorcycle-parallax with 1.5-cell windows, 3 -> 5 iterations was +0.10 dB
+    /// and a fifth fewer error pixels, 8 another +0.04 dB at 60 % more time; with one-cell windows
+    /// (``detailWindowRadius``) and the consistency pass, 5 -> 4 is within 0.01 dB on 30 parallax
+    /// bursts, and once the depth sweep took a closer look at the cells few frames measured,
+    /// 4 -> 3 was too (the gap's median 0.585 -> 0.586 dB, worst 0.854 -> 0.852, no burst 0.005 dB
+    /// worse), paying for part of that look (about 2 % of a small burst's time).
+    public var detailIterations = 3
+    /// The detail pass skips the fine cells of a coarse cell whose 3 x 3 neighbourhood varies by at
+    /// most this (pixels, in x and in y; 0: refine every fine cell): no depth edge there for it to
+    /// follow, and they keep the coarse value. Measured on 30 parallax bursts made with
+    /// `make_burst.py --disparity --parallax` (aloe and motorcycle, 4 to 12 px): at 0.1 px the
+    /// same PSNR (median +0.003 dB, worst -0.002 dB) and 15 % less alignment time; at 0.3 px,
+    /// -0.06 dB on one burst; at 0.5 px, -0.56 dB.
+    public var detailFlatLimit: Float = 0.1
+
+    public init() {}
+
+    /// The detail pass's cell size for a `width` x `height` frame (0: none).
+    public func detailCellSize(width: Int, height: Int) -> Int {
+        detailCell < 0 ? 0 : detailCell > 0 ? detailCell : cellSize(width: width, height: height) / 2
+    }
+
+    /// The cell size for a `width` x `height` frame.
+    public func cellSize(width: Int, height: Int) -> Int {
+        cell > 0 ? cell : (width * height > 2_000_000 ? 32 : 16)
+    }
+}
+
+/// The displacement field's statistics, over the cells with texture (`local` in reports).
+public struct LocalFieldStatistics: Sendable, Codable, Equatable {
+    /// Cell size in pixels.
+    public var cell: Int
+    /// Cells in the field.
+    public var cells: Int
+    /// Cells with enough texture to be measured (the rest take their neighbours' values).
+    public var texturedCells: Int
+    /// Mean displacement length, pixels.
+    public var meanPx: Float
+    /// Median displacement length, pixels.
+    public var p50Px: Float
+    /// 90th percentile of the displacement lengths, pixels.
+    public var p90Px: Float
+    /// Largest displacement length, pixels.
+    public var maxPx: Float
+}
+
+/// A frame's local alignment: the field and what it measured.
+public struct LocalAlignment: Sendable {
+    /// The correction on top of the frame's homography (reference pixels).
+    public var field: DisplacementField
+    /// Its statistics.
+    public var statistics: LocalFieldStatistics
+    /// The pyramid level the field was measured down to, and which cells had texture there: what
+    /// a finer estimate continues from (its `continuing` argument).
+    var level = 0
+    var textured: [Bool] = []
+    /// Per cell of ``field``: the reference's gradient structure tensor over the cell's window
+    /// (means of gx^2, gx gy, gy^2; empty when not known), which says in which directions the
+    /// cell's measurement can be trusted (along an edge it cannot).
+    public var structure: [SIMD3<Float>] = []
+    /// Per cell of ``field``: whether it was measured (false: it took its neighbours' value, or
+    /// matched nowhere).
+    public var measured: [Bool] { textured }
+}

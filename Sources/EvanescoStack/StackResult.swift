@@ -1,0 +1,121 @@
+import Dispatch
+import EvanescoAlign
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// One frame of a burst, decoded.
+public struct BurstFrame: Sendable {
+    /// A name for reports and messages (usually the file name).
+    public var name: String
+    /// The decoded pixels, upright.
+    public var image: AnyImage
+    /// EXIF, ICC and XMP of the file, kept for the output when this is the reference.
+    public var metadata: ImageMetadata
+    /// - Parameters:
+    ///   - name: A name for reports.
+    ///   - image: The decoded pixels.
+    ///   - metadata: The file's metadata.
+    public init(name: String, image: AnyImage, metadata: ImageMetadata = ImageMetadata()) {
+        self.name = name
+        self.image = image
+        self.metadata = metadata
+    }
+}
+
+/// Why a burst cannot be stacked. Every case says what to do.
+public enum StackError: Error, CustomStringConvertible, Equatable {
+    case noFrames
+    /// Every input was left out; each with its reason.
+    case noUsableInput(reasons: [String])
+    case referenceOutOfRange(Int, count: Int)
+    case sizeMismatch(frame: String, size: String, reference: String, referenceSize: String)
+    case channelMismatch(frame: String)
+    /// Frames smaller than ``BurstStacker/minimumAlignedSide`` on a side cannot be registered.
+    case tooSmallToAlign(width: Int, height: Int)
+    /// ``StackOptions/cancellation`` was cancelled; nothing was produced.
+    case cancelled
+    /// The decoded frames exceed ``StackOptions/memoryLimit`` and the temporary file that holds
+    /// them instead could not be made or written.
+    case spillFailed(directory: String, reason: String)
+    /// ``StackOptions/erase`` is not the reference frame's size.
+    case eraseMaskSize(mask: String, reference: String)
+    /// ``StackOptions/erase`` masks no pixel.
+    case eraseMaskEmpty
+    /// Every frame agreed with the merge inside ``StackOptions/erase``: nothing saw behind it.
+    case nothingBehindMask(maskedPixels: Int)
+
+    public var description: String {
+        switch self {
+        case .tooSmallToAlign(let w, let h):
+            "the frames are \(w)x\(h) pixels, too small to align (\(BurstStacker.minimumAlignedSide) on each side at "
+                + "least); merge them without alignment"
+        case .cancelled: "the stack was cancelled before it finished"
+        case .eraseMaskSize(let m, let r):
+            "the erase mask is \(m) but the result is \(r): paint the mask over the result (the reference frame's "
+                + "pixels), at its size"
+        case .eraseMaskEmpty:
+            "the erase mask marks no pixel: paint white (opaque) where the result must not keep what it shows"
+        case .nothingBehindMask(let n):
+            "no frame saw behind what the merge shows inside the erase mask (\(n) pixels): every frame agrees with "
+                + "the merge there, so there is nothing to fill it from; mask only what stayed for part of the burst, "
+                + "or add frames in which that place is clear"
+        case .spillFailed(let d, let r):
+            "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); "
+                + "free space there, choose another spill directory or raise the memory limit"
+        case .noFrames: "no usable frames; give image files, a folder of images or one video"
+        case .noUsableInput(let r):
+            "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
+        case .referenceOutOfRange(let r, let n):
+            "reference frame \(r) is out of range: there are \(n) usable frames (0...\(n - 1))"
+        case .sizeMismatch(let f, let s, let r, let rs):
+            "\(f) is \(s) but the reference \(r) is \(rs); all frames of a burst must have the same size (crop or "
+                + "resize them first)"
+        case .channelMismatch(let f):
+            "\(f) has a different number of colour channels from the reference; convert the burst to one colour type "
+                + "first"
+        }
+    }
+}
+
+/// The merged picture and everything measured on the way.
+public struct StackResult: Sendable {
+    /// The merged picture, in the frames' sample type.
+    public var image: AnyImage
+    /// One entry per decoded frame, in input order.
+    public var frames: [FrameReport]
+    /// Seconds per stage. ``BurstStacker/stack(_:options:)`` fills align, warp, merge and their
+    /// fused wall time `warpMerge` (warp and merge run tile by tile together; their wall time is
+    /// split by their shares of thread time); ``BurstStacker/stack(contentsOf:options:)`` adds decode.
+    public var timings: StageTimings
+    /// The merge actually used (see ``StackOptions/meanForTwoFrames``).
+    public var merge: MergeMethod
+    /// The alignment mode that was asked for.
+    public var align: AlignMode
+    /// Burst-wide noise estimate (sample units) used by the robust merge.
+    public var noiseSigma: Float?
+    /// Index (in ``frames``) of the frame the others were aligned to.
+    public var referenceIndex: Int
+    /// Decisions and problems to tell the user about, in order: skipped inputs, frames left out,
+    /// fallbacks, policy changes.
+    public var notices: [StackNotice]
+    /// Metadata of the reference frame (EXIF, ICC), for the output.
+    public var referenceMetadata: ImageMetadata
+    /// The decoded frames, when ``StackOptions/retainFrames`` is set.
+    public var decodedFrames: [BurstFrame]?
+    /// Each frame's local alignment (in ``frames`` order; nil where none was applied).
+    public var localFields: [DisplacementField?] = []
+    /// The per-pixel maps, when ``StackOptions/collectMaps`` is set.
+    public var maps: StackMaps?
+    /// What the erase pass did, when ``StackOptions/erase`` was given.
+    public var erase: EraseSummary?
+    /// What the burst-wide parallax passes did to ``localFields`` (nil when fewer than 3 frames had one).
+    public var parallax: ParallaxSummary?
+    /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
+    /// ``StackOptions/memoryLimit``; nil when they were held in memory.
+    public var spilledBytes: Int?
+    /// Inputs that could not be decoded (see ``notices``).
+    public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
+    /// Frames merged.
+    public var usedFrames: Int { frames.filter(\.used).count }
+}
