@@ -26,7 +26,7 @@ FUNCTION = re.compile(
 
 
 def tracked():
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return [p for p in out.splitlines() if p.endswith(SOURCES) and not p.startswith(".build")]
 
 
