@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvanescoBatch
 import EvanescoCore
 import EvanescoDepth
 import EvanescoStack
@@ -39,6 +40,8 @@ extension ArgumentHelp {
         guard showingDefault, let d = s.defaultDescription else { return setting(PortraitSettings.self, key) }
         return ArgumentHelp(s.help + " (default: \(d))")
     }
+    /// A worker setting's help (``QueueWorker/Settings/settings``).
+    static func worker(_ key: String) -> ArgumentHelp { setting(QueueWorker.Settings.self, key) }
     /// A backdrop setting's help (``BackdropSessionOptions/settings``).
     static func backdrop(_ key: String) -> ArgumentHelp { setting(BackdropSessionOptions.self, key) }
 }

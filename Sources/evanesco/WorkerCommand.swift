@@ -22,10 +22,10 @@ struct Worker: ParsableCommand {
             """)
 
     @OptionGroup var queue: QueueOption
-    @Option(help: "Jobs run at once.") var jobs = 1
-    @Option(help: "Lease length in seconds (renewed every third of it).") var lease = 30.0
-    @Option(help: "Poll interval in seconds (notifications wake the worker sooner).") var poll = 2.0
-    @Option(help: "Seconds running jobs get to finish after SIGTERM.") var grace = 30.0
+    @Option(help: .worker("jobs")) var jobs = QueueWorker.Settings().concurrency
+    @Option(help: .worker("lease")) var lease = QueueWorker.Settings().lease
+    @Option(help: .worker("poll")) var poll = QueueWorker.Settings().poll
+    @Option(help: .worker("grace")) var grace = QueueWorker.Settings().grace
     @Option(help: "Serve Prometheus metrics on PORT (GET /metrics).") var metricsPort: Int?
     @Option(help: "Address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine.")
     var metricsHost = "127.0.0.1"
@@ -36,32 +36,14 @@ struct Worker: ParsableCommand {
                 + "fails untouched. Without it, jobs reach whatever this user can.",
             valueName: "DIR"))
     var allow: [String] = []
-    @Option(help: "Seconds a job may run when its line gives no timeout; then it is stopped and failed.")
-    var jobTimeout: Double?
-    @Option(
-        help:
-            ArgumentHelp(
-                "Seconds an expired lease is left before it is taken back: work in flight survives a database outage "
-                    + "shorter than this.")
-    )
-    var outageGrace = 0.0
-    @Flag(help: "Exit once no job is pending or running.") var exitWhenDone = false
+    @Option(help: .worker("jobTimeout")) var jobTimeout: Double?
+    @Option(help: .worker("outageGrace")) var outageGrace = QueueWorker.Settings().outageGrace
+    @Flag(help: .worker("exitWhenDone")) var exitWhenDone = QueueWorker.Settings().exitWhenDone
     @Flag(help: "Only warnings and errors on stderr.") var quiet = false
 
     func validate() throws {
         _ = try queue.address()
-        guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be within 1...256") }
-        guard (1...3600).contains(lease) else { throw ValidationError("--lease must be within 1...3600 seconds") }
-        guard poll >= 0.05 && poll <= 600 else { throw ValidationError("--poll must be within 0.05...600 seconds") }
-        guard (0...86400).contains(grace) else { throw ValidationError("--grace must be within 0...86400 seconds") }
-        if let t = jobTimeout,
-            let e = SettingError.refusal({ () throws(SettingError) in try BatchJob.timeoutLimits.check(t) })
-        {
-            throw ValidationError(e.named("--job-timeout"))
-        }
-        guard outageGrace.isFinite, (0...86400).contains(outageGrace) else {
-            throw ValidationError("--outage-grace must be within 0...86400 seconds")
-        }
+        try validateSettings(QueueWorker.Settings.flagsByName) { () throws(SettingError) in try settings().validate() }
         for dir in allowedFolders {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
@@ -77,12 +59,8 @@ struct Worker: ParsableCommand {
         }
     }
 
-    /// The folders of --allow and $EVANESCO_ALLOW, as given.
-    var allowedFolders: [String] {
-        allow + (ProcessInfo.processInfo.environment["EVANESCO_ALLOW"] ?? "").split(separator: ":").map(String.init)
-    }
-
-    func run() throws {
+    /// The worker's settings from the flags.
+    func settings() -> QueueWorker.Settings {
         var settings = QueueWorker.Settings()
         settings.allowed = allowedFolders.map { RealPath.of($0) }
         settings.jobTimeout = jobTimeout
@@ -92,6 +70,16 @@ struct Worker: ParsableCommand {
         settings.poll = poll
         settings.grace = grace
         settings.exitWhenDone = exitWhenDone
+        return settings
+    }
+
+    /// The folders of --allow and $EVANESCO_ALLOW, as given.
+    var allowedFolders: [String] {
+        allow + (ProcessInfo.processInfo.environment["EVANESCO_ALLOW"] ?? "").split(separator: ":").map(String.init)
+    }
+
+    func run() throws {
+        let settings = settings()
         let address = try queue.address(), port = metricsPort, host = metricsHost, quiet = quiet
         if let port {
             do throws(ManifestError) { try WorkerMetrics.checkListenable(host: host, port: port) } catch {

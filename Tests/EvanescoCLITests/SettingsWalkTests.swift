@@ -21,8 +21,8 @@ struct SettingsWalkTests {
         var command: [String]
         /// The options the parsed command makes, as a manifest would write them.
         var options: (ParsableCommand) throws -> [String: Any]
-        /// The manifest's kind.
-        var kind: String
+        /// The manifest's kind; nil for settings no manifest holds (a worker's).
+        var kind: String?
         /// A value for each text setting, and what the options then hold.
         var texts: [String: (given: String, held: String)]
         /// Settings that a setting's extreme values need beside them (a smallest face at most
@@ -222,7 +222,7 @@ struct SettingsWalkTests {
     /// A manifest line of `front`'s kind with these options.
     static func manifestOptions(_ front: Front, _ options: String) -> Outcome<[String: Any]> {
         let line =
-            #"{"id":"j","kind":"\#(front.kind)",\#(front.files),"options":{\#(options)}}"#
+            #"{"id":"j","kind":"\#(front.kind ?? "")",\#(front.files),"options":{\#(options)}}"#
         do {
             let job = try BatchJob.parse(line, base: "/tmp", checkFiles: false)
             return .made(try json(job.options))
@@ -233,14 +233,14 @@ struct SettingsWalkTests {
 
     @Test("a manifest: each key is the declared one, with the declared default and range")
     func manifest() throws {
-        for front in Self.fronts {
+        for front in Self.fronts where front.kind != nil {
             guard case .made(let defaults) = Self.manifestOptions(front, "") else {
-                Issue.record("\(front.kind): an empty options object refused: \(Self.manifestOptions(front, ""))")
+                Issue.record("\(front.name): an empty options object refused: \(Self.manifestOptions(front, ""))")
                 continue
             }
             // Nothing is written that is not declared (the deprecated blurRadius aside: written only when given).
             #expect(
-                Set(defaults.keys).subtracting(front.settings.map(\.key)).isEmpty, "\(front.kind): \(defaults.keys)")
+                Set(defaults.keys).subtracting(front.settings.map(\.key)).isEmpty, "\(front.name): \(defaults.keys)")
             for s in front.settings {
                 let companion =
                     front.companions[s.key].map { "\"\($0.key)\":\(Self.text($0.value, integer: true))," } ?? ""
@@ -250,31 +250,31 @@ struct SettingsWalkTests {
                 switch s.kind {
                 case .number(let n):
                     if let d = n.defaultValue {
-                        #expect(Self.same(defaults[s.key], d), "\(front.kind) \(s.key) default")
+                        #expect(Self.same(defaults[s.key], d), "\(front.name) \(s.key) default")
                     }
                     let (inside, outside) = Self.samples(n)
                     for v in inside {
                         let r = with(Self.text(v, integer: n.integer))
-                        #expect(r.value.map { Self.same($0[s.key], v) } == true, "\(front.kind) \(s.key) \(v)")
+                        #expect(r.value.map { Self.same($0[s.key], v) } == true, "\(front.name) \(s.key) \(v)")
                     }
                     for v in outside {
                         guard case .refused(let m) = with(Self.text(v, integer: n.integer)) else {
-                            Issue.record("\(front.kind) \(s.key) \(v) accepted although outside \(n.span)")
+                            Issue.record("\(front.name) \(s.key) \(v) accepted although outside \(n.span)")
                             continue
                         }
-                        #expect(m.contains(s.key) || m.contains(n.name), "\(front.kind) \(s.key) \(v): \(m)")
+                        #expect(m.contains(s.key) || m.contains(n.name), "\(front.name) \(s.key) \(v): \(m)")
                     }
                 case .size(let n):
                     #expect(Self.same(defaults[s.key], n.defaultValue! / 1_048_576))
                     #expect(with("\"2G\"").value?[s.key] as? Int == 2048)
                     #expect(with("\"\(MemorySize.describe(Int(n.maximum) * 2))\"").value == nil)
                 case .choice(let values, let d):
-                    #expect(defaults[s.key] as? String == d, "\(front.kind) \(s.key) default")
+                    #expect(defaults[s.key] as? String == d, "\(front.name) \(s.key) default")
                     for v in values { #expect(with("\"\(v)\"").value?[s.key] as? String == v, "\(s.key) \(v)") }
                     #expect(with("\"no-such-value\"").value == nil)
                 case .toggle(let d):
-                    #expect(defaults[s.key] as? Bool == d, "\(front.kind) \(s.key) default")
-                    #expect(with("\(!d)").value?[s.key] as? Bool == !d, "\(front.kind) \(s.key)")
+                    #expect(defaults[s.key] as? Bool == d, "\(front.name) \(s.key) default")
+                    #expect(with("\(!d)").value?[s.key] as? Bool == !d, "\(front.name) \(s.key)")
                 case .text:
                     let sample = try #require(front.texts[s.key])
                     #expect(with("\"\(sample.given)\"").value?[s.key] as? String == sample.held, "\(s.key)")
@@ -323,7 +323,8 @@ struct SettingsWalkTests {
         for (title, table) in [
             ("`evanesco stack`, kind `stack` (`StackOptions`)", StackOptions.markdownTable()),
             ("`evanesco portrait`, kind `portrait` (`PortraitSettings`)", PortraitSettings.markdownTable()),
-            ("`evanesco backdrop`, kind `backdrop` (`BackdropSessionOptions`)", BackdropSessionOptions.markdownTable())
+            ("`evanesco backdrop`, kind `backdrop` (`BackdropSessionOptions`)", BackdropSessionOptions.markdownTable()),
+            ("`evanesco worker` (`QueueWorker.Settings`)", QueueWorker.Settings.markdownTable())
         ] {
             text += "\n## \(title)\n\n" + table
         }

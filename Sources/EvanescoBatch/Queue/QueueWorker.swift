@@ -21,13 +21,13 @@ public final class QueueWorker: @unchecked Sendable {
     /// How the worker runs.
     public struct Settings: Sendable {
         /// Jobs run at once.
-        public var concurrency = 1
+        public var concurrency = Int(Limits.jobs.defaultValue!)
         /// Lease length, seconds.
-        public var lease = 30.0
+        public var lease = Limits.lease.defaultValue!
         /// Poll interval, seconds.
-        public var poll = 2.0
+        public var poll = Limits.poll.defaultValue!
         /// Seconds a drain waits for running jobs before giving them back.
-        public var grace = 30.0
+        public var grace = Limits.grace.defaultValue!
         /// Exit once no job is pending or running (a fleet that ends with its queue).
         public var exitWhenDone = false
         /// This worker's name in the queue (`lease_owner`, `finished_by`): host and process id.
@@ -40,7 +40,7 @@ public final class QueueWorker: @unchecked Sendable {
         public var jobTimeout: Double?
         /// Seconds a lease may stay expired before it is taken back: a database outage shorter
         /// than this (during which no lease can be renewed) costs no work in flight.
-        public var outageGrace = 0.0
+        public var outageGrace = Limits.outageGrace.defaultValue!
         public init() {}
     }
 
@@ -471,5 +471,49 @@ public final class QueueWorker: @unchecked Sendable {
                 in: .init(charactersIn: "\""))
         }
         return String(text.prefix(200))
+    }
+}
+
+extension QueueWorker.Settings: DeclaresSettings {
+    /// Each numeric setting's name, default and allowed values; the defaults above are these.
+    public enum Limits {
+        public static let jobs = NumericSetting(
+            "jobs", 1...256, default: 1, integer: true, summary: "Jobs run at once")
+        public static let lease = NumericSetting(
+            "lease", 1...3600, default: 30, unit: "seconds", summary: "Lease length (renewed every third of it)")
+        public static let poll = NumericSetting(
+            "poll", 0.05...600, default: 2, unit: "seconds",
+            summary: "Poll interval (notifications wake the worker sooner)")
+        public static let grace = NumericSetting(
+            "grace", 0...86400, default: 30, unit: "seconds",
+            summary: "Seconds running jobs get to finish after SIGTERM")
+        public static let jobTimeout = NumericSetting(
+            "job timeout", BatchJob.timeoutLimits.minimum...BatchJob.timeoutLimits.maximum, default: nil,
+            unit: "seconds",
+            summary: "Seconds a job may run when its line gives no timeout; then it is stopped and failed")
+        public static let outageGrace = NumericSetting(
+            "outage grace", 0...86400, default: 0, unit: "seconds",
+            summary: "Seconds an expired lease is left before it is taken back: work in flight survives a "
+                + "database outage shorter than this")
+    }
+
+    /// Every setting of a worker, declared once: `evanesco worker`'s flags take them from here.
+    public static let settings: [Setting] = [
+        .number("jobs", Limits.jobs), .number("lease", Limits.lease), .number("poll", Limits.poll),
+        .number("grace", Limits.grace), .number("jobTimeout", Limits.jobTimeout),
+        .number("outageGrace", Limits.outageGrace),
+        Setting("exitWhenDone", .toggle(default: false), summary: "Exit once no job is pending or running")
+    ]
+
+    /// Checks every value, NaN and infinity included.
+    ///
+    /// - Throws: `SettingError` naming the setting.
+    public func validate() throws(SettingError) {
+        try Limits.jobs.check(concurrency)
+        try Limits.lease.check(lease)
+        try Limits.poll.check(poll)
+        try Limits.grace.check(grace)
+        if let jobTimeout { try Limits.jobTimeout.check(jobTimeout) }
+        try Limits.outageGrace.check(outageGrace)
     }
 }
