@@ -10,6 +10,10 @@ public enum MemorySize {
     /// How the sizes are written, for help and errors.
     public static let spellings = "a number of MB, or a size such as 512M or 2G"
 
+    /// The help of a memory-limit setting, after what the memory is for: its spellings and that
+    /// 0 means no limit.
+    public static func help(_ what: String) -> String { "\(what): \(spellings) (0: no limit)." }
+
     /// Bytes of `text`, or nil when it is not a size (negative, not a number, an unknown unit,
     /// or past `Int.max`).
     ///

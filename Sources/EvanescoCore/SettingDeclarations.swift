@@ -73,7 +73,7 @@ public struct Setting: Sendable, Equatable, Codable {
     public var help: String {
         switch kind {
         case .number(let n): return n.help
-        case .size: return summary + ": " + MemorySize.spellings + "."
+        case .size: return MemorySize.help(summary)
         default: break
         }
         return summary.hasSuffix(".") ? summary : summary + "."

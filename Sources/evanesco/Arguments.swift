@@ -81,7 +81,7 @@ struct MemoryLimit: ExpressibleByArgument, Equatable {
     static let standard = MemoryLimit(bytes: StackOptions().memoryLimit)
     /// The help of a memory-limit flag, after what the memory is for.
     static func help(_ what: String) -> ArgumentHelp {
-        ArgumentHelp("\(what): \(MemorySize.spellings) (0: no limit).", valueName: "size")
+        ArgumentHelp(MemorySize.help(what), valueName: "size")
     }
 
     /// The bytes, checked against the library's range.
