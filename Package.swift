@@ -75,6 +75,8 @@ let package = Package(
             dependencies: [
                 "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),

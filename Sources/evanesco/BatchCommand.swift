@@ -123,7 +123,7 @@ struct BatchRun: ParsableCommand {
     }
 }
 
-struct BatchStatusCommand: ParsableCommand {
+struct BatchStatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Count done, failed and pending jobs: of a manifest (from its receipts) or of a queue.")
@@ -141,10 +141,10 @@ struct BatchStatusCommand: ParsableCommand {
         if job != nil && queue.url == nil { throw ValidationError("--job ID reads a queue: give --queue URL") }
     }
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrors {
             if let id = job {
-                guard let detail = try queue.with({ try await $0.job(id) }) else {
+                guard let detail = try await queue.with({ try await $0.job(id) }) else {
                     Diagnostics.error("the queue holds no job \(SettingsCoding.quoted(id, bare: true))")
                     throw ExitCode.failure
                 }
@@ -156,7 +156,7 @@ struct BatchStatusCommand: ParsableCommand {
             if let manifest {
                 status = LocalBatch.status(of: try readManifest(manifest))
             } else {
-                status = try queue.with { try await $0.status() }
+                status = try await queue.with { try await $0.status() }
             }
             try StandardOutput.line(
                 json ? String(decoding: try ReportJSON.encode(status).dropLast(), as: UTF8.self) : status.text)

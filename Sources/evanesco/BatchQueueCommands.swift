@@ -23,33 +23,15 @@ struct QueueOption: ParsableArguments {
     func validate() throws { if url != nil { _ = try address() } }
 
     /// Opens the queue (creating or migrating its schema), runs `body` on it, closes it.
-    func with<T: Sendable>(_ body: @escaping @Sendable (JobQueue) async throws -> T) throws -> T {
-        let address = try address()
-        return try runAsync {
-            let q = try JobQueue(address)
-            defer { q.close() }
-            try await q.migrate()
-            return try await body(q)
-        }
+    func with<T: Sendable>(_ body: @Sendable (JobQueue) async throws -> T) async throws -> T {
+        let q = try JobQueue(try address())
+        defer { q.close() }
+        try await q.migrate()
+        return try await body(q)
     }
 }
 
-/// Runs an async body from a synchronous command (the root command is synchronous).
-func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = LockedBox<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do {
-            let v = try await body()
-            box.update { $0 = .success(v) }
-        } catch { box.update { $0 = .failure(error) } }
-        done.signal()
-    }
-    done.wait()
-    return try box.value!.get()
-}
-
-struct BatchSubmit: ParsableCommand {
+struct BatchSubmit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "submit",
         abstract: "Add a manifest's jobs to a queue (idempotent: a job id already queued is left as it is).")
@@ -66,8 +48,8 @@ struct BatchSubmit: ParsableCommand {
         guard (1...100).contains(maxAttempts) else { throw ValidationError("--max-attempts must be within 1...100") }
     }
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrors {
             let m = try readManifest(manifest)
             let address = try queue.address(), attempts = maxAttempts
             let jobs = m.jobs.map { j in
@@ -75,7 +57,7 @@ struct BatchSubmit: ParsableCommand {
                 j.overwrite = j.overwrite || force
                 return j
             }
-            let r = try queue.with { try await $0.submit(jobs, maxAttempts: attempts) }
+            let r = try await queue.with { try await $0.submit(jobs, maxAttempts: attempts) }
             for f in r.refused { Diagnostics.warning("job \(f.id) not submitted: \(f.error)") }
             try StandardOutput.line(
                 "\(address): \(r.added) jobs added, \(r.alreadyQueued) already queued, \(r.refused.count) refused")
@@ -96,7 +78,7 @@ func reportUnmatched(_ ids: [String], acted: [String], states: [String: String],
     return all
 }
 
-struct BatchRetry: ParsableCommand {
+struct BatchRetry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry", abstract: "Put failed (or cancelled) jobs back in the queue, their attempts reset.")
 
@@ -110,10 +92,10 @@ struct BatchRetry: ParsableCommand {
         _ = try queue.address()
     }
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrors {
             let ids = ids, cancelled = cancelled, failed = failed
-            let (requeued, states) = try queue.with { q in
+            let (requeued, states) = try await queue.with { q in
                 let chosen = try await q.retry(failed: failed, cancelled: cancelled, ids: ids.isEmpty ? nil : ids)
                 return (chosen, ids.isEmpty ? [:] : try await q.states(of: ids))
             }
@@ -125,7 +107,7 @@ struct BatchRetry: ParsableCommand {
     }
 }
 
-struct BatchCancel: ParsableCommand {
+struct BatchCancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cancel",
         abstract: "Cancel pending and running jobs (a worker running one discards its work at its next heartbeat).")
@@ -139,10 +121,10 @@ struct BatchCancel: ParsableCommand {
         _ = try queue.address()
     }
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrors {
             let ids = ids
-            let (cancelled, states) = try queue.with { q in
+            let (cancelled, states) = try await queue.with { q in
                 let c = try await q.cancel(ids: ids.isEmpty ? nil : ids)
                 return (c, ids.isEmpty ? [:] : try await q.states(of: ids))
             }

@@ -7,7 +7,7 @@ import Foundation
 import EvanescoFaces
 
 @main
-struct Evanesco: ParsableCommand {
+struct Evanesco: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evanesco",
         abstract: "Computational photography on Linux: burst stacking, depth photos, depth backgrounds.",
@@ -35,7 +35,7 @@ struct Evanesco: ParsableCommand {
 
     /// Parses, refuses NaN and infinity in every numeric option (they pass every `<`/`>` range
     /// check a command's `validate()` makes), then runs.
-    static func main() {
+    static func main() async {
         do {
             try Arguments.refuseInvalidUTF8()
             var arguments = Array(CommandLine.arguments.dropFirst())
@@ -59,7 +59,11 @@ struct Evanesco: ParsableCommand {
                 let limit = (command as? Stack)?.memoryLimit.bytes ?? MemoryLimit.standard.bytes
                 Allocator.keepFreedMemory(limitMB: (limit ?? 0) >> 20)
             }
-            try command.run()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
             Cleanup.yieldToInterruption()
         } catch {
             Cleanup.yieldToInterruption()
@@ -132,22 +136,33 @@ extension OptionGroup: NestedArguments { var nested: Any { wrappedValue } }
 /// all or nothing: the outputs it already placed (the main image before a side output failed)
 /// are removed, so a failed command never leaves a result that looks complete.
 func reportingErrors(_ body: () throws -> Void) throws {
-    do { try body() } catch let e as ExitCode {
+    do { try body() } catch { try reported(error) }
+}
+
+/// ``reportingErrors(_:)`` for a command that runs asynchronously.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do { try await body() } catch { try reported(error) }
+}
+
+/// The error a command body threw, reported once on stderr and turned into its exit status.
+private func reported(_ error: any Error) throws -> Never {
+    switch error {
+    case let e as ExitCode:
         Cleanup.yieldToInterruption()
         if e != .success { Cleanup.rollBack() }
         throw e
-    } catch let e as ValidationError {
+    case let e as ValidationError:
         // A usage problem found while running (a scheduler's variables, a URL): status 64, as
         // for one found while parsing.
         Cleanup.rollBack()
         Diagnostics.error(e.message)
         throw ExitCode.validationFailure
-    } catch let e as FrameStreamError where e.isOneImageForSeveralFrames {
+    case let e as FrameStreamError where e.isOneImageForSeveralFrames:
         // Several frames for one image is the output named wrong: a usage problem too.
         Cleanup.rollBack()
         Diagnostics.error("-o " + String(describing: e))
         throw ExitCode.validationFailure
-    } catch {
+    default:
         // A failure caused by the signal's cleanup (its temporary file removed) is not reported:
         // the handler exits with 128 + the signal.
         Cleanup.yieldToInterruption()

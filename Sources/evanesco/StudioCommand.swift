@@ -3,7 +3,7 @@ import EvanescoIO
 import EvanescoStudio
 import Foundation
 
-struct StudioCommand: ParsableCommand {
+struct StudioCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "studio",
         abstract: "Open the studio: the burst, depth and backdrop apps as one local web app.",
@@ -45,8 +45,8 @@ struct StudioCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrors {
             var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
             config.host = host
             config.port = port
@@ -69,26 +69,17 @@ struct StudioCommand: ParsableCommand {
                 sources.append(source)
             }
             defer { sources.forEach { $0.cancel() } }
-            let done = DispatchSemaphore(value: 0)
-            let failure = LockedResult()
-            Task.detached {
-                do {
-                    try await studio.run(handlesSignals: false) { url in
-                        // If the URL cannot be printed nobody can use the studio: stop.
-                        do { try StandardOutput.line("studio: \(url)") } catch {
-                            Diagnostics.error(commandLineMessage(error))
-                            studio.shutdown()
-                            Foundation.exit(1)
-                        }
-                        if open { Self.openBrowser(url) }
-                    }
-                } catch { failure.set(error) }
-                done.signal()
+            try await studio.run(handlesSignals: false) { url in
+                // If the URL cannot be printed nobody can use the studio: stop.
+                do { try StandardOutput.line("studio: \(url)") } catch {
+                    Diagnostics.error(commandLineMessage(error))
+                    studio.shutdown()
+                    Foundation.exit(1)
+                }
+                if open { Self.openBrowser(url) }
             }
-            done.wait()
             // ffmpeg children of an export still running, temporary outputs not yet renamed.
             Cleanup.run()
-            if let e = failure.error { throw e }
         }
     }
 
@@ -101,21 +92,5 @@ struct StudioCommand: ParsableCommand {
         do { try p.run() } catch {
             Diagnostics.warning("could not start xdg-open (\(error)); open the URL above in a browser")
         }
-    }
-}
-
-/// An error handed from the server's task to the command's thread.
-final class LockedResult: @unchecked Sendable {
-    private let lock = NSLock()
-    private var e: Error?
-    func set(_ error: Error) {
-        lock.lock()
-        e = error
-        lock.unlock()
-    }
-    var error: Error? {
-        lock.lock()
-        defer { lock.unlock() }
-        return e
     }
 }

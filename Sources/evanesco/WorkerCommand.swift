@@ -5,7 +5,7 @@ import EvanescoIO
 import Foundation
 import Logging
 
-struct Worker: ParsableCommand {
+struct Worker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Run jobs from a PostgreSQL queue until stopped (SIGTERM drains).",
@@ -78,11 +78,11 @@ struct Worker: ParsableCommand {
         allow + (ProcessInfo.processInfo.environment["EVANESCO_ALLOW"] ?? "").split(separator: ":").map(String.init)
     }
 
-    func run() throws {
+    func run() async throws {
         let settings = settings()
-        let address = try queue.address(), port = metricsPort, host = metricsHost, quiet = quiet
-        if let port {
-            do throws(ManifestError) { try WorkerMetrics.checkListenable(host: host, port: port) } catch {
+        let address = try queue.address(), quiet = quiet
+        if let port = metricsPort {
+            do throws(ManifestError) { try WorkerMetrics.checkListenable(host: metricsHost, port: port) } catch {
                 throw ValidationError(error.message)
             }
         }
@@ -93,35 +93,17 @@ struct Worker: ParsableCommand {
         }
         var logger = Logger(label: "evanesco.worker")
         logger.logLevel = quiet ? .warning : .info
-        let metrics = port == nil ? nil : WorkerMetrics()
-        let queue = try JobQueue(
-            address, logger: Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let worker = QueueWorker(queue: queue, settings: settings, metrics: metrics, logger: logger)
-        // SIGTERM and SIGINT drain instead of killing.
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            s.setEventHandler { worker.drain() }
-            s.resume()
-            sources.append(s)
-        }
         logger.info("worker \(settings.name) on \(address), \(jobs) at once, lease \(lease) s")
         if settings.allowed.isEmpty {
             logger.notice("no --allow: jobs may read and write wherever this user can")
         } else {
             logger.info("jobs confined to \(settings.allowed.joined(separator: ", "))")
         }
-        let summary = try runAsync {
-            let served = port.map { p in Task { try await metrics!.serve(host: host, port: p) } }
-            let summary = await worker.run()
-            // The metrics server shuts down before the process ends (cancelled, then awaited).
-            served?.cancel()
-            _ = await served?.result
-            return summary
-        }
-        queue.close()
-        _ = sources
+        // One service group: SIGTERM and SIGINT drain the worker, then stop the metrics server
+        // and close the queue's pool.
+        let summary = try await QueueWorker.serve(
+            address, settings: settings, metrics: metricsPort.map { (WorkerMetrics(), metricsHost, $0) },
+            logger: logger)
         if let fatal = summary.fatal {
             Diagnostics.error(fatal)
             throw ExitCode.failure

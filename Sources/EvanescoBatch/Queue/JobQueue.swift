@@ -3,6 +3,7 @@ import EvanescoIO
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 
 /// A job a worker holds: its spec, and the token that fences it (only the holder of the current
 /// token may finish the job).
@@ -31,14 +32,17 @@ public struct SubmitResult: Sendable, Codable, Equatable {
 /// a lease that the worker renews, finished only in a transaction that checks the lease's token,
 /// and woken by `LISTEN/NOTIFY` (the pattern of graphile-worker, river, Oban and Solid Queue).
 /// The schema is created and migrated by ``migrate()``, versioned in `SCHEMA.meta`.
-public final class JobQueue: Sendable {
+public final class JobQueue: Service, Sendable {
     /// The schema version this build writes and reads.
     public static let schemaVersion = 2
 
     public let address: QueueAddress
-    /// The pool and the task that runs it; replaced whole when an operation outlives the
-    /// address's timeout.
-    let pool: LockedBox<(client: PostgresClient, runner: Task<Void, Never>)>
+    /// The pool of connections; replaced whole when an operation outlives the address's timeout.
+    let pool: LockedBox<PostgresClient>
+    /// Fired when the pool is replaced or the queue closed: the pool's runner moves on.
+    let replaced = WakeSignal()
+    /// The task that runs the pools when the queue runs itself (nil under a service group).
+    let ownRunner: Task<Void, Never>?
     let logger: Logger
     var s: String { "\"\(address.schema)\"" }
     /// The NOTIFY channel of this queue.
@@ -49,27 +53,65 @@ public final class JobQueue: Sendable {
     /// - Parameters:
     ///   - address: The database and schema.
     ///   - logger: Where the pool logs (default: nowhere; the callers report what failed).
+    ///   - runsItself: Whether the queue runs its pool in a task of its own, until ``close()``
+    ///     (a command's one operation, a test). A long-running program passes `false` and runs the
+    ///     queue as a service of its `ServiceGroup` instead, which shuts it down after the
+    ///     services that use it.
     /// - Throws: When the TLS configuration cannot be made.
     public init(
         _ address: QueueAddress,
-        logger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }),
+        runsItself: Bool = true
     ) throws {
         self.address = address
         self.logger = logger
-        pool = LockedBox(try Self.makePool(address, logger: logger))
+        let pool = LockedBox(try Self.makeClient(address, logger: logger))
+        self.pool = pool
+        let replaced = replaced
+        ownRunner = runsItself ? Task { await Self.runPools(pool, replaced: replaced) } : nil
     }
 
-    static func makePool(_ address: QueueAddress, logger: Logger) throws -> (
-        client: PostgresClient, runner: Task<Void, Never>
-    ) {
-        let client = PostgresClient(configuration: try address.clientConfiguration(), backgroundLogger: logger)
-        return (client, Task { await client.run() })
+    static func makeClient(_ address: QueueAddress, logger: Logger) throws -> PostgresClient {
+        PostgresClient(configuration: try address.clientConfiguration(), backgroundLogger: logger)
     }
 
-    /// Closes the pool.
-    public func close() { pool.value.runner.cancel() }
+    /// Runs the pool, and each pool that replaces it, until the task is cancelled. A pool runs in
+    /// a child task until it is replaced; its cancellation then fails whatever still waits on it.
+    static func runPools(_ pool: LockedBox<PostgresClient>, replaced: WakeSignal) async {
+        await withTaskCancellationHandler {
+            while !Task.isCancelled {
+                let client = pool.value
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    group.addTask {
+                        while !Task.isCancelled && pool.value === client { await replaced.wait(seconds: 5) }
+                    }
+                    await group.next()
+                    group.cancelAll()
+                }
+                // A pool that stopped by itself, not replaced, is not run again (a client runs once).
+                if pool.value === client { return }
+            }
+        } onCancel: {
+            replaced.fire()
+        }
+    }
 
-    deinit { pool.value.runner.cancel() }
+    /// Runs the queue's pool as a service, until the group shuts down gracefully or is cancelled.
+    /// For a queue made with `runsItself: false`.
+    public func run() async throws {
+        precondition(ownRunner == nil, "a queue that runs itself is not also run as a service")
+        let pool = pool, replaced = replaced
+        await cancelWhenGracefulShutdown { await Self.runPools(pool, replaced: replaced) }
+    }
+
+    /// Closes the pool (of a queue that runs itself).
+    public func close() {
+        ownRunner?.cancel()
+        replaced.fire()
+    }
+
+    deinit { close() }
 
     /// Runs one queue operation on the pool, for at most the address's timeout.
     ///
@@ -80,7 +122,7 @@ public final class JobQueue: Sendable {
     /// not the startup exchange that follows, so without this a server that accepted and went
     /// quiet (or a connection left half-made across a restart) held its caller forever.
     func bounded<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
-        let client = pool.value.client
+        let client = pool.value
         let seconds = address.timeout
         return try await withDeadline(
             seconds,
@@ -95,12 +137,12 @@ public final class JobQueue: Sendable {
     /// (Several operations timing out together replace it once: the others find it replaced.
     /// Making a pool opens no connection, so it is made under the lock.)
     func replacePool(_ stale: PostgresClient) {
-        let old = pool.update { p -> Task<Void, Never>? in
-            guard p.client === stale, let fresh = try? Self.makePool(address, logger: logger) else { return nil }
-            defer { p = fresh }
-            return p.runner
+        let swapped = pool.update { p -> Bool in
+            guard p === stale, let fresh = try? Self.makeClient(address, logger: logger) else { return false }
+            p = fresh
+            return true
         }
-        old?.cancel()
+        if swapped { replaced.fire() }
     }
 
     // MARK: Producers

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import Logging
 import Prometheus
+import ServiceLifecycle
 
 /// A worker's metrics in Prometheus's text format: jobs done, failed and running, a histogram of
 /// job seconds, and leases lost.
@@ -77,19 +79,20 @@ public final class WorkerMetrics: Sendable {
         }
     }
 
-    /// Serves `GET /metrics` on `host`:`port` until the task is cancelled.
+    /// The server of `GET /metrics` on `host`:`port`, as a service of a `ServiceGroup`.
     ///
     /// - Parameters:
     ///   - host: The address to listen on (127.0.0.1: this machine only).
     ///   - port: The TCP port.
-    public func serve(host: String = "127.0.0.1", port: Int) async throws {
+    public func server(host: String = "127.0.0.1", port: Int) -> some Service {
         let router = Router()
         router.get("metrics") { _, _ -> Response in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: self.text())))
         }
-        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port)))
-        try await app.runService()
+        return Application(
+            router: router, configuration: .init(address: .hostname(host, port: port)),
+            logger: Logger(label: "evanesco.metrics", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 }
