@@ -198,45 +198,7 @@ struct StudioBrowser {
                 try await browser.wait(
                     "document.querySelector('[data-testid=preview-image]').naturalWidth >= 1200", seconds: 60,
                     what: "the pug preview")
-                var report: [String] = []
-                for effect in ["spotlight", "blur", "lens"] {
-                    try await browser.click("[data-testid=effect-\(effect)]")
-                    try await Task.sleep(for: .milliseconds(600))
-                    try await browser.run("window.studioTimings = [];")
-                    try await browser.drag(
-                        "[data-testid=focus-slider]", from: 0.1, to: 0.9, steps: 40, milliseconds: 4000)
-                    try await Task.sleep(for: .milliseconds(800))
-                    let timings =
-                        try await browser.run(
-                            "return window.studioTimings.filter(t => t.effect === '\(effect)').map(t => t.ms);")
-                        as? [Double] ?? []
-                    let p95 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 95),
-                        p50 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 50)
-                    report.append(
-                        String(format: "%@: %d previews, median %.0f ms, p95 %.0f ms", effect, timings.count, p50, p95))
-                    // The slowest three, with the server's share and the preview's size: a failure says where the time
-                    // went.
-                    let worst =
-                        try await browser.run(
-                            "return window.studioTimings.filter(t => t.effect === '\(effect)').sort((a, b) => b.ms - "
-                                + "a.ms).slice(0, 3).map(t => `${t.ms.toFixed(0)} ms (server ${t.serverMs.toFixed(0)} "
-                                + "ms, ${t.size} px)`).join(', ');"
-                        ) as? String ?? ""
-                    let budget = StudioData.budget(100)
-                    #expect(
-                        timings.count >= 10 && p95 <= budget.ms,
-                        """
-                        pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews (\(budget.load)); \
-                        slowest: \(worst)
-                        """
-                    )
-                    report[report.count - 1] += " (slowest: \(worst))"
-                }
-                let line = "studio focus slider on pug.heic: " + report.joined(separator: "; ")
-                FileHandle.standardError.write(Data((line + "\n").utf8))
-                if let out = ProcessInfo.processInfo.environment["EVANESCO_STUDIO_TIMINGS"] {
-                    try line.write(toFile: out, atomically: true, encoding: .utf8)
-                }
+                try await Self.dragTimings(browser)
                 try await browser.click("[data-testid=effect-blur]")
                 try await browser.run(
                     "const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; "
@@ -311,6 +273,17 @@ struct StudioBrowser {
 }
 
 extension StudioBrowser {
+    /// The most red over green on the block's column in the burst's result (a script for the page).
+    static let red = """
+        const img = document.querySelector('[data-testid=result-image]');
+        const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+        const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+        let worst = -255;
+        for (const x of [283, 310, 337]) { const d = g.getImageData(x, 200, 1, 1).data; worst = \
+        Math.max(worst, d[0] - d[1]); }
+        return worst;
+        """
+
     /// The erase brush as a photographer uses it: stack a burst in which a block stood in 3 of
     /// 5 frames (the merge keeps it), switch the brush on, paint over the block, see it gone
     /// within a second of releasing; undo brings it back. With EVANESCO_SCREENSHOTS=DIR, the
@@ -341,15 +314,6 @@ extension StudioBrowser {
             _ = studio.interrupt()
             throw error
         }
-        let red = """
-            const img = document.querySelector('[data-testid=result-image]');
-            const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
-            const g = c.getContext('2d'); g.drawImage(img, 0, 0);
-            let worst = -255;
-            for (const x of [283, 310, 337]) { const d = g.getImageData(x, 200, 1, 1).data; worst = \
-            Math.max(worst, d[0] - d[1]); }
-            return worst;
-            """
         do {
             try await browser.open(url)
             try await browser.wait("document.body.dataset.ready === 'true'", what: "the file list")
@@ -363,7 +327,7 @@ extension StudioBrowser {
                 seconds: 120, what: "the stacked result")
             try await browser.wait(
                 "document.querySelector('[data-testid=result-image]').naturalWidth === 480", what: "the result picture")
-            #expect(try await browser.run(red) as? Int ?? 0 > 100, "the merge keeps the block: 3 of 5 frames")
+            #expect(try await browser.run(Self.red) as? Int ?? 0 > 100, "the merge keeps the block: 3 of 5 frames")
             try await browser.click("[data-testid=erase-button]")
             try await browser.wait("!document.querySelector('[data-testid=brush-canvas]').hidden", what: "the brush")
             if let shots { try await browser.screenshot(to: shots + "/studio-erase-before.png") }
@@ -372,7 +336,8 @@ extension StudioBrowser {
                 "const b = document.querySelector('[data-testid=brush-size]'); b.value = 90; b.dispatchEvent(new "
                     + "Event('input'));"
             )
-            let path = (0...20).map { i in (310.0 / 480, (140.0 + 6 * Double(i)) / 320) }
+            let path = (0...20).map { i in (310.0 / 480, (140.0 + 6 * Double(i)) / 320) },
+                sampler = StudioData.RunQueueSampler()
             try await browser.stroke("[data-testid=brush-canvas]", through: path, milliseconds: 600)
             try await browser.wait(
                 "document.querySelector('[data-testid=erase-status]').textContent.includes('1 stroke erased')",
@@ -386,11 +351,11 @@ extension StudioBrowser {
                         as? String ?? "-1") ?? -1
             // Within a second; a sanitized server runs several times slower, so there the check is
             // only that it comes.
-            let budget = StudioData.budget(StudioData.sanitizedServer ? 15_000 : 1000.0)
+            let budget = StudioData.budget(StudioData.sanitizedServer ? 15_000 : 1000.0, during: sampler.stop())
             #expect(
                 shown >= 0 && shown < budget.ms,
                 "the erased result was shown \(shown) ms after the release (\(budget.load))")
-            #expect(try await browser.run(red) as? Int ?? 255 < 40, "the block is gone")
+            #expect(try await browser.run(Self.red) as? Int ?? 255 < 40, "the block is gone")
             if let shots { try await browser.screenshot(to: shots + "/studio-erase-after.png") }
             try await browser.click("[data-testid=undo-button]")
             try await browser.wait(
@@ -399,7 +364,7 @@ extension StudioBrowser {
             try await browser.wait(
                 "document.querySelector('[data-testid=result-image]').complete", what: "the picture again")
             try await Task.sleep(for: .milliseconds(300))
-            #expect(try await browser.run(red) as? Int ?? 0 > 100, "undo brings the block back")
+            #expect(try await browser.run(Self.red) as? Int ?? 0 > 100, "undo brings the block back")
         } catch {
             await browser.quit()
             _ = studio.interrupt()
@@ -530,5 +495,53 @@ enum CrossPortPage {
         let list = try HTTP1.blocking("GET", port: port, path: "/api/files", headers: [("X-Evanesco-Token", token)])
         let listing = String(decoding: list.body, as: UTF8.self)
         #expect(list.status == 200 && !listing.contains("forged"), "\(listing.prefix(400))")
+    }
+}
+
+extension StudioBrowser {
+    /// Drags the focus slider across pug.heic with each effect, 40 previews each: their p95 from
+    /// input to picture stays within the product's 100 ms (stretched on a busy machine). The
+    /// figures go to stderr and to $EVANESCO_STUDIO_TIMINGS.
+    static func dragTimings(_ browser: WebDriver) async throws {
+        var report: [String] = []
+        for effect in ["spotlight", "blur", "lens"] {
+            try await browser.click("[data-testid=effect-\(effect)]")
+            try await Task.sleep(for: .milliseconds(600))
+            try await browser.run("window.studioTimings = [];")
+            let sampler = StudioData.RunQueueSampler()
+            try await browser.drag(
+                "[data-testid=focus-slider]", from: 0.1, to: 0.9, steps: 40, milliseconds: 4000)
+            try await Task.sleep(for: .milliseconds(800))
+            let timings =
+                try await browser.run(
+                    "return window.studioTimings.filter(t => t.effect === '\(effect)').map(t => t.ms);")
+                as? [Double] ?? []
+            let p95 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 95),
+                p50 = timings.isEmpty ? .infinity : StudioData.percentile(timings, 50)
+            report.append(
+                String(format: "%@: %d previews, median %.0f ms, p95 %.0f ms", effect, timings.count, p50, p95))
+            // The slowest three, with the server's share and the preview's size: a failure says where the time
+            // went.
+            let worst =
+                try await browser.run(
+                    "return window.studioTimings.filter(t => t.effect === '\(effect)').sort((a, b) => b.ms - "
+                        + "a.ms).slice(0, 3).map(t => `${t.ms.toFixed(0)} ms (server ${t.serverMs.toFixed(0)} "
+                        + "ms, ${t.size} px)`).join(', ');"
+                ) as? String ?? ""
+            let budget = StudioData.budget(100, during: sampler.stop())
+            #expect(
+                timings.count >= 10 && p95 <= budget.ms,
+                """
+                pug.heic \(effect): p95 \(p95) ms over \(timings.count) previews (\(budget.load)); \
+                slowest: \(worst)
+                """
+            )
+            report[report.count - 1] += " (slowest: \(worst); \(budget.load))"
+        }
+        let line = "studio focus slider on pug.heic: " + report.joined(separator: "; ")
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+        if let out = ProcessInfo.processInfo.environment["EVANESCO_STUDIO_TIMINGS"] {
+            try line.write(toFile: out, atomically: true, encoding: .utf8)
+        }
     }
 }
