@@ -60,6 +60,7 @@ export class DepthWorkspace {
     const filtered = this.view === 'filtered';
     if (filtered && this.effect === 'lens') return 512;
     if (filtered && this.effect === 'blur') return 768;
+    if (filtered) return Math.min(1024, this.previewLongSide || 1600);
     return this.previewLongSide || 1600;
   }
 
