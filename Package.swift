@@ -148,6 +148,7 @@ let package = Package(
             name: "EvanescoCLITests",
             dependencies: [
                 "evanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoBatch",
+                "EvanescoStudio",
                 "HTTPTestSupport",
                 "SharedTestData", "SubprocessTestSupport", "TestScenes"
             ])

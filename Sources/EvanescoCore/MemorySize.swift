@@ -12,7 +12,9 @@ public enum MemorySize {
 
     /// The help of a memory-limit setting, after what the memory is for: its spellings and that
     /// 0 means no limit.
-    public static func help(_ what: String) -> String { "\(what): \(spellings) (0: no limit)." }
+    public static func help(_ what: String, zeroIsNone: Bool = true) -> String {
+        "\(what): \(spellings)" + (zeroIsNone ? " (0: no limit)." : ".")
+    }
 
     /// Bytes of `text`, or nil when it is not a size (negative, not a number, an unknown unit,
     /// or past `Int.max`).

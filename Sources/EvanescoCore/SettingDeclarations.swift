@@ -25,6 +25,9 @@ public struct Setting: Sendable, Equatable, Codable {
     public var kind: Kind
     /// What the setting does, in one line.
     public var summary: String
+    /// For a size: whether 0 means no limit (a memory limit) rather than being refused (an upload
+    /// limit).
+    public var zeroIsNone = true
 
     /// - Parameters:
     ///   - key: The key, in camelCase.
@@ -73,7 +76,7 @@ public struct Setting: Sendable, Equatable, Codable {
     public var help: String {
         switch kind {
         case .number(let n): return n.help
-        case .size: return MemorySize.help(summary)
+        case .size: return MemorySize.help(summary, zeroIsNone: zeroIsNone)
         default: break
         }
         return summary.hasSuffix(".") ? summary : summary + "."

@@ -77,7 +77,11 @@ public struct NumericSetting: Sendable, Codable, Equatable {
 
     /// "within (0, 10] m": the allowed range as an error states it.
     public var rangeDescription: String {
-        "within \(span)" + (unit.isEmpty ? "" : " \(unit)") + (integer ? " (a whole number)" : "")
+        // Bytes read as sizes: 1M...16T, not 1048576...17592186044416 bytes.
+        if unit == "bytes" && minimumIncluded && maximumIncluded {
+            return "within \(MemorySize.describe(Int(minimum)))...\(MemorySize.describe(Int(maximum)))"
+        }
+        return "within \(span)" + (unit.isEmpty ? "" : " \(unit)") + (integer ? " (a whole number)" : "")
     }
 
     /// The allowed range alone: `1...100`, `(0, 100]`.

@@ -83,17 +83,16 @@ struct MemoryLimit: ExpressibleByArgument, Equatable {
     static func help(_ what: String) -> ArgumentHelp {
         ArgumentHelp(MemorySize.help(what), valueName: "size")
     }
+}
 
-    /// The bytes, checked against the library's range.
-    func checked() throws -> Int? {
-        guard let bytes else { return nil }
-        let limits = StackOptions.Limits.memoryLimit
-        guard limits.allows(Double(bytes)) else {
-            throw ValidationError(
-                "--memory-limit must be 0 (no limit) or within "
-                    + "\(MemorySize.describe(Int(limits.minimum)))...\(MemorySize.describe(Int(limits.maximum)))"
-            )
-        }
-        return bytes
+/// A number of bytes on the command line, as ``MemorySize`` spells it: a bare number is MB, or
+/// `512M`, `2G`.
+struct ByteSize: ExpressibleByArgument, Equatable {
+    var bytes: Int
+    init(bytes: Int) { self.bytes = bytes }
+    init?(argument: String) {
+        guard let b = MemorySize.bytes(argument) else { return nil }
+        bytes = b
     }
+    var defaultValueDescription: String { MemorySize.describe(bytes) }
 }

@@ -38,14 +38,23 @@ struct BatchSubmit: AsyncParsableCommand {
 
     @Argument(help: "The manifest (JSON Lines).") var manifest: String
     @OptionGroup var queue: QueueOption
-    @Option(help: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once.")
-    var maxAttempts = 5
+    @Option(help: .setting(JobQueue.SubmitSettings.self, "maxAttempts"))
+    var maxAttempts = JobQueue.SubmitSettings().maxAttempts
     @Flag(help: "Let the workers replace outputs that exist and that the queue did not write (never an input).")
     var force = false
 
     func validate() throws {
         _ = try queue.address()
-        guard (1...100).contains(maxAttempts) else { throw ValidationError("--max-attempts must be within 1...100") }
+        try validateSettings(JobQueue.SubmitSettings.flagsByName) { () throws(SettingError) in
+            try settings.validate()
+        }
+    }
+
+    /// The submission's settings from the flags.
+    var settings: JobQueue.SubmitSettings {
+        var s = JobQueue.SubmitSettings()
+        s.maxAttempts = maxAttempts
+        return s
     }
 
     func run() async throws {

@@ -3,6 +3,7 @@ import EvanescoBatch
 import EvanescoCore
 import EvanescoDepth
 import EvanescoStack
+import EvanescoStudio
 
 extension SettingError {
     /// The library's refusal as a usage error (status 64) naming this command's flag for the
@@ -41,7 +42,11 @@ extension ArgumentHelp {
         return ArgumentHelp(s.help + " (default: \(d))")
     }
     /// A worker setting's help (``QueueWorker/Settings/settings``).
-    static func worker(_ key: String) -> ArgumentHelp { setting(QueueWorker.Settings.self, key) }
+    static func worker(_ key: String, valueName: String? = nil, more: String = "") -> ArgumentHelp {
+        ArgumentHelp(QueueWorker.Settings.setting(key).help + more, valueName: valueName)
+    }
+    /// A studio setting's help (``StudioConfiguration/settings``).
+    static func studio(_ key: String) -> ArgumentHelp { setting(StudioConfiguration.self, key) }
     /// A backdrop setting's help (``BackdropSessionOptions/settings``).
     static func backdrop(_ key: String) -> ArgumentHelp { setting(BackdropSessionOptions.self, key) }
 }

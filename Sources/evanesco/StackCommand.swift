@@ -78,7 +78,7 @@ struct Stack: ParsableCommand {
         options.meanForTwoFrames = meanForTwoFrames
         options.videoFrames = videoFrames
         options.retainFrames = saveFrames != nil
-        options.memoryLimit = try memoryLimit.checked()
+        options.memoryLimit = memoryLimit.bytes
         options.spillDirectory = spillDirectory
         options.collectMaps = saveMaps != nil
         return options

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EvanescoCore
 import EvanescoIO
 import EvanescoStudio
 import Foundation
@@ -25,21 +26,18 @@ struct StudioCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "Files and folders to show (default: the current folder).") var paths: [String] = []
-    @Option(help: "Address to listen on (127.0.0.1: this machine only).") var host = "127.0.0.1"
-    @Option(help: "Port, 0 for any free one.") var port = 0
-    @Option(help: "Largest upload in MB.") var maxUploadMb = 1024
-    @Option(
-        help: MemoryLimit.help(
-            "What a burst's decoded frames may take; a bigger burst keeps only thumbnails and is stacked through a "
-                + "temporary file"
-        ))
-    var memoryLimit = MemoryLimit.standard
+    @Option(help: .studio("host")) var host = StudioConfiguration.defaultHost
+    @Option(help: .studio("port")) var port = Int(StudioConfiguration.Limits.port.defaultValue!)
+    @Option(name: [.customLong("max-upload"), .customLong("max-upload-mb")], help: .studio("maxUpload"))
+    var maxUpload = ByteSize(bytes: Int(StudioConfiguration.Limits.maxUpload.defaultValue!))
+    @Option(help: .studio("memoryLimit")) var memoryLimit = MemoryLimit.standard
     @Flag(help: "Do not open a browser.") var noOpen = false
 
     func validate() throws {
-        if !(0...65535).contains(port) { throw ValidationError("--port must be within 0...65535") }
-        if !(1...65536).contains(maxUploadMb) { throw ValidationError("--max-upload-mb must be within 1...65536") }
-        _ = try memoryLimit.checked()
+        let configuration = configuration()
+        try validateSettings(StudioConfiguration.flagsByName) { () throws(SettingError) in
+            try configuration.validate()
+        }
         for p in paths where !FileManager.default.fileExists(atPath: p) {
             throw ValidationError("\(p) does not exist; give files or folders the studio should show")
         }
@@ -47,12 +45,7 @@ struct StudioCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
-            config.host = host
-            config.port = port
-            config.maxUploadBytes = maxUploadMb << 20
-            config.burstMemoryLimit = try memoryLimit.checked()
-            let studio = try Studio(config)
+            let studio = try Studio(configuration())
             let open = !noOpen
             // Ctrl-C and SIGTERM stop the studio at once, even with a browser's connections still
             // open: running jobs are cancelled, ffmpeg children stopped, temporary files removed.
@@ -81,6 +74,16 @@ struct StudioCommand: AsyncParsableCommand {
             // ffmpeg children of an export still running, temporary outputs not yet renamed.
             Cleanup.run()
         }
+    }
+
+    /// The studio's configuration from the flags.
+    func configuration() -> StudioConfiguration {
+        var config = StudioConfiguration(paths: paths.isEmpty ? [FileManager.default.currentDirectoryPath] : paths)
+        config.host = host
+        config.port = port
+        config.maxUploadBytes = maxUpload.bytes
+        config.burstMemoryLimit = memoryLimit.bytes
+        return config
     }
 
     static func openBrowser(_ url: String) {

@@ -26,19 +26,13 @@ struct Worker: AsyncParsableCommand {
     @Option(help: .worker("lease")) var lease = QueueWorker.Settings().lease
     @Option(help: .worker("poll")) var poll = QueueWorker.Settings().poll
     @Option(help: .worker("grace")) var grace = QueueWorker.Settings().grace
-    @Option(help: "Serve Prometheus metrics on PORT (GET /metrics).") var metricsPort: Int?
-    @Option(help: "Address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine.")
-    var metricsHost = "127.0.0.1"
-    @Option(
-        help: ArgumentHelp(
-            "A folder jobs may read and write in (repeatable; also $EVANESCO_ALLOW, folders separated by ':'). A job "
-                + "whose inputs, output, background, mask or spill folder resolve elsewhere (links and .. resolved) "
-                + "fails untouched. Without it, jobs reach whatever this user can.",
-            valueName: "DIR"))
+    @Option(help: .worker("metricsPort")) var metricsPort: Int?
+    @Option(help: .worker("metricsHost")) var metricsHost = QueueWorker.Settings().metricsHost
+    @Option(help: .worker("allow", valueName: "DIR", more: " Also $EVANESCO_ALLOW, folders separated by ':'."))
     var allow: [String] = []
     @Option(help: .worker("jobTimeout")) var jobTimeout: Double?
     @Option(help: .worker("outageGrace")) var outageGrace = QueueWorker.Settings().outageGrace
-    @Flag(help: .worker("exitWhenDone")) var exitWhenDone = QueueWorker.Settings().exitWhenDone
+    @Flag(inversion: .prefixedNo, help: .worker("exitWhenDone")) var exitWhenDone = QueueWorker.Settings().exitWhenDone
     @Flag(help: "Only warnings and errors on stderr.") var quiet = false
 
     func validate() throws {
@@ -49,13 +43,6 @@ struct Worker: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
                 throw ValidationError("--allow \(dir): no such folder")
             }
-        }
-        if let p = metricsPort, !(1...65535).contains(p) {
-            throw ValidationError("--metrics-port must be within 1...65535")
-        }
-        var address = in6_addr()
-        guard inet_pton(AF_INET, metricsHost, &address) == 1 || inet_pton(AF_INET6, metricsHost, &address) == 1 else {
-            throw ValidationError("--metrics-host must be an IP address (127.0.0.1, 0.0.0.0, ::1)")
         }
     }
 
@@ -70,6 +57,8 @@ struct Worker: AsyncParsableCommand {
         settings.poll = poll
         settings.grace = grace
         settings.exitWhenDone = exitWhenDone
+        settings.metricsPort = metricsPort
+        settings.metricsHost = metricsHost
         return settings
     }
 
@@ -81,8 +70,9 @@ struct Worker: AsyncParsableCommand {
     func run() async throws {
         let settings = settings()
         let address = try queue.address(), quiet = quiet
-        if let port = metricsPort {
-            do throws(ManifestError) { try WorkerMetrics.checkListenable(host: metricsHost, port: port) } catch {
+        if let port = settings.metricsPort {
+            do throws(ManifestError) { try WorkerMetrics.checkListenable(host: settings.metricsHost, port: port) } catch
+            {
                 throw ValidationError(error.message)
             }
         }
@@ -101,9 +91,7 @@ struct Worker: AsyncParsableCommand {
         }
         // One service group: SIGTERM and SIGINT drain the worker, then stop the metrics server
         // and close the queue's pool.
-        let summary = try await QueueWorker.serve(
-            address, settings: settings, metrics: metricsPort.map { (WorkerMetrics(), metricsHost, $0) },
-            logger: logger)
+        let summary = try await QueueWorker.serve(address, settings: settings, logger: logger)
         if let fatal = summary.fatal {
             Diagnostics.error(fatal)
             throw ExitCode.failure

@@ -3,6 +3,7 @@ import EvanescoBatch
 import EvanescoCore
 import EvanescoDepth
 import EvanescoStack
+import EvanescoStudio
 import Foundation
 import Testing
 @testable import evanesco
@@ -52,7 +53,32 @@ struct SettingsWalkTests {
                 options: { try json(($0 as! Backdrop).options()) }, kind: "backdrop",
                 texts: ["subject": ("nearest", "nearest"), "depthFormat": ("mm16", "mm16")],
                 companions: ["faceMinSize": ("faceWorkingSize", 8192)],
-                files: #""inputs":["c.mp4","d.mp4"],"output":"o.mp4""#)
+                files: #""inputs":["c.mp4","d.mp4"],"output":"o.mp4""#),
+            Front(
+                name: "worker", settings: QueueWorker.Settings.settings,
+                command: ["worker", "--queue", "postgres://me@db/photos"],
+                options: { c in
+                    let s = (c as! Worker).settings()
+                    return [
+                        "jobs": s.concurrency, "lease": s.lease, "poll": s.poll, "grace": s.grace,
+                        "jobTimeout": s.jobTimeout as Any, "outageGrace": s.outageGrace, "exitWhenDone": s.exitWhenDone,
+                        "allow": s.allowed.joined(separator: ":"), "metricsPort": s.metricsPort as Any,
+                        "metricsHost": s.metricsHost
+                    ]
+                }, kind: nil, texts: ["allow": ("/tmp", "/tmp"), "metricsHost": ("0.0.0.0", "0.0.0.0")]),
+            Front(
+                name: "studio", settings: StudioConfiguration.settings, command: ["studio", "/tmp", "--no-open"],
+                options: { c in
+                    let s = (c as! StudioCommand).configuration()
+                    return [
+                        "host": s.host, "port": s.port, "maxUpload": s.maxUploadBytes >> 20,
+                        "memoryLimit": (s.burstMemoryLimit ?? 0) >> 20
+                    ]
+                }, kind: nil, texts: ["host": ("0.0.0.0", "0.0.0.0")]),
+            Front(
+                name: "batch submit", settings: JobQueue.SubmitSettings.settings,
+                command: ["batch", "submit", "jobs.jsonl", "--queue", "postgres://me@db/photos"],
+                options: { ["maxAttempts": ($0 as! BatchSubmit).settings.maxAttempts] }, kind: nil, texts: [:])
         ]
     }
 
@@ -324,7 +350,9 @@ struct SettingsWalkTests {
             ("`evanesco stack`, kind `stack` (`StackOptions`)", StackOptions.markdownTable()),
             ("`evanesco portrait`, kind `portrait` (`PortraitSettings`)", PortraitSettings.markdownTable()),
             ("`evanesco backdrop`, kind `backdrop` (`BackdropSessionOptions`)", BackdropSessionOptions.markdownTable()),
-            ("`evanesco worker` (`QueueWorker.Settings`)", QueueWorker.Settings.markdownTable())
+            ("`evanesco worker` (`QueueWorker.Settings`)", QueueWorker.Settings.markdownTable()),
+            ("`evanesco studio` (`StudioConfiguration`)", StudioConfiguration.markdownTable()),
+            ("`evanesco batch submit` (`JobQueue.SubmitSettings`)", JobQueue.SubmitSettings.markdownTable())
         ] {
             text += "\n## \(title)\n\n" + table
         }

@@ -530,3 +530,27 @@ public final class JobQueue: Service, Sendable {
     /// first, on the connection `listener` (kept open between calls by ``Listener``).
     public func listener() -> Listener { Listener(queue: self) }
 }
+
+extension JobQueue {
+    /// How ``submit(_:maxAttempts:)`` queues jobs: `evanesco batch submit`'s settings, declared once.
+    public struct SubmitSettings: DeclaresSettings, Sendable {
+        /// Each numeric setting's name, default and allowed values.
+        public enum Limits {
+            public static let maxAttempts = NumericSetting(
+                "max attempts", 1...100, default: 5, integer: true,
+                summary: "Attempts for a job whose failures may pass (I/O, a lost worker); bad input fails at once")
+        }
+
+        public static let settings: [Setting] = [.number("maxAttempts", Limits.maxAttempts)]
+
+        /// Attempts before a job whose failures may pass is failed for good.
+        public var maxAttempts = Int(Limits.maxAttempts.defaultValue!)
+
+        public init() {}
+
+        /// Checks every value.
+        ///
+        /// - Throws: `SettingError` naming the setting.
+        public func validate() throws(SettingError) { try Limits.maxAttempts.check(maxAttempts) }
+    }
+}

@@ -4,7 +4,7 @@ import UnixSignals
 
 extension QueueWorker {
     /// Runs a worker on `address` as one `ServiceGroup`: the queue's connection pool, the
-    /// metrics server when `metrics` is given, and the worker. A graceful shutdown (one of
+    /// metrics server when ``Settings/metricsPort`` is set, and the worker. A graceful shutdown (one of
     /// `signals`, SIGTERM and SIGINT by default) drains the worker first: it stops claiming and
     /// gives running jobs ``Settings/grace`` seconds; then the metrics server stops and the pool
     /// closes last, after the worker's final writes. A worker that ends by itself (with
@@ -13,7 +13,7 @@ extension QueueWorker {
     /// - Parameters:
     ///   - address: The queue.
     ///   - settings: How the worker runs.
-    ///   - metrics: Counters, and where to serve them, or nil.
+    ///   - metrics: The counters to serve (made when nil and a metrics port is set).
     ///   - logger: Where the worker logs (one line per job).
     ///   - queueLogger: Where the pool and the group log (default: nowhere).
     ///   - signals: The signals that drain the worker.
@@ -21,15 +21,16 @@ extension QueueWorker {
     /// - Throws: When the pool cannot be configured, or the metrics server cannot listen.
     public static func serve(
         _ address: QueueAddress, settings: Settings,
-        metrics: (counters: WorkerMetrics, host: String, port: Int)? = nil, logger: Logger,
+        metrics: WorkerMetrics? = nil, logger: Logger,
         queueLogger: Logger = Logger(label: "evanesco.queue", factory: { _ in SwiftLogNoOpLogHandler() }),
         signals: [UnixSignal] = [.sigterm, .sigint]
     ) async throws -> Summary {
         let queue = try JobQueue(address, logger: queueLogger, runsItself: false)
-        let worker = QueueWorker(queue: queue, settings: settings, metrics: metrics?.counters, logger: logger)
+        let metrics = settings.metricsPort == nil ? nil : metrics ?? WorkerMetrics()
+        let worker = QueueWorker(queue: queue, settings: settings, metrics: metrics, logger: logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: queue)]
-        if let metrics {
-            services.append(.init(service: metrics.counters.server(host: metrics.host, port: metrics.port)))
+        if let metrics, let port = settings.metricsPort {
+            services.append(.init(service: metrics.server(host: settings.metricsHost, port: port)))
         }
         services.append(
             .init(

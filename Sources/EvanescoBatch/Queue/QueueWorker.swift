@@ -41,6 +41,10 @@ public final class QueueWorker: @unchecked Sendable {
         /// Seconds a lease may stay expired before it is taken back: a database outage shorter
         /// than this (during which no lease can be renewed) costs no work in flight.
         public var outageGrace = Limits.outageGrace.defaultValue!
+        /// The port Prometheus metrics are served on (`GET /metrics`); nil: none.
+        public var metricsPort: Int?
+        /// The address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus elsewhere.
+        public var metricsHost = "127.0.0.1"
         public init() {}
     }
 
@@ -495,6 +499,9 @@ extension QueueWorker.Settings: DeclaresSettings {
             "outage grace", 0...86400, default: 0, unit: "seconds",
             summary: "Seconds an expired lease is left before it is taken back: work in flight survives a "
                 + "database outage shorter than this")
+        public static let metricsPort = NumericSetting(
+            "metrics port", 1...65535, default: nil, integer: true,
+            summary: "Serve Prometheus metrics on this port (GET /metrics)")
     }
 
     /// Every setting of a worker, declared once: `evanesco worker`'s flags take them from here.
@@ -502,7 +509,15 @@ extension QueueWorker.Settings: DeclaresSettings {
         .number("jobs", Limits.jobs), .number("lease", Limits.lease), .number("poll", Limits.poll),
         .number("grace", Limits.grace), .number("jobTimeout", Limits.jobTimeout),
         .number("outageGrace", Limits.outageGrace),
-        Setting("exitWhenDone", .toggle(default: false), summary: "Exit once no job is pending or running")
+        Setting("exitWhenDone", .toggle(default: false), summary: "Exit once no job is pending or running"),
+        Setting(
+            "allow", .text(default: "anywhere this user can"),
+            summary: "A folder jobs may read and write in (repeatable); a job whose inputs, output, background, mask "
+                + "or spill folder resolve elsewhere (links and .. resolved) fails untouched"),
+        .number("metricsPort", Limits.metricsPort),
+        Setting(
+            "metricsHost", .text(default: "127.0.0.1"),
+            summary: "The address metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine")
     ]
 
     /// Checks every value, NaN and infinity included.
@@ -515,5 +530,10 @@ extension QueueWorker.Settings: DeclaresSettings {
         try Limits.grace.check(grace)
         if let jobTimeout { try Limits.jobTimeout.check(jobTimeout) }
         try Limits.outageGrace.check(outageGrace)
+        if let metricsPort { try Limits.metricsPort.check(Double(metricsPort)) }
+        var address = in6_addr()
+        guard inet_pton(AF_INET, metricsHost, &address) == 1 || inet_pton(AF_INET6, metricsHost, &address) == 1 else {
+            throw SettingError(setting: "metricsHost", detail: "must be an IP address (127.0.0.1, 0.0.0.0, ::1)")
+        }
     }
 }
