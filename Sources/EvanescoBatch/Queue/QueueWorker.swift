@@ -225,30 +225,8 @@ public final class QueueWorker: @unchecked Sendable {
     /// heartbeat's threads), then finishes it, fenced.
     func execute(_ job: ClaimedJob) async {
         let started = Date()
-        let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
         let log = JobLog()
-        log.add("attempt \(job.attempt) of \(job.maxAttempts) on \(settings.name)")
-        let limit =
-            (try? BatchJob.parse(job.spec, base: "/", checkFiles: false, stored: true).timeout) ?? settings.jobTimeout
-        let allowed = settings.allowed
-        // The job runs on a thread of its own; its time limit, if any, races it. Past the limit
-        // the job is cancelled (a stack stops at its next frame or row) and failed at once; what
-        // its thread still produces is discarded.
-        let raced: Result<(String, JobReport, OutputDigest), JobFailure>? = await withCheckedContinuation { done in
-            JobRunner.race(
-                limit: limit, cancellation: cancellation,
-                work: { Self.attempt(job, cancellation: cancellation, allowed: allowed, log: log) },
-                late: { r in if case .success(let (staged, _, _)) = r { Staging.discard(staged) } },
-                finish: { done.resume(returning: $0) })
-        }
-        let outcome =
-            raced
-            ?? .failure(
-                JobFailure.timedOut(limit ?? 0, hint: "raise the line's timeout, or the worker's --job-timeout"))
-        switch outcome {
-        case .success: log.add("finished its work")
-        case .failure(let f): log.add("failed: \(f.message)")
-        }
+        let outcome = await work(job, log: log)
         let seconds = Date().timeIntervalSince(started)
         let lost = running.update { r -> Bool in
             r[job.token]?.completing = true
@@ -287,32 +265,60 @@ public final class QueueWorker: @unchecked Sendable {
                 result = .failure(JobFailure(message: why, permanent: false))
             }
         }
-        switch result {
-        case .success: break
-        case .failure(let failure):
-            let final = failure.permanent || job.attempt >= job.maxAttempts
-            let result = await retrying("record \(job.id)'s failure", limit: 120) {
-                try await self.queue.fail(
-                    job, message: failure.message, permanent: failure.permanent, owner: self.settings.name,
-                    log: log.text)
-            }
-            if result == .applied {
-                if final {
-                    summary.update { $0.failed += 1 }
-                    metrics?.failed.increment()
-                    logger.error("failed \(job.id): \(failure.message)")
-                } else {
-                    summary.update { $0.retried += 1 }
-                    logger.warning("attempt \(job.attempt) of \(job.id) failed, will retry: \(failure.message)")
-                }
-            } else {
-                discard(job, seconds: seconds)
-                return
-            }
+        if case .failure(let failure) = result, await !recordFailure(job, failure, log: log) {
+            discard(job, seconds: seconds)
+            return
         }
         running.update { $0[job.token] = nil }
         metrics?.running.set(Double(running.value.count))
         listener.fire()
+    }
+
+    /// The job's work on a thread of its own, its time limit (if any) racing it. Past the limit
+    /// the job is cancelled (a stack stops at its next frame or row) and failed at once; what its
+    /// thread still produces is discarded.
+    func work(_ job: ClaimedJob, log: JobLog) async -> Result<(String, JobReport, OutputDigest), JobFailure> {
+        let cancellation = running.value[job.token]?.cancellation ?? StackCancellation()
+        log.add("attempt \(job.attempt) of \(job.maxAttempts) on \(settings.name)")
+        let limit =
+            (try? BatchJob.parse(job.spec, base: "/", checkFiles: false, stored: true).timeout) ?? settings.jobTimeout
+        let allowed = settings.allowed
+        let raced: Result<(String, JobReport, OutputDigest), JobFailure>? = await withCheckedContinuation { done in
+            JobRunner.race(
+                limit: limit, cancellation: cancellation,
+                work: { Self.attempt(job, cancellation: cancellation, allowed: allowed, log: log) },
+                late: { r in if case .success(let (staged, _, _)) = r { Staging.discard(staged) } },
+                finish: { done.resume(returning: $0) })
+        }
+        let outcome =
+            raced
+            ?? .failure(
+                JobFailure.timedOut(limit ?? 0, hint: "raise the line's timeout, or the worker's --job-timeout"))
+        switch outcome {
+        case .success: log.add("finished its work")
+        case .failure(let f): log.add("failed: \(f.message)")
+        }
+        return outcome
+    }
+
+    /// Records a failed attempt: the job fails for good (permanent, or its last attempt) or waits
+    /// for its next attempt. False when the record did not apply (the lease was lost).
+    func recordFailure(_ job: ClaimedJob, _ failure: JobFailure, log: JobLog) async -> Bool {
+        let final = failure.permanent || job.attempt >= job.maxAttempts
+        let result = await retrying("record \(job.id)'s failure", limit: 120) {
+            try await self.queue.fail(
+                job, message: failure.message, permanent: failure.permanent, owner: self.settings.name, log: log.text)
+        }
+        guard result == .applied else { return false }
+        if final {
+            summary.update { $0.failed += 1 }
+            metrics?.failed.increment()
+            logger.error("failed \(job.id): \(failure.message)")
+        } else {
+            summary.update { $0.retried += 1 }
+            logger.warning("attempt \(job.attempt) of \(job.id) failed, will retry: \(failure.message)")
+        }
+        return true
     }
 
     func discard(_ job: ClaimedJob, seconds: Double) {

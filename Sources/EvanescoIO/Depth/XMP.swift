@@ -249,73 +249,14 @@ private struct XMLParser {
             }
             if starts("<!") { throw .declarationRefused }
             if starts("</") {
-                i += 2
-                let (prefix, name) = try qname()
-                skipSpace()
-                try expect(">")
-                guard stack.count > 1, let open = stack.popLast() else {
-                    throw .malformed(offset: i, reason: "unexpected closing tag")
-                }
-                guard open.prefix == prefix && open.name == name else {
-                    throw .malformed(
-                        offset: i,
-                        reason:
-                            "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match "
-                            + "\(open.prefix):\(open.name)"
-                    )
-                }
-                let element = try close(open, inScope: stack)
-                stack[stack.count - 1].children.append(element)
+                try endTag(&stack)
                 continue
             }
             // Start tag.
             i += 1
             elementCount += 1
             if elementCount > limits.maxElements { throw .tooManyElements(limit: limits.maxElements) }
-            let (prefix, name) = try qname()
-            var attrs: [(prefix: String, name: String, value: String)] = []
-            var ns: [String: String] = [:]
-            var selfClosing = false
-            while true {
-                skipSpace()
-                guard i < b.count else { throw .malformed(offset: i, reason: "the file ends inside a tag") }
-                if b[i] == UInt8(ascii: ">") {
-                    i += 1
-                    break
-                }
-                if starts("/>") {
-                    i += 2
-                    selfClosing = true
-                    break
-                }
-                let (ap, an) = try qname()
-                skipSpace()
-                try expect("=")
-                skipSpace()
-                guard i < b.count, b[i] == UInt8(ascii: "\"") || b[i] == UInt8(ascii: "'") else {
-                    throw .malformed(offset: i, reason: "attribute value without quotes")
-                }
-                let q = b[i]
-                i += 1
-                let start = i
-                while i < b.count && b[i] != q {
-                    if b[i] == UInt8(ascii: "<") {
-                        throw .malformed(offset: i, reason: "'<' inside an attribute value")
-                    }
-                    i += 1
-                }
-                guard i < b.count else { throw .malformed(offset: start, reason: "unterminated attribute value") }
-                let value = String(decoding: try decodeText(b[start..<i], at: start), as: UTF8.self)
-                i += 1
-                if ap == "xmlns" {
-                    ns[an] = value
-                } else if ap.isEmpty && an == "xmlns" {
-                    ns[""] = value
-                } else {
-                    attrs.append((ap, an, value))
-                }
-            }
-            let open = Open(prefix: prefix, name: name, rawAttributes: attrs, namespaces: ns)
+            let (open, selfClosing) = try startTag()
             if selfClosing {
                 stack.append(open)
                 let o = stack.removeLast()
@@ -331,6 +272,76 @@ private struct XMLParser {
         }
         let doc = stack[0]
         return XMLElement(namespace: "", name: "#document", attributes: [], children: doc.children, text: "")
+    }
+
+    /// Reads an end tag (after its `</`) and closes the element it ends.
+    mutating func endTag(_ stack: inout [Open]) throws(XMPError) {
+        i += 2
+        let (prefix, name) = try qname()
+        skipSpace()
+        try expect(">")
+        guard stack.count > 1, let open = stack.popLast() else {
+            throw .malformed(offset: i, reason: "unexpected closing tag")
+        }
+        guard open.prefix == prefix && open.name == name else {
+            throw .malformed(
+                offset: i,
+                reason:
+                    "closing tag \(prefix.isEmpty ? "" : prefix + ":")\(name) does not match "
+                    + "\(open.prefix):\(open.name)"
+            )
+        }
+        let element = try close(open, inScope: stack)
+        stack[stack.count - 1].children.append(element)
+    }
+
+    /// Reads a start tag after its `<`: the name, attributes and namespace declarations, and
+    /// whether it closes itself (`/>`).
+    mutating func startTag() throws(XMPError) -> (Open, selfClosing: Bool) {
+        let (prefix, name) = try qname()
+        var attrs: [(prefix: String, name: String, value: String)] = []
+        var ns: [String: String] = [:]
+        var selfClosing = false
+        while true {
+            skipSpace()
+            guard i < b.count else { throw .malformed(offset: i, reason: "the file ends inside a tag") }
+            if b[i] == UInt8(ascii: ">") {
+                i += 1
+                break
+            }
+            if starts("/>") {
+                i += 2
+                selfClosing = true
+                break
+            }
+            let (ap, an) = try qname()
+            skipSpace()
+            try expect("=")
+            skipSpace()
+            guard i < b.count, b[i] == UInt8(ascii: "\"") || b[i] == UInt8(ascii: "'") else {
+                throw .malformed(offset: i, reason: "attribute value without quotes")
+            }
+            let q = b[i]
+            i += 1
+            let start = i
+            while i < b.count && b[i] != q {
+                if b[i] == UInt8(ascii: "<") {
+                    throw .malformed(offset: i, reason: "'<' inside an attribute value")
+                }
+                i += 1
+            }
+            guard i < b.count else { throw .malformed(offset: start, reason: "unterminated attribute value") }
+            let value = String(decoding: try decodeText(b[start..<i], at: start), as: UTF8.self)
+            i += 1
+            if ap == "xmlns" {
+                ns[an] = value
+            } else if ap.isEmpty && an == "xmlns" {
+                ns[""] = value
+            } else {
+                attrs.append((ap, an, value))
+            }
+        }
+        return (Open(prefix: prefix, name: name, rawAttributes: attrs, namespaces: ns), selfClosing)
     }
 
     /// Resolves names with the namespaces in scope (the element's own declarations included).
