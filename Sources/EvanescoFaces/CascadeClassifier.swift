@@ -116,135 +116,32 @@ public struct CascadeClassifier: Sendable {
                     + "files of opencv-data 4.x"
             )
         }
-        func child(_ e: XMLElement, _ n: String) -> XMLElement? { e.children.first { $0.name == n } }
-        func text(_ e: XMLElement?, _ n: String) -> String? { e.flatMap { child($0, n) }?.text.trimmingWhitespace }
-        guard text(cascade, "stageType") == "BOOST" else {
+        let reader = CascadeXML(path: path)
+        guard reader.text(cascade, "stageType") == "BOOST" else {
             throw CascadeError.unsupported(path: path, detail: "only BOOST cascades are supported")
         }
-        switch text(cascade, "featureType") {
+        switch reader.text(cascade, "featureType") {
         case "HAAR": feature = .haar
         case "LBP": feature = .lbp
         case let t:
             throw CascadeError.unsupported(
                 path: path, detail: "feature type \(t ?? "?") is not supported (HAAR and LBP are)")
         }
-        guard let w = FileNumber.int(text(cascade, "width"), in: 3...999),
-            let h = FileNumber.int(text(cascade, "height"), in: 3...999)
+        guard let w = FileNumber.int(reader.text(cascade, "width"), in: 3...999),
+            let h = FileNumber.int(reader.text(cascade, "height"), in: 3...999)
         else {
             throw CascadeError.unreadable(
                 path: path, detail: "the window width/height is missing or not within 3...999")
         }
         windowWidth = w
         windowHeight = h
-        // Every number in the file must be finite; integers (indices, rectangle corners) must be
-        // whole and in range before they are converted.
-        func numbers(_ s: String, _ what: String) throws -> [Double] {
-            let v = s.split { $0.isWhitespace }.map { FileNumber.double($0) }
-            guard v.allSatisfy({ $0 != nil }) else {
-                throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number")
-            }
-            return v.map { $0! }
-        }
-        // Ranges passed here fit Int32, except the LBP subset words (read as UInt32 bit patterns).
-        func index(_ v: Double, _ range: ClosedRange<Int>, _ what: String) throws -> Int32 {
-            guard let i = FileNumber.int(exactly: v, in: range) else {
-                throw CascadeError.unreadable(
-                    path: path,
-                    detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
-            }
-            return Int32(truncatingIfNeeded: i)
-        }
-
-        guard let stagesEl = child(cascade, "stages"), let featuresEl = child(cascade, "features") else {
+        guard let stagesEl = reader.child(cascade, "stages"), let featuresEl = reader.child(cascade, "features") else {
             throw CascadeError.unreadable(path: path, detail: "no <stages> or <features>")
         }
-        let perNode = feature == .haar ? 4 : 3 + 8
-        for st in stagesEl.children {
-            guard let thr = FileNumber.double(text(st, "stageThreshold")), let wc = child(st, "weakClassifiers") else {
-                throw CascadeError.unreadable(path: path, detail: "a stage without threshold or weak classifiers")
-            }
-            let start = weaks.count
-            for weak in wc.children {
-                let n = try numbers(text(weak, "internalNodes") ?? "", "internalNodes")
-                let l = try numbers(text(weak, "leafValues") ?? "", "leafValues")
-                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty, n.count / perNode < 10_000,
-                    l.count < 10_000
-                else {
-                    throw CascadeError.unreadable(
-                        path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
-                }
-                guard nodes.count < 1_000_000 else {
-                    throw CascadeError.unreadable(path: path, detail: "more than 1,000,000 nodes")
-                }
-                weaks.append(Weak(node: Int32(nodes.count), leaf: Int32(leaves.count)))
-                let m = n.count / perNode
-                for (i, k) in stride(from: 0, to: n.count, by: perNode).enumerated() {
-                    // A child is a later node of the same tree (i < child < m) or a leaf (-leaf <= 0):
-                    // the evaluation walks forward only, so it always ends, and never leaves the tree.
-                    let children = try [n[k], n[k + 1]].map { v -> Int32 in
-                        v > 0
-                            ? try index(v, (i + 1)...max(i + 1, m - 1), "a node's child")
-                            : try index(v, -(l.count - 1)...0, "a node's leaf")
-                    }
-                    if children.contains(where: { $0 > 0 && Int($0) >= m }) {
-                        throw CascadeError.unreadable(path: path, detail: "a node's child points past its tree")
-                    }
-                    var node = Node(
-                        left: children[0], right: children[1],
-                        feature: try index(n[k + 2], 0...1_000_000, "a feature index"),
-                        threshold: 0, subset: -1)
-                    if feature == .haar {
-                        node.threshold = Float(n[k + 3])
-                    } else {
-                        node.subset = Int32(subsets.count)
-                        subsets += try (0..<8).map {
-                            try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word")
-                        }
-                    }
-                    nodes.append(node)
-                }
-                leaves += l.map { Float($0) }
-            }
-            stages.append(Stage(weakStart: Int32(start), weakCount: Int32(weaks.count - start), threshold: Float(thr)))
-        }
+        let trees = try reader.stages(stagesEl, feature: feature)
+        (stages, weaks, nodes, leaves, subsets) = (trees.stages, trees.weaks, trees.nodes, trees.leaves, trees.subsets)
         rectsPerFeature = feature == .haar ? 3 : 1
-        for f in featuresEl.children {
-            if feature == .haar {
-                if text(f, "tilted") == "1" {
-                    throw CascadeError.unsupported(path: path, detail: "tilted Haar features are not supported")
-                }
-                guard let rs = child(f, "rects") else {
-                    throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects")
-                }
-                var got: [HaarRect] = []
-                for r in rs.children {
-                    let v = try numbers(r.text, "a Haar rect")
-                    guard v.count == 5 else {
-                        throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers")
-                    }
-                    got.append(
-                        HaarRect(
-                            x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
-                            w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"),
-                            weight: Float(v[4])))
-                }
-                guard (1...3).contains(got.count) else {
-                    throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects")
-                }
-                while got.count < 3 { got.append(HaarRect(x: 0, y: 0, w: 0, h: 0, weight: 0)) }
-                rects += got
-            } else {
-                let v = try numbers(text(f, "rect") ?? "", "an LBP rect")
-                guard v.count == 4 else {
-                    throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers")
-                }
-                rects.append(
-                    HaarRect(
-                        x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
-                        w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"),
-                        weight: 1))
-            }
-        }
+        rects = try reader.features(featuresEl, feature: feature, width: w, height: h)
         let featureCount = rects.count / rectsPerFeature
         guard !stages.isEmpty, nodes.allSatisfy({ $0.feature >= 0 && Int($0.feature) < featureCount }) else {
             throw CascadeError.unreadable(path: path, detail: "a node refers to a feature that does not exist")
@@ -500,5 +397,145 @@ public struct CascadeClassifier: Sendable {
             if !inside { out.append(r1) }
         }
         return out
+    }
+}
+
+/// Reads a cascade's XML: every number in the file must be finite; integers (indices, rectangle
+/// corners) must be whole and in range before they are converted.
+struct CascadeXML {
+    let path: String
+
+    func child(_ e: XMLElement, _ n: String) -> XMLElement? { e.children.first { $0.name == n } }
+    func text(_ e: XMLElement?, _ n: String) -> String? { e.flatMap { child($0, n) }?.text.trimmingWhitespace }
+
+    func numbers(_ s: String, _ what: String) throws -> [Double] {
+        let v = s.split { $0.isWhitespace }.map { FileNumber.double($0) }
+        guard v.allSatisfy({ $0 != nil }) else {
+            throw CascadeError.unreadable(path: path, detail: "\(what) holds a value that is not a finite number")
+        }
+        return v.map { $0! }
+    }
+
+    /// Ranges passed here fit Int32, except the LBP subset words (read as UInt32 bit patterns).
+    func index(_ v: Double, _ range: ClosedRange<Int>, _ what: String) throws -> Int32 {
+        guard let i = FileNumber.int(exactly: v, in: range) else {
+            throw CascadeError.unreadable(
+                path: path,
+                detail: "\(what) \(v) is not a whole number within \(range.lowerBound)...\(range.upperBound)")
+        }
+        return Int32(truncatingIfNeeded: i)
+    }
+
+    /// The stages and their trees, flattened.
+    func stages(_ stagesEl: XMLElement, feature: CascadeClassifier.Feature) throws -> (
+        stages: [CascadeClassifier.Stage], weaks: [CascadeClassifier.Weak], nodes: [CascadeClassifier.Node],
+        leaves: [Float], subsets: [Int32]
+    ) {
+        var stages: [CascadeClassifier.Stage] = [], weaks: [CascadeClassifier.Weak] = []
+        var nodes: [CascadeClassifier.Node] = [], leaves: [Float] = [], subsets: [Int32] = []
+        let perNode = feature == .haar ? 4 : 3 + 8
+        for st in stagesEl.children {
+            guard let thr = FileNumber.double(text(st, "stageThreshold")), let wc = child(st, "weakClassifiers") else {
+                throw CascadeError.unreadable(path: path, detail: "a stage without threshold or weak classifiers")
+            }
+            let start = weaks.count
+            for weak in wc.children {
+                let n = try numbers(text(weak, "internalNodes") ?? "", "internalNodes")
+                let l = try numbers(text(weak, "leafValues") ?? "", "leafValues")
+                guard n.count >= perNode, n.count % perNode == 0, !l.isEmpty, n.count / perNode < 10_000,
+                    l.count < 10_000
+                else {
+                    throw CascadeError.unreadable(
+                        path: path, detail: "a weak classifier with \(n.count) node values and \(l.count) leaves")
+                }
+                guard nodes.count < 1_000_000 else {
+                    throw CascadeError.unreadable(path: path, detail: "more than 1,000,000 nodes")
+                }
+                weaks.append(CascadeClassifier.Weak(node: Int32(nodes.count), leaf: Int32(leaves.count)))
+                nodes += try tree(n, leaves: l.count, perNode: perNode, feature: feature, subsets: &subsets)
+                leaves += l.map { Float($0) }
+            }
+            stages.append(
+                CascadeClassifier.Stage(
+                    weakStart: Int32(start), weakCount: Int32(weaks.count - start), threshold: Float(thr)))
+        }
+        return (stages, weaks, nodes, leaves, subsets)
+    }
+
+    /// One weak classifier's nodes. A child is a later node of the same tree (i < child < m) or a
+    /// leaf (-leaf <= 0): the evaluation walks forward only, so it always ends, and never leaves
+    /// the tree.
+    func tree(
+        _ n: [Double], leaves: Int, perNode: Int, feature: CascadeClassifier.Feature, subsets: inout [Int32]
+    ) throws -> [CascadeClassifier.Node] {
+        let m = n.count / perNode
+        var nodes: [CascadeClassifier.Node] = []
+        for (i, k) in stride(from: 0, to: n.count, by: perNode).enumerated() {
+            let children = try [n[k], n[k + 1]].map { v -> Int32 in
+                v > 0
+                    ? try index(v, (i + 1)...max(i + 1, m - 1), "a node's child")
+                    : try index(v, -(leaves - 1)...0, "a node's leaf")
+            }
+            if children.contains(where: { $0 > 0 && Int($0) >= m }) {
+                throw CascadeError.unreadable(path: path, detail: "a node's child points past its tree")
+            }
+            var node = CascadeClassifier.Node(
+                left: children[0], right: children[1],
+                feature: try index(n[k + 2], 0...1_000_000, "a feature index"),
+                threshold: 0, subset: -1)
+            if feature == .haar {
+                node.threshold = Float(n[k + 3])
+            } else {
+                node.subset = Int32(subsets.count)
+                subsets += try (0..<8).map {
+                    try index(n[k + 3 + $0], Int(Int32.min)...Int(UInt32.max), "an LBP subset word")
+                }
+            }
+            nodes.append(node)
+        }
+        return nodes
+    }
+
+    /// The features' rectangles: three per Haar feature (unused ones zero), one per LBP feature.
+    func features(
+        _ featuresEl: XMLElement, feature: CascadeClassifier.Feature, width w: Int, height h: Int
+    ) throws -> [CascadeClassifier.HaarRect] {
+        func rect(_ v: [Double], weight: Float) throws -> CascadeClassifier.HaarRect {
+            CascadeClassifier.HaarRect(
+                x: try index(v[0], 0...w, "a rect's x"), y: try index(v[1], 0...h, "a rect's y"),
+                w: try index(v[2], 0...w, "a rect's width"), h: try index(v[3], 0...h, "a rect's height"),
+                weight: weight)
+        }
+        var rects: [CascadeClassifier.HaarRect] = []
+        for f in featuresEl.children {
+            if feature == .haar {
+                if text(f, "tilted") == "1" {
+                    throw CascadeError.unsupported(path: path, detail: "tilted Haar features are not supported")
+                }
+                guard let rs = child(f, "rects") else {
+                    throw CascadeError.unreadable(path: path, detail: "a Haar feature without rects")
+                }
+                var got: [CascadeClassifier.HaarRect] = []
+                for r in rs.children {
+                    let v = try numbers(r.text, "a Haar rect")
+                    guard v.count == 5 else {
+                        throw CascadeError.unreadable(path: path, detail: "a Haar rect needs 5 numbers")
+                    }
+                    got.append(try rect(v, weight: Float(v[4])))
+                }
+                guard (1...3).contains(got.count) else {
+                    throw CascadeError.unreadable(path: path, detail: "a Haar feature with \(got.count) rects")
+                }
+                while got.count < 3 { got.append(CascadeClassifier.HaarRect(x: 0, y: 0, w: 0, h: 0, weight: 0)) }
+                rects += got
+            } else {
+                let v = try numbers(text(f, "rect") ?? "", "an LBP rect")
+                guard v.count == 4 else {
+                    throw CascadeError.unreadable(path: path, detail: "an LBP feature needs a rect of 4 numbers")
+                }
+                rects.append(try rect(v, weight: 1))
+            }
+        }
+        return rects
     }
 }
