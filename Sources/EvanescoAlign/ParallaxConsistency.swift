@@ -321,11 +321,13 @@ public enum ParallaxConsistency {
 
         /// Fits rho, each frame's motion and affine part. False when the fields are all zero or a
         /// frame's system is singular.
-        func run() -> Bool {
-            // Each frame's motion while rho starts as the first singular vector (from then on
-            // the frames' coefficients carry it).
+        func run() -> Bool { startRho() && alternate() }
+
+        /// Each frame's motion while rho starts as the first singular vector (from then on the
+        /// frames' coefficients carry it). False when the fields are all zero.
+        func startRho() -> Bool {
             var motion = [SIMD2<Float>](repeating: .zero, count: K)
-            let started = motion.withUnsafeMutableBufferPointer { t in
+            return motion.withUnsafeMutableBufferPointer { t in
                 for _ in 0..<12 {
                     StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
                         for k in frames {
@@ -356,7 +358,11 @@ public enum ParallaxConsistency {
                 }
                 return true
             }
-            guard started else { return false }
+        }
+
+        /// Ten rounds of: each frame's motion and affine part given rho, then rho and the weights
+        /// given the frames. False when a frame's system is singular.
+        func alternate() -> Bool {
             let singular = LockedBox(false)
             // The kernels read each frame's coefficients as 16 floats and each cell's metric as 4.
             precondition(MemoryLayout<(SIMD8<Float>, SIMD8<Float>)>.stride == 16 * MemoryLayout<Float>.stride)

@@ -141,35 +141,44 @@ public final class RegistrationReference: Sendable {
         if let best { return best }
         // Large motion (a turned or zoomed camera, another viewpoint): search rotation, scale and
         // shift at the coarsest level, then refine the best hypotheses with the full model.
-        if initial == nil && model == .homography && options.largeMotionSearch {
-            // Features on the finest level of at most ~500 px, then the rotation-and-scale search.
-            var featureLevel = top
-            while featureLevel > finest
-                && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320
-            { featureLevel -= 1 }
-            if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
-                let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
-                var r = try? refineFrom(
-                    start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true,
-                    through: stop)
-            {
-                r.start = .features
-                best = r
-                if r.inlierFraction >= 0.5 { return r }
-            }
-            for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
-                if var r = try? refineFrom(
-                    start, fp, top: top, finest: finest, model: model, hasInitial: true, largeMotion: true,
-                    through: stop)
-                {
-                    r.start = .rotationSearch
-                    if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
-                    if r.inlierFraction >= 0.5 { break }
-                }
-            }
-            if let best { return best }
+        if initial == nil && model == .homography && options.largeMotionSearch,
+            let r = largeMotion(fp, top: top, finest: finest, through: stop)
+        {
+            return r
         }
         throw firstError ?? RegistrationError.tooLittleTexture
+    }
+
+    /// The large-motion search: features on the finest level of at most ~500 px, then the
+    /// rotation-and-scale search at the coarsest level, each start refined with a homography.
+    /// The best result (the first that agrees at 0.5 or more), or nil when none converged.
+    func largeMotion(_ fp: GreyPyramid, top: Int, finest: Int, through stop: Int) -> RegistrationResult? {
+        var best: RegistrationResult?
+        var featureLevel = top
+        while featureLevel > finest
+            && max(pyramid.levels[featureLevel].width, pyramid.levels[featureLevel].height) < 320
+        { featureLevel -= 1 }
+        if let h = FeatureStart.estimate(frame: fp.levels[featureLevel], reference: pyramid.levels[featureLevel]),
+            let start = h.rescaled(by: pow(2.0, Double(featureLevel))).inverse,
+            var r = try? refineFrom(
+                start, fp, top: top, finest: finest, model: .homography, hasInitial: true, largeMotion: true,
+                through: stop)
+        {
+            r.start = .features
+            best = r
+            if r.inlierFraction >= 0.5 { return r }
+        }
+        for start in similarityStarts(fp.levels[top], pyramid.levels[top], level: top) {
+            if var r = try? refineFrom(
+                start, fp, top: top, finest: finest, model: .homography, hasInitial: true, largeMotion: true,
+                through: stop)
+            {
+                r.start = .rotationSearch
+                if best == nil || r.inlierFraction > best!.inlierFraction { best = r }
+                if r.inlierFraction >= 0.5 { break }
+            }
+        }
+        return best
     }
 
     /// The finest level a frame with pyramid `fp` is registered at: ``RegistrationOptions/finestLevel``,

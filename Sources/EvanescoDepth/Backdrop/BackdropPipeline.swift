@@ -206,39 +206,10 @@ public final class BackdropPipeline {
                             gammaTable.table.withUnsafeBufferPointer { table in
                                 smoothed.withUnsafeMutableBufferPointer { S in
                                     m.withUnsafeMutableBufferPointer { M in
-                                        let hp = UncheckedSendable(H), tp = UncheckedSendable(T),
-                                            sp = UncheckedSendable(S), mp = UncheckedSendable(M)
-                                        let blur = evn_blur(
-                                            weights: G.baseAddress, taps: G.count, width: hw, height: hh)
-                                        // Coverage rows and their horizontal blur (a row needs no other rows), then the
-                                        // vertical blur back into the coverage plane, temporal smoothing (kept for the
-                                        // next
-                                        // frame) and gamma.
-                                        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
-                                            evn_half_coverage(
-                                                B.baseAddress!, w, h, fill, rows.lowerBound, rows.upperBound,
-                                                hp.value.baseAddress!)
-                                            guard !G.isEmpty else { return }
-                                            withUnsafePointer(to: blur) {
-                                                evn_blur_rows(
-                                                    $0, hp.value.baseAddress!, rows.lowerBound, rows.upperBound,
-                                                    tp.value.baseAddress!)
-                                            }
-                                        }
-                                        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
-                                            if !G.isEmpty {
-                                                withUnsafePointer(to: blur) {
-                                                    evn_blur_columns(
-                                                        $0, tp.value.baseAddress!, rows.lowerBound, rows.upperBound,
-                                                        hp.value.baseAddress!)
-                                                }
-                                            }
-                                            evn_mask_finish(
-                                                hp.value.baseAddress!, P.isEmpty ? nil : P.baseAddress, a,
-                                                table.baseAddress!,
-                                                rows.lowerBound * hw, rows.upperBound * hw, sp.value.baseAddress!,
-                                                mp.value.baseAddress!)
-                                        }
+                                        Self.halfResolution(
+                                            bin: B, width: w, height: h, fill: fill, weights: G, previous: P,
+                                            temporalWeight: a, gamma: table, half: H, blurred: T, smoothed: S,
+                                            mask: M)
                                     }
                                 }
                             }
@@ -254,6 +225,49 @@ public final class BackdropPipeline {
         scratch.smoothed = previousMask ?? []
         previousMask = smoothed
         return (m, hw, hh)
+    }
+
+    /// The half-resolution planes of one frame's mask from its binary cut: 2x2 coverage with the
+    /// holes filled, the Gaussian blur (rows, then columns), temporal smoothing against
+    /// `previous` (empty: none) and the gamma table, in strips of rows.
+    static func halfResolution(
+        bin B: UnsafeBufferPointer<UInt8>, width w: Int, height h: Int, fill: Int32,
+        weights G: UnsafeBufferPointer<Float>, previous P: UnsafeBufferPointer<Float>, temporalWeight a: Float,
+        gamma table: UnsafeBufferPointer<Float>, half H: UnsafeMutableBufferPointer<Float>,
+        blurred T: UnsafeMutableBufferPointer<Float>, smoothed S: UnsafeMutableBufferPointer<Float>,
+        mask M: UnsafeMutableBufferPointer<Float>
+    ) {
+        let hp = UncheckedSendable(H), tp = UncheckedSendable(T),
+            sp = UncheckedSendable(S), mp = UncheckedSendable(M)
+        let hw = (w + 1) / 2, hh = (h + 1) / 2
+        let blur = evn_blur(weights: G.baseAddress, taps: G.count, width: hw, height: hh)
+        // Coverage rows and their horizontal blur (a row needs no other rows), then the vertical
+        // blur back into the coverage plane, temporal smoothing (kept for the next frame) and gamma.
+        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+            evn_half_coverage(
+                B.baseAddress!, w, h, fill, rows.lowerBound, rows.upperBound,
+                hp.value.baseAddress!)
+            guard !G.isEmpty else { return }
+            withUnsafePointer(to: blur) {
+                evn_blur_rows(
+                    $0, hp.value.baseAddress!, rows.lowerBound, rows.upperBound,
+                    tp.value.baseAddress!)
+            }
+        }
+        StripExecutor.forEachStrip(rows: hh, minimumRows: 16) { rows in
+            if !G.isEmpty {
+                withUnsafePointer(to: blur) {
+                    evn_blur_columns(
+                        $0, tp.value.baseAddress!, rows.lowerBound, rows.upperBound,
+                        hp.value.baseAddress!)
+                }
+            }
+            evn_mask_finish(
+                hp.value.baseAddress!, P.isEmpty ? nil : P.baseAddress, a,
+                table.baseAddress!,
+                rows.lowerBound * hw, rows.upperBound * hw, sp.value.baseAddress!,
+                mp.value.baseAddress!)
+        }
     }
 
     /// The Gaussian's weights for the mask blur, kept while sigma does not change.
