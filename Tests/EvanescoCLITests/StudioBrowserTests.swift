@@ -73,186 +73,11 @@ struct StudioBrowser {
                 paths.contains("burst:burst") && paths.contains("portrait.jpg:depth")
                     && paths.contains("beach.png:image"), "\(paths)")
 
-            // Burst: open, stack, see the result; progress within 1 s of pressing Stack.
-            try await browser.click("[data-testid=file-item][data-path=burst]")
-            try await browser.wait(
-                "!document.querySelector('[data-testid=workspace-burst]').hidden && "
-                    + "document.querySelectorAll('[data-testid=frame-item]').length === 4",
-                what: "the frame strip")
-            try await browser.click("[data-testid=frame-item][data-index='1']")
-            try await browser.wait(
-                "document.querySelector('[data-testid=frame-item][data-index=\"1\"]').classList.contains('reference')",
-                what: "frame 1 as the reference")
-            try await browser.click("[data-testid=stack-button]")
-            try await browser.wait(
-                "document.querySelector('[data-testid=result-image]').naturalWidth > 0 && "
-                    + "document.querySelector('[data-testid=stack-progress]').textContent === 'done'",
-                seconds: 120, what: "the stacked result")
-            let first =
-                Double(
-                    try await browser.run(
-                        "return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || "
-                            + "'-1';"
-                    ) as? String ?? "-1") ?? -1
-            let firstBudget = StudioData.budget(1000)
-            #expect(first >= 0 && first < firstBudget.ms, "first progress after \(first) ms (\(firstBudget.load))")
-            let statuses =
-                try await browser.run(
-                    "return [...document.querySelectorAll('[data-testid=frame-status]')].map(e => e.textContent);")
-                as? [String] ?? []
-            #expect(
-                statuses.count == 4 && statuses[1] == "reference"
-                    && statuses.filter { $0.hasPrefix("aligned") || $0.hasPrefix("as") }.count >= 2, "\(statuses)")
-            #expect(
-                try await browser.run("return document.querySelector('[data-testid=result-image]').naturalWidth;")
-                    as? Int == 160)
-            // The merged picture has no square where frame 1 had it: sample it through a canvas.
-            let dark =
-                try await browser.run(
-                    """
-                    const img = document.querySelector('[data-testid=result-image]');
-                    const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = \
-                    img.naturalHeight;
-                    const g = c.getContext('2d'); g.drawImage(img, 0, 0);
-                    return g.getImageData(56, 55, 1, 1).data[0];
-                    """) as? Int ?? 0
-            #expect(dark > 40, "the moving square should have vanished (red \(dark))")
-            try await browser.run(
-                "const s = document.querySelector('[data-testid=map-select]'); s.value = 'provenance'; "
-                    + "s.dispatchEvent(new Event('change'));"
-            )
-            try await browser.wait(
-                "!document.querySelector('[data-testid=map-legend]').hidden", what: "the provenance legend")
-            let href =
-                try await browser.run(
-                    "return document.querySelector('[data-testid=download-png16]').getAttribute('href');") as? String
-                ?? ""
-            #expect(href.contains("format=png16"))
-            if let shots, roots.count > 3 {
-                try await browser.click("[data-testid=file-item][data-root='2'][data-path='.']")
-                try await browser.wait(
-                    "document.querySelectorAll('[data-testid=frame-item]').length >= 10", seconds: 60,
-                    what: "the pedestrian frames")
-                try await browser.click("[data-testid=stack-button]")
-                try await browser.wait(
-                    "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && "
-                        + "document.querySelector('[data-testid=result-image]').naturalWidth > 160",
-                    seconds: 120, what: "the pedestrians stacked")
-                try await browser.run(
-                    "const s = document.querySelector('[data-testid=map-select]'); s.value = 'result'; "
-                        + "s.dispatchEvent(new Event('change'));"
-                )
-                try await Task.sleep(for: .milliseconds(800))
-                try await browser.screenshot(to: shots + "/studio-burst.png")
-            }
-
-            // Depth: open, drag the focus slider, the preview changes; click to focus.
-            try await browser.click("[data-testid=file-item][data-path='portrait.jpg']")
-            try await browser.wait(
-                "!document.querySelector('[data-testid=workspace-depth]').hidden && "
-                    + "document.querySelector('[data-testid=preview-image]').naturalWidth > 0",
-                what: "the depth preview")
-            let facts =
-                try await browser.run("return document.querySelector('[data-testid=depth-info]').textContent;")
-                as? String ?? ""
-            #expect(facts.contains("GDepth") && facts.contains("48×32"), "\(facts)")
-            try await browser.click("[data-testid=view-mask]")
-            let pixels = """
-                const img = document.querySelector('[data-testid=preview-image]');
-                const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
-                const g = c.getContext('2d'); g.drawImage(img, 0, 0);
-                const d = g.getImageData(0, 0, c.width, c.height).data; let left = 0, right = 0;
-                for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) { if (x < c.width / 2) left += \
-                d[(y * c.width + x) * 4]; else right += d[(y * c.width + x) * 4]; }
-                return [left / (c.width * c.height / 2), right / (c.width * c.height / 2)];
-                """
-            try await browser.run("window.studioTimings = [];")
-            try await browser.drag("[data-testid=focus-slider]", from: 0.5, to: 0.98, steps: 12, milliseconds: 600)
-            try await browser.wait(
-                "window.studioTimings.length > 0 && "
-                    + "Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9",
-                what: "previews while dragging")
-            try await Task.sleep(for: .milliseconds(500))
-            let near = try await browser.run(pixels) as? [Double] ?? []
-            try await browser.drag("[data-testid=focus-slider]", from: 0.98, to: 0.02, steps: 12, milliseconds: 600)
-            try await browser.wait(
-                "Number(document.querySelector('[data-testid=focus-slider]').value) < 0.1",
-                what: "the slider at the far end")
-            try await Task.sleep(for: .milliseconds(500))
-            let far = try await browser.run(pixels) as? [Double] ?? []
-            // Focus near: the near (left) half is in the mask; focus far: the right half is.
-            #expect(
-                near.count == 2 && far.count == 2 && near[0] > 200 && near[1] < 40 && far[0] < 40 && far[1] > 200,
-                "near \(near), far \(far)")
-            // Click on the left (near) half: the slider moves to the near end.
-            try await browser.click("[data-testid=preview-image]", at: 0.2, 0.5)
-            try await browser.wait(
-                "Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9", what: "click to focus")
-            try await browser.click("[data-testid=view-filtered]")
-            try await browser.click("[data-testid=effect-blur]")
-            try await browser.wait(
-                "document.querySelector('[data-testid=render-ms]').textContent !== ''", what: "a blurred preview")
-
-            if pug != nil {
-                try await browser.click("[data-testid=file-item][data-path='pug.heic']")
-                try await browser.wait(
-                    "document.querySelector('[data-testid=preview-image]').naturalWidth >= 1200", seconds: 60,
-                    what: "the pug preview")
-                try await Self.dragTimings(browser)
-                try await browser.click("[data-testid=effect-blur]")
-                try await browser.run(
-                    "const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; "
-                        + "f.dispatchEvent(new Event('input')); f.dispatchEvent(new Event('change'));"
-                )
-                try await Task.sleep(for: .milliseconds(1500))
-                if let shots { try await browser.screenshot(to: shots + "/studio-depth.png") }
-            } else {
-                FileHandle.standardError.write(
-                    Data(
-                        ("studio browser test: the pug.heic slider timing runs on the release binary "
-                            + "(EVANESCO_BIN=.build/release/evanesco) with ../shared/data present; not this time\n")
-                            .utf8))
-            }
-
-            // Backdrop: open the portrait here, a background, the composite and the mask.
-            try await browser.click("[data-testid=tab-backdrop]")
-            try await browser.click(
-                "[data-testid=file-item][data-path='\(roots.count > 3 ? "heic_face_data.heic" : "portrait.jpg")']")
-            try await browser.wait(
-                "document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && "
-                    + "document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0",
-                seconds: 60, what: "the backdrop composite")
-            try await browser.run(
-                "const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o "
-                    + "=> o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));"
-            )
-            try await browser.wait(
-                "document.querySelector('[data-testid=backdrop-progress]').textContent.includes('cutoff')",
-                what: "the backdrop facts")
-            // The sliders' defaults and ranges came from the library (GET /api/backdrop/settings).
-            let sliders =
-                try await browser.run(
-                    "return ['cutoffOffset', 'blur', 'gamma'].map(f => { const s = "
-                        + "document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, "
-                        + "s.disabled].join(' '); }).join('; ');"
-                ) as? String
-            #expect(sliders == "0.25 0 2 false; 5.3 0 30 false; 0.55 0.1 3 false", "\(sliders ?? "nil")")
-            try await Task.sleep(for: .milliseconds(800))
-            if let shots { try await browser.screenshot(to: shots + "/studio-backdrop.png") }
+            try await Self.burst(browser, roots: roots, shots: shots)
+            try await Self.depth(browser, pug: pug != nil, shots: shots)
+            try await Self.backdrop(browser, roots: roots, shots: shots)
             _ = small
-
-            // A bad upload: the library's one-line message in the page, and the studio keeps serving.
-            try await browser.type("[data-testid=upload-input]", s.file("broken.jpg"))
-            try await browser.wait(
-                "!document.querySelector('[data-testid=error-message]').hidden", what: "the upload's error message")
-            let message =
-                try await browser.run("return document.querySelector('[data-testid=error-message]').textContent;")
-                as? String ?? ""
-            #expect(message.hasPrefix("broken.jpg: ") && !message.contains("\n"), "\(message)")
-            try await browser.click("[data-testid=tab-burst]")
-            try await browser.wait(
-                "!document.querySelector('[data-testid=workspace-burst]').hidden", what: "the burst workspace again")
-            #expect(try await browser.run("return (await fetch('/api/health')).status;") as? Int == 200)
+            try await Self.badUpload(browser, s)
 
             // Cross-port forgery: a page served from another port of this machine is the same site
             // to the browser (the SameSite=Strict cookie goes along) but another origin. It tries
@@ -543,5 +368,196 @@ extension StudioBrowser {
         if let out = ProcessInfo.processInfo.environment["EVANESCO_STUDIO_TIMINGS"] {
             try line.write(toFile: out, atomically: true, encoding: .utf8)
         }
+    }
+}
+
+extension StudioBrowser {
+    /// Burst: open, stack, see the result; progress within 1 s of pressing Stack.
+    static func burst(_ browser: WebDriver, roots: [String], shots: String?) async throws {
+        try await browser.click("[data-testid=file-item][data-path=burst]")
+        try await browser.wait(
+            "!document.querySelector('[data-testid=workspace-burst]').hidden && "
+                + "document.querySelectorAll('[data-testid=frame-item]').length === 4",
+            what: "the frame strip")
+        try await browser.click("[data-testid=frame-item][data-index='1']")
+        try await browser.wait(
+            "document.querySelector('[data-testid=frame-item][data-index=\"1\"]').classList.contains('reference')",
+            what: "frame 1 as the reference")
+        try await browser.click("[data-testid=stack-button]")
+        try await browser.wait(
+            "document.querySelector('[data-testid=result-image]').naturalWidth > 0 && "
+                + "document.querySelector('[data-testid=stack-progress]').textContent === 'done'",
+            seconds: 120, what: "the stacked result")
+        let first =
+            Double(
+                try await browser.run(
+                    "return document.querySelector('[data-testid=workspace-burst]').dataset.firstProgressMs || "
+                        + "'-1';"
+                ) as? String ?? "-1") ?? -1
+        let firstBudget = StudioData.budget(1000)
+        #expect(first >= 0 && first < firstBudget.ms, "first progress after \(first) ms (\(firstBudget.load))")
+        let statuses =
+            try await browser.run(
+                "return [...document.querySelectorAll('[data-testid=frame-status]')].map(e => e.textContent);")
+            as? [String] ?? []
+        #expect(
+            statuses.count == 4 && statuses[1] == "reference"
+                && statuses.filter { $0.hasPrefix("aligned") || $0.hasPrefix("as") }.count >= 2, "\(statuses)")
+        #expect(
+            try await browser.run("return document.querySelector('[data-testid=result-image]').naturalWidth;")
+                as? Int == 160)
+        // The merged picture has no square where frame 1 had it: sample it through a canvas.
+        let dark =
+            try await browser.run(
+                """
+                const img = document.querySelector('[data-testid=result-image]');
+                const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = \
+                img.naturalHeight;
+                const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+                return g.getImageData(56, 55, 1, 1).data[0];
+                """) as? Int ?? 0
+        #expect(dark > 40, "the moving square should have vanished (red \(dark))")
+        try await browser.run(
+            "const s = document.querySelector('[data-testid=map-select]'); s.value = 'provenance'; "
+                + "s.dispatchEvent(new Event('change'));"
+        )
+        try await browser.wait(
+            "!document.querySelector('[data-testid=map-legend]').hidden", what: "the provenance legend")
+        let href =
+            try await browser.run(
+                "return document.querySelector('[data-testid=download-png16]').getAttribute('href');") as? String
+            ?? ""
+        #expect(href.contains("format=png16"))
+        if let shots, roots.count > 3 {
+            try await browser.click("[data-testid=file-item][data-root='2'][data-path='.']")
+            try await browser.wait(
+                "document.querySelectorAll('[data-testid=frame-item]').length >= 10", seconds: 60,
+                what: "the pedestrian frames")
+            try await browser.click("[data-testid=stack-button]")
+            try await browser.wait(
+                "document.querySelector('[data-testid=stack-progress]').textContent === 'done' && "
+                    + "document.querySelector('[data-testid=result-image]').naturalWidth > 160",
+                seconds: 120, what: "the pedestrians stacked")
+            try await browser.run(
+                "const s = document.querySelector('[data-testid=map-select]'); s.value = 'result'; "
+                    + "s.dispatchEvent(new Event('change'));"
+            )
+            try await Task.sleep(for: .milliseconds(800))
+            try await browser.screenshot(to: shots + "/studio-burst.png")
+        }
+    }
+
+    /// Depth: open, drag the focus slider, the preview changes; click to focus; the pug.heic
+    /// slider timings on the release binary.
+    static func depth(_ browser: WebDriver, pug: Bool, shots: String?) async throws {
+        try await browser.click("[data-testid=file-item][data-path='portrait.jpg']")
+        try await browser.wait(
+            "!document.querySelector('[data-testid=workspace-depth]').hidden && "
+                + "document.querySelector('[data-testid=preview-image]').naturalWidth > 0",
+            what: "the depth preview")
+        let facts =
+            try await browser.run("return document.querySelector('[data-testid=depth-info]').textContent;")
+            as? String ?? ""
+        #expect(facts.contains("GDepth") && facts.contains("48×32"), "\(facts)")
+        try await browser.click("[data-testid=view-mask]")
+        let pixels = """
+            const img = document.querySelector('[data-testid=preview-image]');
+            const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+            const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+            const d = g.getImageData(0, 0, c.width, c.height).data; let left = 0, right = 0;
+            for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) { if (x < c.width / 2) left += \
+            d[(y * c.width + x) * 4]; else right += d[(y * c.width + x) * 4]; }
+            return [left / (c.width * c.height / 2), right / (c.width * c.height / 2)];
+            """
+        try await browser.run("window.studioTimings = [];")
+        try await browser.drag("[data-testid=focus-slider]", from: 0.5, to: 0.98, steps: 12, milliseconds: 600)
+        try await browser.wait(
+            "window.studioTimings.length > 0 && "
+                + "Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9",
+            what: "previews while dragging")
+        try await Task.sleep(for: .milliseconds(500))
+        let near = try await browser.run(pixels) as? [Double] ?? []
+        try await browser.drag("[data-testid=focus-slider]", from: 0.98, to: 0.02, steps: 12, milliseconds: 600)
+        try await browser.wait(
+            "Number(document.querySelector('[data-testid=focus-slider]').value) < 0.1",
+            what: "the slider at the far end")
+        try await Task.sleep(for: .milliseconds(500))
+        let far = try await browser.run(pixels) as? [Double] ?? []
+        // Focus near: the near (left) half is in the mask; focus far: the right half is.
+        #expect(
+            near.count == 2 && far.count == 2 && near[0] > 200 && near[1] < 40 && far[0] < 40 && far[1] > 200,
+            "near \(near), far \(far)")
+        // Click on the left (near) half: the slider moves to the near end.
+        try await browser.click("[data-testid=preview-image]", at: 0.2, 0.5)
+        try await browser.wait(
+            "Number(document.querySelector('[data-testid=focus-slider]').value) > 0.9", what: "click to focus")
+        try await browser.click("[data-testid=view-filtered]")
+        try await browser.click("[data-testid=effect-blur]")
+        try await browser.wait(
+            "document.querySelector('[data-testid=render-ms]').textContent !== ''", what: "a blurred preview")
+
+        if pug {
+            try await browser.click("[data-testid=file-item][data-path='pug.heic']")
+            try await browser.wait(
+                "document.querySelector('[data-testid=preview-image]').naturalWidth >= 1200", seconds: 60,
+                what: "the pug preview")
+            try await Self.dragTimings(browser)
+            try await browser.click("[data-testid=effect-blur]")
+            try await browser.run(
+                "const f = document.querySelector('[data-testid=focus-slider]'); f.value = 0.62; "
+                    + "f.dispatchEvent(new Event('input')); f.dispatchEvent(new Event('change'));"
+            )
+            try await Task.sleep(for: .milliseconds(1500))
+            if let shots { try await browser.screenshot(to: shots + "/studio-depth.png") }
+        } else {
+            FileHandle.standardError.write(
+                Data(
+                    ("studio browser test: the pug.heic slider timing runs on the release binary "
+                        + "(EVANESCO_BIN=.build/release/evanesco) with ../shared/data present; not this time\n")
+                        .utf8))
+        }
+    }
+
+    /// Backdrop: open the portrait here, a background, the composite and the mask.
+    static func backdrop(_ browser: WebDriver, roots: [String], shots: String?) async throws {
+        try await browser.click("[data-testid=tab-backdrop]")
+        try await browser.click(
+            "[data-testid=file-item][data-path='\(roots.count > 3 ? "heic_face_data.heic" : "portrait.jpg")']")
+        try await browser.wait(
+            "document.querySelector('[data-testid=backdrop-image]').naturalWidth > 0 && "
+                + "document.querySelector('[data-testid=backdrop-mask]').naturalWidth > 0",
+            seconds: 60, what: "the backdrop composite")
+        try await browser.run(
+            "const s = document.querySelector('[data-testid=background-select]'); s.value = [...s.options].find(o "
+                + "=> o.textContent === 'beach.png').value; s.dispatchEvent(new Event('change'));"
+        )
+        try await browser.wait(
+            "document.querySelector('[data-testid=backdrop-progress]').textContent.includes('cutoff')",
+            what: "the backdrop facts")
+        // The sliders' defaults and ranges came from the library (GET /api/backdrop/settings).
+        let sliders =
+            try await browser.run(
+                "return ['cutoffOffset', 'blur', 'gamma'].map(f => { const s = "
+                    + "document.querySelector(`[data-testid=${f}-slider]`); return [s.value, s.min, s.max, "
+                    + "s.disabled].join(' '); }).join('; ');"
+            ) as? String
+        #expect(sliders == "0.25 0 2 false; 5.3 0 30 false; 0.55 0.1 3 false", "\(sliders ?? "nil")")
+        try await Task.sleep(for: .milliseconds(800))
+        if let shots { try await browser.screenshot(to: shots + "/studio-backdrop.png") }
+    }
+
+    /// A bad upload: the library's one-line message in the page, and the studio keeps serving.
+    static func badUpload(_ browser: WebDriver, _ s: Scratch) async throws {
+        try await browser.type("[data-testid=upload-input]", s.file("broken.jpg"))
+        try await browser.wait(
+            "!document.querySelector('[data-testid=error-message]').hidden", what: "the upload's error message")
+        let message =
+            try await browser.run("return document.querySelector('[data-testid=error-message]').textContent;")
+            as? String ?? ""
+        #expect(message.hasPrefix("broken.jpg: ") && !message.contains("\n"), "\(message)")
+        try await browser.click("[data-testid=tab-burst]")
+        try await browser.wait(
+            "!document.querySelector('[data-testid=workspace-burst]').hidden", what: "the burst workspace again")
+        #expect(try await browser.run("return (await fetch('/api/health')).status;") as? Int == 200)
     }
 }
