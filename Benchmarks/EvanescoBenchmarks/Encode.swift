@@ -135,11 +135,9 @@ extension Bench {
                     r.ratio, Double(oursBytes) / Double(theirBytes)))
     }
 
-    func encode() throws {
-        let scratch = NSTemporaryDirectory() + "evanesco-encode-bench-\(getpid())"
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let anchor = try EncodeAnchor()
+    /// The pictures the encode benchmark writes: three shared photos, or a synthetic 12 MP one
+    /// when ../shared/data is absent.
+    func encodePhotos() -> [(String, AnyImage)] {
         var photos: [(String, AnyImage)] = []
         for (name, path) in [
             ("pug.heic 4032x3024", "/data/depth/pug-iphone13pro/pug.heic"),
@@ -163,6 +161,15 @@ extension Bench {
             }
             photos.append(("synthetic 4032x3024", .uint8(img)))
         }
+        return photos
+    }
+
+    func encode() throws {
+        let scratch = NSTemporaryDirectory() + "evanesco-encode-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let anchor = try EncodeAnchor()
+        let photos = encodePhotos()
         print("encode: whole writes (encode + file) of RGB pictures; size ratio = ours / OpenCV's")
         for (index, (name, image8)) in photos.enumerated() {
             var pictures: [(String, AnyImage)] = [("8-bit", image8)]

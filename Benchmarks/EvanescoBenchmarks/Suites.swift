@@ -250,31 +250,8 @@ extension Bench {
             let face = FaceFinder(cascade: cascade).find(in: .uint8(color)).first
             for (cw0, ch0, dw0, dh0) in [(640, 480, 320, 240), (1280, 720, 640, 480), (1920, 1080, 640, 480)] {
                 let (cw, ch, dw, dh) = color.height > color.width ? (ch0, cw0, dh0, dw0) : (cw0, ch0, dw0, dh0)
-                let aspect = Double(cw) / Double(ch)
-                var rx = 0.0, ry = 0.0, rw = 1.0, rh = 1.0
-                if Double(color.width) / Double(color.height) > aspect {
-                    rw = Double(color.height) * aspect / Double(color.width)
-                    rx = (1 - rw) / 2
-                } else {
-                    rh = Double(color.width) / aspect / Double(color.height)
-                    ry = (1 - rh) / 2
-                }
-                let crop = color.cropped(
-                    x: Int(rx * Double(color.width)), y: Int(ry * Double(color.height)),
-                    width: Int(rw * Double(color.width)), height: Int(rh * Double(color.height)))
-                let col = crop.luma().width > 0 ? crop.resized(width: cw, height: ch, interpolation: .bilinear) : crop
-                let d8 = disp.uint8.withChannels(1)
-                let dcrop = d8.cropped(
-                    x: Int(rx * Double(d8.width)), y: Int(ry * Double(d8.height)), width: Int(rw * Double(d8.width)),
-                    height: Int(rh * Double(d8.height)))
-                let dep = fmt.metres(.uint8(dcrop.resized(width: dw, height: dh, interpolation: .nearest)))
-                let box = face.map { f in
-                    DetectedBox(
-                        x: Int((Double(f.x) / Double(color.width) - rx) / rw * Double(cw)),
-                        y: Int((Double(f.y) / Double(color.height) - ry) / rh * Double(ch)),
-                        width: Int(Double(f.width) / Double(color.width) / rw * Double(cw)),
-                        height: Int(Double(f.height) / Double(color.height) / rh * Double(ch)))
-                }
+                let (col, dep, box) = Self.backdropFrame(
+                    color: color, disparity: disp, format: fmt, face: face, colorSize: (cw, ch), depthSize: (dw, dh))
                 let pipe = BackdropPipeline(background: bgFull)
                 var t: [Double] = [], tm: [Double] = [], tc: [Double] = []
                 for i in 0..<103 {
@@ -312,6 +289,42 @@ extension Bench {
                     + "\(String(format: "%.0f", 1000 / m)) fps"
             )
         }
+    }
+
+    /// One backdrop frame as anchor_backdrop.py makes it: the colour centre-cropped to the
+    /// aspect and area-resized, the depth cropped to the same field of view and resized nearest,
+    /// the face box moved with them.
+    static func backdropFrame(
+        color: Image<UInt8>, disparity disp: AnyImage, format fmt: DepthEncoding, face: DetectedBox?,
+        colorSize size: (Int, Int), depthSize dsize: (Int, Int)
+    ) -> (Image<UInt8>, Image<Float>, DetectedBox?) {
+        let (cw, ch) = size, (dw, dh) = dsize
+        let aspect = Double(cw) / Double(ch)
+        var rx = 0.0, ry = 0.0, rw = 1.0, rh = 1.0
+        if Double(color.width) / Double(color.height) > aspect {
+            rw = Double(color.height) * aspect / Double(color.width)
+            rx = (1 - rw) / 2
+        } else {
+            rh = Double(color.width) / aspect / Double(color.height)
+            ry = (1 - rh) / 2
+        }
+        let crop = color.cropped(
+            x: Int(rx * Double(color.width)), y: Int(ry * Double(color.height)),
+            width: Int(rw * Double(color.width)), height: Int(rh * Double(color.height)))
+        let col = crop.luma().width > 0 ? crop.resized(width: cw, height: ch, interpolation: .bilinear) : crop
+        let d8 = disp.uint8.withChannels(1)
+        let dcrop = d8.cropped(
+            x: Int(rx * Double(d8.width)), y: Int(ry * Double(d8.height)), width: Int(rw * Double(d8.width)),
+            height: Int(rh * Double(d8.height)))
+        let dep = fmt.metres(.uint8(dcrop.resized(width: dw, height: dh, interpolation: .nearest)))
+        let box = face.map { f in
+            DetectedBox(
+                x: Int((Double(f.x) / Double(color.width) - rx) / rw * Double(cw)),
+                y: Int((Double(f.y) / Double(color.height) - ry) / rh * Double(ch)),
+                width: Int(Double(f.width) / Double(color.width) / rw * Double(cw)),
+                height: Int(Double(f.height) / Double(color.height) / rh * Double(ch)))
+        }
+        return (col, dep, box)
     }
 
     func lensOracle() throws {

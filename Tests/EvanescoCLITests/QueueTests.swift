@@ -100,12 +100,7 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
         // One worker at a time until the drain: jobs take milliseconds, and with all three
         // working at once the queue was once empty before worker 2 was seen holding a job.
         let w1 = try WorkerProcess(queue: queue, log: s.file("w1.log"), extra: flags)
-        func running(_ w: WorkerProcess) throws -> String {
-            try PG.value(
-                "SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner "
-                    + "= '\(w.name)'"
-            )
-        }
+        func running(_ w: WorkerProcess) throws -> String { try Self.running(w, schema: schema) }
         // SIGKILL a worker while it holds a job. The rows still running under its name once it is
         // dead are the lost leases (polling first and killing next can miss: the job may finish
         // in between, and the kill may land before the next claim). If it held none, another
@@ -155,45 +150,9 @@ func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> B
             "the workers did not finish the queue:\n\(w3.text.suffix(2000))\n\(w4.text.suffix(2000))")
         #expect(w3.process.terminationStatus == 0 && w4.process.terminationStatus == 0, "\(w3.text)\n\(w4.text)")
 
-        // Every good job done exactly once, every bad one failed with its message.
-        r = try CLI.run(["batch", "status", "--queue", queue, "--json"])
-        let status = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
-        #expect(
-            status["done"] as? Int == 190 && status["failed"] as? Int == 10 && status["pending"] as? Int == 0
-                && status["running"] as? Int == 0,
-            "\(r.out)")
-        let failures = (status["failures"] as? [[String: Any]]) ?? []
-        for f in failures {
-            let id = f["id"] as? String ?? ""
-            #expect(made.bad[id].map { (f["error"] as? String ?? "").contains($0) } == true, "\(f)")
-            #expect(f["attempts"] as? Int == 1, "a bad input is not tried again: \(f)")
-        }
-        // A killed worker may have committed a job as done with its log line never written (the
-        // kill landed between the two): such a job's finish is counted from the database.
-        func row(_ id: Substring) throws -> [Substring] {
-            try PG.value(
-                "SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs "
-                    + "WHERE id = '\(id)'"
-            ).split(separator: " ")
-        }
-        let killedNames = Set(killed.map { $0.name[...] })
-        let logs = (killed + [w2, w3, w4]).map(\.text).joined(separator: "\n")
-        for id in made.good.keys {
-            var finishes = logs.components(separatedBy: "done \(id) in ").count - 1
-            if finishes == 0, let by = try row(id[...]).last, killedNames.contains(by) { finishes = 1 }
-            #expect(finishes == 1, "\(id) was finished \(finishes) times")
-            #expect(FileManager.default.fileExists(atPath: made.good[id]!.output))
-        }
-        // Each lost job: its lease expired, another worker took it, attempts and the loss recorded.
-        for id in lost {
-            let parts = try row(id)
-            #expect(
-                parts.count == 4 && parts[0] == "done" && (Int(parts[1]) ?? 0) >= 2 && (Int(parts[2]) ?? 0) >= 1
-                    && !killedNames.contains(parts[3]),
-                "lost job \(id): \(parts)")
-        }
-        #expect((status["lease_losses"] as? Int ?? 0) >= 1 && (status["attempts"] as? Int ?? 0) >= 201)
-        #expect(BatchFixtures.leftovers(in: s.path).isEmpty, "left behind: \(BatchFixtures.leftovers(in: s.path))")
+        try Self.expectEachJobOnce(
+            made, queue: queue, schema: schema, killed: killed.map(\.name), lost: lost,
+            logs: (killed + [w2, w3, w4]).map(\.text).joined(separator: "\n"), scratch: s.path)
         // Every good output identical to the command alone.
         try BatchFixtures.expectSameAsCommand(made, ids: made.good.keys.sorted(), scratch: s.path)
         // Retry puts the failures back; cancel takes pending ones out.
@@ -406,5 +365,63 @@ final class SilentPort {
                 r.status == 64 && r.err.contains("timeout must be a number of seconds from 1 to 3600"),
                 "\(bad): \(r.err)")
         }
+    }
+}
+
+extension QueueTests {
+    /// The ids of the jobs `w` holds (running under its lease), comma-separated.
+    static func running(_ w: WorkerProcess, schema: String) throws -> String {
+        try PG.value(
+            "SELECT coalesce(string_agg(id, ','), '') FROM \(schema).jobs WHERE state = 'running' AND lease_owner "
+                + "= '\(w.name)'"
+        )
+    }
+
+    /// After the 200 jobs: every good job done exactly once (by the logs, or by the database for
+    /// a job whose worker was killed between its commit and its log line), every bad one failed
+    /// with its message after one attempt, each lost lease taken over by another worker, nothing
+    /// left behind.
+    static func expectEachJobOnce(
+        _ made: BatchFixtures.Made, queue: String, schema: String, killed: [String], lost: [Substring],
+        logs: String, scratch: String
+    ) throws {
+        // Every good job done exactly once, every bad one failed with its message.
+        let r = try CLI.run(["batch", "status", "--queue", queue, "--json"])
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(
+            status["done"] as? Int == 190 && status["failed"] as? Int == 10 && status["pending"] as? Int == 0
+                && status["running"] as? Int == 0,
+            "\(r.out)")
+        let failures = (status["failures"] as? [[String: Any]]) ?? []
+        for f in failures {
+            let id = f["id"] as? String ?? ""
+            #expect(made.bad[id].map { (f["error"] as? String ?? "").contains($0) } == true, "\(f)")
+            #expect(f["attempts"] as? Int == 1, "a bad input is not tried again: \(f)")
+        }
+        // A killed worker may have committed a job as done with its log line never written (the
+        // kill landed between the two): such a job's finish is counted from the database.
+        func row(_ id: Substring) throws -> [Substring] {
+            try PG.value(
+                "SELECT state || ' ' || attempts || ' ' || lease_losses || ' ' || finished_by FROM \(schema).jobs "
+                    + "WHERE id = '\(id)'"
+            ).split(separator: " ")
+        }
+        let killedNames = Set(killed.map { $0[...] })
+        for id in made.good.keys {
+            var finishes = logs.components(separatedBy: "done \(id) in ").count - 1
+            if finishes == 0, let by = try row(id[...]).last, killedNames.contains(by) { finishes = 1 }
+            #expect(finishes == 1, "\(id) was finished \(finishes) times")
+            #expect(FileManager.default.fileExists(atPath: made.good[id]!.output))
+        }
+        // Each lost job: its lease expired, another worker took it, attempts and the loss recorded.
+        for id in lost {
+            let parts = try row(id)
+            #expect(
+                parts.count == 4 && parts[0] == "done" && (Int(parts[1]) ?? 0) >= 2 && (Int(parts[2]) ?? 0) >= 1
+                    && !killedNames.contains(parts[3]),
+                "lost job \(id): \(parts)")
+        }
+        #expect((status["lease_losses"] as? Int ?? 0) >= 1 && (status["attempts"] as? Int ?? 0) >= 201)
+        #expect(BatchFixtures.leftovers(in: scratch).isEmpty, "left behind: \(BatchFixtures.leftovers(in: scratch))")
     }
 }

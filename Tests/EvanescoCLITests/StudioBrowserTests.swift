@@ -98,6 +98,22 @@ struct StudioBrowser {
 }
 
 extension StudioBrowser {
+    /// Frame `k` of a burst where a red block stands still in frames 1 to 3 of 5 (the merge keeps
+    /// it; the erase brush removes it). The test frame's square is off the picture.
+    static func lingering(_ k: Int) -> Image<UInt8> {
+        var f = StudioData.frame(20, width: 480, height: 320)
+        if (1...3).contains(k) {
+            for y in 150..<250 {
+                for x in 280..<340 {
+                    f[x, y, 0] = 200
+                    f[x, y, 1] = 40
+                    f[x, y, 2] = 30
+                }
+            }
+        }
+        return f
+    }
+
     /// The most red over green on the block's column in the burst's result (a script for the page).
     static let red = """
         const img = document.querySelector('[data-testid=result-image]');
@@ -118,19 +134,7 @@ extension StudioBrowser {
         let s = Scratch()
         try FileManager.default.createDirectory(atPath: s.file("photos/square"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: s.file("tmp"), withIntermediateDirectories: true)
-        for k in 0..<5 {
-            var f = StudioData.frame(20, width: 480, height: 320)  // (its square is off the picture: nothing moves)
-            if (1...3).contains(k) {
-                for y in 150..<250 {
-                    for x in 280..<340 {
-                        f[x, y, 0] = 200
-                        f[x, y, 1] = 40
-                        f[x, y, 2] = 30
-                    }
-                }
-            }
-            try ImageCodecs.write(.uint8(f), to: s.file("photos/square/f\(k).png"))
-        }
+        for k in 0..<5 { try ImageCodecs.write(.uint8(Self.lingering(k)), to: s.file("photos/square/f\(k).png")) }
         let studio = try StudioProcess([s.file("photos")], tmp: s.file("tmp"))
         let url = String(studio.url.dropFirst("studio: ".count))
         let shots = ProcessInfo.processInfo.environment["EVANESCO_SCREENSHOTS"]

@@ -143,7 +143,9 @@ struct BackdropKernelTests {
     static let avx2Absent: Comment =
         "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable kernels ran"
 
-    @Test("Portable and AVX2 kernels give the same bits", .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
+    @Test(
+        "Portable and AVX2 mask kernels give the same bits: cut, coverage, blur",
+        .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
     func portableEqualsAVX2() {
         var rng = TestRandom(state: 42)
         let w = 131, h = 29
@@ -167,6 +169,12 @@ struct BackdropKernelTests {
         }
         #expect(t1 == t2)
         #expect(o1 == o2)
+    }
+
+    @Test(
+        "Portable and AVX2 composite rows give the same bits, over flat and blended stretches",
+        .enabled(if: evn_cpu_has_avx2() != 0, avx2Absent))
+    func rowBlendPortableEqualsAVX2() {
         // One composite row over a mask with flat 0, flat 1 and transition stretches.
         let mw = 53, W = 211
         let taps = BackdropPipeline.ColumnTaps(width: W, maskWidth: mw)

@@ -63,35 +63,7 @@ import Testing
             let plain = try await download()
             #expect(plain[140, 80, 0] == 230 && plain[140, 80, 1] == 20, "the merge keeps the block: 3 of 5 frames")
 
-            // Refused strokes: bad radius, a point that is not [x, y], and a stroke over what every frame shows.
-            // An unknown key is refused by name, and a body that is not JSON in words, never as the
-            // decoder's own description.
-            for (body, field) in [
-                (#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points"),
-                (#"{"points":[[10,10]],"radius":5,"radious":3}"#, "unknown setting \"radious\""),
-                (#"{"points":"#, "not valid JSON"), (#"{"points":[[10,10]]}"#, "\"radius\" is missing")
-            ] {
-                try await client.execute(
-                    uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(body)
-                ) { r in
-                    #expect(r.status == .badRequest && errorMessage(r).contains(field), "\(errorMessage(r))")
-                    #expect(
-                        !errorMessage(r).contains("DecodingError") && !errorMessage(r).contains("codingPath"),
-                        "\(errorMessage(r))")
-                }
-            }
-            try await client.execute(
-                uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage,
-                body: buffer(#"{"points":[[20,110]],"radius":10}"#)
-            ) { r in
-                #expect(
-                    r.status == .unprocessableContent && errorMessage(r).contains("no frame saw behind"),
-                    "\(errorMessage(r))")
-            }
-            try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) {
-                #expect($0.status == .conflict)
-            }
-
+            try await Self.refusedStrokes(client, session: session)
             // The stroke: the result is the library's erase of the same stroke, sample for sample.
             try await client.execute(
                 uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(stroke)
@@ -101,19 +73,7 @@ import Testing
                 #expect(o["strokes"] as? Int == 1 && (e["remerged_pixels"] as? Int ?? 0) >= 1_400, "\(o)")
             }
             let erased = try await download()
-            let frames = (0..<5).map { BurstFrame(name: "f\($0)", image: .uint8(Self.lingerFrame($0))) }
-            var options = StackOptions()
-            options.collectMaps = true
-            options.align = .local
-            let library = try BurstStacker.stack(frames, options: options)
-            let mask = EraseMask(
-                width: 192, height: 128, strokes: [EraseStroke(points: [[130, 80], [150, 80]], radius: 28)])
-            #expect(library.localFields.compactMap { $0 }.count == 4)
-            let expected = try BurstStacker.erase(mask, from: library, frames: frames).image.uint8
-            let differing = zip(erased.samples, expected.samples).filter { $0 != $1 }.count
-            #expect(
-                erased.samples.count == expected.samples.count && differing == 0,
-                "\(differing) samples differ from the library's erase")
+            try Self.expectTheLibrarysErase(erased)
             let background = StudioFixtures.burstFrame(4)
             #expect(abs(Int(erased[140, 80, 0]) - Int(background[140, 80, 0])) <= 3, "the background shows again")
             try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
@@ -148,5 +108,57 @@ import Testing
                 }
             }
         }
+    }
+}
+
+extension StudioErase {
+    /// Refused strokes: bad radius, a point that is not [x, y], and a stroke over what every
+    /// frame shows. An unknown key is refused by name, and a body that is not JSON in words, never
+    /// as the decoder's own description. Undo with no stroke is a conflict.
+    static func refusedStrokes(_ client: StudioClient, session: String) async throws {
+        // An unknown key is refused by name, and a body that is not JSON in words, never as the
+        // decoder's own description.
+        for (body, field) in [
+            (#"{"points":[[10,10]],"radius":0}"#, "radius"), (#"{"points":[[10]],"radius":5}"#, "points"),
+            (#"{"points":[[10,10]],"radius":5,"radious":3}"#, "unknown setting \"radious\""),
+            (#"{"points":"#, "not valid JSON"), (#"{"points":[[10,10]]}"#, "\"radius\" is missing")
+        ] {
+            try await client.execute(
+                uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage, body: buffer(body)
+            ) { r in
+                #expect(r.status == .badRequest && errorMessage(r).contains(field), "\(errorMessage(r))")
+                #expect(
+                    !errorMessage(r).contains("DecodingError") && !errorMessage(r).contains("codingPath"),
+                    "\(errorMessage(r))")
+            }
+        }
+        try await client.execute(
+            uri: "/api/burst/\(session)/erase", method: .post, headers: client.fromPage,
+            body: buffer(#"{"points":[[20,110]],"radius":10}"#)
+        ) { r in
+            #expect(
+                r.status == .unprocessableContent && errorMessage(r).contains("no frame saw behind"),
+                "\(errorMessage(r))")
+        }
+        try await client.execute(uri: "/api/burst/\(session)/erase/undo", method: .post, headers: client.fromPage) {
+            #expect($0.status == .conflict)
+        }
+    }
+
+    /// The studio's erased download is the library's erase of the same stroke, sample for sample.
+    static func expectTheLibrarysErase(_ erased: Image<UInt8>) throws {
+        let frames = (0..<5).map { BurstFrame(name: "f\($0)", image: .uint8(Self.lingerFrame($0))) }
+        var options = StackOptions()
+        options.collectMaps = true
+        options.align = .local
+        let library = try BurstStacker.stack(frames, options: options)
+        let mask = EraseMask(
+            width: 192, height: 128, strokes: [EraseStroke(points: [[130, 80], [150, 80]], radius: 28)])
+        #expect(library.localFields.compactMap { $0 }.count == 4)
+        let expected = try BurstStacker.erase(mask, from: library, frames: frames).image.uint8
+        let differing = zip(erased.samples, expected.samples).filter { $0 != $1 }.count
+        #expect(
+            erased.samples.count == expected.samples.count && differing == 0,
+            "\(differing) samples differ from the library's erase")
     }
 }
