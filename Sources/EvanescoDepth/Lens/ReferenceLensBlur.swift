@@ -13,19 +13,9 @@ import EvanescoCore
 package enum ReferenceLensBlur {
     /// Renders an 8-bit photo with the signed blur-diameter map `coc` (the photo's size, photo pixels).
     package static func render(_ photo: Image<UInt8>, coc: Image<Float>, lens: LensBlur) -> Image<UInt8> {
-        let (wr, wg, wb) = LumaWeights.rec709.weights
         precondition(photo.width == coc.width && photo.height == coc.height, "coc must have the photo's size")
-        let W = photo.width, H = photo.height, C = photo.channels, N = W * H
-        let lin = SRGB.linearTable8
-        var base = [SIMD4<Float>](repeating: .zero, count: N)
-        photo.samples.withUnsafeBufferPointer { src in
-            lin.withUnsafeBufferPointer { l in
-                for i in 0..<N {
-                    base[i] = LensBlur.linear(
-                        src, i * C, C, l, boostFrom: LensBlur.highlightThreshold * 255, gain: max(1, lens.highlights))
-                }
-            }
-        }
+        let W = photo.width, H = photo.height, N = W * H
+        let base = linear(photo, lens: lens)
         var largest: Float = 0
         for v in coc.samples where v.isFinite { largest = max(largest, abs(v)) }
         let part = LensLayers.Partition(maxDiameter: largest)
@@ -59,19 +49,7 @@ package enum ReferenceLensBlur {
                         x: (Float(x) + 0.5) / Float(W), y: (Float(y) + 0.5) / Float(H), width: W, height: H,
                         strength: lens.catEye) * r
                     : SIMD2<Float>.zero
-                // The shape's area on this grid: the covered lengths of all its lines.
-                var spans: [(row: Int, lo: Float, hi: Float)] = []
-                var total: Float = 0
-                let reach = Int((r + 0.5).rounded(.up)) + 1
-                for j in -reach...reach {
-                    for s in 0..<sub {
-                        let yy = Float(j) - 0.5 + (Float(s) + 0.5) / Float(sub)
-                        let (lo, hi) = lens.shape.span(y: yy, radius: r, eye: eye)
-                        guard lo < hi else { continue }
-                        spans.append((j, lo, hi))
-                        total += (hi - lo) / Float(sub)
-                    }
-                }
+                let (spans, total) = Self.spans(lens.shape, radius: r, eye: eye, lines: sub)
                 guard total > 0 else {
                     layer[i] += v
                     continue
@@ -109,11 +87,53 @@ package enum ReferenceLensBlur {
             layer.withUnsafeBufferPointer { comp.lay($0.baseAddress!, footprint: every, band: band) }
         }
         comp.normalize()
+        return encode(comp.acc, like: photo)
+    }
+
+    /// The photo in linear light, its highlights boosted as ``LensBlur`` boosts them.
+    static func linear(_ photo: Image<UInt8>, lens: LensBlur) -> [SIMD4<Float>] {
+        let C = photo.channels, N = photo.pixelCount
+        var base = [SIMD4<Float>](repeating: .zero, count: N)
+        photo.samples.withUnsafeBufferPointer { src in
+            SRGB.linearTable8.withUnsafeBufferPointer { l in
+                for i in 0..<N {
+                    base[i] = LensBlur.linear(
+                        src, i * C, C, l, boostFrom: LensBlur.highlightThreshold * 255, gain: max(1, lens.highlights))
+                }
+            }
+        }
+        return base
+    }
+
+    /// The aperture shape's covered span on each of `lines` lines per pixel row (offsets from the
+    /// pixel), and its area on this grid.
+    static func spans(
+        _ shape: ApertureShape, radius r: Float, eye: SIMD2<Float>, lines sub: Int
+    ) -> (spans: [(row: Int, lo: Float, hi: Float)], total: Float) {
+        var spans: [(row: Int, lo: Float, hi: Float)] = []
+        var total: Float = 0
+        let reach = Int((r + 0.5).rounded(.up)) + 1
+        for j in -reach...reach {
+            for s in 0..<sub {
+                let yy = Float(j) - 0.5 + (Float(s) + 0.5) / Float(sub)
+                let (lo, hi) = shape.span(y: yy, radius: r, eye: eye)
+                guard lo < hi else { continue }
+                spans.append((j, lo, hi))
+                total += (hi - lo) / Float(sub)
+            }
+        }
+        return (spans, total)
+    }
+
+    /// The composited linear light back to 8-bit samples (alpha kept; grey from Rec.709 luma).
+    static func encode(_ acc: UnsafeMutablePointer<SIMD4<Float>>, like photo: Image<UInt8>) -> Image<UInt8> {
+        let (wr, wg, wb) = LumaWeights.rec709.weights
+        let W = photo.width, H = photo.height, C = photo.channels, N = W * H
         return ToneTables.fromLinear.withUnsafeBufferPointer { enc in
             ToneTables.encode8.withUnsafeBufferPointer { enc8 in
                 Image<UInt8>(uninitializedWidth: W, height: H, channels: C) { dst in
                     for i in 0..<N {
-                        let v = comp.acc[i], o = i * C
+                        let v = acc[i], o = i * C
                         if C >= 3 {
                             dst[o] = ToneTables.output(v.x, enc, enc8, as: UInt8.self)
                             dst[o + 1] = ToneTables.output(v.y, enc, enc8, as: UInt8.self)
