@@ -43,12 +43,12 @@ public struct FocalBlur: Sendable {
         }
     }
 
-    func apply<S: PixelSample>(_ photo: Image<S>, mask: Image<Float>) -> Image<S> {
-        precondition(photo.width == mask.width && photo.height == mask.height, "mask and photo sizes differ")
-        guard radius > 0 else { return photo }
-        let tables = ToneTables(S.self)
-        let W = photo.width, H = photo.height, c = photo.channels
-
+    /// The blur levels at radius r_j = radius x j / (levels - 1), j = 1..<levels: each blurred on
+    /// the coarsest pyramid scale that keeps sigma >= 1.5 of its pixels, with that scale's factor.
+    func blurLevels<S: PixelSample>(
+        _ photo: Image<S>, mask: Image<Float>, tables: ToneTables
+    ) -> [(plane: Plane4, factor: Int)] {
+        let W = photo.width, H = photo.height
         // Pyramid level 1 (half size): premultiplied linear RGB and the weight, from the photo.
         var pyramid: [Plane4] = [
             Plane4.halved(
@@ -70,6 +70,16 @@ public struct FocalBlur: Sendable {
             b.normalize()
             blurred.append((b, f))
         }
+        return blurred
+    }
+
+    func apply<S: PixelSample>(_ photo: Image<S>, mask: Image<Float>) -> Image<S> {
+        precondition(photo.width == mask.width && photo.height == mask.height, "mask and photo sizes differ")
+        guard radius > 0 else { return photo }
+        let tables = ToneTables(S.self)
+        let W = photo.width, H = photo.height, c = photo.channels
+
+        let blurred = blurLevels(photo, mask: mask, tables: tables)
 
         // Raw views of the levels for the per-pixel loop (no array traffic per pixel).
         let refs = blurred.map { b -> LevelRef in
