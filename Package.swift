@@ -139,6 +139,7 @@ let package = Package(
             name: "EvanescoStudioTests",
             dependencies: [
                 "EvanescoStudio", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "HTTPTestSupport",
+                "TestScenes",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(

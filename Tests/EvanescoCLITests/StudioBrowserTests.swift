@@ -4,6 +4,7 @@ import Foundation
 import HTTPTestSupport
 import SharedTestData
 import SubprocessTestSupport
+import TestScenes
 import Testing
 
 /// The studio in a real browser (Debian's chromium, driven over W3C WebDriver). With
@@ -102,15 +103,7 @@ extension StudioBrowser {
     /// it; the erase brush removes it). The test frame's square is off the picture.
     static func lingering(_ k: Int) -> Image<UInt8> {
         var f = StudioData.frame(20, width: 480, height: 320)
-        if (1...3).contains(k) {
-            for y in 150..<250 {
-                for x in 280..<340 {
-                    f[x, y, 0] = 200
-                    f[x, y, 1] = 40
-                    f[x, y, 2] = 30
-                }
-            }
-        }
+        if (1...3).contains(k) { f.paint(x: 280..<340, y: 150..<250, (200, 40, 30)) }
         return f
     }
 

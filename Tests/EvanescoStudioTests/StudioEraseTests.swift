@@ -5,6 +5,7 @@ import Foundation
 import HTTPTestSupport
 import Hummingbird
 import HTTPTypes
+import TestScenes
 import Testing
 @testable import EvanescoStudio
 
@@ -16,15 +17,7 @@ import Testing
     /// The fixture background with a red block at x 120..<160, y 60..<100 in frames 1...3.
     static func lingerFrame(_ k: Int) -> Image<UInt8> {
         var f = StudioFixtures.burstFrame(k)
-        if (1...3).contains(k) {
-            for y in 60..<100 {
-                for x in 120..<160 {
-                    f[x, y, 0] = 230
-                    f[x, y, 1] = 20
-                    f[x, y, 2] = 20
-                }
-            }
-        }
+        if (1...3).contains(k) { f.paint(x: 120..<160, y: 60..<100, (230, 20, 20)) }
         return f
     }
 
