@@ -85,7 +85,7 @@ extension StudioConfiguration: DeclaresSettings {
     }
 
     /// The settings of `evanesco studio`, declared once: its flags take them from here. The
-    /// burst memory limit is the stack's (``StackOptions/Limits/memoryLimit``).
+    /// burst memory limit is the stack's (`StackOptions.Limits.memoryLimit`).
     public static let settings: [Setting] = [
         Setting("host", .text(default: defaultHost), summary: "Address to listen on (127.0.0.1: this machine only)"),
         .number("port", Limits.port),
