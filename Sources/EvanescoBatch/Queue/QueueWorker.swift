@@ -44,7 +44,9 @@ public final class QueueWorker: @unchecked Sendable {
         /// The port Prometheus metrics are served on (`GET /metrics`); nil: none.
         public var metricsPort: Int?
         /// The address the metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus elsewhere.
-        public var metricsHost = "127.0.0.1"
+        public var metricsHost = Settings.defaultMetricsHost
+        /// The address metrics are served on unless told: this machine only.
+        public static let defaultMetricsHost = "127.0.0.1"
         public init() {}
     }
 
@@ -522,7 +524,7 @@ extension QueueWorker.Settings: DeclaresSettings {
                 + "or spill folder resolve elsewhere (links and .. resolved) fails untouched"),
         .number("metricsPort", Limits.metricsPort),
         Setting(
-            "metricsHost", .text(default: "127.0.0.1"),
+            "metricsHost", .text(default: defaultMetricsHost),
             summary: "The address metrics are served on: 127.0.0.1, or 0.0.0.0 for a Prometheus on another machine")
     ]
 
@@ -536,7 +538,7 @@ extension QueueWorker.Settings: DeclaresSettings {
         try Limits.grace.check(grace)
         if let jobTimeout { try Limits.jobTimeout.check(jobTimeout) }
         try Limits.outageGrace.check(outageGrace)
-        if let metricsPort { try Limits.metricsPort.check(Double(metricsPort)) }
+        if let metricsPort { try Limits.metricsPort.check(metricsPort) }
         var address = in6_addr()
         guard inet_pton(AF_INET, metricsHost, &address) == 1 || inet_pton(AF_INET6, metricsHost, &address) == 1 else {
             throw SettingError(setting: "metricsHost", detail: "must be an IP address (127.0.0.1, 0.0.0.0, ::1)")
