@@ -90,194 +90,34 @@ enum Eraser {
         frameIndex: [Int], maps: inout StackMaps?,
         cancellation: StackCancellation?, bandRows: Int? = nil, afterBand: (() -> Void)? = nil
     ) throws -> (Image<S>, EraseSummary) {
-        let w = plain.width, h = plain.height, c = plain.channels, n = warpers.count
         guard let b = mask.bounds else { throw StackError.eraseMaskEmpty }
-        // O: pixels that may change; R: pixels whose disagreement the windows over O read.
-        let ox0 = max(0, b.x0 - seamBand), oy0 = max(0, b.y0 - seamBand), ox1 = min(w, b.x1 + seamBand),
-            oy1 = min(h, b.y1 + seamBand)
-        let rx0 = max(0, ox0 - radius), ry0 = max(0, oy0 - radius), rx1 = min(w, ox1 + radius),
-            ry1 = min(h, oy1 + radius)
-        let rw = rx1 - rx0, rh = ry1 - ry0, ow = ox1 - ox0, oh = oy1 - oy0
-        let weight = seamWeights(mask, x0: ox0, y0: oy0, x1: ox1, y1: oy1)
-        let tileWidth = BurstStacker.tileWidth(frames: n, channels: c)
-        let buffers = BurstStacker.tileBuffers(S.self, frames: n, channels: c, tileWidth: tileWidth)
-        defer { BurstStacker.deallocate(buffers) }
-
-        /// Samples rows `rows` of columns x0..<x1 of every frame, a tile at a time.
-        func walk(
-            rows: Range<Int>, x0: Int, x1: Int, _ body: (SampleTile, UnsafeMutablePointer<Float>, Int, Int) -> Void
-        ) {
-            buffers.borrow { tile, merged, caches in
-                for cache in caches { cache.invalidate() }
-                var s0 = x0
-                while s0 < x1 {
-                    let s1 = min(x1, s0 + tileWidth)
-                    for y in rows where cancellation?.isCancelled != true {
-                        let t = tile.resized(pixels: s1 - s0)
-                        for k in 0..<n {
-                            warpers[k].sampleRow(
-                                y: y, x0: s0, x1: s1, into: t.values + k * t.stride, valid: t.valid + k * t.pixels,
-                                cache: caches[k])
-                        }
-                        body(t, merged, y, s0)
-                    }
-                    s0 = s1
-                }
-            }
-        }
-
-        // Pass 2's state, summed over the bands.
-        let minimumSupport = n < 5 ? 1 : 2
+        let run = EraseRun(
+            warpers, plain: plain, mask: mask, bounds: b, tolerance: tolerance, recording: maps != nil,
+            cancellation: cancellation)
+        defer { run.deallocate() }
         var out = plain
-        let tally = LockedBox((remerged: 0, frameSum: 0, filled: [Int](repeating: 0, count: n)))
-        let record = maps.map { _ in
-            (kept: [Int32](repeating: -1, count: ow * oh), provenance: [Int32](repeating: -1, count: ow * oh))
-        }
-        let recorded = LockedBox(record)
         // The region is worked through in bands of rows, so the per-frame buffers (a byte per
         // frame and pixel, twice) stay at one band's whatever the mask covers: each band's
         // verdicts take its rows and `radius` rows either side (the windows its shares read),
         // which is what the whole region's verdicts would give there, so the result does not
         // depend on the band height.
-        let bandHeight = max(1, min(oh, Self.bandRows(frames: n, width: rw), bandRows ?? .max))
-        let verdict = UnsafeMutablePointer<UInt8>.allocate(capacity: n * rw * min(rh, bandHeight + 2 * radius))
+        let r = run.region
+        let bandHeight = max(1, min(r.oh, Self.bandRows(frames: warpers.count, width: r.rw), bandRows ?? .max))
+        let verdict = UnsafeMutablePointer<UInt8>.allocate(
+            capacity: warpers.count * r.rw * min(r.rh, bandHeight + 2 * radius))
         defer { verdict.deallocate() }
-        let share = UnsafeMutablePointer<UInt8>.allocate(capacity: n * ow * bandHeight)
+        let share = UnsafeMutablePointer<UInt8>.allocate(capacity: warpers.count * r.ow * bandHeight)
         defer { share.deallocate() }
-        let v = UncheckedSendable(verdict), sh = UncheckedSendable(share)
-        for by0 in stride(from: oy0, to: oy1, by: bandHeight) {
-            let by1 = min(oy1, by0 + bandHeight), bh = by1 - by0
-            let vy0 = max(ry0, by0 - radius), vy1 = min(ry1, by1 + radius), vh = vy1 - vy0
-            // Pass 1: where each frame disagrees with the merge (1), agrees (0), or does not reach (2).
-            plain.samples.withUnsafeBufferPointer { m in
-                let m = UncheckedSendable(m)
-                StripExecutor.forEachStrip(rows: vh, minimumRows: 8) { local in
-                    walk(rows: (local.lowerBound + vy0)..<(local.upperBound + vy0), x0: rx0, x1: rx1) { t, _, y, s0 in
-                        for k in 0..<n {
-                            let row = v.value + k * rw * vh + (y - vy0) * rw + (s0 - rx0)
-                            for p in 0..<t.pixels {
-                                guard t.valid[k * t.pixels + p] != 0 else {
-                                    row[p] = 2
-                                    continue
-                                }
-                                var worst: Float = 0
-                                let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
-                                for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
-                                row[p] = worst > tolerance ? 1 : 0
-                            }
-                        }
-                    }
-                }
-            }
+        for by0 in stride(from: r.oy0, to: r.oy1, by: bandHeight) {
+            let band = EraseRun<S>.Band(rows: by0..<min(r.oy1, by0 + bandHeight), region: r, radius: radius)
+            run.markDisagreement(band, into: verdict)
             if cancellation?.isCancelled == true { throw StackError.cancelled }
-
-            // Each frame's share of disagreement in the window around each pixel of the band, in
-            // 1/250ths (255: the frame does not reach the pixel).
-            StripExecutor.forEachStrip(rows: n, minimumRows: 1) { frames in
-                var against = [Int32](repeating: 0, count: (rw + 1) * (vh + 1)), seen = against
-                for k in frames {
-                    windowShares(
-                        v.value + k * rw * vh, rw: rw, rh: vh, into: sh.value + k * ow * bh,
-                        o: (ox0 - rx0, by0 - vy0, ow, bh), against: &against, seen: &seen)
-                }
-            }
-
-            // Pass 2: merge each pixel of the band again from the frames that disagreed, and blend.
-            out.samples.withUnsafeMutableBufferPointer { dst in
-                let d = UncheckedSendable(dst)
-                StripExecutor.forEachStrip(rows: bh, minimumRows: 8) { local in
-                    var order = [(UInt8, Int)](), chosen = [Int](), members = [Int]()
-                    var remerged = 0, frameSum = 0, filled = [Int](repeating: 0, count: n)
-                    var kept: [(Int, Int32, Int32)] = []
-                    walk(rows: (local.lowerBound + by0)..<(local.upperBound + by0), x0: ox0, x1: ox1) {
-                        t, merged, y, s0 in
-                        let oRow = (y - oy0) * ow + (s0 - ox0), bRow = (y - by0) * ow + (s0 - ox0)
-                        for p in 0..<t.pixels where weight[oRow + p] > 0 {
-                            order.removeAll(keepingCapacity: true)
-                            for k in 0..<n
-                            where sh.value[k * ow * bh + bRow + p] != 255 && t.valid[k * t.pixels + p] != 0 {
-                                order.append((sh.value[k * ow * bh + bRow + p], k))
-                            }
-                            guard let split = otsuSplit(&order) else { continue }
-                            // What stayed and then left (or came and stayed) held its place over one
-                            // run of frames: the frames that agree with the merge span little more
-                            // than their number. Behind it: the disagreeing frames before or after
-                            // that run (those within it saw someone passing in front).
-                            var first = n, last = -1
-                            for (_, k) in order[..<split] {
-                                first = min(first, k)
-                                last = max(last, k)
-                            }
-                            guard split * 4 >= (last - first + 1) * 3 else { continue }
-                            chosen.removeAll(keepingCapacity: true)
-                            for (_, k) in order[split...] where k < first || k > last { chosen.append(k) }
-                            // What is behind: the largest group of the chosen frames that agree with one another.
-                            let group = largestAgreeingGroup(
-                                chosen, t, pixel: p, tolerance: tolerance, into: merged + p * c, members: &members)
-                            guard group >= minimumSupport else { continue }
-                            let a = weight[oRow + p], o = (y * w + s0 + p) * c
-                            var change: Float = 0
-                            for ch in 0..<c {
-                                let m = d.value[o + ch].floatValue
-                                change = max(change, abs(merged[p * c + ch] - m))
-                                d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
-                            }
-                            // Counted where the view behind differs clearly from what the merge
-                            // showed (by twice what agreement allows: resampling a sharp edge at
-                            // another sub-pixel phase moves a value by about that much).
-                            if mask.masked[y * w + s0 + p] != 0 && change > 2 * tolerance {
-                                remerged += 1
-                                frameSum += group
-                                for k in members { filled[k] += 1 }
-                                kept.append((oRow + p, Int32(group), Int32(frameIndex[members[0]] + 1)))
-                            }
-                        }
-                    }
-                    tally.update {
-                        $0.remerged += remerged
-                        $0.frameSum += frameSum
-                        for k in 0..<n { $0.filled[k] += filled[k] }
-                    }
-                    if !kept.isEmpty {
-                        recorded.update { r in
-                            for (i, s, f) in kept {
-                                r?.kept[i] = s
-                                r?.provenance[i] = f
-                            }
-                        }
-                    }
-                }
-            }
+            run.windowShares(band, verdict: verdict, into: share)
+            run.remerge(band, shares: share, frameIndex: frameIndex, into: &out)
             afterBand?()
         }
         if cancellation?.isCancelled == true { throw StackError.cancelled }
-        let masked = mask.count, t = tally.value
-        // A few changed pixels (resampling at sharp edges, a passer-by's edge) are no view at
-        // all: what is erased covers far more of a brush stroke than 5 %.
-        guard t.remerged > 0, t.remerged * 20 >= masked else {
-            throw StackError.nothingBehindMask(maskedPixels: masked)
-        }
-        if let r = recorded.value, var m = maps {
-            var keptMap = m.kept, provenanceMap = m.provenance
-            for i in 0..<(ow * oh) where r.kept[i] >= 0 {
-                let x = ox0 + i % ow, y = oy0 + i / ow
-                keptMap.samples[y * w + x] = UInt16(r.kept[i])
-                provenanceMap.samples[y * w + x] = UInt16(r.provenance[i])
-            }
-            m.kept = keptMap
-            m.provenance = provenanceMap
-            maps = m
-        }
-        let shares = (0..<n).filter { t.filled[$0] > 0 }.map {
-            EraseSummary.FrameShare(index: frameIndex[$0], pixels: t.filled[$0])
-        }
-        .sorted { ($0.pixels, -$0.index) > ($1.pixels, -$1.index) }
-        return (
-            out,
-            EraseSummary(
-                maskedPixels: masked, remergedPixels: t.remerged, meanFrames: Double(t.frameSum) / Double(t.remerged),
-                frames: shares, seamBand: seamBand)
-        )
+        return (out, try run.summary(frameIndex: frameIndex, maps: &maps))
     }
 
     /// Among `frames` at `pixel` of `t`: the frame with the most others within `tolerance` x
