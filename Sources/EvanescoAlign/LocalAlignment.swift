@@ -88,84 +88,115 @@ public enum LocalAligner {
                 reference: prepared.plane(level), frame: fr, homography: homography.rescaled(by: Double(s)))
             let searches = level == coarsest && resume == nil
             if searches { planes.prepareBoxSums() }
-            if level == finest { finestPlanes = planes }
             let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
-            let radius = max(4, Int((Float(windowRadius) * s).rounded()))
-            let search = searches ? min(Int((options.searchRadius * s).rounded(.up)), options.blockSearchRadius) : 0
             // A coarse look's last level takes 4 (the median of its field decides whether a frame
             // has parallax); a full estimate's finest, `options.iterations`; the others 3.
-            let iterations = level != finest ? 3 : finestLevel != nil ? 4 : options.iterations
-            let cols = field.columns
-            let dxIn = field.dx, dyIn = field.dy
-            let out = LockedBox(
-                (
-                    dx: dxIn, dy: dyIn, textured: textured, residual: [Float](repeating: .infinity, count: dxIn.count),
-                    confidence: [Float](repeating: 0, count: dxIn.count)
-                ))
+            let step = LevelStep(
+                scale: s, radius: max(4, Int((Float(windowRadius) * s).rounded())),
+                search: searches ? min(Int((options.searchRadius * s).rounded(.up)), options.blockSearchRadius) : 0,
+                iterations: level != finest ? 3 : finestLevel != nil ? 4 : options.iterations,
+                limit: options.searchRadius * s + 2)
             let structure = planes.reference.structures(
-                cell: cell, scale: s, radius: radius, columns: cols, rows: field.rows)
-            let texture = structure.map(Window.texture)
-            if level == finest { finestStructure = structure }
-            StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
-                var local: [(Int, Float, Float, Bool, Float, Float)] = []
-                for j in rowRange {
-                    for i in 0..<cols {
-                        let idx = j * cols + i
-                        let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
-                        var d = SIMD2(dxIn[idx], dyIn[idx]) * s
-                        let win = Window(planes, cx: cx, cy: cy, radius: radius)
-                        guard win.count > 0 else {
-                            local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0))
-                            continue
-                        }
-                        if search > 0 { d = win.blockSearch(around: d, radius: search) }
-                        let (refined, ok, residual, confidence) = win.lucasKanade(
-                            from: d, iterations: iterations, texture: texture[idx])
-                        if ok { d = refined }
-                        let limit = options.searchRadius * s + 2
-                        if (d * d).sum() > limit * limit { d = d / (d * d).sum().squareRoot() * limit }
-                        local.append((idx, d.x / s, d.y / s, ok, residual, confidence))
-                    }
-                }
-                out.update { o in
-                    for (idx, x, y, ok, res, conf) in local {
-                        o.dx[idx] = x
-                        o.dy[idx] = y
-                        o.textured[idx] = ok
-                        o.residual[idx] = res
-                        o.confidence[idx] = conf
-                    }
-                }
-            }
-            let o = out.value
-            // Cells this level measured take the new value; cells without texture here keep what
-            // the coarser level found. Cells that match nowhere (something moved through them
-            // in this frame or in the reference) are not measurements: they take their
-            // neighbours' shifts.
-            var res = o.residual.enumerated().filter { o.textured[$0.offset] && $0.element.isFinite }.map(\.element)
-            let limit = res.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&res))
-            for i in field.dx.indices {
-                if o.textured[i] {
-                    field.dx[i] = o.dx[i]
-                    field.dy[i] = o.dy[i]
-                    textured[i] = o.residual[i] <= limit
-                }
-            }
-            fillUntextured(&field, textured)
-            smoothByConfidence(&field, confidence: textured.indices.map { textured[$0] ? o.confidence[$0] : 0 })
-            medianFilter(&field)
+                cell: cell, scale: s, radius: step.radius, columns: field.columns, rows: field.rows)
+            if level == finest { (finestPlanes, finestStructure) = (planes, structure) }
+            let o = measure(field, planes: planes, step: step, texture: structure.map(Window.texture))
+            accept(o, into: &field, textured: &textured)
         }
-        // Detail: a finer grid refined at the finest level with small windows, each starting from
-        // the coarse field (and held near it by the prior), so the field follows depth changes
-        // that the large windows average out. A cell without texture or coverage keeps the coarse value.
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
             return LocalAlignment(
                 field: field, statistics: statistics(field, textured), level: finest, textured: textured,
                 structure: finestStructure)
         }
-        let s = 1 / Float(1 << finest)
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
+        return detail(field, textured: textured, planes: planes, level: finest, into: &fine, options: options)
+    }
+
+    /// How one pyramid level is measured: its scale, window radius, block-search radius (0: none),
+    /// Lucas-Kanade iterations and the largest shift allowed, all in that level's pixels.
+    struct LevelStep {
+        let scale: Float, radius: Int, search: Int, iterations: Int, limit: Float
+    }
+
+    /// One level's measurement of every cell: its shift (full-resolution pixels), whether it
+    /// matched, its residual and confidence.
+    struct LevelMeasurement {
+        var dx: [Float], dy: [Float], textured: [Bool], residual: [Float], confidence: [Float]
+    }
+
+    /// Measures every cell of `field` at one level: from the field's shift, a block search (at the
+    /// coarsest level) and robust Lucas-Kanade; a cell whose window has no pixel keeps its shift.
+    static func measure(
+        _ field: DisplacementField, planes: LevelPlanes, step: LevelStep, texture: [Float]
+    ) -> LevelMeasurement {
+        let cols = field.columns, cell = field.cell, s = step.scale
+        let dxIn = field.dx, dyIn = field.dy
+        let out = LockedBox(
+            LevelMeasurement(
+                dx: dxIn, dy: dyIn, textured: [Bool](repeating: false, count: dxIn.count),
+                residual: [Float](repeating: .infinity, count: dxIn.count),
+                confidence: [Float](repeating: 0, count: dxIn.count)))
+        StripExecutor.forEachStrip(rows: field.rows, minimumRows: 1) { rowRange in
+            var local: [(Int, Float, Float, Bool, Float, Float)] = []
+            for j in rowRange {
+                for i in 0..<cols {
+                    let idx = j * cols + i
+                    let (cx, cy) = Window.centre(i, j, cell: cell, scale: s)
+                    var d = SIMD2(dxIn[idx], dyIn[idx]) * s
+                    let win = Window(planes, cx: cx, cy: cy, radius: step.radius)
+                    guard win.count > 0 else {
+                        local.append((idx, dxIn[idx], dyIn[idx], false, .infinity, 0))
+                        continue
+                    }
+                    if step.search > 0 { d = win.blockSearch(around: d, radius: step.search) }
+                    let (refined, ok, residual, confidence) = win.lucasKanade(
+                        from: d, iterations: step.iterations, texture: texture[idx])
+                    if ok { d = refined }
+                    if (d * d).sum() > step.limit * step.limit { d = d / (d * d).sum().squareRoot() * step.limit }
+                    local.append((idx, d.x / s, d.y / s, ok, residual, confidence))
+                }
+            }
+            out.update { o in
+                for (idx, x, y, ok, res, conf) in local {
+                    o.dx[idx] = x
+                    o.dy[idx] = y
+                    o.textured[idx] = ok
+                    o.residual[idx] = res
+                    o.confidence[idx] = conf
+                }
+            }
+        }
+        return out.value
+    }
+
+    /// Takes one level's measurement into the field: cells this level measured take the new value;
+    /// cells without texture here keep what the coarser level found. Cells that match nowhere
+    /// (something moved through them in this frame or in the reference) are not measurements:
+    /// they take their neighbours' shifts. Then the field is smoothed by confidence and median-filtered.
+    static func accept(_ o: LevelMeasurement, into field: inout DisplacementField, textured: inout [Bool]) {
+        var res = o.residual.enumerated().filter { o.textured[$0.offset] && $0.element.isFinite }.map(\.element)
+        let limit = res.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&res))
+        for i in field.dx.indices {
+            if o.textured[i] {
+                field.dx[i] = o.dx[i]
+                field.dy[i] = o.dy[i]
+                textured[i] = o.residual[i] <= limit
+            }
+        }
+        fillUntextured(&field, textured)
+        smoothByConfidence(&field, confidence: textured.indices.map { textured[$0] ? o.confidence[$0] : 0 })
+        medianFilter(&field)
+    }
+
+    /// Detail: a finer grid refined at the finest level with small windows, each starting from
+    /// the coarse field (and held near it by the prior), so the field follows depth changes
+    /// that the large windows average out. A cell without texture or coverage keeps the coarse value.
+    /// `fine` is the finer grid (zero), filled from the coarse field and then refined.
+    static func detail(
+        _ field: DisplacementField, textured: [Bool], planes: LevelPlanes, level finest: Int,
+        into fine: inout DisplacementField, options: LocalAlignmentOptions
+    ) -> LocalAlignment {
+        let s = 1 / Float(1 << finest), fineCell = fine.cell
         for j in 0..<fine.rows {
             for i in 0..<fine.columns {
                 let v = field.value(
@@ -175,19 +206,43 @@ public enum LocalAligner {
                 fine.dy[j * fine.columns + i] = v.y
             }
         }
-        let coarseField = fine
         let radius = max(
             4,
             Int((Float(options.detailWindowRadius > 0 ? options.detailWindowRadius : fineCell) * s).rounded()))
-        let cols = fine.columns
-        let results = LockedBox([(Int, SIMD2<Float>, Float)]())
         let structure = planes.reference.structures(
-            cell: fineCell, scale: s, radius: radius, columns: cols, rows: fine.rows)
-        let texture = structure.map(Window.texture)
-        // Where the coarse field is flat there is no depth edge to follow: a fine cell in a
-        // coarse cell whose neighbourhood is flat keeps the coarse value, measured if the coarse
-        // cell was.
-        let flat = flatCells(field, limit: options.detailFlatLimit)
+            cell: fineCell, scale: s, radius: radius, columns: fine.columns, rows: fine.rows)
+        let (results, skipped) = measureDetail(
+            fine, coarse: field, textured: textured, planes: planes,
+            step: LevelStep(scale: s, radius: radius, search: 0, iterations: options.detailIterations, limit: 0),
+            texture: structure.map(Window.texture), flatLimit: options.detailFlatLimit)
+        // As at the coarse levels, a cell whose window still does not match is no measurement.
+        var residuals = results.map(\.2).filter(\.isFinite)
+        let limit = residuals.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&residuals))
+        var measured = [Bool](repeating: false, count: fine.dx.count)
+        for (idx, d, residual) in results where residual <= limit {
+            fine.dx[idx] = d.x
+            fine.dy[idx] = d.y
+            measured[idx] = true
+        }
+        for idx in skipped { measured[idx] = true }
+        medianFilter(&fine)
+        // The statistics describe the field applied, over the cells the detail pass measured.
+        return LocalAlignment(
+            field: fine, statistics: statistics(fine, measured), level: finest, textured: measured, structure: structure
+        )
+    }
+
+    /// The detail pass's measurements: each fine cell's refined shift and residual where its window
+    /// matched, and the fine cells that keep their coarse cell's measured value. Where the coarse
+    /// field is flat there is no depth edge to follow: a fine cell in a coarse cell whose
+    /// neighbourhood is flat keeps the coarse value, measured if the coarse cell was.
+    static func measureDetail(
+        _ fine: DisplacementField, coarse field: DisplacementField, textured: [Bool], planes: LevelPlanes,
+        step: LevelStep, texture: [Float], flatLimit: Float
+    ) -> (results: [(Int, SIMD2<Float>, Float)], skipped: [Int]) {
+        let cols = fine.columns, fineCell = fine.cell, cell = field.cell, s = step.scale
+        let results = LockedBox([(Int, SIMD2<Float>, Float)]())
+        let flat = flatCells(field, limit: flatLimit)
         let skipped = LockedBox([Int]())
         StripExecutor.forEachStrip(rows: fine.rows, minimumRows: 1) { rowRange in
             var local: [(Int, SIMD2<Float>, Float)] = []
@@ -201,10 +256,10 @@ public enum LocalAligner {
                         continue
                     }
                     let (cx, cy) = Window.centre(i, j, cell: fineCell, scale: s)
-                    let win = Window(planes, cx: cx, cy: cy, radius: radius)
+                    let win = Window(planes, cx: cx, cy: cy, radius: step.radius)
                     guard win.count > 0 else { continue }
                     let (d, ok, residual, _) = win.lucasKanade(
-                        from: SIMD2(coarseField.dx[idx], coarseField.dy[idx]) * s, iterations: options.detailIterations,
+                        from: SIMD2(fine.dx[idx], fine.dy[idx]) * s, iterations: step.iterations,
                         texture: texture[idx], prior: 0.5)
                     if ok { local.append((idx, d / s, residual)) }
                 }
@@ -212,21 +267,7 @@ public enum LocalAligner {
             results.update { $0.append(contentsOf: local) }
             skipped.update { $0.append(contentsOf: skip) }
         }
-        // As at the coarse levels, a cell whose window still does not match is no measurement.
-        var residuals = results.value.map(\.2).filter(\.isFinite)
-        let limit = residuals.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&residuals))
-        var measured = [Bool](repeating: false, count: fine.dx.count)
-        for (idx, d, residual) in results.value where residual <= limit {
-            fine.dx[idx] = d.x
-            fine.dy[idx] = d.y
-            measured[idx] = true
-        }
-        for idx in skipped.value { measured[idx] = true }
-        medianFilter(&fine)
-        // The statistics describe the field applied, over the cells the detail pass measured.
-        return LocalAlignment(
-            field: fine, statistics: statistics(fine, measured), level: finest, textured: measured, structure: structure
-        )
+        return (results.value, skipped.value)
     }
 
     /// Per cell, whether the field varies by at most `limit` pixels (in x and in y) over the
