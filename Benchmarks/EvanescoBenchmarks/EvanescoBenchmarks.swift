@@ -13,7 +13,7 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         case align
         case alignBurst = "align-burst"
         case local, kernels, stack
-        case backdrop, lens
+        case backdrop, lens, faces
         case lensOracle = "lens-oracle"
         case queue
     }
@@ -62,6 +62,7 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         if runs(.align) { try bench.align() }
         if runs(.alignBurst) { try bench.alignBurst() }
         if runs(.backdrop) { try bench.backdrop() }
+        if runs(.faces) { try bench.faces() }
         if runs(.lensOracle) { try bench.lensOracle() }
         if runs(.lens) { try bench.lens() }
         if runs(.local) { try bench.local() }

@@ -139,68 +139,12 @@ public enum ParallaxConsistency {
         let members = fields.indices.filter {
             fields[$0].map { $0.cell == first.cell && $0.columns == first.columns && $0.rows == first.rows } ?? false
         }
-        guard members.count >= 3 else { return (fields, nil, nil) }
-        let cols = first.columns, rows = first.rows, C = cols * rows, K = members.count
-        // Every frame's field in one flat array per component (frame k's cells at k * C), and
-        // the loops split over the cores: by frame where a frame's sums are taken, by cell where
-        // a cell's are. Each sum runs in the same order whichever core takes it, so the result
-        // does not depend on the number of threads.
-        var dxAll = [Float](repeating: 0, count: K * C), dyAll = dxAll
-        for (k, f) in members.enumerated() {
-            dxAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dx)
-            dyAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dy)
+        guard members.count >= 3, var scene = Scene(fields, members: members, structure: structure) else {
+            return (fields, nil, nil)
         }
-        // Cell centres, scaled to about [-1, 1] (the affine terms' columns).
-        let half = Float(max(cols, rows)) / 2
-        let px = (0..<C).map { (Float($0 % cols) + 0.5 - Float(cols) / 2) / half }
-        let py = (0..<C).map { (Float($0 / cols) + 0.5 - Float(rows) / 2) / half }
-        /// Cells per strip of the cell loops: a strip is worth a thread's wake-up.
-        let cellStrip = 512
-
-        // Start: rho from the fields' first singular vector (power iterations), no affine part.
-        var rho = [Float](repeating: 1, count: C)
-        // Per frame, the coefficients of `basis(rho:x:y:)` in its field's x and y components.
-        var affine = [(SIMD8<Float>, SIMD8<Float>)](repeating: (.zero, .zero), count: K)
-        var weight = [Float](repeating: 1, count: K * C)
-        // Each cell's structure tensor scaled to trace 2 (the plain distance for a window with the
-        // same texture every way), with a tenth of every direction kept.
-        let metric: [SIMD3<Float>] =
-            structure.flatMap { s in
-                s.count == C
-                    ? s.map { v in
-                        let tr = v.x + v.z
-                        guard tr > 0, tr.isFinite else { return SIMD3(1, 0, 1) }
-                        return v * (2 / tr) * (1 - metricFloor) + SIMD3(metricFloor, 0, metricFloor)
-                    } : nil
-            } ?? []
-        let fitted: Bool = dxAll.withUnsafeBufferPointer { DX in
-            dyAll.withUnsafeBufferPointer { DY in
-                rho.withUnsafeMutableBufferPointer { R in
-                    affine.withUnsafeMutableBufferPointer { A in
-                        weight.withUnsafeMutableBufferPointer { W in
-                            Fit(
-                                dx: DX, dy: DY, px: px, py: py, rho: R, affine: A, weight: W, K: K, C: C,
-                                cellStrip: cellStrip, metric: metric
-                            ).run()
-                        }
-                    }
-                }
-            }
-        }
-        guard fitted else { return (fields, nil, nil) }
-        var all = [Float](repeating: 0, count: K * C)
-        all.withUnsafeMutableBufferPointer { out in
-            StripExecutor.forEachStrip(rows: K, minimumRows: 1) { frames in
-                for k in frames {
-                    let m = modelField(affine, k, rho: rho, px: px, py: py)
-                    for c in 0..<C {
-                        let ex = dxAll[k * C + c] - m.x[c], ey = dyAll[k * C + c] - m.y[c]
-                        out[k * C + c] = (ex * ex + ey * ey).squareRoot()
-                    }
-                }
-            }
-        }
-        let residuals = all
+        let C = scene.cells, K = members.count
+        let residuals = scene.residuals()
+        var all = residuals
         let medianResidual = Selection.kthOfMagnitudes(&all, all.count / 2)
         var summary = Summary(
             frames: K, cells: C, inconsistentCells: 0, replacedFrameCells: 0, medianResidualPx: medianResidual,
@@ -208,16 +152,43 @@ public enum ParallaxConsistency {
         guard medianResidual <= modelLimit else { return (fields, summary, nil) }
 
         // Cells most frames disagree on take rho from consistent neighbours (growing outwards).
-        var consistent = [Bool](repeating: true, count: C)
         let flags = members.map { f in
             measured.flatMap { f < $0.count ? $0[f] : nil }.flatMap { $0.count == C ? $0 : nil }
         }
+        let verdict = cellVerdicts(residuals, flags: flags, frames: K, cells: C)
+        summary.inconsistentCells = verdict.consistent.filter { !$0 }.count
+        guard summary.inconsistentCells < C else { return (fields, summary, nil) }
+        LocalAligner.fillFromNeighbours(
+            &scene.rho, known: verdict.consistent, columns: scene.columns, rows: scene.rows)
+        var out = fields
+        let rhoRange = scene.rhoRange(consistent: verdict.consistent)
+        for (k, f) in members.enumerated() {
+            out[f] = scene.apply(
+                to: fields[f]!, frame: k, residuals: residuals, consistent: verdict.consistent, measured: flags[k],
+                rhoRange: rhoRange, replaced: &summary.replacedFrameCells)
+        }
+        summary.applied = true
+        return (
+            out, summary,
+            Model(
+                members: members, cell: first.cell, columns: scene.columns, rows: scene.rows, rho: scene.rho,
+                measuredBy: verdict.measuredBy, misfit: verdict.misfit, affine: scene.affine, px: scene.px,
+                py: scene.py)
+        )
+    }
+
+    /// Per cell: the median of the frames' residuals (`misfit`), how many frames measured it, and
+    /// whether it is consistent (misfit within ``cellLimit``, or measured by most frames).
+    static func cellVerdicts(
+        _ residuals: [Float], flags: [[Bool]?], frames K: Int, cells C: Int
+    ) -> (consistent: [Bool], measuredBy: [Int], misfit: [Float]) {
+        var consistent = [Bool](repeating: true, count: C)
         var measuredBy = [Int](repeating: 0, count: C)
         var misfit = [Float](repeating: 0, count: C)
         misfit.withUnsafeMutableBufferPointer { fit in
             consistent.withUnsafeMutableBufferPointer { out in
                 measuredBy.withUnsafeMutableBufferPointer { counts in
-                    StripExecutor.forEachStrip(rows: C, minimumRows: cellStrip) { cells in
+                    StripExecutor.forEachStrip(rows: C, minimumRows: Scene.cellStrip) { cells in
                         var r = [Float](repeating: 0, count: K)
                         for c in cells {
                             for k in 0..<K { r[k] = residuals[k * C + c] }
@@ -231,53 +202,134 @@ public enum ParallaxConsistency {
                 }
             }
         }
-        summary.inconsistentCells = consistent.filter { !$0 }.count
-        guard summary.inconsistentCells < C else { return (fields, summary, nil) }
-        LocalAligner.fillFromNeighbours(&rho, known: consistent, columns: cols, rows: rows)
-        var out = fields
-        var consistentRho = (0..<C).filter { consistent[$0] }.map { rho[$0] }
-        consistentRho.sort()
-        let rhoRange =
-            consistentRho.isEmpty
-            ? 0
-            : consistentRho[consistentRho.count * 99 / 100] - consistentRho[consistentRho.count / 100]
-        for (k, f) in members.enumerated() {
-            var field = fields[f]!
+        return (consistent, measuredBy, misfit)
+    }
+
+    /// The members' fields fitted by one depth per cell and a quadratic per frame.
+    struct Scene {
+        /// Cells per strip of the cell loops: a strip is worth a thread's wake-up.
+        static let cellStrip = 512
+        let columns: Int, rows: Int, frames: Int
+        var cells: Int { columns * rows }
+        /// Every frame's field in one flat array per component (frame k's cells at k * C).
+        let dxAll: [Float], dyAll: [Float]
+        /// Cell centres, scaled to about [-1, 1] (the affine terms' columns).
+        let px: [Float], py: [Float]
+        /// Relative inverse depth per cell.
+        var rho: [Float]
+        /// Per frame, the coefficients of `basis(rho:x:y:)` in its field's x and y components.
+        let affine: [(SIMD8<Float>, SIMD8<Float>)]
+
+        /// Fits the members' fields, or nil when the fit fails. The loops are split over the
+        /// cores: by frame where a frame's sums are taken, by cell where a cell's are. Each sum runs
+        /// in the same order whichever core takes it, so the result does not depend on the number
+        /// of threads.
+        init?(_ fields: [DisplacementField?], members: [Int], structure: [SIMD3<Float>]?) {
+            let first = fields[members[0]]!
+            let cols = first.columns, rows = first.rows, C = cols * rows, K = members.count
+            var dxAll = [Float](repeating: 0, count: K * C), dyAll = dxAll
+            for (k, f) in members.enumerated() {
+                dxAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dx)
+                dyAll.replaceSubrange((k * C)..<((k + 1) * C), with: fields[f]!.dy)
+            }
+            let half = Float(max(cols, rows)) / 2
+            let px = (0..<C).map { (Float($0 % cols) + 0.5 - Float(cols) / 2) / half }
+            let py = (0..<C).map { (Float($0 / cols) + 0.5 - Float(rows) / 2) / half }
+            // Start: rho from the fields' first singular vector (power iterations), no affine part.
+            var rho = [Float](repeating: 1, count: C)
+            var affine = [(SIMD8<Float>, SIMD8<Float>)](repeating: (.zero, .zero), count: K)
+            var weight = [Float](repeating: 1, count: K * C)
+            let metric = Self.metric(structure, cells: C)
+            let fitted: Bool = dxAll.withUnsafeBufferPointer { DX in
+                dyAll.withUnsafeBufferPointer { DY in
+                    rho.withUnsafeMutableBufferPointer { R in
+                        affine.withUnsafeMutableBufferPointer { A in
+                            weight.withUnsafeMutableBufferPointer { W in
+                                Fit(
+                                    dx: DX, dy: DY, px: px, py: py, rho: R, affine: A, weight: W, K: K, C: C,
+                                    cellStrip: Self.cellStrip, metric: metric
+                                ).run()
+                            }
+                        }
+                    }
+                }
+            }
+            guard fitted else { return nil }
+            (columns, self.rows, frames, self.dxAll, self.dyAll) = (cols, rows, K, dxAll, dyAll)
+            (self.px, self.py, self.rho, self.affine) = (px, py, rho, affine)
+        }
+
+        /// Each cell's structure tensor scaled to trace 2 (the plain distance for a window with
+        /// the same texture every way), with ``metricFloor`` of every direction kept; empty
+        /// without a structure for every cell.
+        static func metric(_ structure: [SIMD3<Float>]?, cells C: Int) -> [SIMD3<Float>] {
+            structure.flatMap { s in
+                s.count == C
+                    ? s.map { v in
+                        let tr = v.x + v.z
+                        guard tr > 0, tr.isFinite else { return SIMD3(1, 0, 1) }
+                        return v * (2 / tr) * (1 - metricFloor) + SIMD3(metricFloor, 0, metricFloor)
+                    } : nil
+            } ?? []
+        }
+
+        /// Each frame's distance from the model at each cell, pixels (frame k's cells at k * C).
+        func residuals() -> [Float] {
+            let C = cells
+            var all = [Float](repeating: 0, count: frames * C)
+            all.withUnsafeMutableBufferPointer { out in
+                StripExecutor.forEachStrip(rows: frames, minimumRows: 1) { frames in
+                    for k in frames {
+                        let m = modelField(affine, k, rho: rho, px: px, py: py)
+                        for c in 0..<C {
+                            let ex = dxAll[k * C + c] - m.x[c], ey = dyAll[k * C + c] - m.y[c]
+                            out[k * C + c] = (ex * ex + ey * ey).squareRoot()
+                        }
+                    }
+                }
+            }
+            return all
+        }
+
+        /// The range of the consistent cells' depths (1st to 99th percentile).
+        func rhoRange(consistent: [Bool]) -> Float {
+            var consistentRho = (0..<cells).filter { consistent[$0] }.map { rho[$0] }
+            consistentRho.sort()
+            return consistentRho.isEmpty
+                ? 0 : consistentRho[consistentRho.count * 99 / 100] - consistentRho[consistentRho.count / 100]
+        }
+
+        /// Frame `k`'s field made consistent: cells replaced by the model where the cell is
+        /// inconsistent or the frame's measurement is implausibly far from it, else pulled toward
+        /// it by how close it is. Adds the replaced consistent cells to `replaced`.
+        func apply(
+            to field: DisplacementField, frame k: Int, residuals: [Float], consistent: [Bool], measured: [Bool]?,
+            rhoRange: Float, replaced: inout Int
+        ) -> DisplacementField {
+            let C = cells
+            var field = field
             // No parallax moves a frame's cell further from the model than its motion times the
             // burst's range of depths: a measurement further than that matched something that
             // moved (a person crossing in that frame), measured or not.
             let motion = ParallaxConsistency.motion(affine[k])
             let bound = frameLimit + rhoRange * (motion * motion).sum().squareRoot()
-            func replaced(_ c: Int) -> Bool {
-                let r = residuals[k * C + c]
-                return !consistent[c] || (r > frameLimit && (!(flags[k]?[c] ?? false) || r > bound))
-            }
             let model = modelField(affine, k, rho: rho, px: px, py: py)
             for c in 0..<C {
-                let m = SIMD2(model.x[c], model.y[c])
-                if replaced(c) {
+                let m = SIMD2(model.x[c], model.y[c]), r = residuals[k * C + c]
+                if !consistent[c] || (r > frameLimit && (!(measured?[c] ?? false) || r > bound)) {
                     field.dx[c] = m.x
                     field.dy[c] = m.y
-                    if consistent[c] { summary.replacedFrameCells += 1 }
+                    if consistent[c] { replaced += 1 }
                 } else {
                     // Measurements near the model are mostly noise about it: the closer, the
                     // more of the model's value (which the burst's frames measured together).
-                    let r2 = residuals[k * C + c] * residuals[k * C + c], keep = r2 / (r2 + blendScale * blendScale)
+                    let r2 = r * r, keep = r2 / (r2 + blendScale * blendScale)
                     field.dx[c] = m.x + keep * (field.dx[c] - m.x)
                     field.dy[c] = m.y + keep * (field.dy[c] - m.y)
                 }
             }
-            out[f] = field
+            return field
         }
-        summary.applied = true
-        return (
-            out, summary,
-            Model(
-                members: members, cell: first.cell, columns: cols, rows: rows, rho: rho, measuredBy: measuredBy,
-                misfit: misfit,
-                affine: affine, px: px,
-                py: py)
-        )
     }
 
     /// Frame `k`'s displacement by the model at every cell (depths `rho`, centres `px`, `py`).
