@@ -97,112 +97,11 @@ extension ParallaxConsistency {
         known.sort()
         let lo = known[known.count / 100], hi = known[known.count - 1 - known.count / 100]
         guard hi > lo else { return (fields, summary) }
-        let step = (hi - lo) / Float(sweepSteps - 1)
-        let cell = Float(model.cell)
-        // The cell's centre and four points a third of a cell from it diagonally (the 3 x 3 grid
-        // of points took 40 % longer for the same result on the family).
-        let offsets: [SIMD2<Float>] = [SIMD2(0, 0), SIMD2(-1, -1), SIMD2(1, -1), SIMD2(-1, 1), SIMD2(1, 1)].map {
-            $0 * cell / 3
-        }
-        let side = polishPoints
-        let polishOffsets = (0..<(side * side)).map { (q: Int) -> SIMD2<Float> in
-            (SIMD2(Float(q % side), Float(q / side)) - Float(side - 1) / 2) * (cell / Float(side))
-        }
-        let sweepScored = (0..<min(K, sweepFrames)).map { $0 * K / min(K, sweepFrames) }
-        let motion = model.affine.map { a in
-            let t = ParallaxConsistency.motion(a)
-            return (t * t).sum()
-        }
-        let polishScored = Array((0..<K).sorted { motion[$0] > motion[$1] }.prefix(polishFrames)).sorted()
+        let plan = SweepPlan(model: model, frames: frames.map { $0! }, lo: lo, hi: hi)
         let found = LockedBox([(cell: Int, rho: Float)]())
         StripExecutor.forEachStrip(rows: cells.count, minimumRows: 64) { range in
-            var local: [(cell: Int, rho: Float)] = []
-            let most = 1 + sweepSteps, points = max(offsets.count, polishOffsets.count)
-            let framesScored = max(sweepScored.count, polishScored.count)
-            var positions = [SIMD2<Float>](repeating: .zero, count: most * points)
-            var samples = [Float](repeating: 0, count: framesScored * most * points)
-            var depthScores = [Float](repeating: 0, count: most)
-            var results = [Float?](repeating: nil, count: most)
-            /// For each depth of `rhos`: the mean capped distance of the `scored` frames' grey
-            /// levels from their median, over the points (`offsets` from the cell's centre) that
-            /// at least 3 frames see (nil when fewer than 4 points are seen so). Each frame samples
-            /// every depth's points in one call.
-            func scores(_ c: Int, _ rhos: [Float], polish: Bool = false) {
-                let offsets = polish ? polishOffsets : offsets, scored = polish ? polishScored : sweepScored
-                let R = rhos.count, P = offsets.count, S = scored.count
-                let centre = SIMD2(
-                    (Float(c % model.columns) + 0.5) * cell - 0.5, (Float(c / model.columns) + 0.5) * cell - 0.5)
-                samples.withUnsafeMutableBufferPointer { out in
-                    for (j, k) in scored.enumerated() {
-                        for (r, rho) in rhos.enumerated() {
-                            let d = model.displacement(k, c, rho: rho)
-                            for i in 0..<P { positions[r * P + i] = centre + offsets[i] + d }
-                        }
-                        positions.withUnsafeBufferPointer {
-                            frames[k]!(
-                                UnsafeBufferPointer(rebasing: $0[0..<(R * P)]),
-                                UnsafeMutableBufferPointer(rebasing: out[(j * R * P)..<((j + 1) * R * P)]))
-                        }
-                    }
-                }
-                // CKernels: per point the frames' levels sorted, their median and capped mean
-                // distance from it; per depth the mean over the points (NaN: too few seen).
-                evn_sweep_scores(samples, S, R, P, sweepCap, &depthScores)
-                for r in 0..<R { results[r] = depthScores[r].isNaN ? nil : depthScores[r] }
-            }
-            /// A cell most frames could not measure: the depth where the frames that moved most
-            /// agree best at `polishPoints`^2 points, near the neighbours' guess or the sweep's
-            /// best, whichever they agree on better (nil when too few points are seen).
-            func polish(_ c: Int, _ found: Float) -> Float? {
-                var start = model.rho[c]
-                if found != start {
-                    scores(c, [start, found], polish: true)
-                    guard let a = results[0], let b = results[1] else { return nil }
-                    if b < a { start = found }
-                }
-                let d = step * polishStep
-                scores(c, [start - d, start, start + d], polish: true)
-                guard let below = results[0], let at = results[1], let above = results[2] else { return nil }
-                // The start unless a depth scores strictly better (a flat cell scores alike at all);
-                // at the start, the parabola's minimum (within half a step).
-                if below < at && below <= above { return start - d }
-                if above < at { return start + d }
-                let curvature = below - 2 * at + above
-                return curvature > 0 ? start + 0.5 * (below - above) / curvature * d : start
-            }
-            let steps = (0..<sweepSteps).map { lo + Float($0) * step }
-            for c in cells[range] {
-                scores(c, [model.rho[c]] + steps)
-                guard let current = results[0] else { continue }
-                // A cell most frames measured (swept for their disagreement) takes the best depth,
-                // the fitted one included, when it scores clearly below the depths' typical score:
-                // then every frame takes it, those that measured something else too.
-                let disputed = 2 * model.measuredBy[c] > K
-                var typical: Float? = nil
-                if disputed {
-                    var tried = (1...sweepSteps).compactMap { results[$0] }
-                    guard tried.count >= sweepSteps / 2 else { continue }
-                    typical = Selection.median(&tried)
-                }
-                var best = (rho: model.rho[c], score: current)
-                for i in 0..<sweepSteps {
-                    if let s = results[1 + i], s < best.score { best = (steps[i], s) }
-                }
-                var fine = step / 2
-                for _ in 0..<sweepRefinements {
-                    let pair = [best.rho - fine, best.rho + fine]
-                    scores(c, pair)
-                    for i in 0..<2 {
-                        if let s = results[i], s < best.score { best = (pair[i], s) }
-                    }
-                    fine /= 2
-                }
-                if let typical {
-                    if best.score < 0.75 * typical && typical - best.score > 0.5 { local.append((c, best.rho)) }
-                } else if let polished = polish(c, best.rho), polished != model.rho[c] {
-                    local.append((c, polished))
-                }
-            }
+            var scorer = SweepScorer(plan)
+            let local = cells[range].compactMap { c in scorer.depth(ofCell: c).map { (cell: c, rho: $0) } }
             found.update { $0.append(contentsOf: local) }
         }
         var out = fields
@@ -217,5 +116,140 @@ extension ParallaxConsistency {
         }
         summary.changedCells = found.value.count
         return (out, summary)
+    }
+
+    /// What every cell's sweep shares: the model, the frames' samplers, the depths tried, the
+    /// points and the frames that score a depth.
+    struct SweepPlan {
+        let model: Model
+        let frames: [Sampler]
+        /// The sweep's depths, `step` apart across the range of the well-measured cells.
+        let steps: [Float], step: Float
+        /// The cell's centre and four points a third of a cell from it diagonally (the 3 x 3 grid
+        /// of points took 40 % longer for the same result on the family), and the closer look's
+        /// `polishPoints`^2 grid.
+        let offsets: [SIMD2<Float>], polishOffsets: [SIMD2<Float>]
+        /// The sweep's frames, spread over the burst, and the closer look's: those that moved most.
+        let sweepScored: [Int], polishScored: [Int]
+
+        init(model: Model, frames: [Sampler], lo: Float, hi: Float) {
+            let K = model.members.count, cell = Float(model.cell), side = polishPoints
+            step = (hi - lo) / Float(sweepSteps - 1)
+            steps = (0..<sweepSteps).map { [step] in lo + Float($0) * step }
+            offsets = [SIMD2(0, 0), SIMD2(-1, -1), SIMD2(1, -1), SIMD2(-1, 1), SIMD2(1, 1)].map { $0 * cell / 3 }
+            polishOffsets = (0..<(side * side)).map { (q: Int) -> SIMD2<Float> in
+                (SIMD2(Float(q % side), Float(q / side)) - Float(side - 1) / 2) * (cell / Float(side))
+            }
+            sweepScored = (0..<min(K, sweepFrames)).map { $0 * K / min(K, sweepFrames) }
+            let motion = model.affine.map { a in
+                let t = ParallaxConsistency.motion(a)
+                return (t * t).sum()
+            }
+            polishScored = Array((0..<K).sorted { motion[$0] > motion[$1] }.prefix(polishFrames)).sorted()
+            (self.model, self.frames) = (model, frames)
+        }
+    }
+
+    /// One strip's sweep: the plan and the scratch its scores are taken in.
+    struct SweepScorer {
+        let plan: SweepPlan
+        var positions: [SIMD2<Float>], samples: [Float], depthScores: [Float]
+        /// The last ``scores(_:_:polish:)``: per depth its score, nil when too few points were seen.
+        var results: [Float?]
+
+        init(_ plan: SweepPlan) {
+            let most = 1 + sweepSteps, points = max(plan.offsets.count, plan.polishOffsets.count)
+            let framesScored = max(plan.sweepScored.count, plan.polishScored.count)
+            self.plan = plan
+            positions = [SIMD2<Float>](repeating: .zero, count: most * points)
+            samples = [Float](repeating: 0, count: framesScored * most * points)
+            depthScores = [Float](repeating: 0, count: most)
+            results = [Float?](repeating: nil, count: most)
+        }
+
+        /// The depth cell `c` takes, or nil where it keeps the model's.
+        mutating func depth(ofCell c: Int) -> Float? {
+            let model = plan.model, K = model.members.count, steps = plan.steps
+            scores(c, [model.rho[c]] + steps)
+            guard let current = results[0] else { return nil }
+            // A cell most frames measured (swept for their disagreement) takes the best depth,
+            // the fitted one included, when it scores clearly below the depths' typical score:
+            // then every frame takes it, those that measured something else too.
+            var typical: Float? = nil
+            if 2 * model.measuredBy[c] > K {
+                var tried = (1...sweepSteps).compactMap { results[$0] }
+                guard tried.count >= sweepSteps / 2 else { return nil }
+                typical = Selection.median(&tried)
+            }
+            var best = (rho: model.rho[c], score: current)
+            for i in 0..<sweepSteps {
+                if let s = results[1 + i], s < best.score { best = (steps[i], s) }
+            }
+            var fine = plan.step / 2
+            for _ in 0..<sweepRefinements {
+                let pair = [best.rho - fine, best.rho + fine]
+                scores(c, pair)
+                for i in 0..<2 {
+                    if let s = results[i], s < best.score { best = (pair[i], s) }
+                }
+                fine /= 2
+            }
+            if let typical {
+                return best.score < 0.75 * typical && typical - best.score > 0.5 ? best.rho : nil
+            }
+            guard let polished = polish(c, best.rho), polished != model.rho[c] else { return nil }
+            return polished
+        }
+
+        /// For each depth of `rhos`: the mean capped distance of the scored frames' grey
+        /// levels from their median, over the points (offsets from the cell's centre) that
+        /// at least 3 frames see (nil when fewer than 4 points are seen so), into `results`.
+        /// Each frame samples every depth's points in one call.
+        mutating func scores(_ c: Int, _ rhos: [Float], polish: Bool = false) {
+            let model = plan.model, cell = Float(model.cell)
+            let offsets = polish ? plan.polishOffsets : plan.offsets
+            let scored = polish ? plan.polishScored : plan.sweepScored
+            let R = rhos.count, P = offsets.count, S = scored.count
+            let centre = SIMD2(
+                (Float(c % model.columns) + 0.5) * cell - 0.5, (Float(c / model.columns) + 0.5) * cell - 0.5)
+            samples.withUnsafeMutableBufferPointer { out in
+                for (j, k) in scored.enumerated() {
+                    for (r, rho) in rhos.enumerated() {
+                        let d = model.displacement(k, c, rho: rho)
+                        for i in 0..<P { positions[r * P + i] = centre + offsets[i] + d }
+                    }
+                    positions.withUnsafeBufferPointer {
+                        plan.frames[k](
+                            UnsafeBufferPointer(rebasing: $0[0..<(R * P)]),
+                            UnsafeMutableBufferPointer(rebasing: out[(j * R * P)..<((j + 1) * R * P)]))
+                    }
+                }
+            }
+            // CKernels: per point the frames' levels sorted, their median and capped mean
+            // distance from it; per depth the mean over the points (NaN: too few seen).
+            evn_sweep_scores(samples, S, R, P, sweepCap, &depthScores)
+            for r in 0..<R { results[r] = depthScores[r].isNaN ? nil : depthScores[r] }
+        }
+
+        /// A cell most frames could not measure: the depth where the frames that moved most
+        /// agree best at `polishPoints`^2 points, near the neighbours' guess or the sweep's
+        /// best, whichever they agree on better (nil when too few points are seen).
+        mutating func polish(_ c: Int, _ found: Float) -> Float? {
+            var start = plan.model.rho[c]
+            if found != start {
+                scores(c, [start, found], polish: true)
+                guard let a = results[0], let b = results[1] else { return nil }
+                if b < a { start = found }
+            }
+            let d = plan.step * polishStep
+            scores(c, [start - d, start, start + d], polish: true)
+            guard let below = results[0], let at = results[1], let above = results[2] else { return nil }
+            // The start unless a depth scores strictly better (a flat cell scores alike at all);
+            // at the start, the parabola's minimum (within half a step).
+            if below < at && below <= above { return start - d }
+            if above < at { return start + d }
+            let curvature = below - 2 * at + above
+            return curvature > 0 ? start + 0.5 * (below - above) / curvature * d : start
+        }
     }
 }
