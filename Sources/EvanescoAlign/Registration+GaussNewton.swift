@@ -76,38 +76,13 @@ extension RegistrationReference {
             RegistrationReference.sample(img, tl, through: w, into: smp)
             // 2. Gain and offset by weighted least squares: frame ~ gain * ref + offset.
             let e = tl.t.withUnsafeBufferPointer { Exposure(smp, wts, $0.baseAddress!, padded) }
-            // Weighted (robust) correlation, reported for information.
-            let sw = e.sw, st = e.st, si = e.si
-            let correlation =
-                sw > 0
-                ? (e.sti - st * si / sw) / max(1e-9, ((e.stt - st * st / sw) * (e.sii - si * si / sw)).squareRoot()) : 0
-            guard e.count >= max(12, n / 20), sw > 0 else { throw RegistrationError.noOverlap }
-            let vt = e.stt - st * st / sw
-            if vt > 1e-9 {
-                gain = (e.sti - st * si / sw) / vt
-                offset = (si - gain * st) / sw
-            }
-            rawSlope = gain
-            if !(gain > 0.5 && gain < 2) {
-                gain = 1
-                offset = (si - st) / sw
-            }
+            guard e.count >= max(12, n / 20), e.sw > 0 else { throw RegistrationError.noOverlap }
+            rawSlope = e.fit(gain: &gain, offset: &offset)
             // 3. Robust scale of the residuals (frame mapped back to the reference's exposure):
             // the median of about 1024 of them, evenly spread over the points, is as good a scale
             // (to a few percent) as all of them and saves most of the selection's time.
             let ig = Float(1 / gain), off = Float(offset)
-            let step = max(1, n / 1024)
-            absr.removeAll(keepingCapacity: true)
-            tl.t.withUnsafeBufferPointer { t in
-                var i = 0
-                while i < n {
-                    if !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - t[i])) }
-                    i &+= step
-                }
-            }
-            // Capped: when most points disagree (a wrong start locked onto a moving object),
-            // a scale grown from the same residuals would call everything an inlier.
-            let sigma = min(4, max(0.5, 1.4826 * (absr.isEmpty ? 0 : Selection.kthOfMagnitudes(&absr, absr.count / 2))))
+            let sigma = Self.robustScale(tl, smp, offset: off, inverseGain: ig, scratch: &absr)
             // 4. Tukey weights and the normal equations over the steepest-descent rows.
             let s = NormalEquations.sum(
                 tl, smp, wts, parameters: np, offset: off, inverseGain: ig, c2: (4.685 * sigma) * (4.685 * sigma))
@@ -115,36 +90,64 @@ extension RegistrationReference {
             else {
                 throw RegistrationError.diverged("flat texture")
             }
-            let dW: Homography =
-                np == 2
-                ? .translation(dp[0], dp[1])
-                : np == 6
-                    ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
-                    : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
-            guard let dWinv = dW.inverse else { throw RegistrationError.diverged("singular update") }
+            guard let dWinv = Self.parameterUpdate(dp, parameters: np).inverse else {
+                throw RegistrationError.diverged("singular update")
+            }
             let update = nrmInv * dWinv * nrm
             w = w * update
             guard w.m.allSatisfy({ $0.isFinite }) else { throw RegistrationError.diverged("non-finite warp") }
-            // Converged when no corner moves more than `tolerance` pixels.
-            var moved = 0.0
-            for (cx, cy) in [
-                (0.0, 0.0), (Double(tl.width - 1), 0.0), (0.0, Double(tl.height - 1)),
-                (Double(tl.width - 1), Double(tl.height - 1))
-            ] {
-                if let p = update.apply(cx, cy) {
-                    moved = max(moved, abs(p.x - cx), abs(p.y - cy))
-                } else {
-                    moved = .infinity
-                }
-            }
             outcome = LevelOutcome(
                 residual: (s.wr2 / max(s.wsum, 1e-9)).squareRoot(),
                 inlierFraction: Double(s.inliers) / Double(max(e.count, 1)),
                 overlap: Double(e.count) / Double(n), gain: gain, offset: offset, iterations: it + 1,
-                correlation: correlation, slope: rawSlope)
-            if moved < tolerance { break }
+                correlation: e.correlation, slope: rawSlope)
+            // Converged when no corner moves more than `tolerance` pixels.
+            if Self.cornerShift(update, width: tl.width, height: tl.height) < tolerance { break }
         }
         return outcome
+    }
+
+    /// The robust scale of the residuals (the frame mapped back to the reference's exposure): the
+    /// median of about 1024 of them, evenly spread over the points, is as good a scale (to a few
+    /// percent) as all of them and saves most of the selection's time. Capped: when most points
+    /// disagree (a wrong start locked onto a moving object), a scale grown from the same
+    /// residuals would call everything an inlier.
+    static func robustScale(
+        _ tl: TemplateLevel, _ smp: UnsafeMutablePointer<Float>, offset off: Float, inverseGain ig: Float,
+        scratch absr: inout [Float]
+    ) -> Float {
+        let n = tl.count, step = max(1, n / 1024)
+        absr.removeAll(keepingCapacity: true)
+        tl.t.withUnsafeBufferPointer { t in
+            var i = 0
+            while i < n {
+                if !smp[i].isNaN { absr.append(abs((smp[i] - off) * ig - t[i])) }
+                i &+= step
+            }
+        }
+        return min(4, max(0.5, 1.4826 * (absr.isEmpty ? 0 : Selection.kthOfMagnitudes(&absr, absr.count / 2))))
+    }
+
+    /// The warp of the parameter step `dp` (normalised coordinates): a translation, an affine map
+    /// or a homography for 2, 6 or 8 parameters.
+    static func parameterUpdate(_ dp: [Double], parameters np: Int) -> Homography {
+        np == 2
+            ? .translation(dp[0], dp[1])
+            : np == 6
+                ? .affine(1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5])
+                : Homography([1 + dp[0], dp[1], dp[2], dp[3], 1 + dp[4], dp[5], dp[6], dp[7], 1])
+    }
+
+    /// How far `update` moves the corners of a `width` x `height` level, at most (pixels).
+    static func cornerShift(_ update: Homography, width: Int, height: Int) -> Double {
+        var moved = 0.0
+        for (cx, cy) in [
+            (0.0, 0.0), (Double(width - 1), 0.0), (0.0, Double(height - 1)), (Double(width - 1), Double(height - 1))
+        ] {
+            guard let p = update.apply(cx, cy) else { return .infinity }
+            moved = max(moved, abs(p.x - cx), abs(p.y - cy))
+        }
+        return moved
     }
 }
 
@@ -154,6 +157,28 @@ struct Exposure {
     var sw = 0.0, st = 0.0, si = 0.0, stt = 0.0, sti = 0.0, sii = 0.0
     /// Points with a sample.
     var count = 0
+
+    /// The weighted (robust) correlation of frame and reference, reported for information.
+    var correlation: Double {
+        sw > 0 ? (sti - st * si / sw) / max(1e-9, ((stt - st * st / sw) * (sii - si * si / sw)).squareRoot()) : 0
+    }
+
+    /// Gain and offset by weighted least squares (frame ~ gain * reference + offset); kept as they
+    /// were when the reference is flat, and the gain reset to 1 (only the offset fitted) when it
+    /// falls outside 0.5...2. Returns the fitted slope before that reset.
+    func fit(gain: inout Double, offset: inout Double) -> Double {
+        let vt = stt - st * st / sw
+        if vt > 1e-9 {
+            gain = (sti - st * si / sw) / vt
+            offset = (si - gain * st) / sw
+        }
+        let slope = gain
+        if !(gain > 0.5 && gain < 2) {
+            gain = 1
+            offset = (si - st) / sw
+        }
+        return slope
+    }
 
     init(_ smp: UnsafePointer<Float>, _ wts: UnsafePointer<Float>, _ t: UnsafePointer<Float>, _ padded: Int) {
         // 4 points a step in Float, added to the Double totals every 1024 points.
