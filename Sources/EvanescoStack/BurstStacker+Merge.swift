@@ -37,8 +37,6 @@ extension BurstStacker {
         let (kernel, sigma) = makeKernel(
             warpers, width: w, height: h, channels: c, options: options, afterBand: afterBand)
         let tileWidth = tileWidth(frames: n, channels: c)
-        let start = Date()
-        let rowsDone = LockedBox(0)
         // Maps: a frame agrees with the result within 3 x the noise (at least 2 % of full scale).
         let tolerance =
             maps == nil
@@ -56,12 +54,14 @@ extension BurstStacker {
             keptMap?.deallocate()
             provenanceMap?.deallocate()
         }
-        let km = UncheckedSendable(keptMap), pm = UncheckedSendable(provenanceMap)
-        let segments = (w + tileWidth - 1) / tileWidth
         // A tile, its merged values and a row cache per frame for each thread, reused strip
         // after strip (each strip starts its caches afresh).
         let buffers = Self.tileBuffers(S.self, frames: n, channels: c, tileWidth: tileWidth)
         defer { Self.deallocate(buffers) }
+        let pass = MergePass(
+            warpers: warpers, kernel: kernel, width: w, height: h, channels: c, tileWidth: tileWidth,
+            options: options, tolerance: tolerance, frameIndex: frameIndex, kept: UncheckedSendable(keptMap),
+            provenance: UncheckedSendable(provenanceMap), threadTime: threadTime)
         afterBand?()
         let band = min(h, max(1, bandRows ?? h))
         let out = Image<S>(uninitializedWidth: w, height: h, channels: c) { dst in
@@ -71,59 +71,8 @@ extension BurstStacker {
                 // A band splits into two strips per thread (each strip's first rows cost its caches more).
                 let minimumRows = bandRows == nil ? 8 : max(8, (y1 - y0) / (2 * StripExecutor.threadCount))
                 StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: minimumRows) { local in
-                    buffers.borrow { tile, merged, caches in
-                        let rows = (local.lowerBound + y0)..<(local.upperBound + y0)
-                        // One cache of converted source rows per frame: the strip is walked down each
-                        // column segment in turn, so each source row is converted about once.
-                        for cache in caches { cache.invalidate() }
-                        var warpNs: UInt64 = 0, kernelNs: UInt64 = 0
-                        defer {
-                            threadTime?.update {
-                                $0.warp += warpNs
-                                $0.kernel += kernelNs
-                            }
-                        }
-                        var x0 = 0
-                        while x0 < w {
-                            let x1 = min(w, x0 + tileWidth)
-                            for y in rows {
-                                if options.cancellation?.isCancelled == true { break }
-                                let t = tile.resized(pixels: x1 - x0)
-                                let c0 = DispatchTime.now().uptimeNanoseconds
-                                for k in 0..<n {
-                                    warpers[k].sampleRow(
-                                        y: y, x0: x0, x1: x1, into: t.values + k * t.stride,
-                                        valid: t.valid + k * t.pixels, cache: caches[k])
-                                }
-                                let c1 = DispatchTime.now().uptimeNanoseconds
-                                t.countValid()
-                                kernel.merge(t, into: merged)
-                                if let kp = km.value, let pp = pm.value {
-                                    StackMaps.record(
-                                        t, merged: merged, tolerance: tolerance, frameIndex: frameIndex,
-                                        kept: kp + (y * w + x0), provenance: pp + (y * w + x0))
-                                }
-                                let c2 = DispatchTime.now().uptimeNanoseconds
-                                warpNs += c1 - c0
-                                kernelNs += c2 - c1
-                                let o = (y * w + x0) * c
-                                for j in 0..<t.length { dst[o + j] = S(clampingRounded: merged[j]) }
-                                // Progress in rows: a row of every segment is one row of the picture.
-                                if let progress = options.progress {
-                                    let d = rowsDone.update {
-                                        $0 += 1
-                                        return $0
-                                    }
-                                    if d % (64 * segments) == 0 || d == h * segments {
-                                        progress(
-                                            StackProgress(
-                                                stage: .merge, done: d / segments, total: h,
-                                                elapsed: Date().timeIntervalSince(start)))
-                                    }
-                                }
-                            }
-                            x0 = x1
-                        }
+                    buffers.borrow { buffers in
+                        pass.strip(rows: (local.lowerBound + y0)..<(local.upperBound + y0), buffers, into: dst)
                     }
                 }
                 afterBand?()
