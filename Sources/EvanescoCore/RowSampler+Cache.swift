@@ -111,9 +111,6 @@ extension RowSampler {
                 map = m
                 for i in held.indices { held[i] = -1 }
             }
-            let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-            let projective = m6 != 0 || m7 != 0
-            let steps = Float(CubicTable.steps)
             var converted: (lo: Int, hi: Int)? = nil
             defer {
                 // The row below the last converted one, which a segment walking down its strip
@@ -123,104 +120,124 @@ extension RowSampler {
                 }
             }
             for r in rowLo...rowHi where held[r & (Self.rows - 1)] != r {
-                let fr = Float(r)
-                // Output points on source row r: y = a + b x (sy = r solved for y).
-                let den = m4 - fr * m7
-                guard abs(den) > 1e-6 else {
-                    held[r & (Self.rows - 1)] = -1
-                    return false
-                }
-                let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
-                let d = storage + (r & (Self.rows - 1)) * stride
-                // The source column of output column x on this row: (al x + be) / (ga x + de).
-                let al = m0 + m1 * b, be = m1 * a + m2, ga = m6 + m7 * b, de = m7 * a + m8
-                @inline(__always) func sourceX(_ xi: Int) -> Float {
-                    let x = Float(xi)
-                    guard projective else { return al * x + be }
-                    let q = ga * x + de
-                    return q > 1e-12 ? (al * x + be) / q : -1
-                }
+                held[r & (Self.rows - 1)] = -1
+                // Output points on source row r, and the source column of each.
+                guard let line = SourceRowLine(m, row: r) else { return false }
                 // The columns this row's taps read (one of margin: see rowCubicRGB8Cached),
                 // converted to Float once (a vectorised loop), so each tap is one 4-float load.
-                let (lo, hi) = RowSampler.tapSpan(sourceX(x0), sourceX(x1 - 1), count: w)
-                guard hi - lo + 1 <= capacityColumns else {
-                    held[r & (Self.rows - 1)] = -1
-                    return false
-                }
+                let (lo, hi) = RowSampler.tapSpan(line.sourceX(x0), line.sourceX(x1 - 1), count: w)
+                guard hi - lo + 1 <= capacityColumns else { return false }
                 let n = (hi - lo + 1) * 3
-                let s = src + (r * w + lo) * 3
                 converted = (lo, hi)
                 // Through a local pointer: read from the class on every step, it would have to be
                 // reloaded after each store, and the loop would not vectorise.
                 let scratch = self.scratch
-                Quad.convert(s, n, into: scratch)
+                Quad.convert(src + (r * w + lo) * 3, n, into: scratch)
                 scratch[n] = 0
-                let row = UnsafeRawPointer(scratch), out = UnsafeMutableRawPointer(d)
-                @inline(__always) func tap(_ col: Int) -> SIMD4<Float> {
-                    row.loadUnaligned(fromByteOffset: (col &- lo) &* 12, as: SIMD4<Float>.self)
-                }
-                // One pixel, taps clamped to the frame (its RGB, and a fourth float that the next
-                // pixel overwrites: pixels are written in order, and the slot has room past the last).
-                @inline(__always) func pixel(_ i: Int) {
-                    let cx = min(max(sourceX(x0 &+ i), Float(lo)), Float(hi))
-                    let ix = Int(cx)
-                    let wx = lut[Int((cx - Float(ix)) * steps + 0.5)]
-                    let v: SIMD4<Float>
-                    if ix >= 1 && ix + 2 < w {
-                        v = (wx[0] * tap(ix &- 1) + wx[1] * tap(ix)) + (wx[2] * tap(ix &+ 1) + wx[3] * tap(ix &+ 2))
-                    } else {
-                        v =
-                            (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix))
-                            + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
-                    }
-                    out.storeBytes(of: v, toByteOffset: i &* 12, as: SIMD4<Float>.self)
-                }
-                let count = x1 - x0
-                var i = 0
-                if w <= Quad.maxExtent {
-                    // Groups of four pixels whose tap origins are consecutive columns (a map near
-                    // a translation, the burst's case), every tap inside the row, go to CKernels
-                    // (eight a step where two groups qualify): each tap is then 3 vector loads of 4
-                    // pixels' interleaved RGB, weighted a lane each, or by one phase's weights where
-                    // the group shares it (along a source row the phase changes slowly, by the map's
-                    // scale and shear). Positions as in rowCubicRGB8TwoPass: exact at knots every 64
-                    // pixels, a line between, kept as the offset from the output column, e = sx - t,
-                    // which is monotonic along the line: the first and last of 4 pixels tell whether
-                    // their origins are consecutive (equal offsets' origins), and whether they share
-                    // a phase. A group that does not qualify takes `pixel`.
-                    var pass = evn_warp_pass(
-                        source: row.assumingMemoryBound(to: Float.self), stride: 0, mask: 0,
-                        lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
-                        out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
-                    while i &+ 4 <= count {
-                        let s0 = sourceX(x0 &+ i)
-                        let (n, s1) = Quad.interval(available: count &- i, start: s0) { sourceX(x0 &+ i &+ $0) }
-                        let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
-                        guard s0 > -1, s1 > -1,
-                            abs(sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= Quad.lineTolerance
-                        else {
-                            for k in i..<(i &+ n) { pixel(k) }
-                            i &+= n
-                            continue
-                        }
-                        pass.s0 = s0
-                        pass.slope = drift
-                        pass.base = i
-                        var g = evn_warp_horizontal_pass(&pass, 0, n)
-                        while g < n {
-                            for k in (i &+ g)..<(i &+ g &+ 4) { pixel(k) }
-                            g = evn_warp_horizontal_pass(&pass, g &+ 4, n)
-                        }
-                        i &+= n
-                    }
-                }
-                while i < count {
-                    pixel(i)
-                    i &+= 1
-                }
+                Self.horizontalPass(
+                    line, row: scratch, lo: lo, hi: hi, width: w, x0: x0, count: x1 - x0, lut: lut,
+                    into: storage + (r & (Self.rows - 1)) * stride)
                 held[r & (Self.rows - 1)] = r
             }
             return true
         }
+
+        /// Interpolates `count` output pixels from `x0` along one source row, converted to Float
+        /// (`row`, from column `lo`; `hi` its last), into `out` (3 floats a pixel, a fourth past the
+        /// last that the slot has room for). Groups of four pixels whose tap origins are
+        /// consecutive columns (a map near a translation, the burst's case), every tap inside the
+        /// row, go to CKernels (eight a step where two groups qualify): each tap is then 3 vector
+        /// loads of 4 pixels' interleaved RGB, weighted a lane each, or by one phase's weights
+        /// where the group shares it (along a source row the phase changes slowly, by the map's
+        /// scale and shear). Positions as in rowCubicRGB8TwoPass: exact at knots every 64 pixels, a
+        /// line between, kept as the offset from the output column, e = sx - t, which is monotonic
+        /// along the line: the first and last of 4 pixels tell whether their origins are
+        /// consecutive (equal offsets' origins), and whether they share a phase. A group that does
+        /// not qualify takes the pixel path.
+        static func horizontalPass(
+            _ line: SourceRowLine, row scratch: UnsafeMutablePointer<Float>, lo: Int, hi: Int, width w: Int, x0: Int,
+            count: Int, lut: UnsafeBufferPointer<SIMD4<Float>>, into d: UnsafeMutablePointer<Float>
+        ) {
+            let steps = Float(CubicTable.steps)
+            let row = UnsafeRawPointer(scratch), out = UnsafeMutableRawPointer(d)
+            @inline(__always) func tap(_ col: Int) -> SIMD4<Float> {
+                row.loadUnaligned(fromByteOffset: (col &- lo) &* 12, as: SIMD4<Float>.self)
+            }
+            // One pixel, taps clamped to the frame (its RGB, and a fourth float that the next
+            // pixel overwrites: pixels are written in order, and the slot has room past the last).
+            @inline(__always) func pixel(_ i: Int) {
+                let cx = min(max(line.sourceX(x0 &+ i), Float(lo)), Float(hi))
+                let ix = Int(cx)
+                let wx = lut[Int((cx - Float(ix)) * steps + 0.5)]
+                let v: SIMD4<Float>
+                if ix >= 1 && ix + 2 < w {
+                    v = (wx[0] * tap(ix &- 1) + wx[1] * tap(ix)) + (wx[2] * tap(ix &+ 1) + wx[3] * tap(ix &+ 2))
+                } else {
+                    v =
+                        (wx[0] * tap(max(ix - 1, 0)) + wx[1] * tap(ix))
+                        + (wx[2] * tap(min(ix + 1, w - 1)) + wx[3] * tap(min(ix + 2, w - 1)))
+                }
+                out.storeBytes(of: v, toByteOffset: i &* 12, as: SIMD4<Float>.self)
+            }
+            var i = 0
+            if w <= Quad.maxExtent {
+                var pass = evn_warp_pass(
+                    source: scratch, stride: 0, mask: 0,
+                    lut: UnsafeRawPointer(lut.baseAddress!).assumingMemoryBound(to: Float.self),
+                    out: d, valid: nil, s0: 0, slope: 0, lo: lo, hi: hi, base: 0)
+                while i &+ 4 <= count {
+                    let s0 = line.sourceX(x0 &+ i)
+                    let (n, s1) = Quad.interval(available: count &- i, start: s0) { line.sourceX(x0 &+ i &+ $0) }
+                    let drift = (s1 - s0) / Float(n &- 1) - 1, half = (n &- 1) / 2
+                    guard s0 > -1, s1 > -1,
+                        abs(line.sourceX(x0 &+ i &+ half) - (s0 + (drift + 1) * Float(half))) <= Quad.lineTolerance
+                    else {
+                        for k in i..<(i &+ n) { pixel(k) }
+                        i &+= n
+                        continue
+                    }
+                    pass.s0 = s0
+                    pass.slope = drift
+                    pass.base = i
+                    var g = evn_warp_horizontal_pass(&pass, 0, n)
+                    while g < n {
+                        for k in (i &+ g)..<(i &+ g &+ 4) { pixel(k) }
+                        g = evn_warp_horizontal_pass(&pass, g &+ 4, n)
+                    }
+                    i &+= n
+                }
+            }
+            while i < count {
+                pixel(i)
+                i &+= 1
+            }
+        }
+    }
+}
+
+/// The output points that fall on one source row r (y = a + b x, sy = r solved for y) and the
+/// source column of each: (al x + be) / (ga x + de).
+struct SourceRowLine {
+    let al: Float, be: Float, ga: Float, de: Float
+    let projective: Bool
+
+    /// Nil when the row's line is degenerate.
+    init?(_ m: [Float], row r: Int) {
+        let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+        let fr = Float(r)
+        let den = m4 - fr * m7
+        guard abs(den) > 1e-6 else { return nil }
+        let b = (fr * m6 - m3) / den, a = (fr * m8 - m5) / den
+        (al, be, ga, de) = (m0 + m1 * b, m1 * a + m2, m6 + m7 * b, m7 * a + m8)
+        projective = m6 != 0 || m7 != 0
+    }
+
+    /// The source column of output column `xi`; -1 beyond the map's horizon.
+    @inline(__always)
+    func sourceX(_ xi: Int) -> Float {
+        let x = Float(xi)
+        guard projective else { return al * x + be }
+        let q = ga * x + de
+        return q > 1e-12 ? (al * x + be) / q : -1
     }
 }
