@@ -100,8 +100,8 @@ extension ParallaxConsistency {
         let plan = SweepPlan(model: model, frames: frames.map { $0! }, lo: lo, hi: hi)
         let found = LockedBox([(cell: Int, rho: Float)]())
         StripExecutor.forEachStrip(rows: cells.count, minimumRows: 64) { range in
-            var scorer = SweepScorer(plan)
-            let local = cells[range].compactMap { c in scorer.depth(ofCell: c).map { (cell: c, rho: $0) } }
+            var scratch = SweepScratch(plan)
+            let local = cells[range].compactMap { c in plan.depth(ofCell: c, &scratch).map { (cell: c, rho: $0) } }
             found.update { $0.append(contentsOf: local) }
         }
         var out = fields
@@ -150,106 +150,111 @@ extension ParallaxConsistency {
         }
     }
 
-    /// One strip's sweep: the plan and the scratch its scores are taken in.
-    struct SweepScorer {
-        let plan: SweepPlan
+    /// One strip's scratch: what a cell's scores are taken in.
+    struct SweepScratch {
         var positions: [SIMD2<Float>], samples: [Float], depthScores: [Float]
-        /// The last ``scores(_:_:polish:)``: per depth its score, nil when too few points were seen.
+        /// The last ``SweepPlan/scores(_:_:polish:_:)``: per depth its score, nil when too few
+        /// points were seen.
         var results: [Float?]
 
         init(_ plan: SweepPlan) {
             let most = 1 + sweepSteps, points = max(plan.offsets.count, plan.polishOffsets.count)
             let framesScored = max(plan.sweepScored.count, plan.polishScored.count)
-            self.plan = plan
             positions = [SIMD2<Float>](repeating: .zero, count: most * points)
             samples = [Float](repeating: 0, count: framesScored * most * points)
             depthScores = [Float](repeating: 0, count: most)
             results = [Float?](repeating: nil, count: most)
         }
+    }
+}
 
-        /// The depth cell `c` takes, or nil where it keeps the model's.
-        mutating func depth(ofCell c: Int) -> Float? {
-            let model = plan.model, K = model.members.count, steps = plan.steps
-            scores(c, [model.rho[c]] + steps)
-            guard let current = results[0] else { return nil }
-            // A cell most frames measured (swept for their disagreement) takes the best depth,
-            // the fitted one included, when it scores clearly below the depths' typical score:
-            // then every frame takes it, those that measured something else too.
-            var typical: Float? = nil
-            if 2 * model.measuredBy[c] > K {
-                var tried = (1...sweepSteps).compactMap { results[$0] }
-                guard tried.count >= sweepSteps / 2 else { return nil }
-                typical = Selection.median(&tried)
-            }
-            var best = (rho: model.rho[c], score: current)
-            for i in 0..<sweepSteps {
-                if let s = results[1 + i], s < best.score { best = (steps[i], s) }
-            }
-            var fine = plan.step / 2
-            for _ in 0..<sweepRefinements {
-                let pair = [best.rho - fine, best.rho + fine]
-                scores(c, pair)
-                for i in 0..<2 {
-                    if let s = results[i], s < best.score { best = (pair[i], s) }
-                }
-                fine /= 2
-            }
-            if let typical {
-                return best.score < 0.75 * typical && typical - best.score > 0.5 ? best.rho : nil
-            }
-            guard let polished = polish(c, best.rho), polished != model.rho[c] else { return nil }
-            return polished
+// The plan's methods read it in place and write only the scratch: a method that mutated a value
+// holding both would copy the model (a retain and release of each of its arrays) on every call.
+extension ParallaxConsistency.SweepPlan {
+    typealias Scratch = ParallaxConsistency.SweepScratch
+
+    /// The depth cell `c` takes, or nil where it keeps the model's.
+    func depth(ofCell c: Int, _ scratch: inout Scratch) -> Float? {
+        let K = model.members.count, rho = model.rho[c]
+        scores(c, [rho] + steps, &scratch)
+        guard let current = scratch.results[0] else { return nil }
+        // A cell most frames measured (swept for their disagreement) takes the best depth,
+        // the fitted one included, when it scores clearly below the depths' typical score:
+        // then every frame takes it, those that measured something else too.
+        var typical: Float? = nil
+        if 2 * model.measuredBy[c] > K {
+            var tried = (1...ParallaxConsistency.sweepSteps).compactMap { scratch.results[$0] }
+            guard tried.count >= ParallaxConsistency.sweepSteps / 2 else { return nil }
+            typical = Selection.median(&tried)
         }
+        var best = (rho: rho, score: current)
+        for i in 0..<ParallaxConsistency.sweepSteps {
+            if let s = scratch.results[1 + i], s < best.score { best = (steps[i], s) }
+        }
+        var fine = step / 2
+        for _ in 0..<ParallaxConsistency.sweepRefinements {
+            let pair = [best.rho - fine, best.rho + fine]
+            scores(c, pair, &scratch)
+            for i in 0..<2 {
+                if let s = scratch.results[i], s < best.score { best = (pair[i], s) }
+            }
+            fine /= 2
+        }
+        if let typical {
+            return best.score < 0.75 * typical && typical - best.score > 0.5 ? best.rho : nil
+        }
+        guard let polished = polish(c, best.rho, &scratch), polished != rho else { return nil }
+        return polished
+    }
 
-        /// For each depth of `rhos`: the mean capped distance of the scored frames' grey
-        /// levels from their median, over the points (offsets from the cell's centre) that
-        /// at least 3 frames see (nil when fewer than 4 points are seen so), into `results`.
-        /// Each frame samples every depth's points in one call.
-        mutating func scores(_ c: Int, _ rhos: [Float], polish: Bool = false) {
-            let model = plan.model, cell = Float(model.cell)
-            let offsets = polish ? plan.polishOffsets : plan.offsets
-            let scored = polish ? plan.polishScored : plan.sweepScored
-            let R = rhos.count, P = offsets.count, S = scored.count
-            let centre = SIMD2(
-                (Float(c % model.columns) + 0.5) * cell - 0.5, (Float(c / model.columns) + 0.5) * cell - 0.5)
-            samples.withUnsafeMutableBufferPointer { out in
+    /// For each depth of `rhos`: the mean capped distance of the scored frames' grey levels from
+    /// their median, over the points (offsets from the cell's centre) that at least 3 frames see
+    /// (nil when fewer than 4 points are seen so), into the scratch's results. Each frame samples
+    /// every depth's points in one call.
+    func scores(_ c: Int, _ rhos: [Float], polish: Bool = false, _ scratch: inout Scratch) {
+        let offsets = polish ? polishOffsets : self.offsets, scored = polish ? polishScored : sweepScored
+        let R = rhos.count, P = offsets.count, S = scored.count, cell = Float(model.cell)
+        let centre = SIMD2(
+            (Float(c % model.columns) + 0.5) * cell - 0.5, (Float(c / model.columns) + 0.5) * cell - 0.5)
+        scratch.positions.withUnsafeMutableBufferPointer { pos in
+            scratch.samples.withUnsafeMutableBufferPointer { out in
                 for (j, k) in scored.enumerated() {
                     for (r, rho) in rhos.enumerated() {
                         let d = model.displacement(k, c, rho: rho)
-                        for i in 0..<P { positions[r * P + i] = centre + offsets[i] + d }
+                        for i in 0..<P { pos[r * P + i] = centre + offsets[i] + d }
                     }
-                    positions.withUnsafeBufferPointer {
-                        plan.frames[k](
-                            UnsafeBufferPointer(rebasing: $0[0..<(R * P)]),
-                            UnsafeMutableBufferPointer(rebasing: out[(j * R * P)..<((j + 1) * R * P)]))
-                    }
+                    frames[k](
+                        UnsafeBufferPointer(rebasing: pos[0..<(R * P)]),
+                        UnsafeMutableBufferPointer(rebasing: out[(j * R * P)..<((j + 1) * R * P)]))
                 }
             }
-            // CKernels: per point the frames' levels sorted, their median and capped mean
-            // distance from it; per depth the mean over the points (NaN: too few seen).
-            evn_sweep_scores(samples, S, R, P, sweepCap, &depthScores)
-            for r in 0..<R { results[r] = depthScores[r].isNaN ? nil : depthScores[r] }
         }
+        // CKernels: per point the frames' levels sorted, their median and capped mean
+        // distance from it; per depth the mean over the points (NaN: too few seen).
+        evn_sweep_scores(scratch.samples, S, R, P, ParallaxConsistency.sweepCap, &scratch.depthScores)
+        for r in 0..<R { scratch.results[r] = scratch.depthScores[r].isNaN ? nil : scratch.depthScores[r] }
+    }
 
-        /// A cell most frames could not measure: the depth where the frames that moved most
-        /// agree best at `polishPoints`^2 points, near the neighbours' guess or the sweep's
-        /// best, whichever they agree on better (nil when too few points are seen).
-        mutating func polish(_ c: Int, _ found: Float) -> Float? {
-            var start = plan.model.rho[c]
-            if found != start {
-                scores(c, [start, found], polish: true)
-                guard let a = results[0], let b = results[1] else { return nil }
-                if b < a { start = found }
-            }
-            let d = plan.step * polishStep
-            scores(c, [start - d, start, start + d], polish: true)
-            guard let below = results[0], let at = results[1], let above = results[2] else { return nil }
-            // The start unless a depth scores strictly better (a flat cell scores alike at all);
-            // at the start, the parabola's minimum (within half a step).
-            if below < at && below <= above { return start - d }
-            if above < at { return start + d }
-            let curvature = below - 2 * at + above
-            return curvature > 0 ? start + 0.5 * (below - above) / curvature * d : start
+    /// A cell most frames could not measure: the depth where the frames that moved most agree
+    /// best at `polishPoints`^2 points, near the neighbours' guess or the sweep's best, whichever
+    /// they agree on better (nil when too few points are seen).
+    func polish(_ c: Int, _ found: Float, _ scratch: inout Scratch) -> Float? {
+        var start = model.rho[c]
+        if found != start {
+            scores(c, [start, found], polish: true, &scratch)
+            guard let a = scratch.results[0], let b = scratch.results[1] else { return nil }
+            if b < a { start = found }
         }
+        let d = step * ParallaxConsistency.polishStep
+        scores(c, [start - d, start, start + d], polish: true, &scratch)
+        guard let below = scratch.results[0], let at = scratch.results[1], let above = scratch.results[2] else {
+            return nil
+        }
+        // The start unless a depth scores strictly better (a flat cell scores alike at all);
+        // at the start, the parabola's minimum (within half a step).
+        if below < at && below <= above { return start - d }
+        if above < at { return start + d }
+        let curvature = below - 2 * at + above
+        return curvature > 0 ? start + 0.5 * (below - above) / curvature * d : start
     }
 }
