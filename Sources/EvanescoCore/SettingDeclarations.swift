@@ -135,7 +135,9 @@ extension DeclaresSettings {
             switch s.kind {
             case .number(let n): values = n.span + (n.unit.isEmpty ? "" : " \(n.unit)") + (n.integer ? ", whole" : "")
             case .size(let n):
-                values = MemorySize.describe(Int(n.minimum)) + "..." + MemorySize.describe(Int(n.maximum))
+                values =
+                    (s.zeroIsNone ? "0 (none) or " : "") + MemorySize.describe(Int(n.minimum)) + "..."
+                    + MemorySize.describe(Int(n.maximum))
             case .choice(let v, _): values = v.joined(separator: ", ")
             case .toggle: values = "on, off"
             case .text: values = "text"

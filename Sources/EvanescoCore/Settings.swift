@@ -104,6 +104,14 @@ public struct NumericSetting: Sendable, Codable, Equatable {
         guard allows(value) else { throw SettingError(setting: name, detail: "must be \(rangeDescription)") }
     }
 
+    /// Checks a limit in bytes whose 0 means no limit (the caller has already read 0 as none):
+    /// the refusal says that 0 is allowed too.
+    public func checkLimit(_ value: Int) throws(SettingError) {
+        guard allows(Double(value)) else {
+            throw SettingError(setting: name, detail: "must be \(rangeDescription), or 0 for no limit")
+        }
+    }
+
     /// Checks a Float value (NaN and infinity included).
     public func check(_ value: Float) throws(SettingError) { try check(Double(value)) }
 

@@ -154,7 +154,7 @@ public struct StackOptions: Sendable, DeclaresSettings {
         if let alignLevel { try Limits.alignLevel.check(alignLevel) }
         try Limits.halfResolutionAlignmentAbove.check(halfResolutionAlignmentAbove)
         try Limits.videoFrames.check(videoFrames)
-        if let memoryLimit { try Limits.memoryLimit.check(memoryLimit) }
+        if let memoryLimit { try Limits.memoryLimit.checkLimit(memoryLimit) }
         if let erase, erase.count == 0 {
             throw SettingError(
                 setting: "erase mask",

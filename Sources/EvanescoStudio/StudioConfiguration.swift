@@ -107,6 +107,6 @@ extension StudioConfiguration: DeclaresSettings {
     public func validate() throws(SettingError) {
         try Limits.port.check(port)
         try Limits.maxUpload.check(maxUploadBytes)
-        if let burstMemoryLimit { try StackOptions.Limits.memoryLimit.check(burstMemoryLimit) }
+        if let burstMemoryLimit { try StackOptions.Limits.memoryLimit.checkLimit(burstMemoryLimit) }
     }
 }

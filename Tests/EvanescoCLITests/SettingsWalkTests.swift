@@ -216,6 +216,8 @@ struct SettingsWalkTests {
                 return
             }
             #expect(m.contains(s.flag), "\(m)")
+            // A limit that 0 turns off says so when it refuses a value.
+            #expect(m.contains("0 for no limit") == s.zeroIsNone, "\(s.flag): \(m)")
         case .choice(let values, _):
             for v in values {
                 guard case .made(let c) = given([s.flag, v]) else {
