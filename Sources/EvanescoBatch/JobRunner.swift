@@ -174,7 +174,10 @@ public enum JobRunner {
                 ? try PortraitRenderer(
                     DepthReader.read(photo: job.inputs[0], depthMap: job.inputs[1], kind: .disparity))
                 : try PortraitRenderer(contentsOf: job.inputs[0])
+            // A render is not cut short, but a job past its time limit goes no further.
+            if cancellation?.isCancelled == true { throw StackError.cancelled }
             var r = try renderer.render(settings)
+            if cancellation?.isCancelled == true { throw StackError.cancelled }
             try r.report.times.measure(\.encode) {
                 try ImageCodecs.write(
                     r.image, to: staging,
@@ -183,12 +186,15 @@ public enum JobRunner {
             r.report.times = r.report.times.rounded
             return .portrait(r.report)
         case .backdrop(let options):
-            return .backdrop(try runBackdrop(job, options: options, staging: staging))
+            return .backdrop(try runBackdrop(job, options: options, staging: staging, cancellation: cancellation))
         }
     }
 
-    static func runBackdrop(_ job: BatchJob, options: BackdropSessionOptions, staging: String) throws -> BackdropReport
-    {
+    /// A backdrop job: its frames through a session, stopped between frames once `cancellation` is
+    /// cancelled (a job past its time limit does not keep its thread).
+    static func runBackdrop(
+        _ job: BatchJob, options: BackdropSessionOptions, staging: String, cancellation: StackCancellation? = nil
+    ) throws -> BackdropReport {
         let background = try job.background.map { try ImageCodecs.read($0).image.uint8 }
         let cascade = try BackdropSession.cascade(for: options.subject, path: nil).0
         let inputs = try BackdropInputs(
@@ -197,7 +203,8 @@ public enum JobRunner {
         let writer = try FrameOutputKind(job.output).writer(
             at: staging, frameRate: color.framesPerSecond ?? 30, overwrite: true, quality: job.quality)
         let session = BackdropSession(options: options, background: background, cascade: cascade)
-        var report = session.run(color: color, depth: depth, to: writer)
+        var report = session.run(
+            color: color, depth: depth, to: writer, isCancelled: cancellation.map { c in { c.isCancelled } })
         if let e = session.failure { throw e }
         guard report.framesWritten > 0 else { throw FrameStreamError.noFrames(source: job.inputs[0]) }
         report.output = job.output

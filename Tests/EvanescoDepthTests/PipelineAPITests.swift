@@ -106,6 +106,32 @@ struct BackdropSessionTests {
         #expect(f.image[60, 60, 0] == 180 && f.image[5, 60, 0] == 0)
     }
 
+    @Test("A stream asked to stop stops before the next frame, keeps what it wrote and says why")
+    func cancelledBetweenFrames() throws {
+        let (c, d) = Self.frames()
+        let color = MemoryFrameReader(frames: Array(repeating: c, count: 5), name: "colour")
+        let depth = MemoryFrameReader(frames: Array(repeating: d, count: 5), name: "depth")
+        let out = CountingWriter()
+        var asked = 0
+        let session = BackdropSession(options: BackdropSessionOptions(), cascade: nil)
+        let report = session.run(
+            color: color, depth: depth, to: out,
+            isCancelled: {
+                asked += 1
+                return asked > 2
+            })
+        #expect(out.written == 2 && out.finished && report.framesWritten == 2, "\(report)")
+        #expect(session.failure as? BackdropSessionError == .cancelled(after: 2))
+        #expect(report.error == "cancelled after 2 frames")
+    }
+
+    /// Counts the frames written and whether the output was finished.
+    final class CountingWriter: FrameWriter {
+        var written = 0, finished = false
+        func write(_ frame: Image<UInt8>) throws { written += 1 }
+        func finish() throws { finished = true }
+    }
+
     @Test("8-bit depth needs a format; a point outside the frame is a typed error, not a crash")
     func errors() throws {
         let (c, _) = Self.frames()

@@ -264,10 +264,12 @@ public final class BackdropSession {
     ///   - depth: Depth frames, synchronised with `color` frame for frame.
     ///   - output: Where composites go; `FrameWriter.finish()` is called in every case.
     ///   - progress: Called after each frame with the frames done and the seconds elapsed.
+    ///   - isCancelled: Asked before each frame: true stops the stream there
+    ///     (``BackdropSessionError/cancelled(after:)``), e.g. when a batch job's time limit passed.
     /// - Returns: The report; its `error` holds why the stream stopped early, if it did.
     public func run(
         color: FrameReader, depth: FrameReader, to output: FrameWriter,
-        progress: ((_ frames: Int, _ elapsed: Double) -> Void)? = nil
+        progress: ((_ frames: Int, _ elapsed: Double) -> Void)? = nil, isCancelled: (() -> Bool)? = nil
     ) -> BackdropReport {
         var frames: [BackdropFrameReport] = []
         let start = Date()
@@ -277,6 +279,7 @@ public final class BackdropSession {
                 throw BackdropSessionError.frameCountsDiffer(color: a, depth: b)
             }
             while true {
+                if isCancelled?() == true { throw BackdropSessionError.cancelled(after: frames.count) }
                 var times = StageTimings()
                 let pair = try times.measure(\.decode) { (try color.next(), try depth.next()) }
                 if pair.0 == nil && pair.1 == nil { break }
@@ -308,6 +311,8 @@ public enum BackdropSessionError: Error, Equatable, CustomStringConvertible {
     case depthFormatNeeded(bits: Int)
     case frameCountsDiffer(color: Int, depth: Int)
     case streamEnded(which: String, after: Int)
+    /// Stopped before its end by the caller (a batch job past its time limit).
+    case cancelled(after: Int)
     /// The colour and depth frames do not show the same field of view (their shapes differ).
     case shapesDiffer(color: String, depth: String)
 
@@ -321,6 +326,7 @@ public enum BackdropSessionError: Error, Equatable, CustomStringConvertible {
         case .frameCountsDiffer(let c, let d):
             "the colour stream has \(c) frames but the depth stream has \(d); the streams must be synchronised frame "
                 + "for frame"
+        case .cancelled(let n): "cancelled after \(n) frames"
         case .streamEnded(let which, let n):
             "the \(which) stream ended after \(n) frames while the other goes on; the streams must have the same "
                 + "number of frames (the \(n) complete frames were kept)"
