@@ -73,7 +73,7 @@ struct MemoryLimit: ExpressibleByArgument, Equatable {
     var bytes: Int?
     init(bytes: Int?) { self.bytes = bytes }
     init?(argument: String) {
-        guard let b = MemorySize.bytes(argument) else { return nil }
+        guard let b = ByteSize(argument: argument)?.bytes else { return nil }
         bytes = b == 0 ? nil : b
     }
     var defaultValueDescription: String { bytes.map(MemorySize.describe) ?? "0" }
