@@ -167,7 +167,7 @@ public final class BackdropSession {
     public private(set) var depthEncoding: DepthEncoding?
     /// Frames processed so far.
     public private(set) var frameIndex = 0
-    /// Why the last ``run(color:depth:to:progress:)`` stopped early, if it did.
+    /// Why the last ``run(color:depth:to:progress:isCancelled:)`` stopped early, if it did.
     public private(set) var failure: Error?
     let pipeline: BackdropPipeline
     let finder: FaceFinder?
