@@ -715,11 +715,18 @@ else:
     p.kill()
 
 # A signal in the middle of writing: no temporary file and no child process may survive.
-def interrupt(argv, sig, delay, label, is_new, children):
+def interrupt(argv, sig, delay, label, is_new, children, running=False):
     """Runs evanesco ARGV, sends SIG after DELAY s and checks that no hidden file IS_NEW (a
-    predicate on names) is left and no process matching CHILDREN (pgrep -f) survives."""
-    p = subprocess.Popen([EVANESCO] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay); p.send_signal(sig); p.wait()
+    predicate on names) is left and no process matching CHILDREN (pgrep -f) survives. RUNNING:
+    the command must still be at work when the signal comes (else the case tested nothing)."""
+    p = subprocess.Popen([EVANESCO] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    ended = p.poll() is not None
+    p.send_signal(sig); _, err = p.communicate()
+    if running and ended:
+        r = results.setdefault("Signals during output", [0, 0, []]); r[0] += 1
+        r[2].append(f"{label}: ended before the signal at {delay} s (exit {p.returncode}): {err.decode()[-300:]}")
+        return
     time.sleep(0.2)
     left = [f for f in os.listdir(".") if f.startswith(".") and is_new(f)]
     # Only processes working in this folder are ours: the test suite may run ffmpeg on staging
@@ -749,6 +756,7 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     for delay in (0.3, 0.8):
         before = set(os.listdir("."))
         interrupt(["stack", "sigclip.mp4", "-o", "sigv.png", "--frames", "300", "--memory-limit", "1", "--spill-dir", ".",
-                   "--force", "--quiet"], sig, delay, "spilled video", lambda f: f not in before, "ffmpeg.*sigclip")
+                   "--force", "--quiet"], sig, delay, "spilled video", lambda f: f not in before, "ffmpeg.*sigclip",
+                  running=True)
 
 finish()

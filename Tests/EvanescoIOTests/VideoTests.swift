@@ -34,6 +34,30 @@ import EvanescoCore
         #expect(t.contents == ["clip.mp4"])
     }
 
+    /// 300 frames evenly spaced in 500 (a select term per frame made ffmpeg run out of memory):
+    /// each frame shows its own number in three flat channels (8 levels each, 32 apart, so H.264
+    /// keeps it), and every frame read back is the one `indices` names, in order.
+    @Test func threeHundredOfFiveHundredFramesAreTheRightOnes() throws {
+        let t = TempDir()
+        let v = try VideoWriter(path: t.file("clip.mp4"), width: 16, height: 16, framesPerSecond: 25)
+        for k in 0..<500 {
+            let code = [k % 8, (k / 8) % 8, k / 64].map { UInt8($0 * 32 + 16) }
+            try v.append(
+                Image<UInt8>(width: 16, height: 16, channels: 3) { d in for i in 0..<d.count { d[i] = code[i % 3] } })
+        }
+        try v.finish()
+        for wanted in [300, 2, 499] {
+            let frames = try VideoIO.readFrames(t.file("clip.mp4"), selection: .evenlySpaced(wanted))
+            #expect(frames.map(\.index) == (try VideoIO.indices(.evenlySpaced(wanted), count: 500)))
+            for (index, image) in frames {
+                let shown = (0..<3).map { Int(image[8, 8, $0]) / 32 }
+                #expect(shown[0] + 8 * shown[1] + 64 * shown[2] == index, "frame \(index) shows \(shown)")
+            }
+        }
+        // The expression does not grow with the frames wanted.
+        #expect(VideoIO.evenlySpacedExpression(count: 100_000, wanted: 30_000).count < 80)
+    }
+
     /// A file probed once is not probed again while unchanged, and is when it changes.
     @Test func aChangedVideoIsProbedAgain() throws {
         let t = TempDir()

@@ -227,11 +227,22 @@ public enum VideoIO {
         case .everyKth(let k):
             filter = ["-vf", "select='not(mod(n\\,\(k)))'", "-fps_mode", "passthrough"]
         case .evenlySpaced:
-            // One select term per wanted frame; `n` is the decoded frame number.
-            let expr = wanted.map { "eq(n\\,\($0))" }.joined(separator: "+")
-            filter = ["-vf", "select='\(expr)'", "-fps_mode", "passthrough"]
+            filter = ["-vf", "select='\(evenlySpacedExpression(count: info.frameCount, wanted: wanted.count))'"]
+            filter += ["-fps_mode", "passthrough"]
         }
         return try VideoFrameReader(path: path, layout: .rgb24, filterArguments: filter, info: info)
+    }
+
+    /// ffmpeg's `select` expression for ``indices(_:count:)``'s evenly spaced `wanted` of `count`
+    /// frames, of a length that does not grow with them (a term per frame made ffmpeg fail with
+    /// "Cannot allocate memory" at 300 of 500). Frame `n` is wanted when the nearest wanted
+    /// position, `i = round(n (w - 1) / (c - 1))`, maps back to it: `round(i (c - 1) / (w - 1)) = n`,
+    /// the arithmetic of ``indices(_:count:)`` (the same double operations, the same rounding, half
+    /// away from zero). Exact: wanted frames are more than one apart in position, so `n` lies within
+    /// less than half a step of its own `i`.
+    static func evenlySpacedExpression(count c: Int, wanted w: Int) -> String {
+        guard w > 1, w < c else { return w >= c ? "lt(n\\,\(c))" : "eq(n\\,0)" }
+        return "lt(n\\,\(c))*eq(n\\,round(round(n*\(w - 1)/\(c - 1))*\(c - 1)/\(w - 1)))"
     }
 
     /// Convenience: all selected frames in memory.
