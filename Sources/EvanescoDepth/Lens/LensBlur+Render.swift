@@ -201,14 +201,14 @@ extension LensBlur {
                 Self.blurLayer(ctx, layer: l, kernels: kernels, tiles: tiles, compositor: comp, into: blurred)
                 if split, l == sharpLayer { keepBehindSharp(grid, compositor: comp, detail: detail, footprint: foot) }
                 if split, l > sharpLayer, let tv = grid.transmission {
-                    forEachPixel(of: tiles, comp) { i in tv[i] *= max(0, 1 - blurred[i].w) }
+                    for t in tiles { forEachPixel(ofTile: t, comp) { i in tv[i] *= max(0, 1 - blurred[i].w) } }
                 }
                 comp.lay(
                     blurred, footprint: foot, band: band, behind: split && l == sharpLayer ? grid.behindSharp : nil)
                 if split, l == sharpLayer, let g = grid.behindSharp, let qv = grid.q {
                     // Q = S.a * G0 - S, for the full-resolution pass.
                     for t in 0..<tilesCount where detail[t] {
-                        forEachPixel(of: [t], comp) { i in
+                        forEachPixel(ofTile: t, comp) { i in
                             let s = foot[t] ? blurred[i] : .zero
                             qv[i] = g[i] * s.w - s
                         }
@@ -251,13 +251,11 @@ extension LensBlur {
         }
     }
 
-    /// Calls `body` with the index of every working pixel of `tiles`, row by row.
-    private func forEachPixel(of tiles: [Int], _ comp: LensLayers.Compositor, _ body: (Int) -> Void) {
-        for t in tiles {
-            let r = comp.rect(t)
-            for y in r.y0..<r.y1 {
-                for i in (y * comp.width + r.x0)..<(y * comp.width + r.x1) { body(i) }
-            }
+    /// Calls `body` with the index of every working pixel of tile `t`, row by row.
+    private func forEachPixel(ofTile t: Int, _ comp: LensLayers.Compositor, _ body: (Int) -> Void) {
+        let r = comp.rect(t)
+        for y in r.y0..<r.y1 {
+            for i in (y * comp.width + r.x0)..<(y * comp.width + r.x1) { body(i) }
         }
     }
 
