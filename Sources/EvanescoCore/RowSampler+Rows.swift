@@ -89,11 +89,11 @@ extension RowSampler {
         _ src: UnsafePointer<Sample>, _ m: [Float], _ y: Int, _ x0: Int, _ x1: Int,
         _ out: UnsafeMutablePointer<Float>, _ valid: UnsafeMutablePointer<UInt8>
     ) {
-        let w = width, h = height
-        let fy = Float(y), maxX = Float(w - 1), maxY = Float(h - 1), eps: Float = 1e-3
-        let (m0, m2, m3, m5, m6, m8) = (m[0], m[1] * fy + m[2], m[3], m[4] * fy + m[5], m[6], m[7] * fy + m[8])
+        let w = width, h = height, map = RowMap(m, y: y), bounds = SourceBounds(width: w, height: h)
+        let (maxX, maxY) = (bounds.maxX, bounds.maxY)
+        let (m0, m2, m3, m5, m6, m8) = (map.m0, map.m2, map.m3, map.m5, map.m6, map.m8)
         @inline(__always) func pixel(_ i: Int, _ sx: Float, _ sy: Float) {
-            guard sx >= -eps, sy >= -eps, sx <= maxX + eps, sy <= maxY + eps else {
+            guard bounds.contains(sx, sy) else {
                 valid[i] = 0
                 out[i] = 0
                 return
