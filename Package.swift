@@ -44,6 +44,8 @@ let package = Package(
         .systemLibrary(
             name: "CTIFF", pkgConfig: "libtiff-4",
             providers: [.apt(["libtiff-dev"])]),
+        // LibRaw (thread-safe libraw_r) for camera raw files: linked, its C API through shim.h.
+        .systemLibrary(name: "CRaw", providers: [.apt(["libraw-dev"])]),
         // glibc's <malloc.h> (mallopt), for the command-line tool's allocator tuning.
         .systemLibrary(name: "CMalloc"),
 
@@ -53,7 +55,7 @@ let package = Package(
         .target(name: "EvanescoCore", dependencies: ["CKernels"]),
         .target(
             name: "EvanescoIO",
-            dependencies: ["EvanescoCore", "CKernels", "CTurboJPEG", "CPNG", "CHeif", "CTIFF"]),
+            dependencies: ["EvanescoCore", "CKernels", "CTurboJPEG", "CPNG", "CHeif", "CTIFF", "CRaw"]),
         .target(name: "EvanescoAlign", dependencies: ["EvanescoCore", "CKernels"]),
         .target(name: "EvanescoStack", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoAlign", "CKernels"]),
         .target(name: "EvanescoFaces", dependencies: ["EvanescoCore", "EvanescoIO"]),

@@ -337,5 +337,7 @@ ptrdiff_t evn_bilinear_row_avx2(const evn_bilinear_row *row, ptrdiff_t start, pt
 #include "evanesco_encode.h"
 // The backdrop pipeline's kernels, likewise.
 #include "evanesco_backdrop.h"
+// The raw finish's kernels (levels, demosaic, output transform).
+#include "evanesco_raw.h"
 
 #endif

@@ -111,6 +111,7 @@ public enum ImageCodecs {
     public static func format(of bytes: [UInt8], path: String) throws -> ImageFormat {
         guard !bytes.isEmpty else { throw ImageIOError.emptyFile(path: path) }
         switch FormatSniffer.sniff(bytes) {
+        case .image(.tiff): return RawSniffer.isRaw(bytes) ? .raw : .tiff
         case .image(let f): return f
         case .other(let name): throw ImageIOError.unsupportedFormat(path: path, format: name)
         case .unknown:
@@ -171,6 +172,7 @@ public enum ImageCodecs {
         case .png: return try PNGCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
         case .heif: return try HEIFCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
         case .tiff: return try TIFFCodec.decode(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
+        case .raw: return try RawCodec.decodeImage(bytes, path: path, limits: options.limits, headerOnly: headerOnly)
         }
     }
 
@@ -258,6 +260,11 @@ public enum ImageCodecs {
         case .heif:
             throw ImageIOError.encodeFailed(
                 path: path, format: "HEIF", detail: "writing HEIC is not supported yet; write .jpg, .png or .tif")
+        case .raw:
+            throw ImageIOError.encodeFailed(
+                path: path, format: "DNG",
+                detail: "a DNG holds a camera's raw mosaic, not a finished picture; write .jpg, .png or .tif (a raw "
+                    + "input converts to DNG)")
         }
     }
 }

@@ -1,6 +1,9 @@
 /// File formats, recognised from their first bytes (never from the file name).
 public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case jpeg, png, heif, tiff
+    /// A camera raw file (DNG, CR2, CR3, NEF, ARW, ORF, RW2, PEF, RAF...), read through LibRaw;
+    /// as an image it is finished (``RawFinish``), as a raw frame it is read by ``RawCodec``.
+    case raw
 
     /// Display name.
     public var name: String {
@@ -9,12 +12,20 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         case .png: "PNG"
         case .heif: "HEIF"
         case .tiff: "TIFF"
+        case .raw: "camera raw"
         }
     }
 
     /// The file extensions of the image files read (a folder's frames, a file panel's images);
     /// what is read is decided by the bytes, these only pick files out of a folder.
-    public static let fileExtensions: Set<String> = ["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif"]
+    public static let fileExtensions = Set<String>(["jpg", "jpeg", "png", "tif", "tiff", "heic", "heif"])
+        .union(rawExtensions)
+
+    /// The file extensions of camera raw files.
+    public static let rawExtensions: Set<String> = [
+        "dng", "cr2", "cr3", "nef", "nrw", "arw", "srf", "sr2", "orf", "rw2", "rwl", "pef", "raf", "srw", "3fr", "iiq",
+        "erf", "mef", "mos", "kdc", "dcr"
+    ]
 
     /// Format for an output path by its extension.
     public static func forOutput(extension ext: String) -> ImageFormat? {
@@ -23,6 +34,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         case "png": .png
         case "tif", "tiff": .tiff
         case "heic", "heif", "hif": .heif
+        case "dng": .raw
         default: nil
         }
     }
@@ -41,6 +53,15 @@ package enum FormatSniffer {
     package static func sniff<C: Collection>(_ b: C) -> SniffResult where C.Element == UInt8, C.Index == Int {
         let a = Array(b.prefix(32))
         func starts(_ p: [UInt8], at o: Int = 0) -> Bool { a.count >= o + p.count && Array(a[o..<(o + p.count)]) == p }
+        // Raw formats with a signature of their own (ORF, RW2, CR2, CR3, RAF), before TIFF and ISO
+        // media, which they resemble; a DNG or a TIFF-based raw is told by its tags (RawSniffer).
+        if starts([0x49, 0x49, 0x52, 0x4F]) || starts([0x49, 0x49, 0x52, 0x53]) || starts([0x4D, 0x4D, 0x4F, 0x52])
+            || starts([0x49, 0x49, 0x55, 0x00]) || starts(Array("FUJIFILMCCD-RAW".utf8))
+            || (starts([0x49, 0x49, 0x2A, 0x00]) && starts(Array("CR".utf8), at: 8))
+            || starts(Array("ftypcrx ".utf8), at: 4)
+        {
+            return .image(.raw)
+        }
         if starts([0xFF, 0xD8, 0xFF]) { return .image(.jpeg) }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .image(.png) }
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) || starts([0x49, 0x49, 0x2B, 0x00])

@@ -32,7 +32,7 @@ public enum DepthReader {
         switch try ImageCodecs.format(of: bytes, path: path) {
         case .heif: result = try readHEIF(bytes, path: path, options: options)
         case .jpeg: result = try readJPEG(bytes, path: path, options: options)
-        case .png, .tiff:
+        case .png, .tiff, .raw:
             let photo: DecodedImage
             (result, photo) = try primary(bytes, path: path, options: options)
             if let xmp = photo.metadata.xmp {

@@ -1,0 +1,77 @@
+// The raw finish's kernels: a Bayer mosaic's levels and white balance into a padded float plane,
+// the green plane by gradient-weighted directional interpolation, and red and blue by colour
+// differences fused with the colour matrix and the output curve. Row bands, so that the caller
+// spreads them over threads; one body compiled portably and with AVX2 (evanesco_kernels.h).
+#ifndef EVANESCO_RAW_H
+#define EVANESCO_RAW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Pixels of mirror padding (reflect-101, which keeps each site's colour) around the planes.
+#define EVN_RAW_PAD 4
+
+/// A Bayer mosaic being demosaiced: three float planes of (width + 8) x (height + 8), row
+/// stride width + 8, pixel (x, y) of the image at ((y + 4) * stride + x + 4).
+typedef struct evn_bayer {
+    /// The levelled, white-balanced, clipped samples (0 black ... 1 white, times the exposure).
+    float *cfa;
+    /// Green at every pixel (the sample itself at green sites).
+    float *green;
+    /// Horizontal and vertical gradient strength at every pixel.
+    float *dh, *dv;
+    ptrdiff_t width, height, stride;
+    /// The colour at each position of the 2x2 cell (0 red, 1 green, 2 blue), row-major.
+    uint8_t colors[4];
+} evn_bayer;
+
+/// Padded rows py0..<py1 (0 ... height + 8) of `b->cfa` from `mosaic` (width x height samples):
+/// clamp((s - black[p]) * scale[p], 0, 1) * exposure, p the 2x2 position.
+void evn_bayer_levels(const evn_bayer *b, const uint16_t *mosaic, const float black[4], const float scale[4],
+                      float exposure, ptrdiff_t py0, ptrdiff_t py1);
+
+/// Image rows y0..<y1 (which may reach 2 beyond the image on each side) of the gradient planes.
+void evn_bayer_gradients(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+void evn_bayer_gradients_portable(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+void evn_bayer_gradients_avx2(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+
+/// Image rows y0..<y1 (which may reach 1 beyond the image on each side) of the green plane:
+/// at red and blue sites, the horizontal and vertical Hamilton-Adams estimates weighted by the
+/// inverse square of the gradient summed over the 3x3 neighbourhood.
+void evn_bayer_green(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+void evn_bayer_green_portable(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+void evn_bayer_green_avx2(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1);
+
+/// How demosaiced pixels become output samples: camera RGB times `matrix` (3x3 row-major),
+/// then, with `lut` (`lut_size` entries over 0...1, linear between entries), clamped to 0...1
+/// and looked up; without, clamped to 0...1 for integer output and at 0 for float.
+typedef struct evn_raw_output {
+    float matrix[9];
+    const float *lut;
+    ptrdiff_t lut_size;
+    /// 1: uint8 (x 255), 2: uint16 (x 65535), 4: float.
+    int sample_bytes;
+    /// Row y's first sample is at `pixels + y * row_bytes`; 3 samples a pixel.
+    void *pixels;
+    ptrdiff_t row_bytes;
+} evn_raw_output;
+
+/// Image rows y0..<y1: red and blue from colour differences to green (the two neighbours along
+/// the row or column at green sites, the four diagonal ones at red and blue sites), then the
+/// output transform.
+void evn_bayer_finish_rows(const evn_bayer *b, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1);
+
+/// Rows y0..<y1 of three-colour linear samples (LinearRaw; `rgb` width x height x 3, 16-bit):
+/// levels, white balance (scale per colour), exposure, then the output transform.
+void evn_linear_raw_finish_rows(const uint16_t *rgb, ptrdiff_t width, const float black[3], const float scale[3],
+                                float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

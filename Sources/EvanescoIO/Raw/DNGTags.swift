@@ -1,0 +1,190 @@
+import Foundation
+import EvanescoCore
+
+/// One TIFF directory's entries, parsed from the bytes (classic TIFF, either byte order): what a
+/// DNG says about its colour and noise, read as the numbers written, and where its data lies.
+struct TIFFDirectory {
+    struct Entry {
+        var type: Int
+        var count: Int
+        /// Where the values are: inside the entry (4 bytes or fewer) or at the offset it gives.
+        var valueOffset: Int
+    }
+
+    let bytes: [UInt8]
+    let bigEndian: Bool
+    var entries: [Int: Entry] = [:]
+    /// The next directory's offset (0: none).
+    var next = 0
+
+    static let typeSizes = [1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4]
+
+    /// The directory at `offset`, or nil when the bytes do not hold one.
+    init?(_ bytes: [UInt8], offset: Int) {
+        guard bytes.count >= 8, bytes[0] == bytes[1], bytes[0] == 0x49 || bytes[0] == 0x4D else { return nil }
+        self.bytes = bytes
+        bigEndian = bytes[0] == 0x4D
+        guard offset >= 8, offset + 2 <= bytes.count else { return nil }
+        let n = u16(offset)
+        guard n > 0, n < 4096, offset + 2 + n * 12 + 4 <= bytes.count else { return nil }
+        for i in 0..<n {
+            let e = offset + 2 + i * 12
+            let type = u16(e + 2), count = u32(e + 4)
+            guard let size = TIFFDirectory.typeSizes[type] else { continue }
+            let total = size.multipliedReportingOverflow(by: count)
+            guard !total.overflow else { continue }
+            let at = total.partialValue <= 4 ? e + 8 : u32(e + 8)
+            guard at >= 0, at + total.partialValue <= bytes.count else { continue }
+            entries[u16(e)] = Entry(type: type, count: count, valueOffset: at)
+        }
+        next = u32(offset + 2 + n * 12)
+    }
+
+    /// IFD0 of a TIFF.
+    init?(first bytes: [UInt8]) {
+        guard bytes.count >= 8 else { return nil }
+        let be = bytes[0] == 0x4D
+        let o =
+            be
+            ? Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
+            : Int(bytes[7]) << 24 | Int(bytes[6]) << 16 | Int(bytes[5]) << 8 | Int(bytes[4])
+        self.init(bytes, offset: o)
+    }
+
+    func u16(_ o: Int) -> Int {
+        bigEndian ? Int(bytes[o]) << 8 | Int(bytes[o + 1]) : Int(bytes[o + 1]) << 8 | Int(bytes[o])
+    }
+    func u32(_ o: Int) -> Int {
+        bigEndian
+            ? Int(bytes[o]) << 24 | Int(bytes[o + 1]) << 16 | Int(bytes[o + 2]) << 8 | Int(bytes[o + 3])
+            : Int(bytes[o + 3]) << 24 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 1]) << 8 | Int(bytes[o])
+    }
+
+    /// A numeric tag's values as doubles (rationals divided: a zero denominator gives NaN).
+    func numbers(_ tag: Int) -> [Double]? {
+        guard let e = entries[tag] else { return nil }
+        return (0..<min(e.count, 1 << 16)).map { i in
+            let o = e.valueOffset + i * (TIFFDirectory.typeSizes[e.type] ?? 1)
+            switch e.type {
+            case 1, 7: return Double(bytes[o])
+            case 6: return Double(Int8(bitPattern: bytes[o]))
+            case 3: return Double(u16(o))
+            case 8: return Double(Int16(truncatingIfNeeded: u16(o)))
+            case 4, 13: return Double(u32(o))
+            case 9: return Double(Int32(truncatingIfNeeded: u32(o)))
+            case 5: return Double(u32(o)) / Double(u32(o + 4))
+            case 10: return Double(Int32(truncatingIfNeeded: u32(o))) / Double(Int32(truncatingIfNeeded: u32(o + 4)))
+            case 11: return Double(Float(bitPattern: UInt32(u32(o))))
+            case 12:
+                let hi = UInt64(u32(bigEndian ? o : o + 4)), lo = UInt64(u32(bigEndian ? o + 4 : o))
+                return Double(bitPattern: hi << 32 | lo)
+            default: return .nan
+            }
+        }
+    }
+
+    func string(_ tag: Int) -> String? {
+        guard let e = entries[tag], e.type == 2 || e.type == 1 else { return nil }
+        let raw = bytes[e.valueOffset..<(e.valueOffset + e.count)].prefix { $0 != 0 }
+        return String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// What a DNG's own tags say: its version, colour calibration, noise profile, and where the raw
+/// image's data lies (checked against the file's size before LibRaw reads it).
+struct DNGTags {
+    var version: String
+    var raw: TIFFDirectory
+    var first: TIFFDirectory
+
+    /// The DNG's tags, or nil when the bytes are not a DNG (no DNGVersion in IFD0).
+    static func read(_ bytes: [UInt8]) -> DNGTags? {
+        guard let ifd0 = TIFFDirectory(first: bytes), let v = ifd0.numbers(50706), v.count == 4 else { return nil }
+        var raw = ifd0
+        if ifd0.numbers(254)?.first ?? 0 != 0, let subs = ifd0.numbers(330) {
+            for o in subs {
+                if let d = TIFFDirectory(bytes, offset: Int(o)), d.numbers(254)?.first ?? 0 == 0 {
+                    raw = d
+                    break
+                }
+            }
+        }
+        return DNGTags(version: v.map { String(Int($0)) }.joined(separator: "."), raw: raw, first: ifd0)
+    }
+
+    /// Refuses a raw image whose data runs past the end of the file, or (uncompressed) whose
+    /// strips or tiles hold fewer bytes than its size needs.
+    func checkData(fileSize: Int, path: String) throws {
+        let offsets = raw.numbers(273) ?? raw.numbers(324) ?? []
+        let counts = raw.numbers(279) ?? raw.numbers(325) ?? []
+        let w = Int(raw.numbers(256)?.first ?? 0), h = Int(raw.numbers(257)?.first ?? 0)
+        guard !offsets.isEmpty, offsets.count == counts.count, w > 0, h > 0 else {
+            throw ImageIOError.corrupt(
+                path: path, format: "DNG", detail: "its raw image has no data (no strips or tiles, or no size)")
+        }
+        for (o, c) in zip(offsets, counts) where o + c > Double(fileSize) {
+            throw ImageIOError.truncated(
+                path: path, format: "DNG",
+                detail: "its raw data runs to byte \(Int(o + c)) but the file has \(fileSize) bytes")
+        }
+        let compression = raw.numbers(259)?.first ?? 1
+        let bits = raw.numbers(258)?.first ?? 16, spp = raw.numbers(277)?.first ?? 1
+        let needed = Double(w) * Double(h) * spp * bits / 8
+        let tiled = raw.numbers(324) != nil
+        if compression == 1, !tiled, counts.reduce(0, +) < needed {
+            throw ImageIOError.truncated(
+                path: path, format: "DNG",
+                detail: "its header declares \(w)x\(h) samples (\(Int(needed)) bytes) but its strips hold "
+                    + "\(Int(counts.reduce(0, +)))")
+        }
+    }
+
+    func matrix(_ tag: Int) -> [Float]? {
+        guard let v = first.numbers(tag), v.count >= 9 else { return nil }
+        return v.prefix(9).map(Float.init)
+    }
+
+    /// The colour the DNG declares, checked: finite, invertible matrices and a positive neutral.
+    func color(path: String) throws -> RawColor? {
+        guard let m1 = matrix(50721) else { return nil }
+        let i1 = Int(first.numbers(50778)?.first ?? 21)
+        let m2 = matrix(50722), i2 = first.numbers(50779)?.first.map(Int.init)
+        // The calibration under D65 when there is one (the finish's daylight), else the first.
+        let useSecond = m2 != nil && i2 == 21 && i1 != 21
+        var c = RawColor(colorMatrix: useSecond ? m2! : m1, illuminant: useSecond ? 21 : i1, asShotNeutral: [1, 1, 1])
+        c.colorMatrix2 = useSecond ? m1 : m2
+        c.illuminant2 = useSecond ? i1 : i2
+        c.forwardMatrix = matrix(useSecond ? 50965 : 50964)
+        c.forwardMatrix2 = matrix(useSecond ? 50964 : 50965)
+        for m in [c.colorMatrix, c.colorMatrix2, c.forwardMatrix].compactMap({ $0 }) {
+            guard m.allSatisfy(\.isFinite), Matrix3(m).inverse != nil else {
+                throw ImageIOError.corrupt(
+                    path: path, format: "DNG", detail: "its colour matrix \(m) is not finite or not invertible")
+            }
+        }
+        if let n = first.numbers(50728) {
+            guard n.count >= 3, n.prefix(3).allSatisfy({ $0.isFinite && $0 > 0 }) else {
+                throw ImageIOError.corrupt(
+                    path: path, format: "DNG", detail: "its AsShotNeutral \(n) is not three positive numbers")
+            }
+            c.asShotNeutral = n.prefix(3).map { Float($0 / n[1]) }
+        } else {
+            c.asShotNeutral = (Matrix3(c.colorMatrix) * RGBPrimaries.sRGB.toXYZ).apply([1, 1, 1]).map(Float.init)
+        }
+        let be = first.numbers(50730)?.first ?? 0
+        guard be.isFinite, abs(be) <= 16 else {
+            throw ImageIOError.corrupt(path: path, format: "DNG", detail: "its BaselineExposure \(be) is not a number")
+        }
+        c.baselineExposure = Float(be)
+        return c
+    }
+
+    /// NoiseProfile (DNG 1.3): a (scale, offset) pair per plane, or one for all.
+    var noise: NoiseModel? {
+        guard let v = raw.numbers(51041) ?? first.numbers(51041), v.count >= 2, v.count % 2 == 0,
+            v.allSatisfy({ $0.isFinite && $0 >= 0 })
+        else { return nil }
+        return NoiseModel(
+            planes: stride(from: 0, to: v.count, by: 2).map { NoiseModelPlane(scale: v[$0], offset: v[$0 + 1]) })
+    }
+}

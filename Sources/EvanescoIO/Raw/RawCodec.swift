@@ -1,0 +1,153 @@
+import CRaw
+import EvanescoCore
+import Foundation
+
+/// A raw file read: the frame (its samples empty when only the header was read) and what the
+/// container said.
+public struct RawFile: Sendable {
+    /// The frame. After ``RawCodec/probe(_:path:limits:)`` its samples are empty (0x0).
+    public var raw: RawMosaic
+    /// The visible area's size, as stored.
+    public var width: Int
+    public var height: Int
+    /// The container: "DNG 1.4", or the camera format LibRaw recognised ("NEF", ...).
+    public var container: String
+}
+
+/// Camera raw files through LibRaw (thread-safe `libraw_r`): DNG (Bayer CFA, uncompressed or
+/// lossless JPEG; LinearRaw as three linear colours) and the camera formats LibRaw reads with a
+/// Bayer sensor. X-Trans and other non-Bayer sensors are refused with a message that says so.
+public enum RawCodec {
+    /// Reads the frame and its samples.
+    public static func decode(_ bytes: [UInt8], path: String, limits: DecodeLimits = .standard) throws -> RawFile {
+        try open(bytes, path: path, limits: limits, samples: true)
+    }
+
+    /// Reads what the header says (sizes, CFA, levels, colour, camera), without the samples.
+    public static func probe(_ bytes: [UInt8], path: String, limits: DecodeLimits = .standard) throws -> RawFile {
+        try open(bytes, path: path, limits: limits, samples: false)
+    }
+
+    /// Reads a file.
+    public static func read(_ path: String, limits: DecodeLimits = .standard) throws -> RawFile {
+        try decode(InputFile.read(path), path: path, limits: limits)
+    }
+
+    static func open(_ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool) throws -> RawFile {
+        var errors = evn_raw_errors()
+        // LibRaw's own cap on what it allocates, from the memory budget (MB).
+        guard let lr = evn_raw_init(&errors, UInt32(clamping: max(64, limits.maxBytes >> 20))) else {
+            throw ImageIOError.unreadable(path: path, reason: "LibRaw could not start (out of memory)")
+        }
+        defer { libraw_close(lr) }
+        var copy = bytes
+        let dng = DNGTags.read(bytes)
+        if let dng { try dng.checkData(fileSize: bytes.count, path: path) }
+        return try copy.withUnsafeMutableBytes { buf -> RawFile in
+            try check(libraw_open_buffer(lr, buf.baseAddress, buf.count), errors: errors, path: path)
+            var m = evn_raw_meta()
+            evn_raw_read_meta(lr, &m)
+            let container = dng.map { "DNG \($0.version)" } ?? containerName(bytes)
+            let w = Int(m.width), h = Int(m.height)
+            try limits.check(
+                width: Int(m.raw_width), height: Int(m.raw_height), path: path, bytesPerPixel: 8,
+                sourceBytes: bytes.count, format: container)
+            try checkSensor(m, path: path)
+            guard samples else {
+                let layout = try layoutOf(m, path: path)
+                let raw = try mosaic(
+                    m, samples: Image(width: 0, height: 0, channels: layout == .linearRGB ? 3 : 1), dng: dng,
+                    path: path, container: container)
+                return RawFile(raw: raw, width: w, height: h, container: container)
+            }
+            try check(libraw_unpack(lr), errors: errors, path: path)
+            if errors.data_errors > 0 {
+                throw ImageIOError.truncated(
+                    path: path, format: container,
+                    detail: "LibRaw found the sensor data short or damaged at byte \(errors.first_offset)")
+            }
+            evn_raw_read_meta(lr, &m)
+            let layout = try layoutOf(m, path: path)
+            let image = Image<UInt16>(
+                uninitializedWidth: w, height: h, channels: layout == .linearRGB ? 3 : 1
+            ) { out in
+                if m.has_bayer != 0 {
+                    evn_raw_copy_visible(lr, out.baseAddress)
+                } else if m.has_color3 != 0 {
+                    evn_raw_copy_visible3(lr, out.baseAddress)
+                } else {
+                    evn_raw_copy_visible4(lr, out.baseAddress)
+                }
+            }
+            return RawFile(
+                raw: try mosaic(m, samples: image, dng: dng, path: path, container: container), width: w,
+                height: h, container: container)
+        }
+    }
+
+    /// A LibRaw status as a typed error.
+    static func check(_ status: Int32, errors: evn_raw_errors, path: String) throws {
+        guard status != 0 else { return }
+        let message = String(cString: libraw_strerror(status))
+        switch status {
+        case LIBRAW_FILE_UNSUPPORTED.rawValue:
+            throw ImageIOError.unsupportedFormat(path: path, format: "this raw variant (LibRaw: \(message))")
+        case LIBRAW_TOO_BIG.rawValue, LIBRAW_UNSUFFICIENT_MEMORY.rawValue, LIBRAW_MEMPOOL_OVERFLOW.rawValue:
+            throw ImageIOError.corrupt(
+                path: path, format: "raw", detail: "its sizes would need more memory than allowed (\(message))")
+        case LIBRAW_IO_ERROR.rawValue:
+            throw ImageIOError.truncated(path: path, format: "raw", detail: message)
+        default:
+            throw ImageIOError.corrupt(path: path, format: "raw", detail: message)
+        }
+    }
+
+    /// Bayer and linear sensors are read; Foveon, X-Trans and other mosaics are refused.
+    static func checkSensor(_ m: evn_raw_meta, path: String) throws {
+        if m.is_foveon != 0 {
+            throw ImageIOError.unsupportedLayout(
+                path: path, detail: "a Foveon (Sigma) sensor has no Bayer mosaic; only Bayer and linear raws are read")
+        }
+        if m.filters == 9 {
+            throw ImageIOError.unsupportedLayout(
+                path: path,
+                detail: "an X-Trans (Fujifilm) sensor's 6x6 mosaic is not supported yet; only Bayer (2x2) and linear "
+                    + "raws are read (convert it to a linear DNG with Adobe DNG Converter first)")
+        }
+    }
+
+    /// The layout LibRaw's `filters` and colours describe.
+    static func layoutOf(_ m: evn_raw_meta, path: String) throws -> RawMosaic.Layout {
+        if m.filters == 0 {
+            guard m.colors == 3 else {
+                throw ImageIOError.unsupportedLayout(
+                    path: path, detail: "a linear raw with \(m.colors) colours; only three are read")
+            }
+            return .linearRGB
+        }
+        let colors = (0..<4).map { p in UInt8(evn_raw_fc(m.filters, Int32(p >> 1), Int32(p & 1)) & 3) }.map {
+            $0 == 3 ? UInt8(1) : $0
+        }
+        // A 2x2 pattern repeats down LibRaw's 8-row description; anything else is another mosaic.
+        let repeats = (0..<16).allSatisfy { i in
+            let v = evn_raw_fc(m.filters, Int32(i >> 1), Int32(i & 1)) & 3
+            return UInt8(v == 3 ? 1 : v) == colors[(i >> 1 & 1) * 2 + (i & 1)]
+        }
+        guard m.colors == 3, repeats, let cfa = CFAPattern(colors: colors) else {
+            throw ImageIOError.unsupportedLayout(
+                path: path,
+                detail: "its colour filter is not a 2x2 Bayer pattern of red, green and blue (\(m.colors) colours, "
+                    + "pattern \(String(m.filters, radix: 16))); only Bayer and linear raws are read")
+        }
+        return .bayer(cfa)
+    }
+
+    static func containerName(_ b: [UInt8]) -> String {
+        if b.count > 12, b[8] == 0x43, b[9] == 0x52 { return "CR2" }
+        if b.count > 12, String(decoding: b[4..<12], as: UTF8.self).hasPrefix("ftypcrx") { return "CR3" }
+        if b.starts(with: Array("FUJIFILM".utf8)) { return "RAF" }
+        if b.starts(with: [0x49, 0x49, 0x52, 0x4F]) || b.starts(with: [0x4D, 0x4D, 0x4F, 0x52]) { return "ORF" }
+        if b.starts(with: [0x49, 0x49, 0x55, 0x00]) { return "RW2" }
+        return "camera raw"
+    }
+}
