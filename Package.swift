@@ -99,7 +99,7 @@ let package = Package(
             name: "EvanescoBenchmarks",
             dependencies: [
                 "EvanescoCore", "EvanescoIO", "EvanescoAlign", "EvanescoStack", "EvanescoDepth", "EvanescoFaces",
-                "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels",
+                "EvanescoBatch", "CTurboJPEG", "CPNG", "CHeif", "CKernels", "CRaw",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             path: "Benchmarks/EvanescoBenchmarks"),

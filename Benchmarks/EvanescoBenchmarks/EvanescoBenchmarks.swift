@@ -13,7 +13,7 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         case align
         case alignBurst = "align-burst"
         case local, kernels, stack
-        case backdrop, lens, faces
+        case backdrop, lens, faces, raw
         case lensOracle = "lens-oracle"
         case queue
     }
@@ -63,6 +63,7 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         if runs(.alignBurst) { try bench.alignBurst() }
         if runs(.backdrop) { try bench.backdrop() }
         if runs(.faces) { try bench.faces() }
+        if runs(.raw) { try bench.raw() }
         if runs(.lensOracle) { try bench.lensOracle() }
         if runs(.lens) { try bench.lens() }
         if runs(.local) { try bench.local() }

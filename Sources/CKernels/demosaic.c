@@ -87,71 +87,94 @@ EVN_INLINE void green_body(const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1) {
 EVN_KERNEL_VARIANTS(void, evn_bayer_green, evn_bayer_green, green_body,
                     (const evn_bayer *b, ptrdiff_t y0, ptrdiff_t y1), (b, y0, y1))
 
-static inline float output_curve(const evn_raw_output *out, float v) {
-    if (!out->lut) return out->sample_bytes == 4 ? (v < 0 ? 0 : v) : clamp01(v);
-    const float t = clamp01(v) * (float)(out->lut_size - 1);
-    const ptrdiff_t i = (ptrdiff_t)t;
-    if (i >= out->lut_size - 1) return out->lut[out->lut_size - 1];
+/// The output curve of one sample: the table (linear between entries) over 0...1, or a clamp.
+EVN_INLINE float output_curve(const float *lut, ptrdiff_t last, int clamp_high, float v) {
+    if (!lut) return v < 0 ? 0 : (clamp_high && v > 1 ? 1 : v);
+    const float t = clamp01(v) * (float)last;
+    ptrdiff_t i = (ptrdiff_t)t;
+    i = i < last ? i : last - 1;
     const float f = t - (float)i;
-    return out->lut[i] + f * (out->lut[i + 1] - out->lut[i]);
+    return lut[i] + f * (lut[i + 1] - lut[i]);
 }
 
-static inline void store_pixel(const evn_raw_output *out, void *row, ptrdiff_t x, float r, float g, float b) {
-    const float *m = out->matrix;
-    const float v[3] = {output_curve(out, m[0] * r + m[1] * g + m[2] * b),
-                        output_curve(out, m[3] * r + m[4] * g + m[5] * b),
-                        output_curve(out, m[6] * r + m[7] * g + m[8] * b)};
+#define STORE_ROW_LOOP(T, SCALE)                                                                                       \
+    for (ptrdiff_t x = 0; x < width; x++) {                                                                            \
+        const float r = rgb[x], g = rgb[width + x], b = rgb[2 * width + x];                                            \
+        T *o = (T *)row + 3 * x;                                                                                       \
+        const float v0 = output_curve(lut, last, clamp_high, m[0] * r + m[1] * g + m[2] * b);                          \
+        const float v1 = output_curve(lut, last, clamp_high, m[3] * r + m[4] * g + m[5] * b);                          \
+        const float v2 = output_curve(lut, last, clamp_high, m[6] * r + m[7] * g + m[8] * b);                          \
+        o[0] = (T)(v0 * SCALE);                                                                                        \
+        o[1] = (T)(v1 * SCALE);                                                                                        \
+        o[2] = (T)(v2 * SCALE);                                                                                        \
+    }
+
+/// One row of camera RGB (`rgb`: the red, green and blue rows one after the other) through the
+/// matrix and curve into `row`.
+EVN_INLINE void store_row_body(const evn_raw_output *out, const float *rgb, ptrdiff_t width, void *row) {
+    const float m[9] = {out->matrix[0], out->matrix[1], out->matrix[2], out->matrix[3], out->matrix[4],
+                        out->matrix[5], out->matrix[6], out->matrix[7], out->matrix[8]};
+    const float *lut = out->lut;
+    const ptrdiff_t last = out->lut_size - 1;
+    const int clamp_high = out->sample_bytes != 4;
     switch (out->sample_bytes) {
     case 1:
-        for (int c = 0; c < 3; c++) ((uint8_t *)row)[3 * x + c] = (uint8_t)(v[c] * 255.0f + 0.5f);
-        break;
+        STORE_ROW_LOOP(uint8_t, 255.0f + 0.5f) break;
     case 2:
-        for (int c = 0; c < 3; c++) ((uint16_t *)row)[3 * x + c] = (uint16_t)(v[c] * 65535.0f + 0.5f);
-        break;
+        STORE_ROW_LOOP(uint16_t, 65535.0f + 0.5f) break;
     default:
-        for (int c = 0; c < 3; c++) ((float *)row)[3 * x + c] = v[c];
+        STORE_ROW_LOOP(float, 1.0f)
     }
 }
 
-void evn_bayer_finish_rows(const evn_bayer *b, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1) {
-    const ptrdiff_t s = b->stride;
+EVN_KERNEL_VARIANTS(void, evn_raw_store_row, evn_raw_store_row, store_row_body,
+                    (const evn_raw_output *out, const float *rgb, ptrdiff_t width, void *row), (out, rgb, width, row))
+
+/// Camera RGB of row y: at green sites the two colour differences along the row and the column,
+/// at red and blue sites the four diagonal ones. Two pixels a step (the row's two phases).
+EVN_INLINE void bayer_row_rgb(const evn_bayer *b, ptrdiff_t y, float *rgb) {
+    const ptrdiff_t s = b->stride, w = b->width;
+    const ptrdiff_t o = (y + EVN_RAW_PAD) * s + EVN_RAW_PAD;
+    const float *p = b->cfa + o, *g = b->green + o;
+    const uint8_t *colors = b->colors + (y & 1) * 2;
+    // The colour along this row other than green, and where the row's green sites are.
+    const int along_row = colors[0] != 1 ? colors[0] : colors[1];
+    const ptrdiff_t green_phase = colors[0] == 1 ? 0 : 1;
+    const int across = 2 - along_row;
+    float *green = rgb + w, *row_colour = rgb + along_row * w, *column_colour = rgb + across * w;
+    for (ptrdiff_t x = green_phase; x < w; x += 2) {
+        const float gc = g[x];
+        green[x] = gc;
+        row_colour[x] = gc + 0.5f * (p[x - 1] - g[x - 1] + p[x + 1] - g[x + 1]);
+        column_colour[x] = gc + 0.5f * (p[x - s] - g[x - s] + p[x + s] - g[x + s]);
+    }
+    for (ptrdiff_t x = 1 - green_phase; x < w; x += 2) {
+        const float gc = g[x];
+        const float dd = p[x - s - 1] - g[x - s - 1] + p[x - s + 1] - g[x - s + 1];
+        const float de = p[x + s - 1] - g[x + s - 1] + p[x + s + 1] - g[x + s + 1];
+        green[x] = gc;
+        row_colour[x] = p[x];
+        column_colour[x] = gc + 0.25f * (dd + de);
+    }
+}
+
+EVN_KERNEL_VARIANTS(void, evn_bayer_row_rgb, evn_bayer_row_rgb, bayer_row_rgb,
+                    (const evn_bayer *b, ptrdiff_t y, float *rgb), (b, y, rgb))
+
+void evn_bayer_finish_rows(const evn_bayer *b, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1, float *scratch) {
     for (ptrdiff_t y = y0; y < y1; y++) {
-        const ptrdiff_t o = (y + EVN_RAW_PAD) * s + EVN_RAW_PAD;
-        const float *p = b->cfa + o, *g = b->green + o;
-        void *row = (char *)out->pixels + y * out->row_bytes;
-        const uint8_t *colors = b->colors + (y & 1) * 2;
-        // The colour along this row other than green, and the one along the columns.
-        const int along_row = colors[0] != 1 ? colors[0] : colors[1];
-        for (ptrdiff_t x = 0; x < b->width; x++) {
-            const int c = colors[x & 1];
-            const float gc = g[x];
-            float rgb[3];
-            rgb[1] = gc;
-            if (c == 1) {
-                const float dr = 0.5f * (p[x - 1] - g[x - 1] + p[x + 1] - g[x + 1]);
-                const float dc = 0.5f * (p[x - s] - g[x - s] + p[x + s] - g[x + s]);
-                rgb[along_row] = gc + dr;
-                rgb[2 - along_row] = gc + dc;
-            } else {
-                const float dd = 0.25f * (p[x - s - 1] - g[x - s - 1] + p[x - s + 1] - g[x - s + 1] + p[x + s - 1] -
-                                          g[x + s - 1] + p[x + s + 1] - g[x + s + 1]);
-                rgb[c] = p[x];
-                rgb[2 - c] = gc + dd;
-            }
-            store_pixel(out, row, x, rgb[0], rgb[1], rgb[2]);
-        }
+        evn_bayer_row_rgb(b, y, scratch);
+        evn_raw_store_row(out, scratch, b->width, (char *)out->pixels + y * out->row_bytes);
     }
 }
 
 void evn_linear_raw_finish_rows(const uint16_t *rgb, ptrdiff_t width, const float black[3], const float scale[3],
-                                float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1) {
+                                float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1, float *row) {
     for (ptrdiff_t y = y0; y < y1; y++) {
         const uint16_t *src = rgb + y * width * 3;
-        void *row = (char *)out->pixels + y * out->row_bytes;
-        for (ptrdiff_t x = 0; x < width; x++) {
-            float v[3];
-            for (int c = 0; c < 3; c++) v[c] = clamp01(((float)src[3 * x + c] - black[c]) * scale[c]) * exposure;
-            store_pixel(out, row, x, v[0], v[1], v[2]);
-        }
+        for (ptrdiff_t x = 0; x < width; x++)
+            for (int c = 0; c < 3; c++)
+                row[c * width + x] = clamp01(((float)src[3 * x + c] - black[c]) * scale[c]) * exposure;
+        evn_raw_store_row(out, row, width, (char *)out->pixels + y * out->row_bytes);
     }
 }

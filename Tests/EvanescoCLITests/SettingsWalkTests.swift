@@ -78,7 +78,11 @@ struct SettingsWalkTests {
             Front(
                 name: "batch submit", settings: JobQueue.SubmitSettings.settings,
                 command: ["batch", "submit", "jobs.jsonl", "--queue", "postgres://me@db/photos"],
-                options: { ["maxAttempts": ($0 as! BatchSubmit).settings.maxAttempts] }, kind: nil, texts: [:])
+                options: { ["maxAttempts": ($0 as! BatchSubmit).settings.maxAttempts] }, kind: nil, texts: [:]),
+            Front(
+                name: "convert (raw finish)", settings: RawFinishOptions.settings,
+                command: ["convert", "photo.dng", "o.tif"], options: { try json(($0 as! Convert).finish.options) },
+                kind: nil, texts: [:])
         ]
     }
 
@@ -354,7 +358,8 @@ struct SettingsWalkTests {
             ("`evanesco backdrop`, kind `backdrop` (`BackdropSessionOptions`)", BackdropSessionOptions.markdownTable()),
             ("`evanesco worker` (`QueueWorker.Settings`)", QueueWorker.Settings.markdownTable()),
             ("`evanesco studio` (`StudioConfiguration`)", StudioConfiguration.markdownTable()),
-            ("`evanesco batch submit` (`JobQueue.SubmitSettings`)", JobQueue.SubmitSettings.markdownTable())
+            ("`evanesco batch submit` (`JobQueue.SubmitSettings`)", JobQueue.SubmitSettings.markdownTable()),
+            ("`evanesco convert` of a camera raw (`RawFinishOptions`)", RawFinishOptions.markdownTable())
         ] {
             text += "\n## \(title)\n\n" + table
         }

@@ -60,15 +60,28 @@ typedef struct evn_raw_output {
     ptrdiff_t row_bytes;
 } evn_raw_output;
 
+/// One row of camera RGB (`rgb`: red, green and blue rows of `width` floats) through `out`'s
+/// matrix and curve into `row` (3 samples a pixel).
+void evn_raw_store_row(const evn_raw_output *out, const float *rgb, ptrdiff_t width, void *row);
+void evn_raw_store_row_portable(const evn_raw_output *out, const float *rgb, ptrdiff_t width, void *row);
+void evn_raw_store_row_avx2(const evn_raw_output *out, const float *rgb, ptrdiff_t width, void *row);
+
 /// Image rows y0..<y1: red and blue from colour differences to green (the two neighbours along
 /// the row or column at green sites, the four diagonal ones at red and blue sites), then the
-/// output transform.
-void evn_bayer_finish_rows(const evn_bayer *b, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1);
+/// output transform. `scratch` holds 3 x width floats.
+void evn_bayer_finish_rows(const evn_bayer *b, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1, float *scratch);
+
+/// Camera RGB of image row y (the red, green and blue rows of `width` floats one after the other),
+/// the first half of evn_bayer_finish_rows.
+void evn_bayer_row_rgb(const evn_bayer *b, ptrdiff_t y, float *rgb);
+void evn_bayer_row_rgb_portable(const evn_bayer *b, ptrdiff_t y, float *rgb);
+void evn_bayer_row_rgb_avx2(const evn_bayer *b, ptrdiff_t y, float *rgb);
 
 /// Rows y0..<y1 of three-colour linear samples (LinearRaw; `rgb` width x height x 3, 16-bit):
-/// levels, white balance (scale per colour), exposure, then the output transform.
+/// levels, white balance (scale per colour), exposure, then the output transform. `scratch` holds
+/// 3 x width floats.
 void evn_linear_raw_finish_rows(const uint16_t *rgb, ptrdiff_t width, const float black[3], const float scale[3],
-                                float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1);
+                                float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1, float *scratch);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@ import CKernels
 import Foundation
 
 /// How a raw frame is finished into a photo: its one declaration of each setting.
-public struct RawFinishOptions: Sendable, Equatable, DeclaresSettings {
+public struct RawFinishOptions: Sendable, Equatable, Codable, DeclaresSettings {
     /// The colour space of the finished pixels (an ICC profile of it goes with them).
     public enum ColorSpace: String, Sendable, CaseIterable, Codable {
         /// sRGB primaries and curve: what screens and the web expect.
@@ -210,7 +210,9 @@ public enum RawFinish {
             withUnsafePointer(to: out) { op in
                 let o = UncheckedSendable(op)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
-                    evn_bayer_finish_rows(p.value, o.value, rows.lowerBound, rows.upperBound)
+                    withUnsafeTemporaryAllocation(of: Float.self, capacity: w * 3) { scratch in
+                        evn_bayer_finish_rows(p.value, o.value, rows.lowerBound, rows.upperBound, scratch.baseAddress)
+                    }
                 }
             }
         }
@@ -223,8 +225,11 @@ public enum RawFinish {
             withUnsafePointer(to: out) { op in
                 let o = UncheckedSendable(op)
                 StripExecutor.forEachStrip(rows: raw.height, minimumRows: 16) { rows in
-                    evn_linear_raw_finish_rows(
-                        rgb.baseAddress, raw.width, black, scale, exposure, o.value, rows.lowerBound, rows.upperBound)
+                    withUnsafeTemporaryAllocation(of: Float.self, capacity: raw.width * 3) { scratch in
+                        evn_linear_raw_finish_rows(
+                            rgb.baseAddress, raw.width, black, scale, exposure, o.value, rows.lowerBound,
+                            rows.upperBound, scratch.baseAddress)
+                    }
                 }
             }
         }

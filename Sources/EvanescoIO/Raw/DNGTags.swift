@@ -127,6 +127,17 @@ struct DNGTags {
                 path: path, format: "DNG",
                 detail: "its raw data runs to byte \(Int(o + c)) but the file has \(fileSize) bytes")
         }
+        if raw.numbers(262)?.first == 32803 {
+            let dim = raw.numbers(33421) ?? [], pattern = raw.numbers(33422) ?? []
+            guard dim == [2, 2], pattern.count == 4, CFAPattern(colors: pattern.map { UInt8(clamping: Int($0)) }) != nil
+            else {
+                throw ImageIOError.unsupportedLayout(
+                    path: path,
+                    detail: "its colour filter (CFARepeatPatternDim \(dim.map { Int($0) }), CFAPattern "
+                        + "\(pattern.map { Int($0) })) is not a 2x2 Bayer pattern of red, green and blue; only Bayer "
+                        + "and linear raws are read")
+            }
+        }
         let compression = raw.numbers(259)?.first ?? 1
         let bits = raw.numbers(258)?.first ?? 16, spp = raw.numbers(277)?.first ?? 1
         let needed = Double(w) * Double(h) * spp * bits / 8
@@ -186,5 +197,50 @@ struct DNGTags {
         else { return nil }
         return NoiseModel(
             planes: stride(from: 0, to: v.count, by: 2).map { NoiseModelPlane(scale: v[$0], offset: v[$0 + 1]) })
+    }
+}
+
+extension DNGTags {
+    /// The visible area's samples read straight from the raw image's strips, when they are
+    /// uncompressed 16-bit samples with no linearization table (DNGs from converters, and ours):
+    /// LibRaw's unpack takes them one sample at a time, several times slower. Nil otherwise (or
+    /// when the sizes do not match LibRaw's), and LibRaw reads them.
+    func uncompressedSamples(
+        rawWidth: Int, rawHeight: Int, top: Int, left: Int, width: Int, height: Int, channels: Int
+    ) -> Image<UInt16>? {
+        let r = raw
+        guard r.numbers(259)?.first ?? 1 == 1, r.numbers(258)?.allSatisfy({ $0 == 16 }) ?? false,
+            Int(r.numbers(277)?.first ?? 1) == channels, r.numbers(284)?.first ?? 1 == 1, r.entries[50712] == nil,
+            Int(r.numbers(256)?.first ?? 0) == rawWidth, Int(r.numbers(257)?.first ?? 0) == rawHeight,
+            let offsets = r.numbers(273), let counts = r.numbers(279), offsets.count == counts.count,
+            top >= 0, left >= 0, top + height <= rawHeight, left + width <= rawWidth
+        else { return nil }
+        let rowsPerStrip = max(1, Int(min(r.numbers(278)?.first ?? Double(rawHeight), Double(rawHeight))))
+        let rowBytes = rawWidth * channels * 2
+        guard offsets.count == (rawHeight + rowsPerStrip - 1) / rowsPerStrip,
+            zip(offsets, counts).allSatisfy({ $0.1 >= 0 && $0.0 >= 0 && Int($0.0) + Int($0.1) <= r.bytes.count }),
+            (0..<offsets.count).allSatisfy({
+                Int(counts[$0]) >= min(rowsPerStrip, rawHeight - $0 * rowsPerStrip) * rowBytes
+            })
+        else { return nil }
+        let swap = r.bigEndian == (UInt16(1).bigEndian == 1) ? false : true
+        let n = width * channels
+        return r.bytes.withUnsafeBytes { src in
+            Image<UInt16>(uninitializedWidth: width, height: height, channels: channels) { dst in
+                StripExecutor.forEachStrip(rows: height, minimumRows: 64) { rows in
+                    for y in rows {
+                        let sy = y + top
+                        let at = Int(offsets[sy / rowsPerStrip]) + (sy % rowsPerStrip) * rowBytes + left * channels * 2
+                        let out = UnsafeMutableRawBufferPointer(
+                            rebasing: UnsafeMutableRawBufferPointer(dst)[(y * n * 2)...])
+                        out.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[at..<(at + n * 2)]))
+                        if swap {
+                            let v = dst.baseAddress! + y * n
+                            for i in 0..<n { v[i] = v[i].byteSwapped }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

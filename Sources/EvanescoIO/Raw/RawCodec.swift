@@ -33,18 +33,27 @@ public enum RawCodec {
         try decode(InputFile.read(path), path: path, limits: limits)
     }
 
-    static func open(_ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool) throws -> RawFile {
+    /// `direct`: read uncompressed DNG strips ourselves (false: always through LibRaw's unpack).
+    static func open(_ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool, direct: Bool = true) throws
+        -> RawFile
+    {
         var errors = evn_raw_errors()
         // LibRaw's own cap on what it allocates, from the memory budget (MB).
         guard let lr = evn_raw_init(&errors, UInt32(clamping: max(64, limits.maxBytes >> 20))) else {
             throw ImageIOError.unreadable(path: path, reason: "LibRaw could not start (out of memory)")
         }
         defer { libraw_close(lr) }
-        var copy = bytes
         let dng = DNGTags.read(bytes)
-        if let dng { try dng.checkData(fileSize: bytes.count, path: path) }
-        return try copy.withUnsafeMutableBytes { buf -> RawFile in
-            try check(libraw_open_buffer(lr, buf.baseAddress, buf.count), errors: errors, path: path)
+        if let dng {
+            try dng.checkData(fileSize: bytes.count, path: path)
+        } else {
+            try checkDirectory(bytes, path: path)
+        }
+        // LibRaw reads the buffer only (its API takes a mutable pointer nonetheless).
+        return try bytes.withUnsafeBytes { buf -> RawFile in
+            try check(
+                libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: buf.baseAddress), buf.count), errors: errors,
+                path: path)
             var m = evn_raw_meta()
             evn_raw_read_meta(lr, &m)
             let container = dng.map { "DNG \($0.version)" } ?? containerName(bytes)
@@ -53,11 +62,20 @@ public enum RawCodec {
                 width: Int(m.raw_width), height: Int(m.raw_height), path: path, bytesPerPixel: 8,
                 sourceBytes: bytes.count, format: container)
             try checkSensor(m, path: path)
+            let layout = try layoutOf(m, path: path)
+            let channels = layout == .linearRGB ? 3 : 1
             guard samples else {
-                let layout = try layoutOf(m, path: path)
                 let raw = try mosaic(
-                    m, samples: Image(width: 0, height: 0, channels: layout == .linearRGB ? 3 : 1), dng: dng,
-                    path: path, container: container)
+                    m, samples: Image(width: 0, height: 0, channels: channels), dng: dng, path: path,
+                    container: container)
+                return RawFile(raw: raw, width: w, height: h, container: container)
+            }
+            if direct,
+                let fast = dng?.uncompressedSamples(
+                    rawWidth: Int(m.raw_width), rawHeight: Int(m.raw_height), top: Int(m.top_margin),
+                    left: Int(m.left_margin), width: w, height: h, channels: channels)
+            {
+                let raw = try mosaic(m, samples: fast, dng: dng, path: path, container: container)
                 return RawFile(raw: raw, width: w, height: h, container: container)
             }
             try check(libraw_unpack(lr), errors: errors, path: path)
@@ -67,10 +85,12 @@ public enum RawCodec {
                     detail: "LibRaw found the sensor data short or damaged at byte \(errors.first_offset)")
             }
             evn_raw_read_meta(lr, &m)
-            let layout = try layoutOf(m, path: path)
-            let image = Image<UInt16>(
-                uninitializedWidth: w, height: h, channels: layout == .linearRGB ? 3 : 1
-            ) { out in
+            guard m.has_bayer != 0 || m.has_color3 != 0 || m.has_color4 != 0 else {
+                throw ImageIOError.unsupportedLayout(
+                    path: path,
+                    detail: "its samples are floating point or in a layout LibRaw does not unpack to 16 bits")
+            }
+            let image = Image<UInt16>(uninitializedWidth: w, height: h, channels: channels) { out in
                 if m.has_bayer != 0 {
                     evn_raw_copy_visible(lr, out.baseAddress)
                 } else if m.has_color3 != 0 {
@@ -85,13 +105,29 @@ public enum RawCodec {
         }
     }
 
+    /// A TIFF-structured file whose first directory lies past its end was cut short.
+    static func checkDirectory(_ b: [UInt8], path: String) throws {
+        guard b.count >= 8, b[0] == b[1], b[0] == 0x49 || b[0] == 0x4D, TIFFDirectory(first: b) == nil else { return }
+        let at =
+            b[0] == 0x4D
+            ? Int(b[4]) << 24 | Int(b[5]) << 16 | Int(b[6]) << 8 | Int(b[7])
+            : Int(b[7]) << 24 | Int(b[6]) << 16 | Int(b[5]) << 8 | Int(b[4])
+        if at + 2 > b.count {
+            throw ImageIOError.truncated(
+                path: path, format: "raw", detail: "its first directory is at byte \(at) but the file has \(b.count)")
+        }
+    }
+
     /// A LibRaw status as a typed error.
     static func check(_ status: Int32, errors: evn_raw_errors, path: String) throws {
         guard status != 0 else { return }
         let message = String(cString: libraw_strerror(status))
         switch status {
         case LIBRAW_FILE_UNSUPPORTED.rawValue:
-            throw ImageIOError.unsupportedFormat(path: path, format: "this raw variant (LibRaw: \(message))")
+            throw ImageIOError.corrupt(
+                path: path, format: "raw",
+                detail: "LibRaw does not read it as a camera raw (\(message)): the file is damaged, or from a camera "
+                    + "LibRaw \(String(cString: libraw_version())) does not know")
         case LIBRAW_TOO_BIG.rawValue, LIBRAW_UNSUFFICIENT_MEMORY.rawValue, LIBRAW_MEMPOOL_OVERFLOW.rawValue:
             throw ImageIOError.corrupt(
                 path: path, format: "raw", detail: "its sizes would need more memory than allowed (\(message))")
