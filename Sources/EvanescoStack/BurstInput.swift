@@ -25,6 +25,18 @@ public enum BurstInput {
         return overflow ? Int.max : total
     }
 
+    /// Refuses a burst that mixes camera raws and finished pictures (which would be finished and
+    /// stacked with the pictures, a different thing from what either kind asks for). Reads a
+    /// few bytes of each file (a file that cannot be read is left to the decoder to report).
+    public static func checkOneKind(_ files: [String]) throws {
+        var raw: String?, picture: String?
+        for f in files {
+            guard let isRaw = RawSniffer.isRawFile(f) else { continue }
+            if isRaw { raw = raw ?? f } else { picture = picture ?? f }
+            if let raw, let picture { throw StackError.mixedRawAndPictures(raw: raw, picture: picture) }
+        }
+    }
+
     /// The first header of `files` that reads: a burst has one size.
     static func firstHeader(_ files: [String]) -> DecodedImage? {
         files.lazy.compactMap({ try? ImageCodecs.probe($0) }).first
@@ -69,6 +81,7 @@ public enum BurstInput {
             }
             return Loaded(frames: frames, skipped: [])
         }
+        try checkOneKind(files)
         let results = LockedBox([Result<DecodedImage, Error>?](repeating: nil, count: files.count))
         let start = Date()
         let done = LockedBox(0)

@@ -18,6 +18,7 @@ extension BurstStacker {
             return try stackSpilledVideo(files[0], limit: limit, options: options)
         }
         guard files.count > 1 else { return nil }
+        try BurstInput.checkOneKind(files)
         // The first readable header tells whether the frames would exceed the limit (a burst has
         // one size; a frame of another is refused below, as in memory).
         guard let total = BurstInput.estimatedDecodedBytes(files), total > limit else { return nil }

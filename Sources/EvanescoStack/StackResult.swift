@@ -44,6 +44,8 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case eraseMaskEmpty
     /// Every frame agreed with the merge inside ``StackOptions/erase``: nothing saw behind it.
     case nothingBehindMask(maskedPixels: Int)
+    /// Camera raws and finished pictures in one burst.
+    case mixedRawAndPictures(raw: String, picture: String)
 
     public var description: String {
         switch self {
@@ -63,6 +65,9 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
         case .spillFailed(let d, let r):
             "the decoded frames do not fit in the memory limit and cannot be kept in a temporary file in \(d): \(r); "
                 + "free space there, choose another spill directory or raise the memory limit"
+        case .mixedRawAndPictures(let r, let p):
+            "\(r) is a camera raw but \(p) is a finished picture: a burst is all raw files or all pictures; convert "
+                + "the raws first (evanesco convert RAW OUT.tif) or leave the pictures out"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r):
             "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"

@@ -16,7 +16,7 @@ struct Info: ParsableCommand {
               evanesco info clip.mp4 --json
             """)
 
-    @Argument(help: "Image (JPEG, PNG, HEIC, TIFF) or video file.")
+    @Argument(help: "Image (JPEG, PNG, HEIC, TIFF), camera raw (DNG, CR2, CR3, NEF, ARW, ...) or video file.")
     var file: String
 
     @Flag(help: "Print JSON instead of text.")
@@ -48,6 +48,7 @@ struct Info: ParsableCommand {
                     ["depth", "disparity", "gdepth", "dynamic-depth-container"].contains($0)
                 }
                 info.auxiliary = d.auxiliary
+                if d.format == .raw { info.raw = RawInfo(try RawCodec.probe(InputFile.read(file), path: file)) }
             } catch ImageIOError.unsupportedFormat(let path, let name)
                 where name.contains("video") || name.contains("ISO media")
             {
@@ -85,6 +86,7 @@ struct FileInfo: Encodable {
     var frames: Int?
     var framesPerSecond: Double?
     var rotation: Int?
+    var raw: RawInfo?
 
     var text: String {
         var lines = ["file: \(file)"]
@@ -106,6 +108,7 @@ struct FileInfo: Encodable {
         add("frames", frames)
         add("frames per second", framesPerSecond)
         add("rotation", rotation)
+        lines += raw?.lines ?? []
         return lines.joined(separator: "\n")
     }
 }

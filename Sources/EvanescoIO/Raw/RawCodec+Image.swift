@@ -1,14 +1,45 @@
 import CRaw
 import EvanescoCore
+import Foundation
 
 /// Tells a TIFF-structured raw file (DNG, NEF, ARW, PEF, SRW...) from a TIFF picture by its
 /// tags: a DNGVersion, or a camera maker's name in IFD0 that LibRaw recognises as a raw.
-enum RawSniffer {
+public enum RawSniffer {
     /// Makers whose TIFF-based files are raws.
     static let makers = [
         "NIKON", "SONY", "PENTAX", "RICOH", "SAMSUNG", "OLYMPUS", "OM DIGITAL", "PANASONIC", "LEICA", "HASSELBLAD",
         "PHASE ONE", "MAMIYA", "LEAF", "KODAK", "CANON", "SIGMA", "EPSON", "MINOLTA", "KONICA"
     ]
+
+    /// Whether the file at `path` is a camera raw, from its signature or its first directory
+    /// (read where it lies, not the whole file, unless a maker's TIFF needs LibRaw's word); nil
+    /// when it cannot be read or is no image.
+    public static func isRawFile(_ path: String) -> Bool? {
+        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? h.close() }
+        guard let head = try? h.read(upToCount: 64 << 10).map({ [UInt8]($0) }), head.count >= 16 else { return nil }
+        switch FormatSniffer.sniff(head) {
+        case .image(.raw): return true
+        case .image(.tiff): break
+        case .image: return false
+        default: return nil
+        }
+        let be = head[0] == 0x4D
+        func u16(_ b: [UInt8], _ o: Int) -> Int {
+            let (hi, lo) = be ? (b[o], b[o + 1]) : (b[o + 1], b[o])
+            return Int(hi) << 8 | Int(lo)
+        }
+        let at = be ? u16(head, 4) << 16 | u16(head, 6) : u16(head, 6) << 16 | u16(head, 4)
+        guard (try? h.seek(toOffset: UInt64(at))) != nil,
+            let data = try? h.read(upToCount: 2 + 4096 * 12), data.count >= 2
+        else { return nil }
+        let ifd = [UInt8](data)
+        var tags: Set<Int> = []
+        for i in 0..<u16(ifd, 0) where 2 + i * 12 + 2 <= ifd.count { tags.insert(u16(ifd, 2 + i * 12)) }
+        if tags.contains(50706) { return true }
+        guard tags.contains(271), let all = try? InputFile.read(path) else { return false }
+        return isRaw(all)
+    }
 
     static func isRaw(_ bytes: [UInt8]) -> Bool {
         guard let ifd0 = TIFFDirectory(first: bytes) else { return false }
