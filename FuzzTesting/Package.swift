@@ -6,7 +6,7 @@ import PackageDescription
 
 let names = [
     "FuzzJPEG", "FuzzPNG", "FuzzTIFF", "FuzzPFM", "FuzzEXIF", "FuzzXMP", "FuzzDepthJPEG", "FuzzHEIF",
-    "FuzzCascade", "FuzzRawFrames", "FuzzHomographies"
+    "FuzzCascade", "FuzzRawFrames", "FuzzHomographies", "FuzzDNG"
 ]
 
 let package = Package(

@@ -456,6 +456,85 @@ if have_shared:
         run("Sizes that lie (memory)", cmd)
         maxrss_run("Sizes that lie (memory)", cmd)
 
+# --- Camera raws: truncated, lying tags, decompression bombs, a raw among JPEGs --------------------
+def dng(w=64, h=48, black=256, white=4095, neutral=((1, 2), (1, 1), (2, 3)), matrix=None, cfa_dim=(2, 2),
+        cfa=(0, 1, 1, 2), strip_bytes=None, big=False):
+    """A small uncompressed CFA DNG (IFD0 holds the mosaic), every tag given plainly so that one
+    can lie: sizes, levels, white balance, the colour matrix's rationals, the CFA's repeat."""
+    e = ">" if big else "<"
+    px = struct.pack(e + f"{w * h}H", *[(black + (x * 37 + y * 11) % 3000) % 65536 for y in range(h) for x in range(w)])
+    matrix = matrix or [(7, 10), (-2, 10), (-1, 10), (-45, 100), (125, 100), (15, 100), (-8, 100), (16, 100), (53, 100)]
+    extra = b""
+    def blob(data):
+        nonlocal extra
+        at = 8 + len(extra); extra += data + (b"\0" if len(data) % 2 else b""); return at
+    def rationals(pairs, signed=False): return b"".join(struct.pack(e + ("ii" if signed else "II"), *p) for p in pairs)
+    entries = []
+    def tag(t, typ, count, value_bytes):
+        if len(value_bytes) <= 4: entries.append((t, typ, count, value_bytes.ljust(4, b"\0"), None))
+        else: entries.append((t, typ, count, None, value_bytes))
+    tag(254, 4, 1, struct.pack(e + "I", 0)); tag(256, 4, 1, struct.pack(e + "I", w)); tag(257, 4, 1, struct.pack(e + "I", h))
+    tag(258, 3, 1, struct.pack(e + "H", 16)); tag(259, 3, 1, struct.pack(e + "H", 1)); tag(262, 3, 1, struct.pack(e + "H", 32803))
+    tag(273, 4, 1, b"PXPX"); tag(274, 3, 1, struct.pack(e + "H", 1)); tag(277, 3, 1, struct.pack(e + "H", 1))
+    tag(278, 4, 1, struct.pack(e + "I", h)); tag(279, 4, 1, struct.pack(e + "I", strip_bytes if strip_bytes is not None else len(px)))
+    tag(33421, 3, 2, struct.pack(e + "HH", *cfa_dim)); tag(33422, 1, len(cfa), bytes(cfa))
+    tag(50706, 1, 4, bytes([1, 4, 0, 0])); tag(50708, 2, 5, b"Bad\0\0")
+    tag(50714, 4, 1, struct.pack(e + "I", black)); tag(50717, 4, 1, struct.pack(e + "I", white))
+    tag(50721, 10, 9, rationals(matrix, True)); tag(50728, 5, 3, rationals(neutral)); tag(50778, 3, 1, struct.pack(e + "H", 21))
+    entries.sort()
+    body = b""
+    for t, typ, count, inline, data in entries:
+        if data is not None: inline = struct.pack(e + "I", blob(data))
+        body += struct.pack(e + "HHI", t, typ, count) + inline
+    ifd_at = 8 + len(extra); px_at = ifd_at + 2 + 12 * len(entries) + 4
+    body = body.replace(b"PXPX", struct.pack(e + "I", px_at))
+    head = (b"MM\0*" if big else b"II*\0") + struct.pack(e + "I", ifd_at)
+    return head + extra + struct.pack(e + "H", len(entries)) + body + struct.pack(e + "I", 0) + px
+
+RAW = "Camera raws (DNG truncated, tags that lie, bombs, mutated, a raw among JPEGs, raw to DNG onto itself)"
+good_dng = dng(); open("good.dng", "wb").write(good_dng); open("good-be.dng", "wb").write(dng(big=True))
+for name in ("good.dng", "good-be.dng"):
+    run(RAW, ["info", name], expect=(0,)); run(RAW, ["convert", name, name + ".jpg", "--force"], expect=(0,), must_exist=(name + ".jpg",))
+    run(RAW, ["convert", name, name + "-copy.dng", "--force"], expect=(0,), must_exist=(name + "-copy.dng",))
+for cut in (8, 100, 400, len(good_dng) // 2, len(good_dng) - 10):
+    open("cut.dng", "wb").write(good_dng[:cut])
+    for cmd in (["info", "cut.dng"], ["convert", "cut.dng", "cut-dng-out.png", "--force"]):
+        run(RAW, cmd, expect=(1,), must_not_exist=("cut-dng-out.png",))
+liars = {"black-above-white.dng": dng(black=5000), "zero-neutral.dng": dng(neutral=((0, 1), (1, 1), (1, 1))),
+         "nan-matrix.dng": dng(matrix=[(7, 0)] + [(0, 1)] * 8), "singular-matrix.dng": dng(matrix=[(1, 1)] * 9),
+         "cfa-3x3.dng": dng(cfa_dim=(3, 3), cfa=(0, 1, 2, 1, 2, 0, 2, 0, 1)), "cfa-rrgb.dng": dng(cfa=(0, 0, 1, 2)),
+         "short-strip.dng": dng(strip_bytes=100), "wide-lie.dng": dng(w=64, h=48)[:-2000]}
+for name, data in liars.items():
+    open(name, "wb").write(data)
+    run(RAW, ["convert", name, name + ".png", "--force"], expect=(1,), must_not_exist=(name + ".png",))
+    run(RAW, ["info", name], expect=(0, 1))
+# Decompression bombs: 60000 x 60000 and 1 x 400 million declared over a few KB.
+for w, h in ((60000, 60000), (1, 400_000_001), (65535, 2)):
+    b = bytearray(good_dng); ifd = struct.unpack_from("<I", b, 4)[0]; n = struct.unpack_from("<H", b, ifd)[0]
+    for k in range(n):
+        at = ifd + 2 + 12 * k; t = struct.unpack_from("<H", b, at)[0]
+        if t in (256, 257): struct.pack_into("<I", b, at + 8, w if t == 256 else h)
+    open("bomb.dng", "wb").write(bytes(b))
+    maxrss_run(RAW, ["convert", "bomb.dng", "bomb.png", "--force"])
+    maxrss_run(RAW, ["info", "bomb.dng"])
+# A raw in a burst of JPEGs: refused before anything is decoded or written.
+open("burst-jpg.jpg", "wb").write(good_jpg)
+run(RAW, ["stack", "good.dng", "g.jpg", "burst-jpg.jpg", "-o", "mixed.jpg"], expect=(1,), must_not_exist=("mixed.jpg",))
+run(RAW, ["stack", "g.jpg", "good.dng", "-o", "mixed2.jpg", "--memory-limit", "1"], expect=(1,), must_not_exist=("mixed2.jpg",))
+# The input is never the output, not with --force, not through a link.
+os.symlink("good.dng", "link.dng")
+run(RAW, ["convert", "good.dng", "link.dng", "--force"], expect=(1,), unchanged=("good.dng",))
+run(RAW, ["convert", "link.dng", "good.dng", "--force"], expect=(1,), unchanged=("good.dng",))
+rng_raw = random.Random(11)
+for k in range(40):
+    b = bytearray(good_dng)
+    for _ in range(rng_raw.randint(1, 12)):
+        at = rng_raw.randrange(min(len(b), 700)) if rng_raw.random() < 0.8 else rng_raw.randrange(len(b))
+        b[at] = rng_raw.randrange(256)
+    open("mut.dng", "wb").write(bytes(b))
+    run(RAW, ["info", "mut.dng"], timeout=30)
+    run(RAW, ["convert", "mut.dng", "mut.png", "--force"], timeout=60)
+
 # --- Random mutation of real and self-made files -------------------------------------------------
 rng = random.Random(7)
 seeds = [("g.png", good_png), ("g.jpg", good_jpg), ("g.tif", good_tif)]

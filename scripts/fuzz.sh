@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-targets="FuzzJPEG FuzzPNG FuzzTIFF FuzzPFM FuzzEXIF FuzzXMP FuzzDepthJPEG FuzzHEIF FuzzCascade FuzzRawFrames FuzzHomographies"
+targets="FuzzJPEG FuzzPNG FuzzTIFF FuzzPFM FuzzEXIF FuzzXMP FuzzDepthJPEG FuzzHEIF FuzzCascade FuzzRawFrames FuzzHomographies FuzzDNG"
 if [ "${1:-}" = list ]; then echo "$targets"; exit 0; fi
 target=${1:?usage: fuzz.sh TARGET SECONDS (fuzz.sh list)}; seconds=${2:?usage: fuzz.sh TARGET SECONDS}
 case " $targets " in *" $target "*) ;; *) echo "fuzz.sh: no target $target; one of: $targets" >&2; exit 2;; esac
@@ -79,6 +79,21 @@ elif target == "FuzzCascade":
 <features>{feat}</features></cascade></opencv_storage>""".encode())
 elif target == "FuzzRawFrames":
     put("rgb.raw", bytes([3, 2, 0]) + bytes(range(256))[:36]); put("g16.raw", bytes([4, 4, 2]) + bytes(64))
+elif target == "FuzzDNG":
+    # Small DNGs of each CFA from the bench's raw burst maker (our writer's, rewritten by convert).
+    maker = os.path.join(shared, "..", "bench", "make_raw_burst.py")
+    base = os.path.join(shared, "faces", "samples", "astronaut.png")
+    for i, cfa in enumerate(["RGGB", "GBRG"]):
+        out = os.path.join(seeds, "burst-" + cfa)
+        if os.path.exists(maker) and os.path.exists(base):
+            subprocess.run([sys.executable, maker, "--base", base, "--size", "48x32", "--frames", "2", "--cfa", cfa,
+                            "--out", out, "--force"], capture_output=True)
+            dng = os.path.join(out, "frames", "f00.dng")
+            if os.path.exists(dng):
+                shutil.copy(dng, os.path.join(seeds, cfa + ".dng"))
+                subprocess.run([evanesco, "convert", dng, os.path.join(seeds, cfa + "-ours.dng"), "--force"], capture_output=True)
+            shutil.rmtree(out, ignore_errors=True)
+    if not glob.glob(os.path.join(seeds, "*.dng")): print("fuzz.sh: no DNG seeds (../shared/bench absent)", file=sys.stderr)
 elif target == "FuzzHomographies":
     files = real("bursts/synthetic/*/truth.json")
     put("report.json", json.dumps({"frames": [{"index": 0, "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]},

@@ -40,6 +40,15 @@ public enum FuzzEntries {
             // MPF images and their XMP, extended XMP, GDepth and Dynamic Depth containers.
             readDepth(UnsafeRawBufferPointer(start: start, count: count), path: "fuzz.jpg")
         },
+        "FuzzDNG": { start, count in
+            // A camera raw through LibRaw and our own DNG tag reader: the header, the samples (our
+            // strip reader or LibRaw's unpack), then the finish.
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
+            _ = try? RawCodec.probe(bytes, path: "fuzz.dng", limits: fuzzLimits)
+            if let f = try? RawCodec.decode(bytes, path: "fuzz.dng", limits: fuzzLimits) {
+                _ = try? RawFinish.render(f.raw, as: UInt8.self)
+            }
+        },
         "FuzzEXIF": { start, count in
             let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
             _ = EXIF.orientation(in: bytes)

@@ -22,7 +22,7 @@ struct Convert: ParsableCommand {
               evanesco convert scan.tif out.png --bit-depth 16
               evanesco convert scan.tif archive.png --compression best
               evanesco convert photo.dng out.tif --bit-depth 16 --color-space display-p3
-              evanesco convert photo.nef linear.tif --bit-depth 32 --color-space linear-prophoto
+              evanesco convert photo.nef lin.tif --bit-depth 32 --color-space linear-srgb
               evanesco convert photo.cr2 photo.dng
             """)
 

@@ -67,9 +67,8 @@ struct RawInfo: Encodable {
         if let m = forwardMatrix { out.append("forward matrix: \(list(m))") }
         out.append("baseline exposure: \(g(baselineExposure)) EV")
         if let n = noiseProfile {
-            out.append(
-                "noise profile (scale, offset): \(n.map { String(format: "%.6g %.6g", $0[0], $0[1]) }.joined(separator: ", "))"
-            )
+            let pairs = n.map { String(format: "%.6g %.6g", $0[0], $0[1]) }
+            out.append("noise profile (scale, offset): \(pairs.joined(separator: ", "))")
         }
         if let iso { out.append("ISO: \(g(iso))") }
         if let exposureTime { out.append("exposure time: \(g(exposureTime)) s") }

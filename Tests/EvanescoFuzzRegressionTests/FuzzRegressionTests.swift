@@ -31,7 +31,7 @@ struct FuzzRegressionTests {
                 FuzzEntries.run(t, bytes)
             }
         }
-        #expect(FuzzEntries.targets.count == 11)
+        #expect(FuzzEntries.targets.count == 12)
         print("fuzz regressions: \(replayed) kept inputs replayed")
     }
 

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import EvanescoCore
+@testable import EvanescoIO
+
+/// A 96x64 raw frame of a smooth scene under an RGGB filter, stored on its side (orientation 6).
+func cliRaw() -> RawMosaic {
+    let w = 96, h = 64
+    let samples = Image<UInt16>(width: w, height: h, channels: 1) { d in
+        for y in 0..<h {
+            for x in 0..<w {
+                let c = CFAPattern.rggb.color(x: x, y: y)
+                d[y * w + x] = UInt16(256 + (c == 1 ? 1500 : 700) + x * 10 + y * 5)
+            }
+        }
+    }
+    var raw = RawMosaic(
+        samples: samples, layout: .bayer(.rggb), blackLevels: [256], whiteLevel: 4095,
+        color: RawColor(
+            colorMatrix: [0.7, -0.2, -0.1, -0.45, 1.25, 0.15, -0.08, 0.16, 0.53], asShotNeutral: [0.45, 1, 0.66]),
+        orientation: .right)
+    raw.capture.make = "Evanesco"
+    raw.capture.model = "CLI"
+    return raw
+}
+
+@Suite struct RawCLITests {
+    @Test("convert finishes a raw upright into 16-bit TIFF with the chosen space's profile, JPEG and PNG too")
+    func convertFinishes() throws {
+        let dir = Scratch()
+        let dng = dir.file("photo.dng")
+        try DNGWriter.write(cliRaw(), to: dng)
+        var r = try CLI.run(["convert", dng, dir.file("p3.tif"), "--bit-depth", "16", "--color-space", "display-p3"])
+        #expect(r.status == 0, "\(r.err)")
+        let tif = try ImageCodecs.read(dir.file("p3.tif"))
+        #expect(tif.image.bitDepth == 16 && tif.image.width == 64 && tif.image.height == 96)
+        #expect(tif.metadata.icc == ICCProfile.profile(for: .displayP3))
+        r = try CLI.run(["convert", dng, dir.file("out.jpg")])
+        #expect(r.status == 0, "\(r.err)")
+        let jpg = try ImageCodecs.read(dir.file("out.jpg"))
+        #expect(jpg.image.width == 64 && jpg.metadata.icc == ICCProfile.profile(for: .sRGB))
+        r = try CLI.run(["convert", dng, dir.file("lin.tif"), "--bit-depth", "32", "--color-space", "linear-srgb"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try ImageCodecs.read(dir.file("lin.tif")).image.bitDepth == 32)
+        // The same finish through the library, as stored and turned upright.
+        let lib = try RawFinish.render(cliRaw(), options: RawFinishOptions(colorSpace: .displayP3), as: UInt16.self)
+        #expect(tif.image.uint16.samples == lib.oriented(.right).samples)
+    }
+
+    @Test("convert to .dng rewrites the mosaic; never onto its input, not with --force")
+    func convertToDNG() throws {
+        let dir = Scratch()
+        let dng = dir.file("photo.dng")
+        try DNGWriter.write(cliRaw(), to: dng)
+        let before = try InputFile.read(dng)
+        var r = try CLI.run(["convert", dng, dir.file("copy.dng")])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try RawCodec.read(dir.file("copy.dng")).raw.samples == cliRaw().samples)
+        r = try CLI.run(["convert", dng, dng, "--force"])
+        #expect(r.status == 1 && r.err.contains("input"), "\(r.err)")
+        #expect(try InputFile.read(dng) == before)
+        r = try CLI.run(["convert", dir.file("copy.jpg.missing"), dir.file("x.dng")])
+        #expect(r.status == 1)
+        // A finished picture cannot become a DNG.
+        try ImageCodecs.write(.uint8(Image(width: 8, height: 8, channels: 3)), to: dir.file("p.png"))
+        r = try CLI.run(["convert", dir.file("p.png"), dir.file("p.dng")])
+        #expect(r.status == 1 && r.err.contains("raw mosaic"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("p.dng")))
+    }
+
+    @Test("info shows the sensor's data, in text and JSON; a bad exposure is a usage error naming its flag")
+    func infoAndFlags() throws {
+        let dir = Scratch()
+        let dng = dir.file("photo.dng")
+        try DNGWriter.write(cliRaw(), to: dng)
+        var r = try CLI.run(["info", dng])
+        #expect(r.status == 0)
+        #expect(r.out.contains("sensor: Bayer, CFA RGGB") && r.out.contains("white level: 4095"), "\(r.out)")
+        r = try CLI.run(["info", dng, "--json"])
+        let j = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
+        let raw = j?["raw"] as? [String: Any]
+        #expect(raw?["cfa"] as? String == "RGGB" && (raw?["black_levels"] as? [Double])?.count == 4)
+        #expect(j?["width"] as? Int == 64 && j?["height"] as? Int == 96)
+        r = try CLI.run(["convert", dng, dir.file("o.jpg"), "--exposure", "9"])
+        #expect(r.status == 64 && r.err.contains("--exposure"), "\(r.err)")
+    }
+
+    @Test("a stack of raws and a JPEG is refused, naming both, before anything is written")
+    func mixedBurst() throws {
+        let dir = Scratch()
+        try DNGWriter.write(cliRaw(), to: dir.file("a.dng"))
+        try ImageCodecs.write(.uint8(Image(width: 64, height: 96, channels: 3)), to: dir.file("b.jpg"))
+        let r = try CLI.run(["stack", dir.file("a.dng"), dir.file("b.jpg"), "-o", dir.file("o.jpg")])
+        #expect(r.status == 1 && r.err.contains("camera raw") && r.err.contains("b.jpg"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("o.jpg")))
+    }
+}
