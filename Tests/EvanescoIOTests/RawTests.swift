@@ -143,3 +143,32 @@ struct RawTests {
             }, "truncated")
     }
 }
+
+struct LinearRawTests {
+    @Test("A LinearRaw DNG (three colours a pixel) round-trips, read from its tags where LibRaw 0.20 will not")
+    func linearRoundTrip() throws {
+        let w = 40, h = 30
+        let samples = Image<UInt16>(width: w, height: h, channels: 3) { d in
+            for i in 0..<(w * h) {
+                d[3 * i] = UInt16(100 + i % 900)
+                d[3 * i + 1] = UInt16(200 + i % 700)
+                d[3 * i + 2] = UInt16(300 + i % 500)
+            }
+        }
+        let raw = RawMosaic(
+            samples: samples, layout: .linearRGB, blackLevels: [64, 64, 64, 64], whiteLevel: 1023,
+            color: RawColor(colorMatrix: sampleRaw().color.colorMatrix, asShotNeutral: [0.5, 1, 0.7]))
+        let dir = TempDir()
+        try DNGWriter.write(raw, to: dir.file("linear.dng"))
+        for direct in [true, false] {
+            let path = dir.file("linear.dng")
+            let back = try RawCodec.open(
+                InputFile.read(path), path: path, limits: .standard, samples: true, direct: direct)
+            #expect(back.raw.layout == .linearRGB)
+            #expect(back.raw.samples.samples == samples.samples, "direct \(direct)")
+            #expect(back.raw.whiteLevel == 1023 && back.raw.blackLevels.prefix(3).allSatisfy { $0 == 64 })
+        }
+        let finished = try ImageCodecs.read(dir.file("linear.dng"))
+        #expect(finished.image.width == w && finished.image.channels == 3)
+    }
+}

@@ -140,7 +140,7 @@ public enum RawFinish {
         guard raw.blackLevels.allSatisfy({ $0.isFinite && $0 >= 0 && $0 < raw.whiteLevel }), raw.whiteLevel.isFinite
         else {
             throw RawFinishError(
-                detail: "its black level (\(raw.blackLevels.map { Int($0) })) is not below its white level "
+                detail: "its black level (\(raw.blackLevels)) is not below its white level "
                     + "(\(raw.whiteLevel))")
         }
         let gains = try gains(raw.color, balance: options.whiteBalance)

@@ -83,6 +83,20 @@ struct TIFFDirectory {
         }
     }
 
+    /// A tag's values as integers; nil when it is absent or one is not a whole number within
+    /// ±2^40 (a rational with a zero denominator, a float where a count goes).
+    func ints(_ tag: Int) -> [Int]? {
+        guard let v = numbers(tag), v.allSatisfy({ $0.isFinite && abs($0) < 0x100_0000_0000 }) else { return nil }
+        return v.map { Int($0) }
+    }
+
+    /// The first value of `tag` as an integer, or `fallback` when the tag is absent (nil when
+    /// it is there but not a whole number in range).
+    func int(_ tag: Int, _ fallback: Int) -> Int? {
+        guard entries[tag] != nil else { return fallback }
+        return ints(tag)?.first
+    }
+
     func string(_ tag: Int) -> String? {
         guard let e = entries[tag], e.type == 2 || e.type == 1 else { return nil }
         let raw = bytes[e.valueOffset..<(e.valueOffset + e.count)].prefix { $0 != 0 }
@@ -99,54 +113,51 @@ struct DNGTags {
 
     /// The DNG's tags, or nil when the bytes are not a DNG (no DNGVersion in IFD0).
     static func read(_ bytes: [UInt8]) -> DNGTags? {
-        guard let ifd0 = TIFFDirectory(first: bytes), let v = ifd0.numbers(50706), v.count == 4 else { return nil }
+        guard let ifd0 = TIFFDirectory(first: bytes), let v = ifd0.ints(50706), v.count == 4 else { return nil }
         var raw = ifd0
-        if ifd0.numbers(254)?.first ?? 0 != 0, let subs = ifd0.numbers(330) {
+        if ifd0.int(254, 0) != 0, let subs = ifd0.ints(330) {
             for o in subs {
-                if let d = TIFFDirectory(bytes, offset: Int(o)), d.numbers(254)?.first ?? 0 == 0 {
+                if let d = TIFFDirectory(bytes, offset: o), d.int(254, 0) == 0 {
                     raw = d
                     break
                 }
             }
         }
-        return DNGTags(version: v.map { String(Int($0)) }.joined(separator: "."), raw: raw, first: ifd0)
+        return DNGTags(version: v.map(String.init).joined(separator: "."), raw: raw, first: ifd0)
     }
 
     /// Refuses a raw image whose data runs past the end of the file, or (uncompressed) whose
     /// strips or tiles hold fewer bytes than its size needs.
     func checkData(fileSize: Int, path: String) throws {
-        let offsets = raw.numbers(273) ?? raw.numbers(324) ?? []
-        let counts = raw.numbers(279) ?? raw.numbers(325) ?? []
-        let w = Int(raw.numbers(256)?.first ?? 0), h = Int(raw.numbers(257)?.first ?? 0)
+        let offsets = raw.ints(273) ?? raw.ints(324) ?? []
+        let counts = raw.ints(279) ?? raw.ints(325) ?? []
+        let w = raw.int(256, 0) ?? 0, h = raw.int(257, 0) ?? 0
         guard !offsets.isEmpty, offsets.count == counts.count, w > 0, h > 0 else {
             throw ImageIOError.corrupt(
                 path: path, format: "DNG", detail: "its raw image has no data (no strips or tiles, or no size)")
         }
-        for (o, c) in zip(offsets, counts) where o + c > Double(fileSize) {
+        for (o, c) in zip(offsets, counts) where o < 0 || c < 0 || o + c > fileSize {
             throw ImageIOError.truncated(
                 path: path, format: "DNG",
-                detail: "its raw data runs to byte \(Int(o + c)) but the file has \(fileSize) bytes")
+                detail: "its raw data runs to byte \(o + c) but the file has \(fileSize) bytes")
         }
-        if raw.numbers(262)?.first == 32803 {
-            let dim = raw.numbers(33421) ?? [], pattern = raw.numbers(33422) ?? []
-            guard dim == [2, 2], pattern.count == 4, CFAPattern(colors: pattern.map { UInt8(clamping: Int($0)) }) != nil
+        if raw.int(262, 0) == 32803 {
+            let dim = raw.ints(33421) ?? [], pattern = raw.ints(33422) ?? []
+            guard dim == [2, 2], pattern.count == 4, CFAPattern(colors: pattern.map { UInt8(clamping: $0) }) != nil
             else {
                 throw ImageIOError.unsupportedLayout(
                     path: path,
-                    detail: "its colour filter (CFARepeatPatternDim \(dim.map { Int($0) }), CFAPattern "
-                        + "\(pattern.map { Int($0) })) is not a 2x2 Bayer pattern of red, green and blue; only Bayer "
-                        + "and linear raws are read")
+                    detail: "its colour filter (CFARepeatPatternDim \(dim), CFAPattern \(pattern)) is not a 2x2 Bayer "
+                        + "pattern of red, green and blue; only Bayer and linear raws are read")
             }
         }
-        let compression = raw.numbers(259)?.first ?? 1
-        let bits = raw.numbers(258)?.first ?? 16, spp = raw.numbers(277)?.first ?? 1
-        let needed = Double(w) * Double(h) * spp * bits / 8
-        let tiled = raw.numbers(324) != nil
-        if compression == 1, !tiled, counts.reduce(0, +) < needed {
+        let bits = raw.int(258, 16) ?? 16, spp = raw.int(277, 1) ?? 1
+        let needed = Double(w) * Double(h) * Double(spp) * Double(bits) / 8
+        let stored = counts.reduce(0, +)
+        if raw.int(259, 1) == 1, raw.entries[324] == nil, Double(stored) < needed {
             throw ImageIOError.truncated(
                 path: path, format: "DNG",
-                detail: "its header declares \(w)x\(h) samples (\(Int(needed)) bytes) but its strips hold "
-                    + "\(Int(counts.reduce(0, +)))")
+                detail: "its header declares \(w)x\(h) samples (\(Int(needed)) bytes) but its strips hold \(stored)")
         }
     }
 
@@ -158,8 +169,8 @@ struct DNGTags {
     /// The colour the DNG declares, checked: finite, invertible matrices and a positive neutral.
     func color(path: String) throws -> RawColor? {
         guard let m1 = matrix(50721) else { return nil }
-        let i1 = Int(first.numbers(50778)?.first ?? 21)
-        let m2 = matrix(50722), i2 = first.numbers(50779)?.first.map(Int.init)
+        let i1 = first.int(50778, 21) ?? 21
+        let m2 = matrix(50722), i2 = first.ints(50779)?.first
         // The calibration under D65 when there is one (the finish's daylight), else the first.
         let useSecond = m2 != nil && i2 == 21 && i1 != 21
         var c = RawColor(colorMatrix: useSecond ? m2! : m1, illuminant: useSecond ? 21 : i1, asShotNeutral: [1, 1, 1])
@@ -209,18 +220,18 @@ extension DNGTags {
         rawWidth: Int, rawHeight: Int, top: Int, left: Int, width: Int, height: Int, channels: Int
     ) -> Image<UInt16>? {
         let r = raw
-        guard r.numbers(259)?.first ?? 1 == 1, r.numbers(258)?.allSatisfy({ $0 == 16 }) ?? false,
-            Int(r.numbers(277)?.first ?? 1) == channels, r.numbers(284)?.first ?? 1 == 1, r.entries[50712] == nil,
-            Int(r.numbers(256)?.first ?? 0) == rawWidth, Int(r.numbers(257)?.first ?? 0) == rawHeight,
-            let offsets = r.numbers(273), let counts = r.numbers(279), offsets.count == counts.count,
-            top >= 0, left >= 0, top + height <= rawHeight, left + width <= rawWidth
+        guard r.int(259, 1) == 1, r.ints(258)?.allSatisfy({ $0 == 16 }) ?? false,
+            r.int(277, 1) == channels, r.int(284, 1) == 1, r.entries[50712] == nil,
+            r.int(256, 0) == rawWidth, r.int(257, 0) == rawHeight,
+            let offsets = r.ints(273), let counts = r.ints(279), offsets.count == counts.count,
+            top >= 0, left >= 0, top + height <= rawHeight, left + width <= rawWidth, let rps = r.int(278, rawHeight)
         else { return nil }
-        let rowsPerStrip = max(1, Int(min(r.numbers(278)?.first ?? Double(rawHeight), Double(rawHeight))))
+        let rowsPerStrip = max(1, min(rps, rawHeight))
         let rowBytes = rawWidth * channels * 2
         guard offsets.count == (rawHeight + rowsPerStrip - 1) / rowsPerStrip,
-            zip(offsets, counts).allSatisfy({ $0.1 >= 0 && $0.0 >= 0 && Int($0.0) + Int($0.1) <= r.bytes.count }),
+            zip(offsets, counts).allSatisfy({ $0.1 >= 0 && $0.0 >= 0 && $0.0 + $0.1 <= r.bytes.count }),
             (0..<offsets.count).allSatisfy({
-                Int(counts[$0]) >= min(rowsPerStrip, rawHeight - $0 * rowsPerStrip) * rowBytes
+                counts[$0] >= min(rowsPerStrip, rawHeight - $0 * rowsPerStrip) * rowBytes
             })
         else { return nil }
         let swap = r.bigEndian == (UInt16(1).bigEndian == 1) ? false : true
@@ -230,7 +241,7 @@ extension DNGTags {
                 StripExecutor.forEachStrip(rows: height, minimumRows: 64) { rows in
                     for y in rows {
                         let sy = y + top
-                        let at = Int(offsets[sy / rowsPerStrip]) + (sy % rowsPerStrip) * rowBytes + left * channels * 2
+                        let at = offsets[sy / rowsPerStrip] + (sy % rowsPerStrip) * rowBytes + left * channels * 2
                         let out = UnsafeMutableRawBufferPointer(
                             rebasing: UnsafeMutableRawBufferPointer(dst)[(y * n * 2)...])
                         out.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[at..<(at + n * 2)]))
@@ -242,5 +253,49 @@ extension DNGTags {
                 }
             }
         }
+    }
+}
+
+extension DNGTags {
+    /// A LinearRaw DNG (three linear colours a pixel, as ProRAW) read from its own tags, for the
+    /// LibRaw of Debian 12 (0.20), which does not open them. Uncompressed ones only: a compressed
+    /// one (ProRAW's lossless JPEG tiles) is refused, naming why.
+    func linearFrame(path: String, limits: DecodeLimits, samples: Bool) throws -> RawFile? {
+        guard raw.int(262, 0) == 34892 else { return nil }
+        let w = raw.int(256, 0) ?? 0, h = raw.int(257, 0) ?? 0
+        try limits.check(width: w, height: h, path: path, bytesPerPixel: 6, sourceBytes: raw.bytes.count, format: "DNG")
+        var image = Image<UInt16>(width: 0, height: 0, channels: 3)
+        if samples {
+            guard
+                let s = uncompressedSamples(
+                    rawWidth: w, rawHeight: h, top: 0, left: 0, width: w, height: h, channels: 3)
+            else {
+                throw ImageIOError.unsupportedLayout(
+                    path: path,
+                    detail: "a compressed LinearRaw DNG (such as Apple ProRAW) is not read: LibRaw 0.20 does not open "
+                        + "it; convert it to an uncompressed DNG first")
+            }
+            image = s
+        }
+        guard let color = try color(path: path) else {
+            throw ImageIOError.corrupt(path: path, format: "DNG", detail: "it has no ColorMatrix1")
+        }
+        let black = (raw.numbers(50714) ?? [0]).map(Float.init)
+        let white = Float(raw.numbers(50717)?.first ?? 65535)
+        let levels = black.count >= 3 ? Array(black.prefix(3)) + [black[0]] : [black.first ?? 0]
+        guard white.isFinite, white > 0, levels.allSatisfy({ $0.isFinite && $0 >= 0 && $0 < white }) else {
+            throw ImageIOError.corrupt(
+                path: path, format: "DNG",
+                detail: "its black level (\(levels)) is not below its white level (\(white))")
+        }
+        var capture = RawCapture()
+        capture.make = first.string(271) ?? ""
+        capture.model = first.string(272) ?? ""
+        capture.uniqueCameraModel = first.string(50708) ?? "\(capture.make) \(capture.model)"
+        let orientation = Orientation(rawValue: first.int(274, 1) ?? 1) ?? .up
+        let mosaic = RawMosaic(
+            samples: image, layout: .linearRGB, blackLevels: levels, whiteLevel: white, color: color, noise: noise,
+            capture: capture, orientation: orientation)
+        return RawFile(raw: mosaic, width: w, height: h, container: "DNG \(version)")
     }
 }

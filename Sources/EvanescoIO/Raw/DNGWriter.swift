@@ -18,6 +18,17 @@ public enum DNGWriter {
         guard raw.width > 0, raw.height > 0 else {
             throw ImageIOError.encodeFailed(path: path, format: "DNG", detail: "the raw frame is empty")
         }
+        let numbers =
+            raw.blackLevels + [raw.whiteLevel, raw.color.baselineExposure] + raw.color.colorMatrix
+            + raw.color.asShotNeutral + (raw.color.colorMatrix2 ?? []) + (raw.color.forwardMatrix ?? [])
+            + (raw.color.forwardMatrix2 ?? [])
+        guard numbers.allSatisfy(\.isFinite), raw.whiteLevel >= 1, raw.whiteLevel <= 65535,
+            raw.color.colorMatrix.count == 9, raw.color.asShotNeutral.count == 3
+        else {
+            throw ImageIOError.encodeFailed(
+                path: path, format: "DNG",
+                detail: "the frame's levels or colour are not finite numbers in range (white \(raw.whiteLevel))")
+        }
         var info = evn_dng_info()
         info.width = UInt32(raw.width)
         info.height = UInt32(raw.height)

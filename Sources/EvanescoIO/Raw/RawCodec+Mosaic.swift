@@ -13,7 +13,7 @@ extension RawCodec {
         guard white.isFinite, white > 0, black.allSatisfy({ $0.isFinite && $0 >= 0 && $0 < white }) else {
             throw ImageIOError.corrupt(
                 path: path, format: container,
-                detail: "its black level (\(black.map { Int($0) })) is not below its white level (\(Int(white)))")
+                detail: "its black level (\(black)) is not below its white level (\(white))")
         }
         let color = try dng?.color(path: path) ?? libRawColor(m, path: path, container: container)
         var capture = RawCapture()
