@@ -29,6 +29,43 @@ public enum DNGWriter {
                 path: path, format: "DNG",
                 detail: "the frame's levels or colour are not finite numbers in range (white \(raw.whiteLevel))")
         }
+        var info = tags(raw)
+        let cap = raw.capture
+        let datetime = cap.timestamp > 0 ? exifDate(cap.timestamp) : ""
+        let unique = cap.uniqueCameraModel.isEmpty ? "\(cap.make) \(cap.model)" : cap.uniqueCameraModel
+        try AtomicOutput.write(to: path, overwrite: overwrite) { temp in
+            var io = evn_tiff_io()
+            let ok = cap.make.withCString { make in
+                cap.model.withCString { model in
+                    unique.withCString { unique in
+                        software.withCString { sw in
+                            description.withCString { desc in
+                                datetime.withCString { date in
+                                    info.make = make
+                                    info.model = model
+                                    info.unique_model = unique
+                                    info.software = sw
+                                    info.description = desc
+                                    info.datetime = date
+                                    return raw.samples.samples.withUnsafeBufferPointer {
+                                        evn_dng_write(&io, temp, &info, $0.baseAddress)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if ok == 0 {
+                let reason = withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                throw ImageIOError.encodeFailed(
+                    path: path, format: "DNG", detail: reason.isEmpty ? "libtiff failed" : reason)
+            }
+        }
+    }
+
+    /// The DNG's numbers (the strings are set where they are written).
+    static func tags(_ raw: RawMosaic) -> evn_dng_info {
         var info = evn_dng_info()
         info.width = UInt32(raw.width)
         info.height = UInt32(raw.height)
@@ -71,37 +108,7 @@ public enum DNGWriter {
         info.exposure_time = cap.exposureTime
         info.f_number = cap.aperture
         info.focal_length = cap.focalLength
-        let datetime = cap.timestamp > 0 ? exifDate(cap.timestamp) : ""
-        let unique = cap.uniqueCameraModel.isEmpty ? "\(cap.make) \(cap.model)" : cap.uniqueCameraModel
-        try AtomicOutput.write(to: path, overwrite: overwrite) { temp in
-            var io = evn_tiff_io()
-            let ok = cap.make.withCString { make in
-                cap.model.withCString { model in
-                    unique.withCString { unique in
-                        software.withCString { sw in
-                            description.withCString { desc in
-                                datetime.withCString { date in
-                                    info.make = make
-                                    info.model = model
-                                    info.unique_model = unique
-                                    info.software = sw
-                                    info.description = desc
-                                    info.datetime = date
-                                    return raw.samples.samples.withUnsafeBufferPointer {
-                                        evn_dng_write(&io, temp, &info, $0.baseAddress)
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if ok == 0 {
-                let reason = withUnsafeBytes(of: io.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                throw ImageIOError.encodeFailed(
-                    path: path, format: "DNG", detail: reason.isEmpty ? "libtiff failed" : reason)
-            }
-        }
+        return info
     }
 
     static func fill<T>(_ tuple: inout T, _ values: [Float]) {
