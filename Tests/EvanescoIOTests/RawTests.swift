@@ -145,7 +145,7 @@ struct RawTests {
 }
 
 struct LinearRawTests {
-    @Test("A LinearRaw DNG (three colours a pixel) round-trips, read from its tags where LibRaw 0.20 will not")
+    @Test("A LinearRaw DNG (three colours a pixel, as ProRAW) round-trips through both read paths and finishes")
     func linearRoundTrip() throws {
         let w = 40, h = 30
         let samples = Image<UInt16>(width: w, height: h, channels: 3) { d in
@@ -155,9 +155,10 @@ struct LinearRawTests {
                 d[3 * i + 2] = UInt16(300 + i % 500)
             }
         }
-        let raw = RawMosaic(
+        var raw = RawMosaic(
             samples: samples, layout: .linearRGB, blackLevels: [64, 64, 64, 64], whiteLevel: 1023,
             color: RawColor(colorMatrix: sampleRaw().color.colorMatrix, asShotNeutral: [0.5, 1, 0.7]))
+        raw.capture.make = "Evanesco"
         let dir = TempDir()
         try DNGWriter.write(raw, to: dir.file("linear.dng"))
         for direct in [true, false] {

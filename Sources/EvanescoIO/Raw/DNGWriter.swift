@@ -32,7 +32,11 @@ public enum DNGWriter {
         var info = tags(raw)
         let cap = raw.capture
         let datetime = cap.timestamp > 0 ? exifDate(cap.timestamp) : ""
-        let unique = cap.uniqueCameraModel.isEmpty ? "\(cap.make) \(cap.model)" : cap.uniqueCameraModel
+        // UniqueCameraModel is required; LibRaw and dcraw also take the camera's make from it when
+        // Make is absent, and refuse a DNG with no make at all.
+        let named = cap.uniqueCameraModel.trimmingCharacters(in: .whitespaces)
+        let fallback = "\(cap.make) \(cap.model)".trimmingCharacters(in: .whitespaces)
+        let unique = !named.isEmpty ? named : !fallback.isEmpty ? fallback : "Unknown camera"
         try AtomicOutput.write(to: path, overwrite: overwrite) { temp in
             var io = evn_tiff_io()
             let ok = cap.make.withCString { make in

@@ -51,13 +51,9 @@ public enum RawCodec {
         }
         // LibRaw reads the buffer only (its API takes a mutable pointer nonetheless).
         return try bytes.withUnsafeBytes { buf -> RawFile in
-            let opened = libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: buf.baseAddress), buf.count)
-            if opened == LIBRAW_FILE_UNSUPPORTED.rawValue,
-                let linear = try dng?.linearFrame(path: path, limits: limits, samples: samples)
-            {
-                return linear
-            }
-            try check(opened, errors: errors, path: path)
+            try check(
+                libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: buf.baseAddress), buf.count), errors: errors,
+                path: path)
             var m = evn_raw_meta()
             evn_raw_read_meta(lr, &m)
             let container = dng.map { "DNG \($0.version)" } ?? containerName(bytes)
