@@ -144,6 +144,29 @@ struct RawTests {
     }
 }
 
+struct LibRawGuardTests {
+    @Test("A Hasselblad DNG with a 63-character model is read (LibRaw 0.20 alone aborts on it), names intact")
+    func hasselbladModel() throws {
+        var raw = sampleRaw()
+        raw.capture.make = "Hasselblad"
+        raw.capture.model = String(repeating: "H", count: 63)
+        raw.capture.uniqueCameraModel = "Hasselblad " + raw.capture.model
+        let dir = TempDir()
+        try DNGWriter.write(raw, to: dir.file("h.dng"))
+        let back = try RawCodec.read(dir.file("h.dng"))
+        #expect(back.raw.samples == raw.samples)
+        #expect(back.raw.capture.make == "Hasselblad" && back.raw.capture.model == raw.capture.model)
+        // The copy LibRaw sees names no Hasselblad; the original is untouched.
+        let bytes = try InputFile.read(dir.file("h.dng"))
+        let masked = try LibRawGuard.bytesForLibRaw(bytes, isDNG: true, path: "h.dng")
+        let changed = masked != bytes, sameSize = masked.count == bytes.count
+        #expect(changed && sameSize)
+        let names = [271, 272, 50708].compactMap { TIFFDirectory(first: masked)?.string($0) }
+        #expect(names.count == 3 && names.allSatisfy { !$0.lowercased().contains("hasselbl") }, "\(names)")
+        #expect(throws: ImageIOError.self) { try LibRawGuard.bytesForLibRaw(bytes, isDNG: false, path: "h.3fr") }
+    }
+}
+
 struct LinearRawTests {
     @Test("A LinearRaw DNG (three colours a pixel, as ProRAW) round-trips through both read paths and finishes")
     func linearRoundTrip() throws {

@@ -7,8 +7,8 @@ import Foundation
 public enum RawSniffer {
     /// Makers whose TIFF-based files are raws.
     static let makers = [
-        "NIKON", "SONY", "PENTAX", "RICOH", "SAMSUNG", "OLYMPUS", "OM DIGITAL", "PANASONIC", "LEICA", "HASSELBLAD",
-        "PHASE ONE", "MAMIYA", "LEAF", "KODAK", "CANON", "SIGMA", "EPSON", "MINOLTA", "KONICA"
+        "NIKON", "SONY", "PENTAX", "RICOH", "SAMSUNG", "OLYMPUS", "OM DIGITAL", "PANASONIC", "LEICA", "PHASE ONE",
+        "MAMIYA", "LEAF", "KODAK", "CANON", "SIGMA", "EPSON", "MINOLTA", "KONICA"
     ]
 
     /// Whether the file at `path` is a camera raw, from its signature or its first directory
@@ -48,10 +48,13 @@ public enum RawSniffer {
             return false
         }
         var errors = evn_raw_errors()
-        guard let lr = evn_raw_init(&errors, 64) else { return false }
+        guard let safe = try? LibRawGuard.bytesForLibRaw(bytes, isDNG: false, path: ""),
+            let lr = evn_raw_init(&errors, 64)
+        else { return false }
         defer { libraw_close(lr) }
-        var copy = bytes
-        return copy.withUnsafeMutableBytes { libraw_open_buffer(lr, $0.baseAddress, $0.count) == 0 }
+        return safe.withUnsafeBytes {
+            libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: $0.baseAddress), $0.count) == 0
+        }
     }
 }
 

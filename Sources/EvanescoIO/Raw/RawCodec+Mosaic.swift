@@ -17,10 +17,12 @@ extension RawCodec {
         }
         let color = try dng?.color(path: path) ?? libRawColor(m, path: path, container: container)
         var capture = RawCapture()
-        capture.make = cString(m.make)
-        capture.model = cString(m.model)
-        capture.software = cString(m.software)
-        let unique = cString(m.unique_model)
+        // A DNG's names as written (LibRaw may have been handed a copy with some masked, and
+        // normalises others).
+        capture.make = dng?.first.string(271) ?? cString(m.make)
+        capture.model = dng?.first.string(272) ?? cString(m.model)
+        capture.software = dng?.first.string(305) ?? cString(m.software)
+        let unique = dng?.first.string(50708) ?? cString(m.unique_model)
         capture.uniqueCameraModel = unique.isEmpty ? "\(capture.make) \(capture.model)" : unique
         capture.iso = m.iso.isFinite ? m.iso : 0
         capture.exposureTime = m.shutter.isFinite ? m.shutter : 0

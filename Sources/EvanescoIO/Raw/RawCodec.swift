@@ -49,8 +49,9 @@ public enum RawCodec {
         } else {
             try checkDirectory(bytes, path: path)
         }
+        let forLibRaw = try LibRawGuard.bytesForLibRaw(bytes, isDNG: dng != nil, path: path)
         // LibRaw reads the buffer only (its API takes a mutable pointer nonetheless).
-        return try bytes.withUnsafeBytes { buf -> RawFile in
+        return try forLibRaw.withUnsafeBytes { buf -> RawFile in
             try check(
                 libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: buf.baseAddress), buf.count), errors: errors,
                 path: path)
