@@ -33,3 +33,7 @@ run parallax-oracle bash -c 'm=../shared/data/stereo/motorcycle; w=$(mktemp -d);
     python3 ../shared/bench/make_burst.py --base $m/motorcycle_left.png --disparity $m/derived_motorcycle_disp.pfm \
         --parallax 4 --frames 4 --seed 1 --max-side 320 --out $w/b --json /dev/null >/dev/null 2>&1
     Benchmarks/parallax-oracle.py $w/b $m/motorcycle_left.png $m/derived_motorcycle_disp.pfm 4 1 16'
+# Our raw finish against LibRaw's AHD (rawpy) on one small noise-free frame made here.
+run raw-finish bash -c 'w=$(mktemp -d); trap "rm -rf $w" EXIT; scripts/raw-venv.sh &&
+    .build/raw-venv/bin/python Benchmarks/raw-finish-vs-rawpy.py --family $w --count 1 --max-side 400 \
+        --evanesco '"$release"'/evanesco --json /dev/null'

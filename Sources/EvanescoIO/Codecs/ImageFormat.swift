@@ -2,7 +2,7 @@
 public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case jpeg, png, heif, tiff
     /// A camera raw file (DNG, CR2, CR3, NEF, ARW, ORF, RW2, PEF, RAF...), read through LibRaw;
-    /// as an image it is finished (``RawFinish``), as a raw frame it is read by ``RawCodec``.
+    /// as an image it is finished (`RawFinish`), as a raw frame it is read by ``RawCodec``.
     case raw
 
     /// Display name.

@@ -13,9 +13,13 @@ public enum RawSniffer {
 
     /// Whether the file at `path` is a camera raw, from its signature or its first directory
     /// (read where it lies, not the whole file, unless a maker's TIFF needs LibRaw's word); nil
-    /// when it cannot be read or is no image.
+    /// when it cannot be read, is not a regular file or is no image.
     public static func isRawFile(_ path: String) -> Bool? {
-        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
+        // Regular files only: a FIFO or a device would block the read (the decoder refuses them).
+        var st = stat()
+        guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, let h = FileHandle(forReadingAtPath: path) else {
+            return nil
+        }
         defer { try? h.close() }
         guard let head = try? h.read(upToCount: 64 << 10).map({ [UInt8]($0) }), head.count >= 16 else { return nil }
         switch FormatSniffer.sniff(head) {
@@ -59,7 +63,7 @@ public enum RawSniffer {
 }
 
 extension RawCodec {
-    /// A raw file as a picture: finished with the default ``RawFinishOptions`` into 16-bit sRGB
+    /// A raw file as a picture: finished with the default `RawFinishOptions` into 16-bit sRGB
     /// (its ICC profile attached), as stored, with the orientation to apply.
     static func decodeImage(_ bytes: [UInt8], path: String, limits: DecodeLimits, headerOnly: Bool) throws
         -> DecodedImage
@@ -75,7 +79,7 @@ extension RawCodec {
             image: image, format: .raw, metadata: meta, storedWidth: file.width, storedHeight: file.height)
     }
 
-    /// ``RawFinish/render(_:options:as:)`` with its refusal as an `ImageIOError` naming the file.
+    /// `RawFinish.render(_:options:as:)` with its refusal as an `ImageIOError` naming the file.
     public static func finished<T: PixelSample>(
         _ raw: RawMosaic, options: RawFinishOptions, as type: T.Type, path: String
     ) throws -> Image<T> {
