@@ -157,7 +157,8 @@ struct DNGTags {
         if raw.int(259, 1) == 1, raw.entries[324] == nil, Double(stored) < needed {
             throw ImageIOError.truncated(
                 path: path, format: "DNG",
-                detail: "its header declares \(w)x\(h) samples (\(String(format: "%.0f", needed)) bytes) but its strips "
+                detail:
+                    "its header declares \(w)x\(h) samples (\(String(format: "%.0f", needed)) bytes) but its strips "
                     + "hold \(stored)")
         }
     }
