@@ -42,13 +42,16 @@ struct TIFFDirectory {
 
     /// IFD0 of a TIFF.
     init?(first bytes: [UInt8]) {
-        guard bytes.count >= 8 else { return nil }
-        let be = bytes[0] == 0x4D
-        let o =
-            be
-            ? Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
-            : Int(bytes[7]) << 24 | Int(bytes[6]) << 16 | Int(bytes[5]) << 8 | Int(bytes[4])
+        guard let o = TIFFDirectory.firstOffset(bytes) else { return nil }
         self.init(bytes, offset: o)
+    }
+
+    /// Where a TIFF header (the file's first 8 bytes, either byte order) says IFD0 is.
+    static func firstOffset(_ b: [UInt8]) -> Int? {
+        guard b.count >= 8, b[0] == b[1], b[0] == 0x49 || b[0] == 0x4D else { return nil }
+        return b[0] == 0x4D
+            ? Int(b[4]) << 24 | Int(b[5]) << 16 | Int(b[6]) << 8 | Int(b[7])
+            : Int(b[7]) << 24 | Int(b[6]) << 16 | Int(b[5]) << 8 | Int(b[4])
     }
 
     func u16(_ o: Int) -> Int {

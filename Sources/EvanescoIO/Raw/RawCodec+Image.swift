@@ -33,8 +33,7 @@ public enum RawSniffer {
             let (hi, lo) = be ? (b[o], b[o + 1]) : (b[o + 1], b[o])
             return Int(hi) << 8 | Int(lo)
         }
-        let at = be ? u16(head, 4) << 16 | u16(head, 6) : u16(head, 6) << 16 | u16(head, 4)
-        guard (try? h.seek(toOffset: UInt64(at))) != nil,
+        guard let at = TIFFDirectory.firstOffset(head), (try? h.seek(toOffset: UInt64(at))) != nil,
             let data = try? h.read(upToCount: 2 + 4096 * 12), data.count >= 2
         else { return nil }
         let ifd = [UInt8](data)

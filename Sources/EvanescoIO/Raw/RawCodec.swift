@@ -108,11 +108,7 @@ public enum RawCodec {
 
     /// A TIFF-structured file whose first directory lies past its end was cut short.
     static func checkDirectory(_ b: [UInt8], path: String) throws {
-        guard b.count >= 8, b[0] == b[1], b[0] == 0x49 || b[0] == 0x4D, TIFFDirectory(first: b) == nil else { return }
-        let at =
-            b[0] == 0x4D
-            ? Int(b[4]) << 24 | Int(b[5]) << 16 | Int(b[6]) << 8 | Int(b[7])
-            : Int(b[7]) << 24 | Int(b[6]) << 16 | Int(b[5]) << 8 | Int(b[4])
+        guard let at = TIFFDirectory.firstOffset(b), TIFFDirectory(first: b) == nil else { return }
         if at + 2 > b.count {
             throw ImageIOError.truncated(
                 path: path, format: "raw", detail: "its first directory is at byte \(at) but the file has \(b.count)")
