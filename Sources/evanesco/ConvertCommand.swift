@@ -69,13 +69,14 @@ struct Convert: ParsableCommand {
     /// with its colour space's ICC profile; or, to .dng, its mosaic rewritten.
     func convertRaw(_ bytes: [UInt8]) throws {
         let file = try RawCodec.decode(bytes, path: input)
-        if ImageFormat.forOutput(extension: output.fileExtension) == .raw {
+        let format = ImageFormat.forOutput(extension: (output as NSString).pathExtension)
+        if format == .raw {
             try DNGWriter.write(file.raw, to: output, overwrite: force)
             try StandardOutput.line("\(output): \(file.width)x\(file.height) DNG, from \(file.container)")
             return
         }
         let o = finish.options
-        let depth = bitDepth ?? (output.fileExtension.lowercased().hasPrefix("jp") ? 8 : 16)
+        let depth = bitDepth ?? (format == .jpeg ? 8 : 16)
         let image: AnyImage =
             depth == 32
             ? .float32(try RawCodec.finished(file.raw, options: o, as: Float.self, path: input))
@@ -87,9 +88,4 @@ struct Convert: ParsableCommand {
         try StandardOutput.line(
             "\(output): \(image.width)x\(image.height), finished from \(file.container) (\(o.colorSpace.rawValue))")
     }
-}
-
-extension String {
-    /// The extension of a path (after its last dot in the last component), or "".
-    var fileExtension: String { (self as NSString).pathExtension }
 }

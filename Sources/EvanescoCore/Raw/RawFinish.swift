@@ -98,8 +98,8 @@ public enum RawFinish {
     public static func cameraToOutput(_ color: RawColor, space: RawFinishOptions.ColorSpace) throws(RawFinishError)
         -> Matrix3
     {
-        let camFromSRGB = Matrix3(color.colorMatrix) * RGBPrimaries.sRGB.toXYZ
-        let sums = camFromSRGB.apply([1, 1, 1])
+        let camFromSRGB = color.cameraFromSRGB
+        let sums = color.daylightNeutral
         guard sums.allSatisfy({ $0.isFinite && $0 > 0 }), let srgbFromCam = camFromSRGB.rowNormalized.inverse else {
             throw RawFinishError(detail: "its colour matrix is singular or not finite")
         }
@@ -119,7 +119,7 @@ public enum RawFinish {
         let neutral: [Double]
         switch balance {
         case .asShot: neutral = color.asShotNeutral.map(Double.init)
-        case .daylight: neutral = (Matrix3(color.colorMatrix) * RGBPrimaries.sRGB.toXYZ).apply([1, 1, 1])
+        case .daylight: neutral = color.daylightNeutral
         }
         guard neutral.count == 3, neutral.allSatisfy({ $0.isFinite && $0 > 0 }) else {
             throw RawFinishError(detail: "its white balance (\(neutral)) is not three positive numbers")

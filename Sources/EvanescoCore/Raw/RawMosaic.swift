@@ -73,6 +73,13 @@ public struct RawColor: Sendable, Equatable, Codable {
         self.baselineExposure = baselineExposure
     }
 
+    /// sRGB (linear, D65) to the camera's space: ``colorMatrix`` times sRGB's RGB-to-XYZ.
+    public var cameraFromSRGB: Matrix3 { Matrix3(colorMatrix) * RGBPrimaries.sRGB.toXYZ }
+
+    /// The camera's values for D65 white (sRGB's white through ``cameraFromSRGB``): the neutral
+    /// of a daylight white balance.
+    public var daylightNeutral: [Double] { cameraFromSRGB.apply([1, 1, 1]) }
+
     /// The white-balance gains of red, green and blue (1 / neutral, green 1).
     public var whiteBalanceGains: [Float] {
         let g = asShotNeutral[1]

@@ -196,7 +196,7 @@ struct DNGTags {
             }
             c.asShotNeutral = n.prefix(3).map { Float($0 / n[1]) }
         } else {
-            c.asShotNeutral = (Matrix3(c.colorMatrix) * RGBPrimaries.sRGB.toXYZ).apply([1, 1, 1]).map(Float.init)
+            c.asShotNeutral = c.daylightNeutral.map(Float.init)
         }
         let be = first.numbers(50730)?.first ?? 0
         guard be.isFinite, abs(be) <= 16 else {

@@ -6,7 +6,8 @@ extension RawCodec {
     /// The frame from LibRaw's metadata (and, for a DNG, its own tags), checked: black below
     /// white, finite invertible colour matrix, positive white balance.
     static func mosaic(
-        _ m: evn_raw_meta, samples: Image<UInt16>, dng: DNGTags?, path: String, container: String
+        _ m: evn_raw_meta, layout: RawMosaic.Layout, samples: Image<UInt16>, dng: DNGTags?, path: String,
+        container: String
     ) throws -> RawMosaic {
         let black = withUnsafeBytes(of: m.black) { Array($0.bindMemory(to: Float.self)) }
         let white = m.white
@@ -29,7 +30,6 @@ extension RawCodec {
         capture.aperture = m.aperture.isFinite ? m.aperture : 0
         capture.focalLength = m.focal_length.isFinite ? m.focal_length : 0
         capture.timestamp = Int(m.timestamp)
-        let layout = try layoutOf(m, path: path)
         return RawMosaic(
             samples: samples, layout: layout, blackLevels: black, whiteLevel: white, color: color,
             noise: dng?.noise, capture: capture, orientation: orientation(flip: Int(m.flip)))

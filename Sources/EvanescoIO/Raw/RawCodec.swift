@@ -67,7 +67,7 @@ public enum RawCodec {
             let channels = layout == .linearRGB ? 3 : 1
             guard samples else {
                 let raw = try mosaic(
-                    m, samples: Image(width: 0, height: 0, channels: channels), dng: dng, path: path,
+                    m, layout: layout, samples: Image(width: 0, height: 0, channels: channels), dng: dng, path: path,
                     container: container)
                 return RawFile(raw: raw, width: w, height: h, container: container)
             }
@@ -76,7 +76,7 @@ public enum RawCodec {
                     rawWidth: Int(m.raw_width), rawHeight: Int(m.raw_height), top: Int(m.top_margin),
                     left: Int(m.left_margin), width: w, height: h, channels: channels)
             {
-                let raw = try mosaic(m, samples: fast, dng: dng, path: path, container: container)
+                let raw = try mosaic(m, layout: layout, samples: fast, dng: dng, path: path, container: container)
                 return RawFile(raw: raw, width: w, height: h, container: container)
             }
             try check(libraw_unpack(lr), errors: errors, path: path)
@@ -101,7 +101,8 @@ public enum RawCodec {
                 }
             }
             return RawFile(
-                raw: try mosaic(m, samples: image, dng: dng, path: path, container: container), width: w,
+                raw: try mosaic(m, layout: layout, samples: image, dng: dng, path: path, container: container),
+                width: w,
                 height: h, container: container)
         }
     }
