@@ -11,7 +11,9 @@ struct RawFinishFlags: ParsableArguments {
     @Option(help: .setting(RawFinishOptions.self, "colorSpace")) var colorSpace = RawFinishOptions().colorSpace
     @Option(help: .setting(RawFinishOptions.self, "tone")) var tone = RawFinishOptions().tone
     @Option(help: .setting(RawFinishOptions.self, "whiteBalance")) var whiteBalance = RawFinishOptions().whiteBalance
-    @Option(help: .setting(RawFinishOptions.self, "exposure")) var exposure = RawFinishOptions().exposure
+    // Unconditional: a negative EV (`--exposure -1`) is a value, not a flag.
+    @Option(parsing: .unconditional, help: .setting(RawFinishOptions.self, "exposure"))
+    var exposure = RawFinishOptions().exposure
 
     var options: RawFinishOptions {
         RawFinishOptions(colorSpace: colorSpace, tone: tone, whiteBalance: whiteBalance, exposure: exposure)

@@ -81,6 +81,9 @@ func cliRaw() -> RawMosaic {
         let raw = j?["raw"] as? [String: Any]
         #expect(raw?["cfa"] as? String == "RGGB" && (raw?["black_levels"] as? [Double])?.count == 4)
         #expect(j?["width"] as? Int == 64 && j?["height"] as? Int == 96)
+        // A negative EV given as its own word is a value, not a flag.
+        r = try CLI.run(["convert", dng, dir.file("dark.jpg"), "--exposure", "-1.5"])
+        #expect(r.status == 0, "\(r.err)")
         r = try CLI.run(["convert", dng, dir.file("o.jpg"), "--exposure", "9"])
         #expect(r.status == 64 && r.err.contains("--exposure"), "\(r.err)")
     }
