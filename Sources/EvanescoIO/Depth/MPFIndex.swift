@@ -74,6 +74,11 @@ struct TIFFStructureReader {
         self.e = e
         littleEndian = e.first == 0x49
     }
+    /// Bytes from inside a TIFF (a directory read on its own), in the byte order its header gave.
+    init(_ e: [UInt8], littleEndian: Bool) {
+        self.e = e
+        self.littleEndian = littleEndian
+    }
     func u16(_ o: Int) -> Int? {
         guard o >= 0, o + 2 <= e.count else { return nil }
         return littleEndian ? Int(e[o]) | Int(e[o + 1]) << 8 : Int(e[o]) << 8 | Int(e[o + 1])

@@ -49,19 +49,12 @@ struct TIFFDirectory {
     /// Where a TIFF header (the file's first 8 bytes, either byte order) says IFD0 is.
     static func firstOffset(_ b: [UInt8]) -> Int? {
         guard b.count >= 8, b[0] == b[1], b[0] == 0x49 || b[0] == 0x4D else { return nil }
-        return b[0] == 0x4D
-            ? Int(b[4]) << 24 | Int(b[5]) << 16 | Int(b[6]) << 8 | Int(b[7])
-            : Int(b[7]) << 24 | Int(b[6]) << 16 | Int(b[5]) << 8 | Int(b[4])
+        return TIFFStructureReader(b).u32(4)
     }
 
-    func u16(_ o: Int) -> Int {
-        bigEndian ? Int(bytes[o]) << 8 | Int(bytes[o + 1]) : Int(bytes[o + 1]) << 8 | Int(bytes[o])
-    }
-    func u32(_ o: Int) -> Int {
-        bigEndian
-            ? Int(bytes[o]) << 24 | Int(bytes[o + 1]) << 16 | Int(bytes[o + 2]) << 8 | Int(bytes[o + 3])
-            : Int(bytes[o + 3]) << 24 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 1]) << 8 | Int(bytes[o])
-    }
+    // Offsets are checked against the bytes before they are read (0 past the end, never reached).
+    func u16(_ o: Int) -> Int { TIFFStructureReader(bytes, littleEndian: !bigEndian).u16(o) ?? 0 }
+    func u32(_ o: Int) -> Int { TIFFStructureReader(bytes, littleEndian: !bigEndian).u32(o) ?? 0 }
 
     /// A numeric tag's values as doubles (rationals divided: a zero denominator gives NaN).
     func numbers(_ tag: Int) -> [Double]? {
@@ -239,7 +232,7 @@ extension DNGTags {
                 counts[$0] >= min(rowsPerStrip, rawHeight - $0 * rowsPerStrip) * rowBytes
             })
         else { return nil }
-        let swap = r.bigEndian == (UInt16(1).bigEndian == 1) ? false : true
+        let swap = r.bigEndian != (UInt16(1).bigEndian == 1)
         let n = width * channels
         return r.bytes.withUnsafeBytes { src in
             Image<UInt16>(uninitializedWidth: width, height: height, channels: channels) { dst in

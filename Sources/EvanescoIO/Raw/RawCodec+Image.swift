@@ -28,17 +28,12 @@ public enum RawSniffer {
         case .image: return false
         default: return nil
         }
-        let be = head[0] == 0x4D
-        func u16(_ b: [UInt8], _ o: Int) -> Int {
-            let (hi, lo) = be ? (b[o], b[o + 1]) : (b[o + 1], b[o])
-            return Int(hi) << 8 | Int(lo)
-        }
         guard let at = TIFFDirectory.firstOffset(head), (try? h.seek(toOffset: UInt64(at))) != nil,
             let data = try? h.read(upToCount: 2 + 4096 * 12), data.count >= 2
         else { return nil }
-        let ifd = [UInt8](data)
-        var tags: Set<Int> = []
-        for i in 0..<u16(ifd, 0) where 2 + i * 12 + 2 <= ifd.count { tags.insert(u16(ifd, 2 + i * 12)) }
+        // IFD0 read on its own, in the header's byte order: its entries' tags.
+        let ifd = TIFFStructureReader([UInt8](data), littleEndian: head[0] == 0x49)
+        let tags = Set((0..<(ifd.u16(0) ?? 0)).compactMap { ifd.u16(2 + $0 * 12) })
         if tags.contains(50706) { return true }
         guard tags.contains(271), let all = try? InputFile.read(path) else { return false }
         return isRaw(all)
