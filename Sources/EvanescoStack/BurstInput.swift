@@ -18,9 +18,11 @@ public enum BurstInput {
     /// The bytes image files take decoded (8-bit samples as bytes, deeper ones as 16 bits), from
     /// the first header that reads: a burst has one size. `Int.max` when the product overflows;
     /// nil when no header reads.
-    public static func estimatedDecodedBytes(_ files: [String]) -> Int? {
+    public static func estimatedDecodedBytes(_ files: [String], decoder: FrameDecoder = .pictures) -> Int? {
         guard let probe = firstHeader(files) else { return nil }
-        let bytes = probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
+        let bytes =
+            decoder.bytesPerStoredPixel.map { probe.storedWidth * probe.storedHeight * $0 }
+            ?? probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
         let (total, overflow) = bytes.multipliedReportingOverflow(by: files.count)
         return overflow ? Int.max : total
     }
@@ -64,7 +66,8 @@ public enum BurstInput {
     /// - Throws: `ImageIOError` when an input does not exist or nothing can be listed; a file that
     ///   exists but does not decode is skipped, not thrown.
     public static func load(
-        _ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil
+        _ inputs: [String], videoFrames: Int = 20, progress: (@Sendable (StackProgress) -> Void)? = nil,
+        decoder: FrameDecoder = .pictures
     ) throws -> Loaded {
         let files = try InputFile.expand(inputs)
         if files.count == 1, VideoIO.isVideo(files[0]) {
@@ -87,7 +90,7 @@ public enum BurstInput {
         let done = LockedBox(0)
         // Two decoders at a time: TurboJPEG is single-threaded, and more would only add memory.
         StripExecutor.forEachIndex(in: 0..<files.count, workers: 2) { i in
-            let r = Result { try ImageCodecs.read(files[i]) }
+            let r = Result { try decoder.read(files[i]) }
             results.update { $0[i] = r }
             let d = done.update {
                 $0 += 1
@@ -105,4 +108,26 @@ public enum BurstInput {
         }
         return Loaded(frames: frames, skipped: skipped)
     }
+}
+
+/// How a burst's files become frames: pictures decoded as they are shown, camera raws as their
+/// colour planes (``RawPlanes``), which the stacker merges before any demosaic.
+public struct FrameDecoder: Sendable {
+    /// Decodes one file.
+    public let read: @Sendable (String) throws -> DecodedImage
+    /// Bytes the decoded frame takes per stored pixel of its header, when not the picture's.
+    let bytesPerStoredPixel: Int?
+
+    /// Pictures as ``ImageCodecs`` decodes them.
+    public static let pictures = FrameDecoder(read: { try ImageCodecs.read($0) }, bytesPerStoredPixel: nil)
+
+    /// Camera raws as their 16-bit colour planes, as stored (not turned upright: the merged mosaic
+    /// keeps the reference's orientation tag).
+    public static let rawPlanes = FrameDecoder(
+        read: { path in
+            let file = try RawCodec.read(path)
+            return DecodedImage(
+                image: .uint16(RawPlanes.planes(file.raw)), format: .raw, storedWidth: file.width,
+                storedHeight: file.height)
+        }, bytesPerStoredPixel: 2)
 }

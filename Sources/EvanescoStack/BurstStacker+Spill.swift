@@ -11,7 +11,9 @@ extension BurstStacker {
     /// as it is written (and, with the first frame as reference, registered), and the burst is
     /// merged from the file in bands. nil when the frames fit (or are to be retained): the caller
     /// holds them in memory.
-    static func stackSpilled(_ inputs: [String], options: StackOptions) throws -> StackResult? {
+    static func stackSpilled(_ inputs: [String], options: StackOptions, decoder: FrameDecoder = .pictures) throws
+        -> StackResult?
+    {
         guard let limit = options.memoryLimit, !options.retainFrames else { return nil }
         let files = try InputFile.expand(inputs)
         if files.count == 1, VideoIO.isVideo(files[0]) {
@@ -21,13 +23,13 @@ extension BurstStacker {
         try BurstInput.checkOneKind(files)
         // The first readable header tells whether the frames would exceed the limit (a burst has
         // one size; a frame of another is refused below, as in memory).
-        guard let total = BurstInput.estimatedDecodedBytes(files), total > limit else { return nil }
+        guard let total = BurstInput.estimatedDecodedBytes(files, decoder: decoder), total > limit else { return nil }
         let start = Date()
         // The first frame that decodes sets the slots' shape and sample type.
         var firstIndex = 0
         var first: DecodedImage? = nil, failed: [(Int, Error)] = []
         while first == nil && firstIndex < files.count {
-            do { first = try ImageCodecs.read(files[firstIndex]) } catch {
+            do { first = try decoder.read(files[firstIndex]) } catch {
                 failed.append((firstIndex, error))
                 firstIndex += 1
             }
@@ -42,7 +44,7 @@ extension BurstStacker {
             until: { sink.fatal.value != nil || options.cancellation?.isCancelled == true }
         ) { i in
             let t0 = Date()
-            let r = Result { try ImageCodecs.read(files[i]) }
+            let r = Result { try decoder.read(files[i]) }
             sink.threadTime.update { $0.decode += Date().timeIntervalSince(t0) }
             sink.delivered(i, r.map { sink.keep($0.image, metadata: $0.metadata, i) })
         }

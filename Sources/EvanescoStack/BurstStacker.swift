@@ -56,13 +56,19 @@ public enum BurstStacker {
         // each, so the resident part of the file stays at one band of every frame.
         let band = source.bandRows(frames: used.count, limit: options.memoryLimit)
         var eraseSummary: EraseSummary?
+        var sampleNoise: [(slope: Float, intercept: Float)]?
         /// Merges at sample type S, then erases the mask's region (``StackOptions/erase``) if one was given.
         func mergeAndErase<S: PixelSample>(as type: S.Type) throws -> (Image<S>, Float?) {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: S.self)
-            let r = merge(
-                warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps,
-                frameIndex: used,
-                bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
+            let r =
+                options.rawLayout != nil
+                ? mergeRawPlanes(
+                    source, used, homographies, offsets, options, maps: &maps, bandRows: band, noise: &sampleNoise)
+                    as! (Image<S>, Float?)
+                : merge(
+                    warpers, width: w, height: h, channels: c, options: options, threadTime: split, maps: &maps,
+                    frameIndex: used,
+                    bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             guard let mask = options.erase else { return r }
             let e = try timings.measure(\.erase) {
                 try erase(
@@ -100,6 +106,7 @@ public enum BurstStacker {
             referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
             localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
+        r.sampleNoise = sampleNoise
         r.erase = eraseSummary
         r.parallax = parallax
         return r
@@ -119,6 +126,11 @@ public enum BurstStacker {
     public static func stack(contentsOf inputs: [String], options: StackOptions = StackOptions()) throws -> StackResult
     {
         let start = Date()
+        let files = try InputFile.expand(inputs)
+        if BurstInput.isRawBurst(files) {
+            try BurstInput.checkOneKind(files)
+            return try stackRaw(files, options: options)
+        }
         if let r = try stackSpilled(inputs, options: options) { return r }
         let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
         let decode = Date().timeIntervalSince(start)

@@ -82,6 +82,12 @@ public struct StackOptions: Sendable, DeclaresSettings {
     /// blended into the rest over ``EraseSummary/seamBand`` pixels; beyond that band the output is
     /// the plain merge's, to the bit. In the reference frame's pixels, at its size.
     public var erase: EraseMask?
+    /// The noise of each channel as a line in the sample value (variance = slope v + intercept),
+    /// when the frames say (a raw burst's NoiseProfile, ``RawPlanes/sampleNoise(_:of:)``); the
+    /// hdrplus merge then sets each tile's noise from its level instead of the burst's estimate.
+    var sampleNoise: [(slope: Float, intercept: Float)]?
+    /// Set for a raw burst's planes: they are merged by ``RawMerge``, at each channel's own site.
+    var rawLayout: RawPlaneLayout?
     /// Keep the decoded frames in ``StackResult/decodedFrames`` (for
     /// ``BurstStacker/aligned(_:homography:interpolation:mergedFrames:local:)``).
     public var retainFrames = false

@@ -46,6 +46,8 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case nothingBehindMask(maskedPixels: Int)
     /// Camera raws and finished pictures in one burst.
     case mixedRawAndPictures(raw: String, picture: String)
+    /// A raw frame whose camera, size, colour filter, orientation or exposure is not the reference's.
+    case rawFrameMismatch(frame: String, what: String, reference: String)
 
     public var description: String {
         switch self {
@@ -68,6 +70,9 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
         case .mixedRawAndPictures(let r, let p):
             "\(r) is a camera raw but \(p) is a finished picture: a burst is all raw files or all pictures; convert "
                 + "the raws first (evanesco convert RAW OUT.tif) or leave the pictures out"
+        case .rawFrameMismatch(let f, let what, let r):
+            "\(f) differs from the reference \(r): \(what); a raw burst is one camera's frames of one size and "
+                + "exposure: leave that frame out"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r):
             "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"
@@ -116,6 +121,11 @@ public struct StackResult: Sendable {
     public var erase: EraseSummary?
     /// What the burst-wide parallax passes did to ``localFields`` (nil when fewer than 3 frames had one).
     public var parallax: ParallaxSummary?
+    /// For a burst of camera raws: the merged mosaic and the noise model the merge used. ``image``
+    /// then holds the merged colour planes (``RawPlanes``), half size.
+    public var raw: RawStack?
+    /// The noise lines (sample units) a raw burst's merge used.
+    var sampleNoise: [(slope: Float, intercept: Float)]?
     /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
     /// ``StackOptions/memoryLimit``; nil when they were held in memory.
     public var spilledBytes: Int?
@@ -123,4 +133,18 @@ public struct StackResult: Sendable {
     public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
     /// Frames merged.
     public var usedFrames: Int { frames.filter(\.used).count }
+}
+
+/// What the merge of a raw burst made: a mosaic laid out as the reference frame's, with its
+/// metadata, ready for a DNG or a finish.
+public struct RawStack: Sendable {
+    /// The merged mosaic: the reference's CFA, size, colour and camera; levels scaled to 16 bits
+    /// (``RawPlanes``); the NoiseProfile of the merged frame.
+    public var mosaic: RawMosaic
+    /// The frames' noise model the merge used (variance = scale x + offset, x in 0...1).
+    public var noise: NoiseModel
+    /// Where ``noise`` came from: the reference's NoiseProfile, or an estimate from its samples.
+    public var noiseSource: String
+    /// The reference's container ("DNG 1.4", "CR2"...).
+    public var container: String
 }

@@ -36,7 +36,7 @@ struct Stack: ParsableCommand {
             """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
-    @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
+    @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif), or .dng for camera raws.") var output: String
     @Option(help: .stack("align")) var align = StackOptions().align
     @Option(help: .stack("merge")) var merge = StackOptions().merge
     @Option(help: .stack("reference")) var reference = StackOptions().reference
@@ -63,6 +63,7 @@ struct Stack: ParsableCommand {
     @Option(help: "Write a JSON report (per-frame homographies, residuals, timings).") var report: String?
     @Flag(help: "Overwrite the output and report if they exist.") var force = false
     @Flag(help: "No progress on stderr.") var quiet = false
+    @OptionGroup(title: "Camera raw bursts, finished to a picture") var finish: RawFinishFlags
 
     /// The library's settings from the flags (progress and given registrations are added by run()).
     func options() throws -> StackOptions {
@@ -94,7 +95,7 @@ struct Stack: ParsableCommand {
         try checkQuality(quality)
         let ext = (output as NSString).pathExtension.lowercased()
         guard let format = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
-            throw ValidationError("\(output): name the output .jpg, .png or .tif")
+            throw ValidationError("\(output): name the output .jpg, .png or .tif (.dng for a burst of camera raws)")
         }
         if bitDepth == 16 && format == .jpeg {
             throw ValidationError("--bit-depth 16 needs a .png or .tif output; JPEG holds 8 bits")
@@ -113,6 +114,7 @@ struct Stack: ParsableCommand {
             try AtomicOutput.check(
                 files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
                 inputs: inputs + [homographies, erase].compactMap { $0 }, overwrite: force)
+            try StackOutput.check(output, inputs: inputs)
             let progress = ProgressDisplay(quiet: quiet)
             var options = try options()
             options.progress = progress.stackCallback
@@ -133,15 +135,11 @@ struct Stack: ParsableCommand {
                     Diagnostics.warning(n.description)
                 }
             }
-            var image = result.image
-            if let b = bitDepth { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
-            try result.timings.measure(\.encode) {
-                try ImageCodecs.write(
-                    image, to: output,
-                    options: WriteOptions(
-                        quality: quality, metadata: result.referenceMetadata,
-                        overwrite: force, compression: lossless.compression))
-            }
+            let encodeStart = Date()
+            let size = try StackOutput.write(
+                result, to: output, finish: finish.options, bitDepth: bitDepth,
+                options: WriteOptions(quality: quality, overwrite: force, compression: lossless.compression))
+            result.timings.encode = Date().timeIntervalSince(encodeStart)
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             if let dir = saveMaps { try FrameSaver.saveMaps(result, to: dir, overwrite: force) }
             result.timings.total = Date().timeIntervalSince(start)
@@ -150,7 +148,7 @@ struct Stack: ParsableCommand {
                 r.peakResidentMB = peakResidentMB()
                 try ReportFile.write(r, settings: options, to: report, overwrite: force)
             }
-            try StandardOutput.line(result.summary(output: output, size: (image.width, image.height)))
+            try StandardOutput.line(result.summary(output: output, size: size))
             if let erased = result.erase { try StandardOutput.line(erased.description) }
             if let saved { try StandardOutput.line("frames saved in \(saved)") }
             if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }

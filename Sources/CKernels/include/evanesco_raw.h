@@ -83,6 +83,66 @@ void evn_bayer_row_rgb_avx2(const evn_bayer *b, ptrdiff_t y, float *rgb);
 void evn_linear_raw_finish_rows(const uint16_t *rgb, ptrdiff_t width, const float black[3], const float scale[3],
                                 float exposure, const evn_raw_output *out, ptrdiff_t y0, ptrdiff_t y1, float *scratch);
 
+// ---- Raw burst merge: frames' colour planes gathered at the reference's photosites, merged ----
+
+/// One frame's colour planes (``RawPlanes``: `channels` interleaved, 4 for a Bayer cell, 3 for
+/// LinearRaw), with where each output cell centre lands in it.
+typedef struct evn_raw_frame {
+    const uint16_t *planes;
+    int32_t width, height;
+    /// Output (reference) plane position -> this frame's plane position: a homography, row-major.
+    float m[9];
+    /// Per channel, where its site lands relative to the cell centre's source position (the
+    /// site's offset from the cell centre through the frame's local Jacobian), and the site's own
+    /// offset from its cell centre (its samples sit at integer positions plus this offset).
+    float site[4][2], offset[4][2];
+    /// Local correction, or NULL: displacement per cell of `cell` output pixels, bilinear
+    /// between cell centres, added to the output position before the homography.
+    const float *field_dx, *field_dy;
+    int32_t field_cell, field_columns, field_rows;
+} evn_raw_frame;
+
+/// How the gathered frames are merged.
+typedef struct evn_raw_merge_params {
+    int32_t frames, channels;
+    /// For each channel, the channel that samples the same colour at other sites (a Bayer
+    /// cell's other green), or -1.
+    int32_t partner[4];
+    /// Gather kernel weights by the sample's distance t (plane pixels, per axis), t = j / 64:
+    /// `lut` for a channel's own plane, `lut_dense` for green, whose two planes together sample
+    /// twice as densely (a narrower kernel, both for its own plane and for its partner's).
+    float lut[66], lut_dense[66];
+    /// 0 mean, 1 robust (noise-model threshold around the median), 2 median, 3 sigma-clip (MAD).
+    int32_t method;
+    float kappa;
+    /// Noise variance of a sample v (sample units) of each channel: slope * v + intercept.
+    float slope[4], intercept[4];
+} evn_raw_merge_params;
+
+/// Frame `f` gathered at output row `y`, cells x0 ..< x0 + count: for each cell and channel, the
+/// kernel-weighted mean of the frame's samples of that colour around the site (`value`) and the
+/// sum of their weights (`weight`, 0 where the site falls outside the frame).
+void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                        float *value, float *weight);
+
+/// The vote's first step, over `length` values of each of `frames` rows `stride` apart: `sorted`
+/// gets the values, +infinity where their weight is 0 (to be sorted over the frames, which puts
+/// them last). After that sort, `evn_raw_vote_deviations` puts in `dev` each value's distance to
+/// its median (+infinity where the weight is 0), to be sorted too.
+void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
+                          float *sorted);
+void evn_raw_vote_deviations(const float *value, const float *weight, const float *sorted, int32_t frames,
+                             ptrdiff_t length, ptrdiff_t stride, float *dev);
+
+/// Merges `count` cells of the gathered frames (frame k's values at k * stride) into `out`
+/// (count * channels), given `sorted` (each value's frames sorted, invalid last; NULL for the
+/// mean) and `dev` (the sorted deviations; NULL unless robust or sigma-clip). `kept`
+/// (optional): frames kept per cell; `best` (optional): the covering frame closest to the
+/// result, or -1.
+void evn_raw_merge_cells(const float *value, const float *weight, const float *sorted, const float *dev,
+                         const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out, uint16_t *kept,
+                         int16_t *best);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,294 @@
+// The raw burst merge (evanesco_raw.h): every frame's samples gathered at the reference's
+// photosites with a sharp kernel, whose weights are summed across frames, so that the frames
+// whose samples land nearest a site count most; then a vote around the median with the sensor's
+// noise model, so that what moved is left out.
+#include "evanesco_raw.h"
+#include "vectors.h"
+#include <math.h>
+#include <stdlib.h>
+
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+static inline float lut_at(const float *lut, float t) {
+    const int j = (int)(t * 64.0f + 0.5f);
+    return lut[j < 0 ? 0 : (j > 64 ? 64 : j)];
+}
+
+/// The 2x2 neighbourhood of grid position (gx, gy): clamped pixel offsets (in samples) and the
+/// kernel's four weights.
+typedef struct {
+    ptrdiff_t o00, o01, o10, o11;
+    float w00, w01, w10, w11;
+} quad;
+
+/// floor(v) for |v| < 2^31, without a libm call.
+static inline int floor_int(float v) {
+    const int i = (int)v;
+    return i - (v < (float)i);
+}
+
+static inline quad quad_at(const evn_raw_frame *f, int c, const float *lut, float gx, float gy) {
+    const int ix = floor_int(gx), iy = floor_int(gy), w = f->width, h = f->height;
+    const float tx = gx - (float)ix, ty = gy - (float)iy;
+    const int x0 = clampi(ix, 0, w - 1), x1 = clampi(ix + 1, 0, w - 1);
+    const int y0 = clampi(iy, 0, h - 1), y1 = clampi(iy + 1, 0, h - 1);
+    const float wx0 = lut_at(lut, tx), wx1 = lut_at(lut, 1 - tx), wy0 = lut_at(lut, ty), wy1 = lut_at(lut, 1 - ty);
+    quad q = {((ptrdiff_t)y0 * w + x0) * c,
+              ((ptrdiff_t)y0 * w + x1) * c,
+              ((ptrdiff_t)y1 * w + x0) * c,
+              ((ptrdiff_t)y1 * w + x1) * c,
+              wx0 * wy0,
+              wx1 * wy0,
+              wx0 * wy1,
+              wx1 * wy1};
+    return q;
+}
+
+static inline void add_quad(const uint16_t *s, const quad *q, float *sum, float *wsum) {
+    *sum += s[q->o00] * q->w00 + s[q->o01] * q->w01 + s[q->o10] * q->w10 + s[q->o11] * q->w11;
+    *wsum += q->w00 + q->w01 + q->w10 + q->w11;
+}
+
+static inline void field_value(const evn_raw_frame *f, float x, float y, float *dx, float *dy) {
+    const float cell = (float)f->field_cell;
+    float u = (x + 0.5f) / cell - 0.5f, v = (y + 0.5f) / cell - 0.5f;
+    u = u < 0 ? 0 : (u > f->field_columns - 1 ? f->field_columns - 1 : u);
+    v = v < 0 ? 0 : (v > f->field_rows - 1 ? f->field_rows - 1 : v);
+    const int c0 = (int)u, r0 = (int)v;
+    const int c1 = c0 + 1 < f->field_columns ? c0 + 1 : c0, r1 = r0 + 1 < f->field_rows ? r0 + 1 : r0;
+    const float tx = u - c0, ty = v - r0;
+    const int n = f->field_columns;
+    const float *X = f->field_dx, *Y = f->field_dy;
+    float top = X[r0 * n + c0] + (X[r0 * n + c1] - X[r0 * n + c0]) * tx;
+    float bottom = X[r1 * n + c0] + (X[r1 * n + c1] - X[r1 * n + c0]) * tx;
+    *dx = top + (bottom - top) * ty;
+    top = Y[r0 * n + c0] + (Y[r0 * n + c1] - Y[r0 * n + c0]) * tx;
+    bottom = Y[r1 * n + c0] + (Y[r1 * n + c1] - Y[r1 * n + c0]) * tx;
+    *dy = top + (bottom - top) * ty;
+}
+
+/// Loads pixel `o`'s four channels as floats.
+EVN_INLINE v4f load4u16(const uint16_t *s) {
+    uint16_t t[4];
+    memcpy(t, s, sizeof t);
+    v4f v = {t[0], t[1], t[2], t[3]};
+    return v;
+}
+
+/// `evn_raw_gather_row` for a Bayer cell's four channels (red, green, blue, green): every
+/// channel's own plane from one neighbourhood, four lanes at once (red and blue with the sparse
+/// kernel's weights, the greens with the dense one's), and each green's partner plane.
+static void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                      float *value, float *weight, const float own[2], float part[4][2]) {
+    const float *m = f->m, maxX = f->width - 0.5f, maxY = f->height - 0.5f;
+    const uint16_t *planes = f->planes;
+    const int projective = m[6] != 0 || m[7] != 0 || f->field_dx;
+    for (int i = 0; i < count; i++) {
+        float px = (float)(x0 + i), py = (float)y;
+        if (f->field_dx) {
+            float dx, dy;
+            field_value(f, px, py, &dx, &dy);
+            px += dx;
+            py += dy;
+        }
+        float sx, sy;
+        if (projective) {
+            const float den = m[6] * px + m[7] * py + m[8];
+            sx = den > 1e-12f ? (m[0] * px + m[1] * py + m[2]) / den : -1e9f;
+            sy = den > 1e-12f ? (m[3] * px + m[4] * py + m[5]) / den : -1e9f;
+        } else {
+            sx = (m[0] * px + m[1] * py + m[2]) / m[8];
+            sy = (m[3] * px + m[4] * py + m[5]) / m[8];
+        }
+        float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
+        if (!(sx >= -0.5f && sy >= -0.5f && sx <= maxX && sy <= maxY)) {
+            memset(v, 0, 4 * sizeof(float));
+            memset(wt, 0, 4 * sizeof(float));
+            continue;
+        }
+        const quad sp = quad_at(f, 4, p->lut, sx + own[0], sy + own[1]);
+        const quad de = quad_at(f, 4, p->lut_dense, sx + own[0], sy + own[1]);
+        const v4f w00 = {sp.w00, de.w00, sp.w00, de.w00}, w01 = {sp.w01, de.w01, sp.w01, de.w01};
+        const v4f w10 = {sp.w10, de.w10, sp.w10, de.w10}, w11 = {sp.w11, de.w11, sp.w11, de.w11};
+        v4f sum = load4u16(planes + sp.o00) * w00 + load4u16(planes + sp.o01) * w01 + load4u16(planes + sp.o10) * w10 +
+                  load4u16(planes + sp.o11) * w11;
+        v4f wsum = w00 + w01 + w10 + w11;
+        // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
+        const quad g1 = quad_at(f, 4, p->lut_dense, sx + part[1][0], sy + part[1][1]);
+        const quad g2 = quad_at(f, 4, p->lut_dense, sx + part[3][0], sy + part[3][1]);
+        float s1 = 0, ws1 = 0, s3 = 0, ws3 = 0;
+        add_quad(planes + 3, &g1, &s1, &ws1);
+        add_quad(planes + 1, &g2, &s3, &ws3);
+        sum.y += s1;
+        wsum.y += ws1;
+        sum.w += s3;
+        wsum.w += ws3;
+        const v4f r = sum / wsum;
+        memcpy(v, &r, sizeof r);
+        memcpy(wt, &wsum, sizeof wsum);
+    }
+}
+
+void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                        float *value, float *weight) {
+    const int c = p->channels;
+    const float *m = f->m, maxX = f->width - 0.5f, maxY = f->height - 0.5f;
+    // Each channel's grid position is the cell centre's source position plus a constant: its
+    // site through the frame's Jacobian, minus its own offset; for a hand-held frame this is
+    // within a few thousandths of a plane pixel of the cell centre's, so one neighbourhood
+    // serves every channel's own plane (its weights from the mean of their offsets), and one
+    // more each green's partner plane.
+    float own[2] = {0, 0};
+    for (int ch = 0; ch < c; ch++) {
+        own[0] += (f->site[ch][0] - f->offset[ch][0]) / c;
+        own[1] += (f->site[ch][1] - f->offset[ch][1]) / c;
+    }
+    float part[4][2];
+    for (int ch = 0; ch < c; ch++) {
+        const int k = p->partner[ch];
+        if (k < 0) continue;
+        part[ch][0] = f->site[ch][0] - f->offset[k][0];
+        part[ch][1] = f->site[ch][1] - f->offset[k][1];
+    }
+    if (c == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1) {
+        bayer_row(f, p, y, x0, count, value, weight, own, part);
+        return;
+    }
+    for (int i = 0; i < count; i++) {
+        float px = (float)(x0 + i), py = (float)y;
+        if (f->field_dx) {
+            float dx, dy;
+            field_value(f, px, py, &dx, &dy);
+            px += dx;
+            py += dy;
+        }
+        const float den = m[6] * px + m[7] * py + m[8];
+        float sx = -1e9f, sy = -1e9f;
+        if (den > 1e-12f) {
+            sx = (m[0] * px + m[1] * py + m[2]) / den;
+            sy = (m[3] * px + m[4] * py + m[5]) / den;
+        }
+        float *v = value + (ptrdiff_t)i * c, *wt = weight + (ptrdiff_t)i * c;
+        if (!(sx >= -0.5f && sy >= -0.5f && sx <= maxX && sy <= maxY)) {
+            for (int ch = 0; ch < c; ch++) v[ch] = wt[ch] = 0;
+            continue;
+        }
+        const quad sparse = quad_at(f, c, p->lut, sx + own[0], sy + own[1]);
+        const quad dense = quad_at(f, c, p->lut_dense, sx + own[0], sy + own[1]);
+        for (int ch = 0; ch < c; ch++) {
+            float sum = 0, wsum = 0;
+            const int k = p->partner[ch];
+            if (k < 0) {
+                add_quad(f->planes + ch, &sparse, &sum, &wsum);
+            } else {
+                add_quad(f->planes + ch, &dense, &sum, &wsum);
+                const quad q = quad_at(f, c, p->lut_dense, sx + part[ch][0], sy + part[ch][1]);
+                add_quad(f->planes + k, &q, &sum, &wsum);
+            }
+            v[ch] = wsum > 0 ? sum / wsum : 0;
+            wt[ch] = wsum;
+        }
+    }
+}
+
+void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
+                          float *sorted) {
+    for (int k = 0; k < frames; k++) {
+        const float *v = value + k * stride, *w = weight + k * stride;
+        float *s = sorted + k * stride;
+        for (ptrdiff_t j = 0; j < length; j++) s[j] = w[j] > 0 ? v[j] : INFINITY;
+    }
+}
+
+/// The median of value j: the middle one or two of its `m` valid frames (sorted, invalid last).
+static inline float median_at(const float *sorted, ptrdiff_t stride, ptrdiff_t j, int m) {
+    if (m <= 0) return 0;
+    const float a = sorted[(ptrdiff_t)((m - 1) / 2) * stride + j], b = sorted[(ptrdiff_t)(m / 2) * stride + j];
+    return 0.5f * (a + b);
+}
+
+static inline int valid_count(const float *weight, int frames, ptrdiff_t stride, ptrdiff_t j) {
+    int m = 0;
+    for (int k = 0; k < frames; k++) m += weight[k * stride + j] > 0;
+    return m;
+}
+
+void evn_raw_vote_deviations(const float *value, const float *weight, const float *sorted, int32_t frames,
+                             ptrdiff_t length, ptrdiff_t stride, float *dev) {
+    for (ptrdiff_t j = 0; j < length; j++) {
+        const float med = median_at(sorted, stride, j, valid_count(weight, frames, stride, j));
+        for (int k = 0; k < frames; k++)
+            dev[k * stride + j] = weight[k * stride + j] > 0 ? fabsf(value[k * stride + j] - med) : INFINITY;
+    }
+}
+
+void evn_raw_merge_cells(const float *value, const float *weight, const float *sorted, const float *dev,
+                         const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out, uint16_t *kept,
+                         int16_t *best) {
+    const int n = p->frames, c = p->channels, method = p->method;
+    uint8_t keep[n > 0 ? n : 1];
+    for (int i = 0; i < count; i++) {
+        const ptrdiff_t o = (ptrdiff_t)i * c;
+        float med[4] = {0, 0, 0, 0}, limit[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+        int covered[4];
+        for (int ch = 0; ch < c; ch++) {
+            const int m = valid_count(weight, n, stride, o + ch);
+            covered[ch] = m;
+            if (sorted) med[ch] = median_at(sorted, stride, o + ch, m);
+            if (!dev || m == 0) continue;
+            const float spread = 1.4826f * median_at(dev, stride, o + ch, m);
+            if (method == 3) {
+                limit[ch] = p->kappa * (spread + 1);
+            } else {
+                float noise = p->slope[ch] * med[ch] + p->intercept[ch];
+                noise = noise > 0 ? noise : 0;
+                limit[ch] = p->kappa * sqrtf(spread * spread + noise);
+            }
+        }
+        // Robust keeps a frame only where all its channels agree (a frame covers a cell or it
+        // does not); sigma-clip judges each channel alone; the mean keeps every covering frame.
+        int keptCount = 0;
+        for (int k = 0; k < n; k++) {
+            const float *v = value + k * stride + o, *w = weight + k * stride + o;
+            int ok = 1;
+            for (int ch = 0; ch < c; ch++) ok &= w[ch] > 0 && fabsf(v[ch] - med[ch]) <= limit[ch];
+            keep[k] = (uint8_t)ok;
+            keptCount += ok;
+        }
+        for (int ch = 0; ch < c; ch++) {
+            if (method == 2 || covered[ch] == 0) {
+                out[o + ch] = med[ch];
+                continue;
+            }
+            float sum = 0, wsum = 0;
+            for (int k = 0; k < n; k++) {
+                const float *v = value + k * stride + o, *w = weight + k * stride + o;
+                const int use = method == 1 ? keep[k] : (w[ch] > 0 && fabsf(v[ch] - med[ch]) <= limit[ch]);
+                if (use) {
+                    sum += w[ch] * v[ch];
+                    wsum += w[ch];
+                }
+            }
+            out[o + ch] = wsum > 0 ? sum / wsum : med[ch];
+        }
+        if (kept) kept[i] = (uint16_t)(method == 2 ? 0 : keptCount);
+        if (best) {
+            int b = -1;
+            float bd = INFINITY;
+            for (int k = 0; k < n; k++) {
+                const float *v = value + k * stride + o, *w = weight + k * stride + o;
+                float d = 0;
+                int all = 1;
+                for (int ch = 0; ch < c; ch++) {
+                    all &= w[ch] > 0;
+                    d += (v[ch] - out[o + ch]) * (v[ch] - out[o + ch]);
+                }
+                if (all && d < bd) {
+                    bd = d;
+                    b = k;
+                }
+            }
+            best[i] = (int16_t)b;
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import EvanescoCore
+import EvanescoIO
+import Foundation
+
+/// A raw frame as the stacker merges it: the four photosites of each 2x2 Bayer cell as the four
+/// channels of one half-size pixel, so that alignment, warping and every merge run on the
+/// sensor's own samples, each colour plane at its own sites and never demosaiced.
+///
+/// The channels are ordered red, green, blue, then the second green: the grey that registration
+/// takes from the first three (``GreyPyramid``'s luma weights) is then a fair luminance of the
+/// undemosaiced cell. A LinearRaw frame (three colours a pixel) keeps its three channels at full
+/// size.
+///
+/// Samples are scaled by `65535 / white` (black stays in, unclipped: the noise below black must
+/// average out, not be cut), so every raw bit depth uses the full 16-bit range and a merge of many
+/// frames keeps the precision it gains; the merged DNG carries the scaled levels.
+public struct RawPlanes: Sendable {
+    /// Channel of each 2x2 site (row-major) for `cfa`: red, first green, blue, second green.
+    public static func channels(of cfa: CFAPattern) -> [Int] {
+        var seenGreen = false
+        return cfa.colors.map { c in
+            switch c {
+            case 0: return 0
+            case 2: return 2
+            default:
+                defer { seenGreen = true }
+                return seenGreen ? 3 : 1
+            }
+        }
+    }
+
+    /// The factor raw units are multiplied by in the planes.
+    public static func scale(white: Float) -> Float { 65535 / max(1, white) }
+
+    /// The planes of `raw`: half size with four channels for a Bayer mosaic (an odd last row or
+    /// column is left out; ``mosaic(_:like:)`` takes it back from the reference), the three
+    /// colours for LinearRaw.
+    public static func planes(_ raw: RawMosaic) -> Image<UInt16> {
+        let src = raw.samples, lut = scaling(white: raw.whiteLevel)
+        guard let cfa = raw.cfa else {
+            return Image(uninitializedWidth: src.width, height: src.height, channels: 3) { d in
+                src.samples.withUnsafeBufferPointer { s in for i in 0..<s.count { d[i] = lut[Int(s[i])] } }
+            }
+        }
+        let w = src.width / 2, h = src.height / 2, sw = src.width, map = channels(of: cfa)
+        return Image(uninitializedWidth: w, height: h, channels: 4) { d in
+            src.samples.withUnsafeBufferPointer { s in
+                lut.withUnsafeBufferPointer { lut in
+                    StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+                        for y in rows {
+                            for site in 0..<4 {
+                                let c = map[site], sy = 2 * y + site / 2, sx = site % 2
+                                var o = sy * sw + sx, di = y * w * 4 + c
+                                for _ in 0..<w {
+                                    d[di] = lut[Int(s[o])]
+                                    o += 2
+                                    di += 4
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every raw value's scaled sample: round(v * 65535 / white), at most 65535.
+    public static func scaling(white: Float) -> [UInt16] {
+        let k = 65535 / Double(max(1, white))
+        return (0...65535).map { UInt16(min(65535, (Double($0) * k).rounded())) }
+    }
+
+    /// The merged planes put back into a mosaic laid out as `reference` is: its CFA, size,
+    /// colour, camera and orientation, levels scaled as the planes were, and `noise` (the merged
+    /// frame's). An odd last row or column comes from the reference's own samples, scaled.
+    public static func mosaic(_ planes: Image<UInt16>, like reference: RawMosaic, noise: NoiseModel?) -> RawMosaic {
+        let k = scale(white: reference.whiteLevel), ref = reference.samples
+        let edge = scaling(white: reference.whiteLevel)
+        let samples: Image<UInt16>
+        if let cfa = reference.cfa {
+            let w = ref.width, h = ref.height, pw = planes.width, map = channels(of: cfa)
+            samples = Image(uninitializedWidth: w, height: h, channels: 1) { d in
+                planes.samples.withUnsafeBufferPointer { p in
+                    ref.samples.withUnsafeBufferPointer { s in
+                        for y in 0..<h {
+                            for x in 0..<w {
+                                let inside = x / 2 < pw && y / 2 < planes.height
+                                d[y * w + x] =
+                                    inside
+                                    ? p[((y / 2) * pw + x / 2) * 4 + map[(y & 1) * 2 + (x & 1)]]
+                                    : edge[Int(s[y * w + x])]
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            samples = planes
+        }
+        var m = reference
+        m.samples = samples
+        m.blackLevels = reference.blackLevels.map { $0 * k }
+        m.whiteLevel = min(65535, reference.whiteLevel * k)
+        m.noise = noise
+        return m
+    }
+
+    /// `raw`'s noise model in the planes' units: the variance of a sample `v` of channel `c` is
+    /// `slope[c] * v + intercept[c]` (v with its black). The DNG model says variance = S x + O for
+    /// x = (v - black) / (white - black), so slope = S range and intercept = O range^2 - S range black.
+    public static func sampleNoise(_ model: NoiseModel, of raw: RawMosaic) -> [(slope: Float, intercept: Float)] {
+        let k = scale(white: raw.whiteLevel)
+        let colours: [Int] = raw.cfa == nil ? [0, 1, 2] : [0, 1, 2, 1]
+        // Black of each channel: the mean over the sites of its colour (they agree in practice).
+        let blacks: [Float] = (0..<colours.count).map { c in
+            guard let cfa = raw.cfa else { return raw.blackLevels.reduce(0, +) / 4 * k }
+            let sites = (0..<4).filter { channels(of: cfa)[$0] == c }
+            return sites.map { raw.blackLevels[$0] }.reduce(0, +) / Float(max(1, sites.count)) * k
+        }
+        return colours.indices.map { c in
+            let p = model.plane(colours[c]), range = Double(raw.whiteLevel * k - blacks[c])
+            let slope = p.scale * range
+            return (Float(slope), Float(p.offset * range * range - slope * Double(blacks[c])))
+        }
+    }
+}
+
+/// The header of every frame of a raw burst, checked against the reference's before any frame
+/// is decoded: one camera, one size, one CFA, one orientation, one exposure.
+public enum RawBurstCheck {
+    /// Relative difference of exposure (time x ISO) beyond which frames are a bracket.
+    public static let exposureTolerance: Float = 0.02
+
+    /// Reads the headers of `files` and checks them against the reference's.
+    ///
+    /// - Returns: The headers (samples empty), in file order; nil for files whose header does not
+    ///   read (the decoder reports them).
+    /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` naming the first odd frame.
+    public static func headers(_ files: [String], reference: Int) throws -> [RawFile?] {
+        let headers: [RawFile?] = files.map { f in (try? InputFile.read(f)).flatMap { try? RawCodec.probe($0, path: f) }
+        }
+        guard reference >= 0, reference < files.count, let ref = headers[reference] else { return headers }
+        for (i, h) in headers.enumerated() where i != reference {
+            guard let h else { continue }
+            if let what = mismatch(h, ref) {
+                throw StackError.rawFrameMismatch(frame: files[i], what: what, reference: files[reference])
+            }
+        }
+        return headers
+    }
+
+    /// What differs between a frame's header and the reference's, in words; nil when nothing does.
+    static func mismatch(_ file: RawFile, _ refFile: RawFile) -> String? {
+        let f = file.raw, r = refFile.raw
+        let camera = { (m: RawMosaic) in
+            m.capture.uniqueCameraModel.isEmpty ? "\(m.capture.make) \(m.capture.model)" : m.capture.uniqueCameraModel
+        }
+        if camera(f) != camera(r) { return "camera \(camera(f)), not \(camera(r))" }
+        if file.width != refFile.width || file.height != refFile.height {
+            return "size \(file.width)x\(file.height), not \(refFile.width)x\(refFile.height)"
+        }
+        if f.layout != r.layout {
+            return "colour filter \(f.cfa?.description ?? "LinearRaw"), not \(r.cfa?.description ?? "LinearRaw")"
+        }
+        if f.orientation != r.orientation {
+            return "orientation \(f.orientation.rawValue), not \(r.orientation.rawValue)"
+        }
+        let ef = f.capture.exposureTime * max(1, f.capture.iso), er = r.capture.exposureTime * max(1, r.capture.iso)
+        if ef > 0, er > 0, abs(ef / er - 1) > exposureTolerance {
+            return String(
+                format: "exposure %.3g s at ISO %.0f, not %.3g s at ISO %.0f (a bracket: merge frames of one exposure)",
+                f.capture.exposureTime, f.capture.iso, r.capture.exposureTime, r.capture.iso)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+import EvanescoCore
+import EvanescoIO
+@testable import EvanescoStack
+
+/// Raw bursts stacked on the sensor's samples: known answers on mosaics the tests make.
+@Suite struct RawStackTests {
+    /// A folder of DNG frames, removed afterwards.
+    final class Burst {
+        let path = NSTemporaryDirectory() + "evanesco-rawstack-\(UUID().uuidString)"
+        var files: [String] = []
+        init(_ frames: [RawMosaic]) throws {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            for (k, f) in frames.enumerated() {
+                let file = path + "/f\(k < 10 ? "0" : "")\(k).dng"
+                try DNGWriter.write(f, to: file)
+                files.append(file)
+            }
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// A textured scene sampled by a mosaic, the scene moved by (dx, dy) photosites; each 2x2 site
+    /// adds its own offset, so a frame read at the wrong phase shows. `square` paints a bright
+    /// 24 x 24 block at that position.
+    static func mosaic(
+        width: Int = 256, height: Int = 192, cfa: CFAPattern = .rggb, dx: Float = 0, dy: Float = 0,
+        square: (Int, Int)? = nil, noise: ((Int) -> Float)? = nil
+    ) -> RawMosaic {
+        let samples = Image<UInt16>(width: width, height: height, channels: 1) { d in
+            for y in 0..<height {
+                for x in 0..<width {
+                    let u = Float(x) - dx, v = Float(y) - dy
+                    // Incommensurate waves and a slope: no shift but the true one matches it.
+                    var s = 1200 + 500 * sinf(u * 0.21) * cosf(v * 0.17) + 400 * sinf((u + 2 * v) * 0.043)
+                    s += 300 * sinf(u * 0.071 - v * 0.113) + 2 * u - v
+                    s += Float(cfa.color(x: x, y: y)) * 150 + Float((y & 1) * 2 + (x & 1)) * 37
+                    if let (sx, sy) = square, (sx..<(sx + 24)).contains(x), (sy..<(sy + 24)).contains(y) { s = 3900 }
+                    s += noise?(y * width + x) ?? 0
+                    d[y * width + x] = UInt16(clampingRounded: s)
+                }
+            }
+        }
+        var capture = RawCapture()
+        capture.make = "Evanesco"
+        capture.model = "Test"
+        capture.uniqueCameraModel = "Evanesco Test"
+        capture.iso = 400
+        capture.exposureTime = 0.01
+        return RawMosaic(
+            samples: samples, layout: .bayer(cfa), blackLevels: [256], whiteLevel: 4095,
+            color: RawColor(
+                colorMatrix: [0.7, -0.2, -0.1, -0.45, 1.25, 0.15, -0.08, 0.16, 0.53], asShotNeutral: [0.45, 1, 0.66]),
+            noise: NoiseModel(planes: [NoiseModelPlane(scale: 4e-4, offset: 2e-6)]), capture: capture)
+    }
+
+    /// The samples of `raw` as the merge scales them (``RawPlanes``).
+    static func scaled(_ raw: RawMosaic) -> [UInt16] {
+        raw.samples.samples.map { UInt16((Double($0) * 65535 / Double(raw.whiteLevel)).rounded()) }
+    }
+
+    @Test(arguments: [CFAPattern.rggb, .bggr, .grbg, .gbrg])
+    func identicalFramesMergeToTheFrame(cfa: CFAPattern) throws {
+        let frame = Self.mosaic(cfa: cfa)
+        let burst = try Burst(Array(repeating: frame, count: 4))
+        let r = try BurstStacker.stack(contentsOf: burst.files)
+        let m = try #require(r.raw).mosaic
+        #expect(m.cfa == cfa)
+        #expect(m.width == frame.width && m.height == frame.height)
+        // Every photosite is the frame's own sample, at its own phase (each site's offset shows
+        // a swapped plane), scaled to 16 bits with the levels.
+        #expect(m.samples.samples == ContiguousArray(Self.scaled(frame)))
+        #expect(abs(m.whiteLevel - 65535) < 0.5)
+        #expect(abs(m.blackLevels[0] - 256 * 65535 / 4095) < 0.01)
+        #expect(r.usedFrames == 4)
+    }
+
+    @Test func planesRoundTripAtOddSizes() {
+        for cfa in [CFAPattern.rggb, .bggr, .grbg, .gbrg] {
+            let raw = Self.mosaic(width: 37, height: 23, cfa: cfa)
+            let planes = RawPlanes.planes(raw)
+            #expect(planes.width == 18 && planes.height == 11 && planes.channels == 4)
+            let back = RawPlanes.mosaic(planes, like: raw, noise: nil)
+            #expect(back.samples.samples == ContiguousArray(Self.scaled(raw)), "\(cfa)")
+            // Channels: red, green, blue, green, whatever the pattern.
+            let map = RawPlanes.channels(of: cfa)
+            #expect(Set(map) == [0, 1, 2, 3])
+            for site in 0..<4 { #expect([0, 1, 2, 1][map[site]] == Int(cfa.colors[site])) }
+        }
+    }
+
+    /// Flat frames with the model's noise: the merged variance is the frame's over N, and the
+    /// merged DNG's NoiseProfile says so.
+    @Test func noiseVarianceFallsAsOneOverN() throws {
+        let level: Float = 1500, scale = 4e-4, offset = 2e-6, range: Float = 4095 - 256
+        let x = Double((level - 256) / range)
+        let sigmaDN = Float((scale * x + offset).squareRoot()) * range
+        func frame(_ seed: UInt64) -> RawMosaic {
+            var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+            var spare: Float?
+            let gauss: (Int) -> Float = { _ in
+                if let g = spare {
+                    spare = nil
+                    return g * sigmaDN
+                }
+                s = s &* 6364136223846793005 &+ 1442695040888963407
+                let u1 = max(1e-7, Float(s >> 40) / Float(1 << 24))
+                s = s &* 6364136223846793005 &+ 1442695040888963407
+                let u2 = Float(s >> 40) / Float(1 << 24)
+                let r = (-2 * logf(u1)).squareRoot()
+                spare = r * sinf(2 * .pi * u2)
+                return r * cosf(2 * .pi * u2) * sigmaDN
+            }
+            var m = Self.mosaic(noise: gauss)
+            // Flat: the texture replaced by one level (the noise kept).
+            m.samples = Image(width: m.width, height: m.height, channels: 1) { d in
+                for i in 0..<d.count { d[i] = UInt16(clampingRounded: level + gauss(i)) }
+            }
+            return m
+        }
+        func variance(_ m: RawMosaic) -> Double {
+            let v = m.samples.samples.map(Double.init), mean = v.reduce(0, +) / Double(v.count)
+            return v.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(v.count - 1)
+        }
+        let single = variance(frame(1)) * Double(RawPlanes.scale(white: 4095) * RawPlanes.scale(white: 4095))
+        for n in [4, 16] {
+            let burst = try Burst((0..<n).map { frame(UInt64($0 + 1)) })
+            var o = StackOptions()
+            o.align = .none
+            let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
+            let m = try #require(r.raw)
+            let ratio = variance(m.mosaic) * Double(n) / single
+            #expect(ratio > 0.85 && ratio < 1.15, "N = \(n): variance x N / one frame's = \(ratio)")
+            let p = try #require(m.mosaic.noise).plane(1)
+            #expect(abs(p.scale - scale / Double(n)) < 1e-9 && abs(p.offset - offset / Double(n)) < 1e-12)
+            #expect(m.noiseSource.contains("NoiseProfile"))
+        }
+    }
+
+    @Test func movingSquareVanishes() throws {
+        let clean = Self.mosaic()
+        let frames = (0..<7).map { k in Self.mosaic(square: (20 + 30 * k, 80)) }
+        let burst = try Burst(frames)
+        let r = try BurstStacker.stack(contentsOf: burst.files)
+        let m = try #require(r.raw).mosaic
+        let want = Self.scaled(clean)
+        var worst = 0, at = 0
+        for i in want.indices where abs(Int(m.samples.samples[i]) - Int(want[i])) > worst {
+            worst = abs(Int(m.samples.samples[i]) - Int(want[i]))
+            at = i
+        }
+        // The square (3900 DN, ~2000 above the scene) is in one frame of seven at each place.
+        #expect(
+            worst <= 16,
+            "largest difference from the clean scene: \(worst) (16-bit units) at \(at % m.width), \(at / m.width)")
+    }
+
+    @Test func wholeCellShiftIsUndone() throws {
+        // The scene moved by one cell (2 photosites) each frame: alignment on the planes finds
+        // it, and the reference's photosites get the same scene back, at their own phases.
+        let frames = (0..<5).map { k in Self.mosaic(dx: Float(2 * k), dy: Float(-2 * k)) }
+        let burst = try Burst(frames)
+        let r = try BurstStacker.stack(contentsOf: burst.files)
+        let m = try #require(r.raw).mosaic
+        let want = Self.scaled(frames[0])
+        var worst = 0
+        for y in 24..<(m.height - 24) {
+            for x in 24..<(m.width - 24) {
+                worst = max(worst, abs(Int(m.samples.samples[y * m.width + x]) - Int(want[y * m.width + x])))
+            }
+        }
+        #expect(worst <= 64, "largest difference inside: \(worst) (16-bit units, 1/16 DN each)")
+        // The report's homographies are in photosites: frame k moved by (2k, -2k).
+        let h = try #require(r.frames[2].homography)
+        #expect(abs(h.m[2] + 4) < 0.05 && abs(h.m[5] - 4) < 0.05, "\(h)")
+    }
+
+    @Test func oddFrameIsNamed() throws {
+        var other = Self.mosaic()
+        other.capture.uniqueCameraModel = "Another Camera"
+        let burst = try Burst([Self.mosaic(), Self.mosaic(), other])
+        #expect {
+            try BurstStacker.stack(contentsOf: burst.files)
+        } throws: { e in
+            guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
+            return f.hasSuffix("f02.dng") && what.contains("Another Camera")
+        }
+        var bracket = Self.mosaic()
+        bracket.capture.exposureTime = 0.04
+        let b2 = try Burst([Self.mosaic(), bracket])
+        #expect {
+            try BurstStacker.stack(contentsOf: b2.files)
+        } throws: { e in
+            guard case .rawFrameMismatch(_, let what, _) = e as? StackError else { return false }
+            return what.contains("bracket")
+        }
+    }
+}
