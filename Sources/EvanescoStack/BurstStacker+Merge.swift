@@ -103,7 +103,8 @@ extension BurstStacker {
         case .sigmaClip: return (SigmaClipKernel(network: network, kappa: options.kappa), nil)
         case .winsorized: return (WinsorizedKernel(network: network, fraction: options.winsorFraction), nil)
         case .mode: return (ModeKernel(network: network, fullScale: S.fullScale), nil)
-        case .robust:
+        case .robust, .hdrplus:
+            // (hdrplus is refused before this for anything but a Bayer raw burst.)
             let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)
             return (SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s), s)
         }

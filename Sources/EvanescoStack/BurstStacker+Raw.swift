@@ -21,6 +21,7 @@ extension BurstStacker {
             // The reference does not read: let the ordinary path say why, frame by frame.
             return try stackRawFrames(files, options: requested, start: start)
         }
+        if requested.merge == .hdrplus && refHeader.raw.cfa == nil { throw StackError.hdrplusNeedsBayerRaw }
         var options = requested
         options.rawLayout = RawPlaneLayout(cfa: refHeader.raw.cfa)
         if let mask = requested.erase { options.erase = try RawPlanes.planeMask(mask, frame: refHeader) }

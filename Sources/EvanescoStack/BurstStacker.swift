@@ -131,6 +131,7 @@ public enum BurstStacker {
             try BurstInput.checkOneKind(files)
             return try stackRaw(files, options: options)
         }
+        if options.merge == .hdrplus { throw StackError.hdrplusNeedsBayerRaw }
         if let r = try stackSpilled(inputs, options: options) { return r }
         let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
         let decode = Date().timeIntervalSince(start)
@@ -163,6 +164,9 @@ public enum BurstStacker {
     /// size, one channel count, and big enough to align.
     static func check(_ frames: [FrameShape], options: StackOptions) throws {
         guard !frames.isEmpty else { throw StackError.noFrames }
+        if options.merge == .hdrplus && options.rawLayout?.partner.contains(where: { $0 >= 0 }) != true {
+            throw StackError.hdrplusNeedsBayerRaw
+        }
         guard options.reference >= 0 && options.reference < frames.count else {
             throw StackError.referenceOutOfRange(options.reference, count: frames.count)
         }

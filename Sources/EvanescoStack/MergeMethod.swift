@@ -23,4 +23,9 @@ public enum MergeMethod: String, Sendable, Codable, CaseIterable {
     /// covers a pixel or it does not. Measured against every other merge on both synthetic
     /// bursts of ../shared (see the README).
     case robust
+    /// HDR+'s merge (Hasinoff et al. 2016), for camera raw bursts of a Bayer sensor only: each
+    /// frame's 16 x 16 tiles of each colour plane pulled towards the reference's by a pairwise
+    /// Wiener filter driven by the sensor's noise model (c = 8), then averaged. The reference
+    /// wins wherever the frames disagree, so what moved stays as the reference shows it.
+    case hdrplus
 }

@@ -59,10 +59,12 @@ enum RawMerge {
                 layout: layout, width: w, height: h)
         }
         let segment = 256
-        let kept = maps.map { _ in [UInt16](repeating: 0, count: w * h) }
-        let best = maps.map { _ in [Int16](repeating: -1, count: w * h) }
-        let keptBox = UncheckedSendable(kept.map { UnsafeMutableBufferPointer<UInt16>.allocate(capacity: $0.count) })
-        let bestBox = UncheckedSendable(best.map { UnsafeMutableBufferPointer<Int16>.allocate(capacity: $0.count) })
+        if options.merge == .hdrplus {
+            return hdrplus(
+                frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
+        }
+        let keptBox = UncheckedSendable(maps.map { _ in UnsafeMutableBufferPointer<UInt16>.allocate(capacity: w * h) })
+        let bestBox = UncheckedSendable(maps.map { _ in UnsafeMutableBufferPointer<Int16>.allocate(capacity: w * h) })
         defer {
             keptBox.value?.deallocate()
             bestBox.value?.deallocate()
@@ -138,7 +140,7 @@ enum RawMerge {
             case .mean: 0
             case .median: 2
             case .sigmaClip, .winsorized, .mode: 3
-            case .robust: 1
+            case .robust, .hdrplus: 1
             }
         withUnsafeMutableBytes(of: &params.partner) { p in
             let b = p.bindMemory(to: Int32.self)
@@ -274,5 +276,85 @@ enum RawMerge {
             }
         }
         return nest(0)
+    }
+}
+
+extension RawMerge {
+    /// ``wiener(_:params:reference:width:height:noise:progress:)`` over `source`'s frames, with
+    /// maps that say every frame contributes everywhere (pulled towards the reference).
+    static func hdrplus(
+        _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
+        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
+        maps: inout StackMaps?
+    ) -> Image<UInt16> {
+        let w = source.width, h = source.height, ref = used.firstIndex(of: options.reference) ?? 0
+        maps?.kept = Image(width: w, height: h, channels: 1) { d in d.update(repeating: UInt16(used.count)) }
+        maps?.provenance = Image(width: w, height: h, channels: 1) { d in
+            d.update(repeating: UInt16(options.reference + 1))
+        }
+        return withFrames(frames, source: source, used: used) { pinned in
+            wiener(
+                pinned, params: params, reference: ref, width: w, height: h, noise: noise, progress: options.progress)
+        }
+    }
+
+    /// HDR+'s pairwise Wiener merge (``MergeMethod/hdrplus``) of a Bayer burst's frames, each
+    /// gathered at the reference's photosites as the robust merge gathers them: bands of 16 rows
+    /// (tile rows every 8), each thread overlap-adding the tiles' rows that fall in its strip.
+    static func wiener(
+        _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
+        noise: [(slope: Float, intercept: Float)], progress: (@Sendable (StackProgress) -> Void)?
+    ) -> Image<UInt16> {
+        let n = frames.count, row = w * 4, start = Date(), done = LockedBox(0)
+        let sum = UnsafeMutablePointer<Float>.allocate(capacity: h * row)
+        sum.initialize(repeating: 0, count: h * row)
+        defer { sum.deallocate() }
+        StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
+            let values = UnsafeMutablePointer<Float>.allocate(capacity: 2 * n * 16 * row)
+            defer { values.deallocate() }
+            let weights = values + n * 16 * row
+            var p = params
+            var args = evn_raw_wiener_band_args()
+            args.frames = Int32(n)
+            args.reference = Int32(reference)
+            args.width = Int32(w)
+            args.c = 8
+            withUnsafeMutableBytes(of: &args.slope) { b in
+                for ch in 0..<4 { b.storeBytes(of: noise[ch].slope, toByteOffset: 4 * ch, as: Float.self) }
+            }
+            withUnsafeMutableBytes(of: &args.intercept) { b in
+                for ch in 0..<4 { b.storeBytes(of: noise[ch].intercept, toByteOffset: 4 * ch, as: Float.self) }
+            }
+            var y0 = (strip.lowerBound / 8) * 8 - 8
+            while y0 < strip.upperBound {
+                for r in 0..<16 {
+                    let y = min(h - 1, max(0, y0 + r))
+                    for k in 0..<n {
+                        withUnsafePointer(to: frames[k]) { f in
+                            evn_raw_gather_row(
+                                f, &p, Int32(y), 0, Int32(w), values + (k * 16 + r) * row, weights + (k * 16 + r) * row)
+                        }
+                    }
+                }
+                let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
+                if first < end {
+                    args.values = UnsafePointer(values)
+                    args.weights = UnsafePointer(weights)
+                    args.first_row = Int32(first - y0)
+                    args.end_row = Int32(end - y0)
+                    args.out = sum + first * row
+                    evn_raw_wiener_band(&args)
+                }
+                y0 += 8
+            }
+            let d = done.update {
+                $0 += strip.count
+                return $0
+            }
+            progress?(StackProgress(stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start)))
+        }
+        return Image(uninitializedWidth: w, height: h, channels: 4) { d in
+            for i in 0..<(h * row) { d[i] = UInt16(clampingRounded: sum[i]) }
+        }
     }
 }

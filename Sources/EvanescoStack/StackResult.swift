@@ -48,6 +48,8 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     case mixedRawAndPictures(raw: String, picture: String)
     /// A raw frame whose camera, size, colour filter, orientation or exposure is not the reference's.
     case rawFrameMismatch(frame: String, what: String, reference: String)
+    /// ``MergeMethod/hdrplus`` asked for a burst that is not of Bayer camera raws.
+    case hdrplusNeedsBayerRaw
 
     public var description: String {
         switch self {
@@ -73,6 +75,9 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
         case .rawFrameMismatch(let f, let what, let r):
             "\(f) differs from the reference \(r): \(what); a raw burst is one camera's frames of one size and "
                 + "exposure: leave that frame out"
+        case .hdrplusNeedsBayerRaw:
+            "the hdrplus merge works on the colour planes of Bayer camera raws (DNG, CR2, NEF, ...) with the "
+                + "sensor's noise model; for these frames use --merge robust"
         case .noFrames: "no usable frames; give image files, a folder of images or one video"
         case .noUsableInput(let r):
             "no input could be used (\(r.joined(separator: "; "))); give image files, a folder of images or one video"

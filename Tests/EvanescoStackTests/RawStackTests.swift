@@ -176,6 +176,39 @@ import EvanescoIO
         #expect(abs(h.m[2] + 4) < 0.05 && abs(h.m[5] - 4) < 0.05, "\(h)")
     }
 
+    /// HDR+'s merge: identical frames give the frame back (every frame's tile is the reference's),
+    /// and a square in the reference only stays, as the reference shows it, where the robust
+    /// merge removes it.
+    @Test func hdrplusIsFaithfulToTheReference() throws {
+        var o = StackOptions()
+        o.merge = .hdrplus
+        let frame = Self.mosaic(cfa: .grbg)
+        let same = try Burst(Array(repeating: frame, count: 3))
+        let r = try BurstStacker.stack(contentsOf: same.files, options: o)
+        let m = try #require(r.raw).mosaic
+        let want = Self.scaled(frame)
+        var worst = 0
+        for i in want.indices { worst = max(worst, abs(Int(m.samples.samples[i]) - Int(want[i]))) }
+        #expect(worst <= 1, "identical frames: largest difference \(worst)")
+
+        let frames = [Self.mosaic(square: (100, 80))] + (1..<5).map { _ in Self.mosaic() }
+        let burst = try Burst(frames)
+        let kept = try #require(try BurstStacker.stack(contentsOf: burst.files, options: o).raw).mosaic
+        let removed = try #require(try BurstStacker.stack(contentsOf: burst.files).raw).mosaic
+        let inside = 90 * m.width + 110  // a photosite inside the square
+        #expect(abs(Int(kept.samples.samples[inside]) - Int(Self.scaled(frames[0])[inside])) < 700)
+        #expect(abs(Int(removed.samples.samples[inside]) - Int(Self.scaled(frames[1])[inside])) < 64)
+    }
+
+    @Test func hdrplusRefusesPictures() throws {
+        var o = StackOptions()
+        o.merge = .hdrplus
+        let frames = (0..<3).map {
+            BurstFrame(name: "f\($0)", image: .uint8(Image<UInt8>(width: 64, height: 64, channels: 3)))
+        }
+        #expect(throws: StackError.hdrplusNeedsBayerRaw) { try BurstStacker.stack(frames, options: o) }
+    }
+
     @Test func oddFrameIsNamed() throws {
         var other = Self.mosaic()
         other.capture.uniqueCameraModel = "Another Camera"

@@ -143,6 +143,25 @@ void evn_raw_merge_cells(const float *value, const float *weight, const float *s
                          const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out, uint16_t *kept,
                          int16_t *best);
 
+/// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
+/// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
+/// outside repeat the edge), raised-cosine windowed, DFT; each frame's tile Z pulled towards the
+/// reference's T: Z + A (T - Z), A = |T - Z|^2 / (|T - Z|^2 + c s2), s2 the noise of one
+/// coefficient (the noise line at the reference tile's window-weighted level, times the window's
+/// energy); the mean over the frames, inverse DFT, overlap-added into `out` for the band's rows
+/// first_row ..< end_row (row r of `out` is band row first_row + r).
+typedef struct evn_raw_wiener_band_args {
+    /// Frame k's gathered values and weights, 16 rows of width * 4 floats, at k * 16 * width * 4.
+    const float *values, *weights;
+    int32_t frames, reference, width;
+    float c;
+    float slope[4], intercept[4];
+    int32_t first_row, end_row;
+    float *out;
+} evn_raw_wiener_band_args;
+
+void evn_raw_wiener_band(const evn_raw_wiener_band_args *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Our raw burst merge against ../shared/bench/anchor_raw.py (HDR+ from the papers, and its mean) on
+make_raw_burst.py bursts with exact ground truth, side by side in one run.
+
+The family (made here with make_raw_burst.py when absent): real photos of different kinds as bases,
+seeds, ISO 100 to 6400, tripod / hand-held / strong motion, 4 to 30 frames, with and without moving
+occluders and parallax, all four CFAs. Bursts marked "tune" are the ones the merge's constants were
+set on; the summary's worst cases are over the others only.
+
+For each burst, three commands run one after the other, each timed whole (wall seconds):
+  * ours:    evanesco stack frames/*.dng -o merged.dng           (the default: robust merge)
+  * hdrplus: anchor_raw.py frames -o hdrplus.tif --method hdrplus
+  * mean:    anchor_raw.py frames -o mean.tif --method mean
+and the reference frame alone (anchor_raw.py --method reference). Each result is scored with
+score.py raw against gt_raw.tif: linear PSNR (and on the occluded pixels), and the finished pEPs and
+PSNR against gt.png. The perfect-averaging bound is the reference's linear PSNR + 10 log10 N.
+
+Prints a table and JSON (--json): per burst, and over the held-out bursts the median and worst of
+ours - max(hdrplus, mean) and of bound - ours, and the time ratios.
+
+  Benchmarks/raw-stack-vs-anchor.py [--family DIR] [--only NAME ...] [--evanesco BIN] [--json FILE] [--make-only]
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench"))
+DATA = os.path.normpath(os.path.join(BENCH, "..", "data"))
+
+# name: (base, size, frames, iso, motion, occluders, cfa, seed, parallax (disparity map, px) or None, tune)
+FAMILY = {
+    "pug-static": ("depth/pug-iphone13pro/pug.heic", "1600x1200", 12, 800, "handheld", 0, "RGGB", 5, None, True),
+    "aloe-iso100": ("stereo/aloe/aloeL.jpg", "1280x960", 8, 100, "handheld", 0, "BGGR", 1, None, False),
+    "moto-iso1600": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 1600, "handheld", 0, "GRBG", 2, None,
+                     False),
+    "graf-iso3200": ("registration/graffiti/graf1.png", "1280x960", 20, 3200, "strong", 0, "GBRG", 3, None, False),
+    "tree-iso6400": ("bursts/hdrplus-tree/frame-000.jpg", "1280x960", 30, 6400, "handheld", 0, "RGGB", 4, None,
+                     False),
+    "aloe-tripod4": ("stereo/aloe/aloeL.jpg", "1280x960", 4, 200, "tripod", 0, "RGGB", 8, None, False),
+    "pug-people": ("depth/pug-iphone13pro/pug.heic", "1280x960", 12, 800, "handheld", 6, "RGGB", 6, None, False),
+    "moto-parallax": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 400, "handheld", 4, "BGGR", 7,
+                      ("stereo/motorcycle/derived_motorcycle_disp.pfm", 6), False),
+    "lens-iso1600-people": ("depth/gdepth-lensblur/lensblur_gdepth_compound.jpg", "1280x960", 16, 1600, "handheld",
+                            5, "GRBG", 9, None, False),
+}
+
+
+def make(family, name):
+    base, size, frames, iso, motion, objects, cfa, seed, parallax, _ = FAMILY[name]
+    out = os.path.join(family, name)
+    if os.path.isfile(os.path.join(out, "truth.json")):
+        return out
+    cmd = [sys.executable, os.path.join(BENCH, "make_raw_burst.py"), "--base", os.path.join(DATA, base), "--out", out,
+           "--frames", str(frames), "--seed", str(seed), "--size", size, "--iso-preset", str(iso), "--motion", motion,
+           "--objects", str(objects), "--cfa", cfa, "--force"]
+    if parallax:
+        # (with a disparity map the size is the base's, scaled to a longest side)
+        i = cmd.index("--size")
+        cmd[i:i + 2] = ["--max-side", str(max(int(v) for v in size.split("x")))]
+        cmd += ["--disparity", os.path.join(DATA, parallax[0]), "--parallax", str(parallax[1])]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def timed(cmd):
+    t = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - t
+
+
+def scored(result, burst):
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "score.py"), "raw", result, "--burst", burst],
+                         check=True, capture_output=True, text=True).stdout
+    d = json.loads(out)
+    occ = d["linear"].get("occluded")
+    # pEPs: both mosaics through the same finish (no demosaic floor); PSNR: the finished result
+    # against gt.png (the floor included, as a user sees it).
+    return {"linear": d["linear"]["PSNR"], "occluded": occ["PSNR"] if occ else None,
+            "pEPs": d["finished"]["pEPs"], "finished_PSNR": d["finished_vs_gt_png"]["PSNR"]}
+
+
+def run(burst, evanesco, work):
+    frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
+    anchor = [sys.executable, os.path.join(BENCH, "anchor_raw.py"), os.path.join(burst, "frames")]
+    r = {"frames": len(frames)}
+    outs = {"ours": os.path.join(work, "ours.dng"), "hdrplus": os.path.join(work, "hdrplus.tif"),
+            "mean": os.path.join(work, "mean.tif"), "reference": os.path.join(work, "reference.tif")}
+    r["seconds"] = {
+        "ours": timed([evanesco, "stack", *frames, "-o", outs["ours"], "--force", "--quiet"]),
+        "hdrplus": timed(anchor + ["-o", outs["hdrplus"], "--method", "hdrplus"]),
+        "mean": timed(anchor + ["-o", outs["mean"], "--method", "mean"]),
+        "reference": timed(anchor + ["-o", outs["reference"], "--method", "reference"]),
+    }
+    for k, path in outs.items():
+        r[k] = scored(path, burst)
+    r["bound"] = round(r["reference"]["linear"] + 10 * __import__("math").log10(len(frames)), 3)
+    best_anchor = max(r["hdrplus"]["linear"], r["mean"]["linear"])
+    r["ours_minus_anchor_dB"] = round(r["ours"]["linear"] - best_anchor, 3)
+    r["bound_minus_ours_dB"] = round(r["bound"] - r["ours"]["linear"], 3)
+    r["finished_gain_over_reference_dB"] = round(r["ours"]["finished_PSNR"] - r["reference"]["finished_PSNR"], 3)
+    r["time_ratio_vs_hdrplus"] = round(r["seconds"]["ours"] / r["seconds"]["hdrplus"], 4)
+    r["time_ratio_vs_mean"] = round(r["seconds"]["ours"] / r["seconds"]["mean"], 4)
+    return r
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--family", default=os.path.join(HERE, "..", ".build", "raw-stack-family"))
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--evanesco", default=os.path.join(HERE, "..", ".build", "release", "evanesco"))
+    p.add_argument("--json")
+    p.add_argument("--make-only", action="store_true", help="make the family's bursts and stop")
+    a = p.parse_args()
+    os.makedirs(a.family, exist_ok=True)
+    if a.make_only:
+        for name in a.only or FAMILY:
+            make(a.family, name)
+        return
+    results = {}
+    for name in a.only or FAMILY:
+        burst = make(a.family, name)
+        work = os.path.join(a.family, name, "results")
+        os.makedirs(work, exist_ok=True)
+        r = results[name] = run(burst, a.evanesco, work)
+        r["tune"] = FAMILY[name][-1]
+        print("%-20s N=%2d  ours %6.2f  hdrplus %6.2f  mean %6.2f  ref %6.2f  bound %6.2f  | pEPs ours %.3f%% "
+              "hdrplus %.3f%% mean %.3f%% | s ours %.2f hdrplus %.2f mean %.2f" % (
+                  name, r["frames"], r["ours"]["linear"], r["hdrplus"]["linear"], r["mean"]["linear"],
+                  r["reference"]["linear"], r["bound"], r["ours"]["pEPs"], r["hdrplus"]["pEPs"], r["mean"]["pEPs"],
+                  r["seconds"]["ours"], r["seconds"]["hdrplus"], r["seconds"]["mean"]), flush=True)
+    held = [r for r in results.values() if not r["tune"]]
+    summary = {}
+    if held:
+        gains = [r["ours_minus_anchor_dB"] for r in held]
+        gaps = [r["bound_minus_ours_dB"] for r in held]
+        summary = {
+            "held_out_bursts": len(held),
+            "ours_minus_best_anchor_dB": {"median": statistics.median(gains), "worst": min(gains)},
+            "bound_minus_ours_dB": {"median": statistics.median(gaps), "worst": max(gaps)},
+            "pEPs_ours_percent_worst": max(r["ours"]["pEPs"] for r in held),
+            "time_ratio_vs_hdrplus": {"median": statistics.median(r["time_ratio_vs_hdrplus"] for r in held),
+                                      "worst": max(r["time_ratio_vs_hdrplus"] for r in held)},
+            "time_ratio_vs_mean": {"median": statistics.median(r["time_ratio_vs_mean"] for r in held),
+                                   "worst": max(r["time_ratio_vs_mean"] for r in held)},
+        }
+        print(json.dumps(summary, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"bursts": results, "summary": summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
