@@ -171,7 +171,11 @@ public struct BatchJob: Sendable {
             guard let f = ImageFormat.forOutput(extension: ext), !ext.hasPrefix("hei") else {
                 throw bad("output \(raw.output): name it .jpg, .png or .tif")
             }
-            _ = f
+            if f == .raw && raw.kind == .portrait { throw bad("output \(raw.output): name it .jpg, .png or .tif") }
+            if f == .raw && checkFiles && !BurstInput.isRawBurst(InputFile.expandedQuietly(inputs)) {
+                throw bad(
+                    "output \(raw.output): a .dng holds a merged raw mosaic, and these inputs are not camera raws")
+            }
             if raw.kind == .portrait && inputs.count > 2 {
                 throw bad(
                     "a portrait job takes the photo, and optionally its disparity map: \(inputs.count) inputs given")

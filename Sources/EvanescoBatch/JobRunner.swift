@@ -158,13 +158,10 @@ public enum JobRunner {
             if let log { options.progress = { @Sendable p in log.progress(p) } }
             options.erase = try job.erase.map { try EraseMask.read($0, forBurst: job.inputs) }
             var result = try BurstStacker.stack(contentsOf: job.inputs, options: options)
-            try result.timings.measure(\.encode) {
-                try ImageCodecs.write(
-                    result.image, to: staging,
-                    options: WriteOptions(
-                        quality: job.quality, metadata: result.referenceMetadata,
-                        overwrite: true))
-            }
+            let encodeStart = Date()
+            // (A raw burst's mosaic to a .dng output, else the picture, a raw one finished.)
+            try result.write(to: staging, options: WriteOptions(quality: job.quality, overwrite: true))
+            result.timings.encode = Date().timeIntervalSince(encodeStart)
             result.timings.total = Date().timeIntervalSince(start)
             for n in result.notices { log?.add("notice: \(n)") }
             return .stack(StackReport(result, inputs: job.inputs, output: job.output))

@@ -28,7 +28,6 @@ extension BurstStacker {
         if refHeader.raw.cfa != nil {
             // Registrations are given and reported in photosites; the planes' pixels are cells.
             options.givenHomographies = requested.givenHomographies?.map { $0.map(RawPlanes.toPlanes) }
-            options.givenFields = requested.givenFields?.map { _ in nil }
         }
         let declared = refHeader.raw.noise
         if let model = declared { options.sampleNoise = RawPlanes.sampleNoise(model, of: refHeader.raw) }
@@ -174,5 +173,32 @@ extension StackResult {
             ? .float32(try RawCodec.finished(m, options: finish, as: Float.self, path: name))
             : .uint16(try RawCodec.finished(m, options: finish, as: UInt16.self, path: name))
         return (image.map(m.orientation), ImageMetadata(icc: ICCProfile.profile(for: finish.colorSpace)))
+    }
+}
+
+extension StackResult {
+    /// Writes the result to `path`, atomically: a raw burst's merged mosaic as a DNG (to .dng),
+    /// else ``picture(finish:bitDepth:)`` at `bitDepth` (default: the frames' depth; 16 for a
+    /// finished raw burst, except JPEG's 8) with its metadata.
+    ///
+    /// - Returns: The size written (the mosaic's for a DNG, the upright picture's otherwise).
+    @discardableResult
+    public func write(
+        to path: String, finish: RawFinishOptions = RawFinishOptions(), bitDepth: Int? = nil, options: WriteOptions
+    ) throws -> (width: Int, height: Int) {
+        let format = ImageFormat.forOutput(extension: (path as NSString).pathExtension)
+        if let raw, format == .raw {
+            try DNGWriter.write(
+                raw.mosaic, to: path, overwrite: options.overwrite,
+                description: "merged by Evanesco from \(usedFrames) frames (\(merge.rawValue))")
+            return (raw.mosaic.width, raw.mosaic.height)
+        }
+        var (image, metadata) = try picture(finish: finish, bitDepth: bitDepth)
+        let depth = bitDepth ?? (raw != nil && format != .jpeg ? 16 : nil)
+        if let b = depth, b != 32 { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
+        var o = options
+        o.metadata = metadata
+        try ImageCodecs.write(image, to: path, options: o)
+        return (image.width, image.height)
     }
 }

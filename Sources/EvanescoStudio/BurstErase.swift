@@ -31,7 +31,7 @@ extension BurstStudioSession {
                 o.memoryLimit = memoryLimit
                 o.givenHomographies = plain.frames.map(\.homography)
                 o.givenFields = plain.localFields
-                result = try BurstStacker.stack(contentsOf: files, options: o)
+                result = try shown(BurstStacker.stack(contentsOf: files, options: o))
             }
         }
         state.update { s in

@@ -19,6 +19,8 @@ final class BurstStudioSession: Sendable {
     let skipped: [SkippedInput]
     let thumbnails: [[UInt8]]
     let memoryLimit: Int?
+    /// A burst of camera raws: stacked from its files, on the sensor's planes, and shown finished.
+    let raw: Bool
     let state = LockedBox(Stacked?.none)
 
     struct Stacked: Sendable {
@@ -41,9 +43,12 @@ final class BurstStudioSession: Sendable {
         self.memoryLimit = memoryLimit
         let inputs = try InputFile.expand([path])
         let video = inputs.count == 1 && VideoIO.isVideo(inputs[0])
+        raw = !video && BurstInput.isRawBurst(inputs)
+        // Raws are stacked from their files (their planes, not the finished frames shown here).
         let tooBig =
             !video && inputs.count > 1
-            && memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true
+            && (raw
+                || memoryLimit.map { limit in (BurstInput.estimatedDecodedBytes(inputs) ?? 0) > limit } == true)
         @Sendable func thumbnail(_ image: AnyImage) throws -> [UInt8] {
             try ImageCodecs.encode(
                 preview(image, longSide: 200), format: .jpeg, options: WriteOptions(quality: JPEGQuality.thumbnail))
@@ -99,8 +104,17 @@ final class BurstStudioSession: Sendable {
         }
         var o = options
         o.memoryLimit = memoryLimit
-        let r = try BurstStacker.stack(contentsOf: files, options: o)
+        let r = try shown(BurstStacker.stack(contentsOf: files, options: o))
         return (r, try ImageCodecs.read(r.frames[r.referenceIndex].source).image)
+    }
+
+    /// A result as the page shows it: a raw burst's merged mosaic finished (the default finish,
+    /// upright), the mosaic kept for the DNG download.
+    func shown(_ result: StackResult) throws -> StackResult {
+        guard result.raw != nil else { return result }
+        var r = result
+        (r.image, r.referenceMetadata) = try result.picture()
+        return r
     }
 }
 
@@ -164,14 +178,17 @@ final class BurstWorkspace: Sendable {
         var stack: StackReport
         var legend: StackMaps.Legend?
         var strokes: Int
+        /// A burst of camera raws: its merged mosaic downloads as a DNG.
+        var dng: Bool
 
-        enum StudioKeys: String, CodingKey { case legend, strokes }
+        enum StudioKeys: String, CodingKey { case legend, strokes, dng }
 
         func encode(to encoder: Encoder) throws {
             try stack.encode(to: encoder)
             var c = encoder.container(keyedBy: StudioKeys.self)
             try c.encodeIfPresent(legend, forKey: .legend)
             try c.encode(strokes, forKey: .strokes)
+            try c.encode(dng, forKey: .dng)
         }
     }
 
@@ -278,7 +295,7 @@ final class BurstWorkspace: Sendable {
                 Report(
                     stack: StackReport(r, inputs: [s.source.path], output: nil),
                     legend: r.maps?.legend(names: r.frames.map { ($0.source as NSString).lastPathComponent }),
-                    strokes: st.strokes.count))
+                    strokes: st.strokes.count, dng: r.raw != nil))
         }
         // A picture of the result: preview size (cached) or full size (for 1:1).
         router.get("/api/burst/:id/image") { request, context -> Response in
@@ -309,18 +326,27 @@ final class BurstWorkspace: Sendable {
                 throw HTTPError(.conflict, message: "the burst has not been stacked yet; press Stack")
             }
             let format = request.uri.queryParameters.get("format") ?? "jpeg"
-            let choices: [String: (String, Int?)] = ["jpeg": ("jpg", nil), "png16": ("png", 16), "tiff": ("tif", nil)]
+            var choices: [String: (String, Int?)] = ["jpeg": ("jpg", nil), "png16": ("png", 16), "tiff": ("tif", nil)]
+            if st.result.raw != nil { choices["dng"] = ("dng", nil) }
             guard let (ext, bits) = choices[format] else {
-                throw HTTPError(.badRequest, message: "format=\(format) is not jpeg, png16 or tiff")
+                throw HTTPError(
+                    .badRequest,
+                    message: "format=\(format) is not jpeg, png16 or tiff"
+                        + (format == "dng" ? " (a DNG is the merge of a burst of camera raws)" : ""))
             }
             let base = s.source.path == "." ? "burst" : (s.source.path as NSString).lastPathComponent
             let name = "\((base as NSString).deletingPathExtension)-stacked.\(ext)"
             let out = studio.downloadPath(name)
             try await libraryCall(self.lane) {
-                try ImageCodecs.write(
-                    st.result.image, to: out,
-                    options: WriteOptions(
-                        quality: JPEGQuality.master, bitDepth: bits, metadata: st.result.referenceMetadata))
+                if st.result.raw != nil {
+                    // The mosaic as a DNG, or finished afresh at full depth.
+                    try st.result.write(to: out, bitDepth: bits, options: WriteOptions(quality: JPEGQuality.master))
+                } else {
+                    try ImageCodecs.write(
+                        st.result.image, to: out,
+                        options: WriteOptions(
+                            quality: JPEGQuality.master, bitDepth: bits, metadata: st.result.referenceMetadata))
+                }
             }
             return try studio.exportResponse(out, name: name)
         }

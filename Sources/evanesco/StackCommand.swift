@@ -136,8 +136,8 @@ struct Stack: ParsableCommand {
                 }
             }
             let encodeStart = Date()
-            let size = try StackOutput.write(
-                result, to: output, finish: finish.options, bitDepth: bitDepth,
+            let size = try result.write(
+                to: output, finish: finish.options, bitDepth: bitDepth,
                 options: WriteOptions(quality: quality, overwrite: force, compression: lossless.compression))
             result.timings.encode = Date().timeIntervalSince(encodeStart)
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
@@ -148,7 +148,7 @@ struct Stack: ParsableCommand {
                 r.peakResidentMB = peakResidentMB()
                 try ReportFile.write(r, settings: options, to: report, overwrite: force)
             }
-            try StandardOutput.line(result.summary(output: output, size: size))
+            try StandardOutput.line(result.summary(output: output, size: (size.width, size.height)))
             if let erased = result.erase { try StandardOutput.line(erased.description) }
             if let saved { try StandardOutput.line("frames saved in \(saved)") }
             if let saveMaps { try StandardOutput.line("maps saved in \(saveMaps)") }

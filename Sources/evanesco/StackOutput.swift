@@ -16,28 +16,4 @@ enum StackOutput {
                     + "the output .jpg, .png or .tif")
         }
     }
-
-    /// Writes `result` to `path`: its DNG (raw bursts to .dng), else its picture at `bitDepth`
-    /// (default: 16 for a finished raw burst, except JPEG's 8; the frames' depth otherwise).
-    ///
-    /// - Returns: The size written (the mosaic's for a DNG, the upright picture's otherwise).
-    static func write(
-        _ result: StackResult, to path: String, finish: RawFinishOptions, bitDepth: Int?, options: WriteOptions
-    ) throws -> (Int, Int) {
-        let format = ImageFormat.forOutput(extension: (path as NSString).pathExtension)
-        if let raw = result.raw, format == .raw {
-            let n = result.usedFrames
-            try DNGWriter.write(
-                raw.mosaic, to: path, overwrite: options.overwrite,
-                description: "merged by Evanesco from \(n) frames (\(result.merge.rawValue))")
-            return (raw.mosaic.width, raw.mosaic.height)
-        }
-        var (image, metadata) = try result.picture(finish: finish)
-        let depth = bitDepth ?? (result.raw != nil && format != .jpeg ? 16 : nil)
-        if let b = depth { image = b == 8 ? .uint8(image.uint8) : .uint16(image.uint16) }
-        var o = options
-        o.metadata = metadata
-        try ImageCodecs.write(image, to: path, options: o)
-        return (image.width, image.height)
-    }
 }

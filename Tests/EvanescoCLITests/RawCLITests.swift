@@ -97,4 +97,44 @@ func cliRaw() -> RawMosaic {
         #expect(r.status == 1 && r.err.contains("camera raw") && r.err.contains("b.jpg"), "\(r.err)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("o.jpg")))
     }
+
+    @Test("stack merges raws on their planes into a DNG or a finished picture; a batch job too")
+    func stackRawBurst() throws {
+        let dir = Scratch()
+        var files: [String] = []
+        for k in 0..<3 {
+            var raw = cliRaw()
+            raw.samples = Image(width: raw.width, height: raw.height, channels: 1) { d in
+                for i in 0..<d.count { d[i] = cliRaw().samples.samples[i] &+ UInt16(k) }
+            }
+            files.append(dir.file("f\(k).dng"))
+            try DNGWriter.write(raw, to: files.last!)
+        }
+        var r = try CLI.run(["stack"] + files + ["-o", dir.file("m.dng"), "--align", "none", "--merge", "mean"])
+        #expect(r.status == 0, "\(r.err)")
+        let merged = try RawCodec.read(dir.file("m.dng")).raw
+        #expect(merged.cfa == .rggb && merged.width == 96 && merged.height == 64 && merged.orientation == .right)
+        // The mean of the three frames (+0, +1, +2 DN), at 16 bits.
+        let want = Double(cliRaw().samples.samples[10 * 96 + 20]) + 1
+        #expect(abs(Double(merged.samples.samples[10 * 96 + 20]) - want * 65535 / 4095) <= 1)
+        r = try CLI.run(["stack"] + files + ["-o", dir.file("m.jpg"), "--align", "none", "--color-space", "display-p3"])
+        #expect(r.status == 0, "\(r.err)")
+        let jpg = try ImageCodecs.read(dir.file("m.jpg"))
+        #expect(jpg.image.width == 64 && jpg.image.height == 96, "finished upright")
+        #expect(jpg.metadata.icc == ICCProfile.profile(for: .displayP3))
+        // A .dng output for pictures is refused before any work.
+        try ImageCodecs.write(.uint8(Image(width: 8, height: 8, channels: 3)), to: dir.file("p.png"))
+        r = try CLI.run(["stack", dir.file("p.png"), dir.file("p.png"), "-o", dir.file("p.dng")])
+        #expect(r.status != 0 && r.err.contains("not camera raws"))
+        // A batch stack job with a .dng output.
+        let line: [String: Any] = [
+            "id": "raw", "kind": "stack", "inputs": files, "output": dir.file("b.dng"),
+            "options": ["align": "none", "merge": "mean"]
+        ]
+        let data = try JSONSerialization.data(withJSONObject: line)
+        FileManager.default.createFile(atPath: dir.file("jobs.jsonl"), contents: data + Data("\n".utf8))
+        r = try CLI.run(["batch", "run", dir.file("jobs.jsonl"), "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try RawCodec.read(dir.file("b.dng")).raw.samples == merged.samples)
+    }
 }

@@ -49,4 +49,44 @@ import Testing
             }
         }
     }
+
+    @Test("A raw burst is stacked on its planes: shown finished, downloaded as the library's DNG")
+    func rawBurstStacksToDNG() async throws {
+        let s = StudioScratch()
+        let studio = try StudioFixtures.studio(s) { _ in try? Self.writeRawBurst(s.folder("root") + "/rawburst") }
+        defer { studio.shutdown() }
+        try await StudioFixtures.serve(studio) { client in
+            let session: String = try await client.execute(
+                uri: "/api/burst/open", method: .post, headers: client.fromPage,
+                body: buffer(#"{"root":0,"path":"rawburst"}"#)
+            ) { json($0.body)["session"] as! String }
+            let job: String = try await client.execute(
+                uri: "/api/burst/\(session)/stack", method: .post, headers: client.fromPage,
+                body: buffer(#"{"align":"none","merge":"mean"}"#)
+            ) { r in
+                #expect(r.status == .ok, "\(errorMessage(r))")
+                return json(r.body)["job"] as? String ?? ""
+            }
+            #expect(try await StudioWorkspaces.events(client, job: job).last == "done")
+            try await client.execute(uri: "/api/burst/\(session)/report", method: .get, headers: authorized) { r in
+                #expect(json(r.body)["dng"] as? Bool == true)
+            }
+            try await client.execute(
+                uri: "/api/burst/\(session)/download?format=dng", method: .get, headers: authorized
+            ) { r in
+                #expect(r.status == .ok, "\(errorMessage(r))")
+                let file = try RawCodec.decode(Array(buffer: r.body), path: "download.dng")
+                #expect(file.width == 120 && file.height == 80 && file.raw.cfa == .rggb)
+                // The mean of frames k = 0, 1, 2 (x * 20 + y * 10 + 256 + k), scaled to 16 bits.
+                let k = 65535.0 / 4095, v = Double(256 + 7 * 20 + 5 * 10 + 1) * k
+                #expect(abs(Double(file.raw.samples.samples[5 * 120 + 7]) - v) <= 1)
+            }
+            try await client.execute(
+                uri: "/api/burst/\(session)/download?format=png16", method: .get, headers: authorized
+            ) { r in
+                let img = try ImageCodecs.decode(Array(buffer: r.body), path: "download").image
+                #expect(img.width == 120 && img.height == 80 && img.bitDepth == 16)
+            }
+        }
+    }
 }

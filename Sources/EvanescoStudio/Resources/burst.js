@@ -45,7 +45,7 @@ export class BurstWorkspace {
 
   clearResult() {
     for (const id of ['result-image', 'before-image']) { const img = this.q(id); img.removeAttribute('src'); }
-    for (const id of ['download-jpeg', 'download-png16', 'download-tiff']) {
+    for (const id of ['download-jpeg', 'download-png16', 'download-tiff', 'download-dng']) {
       this.q(id).classList.add('disabled');
       this.q(id).removeAttribute('href');
     }
@@ -167,6 +167,13 @@ export class BurstWorkspace {
       const a = this.q(id);
       a.href = `/api/burst/${this.session}/download?format=${format}`;
       a.classList.remove('disabled');
+    }
+    // A burst of camera raws: its merged mosaic, as a DNG.
+    const dng = this.q('download-dng');
+    dng.hidden = !r.dng;
+    if (r.dng) {
+      dng.href = `/api/burst/${this.session}/download?format=dng`;
+      dng.classList.remove('disabled');
     }
     this.q('zoom-button').disabled = false;
     this.q('erase-button').disabled = false;
