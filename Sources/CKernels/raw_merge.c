@@ -3,6 +3,7 @@
 // whose samples land nearest a site count most; then a vote around the median with the sensor's
 // noise model, so that what moved is left out.
 #include "evanesco_raw.h"
+#include "evanesco_kernels.h"
 #include "vectors.h"
 #include <math.h>
 #include <stdlib.h>
@@ -67,19 +68,51 @@ static inline void field_value(const evn_raw_frame *f, float x, float y, float *
     *dy = top + (bottom - top) * ty;
 }
 
-/// Loads pixel `o`'s four channels as floats.
-EVN_INLINE v4f load4u16(const uint16_t *s) {
-    uint16_t t[4];
-    memcpy(t, s, sizeof t);
-    v4f v = {t[0], t[1], t[2], t[3]};
-    return v;
+typedef unsigned short v4u16 __attribute__((ext_vector_type(4)));
+
+/// A pixel's four channels as floats.
+#define load4u16(s)                                                                                                    \
+    ({                                                                                                                 \
+        v4u16 u_;                                                                                                      \
+        memcpy(&u_, (s), sizeof u_);                                                                                   \
+        __builtin_convertvector(u_, v4f);                                                                              \
+    })
+
+/// The 2x2 neighbourhood of grid position (gx, gy) with two kernels' weights: `a` from `lut_a`,
+/// `b` from `lut_b` (the same sample offsets).
+typedef struct {
+    ptrdiff_t o00, o01, o10, o11;
+    float a00, a01, a10, a11, b00, b01, b10, b11;
+} quad2;
+
+EVN_INLINE quad2 quad2_at(const evn_raw_frame *f, const float *lut_a, const float *lut_b, float gx, float gy) {
+    const int ix = floor_int(gx), iy = floor_int(gy), w = f->width, h = f->height;
+    const float tx = gx - (float)ix, ty = gy - (float)iy;
+    const int x0 = clampi(ix, 0, w - 1), x1 = clampi(ix + 1, 0, w - 1);
+    const int y0 = clampi(iy, 0, h - 1), y1 = clampi(iy + 1, 0, h - 1);
+    const int jx0 = (int)(tx * 64.0f + 0.5f), jx1 = 64 - jx0, jy0 = (int)(ty * 64.0f + 0.5f), jy1 = 64 - jy0;
+    const float ax0 = lut_a[jx0], ax1 = lut_a[jx1], ay0 = lut_a[jy0], ay1 = lut_a[jy1];
+    const float bx0 = lut_b[jx0], bx1 = lut_b[jx1], by0 = lut_b[jy0], by1 = lut_b[jy1];
+    quad2 q = {((ptrdiff_t)y0 * w + x0) * 4,
+               ((ptrdiff_t)y0 * w + x1) * 4,
+               ((ptrdiff_t)y1 * w + x0) * 4,
+               ((ptrdiff_t)y1 * w + x1) * 4,
+               ax0 * ay0,
+               ax1 * ay0,
+               ax0 * ay1,
+               ax1 * ay1,
+               bx0 * by0,
+               bx1 * by0,
+               bx0 * by1,
+               bx1 * by1};
+    return q;
 }
 
 /// `evn_raw_gather_row` for a Bayer cell's four channels (red, green, blue, green): every
 /// channel's own plane from one neighbourhood, four lanes at once (red and blue with the sparse
 /// kernel's weights, the greens with the dense one's), and each green's partner plane.
-static void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
-                      float *value, float *weight, const float own[2], float part[4][2]) {
+EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                          float *value, float *weight, const float own[2], float part[4][2]) {
     const float *m = f->m, maxX = f->width - 0.5f, maxY = f->height - 0.5f;
     const uint16_t *planes = f->planes;
     const int projective = m[6] != 0 || m[7] != 0 || f->field_dx;
@@ -106,27 +139,35 @@ static void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int
             memset(wt, 0, 4 * sizeof(float));
             continue;
         }
-        const quad sp = quad_at(f, 4, p->lut, sx + own[0], sy + own[1]);
-        const quad de = quad_at(f, 4, p->lut_dense, sx + own[0], sy + own[1]);
-        const v4f w00 = {sp.w00, de.w00, sp.w00, de.w00}, w01 = {sp.w01, de.w01, sp.w01, de.w01};
-        const v4f w10 = {sp.w10, de.w10, sp.w10, de.w10}, w11 = {sp.w11, de.w11, sp.w11, de.w11};
-        v4f sum = load4u16(planes + sp.o00) * w00 + load4u16(planes + sp.o01) * w01 + load4u16(planes + sp.o10) * w10 +
-                  load4u16(planes + sp.o11) * w11;
+        const quad2 q = quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]);
+        const v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
+        const v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
+        v4f sum = load4u16(planes + q.o00) * w00 + load4u16(planes + q.o01) * w01 + load4u16(planes + q.o10) * w10 +
+                  load4u16(planes + q.o11) * w11;
         v4f wsum = w00 + w01 + w10 + w11;
         // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
-        const quad g1 = quad_at(f, 4, p->lut_dense, sx + part[1][0], sy + part[1][1]);
-        const quad g2 = quad_at(f, 4, p->lut_dense, sx + part[3][0], sy + part[3][1]);
-        float s1 = 0, ws1 = 0, s3 = 0, ws3 = 0;
-        add_quad(planes + 3, &g1, &s1, &ws1);
-        add_quad(planes + 1, &g2, &s3, &ws3);
-        sum.y += s1;
-        wsum.y += ws1;
-        sum.w += s3;
-        wsum.w += ws3;
+        const quad2 g1 = quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]);
+        const quad2 g2 = quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]);
+        sum.y += planes[g1.o00 + 3] * g1.a00 + planes[g1.o01 + 3] * g1.a01 + planes[g1.o10 + 3] * g1.a10 +
+                 planes[g1.o11 + 3] * g1.a11;
+        wsum.y += g1.a00 + g1.a01 + g1.a10 + g1.a11;
+        sum.w += planes[g2.o00 + 1] * g2.a00 + planes[g2.o01 + 1] * g2.a01 + planes[g2.o10 + 1] * g2.a10 +
+                 planes[g2.o11 + 1] * g2.a11;
+        wsum.w += g2.a00 + g2.a01 + g2.a10 + g2.a11;
         const v4f r = sum / wsum;
         memcpy(v, &r, sizeof r);
         memcpy(wt, &wsum, sizeof wsum);
     }
+}
+
+static void bayer_row_portable(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0,
+                               int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
+    bayer_row(f, p, y, x0, count, value, weight, own, part);
+}
+
+EVN_AVX2 static void bayer_row_avx2(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0,
+                                    int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
+    bayer_row(f, p, y, x0, count, value, weight, own, part);
 }
 
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
@@ -151,7 +192,8 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
         part[ch][1] = f->site[ch][1] - f->offset[k][1];
     }
     if (c == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1) {
-        bayer_row(f, p, y, x0, count, value, weight, own, part);
+        if (evn_cpu_has_avx2()) bayer_row_avx2(f, p, y, x0, count, value, weight, own, part);
+        else bayer_row_portable(f, p, y, x0, count, value, weight, own, part);
         return;
     }
     for (int i = 0; i < count; i++) {
@@ -192,39 +234,41 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
 }
 
 void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
-                          float *sorted) {
+                          float *sorted, float *counts) {
+    for (ptrdiff_t j = 0; j < length; j++) counts[j] = 0;
     for (int k = 0; k < frames; k++) {
         const float *v = value + k * stride, *w = weight + k * stride;
         float *s = sorted + k * stride;
-        for (ptrdiff_t j = 0; j < length; j++) s[j] = w[j] > 0 ? v[j] : INFINITY;
+        for (ptrdiff_t j = 0; j < length; j++) {
+            s[j] = w[j] > 0 ? v[j] : INFINITY;
+            counts[j] += w[j] > 0 ? 1.0f : 0.0f;
+        }
     }
 }
 
-/// The median of value j: the middle one or two of its `m` valid frames (sorted, invalid last).
+/// The middle one or two of the first `m` of a value's sorted frames (0 when none).
 static inline float median_at(const float *sorted, ptrdiff_t stride, ptrdiff_t j, int m) {
     if (m <= 0) return 0;
     const float a = sorted[(ptrdiff_t)((m - 1) / 2) * stride + j], b = sorted[(ptrdiff_t)(m / 2) * stride + j];
     return 0.5f * (a + b);
 }
 
-static inline int valid_count(const float *weight, int frames, ptrdiff_t stride, ptrdiff_t j) {
-    int m = 0;
-    for (int k = 0; k < frames; k++) m += weight[k * stride + j] > 0;
-    return m;
+void evn_raw_vote_medians(const float *sorted, const float *counts, ptrdiff_t length, ptrdiff_t stride, float *med) {
+    for (ptrdiff_t j = 0; j < length; j++) med[j] = median_at(sorted, stride, j, (int)counts[j]);
 }
 
-void evn_raw_vote_deviations(const float *value, const float *weight, const float *sorted, int32_t frames,
+void evn_raw_vote_deviations(const float *value, const float *weight, const float *med, int32_t frames,
                              ptrdiff_t length, ptrdiff_t stride, float *dev) {
-    for (ptrdiff_t j = 0; j < length; j++) {
-        const float med = median_at(sorted, stride, j, valid_count(weight, frames, stride, j));
-        for (int k = 0; k < frames; k++)
-            dev[k * stride + j] = weight[k * stride + j] > 0 ? fabsf(value[k * stride + j] - med) : INFINITY;
+    for (int k = 0; k < frames; k++) {
+        const float *v = value + k * stride, *w = weight + k * stride;
+        float *d = dev + k * stride;
+        for (ptrdiff_t j = 0; j < length; j++) d[j] = w[j] > 0 ? fabsf(v[j] - med[j]) : INFINITY;
     }
 }
 
-void evn_raw_merge_cells(const float *value, const float *weight, const float *sorted, const float *dev,
-                         const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out, uint16_t *kept,
-                         int16_t *best) {
+void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
+                         const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
+                         uint16_t *kept, int16_t *best) {
     const int n = p->frames, c = p->channels, method = p->method;
     uint8_t keep[n > 0 ? n : 1];
     for (int i = 0; i < count; i++) {
@@ -232,9 +276,9 @@ void evn_raw_merge_cells(const float *value, const float *weight, const float *s
         float med[4] = {0, 0, 0, 0}, limit[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         int covered[4];
         for (int ch = 0; ch < c; ch++) {
-            const int m = valid_count(weight, n, stride, o + ch);
+            const int m = counts ? (int)counts[o + ch] : 1;
             covered[ch] = m;
-            if (sorted) med[ch] = median_at(sorted, stride, o + ch, m);
+            if (medians) med[ch] = medians[o + ch];
             if (!dev || m == 0) continue;
             const float spread = 1.4826f * median_at(dev, stride, o + ch, m);
             if (method == 3) {

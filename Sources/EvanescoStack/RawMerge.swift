@@ -74,8 +74,8 @@ enum RawMerge {
         let stride = segment * c
         let network = SortingNetwork(size: max(1, n))
         let pool = ReusePool {
-            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 1) * stride * 4, alignment: 32)
-                .bindMemory(to: Float.self, capacity: (4 * n + 1) * stride)
+            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 3) * stride * 4, alignment: 32)
+                .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
         }
         defer { for p in pool.all { p.deallocate() } }
         let band = min(h, max(1, bandRows ?? h))
@@ -172,7 +172,8 @@ enum RawMerge {
     }
 
     /// One segment of a row: every frame gathered, the vote's sorts, the merge into the buffer's
-    /// last row (values, weights, sorted values, sorted deviations, merged: rows of `stride`).
+    /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
+    /// merged, counts, medians).
     static func mergeSegment(
         _ frames: [evn_raw_frame], _ params: inout evn_raw_merge_params, y: Int, x0: Int, count: Int, stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
@@ -181,6 +182,7 @@ enum RawMerge {
         let n = frames.count, length = count * Int(params.channels)
         let values = buffer, weights = buffer + n * stride, sorted = buffer + 2 * n * stride
         let dev = buffer + 3 * n * stride, merged = buffer + 4 * n * stride
+        let counts = buffer + (4 * n + 1) * stride, medians = buffer + (4 * n + 2) * stride
         let needsSort = params.method != 0, needsSpread = needsSort && params.method != 2
         for k in 0..<n {
             withUnsafePointer(to: frames[k]) { f in
@@ -189,16 +191,17 @@ enum RawMerge {
             }
         }
         if needsSort {
-            evn_raw_vote_prepare(values, weights, Int32(n), length, stride, sorted)
+            evn_raw_vote_prepare(values, weights, Int32(n), length, stride, sorted, counts)
             network.sort(sorted, length: length, stride: stride)
+            evn_raw_vote_medians(sorted, counts, length, stride, medians)
         }
         if needsSpread {
-            evn_raw_vote_deviations(values, weights, sorted, Int32(n), length, stride, dev)
+            evn_raw_vote_deviations(values, weights, medians, Int32(n), length, stride, dev)
             network.sort(dev, length: length, stride: stride)
         }
         evn_raw_merge_cells(
-            values, weights, needsSort ? sorted : nil, needsSpread ? dev : nil, &params, Int32(count), stride, merged,
-            kept, best)
+            values, weights, needsSort ? counts : nil, needsSort ? medians : nil, needsSpread ? dev : nil, &params,
+            Int32(count), stride, merged, kept, best)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``).

@@ -127,21 +127,22 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
 
 /// The vote's first step, over `length` values of each of `frames` rows `stride` apart: `sorted`
 /// gets the values, +infinity where their weight is 0 (to be sorted over the frames, which puts
-/// them last). After that sort, `evn_raw_vote_deviations` puts in `dev` each value's distance to
-/// its median (+infinity where the weight is 0), to be sorted too.
+/// them last), and `counts` how many frames cover each value. After that sort,
+/// `evn_raw_vote_medians` gives each value's median, and `evn_raw_vote_deviations` each frame's
+/// distance to it (+infinity where the weight is 0), to be sorted too.
 void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
-                          float *sorted);
-void evn_raw_vote_deviations(const float *value, const float *weight, const float *sorted, int32_t frames,
+                          float *sorted, float *counts);
+void evn_raw_vote_medians(const float *sorted, const float *counts, ptrdiff_t length, ptrdiff_t stride, float *med);
+void evn_raw_vote_deviations(const float *value, const float *weight, const float *med, int32_t frames,
                              ptrdiff_t length, ptrdiff_t stride, float *dev);
 
 /// Merges `count` cells of the gathered frames (frame k's values at k * stride) into `out`
-/// (count * channels), given `sorted` (each value's frames sorted, invalid last; NULL for the
-/// mean) and `dev` (the sorted deviations; NULL unless robust or sigma-clip). `kept`
-/// (optional): frames kept per cell; `best` (optional): the covering frame closest to the
-/// result, or -1.
-void evn_raw_merge_cells(const float *value, const float *weight, const float *sorted, const float *dev,
-                         const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out, uint16_t *kept,
-                         int16_t *best);
+/// (count * channels), given `counts` and `medians` (NULL for the mean) and `dev` (the sorted
+/// deviations; NULL unless robust or sigma-clip). `kept` (optional): frames kept per cell;
+/// `best` (optional): the covering frame closest to the result, or -1.
+void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
+                         const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
+                         uint16_t *kept, int16_t *best);
 
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
