@@ -68,6 +68,23 @@ static inline void field_value(const evn_raw_frame *f, float x, float y, float *
     *dy = top + (bottom - top) * ty;
 }
 
+/// Where output cell (x, y) lands in frame `f`: through its field, then its homography;
+/// 0 when it falls behind the camera (den <= 0) or outside the frame's cells.
+EVN_INLINE int source_position(const evn_raw_frame *f, float px, float py, float *sx, float *sy) {
+    const float *m = f->m;
+    if (f->field_dx) {
+        float dx, dy;
+        field_value(f, px, py, &dx, &dy);
+        px += dx;
+        py += dy;
+    }
+    const float den = m[6] * px + m[7] * py + m[8];
+    if (!(den > 1e-12f)) return 0;
+    *sx = (m[0] * px + m[1] * py + m[2]) / den;
+    *sy = (m[3] * px + m[4] * py + m[5]) / den;
+    return *sx >= -0.5f && *sy >= -0.5f && *sx <= f->width - 0.5f && *sy <= f->height - 0.5f;
+}
+
 typedef unsigned short v4u16 __attribute__((ext_vector_type(4)));
 
 /// A pixel's four channels as floats.
@@ -113,28 +130,11 @@ EVN_INLINE quad2 quad2_at(const evn_raw_frame *f, const float *lut_a, const floa
 /// kernel's weights, the greens with the dense one's), and each green's partner plane.
 EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                           float *value, float *weight, const float own[2], float part[4][2]) {
-    const float *m = f->m, maxX = f->width - 0.5f, maxY = f->height - 0.5f;
     const uint16_t *planes = f->planes;
-    const int projective = m[6] != 0 || m[7] != 0 || f->field_dx;
     for (int i = 0; i < count; i++) {
-        float px = (float)(x0 + i), py = (float)y;
-        if (f->field_dx) {
-            float dx, dy;
-            field_value(f, px, py, &dx, &dy);
-            px += dx;
-            py += dy;
-        }
         float sx, sy;
-        if (projective) {
-            const float den = m[6] * px + m[7] * py + m[8];
-            sx = den > 1e-12f ? (m[0] * px + m[1] * py + m[2]) / den : -1e9f;
-            sy = den > 1e-12f ? (m[3] * px + m[4] * py + m[5]) / den : -1e9f;
-        } else {
-            sx = (m[0] * px + m[1] * py + m[2]) / m[8];
-            sy = (m[3] * px + m[4] * py + m[5]) / m[8];
-        }
         float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
-        if (!(sx >= -0.5f && sy >= -0.5f && sx <= maxX && sy <= maxY)) {
+        if (!source_position(f, (float)(x0 + i), (float)y, &sx, &sy)) {
             memset(v, 0, 4 * sizeof(float));
             memset(wt, 0, 4 * sizeof(float));
             continue;
@@ -173,7 +173,6 @@ EVN_AVX2 static void bayer_row_avx2(const evn_raw_frame *f, const evn_raw_merge_
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                         float *value, float *weight) {
     const int c = p->channels;
-    const float *m = f->m, maxX = f->width - 0.5f, maxY = f->height - 0.5f;
     // Each channel's grid position is the cell centre's source position plus a constant: its
     // site through the frame's Jacobian, minus its own offset; for a hand-held frame this is
     // within a few thousandths of a plane pixel of the cell centre's, so one neighbourhood
@@ -197,21 +196,9 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
         return;
     }
     for (int i = 0; i < count; i++) {
-        float px = (float)(x0 + i), py = (float)y;
-        if (f->field_dx) {
-            float dx, dy;
-            field_value(f, px, py, &dx, &dy);
-            px += dx;
-            py += dy;
-        }
-        const float den = m[6] * px + m[7] * py + m[8];
-        float sx = -1e9f, sy = -1e9f;
-        if (den > 1e-12f) {
-            sx = (m[0] * px + m[1] * py + m[2]) / den;
-            sy = (m[3] * px + m[4] * py + m[5]) / den;
-        }
+        float sx, sy;
         float *v = value + (ptrdiff_t)i * c, *wt = weight + (ptrdiff_t)i * c;
-        if (!(sx >= -0.5f && sy >= -0.5f && sx <= maxX && sy <= maxY)) {
+        if (!source_position(f, (float)(x0 + i), (float)y, &sx, &sy)) {
             for (int ch = 0; ch < c; ch++) v[ch] = wt[ch] = 0;
             continue;
         }

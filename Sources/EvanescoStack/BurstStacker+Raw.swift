@@ -19,7 +19,7 @@ extension BurstStacker {
         guard let refHeader = headers.indices.contains(requested.reference) ? headers[requested.reference] : nil
         else {
             // The reference does not read: let the ordinary path say why, frame by frame.
-            return try stackRawFrames(files, options: requested, start: start)
+            return try decodeAndStack(files, decoder: .rawPlanes, options: requested, start: start)
         }
         if requested.merge == .hdrplus && refHeader.raw.cfa == nil { throw StackError.hdrplusNeedsBayerRaw }
         var options = requested
@@ -31,7 +31,7 @@ extension BurstStacker {
         }
         let declared = refHeader.raw.noise
         if let model = declared { options.sampleNoise = RawPlanes.sampleNoise(model, of: refHeader.raw) }
-        var r = try stackRawFrames(files, options: options, start: start)
+        var r = try decodeAndStack(files, decoder: .rawPlanes, options: options, start: start)
         if refHeader.raw.cfa != nil {
             for i in r.frames.indices { r.frames[i].homography = r.frames[i].homography.map(RawPlanes.toPhotosites) }
         }
@@ -74,17 +74,6 @@ extension BurstStacker {
         return (plain, sigma)
     }
 
-    /// The frames of a raw burst decoded as colour planes and stacked.
-    static func stackRawFrames(_ files: [String], options: StackOptions, start: Date) throws -> StackResult {
-        if let r = try stackSpilled(files, options: options, decoder: .rawPlanes) { return r }
-        let loaded = try BurstInput.load(files, progress: options.progress, decoder: .rawPlanes)
-        let decode = Date().timeIntervalSince(start)
-        guard !loaded.frames.isEmpty else { throw nothingDecoded(loaded.skipped) }
-        var r = try stack(loaded.frames, options: options)
-        r.timings.decode = decode
-        r.notices.insert(contentsOf: loaded.skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)
-        return r
-    }
 }
 
 extension RawPlanes {

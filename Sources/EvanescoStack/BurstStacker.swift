@@ -132,8 +132,17 @@ public enum BurstStacker {
             return try stackRaw(files, options: options)
         }
         if options.merge == .hdrplus { throw StackError.hdrplusNeedsBayerRaw }
-        if let r = try stackSpilled(inputs, options: options) { return r }
-        let loaded = try BurstInput.load(inputs, videoFrames: options.videoFrames, progress: options.progress)
+        return try decodeAndStack(inputs, decoder: .pictures, options: options, start: start)
+    }
+
+    /// `inputs` decoded by `decoder` (into a spill file when they exceed the memory limit) and
+    /// stacked, with the decode's time and the inputs skipped.
+    static func decodeAndStack(_ inputs: [String], decoder: FrameDecoder, options: StackOptions, start: Date) throws
+        -> StackResult
+    {
+        if let r = try stackSpilled(inputs, options: options, decoder: decoder) { return r }
+        let loaded = try BurstInput.load(
+            inputs, videoFrames: options.videoFrames, progress: options.progress, decoder: decoder)
         let decode = Date().timeIntervalSince(start)
         guard !loaded.frames.isEmpty else { throw nothingDecoded(loaded.skipped) }
         var r = try stack(loaded.frames, options: options)

@@ -44,10 +44,12 @@ public struct StackReport: Sendable, Codable, Equatable {
     /// The process's peak resident memory in MB, when the program filled it in
     /// (`evanesco stack` does, after writing its outputs).
     public var peakResidentMB: Int?
+    /// For a burst of camera raws: the noise model the merge used and the merged mosaic's.
+    public var raw: RawReport?
 
     enum CodingKeys: String, CodingKey {
         case tool, inputs, output, merge, align, reference, width, height, noiseSigma, framesUsed, frames, notices,
-            framesHeld, spilledBytes, erase, parallax
+            framesHeld, spilledBytes, erase, parallax, raw
         case peakResidentMB
         case times = "timesS"  // `times_s` through ReportJSON, which both writes and reads it
     }
@@ -75,6 +77,14 @@ public struct StackReport: Sendable, Codable, Equatable {
         spilledBytes = result.spilledBytes
         erase = result.erase
         parallax = result.parallax
+        if let r = result.raw {
+            width = r.mosaic.width
+            height = r.mosaic.height
+            raw = RawReport(
+                container: r.container, cfa: r.mosaic.cfa?.description ?? "LinearRaw", noise: r.noise,
+                noiseSource: r.noiseSource, mergedNoise: r.mosaic.noise, blackLevels: r.mosaic.blackLevels,
+                whiteLevel: r.mosaic.whiteLevel)
+        }
     }
 
     /// Registrations from a report (ours, or the bench tools' `truth.json`), by frame index: its
@@ -214,4 +224,22 @@ extension StackResult {
             format: "%@: %dx%d, %d of %d frames merged (%@, align %@)%@ in %.2f s", output, size.width, size.height,
             usedFrames, frames.count, merge.rawValue, align.rawValue, skipped, timings.total ?? 0)
     }
+}
+
+/// What a raw burst's report adds (``StackReport/raw``). Homographies in `frames` are in
+/// photosites; local fields and noise sigma are in the planes' cells and 16-bit units.
+public struct RawReport: Codable, Sendable, Equatable {
+    /// The reference's container ("DNG 1.4", "NEF"...).
+    public var container: String
+    /// The colour filter, e.g. "RGGB".
+    public var cfa: String
+    /// The frames' noise model (variance = scale x + offset per colour, x in 0...1).
+    public var noise: NoiseModel
+    /// Where it came from: the reference's NoiseProfile, or estimated from its samples.
+    public var noiseSource: String
+    /// The merged mosaic's NoiseProfile (the frames' divided by the frames merged).
+    public var mergedNoise: NoiseModel?
+    /// The merged mosaic's levels (scaled to 16 bits).
+    public var blackLevels: [Float]
+    public var whiteLevel: Float
 }

@@ -27,12 +27,20 @@ struct Stack: ParsableCommand {
             nothing is left there) and merged from it band by band. --interpolation catmullRom, the \
             old spelling of catmull-rom, is accepted too.
 
+            Camera raws (DNG, CR2, NEF, ARW...) are stacked on the sensor's samples, \
+            before any demosaic: frames of one camera, size and exposure, merged on \
+            their colour planes with the sensor's noise model; -o x.dng writes the \
+            merged mosaic as a DNG, any other output is it finished (--color-space, \
+            --tone, --white-balance, --exposure). --merge hdrplus is HDR+'s Wiener \
+            merge, faithful to the reference, for raws only.
+
             EXAMPLES:
               evanesco stack burst/*.jpg -o clean.jpg
               evanesco stack street.mp4 --frames 30 -o clean.png --report report.json
               evanesco stack tripod/ --align none --merge median -o out.tif --bit-depth 16
               evanesco stack desk/ --align local -o clean.jpg --save-maps maps/
               evanesco stack square/*.jpg --erase tourist-mask.png -o clean.jpg
+              evanesco stack raw/*.dng -o merged.dng --report report.json
             """)
 
     @Argument(help: "Image files, a folder of images, or one video.") var inputs: [String]
@@ -135,11 +143,9 @@ struct Stack: ParsableCommand {
                     Diagnostics.warning(n.description)
                 }
             }
-            let encodeStart = Date()
-            let size = try result.write(
-                to: output, finish: finish.options, bitDepth: bitDepth,
+            let size = try StackOutput.write(
+                &result, to: output, finish: finish.options, bitDepth: bitDepth,
                 options: WriteOptions(quality: quality, overwrite: force, compression: lossless.compression))
-            result.timings.encode = Date().timeIntervalSince(encodeStart)
             let saved = try saveFrames.map { try FrameSaver.save(result, to: $0, interpolation: interpolation) }
             if let dir = saveMaps { try FrameSaver.saveMaps(result, to: dir, overwrite: force) }
             result.timings.total = Date().timeIntervalSince(start)

@@ -16,4 +16,13 @@ enum StackOutput {
                     + "the output .jpg, .png or .tif")
         }
     }
+
+    /// Writes `result` (``StackResult/write(to:finish:bitDepth:options:)``), timing it as its encode.
+    static func write(
+        _ result: inout StackResult, to path: String, finish: RawFinishOptions, bitDepth: Int?, options: WriteOptions
+    ) throws -> (width: Int, height: Int) {
+        let start = Date()
+        defer { result.timings.encode = Date().timeIntervalSince(start) }
+        return try result.write(to: path, finish: finish, bitDepth: bitDepth, options: options)
+    }
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# timothybrooks/hdr-plus (MIT, C++/Halide) built beside ours against Debian's Halide 14 and
+# LibRaw, and timed on a make_raw_burst.py burst side by side with `evanesco stack` (the whole
+# command each: read, align, merge; theirs also finishes to PNG, ours writes a DNG).
+#
+#   Benchmarks/hdrplus-halide.sh SRC BURST_DIR [ROUNDS]
+#
+# SRC is a checkout of github.com/timothybrooks/hdr-plus (tested at ef4dd2c); nothing of it is
+# kept in this repository. It needs libhalide14-0-dev, libraw-dev, libpng-dev, libtiff-dev, cmake.
+# Two changes make it build with Halide 14, applied to a copy under .build/hdrplus-src:
+#   * Debian's Halide 14 CMake package loads LLVM's, which runs C checks, and the project
+#     enables C++ only: C is enabled through CMAKE_PROJECT_HDR_PLUS_INCLUDE;
+#   * src/util.cpp calls Func::types(), which Halide 14 names output_types().
+set -euo pipefail
+src=${1:?usage: hdrplus-halide.sh SRC BURST_DIR [ROUNDS]}
+burst=${2:?usage: hdrplus-halide.sh SRC BURST_DIR [ROUNDS]}
+rounds=${3:-5}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$here/.build/hdrplus-src
+if [ ! -x "$work/build/hdrplus" ]; then
+    rm -rf "$work"
+    mkdir -p "$work"
+    if [ -d "$src/.git" ] || [ -f "$src/CMakeLists.txt" ]; then
+        cp -r "$src/." "$work/"
+    else
+        git --git-dir="$src" archive HEAD | tar -x -C "$work"
+    fi
+    sed -i 's/input\.types()\[0\]/input.output_types()[0]/' "$work/src/util.cpp"
+    echo 'enable_language(C)' > "$work/enable-c.cmake"
+    cmake -S "$work" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PROJECT_HDR_PLUS_INCLUDE="$work/enable-c.cmake" > "$work/cmake.log"
+    make -C "$work/build" -j2 hdrplus > "$work/make.log"
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp "$burst"/frames/*.dng "$tmp/"
+names=$(cd "$tmp" && ls *.dng)
+ours=()
+theirs=()
+for _ in $(seq "$rounds"); do
+    t0=$(date +%s.%N)
+    (cd "$tmp" && "$work/build/hdrplus" "$tmp/" halide.png $names > /dev/null)
+    t1=$(date +%s.%N)
+    "$here/.build/release/evanesco" stack "$tmp"/*.dng -o "$tmp/ours.dng" --force --quiet > /dev/null
+    t2=$(date +%s.%N)
+    theirs+=("$(echo "$t1 - $t0" | bc)")
+    ours+=("$(echo "$t2 - $t1" | bc)")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+mo=$(median "${ours[@]}")
+mt=$(median "${theirs[@]}")
+echo "hdr-plus (Halide 14) median ${mt} s; evanesco stack median ${mo} s; ratio $(echo "scale=3; $mo / $mt" | bc)"
