@@ -52,7 +52,7 @@ enum RawMerge {
         maps: inout StackMaps?, bandRows: Int?, afterBand: (() -> Void)?
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, c = source.channels, n = used.count
-        var params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
+        let params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
         let frames = used.indices.map { k in
             frame(
                 source, used[k], homographies[k] ?? .identity, field: k < fields.count ? fields[k] : nil,
@@ -78,6 +78,11 @@ enum RawMerge {
                 .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
         }
         defer { for p in pool.all { p.deallocate() } }
+        // One read-only copy the strips share (an inout of a captured var would be an access race).
+        let shared = UnsafeMutablePointer<evn_raw_merge_params>.allocate(capacity: 1)
+        shared.initialize(to: params)
+        defer { shared.deallocate() }
+        let sharedParams = UncheckedSendable(UnsafePointer(shared))
         let band = min(h, max(1, bandRows ?? h))
         let start = Date()
         let done = LockedBox(0)
@@ -93,7 +98,7 @@ enum RawMerge {
                                 while x0 < w {
                                     let count = min(segment, w - x0), o = y * w + x0
                                     mergeSegment(
-                                        frames, &params, y: y, x0: x0, count: count, stride: stride, buffer: buffer,
+                                        frames, sharedParams.value, y: y, x0: x0, count: count, stride: stride, buffer: buffer,
                                         network: network, kept: keptBox.value.map { $0.baseAddress! + o },
                                         best: bestBox.value.map { $0.baseAddress! + o })
                                     let merged = buffer + 4 * n * stride
@@ -175,19 +180,19 @@ enum RawMerge {
     /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
     /// merged, counts, medians).
     static func mergeSegment(
-        _ frames: [evn_raw_frame], _ params: inout evn_raw_merge_params, y: Int, x0: Int, count: Int, stride: Int,
+        _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, x0: Int, count: Int, stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
         best: UnsafeMutablePointer<Int16>?
     ) {
-        let n = frames.count, length = count * Int(params.channels)
+        let n = frames.count, length = count * Int(params.pointee.channels)
         let values = buffer, weights = buffer + n * stride, sorted = buffer + 2 * n * stride
         let dev = buffer + 3 * n * stride, merged = buffer + 4 * n * stride
         let counts = buffer + (4 * n + 1) * stride, medians = buffer + (4 * n + 2) * stride
-        let needsSort = params.method != 0, needsSpread = needsSort && params.method != 2
+        let needsSort = params.pointee.method != 0, needsSpread = needsSort && params.pointee.method != 2
         for k in 0..<n {
             withUnsafePointer(to: frames[k]) { f in
                 evn_raw_gather_row(
-                    f, &params, Int32(y), Int32(x0), Int32(count), values + k * stride, weights + k * stride)
+                    f, params, Int32(y), Int32(x0), Int32(count), values + k * stride, weights + k * stride)
             }
         }
         if needsSort {
@@ -200,7 +205,7 @@ enum RawMerge {
             network.sort(dev, length: length, stride: stride)
         }
         evn_raw_merge_cells(
-            values, weights, needsSort ? counts : nil, needsSort ? medians : nil, needsSpread ? dev : nil, &params,
+            values, weights, needsSort ? counts : nil, needsSort ? medians : nil, needsSpread ? dev : nil, params,
             Int32(count), stride, merged, kept, best)
     }
 
