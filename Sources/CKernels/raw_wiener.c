@@ -54,6 +54,26 @@ static void ifft2d(c4 *tile) {
 
 static inline float raised_cosine(int x) { return 0.5f - 0.5f * cosf(2 * 3.14159265358979f * (x + 0.5f) / 16); }
 
+/// Frame k's gathered sample at `at` (four channels), or the reference's where k does not cover
+/// the site: there the frame says what the reference says.
+static inline v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, ptrdiff_t frame, ptrdiff_t at) {
+    v4f v, wt, vr;
+    memcpy(&v, a->values + k * frame + at, sizeof v);
+    memcpy(&wt, a->weights + k * frame + at, sizeof wt);
+    memcpy(&vr, a->values + a->reference * frame + at, sizeof vr);
+    return wt > 0 ? v : vr;
+}
+
+/// Adds to `acc` the frame's coefficient `z` pulled towards the reference's `t`:
+/// z + A (t - z), A = |t - z|^2 / (|t - z|^2 + noise).
+static inline void pull_towards(c4 *acc, c4 t, c4 z, v4f noise) {
+    const v4f dr = t.re - z.re, di = t.im - z.im;
+    const v4f d2 = dr * dr + di * di;
+    const v4f pull = d2 / (d2 + noise);
+    acc->re += z.re + pull * dr;
+    acc->im += z.im + pull * di;
+}
+
 void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
     const int n = a->frames, w = a->width, ref = a->reference;
     const ptrdiff_t row = (ptrdiff_t)w * 4, frame = 16 * row;
@@ -89,28 +109,32 @@ void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
         }
         fft2d(t0);
         for (int i = 0; i < 256; i++) acc[i] = t0[i];
-        for (int k = 0; k < n; k++) {
-            if (k == ref) continue;
+        // The other frames two at a time: both tiles are real, so one complex transform of the
+        // first + i x the second gives both (their spectra are the Hermitian and anti-Hermitian
+        // parts).
+        int others[n > 1 ? n - 1 : 1], m = 0;
+        for (int k = 0; k < n; k++)
+            if (k != ref) others[m++] = k;
+        for (int q = 0; q < m; q += 2) {
+            const int k1 = others[q], k2 = q + 1 < m ? others[q + 1] : -1;
             for (int r = 0; r < 16; r++) {
                 for (int c = 0; c < 16; c++) {
                     const int x = tx + c < 0 ? 0 : (tx + c >= w ? w - 1 : tx + c);
-                    v4f v, wt, vr;
-                    memcpy(&v, a->values + k * frame + r * row + 4 * x, sizeof v);
-                    memcpy(&wt, a->weights + k * frame + r * row + 4 * x, sizeof wt);
-                    memcpy(&vr, a->values + ref * frame + r * row + 4 * x, sizeof vr);
-                    // Where the frame does not cover a site, it says what the reference says.
-                    v = wt > 0 ? v : vr;
-                    z[16 * r + c].re = v * (win[r] * win[c]);
-                    z[16 * r + c].im = (v4f){0, 0, 0, 0};
+                    const ptrdiff_t at = r * row + 4 * x;
+                    const float ww = win[r] * win[c];
+                    z[16 * r + c].re = covered_or_reference(a, k1, frame, at) * ww;
+                    z[16 * r + c].im = k2 >= 0 ? covered_or_reference(a, k2, frame, at) * ww : (v4f){0, 0, 0, 0};
                 }
             }
             fft2d(z);
             for (int i = 0; i < 256; i++) {
-                const v4f dr = t0[i].re - z[i].re, di = t0[i].im - z[i].im;
-                const v4f d2 = dr * dr + di * di;
-                const v4f pull = d2 / (d2 + noise);
-                acc[i].re += z[i].re + pull * dr;
-                acc[i].im += z[i].im + pull * di;
+                const int j = ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15);
+                const c4 z1 = {(z[i].re + z[j].re) * 0.5f, (z[i].im - z[j].im) * 0.5f};
+                pull_towards(&acc[i], t0[i], z1, noise);
+                if (k2 >= 0) {
+                    const c4 z2 = {(z[i].im + z[j].im) * 0.5f, (z[j].re - z[i].re) * 0.5f};
+                    pull_towards(&acc[i], t0[i], z2, noise);
+                }
             }
         }
         for (int i = 0; i < 256; i++) {
