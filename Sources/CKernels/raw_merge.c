@@ -255,7 +255,7 @@ void evn_raw_vote_deviations(const float *value, const float *weight, const floa
 
 void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
                          const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
-                         uint16_t *kept, int16_t *best) {
+                         uint16_t *kept, int16_t *best, uint16_t *outlier) {
     const int n = p->frames, c = p->channels, method = p->method;
     uint8_t keep[n > 0 ? n : 1];
     for (int i = 0; i < count; i++) {
@@ -303,6 +303,16 @@ void evn_raw_merge_cells(const float *value, const float *weight, const float *c
             out[o + ch] = wsum > 0 ? sum / wsum : med[ch];
         }
         if (kept) kept[i] = (uint16_t)(method == 2 ? 0 : keptCount);
+        if (outlier) {
+            for (int ch = 0; ch < c; ch++) {
+                float far = 0;
+                for (int k = 0; k < n; k++) {
+                    const float d = fabsf(value[k * stride + o + ch] - out[o + ch]);
+                    if (k != p->reference && weight[k * stride + o + ch] > 0 && d > far) far = d;
+                }
+                outlier[o + ch] = (uint16_t)(far < 65535 ? far + 0.5f : 65535);
+            }
+        }
         if (best) {
             int b = -1;
             float bd = INFINITY;

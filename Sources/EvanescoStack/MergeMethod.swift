@@ -21,7 +21,9 @@ public enum MergeMethod: String, Sendable, Codable, CaseIterable {
     /// absolute deviations of sampled pixels) in quadrature, kappa * sqrt(spread^2 + noise^2),
     /// and a frame is kept at a pixel only if all its colour channels pass, since a frame either
     /// covers a pixel or it does not. Measured against every other merge on both synthetic
-    /// bursts of ../shared (see the README).
+    /// bursts of ../shared (see the README). On a Bayer raw burst of three frames or more it is
+    /// then blended with ``hdrplus`` wherever no frame moved: texture the gather softened comes
+    /// back from the reference's own samples, flat places keep the vote's lower noise.
     case robust
     /// HDR+'s merge (Hasinoff et al. 2016), for camera raw bursts of a Bayer sensor only: each
     /// frame's 16 x 16 tiles of each colour plane pulled towards the reference's by a pairwise

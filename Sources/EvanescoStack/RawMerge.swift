@@ -43,6 +43,24 @@ struct RawPlaneLayout: Sendable {
 /// another's phase); the gather's weights summed across frames, so the frames whose samples land
 /// nearest a site count most; then the frames that disagree with the median by more than the
 /// sensor's noise (and the frames' own spread) allow are left out, a cell at a time.
+/// The vote's per-cell outputs a merge asks for (frames kept, the closest frame, the farthest
+/// frame's distance per channel), uninitialised, freed with it; the strips write disjoint cells.
+final class CellOutputs: @unchecked Sendable {
+    let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
+
+    init(cells: Int, channels: Int, maps: Bool, outlier: Bool) {
+        kept = maps ? .allocate(capacity: cells) : nil
+        best = maps ? .allocate(capacity: cells) : nil
+        self.outlier = outlier ? .allocate(capacity: cells * channels) : nil
+    }
+
+    deinit {
+        kept?.deallocate()
+        best?.deallocate()
+        outlier?.deallocate()
+    }
+}
+
 enum RawMerge {
     /// Merges `source`'s frames `used` (homographies: frame -> reference plane pixels) into the
     /// reference's planes; fills `maps` (kept frames per cell, closest frame) when asked.
@@ -52,7 +70,8 @@ enum RawMerge {
         maps: inout StackMaps?, bandRows: Int?, afterBand: (() -> Void)?
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, c = source.channels, n = used.count
-        let params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
+        var params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
+        params.reference = Int32(used.firstIndex(of: options.reference) ?? -1)
         let frames = used.indices.map { k in
             frame(
                 source, used[k], homographies[k] ?? .identity, field: k < fields.count ? fields[k] : nil,
@@ -63,12 +82,10 @@ enum RawMerge {
             return hdrplus(
                 frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
         }
-        let keptBox = UncheckedSendable(maps.map { _ in UnsafeMutableBufferPointer<UInt16>.allocate(capacity: w * h) })
-        let bestBox = UncheckedSendable(maps.map { _ in UnsafeMutableBufferPointer<Int16>.allocate(capacity: w * h) })
-        defer {
-            keptBox.value?.deallocate()
-            bestBox.value?.deallocate()
-        }
+        // A blended merge (``blended(_:outlier:frames:source:used:params:noise:options:progress:)``)
+        // needs each cell's farthest frame, and reports its two passes as one stage of 2h rows.
+        let blending = blends(options, channels: c, frames: n), total = blending ? 2 * h : h
+        let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: blending)
         // Per thread: the frames' gathered values and weights, their sorted copies and the
         // merged segment; rows of `stride` floats, 32-byte aligned for the sorting network.
         let stride = segment * c
@@ -94,17 +111,9 @@ enum RawMerge {
                     StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: 8) { local in
                         pool.borrow { buffer in
                             for y in (local.lowerBound + y0)..<(local.upperBound + y0) {
-                                var x0 = 0
-                                while x0 < w {
-                                    let count = min(segment, w - x0), o = y * w + x0
-                                    mergeSegment(
-                                        frames, sharedParams.value, y: y, x0: x0, count: count, stride: stride, buffer: buffer,
-                                        network: network, kept: keptBox.value.map { $0.baseAddress! + o },
-                                        best: bestBox.value.map { $0.baseAddress! + o })
-                                    let merged = buffer + 4 * n * stride
-                                    for j in 0..<(count * c) { dst[o * c + j] = UInt16(clampingRounded: merged[j]) }
-                                    x0 += count
-                                }
+                                mergeRow(
+                                    frames, sharedParams.value, y: y, width: w, segment: segment, buffer: buffer,
+                                    network: network, outputs: outputs, into: dst)
                             }
                             let d = done.update {
                                 $0 += local.count
@@ -112,7 +121,7 @@ enum RawMerge {
                             }
                             options.progress?(
                                 StackProgress(
-                                    stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start)))
+                                    stage: .merge, done: d, total: total, elapsed: Date().timeIntervalSince(start)))
                         }
                     }
                     afterBand?()
@@ -120,15 +129,52 @@ enum RawMerge {
                 }
             }
         }
-        if let k = keptBox.value, let b = bestBox.value {
-            maps?.kept = Image(uninitializedWidth: w, height: h, channels: 1) { d in
-                for i in 0..<(w * h) { d[i] = k[i] }
-            }
-            maps?.provenance = Image(uninitializedWidth: w, height: h, channels: 1) { d in
-                for i in 0..<(w * h) { d[i] = b[i] < 0 ? 0 : UInt16(used[Int(b[i])] + 1) }
+        if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
+        guard let outlier = outputs.outlier else { return out }
+        let progress = options.progress.map { report in
+            { @Sendable (p: StackProgress) in
+                report(StackProgress(stage: .merge, done: h + p.done, total: total, elapsed: p.elapsed))
             }
         }
-        return out
+        return blended(
+            out, outlier: UnsafePointer(outlier), frames: frames, source: source, used: used,
+            params: params, noise: noise, options: options, progress: progress)
+    }
+
+    /// Row `y` of the vote's pass, a segment at a time, into `dst` (four or three channels a
+    /// cell), with the cells' kept counts, closest frames and farthest distances in `outputs` when
+    /// asked (each at the cell's index, times the channels for the distances).
+    static func mergeRow(
+        _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, width w: Int, segment: Int,
+        buffer: UnsafeMutablePointer<Float>, network: SortingNetwork,
+        outputs: CellOutputs,
+        into dst: UnsafeMutableBufferPointer<UInt16>
+    ) {
+        let n = frames.count, c = Int(params.pointee.channels), stride = segment * c
+        var x0 = 0
+        while x0 < w {
+            let count = min(segment, w - x0), o = y * w + x0
+            mergeSegment(
+                frames, params, y: y, x0: x0, count: count, stride: stride, buffer: buffer, network: network,
+                kept: outputs.kept.map { $0 + o }, best: outputs.best.map { $0 + o },
+                outlier: outputs.outlier.map { $0 + o * c })
+            let merged = buffer + 4 * n * stride
+            for j in 0..<(count * c) { dst[o * c + j] = UInt16(clampingRounded: merged[j]) }
+            x0 += count
+        }
+    }
+
+    /// The maps of the vote's pass: frames kept per cell, and the frame closest to the result.
+    static func fill(
+        _ maps: inout StackMaps?, kept k: UnsafeMutablePointer<UInt16>, best b: UnsafeMutablePointer<Int16>,
+        used: [Int], width w: Int, height h: Int
+    ) {
+        maps?.kept = Image(uninitializedWidth: w, height: h, channels: 1) { d in
+            for i in 0..<(w * h) { d[i] = k[i] }
+        }
+        maps?.provenance = Image(uninitializedWidth: w, height: h, channels: 1) { d in
+            for i in 0..<(w * h) { d[i] = b[i] < 0 ? 0 : UInt16(used[Int(b[i])] + 1) }
+        }
     }
 
     /// The kernels' parameters: method, kappa, the gather kernels and the noise lines.
@@ -180,9 +226,10 @@ enum RawMerge {
     /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
     /// merged, counts, medians).
     static func mergeSegment(
-        _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, x0: Int, count: Int, stride: Int,
+        _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, x0: Int, count: Int,
+        stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
-        best: UnsafeMutablePointer<Int16>?
+        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
     ) {
         let n = frames.count, length = count * Int(params.pointee.channels)
         let values = buffer, weights = buffer + n * stride, sorted = buffer + 2 * n * stride
@@ -206,7 +253,7 @@ enum RawMerge {
         }
         evn_raw_merge_cells(
             values, weights, needsSort ? counts : nil, needsSort ? medians : nil, needsSpread ? dev : nil, params,
-            Int32(count), stride, merged, kept, best)
+            Int32(count), stride, merged, kept, best, outlier)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``).
@@ -333,9 +380,17 @@ extension RawMerge {
             withUnsafeMutableBytes(of: &args.intercept) { b in
                 for ch in 0..<4 { b.storeBytes(of: noise[ch].intercept, toByteOffset: 4 * ch, as: Float.self) }
             }
-            var y0 = (strip.lowerBound / 8) * 8 - 8
+            var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false
             while y0 < strip.upperBound {
-                for r in 0..<16 {
+                // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
+                if gathered {
+                    for k in 0..<n {
+                        for plane in [values, weights] {
+                            (plane + k * 16 * row).update(from: plane + (k * 16 + 8) * row, count: 8 * row)
+                        }
+                    }
+                }
+                for r in (gathered ? 8 : 0)..<16 {
                     let y = min(h - 1, max(0, y0 + r))
                     for k in 0..<n {
                         withUnsafePointer(to: frames[k]) { f in
@@ -354,6 +409,7 @@ extension RawMerge {
                     evn_raw_wiener_band(&args)
                 }
                 y0 += 8
+                gathered = true
             }
             let d = done.update {
                 $0 += strip.count

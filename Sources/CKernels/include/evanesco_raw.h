@@ -115,6 +115,8 @@ typedef struct evn_raw_merge_params {
     /// 0 mean, 1 robust (noise-model threshold around the median), 2 median, 3 sigma-clip (MAD).
     int32_t method;
     float kappa;
+    /// The reference among the frames (left out of `outlier`), or -1.
+    int32_t reference;
     /// Noise variance of a sample v (sample units) of each channel: slope * v + intercept.
     float slope[4], intercept[4];
 } evn_raw_merge_params;
@@ -139,10 +141,40 @@ void evn_raw_vote_deviations(const float *value, const float *weight, const floa
 /// Merges `count` cells of the gathered frames (frame k's values at k * stride) into `out`
 /// (count * channels), given `counts` and `medians` (NULL for the mean) and `dev` (the sorted
 /// deviations; NULL unless robust or sigma-clip). `kept` (optional): frames kept per cell;
-/// `best` (optional): the covering frame closest to the result, or -1.
+/// `best` (optional): the covering frame closest to the result, or -1. `outlier` (optional, count
+/// * channels): per channel, the largest distance from the result of a covering frame's value,
+/// the reference's left out.
 void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
                          const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
-                         uint16_t *kept, int16_t *best);
+                         uint16_t *kept, int16_t *best, uint16_t *outlier);
+
+/// The blend of the robust merge with the Wiener merge anchored on the reference (four
+/// channels a cell, 16-bit sample units; raw_blend.c).
+typedef struct evn_raw_blend_params {
+    /// Noise variance of a sample v of each channel: slope * v + intercept.
+    float slope[4], intercept[4];
+    /// How much of the Wiener merge's difference a block takes: D / (D + beta s2).
+    float beta;
+    /// Something moved in the reference where its 4 x 4 mean squared distance to the robust merge
+    /// exceeds guard x (s2 + contrast x the robust merge's local gradient energy), and in another
+    /// frame where the farthest one's exceeds guard x (s2 + others x that energy).
+    float guard, contrast, others;
+} evn_raw_blend_params;
+
+/// Channel `ch`'s cells where something moved in a frame, which the Wiener merge would keep (in
+/// the reference `ref`) or let through in part (in another: `outlier`, the farthest one's
+/// distance from the robust merge `r`, from ``evn_raw_merge_cells``), by the tests of
+/// ``evn_raw_blend_params``. `moving` gets 1 there, 0 elsewhere. Returns -1 when out of memory.
+int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, const uint16_t *outlier, int32_t width, int32_t height,
+                        int32_t ch, const evn_raw_blend_params *p, uint8_t *moving);
+/// Grows `mask` (width x height) by `radius` cells in each direction (a square). -1: out of memory.
+int evn_raw_blend_dilate(uint8_t *mask, int32_t width, int32_t height, int32_t radius);
+/// Channel `ch` of `out`: per 8 x 8 block around each cell, D = mean (wiener - r)^2 and s2 the
+/// noise at the block's level; out = r + D / (D + beta s2) (wiener - r), and r where `moving`.
+/// Texture the robust merge blurred (D well above the noise) comes from the Wiener merge, which
+/// keeps the reference's own samples; flat places keep the robust merge's lower noise.
+int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t width,
+                          int32_t height, int32_t ch, const evn_raw_blend_params *p, uint16_t *out);
 
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns

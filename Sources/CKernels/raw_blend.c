@@ -1,0 +1,147 @@
+// The robust raw merge blended with the Wiener merge anchored on the reference
+// (evanesco_raw.h): the robust merge votes what moved out but its gather blurs texture a
+// little; the Wiener merge keeps the reference's detail but also whatever moved in it, and lets
+// a little of what moved in the others through. Where nothing moved in any frame, each block
+// takes from the Wiener merge as much as the two merges differ beyond the noise.
+#include "evanesco_raw.h"
+#include <stdlib.h>
+
+/// Mean over the window [x - lo, x + hi] x [y - lo, y + hi] clamped to the plane, of `src`
+/// (width x height) into `dst`; running sums in double, `tmp` holds width x height floats.
+static void box_mean(const float *src, int w, int h, int lo, int hi, float *tmp, float *dst) {
+    for (int y = 0; y < h; y++) {
+        const float *s = src + (ptrdiff_t)y * w;
+        float *t = tmp + (ptrdiff_t)y * w;
+        double sum = 0;
+        int a = 0, b = -1; // the window [a, b] summed so far
+        for (int x = 0; x < w; x++) {
+            const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
+            while (b < nb) sum += s[++b];
+            while (a < na) sum -= s[a++];
+            t[x] = (float)(sum / (b - a + 1));
+        }
+    }
+    double *col = calloc((size_t)w, sizeof(double));
+    if (!col) { // no room for the column sums: slower, same result
+        for (int y = 0; y < h; y++) {
+            const int a = y - lo < 0 ? 0 : y - lo, b = y + hi >= h ? h - 1 : y + hi;
+            for (int x = 0; x < w; x++) {
+                double sum = 0;
+                for (int yy = a; yy <= b; yy++) sum += tmp[(ptrdiff_t)yy * w + x];
+                dst[(ptrdiff_t)y * w + x] = (float)(sum / (b - a + 1));
+            }
+        }
+        return;
+    }
+    int a = 0, b = -1;
+    for (int y = 0; y < h; y++) {
+        const int na = y - lo < 0 ? 0 : y - lo, nb = y + hi >= h ? h - 1 : y + hi;
+        while (b < nb) {
+            b++;
+            for (int x = 0; x < w; x++) col[x] += tmp[(ptrdiff_t)b * w + x];
+        }
+        while (a < na) {
+            for (int x = 0; x < w; x++) col[x] -= tmp[(ptrdiff_t)a * w + x];
+            a++;
+        }
+        const double n = b - a + 1;
+        for (int x = 0; x < w; x++) dst[(ptrdiff_t)y * w + x] = (float)(col[x] / n);
+    }
+    free(col);
+}
+
+/// Channel `ch` of a four-channel plane image as floats.
+static void channel(const uint16_t *src, ptrdiff_t cells, int ch, float *dst) {
+    for (ptrdiff_t i = 0; i < cells; i++) dst[i] = src[4 * i + ch];
+}
+
+/// The noise variance of the 8 x 8 block around each cell of channel `ch` of `r` (in `s2`).
+static void block_noise(const float *r, int w, int h, const evn_raw_blend_params *p, int ch, float *tmp, float *s2) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    box_mean(r, w, h, 4, 3, tmp, s2);
+    for (ptrdiff_t i = 0; i < cells; i++) {
+        const float v = p->slope[ch] * s2[i] + p->intercept[ch];
+        s2[i] = v > 0 ? v : 0;
+    }
+}
+
+/// The 4 x 4 mean of the squared distance of channel `ch` of `x` (four channels a cell) from
+/// `rv`, or of `x` itself when `rv` is NULL, into `dst`.
+static void mean_square(const uint16_t *x, const float *rv, int w, int h, int ch, float *tmp, float *dst) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    for (ptrdiff_t i = 0; i < cells; i++) {
+        const float d = (float)x[4 * i + ch] - (rv ? rv[i] : 0);
+        dst[i] = d * d;
+    }
+    box_mean(dst, w, h, 2, 1, tmp, dst);
+}
+
+int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, const uint16_t *outlier, int32_t w, int32_t h,
+                        int32_t ch, const evn_raw_blend_params *p, uint8_t *moving) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    float *rv = malloc(sizeof(float) * cells), *eref = malloc(sizeof(float) * cells);
+    float *eoth = malloc(sizeof(float) * cells), *g = malloc(sizeof(float) * cells);
+    float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
+    const int ok = rv && eref && eoth && g && tmp && s2;
+    if (ok) {
+        channel(r, cells, ch, rv);
+        mean_square(ref, rv, w, h, ch, tmp, eref);
+        mean_square(outlier, NULL, w, h, ch, tmp, eoth);
+        // The robust merge's local contrast (Sobel / 8, squared): how far its gather's slight
+        // blur, or a frame's slight misregistration, takes a frame from it where nothing moved.
+        for (int y = 0; y < h; y++) {
+            const float *up = rv + (ptrdiff_t)(y > 0 ? y - 1 : 0) * w, *mid = rv + (ptrdiff_t)y * w;
+            const float *dn = rv + (ptrdiff_t)(y + 1 < h ? y + 1 : h - 1) * w;
+            for (int x = 0; x < w; x++) {
+                const int l = x > 0 ? x - 1 : 0, rr = x + 1 < w ? x + 1 : w - 1;
+                const float gx = (up[rr] + 2 * mid[rr] + dn[rr] - up[l] - 2 * mid[l] - dn[l]) / 8;
+                const float gy = (dn[l] + 2 * dn[x] + dn[rr] - up[l] - 2 * up[x] - up[rr]) / 8;
+                g[(ptrdiff_t)y * w + x] = gx * gx + gy * gy;
+            }
+        }
+        box_mean(g, w, h, 2, 1, tmp, g);
+        block_noise(rv, w, h, p, ch, tmp, s2);
+        for (ptrdiff_t i = 0; i < cells; i++)
+            moving[i] =
+                eref[i] > p->guard * (s2[i] + p->contrast * g[i]) || eoth[i] > p->guard * (s2[i] + p->others * g[i]);
+    }
+    free(rv), free(eref), free(eoth), free(g), free(tmp), free(s2);
+    return ok ? 0 : -1;
+}
+
+int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    const int ok = m && tmp;
+    if (ok) {
+        for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
+        box_mean(m, w, h, radius, radius, tmp, m);
+        for (ptrdiff_t i = 0; i < cells; i++) mask[i] = m[i] > 0;
+    }
+    free(m), free(tmp);
+    return ok ? 0 : -1;
+}
+
+int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t w, int32_t h,
+                          int32_t ch, const evn_raw_blend_params *p, uint16_t *out) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    float *rv = malloc(sizeof(float) * cells), *d = malloc(sizeof(float) * cells);
+    float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
+    const int ok = rv && d && tmp && s2;
+    if (ok) {
+        channel(r, cells, ch, rv);
+        for (ptrdiff_t i = 0; i < cells; i++) {
+            const float x = (float)wiener[4 * i + ch] - rv[i];
+            d[i] = x * x;
+        }
+        box_mean(d, w, h, 4, 3, tmp, d);
+        block_noise(rv, w, h, p, ch, tmp, s2);
+        for (ptrdiff_t i = 0; i < cells; i++) {
+            const float a = moving[i] ? 0 : d[i] / (d[i] + p->beta * s2[i] + 1e-12f);
+            const float v = rv[i] + a * ((float)wiener[4 * i + ch] - rv[i]);
+            out[4 * i + ch] = (uint16_t)(v < 0 ? 0 : (v > 65535 ? 65535 : v + 0.5f));
+        }
+    }
+    free(rv), free(d), free(tmp), free(s2);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,88 @@
+import CKernels
+import EvanescoAlign
+import EvanescoCore
+import Foundation
+
+extension RawMerge {
+    /// The blend's settings (``evn_raw_blend_params``), chosen on make_raw_burst.py bursts
+    /// (docs/benchmarks.md, "Raw bursts"): beta for how much of the Wiener merge a block takes;
+    /// the guard, contrast and others terms that find what moved in the reference and in the
+    /// other frames (others: the largest that still leaves no trace of a square moving through
+    /// noise-free frames, RawStackTests); how far (cells) that region is grown.
+    static let blend = (beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5))
+
+    /// Whether a merge of `channels`-channel planes of `frames` frames is blended
+    /// (``blended(_:outlier:frames:source:used:params:noise:options:progress:)``): the robust merge of a
+    /// Bayer burst of at least three frames.
+    static func blends(_ options: StackOptions, channels: Int, frames: Int) -> Bool {
+        options.merge == .robust && channels == 4 && frames >= 3
+    }
+
+    /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, except
+    /// where something moved in any frame (`outlier`: per cell and channel, the farthest frame's
+    /// distance from `robust`): there the robust merge alone (what the frames agree on).
+    /// Elsewhere texture the robust merge's gather softened comes back from the reference's own
+    /// samples, and flat places keep the robust merge's lower noise
+    /// (``evn_raw_blend_channel``). The robust merge as it is if memory runs out.
+    static func blended(
+        _ robust: Image<UInt16>, outlier: UnsafePointer<UInt16>, frames: [(evn_raw_frame, DisplacementField?)],
+        source: BurstFrameSource, used: [Int],
+        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
+        progress: (@Sendable (StackProgress) -> Void)?
+    ) -> Image<UInt16> {
+        let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
+        var bp = evn_raw_blend_params()
+        withUnsafeMutableBytes(of: &bp.slope) { b in
+            for ch in 0..<4 { b.storeBytes(of: noise[ch].slope, toByteOffset: 4 * ch, as: Float.self) }
+        }
+        withUnsafeMutableBytes(of: &bp.intercept) { b in
+            for ch in 0..<4 { b.storeBytes(of: noise[ch].intercept, toByteOffset: 4 * ch, as: Float.self) }
+        }
+        (bp.beta, bp.guard, bp.contrast, bp.others) = (blend.beta, blend.guard, blend.contrast, blend.others)
+        let settings = bp
+        let failed = LockedBox(false)
+        let moving = UnsafeMutablePointer<UInt8>.allocate(capacity: 4 * cells)
+        defer { moving.deallocate() }
+        let out = withFrames(frames, source: source, used: used) { pinned -> Image<UInt16> in
+            let wiener = Self.wiener(
+                pinned, params: params, reference: ref, width: w, height: h, noise: noise, progress: progress)
+            let shared = UncheckedSendable((moving, outlier, pinned[ref].planes!))
+            robust.samples.withUnsafeBufferPointer { r in
+                let r = UncheckedSendable(r.baseAddress!)
+                StripExecutor.forEachStrip(rows: 4, minimumRows: 1) { channels in
+                    for ch in channels {
+                        let m = shared.value.0 + ch * cells
+                        let status = withUnsafePointer(to: settings) { p in
+                            evn_raw_blend_guard(
+                                r.value, shared.value.2, shared.value.1, Int32(w), Int32(h), Int32(ch), p, m)
+                        }
+                        if status != 0 { failed.update { $0 = true } }
+                    }
+                }
+            }
+            // Moving in any colour is moving in all of them; grown to cover its edges.
+            for i in 0..<cells {
+                moving[i] = moving[i] | moving[cells + i] | moving[2 * cells + i] | moving[3 * cells + i]
+            }
+            if evn_raw_blend_dilate(moving, Int32(w), Int32(h), blend.dilation) != 0 { failed.update { $0 = true } }
+            return Image(uninitializedWidth: w, height: h, channels: 4) { d in
+                let d = UncheckedSendable(d.baseAddress!)
+                robust.samples.withUnsafeBufferPointer { r in
+                    wiener.samples.withUnsafeBufferPointer { wv in
+                        let rw = UncheckedSendable((r.baseAddress!, wv.baseAddress!))
+                        StripExecutor.forEachStrip(rows: 4, minimumRows: 1) { channels in
+                            for ch in channels {
+                                let status = withUnsafePointer(to: settings) { p in
+                                    evn_raw_blend_channel(
+                                        rw.value.0, rw.value.1, moving, Int32(w), Int32(h), Int32(ch), p, d.value)
+                                }
+                                if status != 0 { failed.update { $0 = true } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return failed.value ? robust : out
+    }
+}

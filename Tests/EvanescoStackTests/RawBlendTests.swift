@@ -1,0 +1,99 @@
+import CKernels
+import Foundation
+import Testing
+
+/// The blend of the robust raw merge with the Wiener merge (raw_blend.c), on planes made here.
+struct RawBlendTests {
+    static let w = 48, h = 40
+    var w: Int { Self.w }
+    var h: Int { Self.h }
+
+    /// Four-channel planes from `value(x, y, ch)`.
+    static func planes(_ value: (Int, Int, Int) -> Double) -> [UInt16] {
+        var p = [UInt16](repeating: 0, count: w * h * 4)
+        for y in 0..<h {
+            for x in 0..<w {
+                for ch in 0..<4 { p[(y * w + x) * 4 + ch] = UInt16(clamping: Int(value(x, y, ch).rounded())) }
+            }
+        }
+        return p
+    }
+
+    static func settings(slope: Float = 2, intercept: Float = 400) -> evn_raw_blend_params {
+        var p = evn_raw_blend_params()
+        withUnsafeMutableBytes(of: &p.slope) { b in
+            for ch in 0..<4 { b.storeBytes(of: slope, toByteOffset: 4 * ch, as: Float.self) }
+        }
+        withUnsafeMutableBytes(of: &p.intercept) { b in
+            for ch in 0..<4 { b.storeBytes(of: intercept, toByteOffset: 4 * ch, as: Float.self) }
+        }
+        (p.beta, p.guard, p.contrast, p.others) = (0.25, 9, 1, 16)
+        return p
+    }
+
+    /// Guard, union over channels, dilation by `radius`, blend: as RawMerge.blended runs them.
+    static func blend(
+        robust r: [UInt16], wiener: [UInt16], outlier: [UInt16], radius: Int32 = 5
+    ) -> (out: [UInt16], moving: [UInt8]) {
+        var p = settings()
+        var masks = [UInt8](repeating: 0, count: 4 * w * h)
+        for ch in 0..<4 {
+            masks.withUnsafeMutableBufferPointer { m in
+                #expect(
+                    evn_raw_blend_guard(r, r, outlier, Int32(w), Int32(h), Int32(ch), &p, m.baseAddress! + ch * w * h)
+                        == 0
+                )
+            }
+        }
+        var moving = (0..<(w * h)).map { i in masks[i] | masks[w * h + i] | masks[2 * w * h + i] | masks[3 * w * h + i]
+        }
+        #expect(evn_raw_blend_dilate(&moving, Int32(w), Int32(h), radius) == 0)
+        var out = [UInt16](repeating: 0, count: w * h * 4)
+        for ch in 0..<4 {
+            #expect(evn_raw_blend_channel(r, wiener, moving, Int32(w), Int32(h), Int32(ch), &p, &out) == 0)
+        }
+        return (out, moving)
+    }
+
+    @Test func equalMergesGiveTheSame() {
+        let r = Self.planes { x, y, ch in 3000 + 900 * sin(Double(x) * 0.9) * cos(Double(y) * 0.7) + Double(ch) * 50 }
+        let b = Self.blend(robust: r, wiener: r, outlier: [UInt16](repeating: 0, count: r.count))
+        #expect(b.out == r)
+        #expect(b.moving.allSatisfy { $0 == 0 })
+    }
+
+    @Test func textureComesFromTheWienerMergeAndFlatFromTheRobust() {
+        // Left half: the Wiener merge differs from the robust one by far more than the noise
+        // (texture the robust gather softened); right half by a tenth of the noise's deviation.
+        let r = Self.planes { _, _, _ in 4000 }
+        let sd = (2.0 * 4000 + 400).squareRoot()
+        let wiener = Self.planes { x, y, _ in
+            x < w / 2 ? 4000 + 20 * sd * (((x + y) % 2 == 0) ? 1 : -1) : 4000 + sd / 10
+        }
+        let b = Self.blend(robust: r, wiener: wiener, outlier: [UInt16](repeating: 0, count: r.count))
+        for y in 0..<h {
+            // 8 x 8 blocks wholly inside each half.
+            let left = (y * w + 4) * 4, right = (y * w + w - 5) * 4
+            #expect(abs(Int(b.out[left]) - Int(wiener[left])) <= Int(sd / 50) + 1)
+            #expect(abs(Int(b.out[right]) - 4000) <= 1)
+        }
+    }
+
+    @Test func whereAFrameMovedTheRobustMergeStaysWithItsEdges() {
+        // A 6 x 6 cell patch where one frame lies 3000 units from the robust merge (a car in it):
+        // the Wiener merge, which let part of it through, is not used there nor within 5 cells.
+        let r = Self.planes { _, _, _ in 4000 }
+        let wiener = Self.planes { x, y, _ in (20..<26).contains(x) && (16..<22).contains(y) ? 4600 : 4000 }
+        let outlier = Self.planes { x, y, ch in (20..<26).contains(x) && (16..<22).contains(y) && ch == 2 ? 3000 : 0 }
+        let b = Self.blend(robust: r, wiener: wiener, outlier: outlier)
+        for y in 0..<h {
+            for x in 0..<w {
+                // The guard's 4 x 4 window (offsets -2...1) reaches the patch from x 19...27, y
+                // 15...23; grown by 5 cells.
+                let inside = (14...32).contains(x) && (10...28).contains(y)
+                #expect(b.moving[y * w + x] == (inside ? 1 : 0), "cell \(x), \(y)")
+                if inside { #expect(b.out[(y * w + x) * 4] == 4000) }
+            }
+        }
+    }
+}
