@@ -12,23 +12,78 @@ extension RawMerge {
     static let blend = (beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5))
 
     /// Whether a merge of `channels`-channel planes of `frames` frames is blended
-    /// (``blended(_:outlier:frames:source:used:params:noise:options:progress:)``): the robust merge of a
+    /// (``voteAndBlend(_:source:used:params:noise:options:maps:)``): the robust merge of a
     /// Bayer burst of at least three frames.
     static func blends(_ options: StackOptions, channels: Int, frames: Int) -> Bool {
         options.merge == .robust && channels == 4 && frames >= 3
     }
 
-    /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, except
+    /// The vote and the Wiener merge anchored on the reference in one pass (each row of each frame
+    /// gathered once, for both), then ``blended(_:wiener:outlier:frames:source:used:options:noise:)``.
+    static func voteAndBlend(
+        _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
+        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
+        maps: inout StackMaps?
+    ) -> Image<UInt16> {
+        let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
+        let segment = 256, stride = segment * 4, row = w * 4
+        let outputs = CellOutputs(cells: w * h, channels: 4, maps: maps != nil, outlier: true)
+        let network = SortingNetwork(size: max(1, n))
+        let pool = ReusePool {
+            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 3) * stride * 4, alignment: 32)
+                .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
+        }
+        defer { for p in pool.all { p.deallocate() } }
+        let shared = UnsafeMutablePointer<evn_raw_merge_params>.allocate(capacity: 1)
+        shared.initialize(to: params)
+        defer { shared.deallocate() }
+        let sharedParams = UncheckedSendable(UnsafePointer(shared))
+        var wiener: Image<UInt16>?
+        let robust = Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { dst in
+            wiener = withFrames(frames, source: source, used: used) { pinned in
+                Self.wiener(
+                    pinned, params: params, reference: ref, width: w, height: h, noise: noise,
+                    progress: options.progress
+                ) { values, weights, y0, band in
+                    pool.borrow { buffer in
+                        for r in band {
+                            var x0 = 0
+                            while x0 < w {
+                                let count = min(segment, w - x0), o = (y0 + r) * w + x0
+                                for k in 0..<n {
+                                    let at = (k * 16 + r) * row + x0 * 4
+                                    (buffer + k * stride).update(from: values + at, count: count * 4)
+                                    (buffer + (n + k) * stride).update(from: weights + at, count: count * 4)
+                                }
+                                voteSegment(
+                                    sharedParams.value, frames: n, count: count, stride: stride, buffer: buffer,
+                                    network: network, kept: outputs.kept.map { $0 + o },
+                                    best: outputs.best.map { $0 + o }, outlier: outputs.outlier.map { $0 + o * 4 })
+                                let merged = buffer + 4 * n * stride
+                                for j in 0..<(count * 4) { dst[o * 4 + j] = UInt16(clampingRounded: merged[j]) }
+                                x0 += count
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
+        return blended(
+            robust, wiener: wiener!, outlier: UnsafePointer(outputs.outlier!), frames: frames, source: source,
+            used: used, options: options, noise: noise)
+    }
+
+    /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, `wiener`, except
     /// where something moved in any frame (`outlier`: per cell and channel, the farthest frame's
     /// distance from `robust`): there the robust merge alone (what the frames agree on).
     /// Elsewhere texture the robust merge's gather softened comes back from the reference's own
     /// samples, and flat places keep the robust merge's lower noise
     /// (``evn_raw_blend_channel``). The robust merge as it is if memory runs out.
     static func blended(
-        _ robust: Image<UInt16>, outlier: UnsafePointer<UInt16>, frames: [(evn_raw_frame, DisplacementField?)],
-        source: BurstFrameSource, used: [Int],
-        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
-        progress: (@Sendable (StackProgress) -> Void)?
+        _ robust: Image<UInt16>, wiener: Image<UInt16>, outlier: UnsafePointer<UInt16>,
+        frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int], options: StackOptions,
+        noise: [(slope: Float, intercept: Float)]
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
         var bp = evn_raw_blend_params()
@@ -44,8 +99,6 @@ extension RawMerge {
         let moving = UnsafeMutablePointer<UInt8>.allocate(capacity: 4 * cells)
         defer { moving.deallocate() }
         let out = withFrames(frames, source: source, used: used) { pinned -> Image<UInt16> in
-            let wiener = Self.wiener(
-                pinned, params: params, reference: ref, width: w, height: h, noise: noise, progress: progress)
             let shared = UncheckedSendable((moving, outlier, pinned[ref].planes!))
             robust.samples.withUnsafeBufferPointer { r in
                 let r = UncheckedSendable(r.baseAddress!)

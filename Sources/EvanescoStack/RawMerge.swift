@@ -82,10 +82,11 @@ enum RawMerge {
             return hdrplus(
                 frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
         }
-        // A blended merge (``blended(_:outlier:frames:source:used:params:noise:options:progress:)``)
-        // needs each cell's farthest frame, and reports its two passes as one stage of 2h rows.
-        let blending = blends(options, channels: c, frames: n), total = blending ? 2 * h : h
-        let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: blending)
+        if blends(options, channels: c, frames: n) {
+            return voteAndBlend(
+                frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
+        }
+        let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: false)
         // Per thread: the frames' gathered values and weights, their sorted copies and the
         // merged segment; rows of `stride` floats, 32-byte aligned for the sorting network.
         let stride = segment * c
@@ -121,7 +122,7 @@ enum RawMerge {
                             }
                             options.progress?(
                                 StackProgress(
-                                    stage: .merge, done: d, total: total, elapsed: Date().timeIntervalSince(start)))
+                                    stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start)))
                         }
                     }
                     afterBand?()
@@ -130,15 +131,7 @@ enum RawMerge {
             }
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
-        guard let outlier = outputs.outlier else { return out }
-        let progress = options.progress.map { report in
-            { @Sendable (p: StackProgress) in
-                report(StackProgress(stage: .merge, done: h + p.done, total: total, elapsed: p.elapsed))
-            }
-        }
-        return blended(
-            out, outlier: UnsafePointer(outlier), frames: frames, source: source, used: used,
-            params: params, noise: noise, options: options, progress: progress)
+        return out
     }
 
     /// Row `y` of the vote's pass, a segment at a time, into `dst` (four or three channels a
@@ -222,26 +215,39 @@ enum RawMerge {
         return params
     }
 
-    /// One segment of a row: every frame gathered, the vote's sorts, the merge into the buffer's
-    /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
-    /// merged, counts, medians).
+    /// One segment of a row: every frame gathered, then
+    /// ``voteSegment(_:frames:count:stride:buffer:network:kept:best:outlier:)``.
     static func mergeSegment(
         _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, x0: Int, count: Int,
         stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
         best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
     ) {
-        let n = frames.count, length = count * Int(params.pointee.channels)
+        let n = frames.count
+        for k in 0..<n {
+            withUnsafePointer(to: frames[k]) { f in
+                evn_raw_gather_row(
+                    f, params, Int32(y), Int32(x0), Int32(count), buffer + k * stride, buffer + (n + k) * stride)
+            }
+        }
+        voteSegment(
+            params, frames: n, count: count, stride: stride, buffer: buffer, network: network, kept: kept, best: best,
+            outlier: outlier)
+    }
+
+    /// The vote over one segment's gathered frames: its sorts, then the merge into the buffer's
+    /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
+    /// merged, counts, medians).
+    static func voteSegment(
+        _ params: UnsafePointer<evn_raw_merge_params>, frames n: Int, count: Int, stride: Int,
+        buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
+        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
+    ) {
+        let length = count * Int(params.pointee.channels)
         let values = buffer, weights = buffer + n * stride, sorted = buffer + 2 * n * stride
         let dev = buffer + 3 * n * stride, merged = buffer + 4 * n * stride
         let counts = buffer + (4 * n + 1) * stride, medians = buffer + (4 * n + 2) * stride
         let needsSort = params.pointee.method != 0, needsSpread = needsSort && params.pointee.method != 2
-        for k in 0..<n {
-            withUnsafePointer(to: frames[k]) { f in
-                evn_raw_gather_row(
-                    f, params, Int32(y), Int32(x0), Int32(count), values + k * stride, weights + k * stride)
-            }
-        }
         if needsSort {
             evn_raw_vote_prepare(values, weights, Int32(n), length, stride, sorted, counts)
             network.sort(sorted, length: length, stride: stride)
@@ -335,7 +341,7 @@ enum RawMerge {
 }
 
 extension RawMerge {
-    /// ``wiener(_:params:reference:width:height:noise:progress:)`` over `source`'s frames, with
+    /// ``wiener(_:params:reference:width:height:noise:progress:rows:)`` over `source`'s frames, with
     /// maps that say every frame contributes everywhere (pulled towards the reference).
     static func hdrplus(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
@@ -356,9 +362,15 @@ extension RawMerge {
     /// HDR+'s pairwise Wiener merge (``MergeMethod/hdrplus``) of a Bayer burst's frames, each
     /// gathered at the reference's photosites as the robust merge gathers them: bands of 16 rows
     /// (tile rows every 8), each thread overlap-adding the tiles' rows that fall in its strip.
+    /// `rows`, when given, gets every row of the planes once as it is gathered (the band's
+    /// values and weights: frame k's row r at (16 k + r) x width x 4; `band`: which r).
     static func wiener(
         _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
-        noise: [(slope: Float, intercept: Float)], progress: (@Sendable (StackProgress) -> Void)?
+        noise: [(slope: Float, intercept: Float)], progress: (@Sendable (StackProgress) -> Void)?,
+        rows: (
+            (_ values: UnsafePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>) -> Void
+        )? =
+            nil
     ) -> Image<UInt16> {
         let n = frames.count, row = w * 4, start = Date(), done = LockedBox(0)
         let sum = UnsafeMutablePointer<Float>.allocate(capacity: h * row)
@@ -399,6 +411,9 @@ extension RawMerge {
                         }
                     }
                 }
+                // Each of the strip's rows, gathered, is handed on once: the band's last 8 rows.
+                let handed = (max(8, strip.lowerBound - y0), min(16, strip.upperBound - y0))
+                if let rows, handed.0 < handed.1 { rows(values, weights, y0, handed.0..<handed.1) }
                 let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
                 if first < end {
                     args.values = UnsafePointer(values)
