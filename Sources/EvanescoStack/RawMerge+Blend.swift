@@ -28,16 +28,7 @@ extension RawMerge {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
         let outputs = CellOutputs(cells: w * h, channels: 4, maps: maps != nil, outlier: true)
-        let network = SortingNetwork(size: max(1, n))
-        let pool = ReusePool {
-            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 3) * stride * 4, alignment: 32)
-                .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
-        }
-        defer { for p in pool.all { p.deallocate() } }
-        let shared = UnsafeMutablePointer<evn_raw_merge_params>.allocate(capacity: 1)
-        shared.initialize(to: params)
-        defer { shared.deallocate() }
-        let sharedParams = UncheckedSendable(UnsafePointer(shared))
+        let scratch = VoteScratch(params, frames: n, segment: segment)
         var wiener: Image<UInt16>?
         let robust = Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { dst in
             wiener = withFrames(frames, source: source, used: used) { pinned in
@@ -45,7 +36,7 @@ extension RawMerge {
                     pinned, params: params, reference: ref, width: w, height: h, noise: noise,
                     progress: options.progress
                 ) { values, weights, y0, band in
-                    pool.borrow { buffer in
+                    scratch.buffers.borrow { buffer in
                         for r in band {
                             var x0 = 0
                             while x0 < w {
@@ -56,8 +47,8 @@ extension RawMerge {
                                     (buffer + (n + k) * stride).update(from: weights + at, count: count * 4)
                                 }
                                 voteSegment(
-                                    sharedParams.value, frames: n, count: count, stride: stride, buffer: buffer,
-                                    network: network, kept: outputs.kept.map { $0 + o },
+                                    scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
+                                    network: scratch.network, kept: outputs.kept.map { $0 + o },
                                     best: outputs.best.map { $0 + o }, outlier: outputs.outlier.map { $0 + o * 4 })
                                 let merged = buffer + 4 * n * stride
                                 for j in 0..<(count * 4) { dst[o * 4 + j] = UInt16(clampingRounded: merged[j]) }

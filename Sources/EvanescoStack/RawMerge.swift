@@ -43,6 +43,34 @@ struct RawPlaneLayout: Sendable {
 /// another's phase); the gather's weights summed across frames, so the frames whose samples land
 /// nearest a site count most; then the frames that disagree with the median by more than the
 /// sensor's noise (and the frames' own spread) allow are left out, a cell at a time.
+/// What the vote's strips share: the kernels' parameters (one read-only copy: an inout of a
+/// captured var would be an access race), the sorting network, and per thread the frames'
+/// gathered values and weights, their sorted copies and the merged segment (rows of `stride`
+/// floats, 32-byte aligned for the sorting network).
+final class VoteScratch: @unchecked Sendable {
+    let params: UnsafePointer<evn_raw_merge_params>, network: SortingNetwork, stride: Int
+    let buffers: ReusePool<UnsafeMutablePointer<Float>>
+    private let owned: UnsafeMutablePointer<evn_raw_merge_params>
+
+    init(_ params: evn_raw_merge_params, frames n: Int, segment: Int) {
+        owned = .allocate(capacity: 1)
+        owned.initialize(to: params)
+        self.params = UnsafePointer(owned)
+        network = SortingNetwork(size: max(1, n))
+        let stride = segment * Int(params.channels)
+        self.stride = stride
+        buffers = ReusePool {
+            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 3) * stride * 4, alignment: 32)
+                .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
+        }
+    }
+
+    deinit {
+        for p in buffers.all { p.deallocate() }
+        owned.deallocate()
+    }
+}
+
 /// The vote's per-cell outputs a merge asks for (frames kept, the closest frame, the farthest
 /// frame's distance per channel), uninitialised, freed with it; the strips write disjoint cells.
 final class CellOutputs: @unchecked Sendable {
@@ -87,20 +115,7 @@ enum RawMerge {
                 frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
         }
         let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: false)
-        // Per thread: the frames' gathered values and weights, their sorted copies and the
-        // merged segment; rows of `stride` floats, 32-byte aligned for the sorting network.
-        let stride = segment * c
-        let network = SortingNetwork(size: max(1, n))
-        let pool = ReusePool {
-            UnsafeMutableRawPointer.allocate(byteCount: (4 * n + 3) * stride * 4, alignment: 32)
-                .bindMemory(to: Float.self, capacity: (4 * n + 3) * stride)
-        }
-        defer { for p in pool.all { p.deallocate() } }
-        // One read-only copy the strips share (an inout of a captured var would be an access race).
-        let shared = UnsafeMutablePointer<evn_raw_merge_params>.allocate(capacity: 1)
-        shared.initialize(to: params)
-        defer { shared.deallocate() }
-        let sharedParams = UncheckedSendable(UnsafePointer(shared))
+        let scratch = VoteScratch(params, frames: n, segment: segment)
         let band = min(h, max(1, bandRows ?? h))
         let start = Date()
         let done = LockedBox(0)
@@ -110,11 +125,11 @@ enum RawMerge {
                 while y0 < h {
                     let y1 = min(h, y0 + band)
                     StripExecutor.forEachStrip(rows: y1 - y0, minimumRows: 8) { local in
-                        pool.borrow { buffer in
+                        scratch.buffers.borrow { buffer in
                             for y in (local.lowerBound + y0)..<(local.upperBound + y0) {
                                 mergeRow(
-                                    frames, sharedParams.value, y: y, width: w, segment: segment, buffer: buffer,
-                                    network: network, outputs: outputs, into: dst)
+                                    frames, scratch, y: y, width: w, segment: segment, buffer: buffer,
+                                    outputs: outputs, into: dst)
                             }
                             let d = done.update {
                                 $0 += local.count
@@ -138,12 +153,11 @@ enum RawMerge {
     /// cell), with the cells' kept counts, closest frames and farthest distances in `outputs` when
     /// asked (each at the cell's index, times the channels for the distances).
     static func mergeRow(
-        _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, width w: Int, segment: Int,
-        buffer: UnsafeMutablePointer<Float>, network: SortingNetwork,
-        outputs: CellOutputs,
-        into dst: UnsafeMutableBufferPointer<UInt16>
+        _ frames: [evn_raw_frame], _ scratch: VoteScratch, y: Int, width w: Int, segment: Int,
+        buffer: UnsafeMutablePointer<Float>, outputs: CellOutputs, into dst: UnsafeMutableBufferPointer<UInt16>
     ) {
-        let n = frames.count, c = Int(params.pointee.channels), stride = segment * c
+        let n = frames.count, params = scratch.params, network = scratch.network
+        let c = Int(params.pointee.channels), stride = scratch.stride
         var x0 = 0
         while x0 < w {
             let count = min(segment, w - x0), o = y * w + x0
