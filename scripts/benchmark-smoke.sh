@@ -37,3 +37,7 @@ run parallax-oracle bash -c 'm=../shared/data/stereo/motorcycle; w=$(mktemp -d);
 run raw-finish bash -c 'w=$(mktemp -d); trap "rm -rf $w" EXIT; scripts/raw-venv.sh &&
     .build/raw-venv/bin/python Benchmarks/raw-finish-vs-rawpy.py --family $w --count 1 --max-side 400 \
         --evanesco '"$release"'/evanesco --json /dev/null'
+# Our raw burst merge against anchor_raw.py on the family's smallest burst (4 tripod frames), made
+# here in a folder of its own.
+run raw-stack bash -c 'w=$(mktemp -d); trap "rm -rf $w" EXIT; Benchmarks/raw-stack-vs-anchor.py --family $w \
+    --only aloe-tripod4 --evanesco '"$release"'/evanesco --json /dev/null'
