@@ -62,6 +62,7 @@ public enum BurstInput {
     ///   - inputs: Paths; folders are expanded, a single video is sampled.
     ///   - videoFrames: Frames to take from a video, evenly spaced.
     ///   - progress: Called after each frame is decoded (stage `.decode`).
+    ///   - decoder: How each file becomes a frame: pictures (the default) or a raw's colour planes.
     /// - Returns: The decoded frames and the skipped inputs with their reasons.
     /// - Throws: `ImageIOError` when an input does not exist or nothing can be listed; a file that
     ///   exists but does not decode is skipped, not thrown.
@@ -118,7 +119,7 @@ public struct FrameDecoder: Sendable {
     /// Bytes the decoded frame takes per stored pixel of its header, when not the picture's.
     let bytesPerStoredPixel: Int?
 
-    /// Pictures as ``ImageCodecs`` decodes them.
+    /// Pictures as `ImageCodecs` (EvanescoIO) decodes them.
     public static let pictures = FrameDecoder(read: { try ImageCodecs.read($0) }, bytesPerStoredPixel: nil)
 
     /// Camera raws as their 16-bit colour planes, as stored (not turned upright: the merged mosaic

@@ -7,7 +7,7 @@ import Foundation
 /// sensor's own samples, each colour plane at its own sites and never demosaiced.
 ///
 /// The channels are ordered red, green, blue, then the second green: the grey that registration
-/// takes from the first three (``GreyPyramid``'s luma weights) is then a fair luminance of the
+/// takes from the first three (`GreyPyramid`'s luma weights, EvanescoAlign) is then a fair luminance of the
 /// undemosaiced cell. A LinearRaw frame (three colours a pixel) keeps its three channels at full
 /// size.
 ///
@@ -33,7 +33,7 @@ public struct RawPlanes: Sendable {
     public static func scale(white: Float) -> Float { 65535 / max(1, white) }
 
     /// The planes of `raw`: half size with four channels for a Bayer mosaic (an odd last row or
-    /// column is left out; ``mosaic(_:like:)`` takes it back from the reference), the three
+    /// column is left out; ``mosaic(_:like:noise:)`` takes it back from the reference), the three
     /// colours for LinearRaw.
     public static func planes(_ raw: RawMosaic) -> Image<UInt16> {
         let src = raw.samples, lut = scaling(white: raw.whiteLevel)
