@@ -12,18 +12,17 @@ extension RawMerge {
     static let blend = (beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5))
 
     /// Whether a merge of `channels`-channel planes of `frames` frames is blended
-    /// (``voteAndBlend(_:source:used:params:noise:options:maps:)``): the robust merge of a
+    /// (``voteAndBlend(_:source:used:params:options:maps:)``): the robust merge of a
     /// Bayer burst of at least three frames.
     static func blends(_ options: StackOptions, channels: Int, frames: Int) -> Bool {
         options.merge == .robust && channels == 4 && frames >= 3
     }
 
     /// The vote and the Wiener merge anchored on the reference in one pass (each row of each frame
-    /// gathered once, for both), then ``blended(_:wiener:outlier:frames:source:used:options:noise:)``.
+    /// gathered once, for both), then ``blended(_:wiener:outlier:frames:source:used:options:params:)``.
     static func voteAndBlend(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
-        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
-        maps: inout StackMaps?
+        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
@@ -33,8 +32,7 @@ extension RawMerge {
         let robust = Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { dst in
             wiener = withFrames(frames, source: source, used: used) { pinned in
                 Self.wiener(
-                    pinned, params: params, reference: ref, width: w, height: h, noise: noise,
-                    progress: options.progress
+                    pinned, params: params, reference: ref, width: w, height: h, progress: options.progress
                 ) { values, weights, y0, band in
                     scratch.buffers.borrow { buffer in
                         for r in band {
@@ -62,7 +60,7 @@ extension RawMerge {
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
         return blended(
             robust, wiener: wiener!, outlier: UnsafePointer(outputs.outlier!), frames: frames, source: source,
-            used: used, options: options, noise: noise)
+            used: used, options: options, params: params)
     }
 
     /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, `wiener`, except
@@ -74,16 +72,11 @@ extension RawMerge {
     static func blended(
         _ robust: Image<UInt16>, wiener: Image<UInt16>, outlier: UnsafePointer<UInt16>,
         frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int], options: StackOptions,
-        noise: [(slope: Float, intercept: Float)]
+        params: evn_raw_merge_params
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
         var bp = evn_raw_blend_params()
-        withUnsafeMutableBytes(of: &bp.slope) { b in
-            for ch in 0..<4 { b.storeBytes(of: noise[ch].slope, toByteOffset: 4 * ch, as: Float.self) }
-        }
-        withUnsafeMutableBytes(of: &bp.intercept) { b in
-            for ch in 0..<4 { b.storeBytes(of: noise[ch].intercept, toByteOffset: 4 * ch, as: Float.self) }
-        }
+        (bp.slope, bp.intercept) = (params.slope, params.intercept)
         (bp.beta, bp.guard, bp.contrast, bp.others) = (blend.beta, blend.guard, blend.contrast, blend.others)
         let settings = bp
         let failed = LockedBox(false)

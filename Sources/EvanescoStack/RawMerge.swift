@@ -108,11 +108,11 @@ enum RawMerge {
         let segment = 256
         if options.merge == .hdrplus {
             return hdrplus(
-                frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
+                frames, source: source, used: used, params: params, options: options, maps: &maps)
         }
         if blends(options, channels: c, frames: n) {
             return voteAndBlend(
-                frames, source: source, used: used, params: params, noise: noise, options: options, maps: &maps)
+                frames, source: source, used: used, params: params, options: options, maps: &maps)
         }
         let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: false)
         let scratch = VoteScratch(params, frames: n, segment: segment)
@@ -355,12 +355,11 @@ enum RawMerge {
 }
 
 extension RawMerge {
-    /// ``wiener(_:params:reference:width:height:noise:progress:rows:)`` over `source`'s frames, with
+    /// ``wiener(_:params:reference:width:height:progress:rows:)`` over `source`'s frames, with
     /// maps that say every frame contributes everywhere (pulled towards the reference).
     static func hdrplus(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
-        params: evn_raw_merge_params, noise: [(slope: Float, intercept: Float)], options: StackOptions,
-        maps: inout StackMaps?
+        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, ref = used.firstIndex(of: options.reference) ?? 0
         maps?.kept = Image(width: w, height: h, channels: 1) { d in d.update(repeating: UInt16(used.count)) }
@@ -369,7 +368,7 @@ extension RawMerge {
         }
         return withFrames(frames, source: source, used: used) { pinned in
             wiener(
-                pinned, params: params, reference: ref, width: w, height: h, noise: noise, progress: options.progress)
+                pinned, params: params, reference: ref, width: w, height: h, progress: options.progress)
         }
     }
 
@@ -380,7 +379,7 @@ extension RawMerge {
     /// values and weights: frame k's row r at (16 k + r) x width x 4; `band`: which r).
     static func wiener(
         _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
-        noise: [(slope: Float, intercept: Float)], progress: (@Sendable (StackProgress) -> Void)?,
+        progress: (@Sendable (StackProgress) -> Void)?,
         rows: (
             (_ values: UnsafePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>) -> Void
         )? =
@@ -400,12 +399,8 @@ extension RawMerge {
             args.reference = Int32(reference)
             args.width = Int32(w)
             args.c = 8
-            withUnsafeMutableBytes(of: &args.slope) { b in
-                for ch in 0..<4 { b.storeBytes(of: noise[ch].slope, toByteOffset: 4 * ch, as: Float.self) }
-            }
-            withUnsafeMutableBytes(of: &args.intercept) { b in
-                for ch in 0..<4 { b.storeBytes(of: noise[ch].intercept, toByteOffset: 4 * ch, as: Float.self) }
-            }
+            // The merge's noise lines (a Bayer burst's four channels).
+            (args.slope, args.intercept) = (params.slope, params.intercept)
             var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false
             while y0 < strip.upperBound {
                 // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
