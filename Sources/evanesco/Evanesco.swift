@@ -26,7 +26,7 @@ struct Evanesco: AsyncParsableCommand {
               evanesco studio ~/Pictures
               evanesco demo
             """,
-        version: "0.1.0",
+        version: EvanescoVersion.current,
         subcommands: [
             Info.self, Convert.self, Stack.self, Depth.self, Portrait.self, Backdrop.self, Faces.self, Batch.self,
             Worker.self, StudioCommand.self, Demo.self

@@ -44,7 +44,7 @@ struct Portrait: ParsableCommand {
     @Option(help: "A separate depth or disparity map for the photo (PNG, JPEG, TIFF or PFM, the photo's shape).")
     var depthMap: String?
     @Option(help: "What --depth-map holds: disparity (larger = nearer, as depth models and stereo give) or depth.")
-    var depthKind: DepthKind = .disparity
+    var depthKind: DepthKind = DepthReader.separateMapKind
     @Option(name: .shortAndLong, help: "Output image (.jpg, .png, .tif).") var output: String
     @Option(help: .portrait("effect")) var effect = PortraitSettings().effect
     @Option(help: .portrait("focus", showingDefault: true)) var focus: Float?

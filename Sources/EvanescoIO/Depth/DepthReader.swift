@@ -353,6 +353,10 @@ extension ImageCodecs {
 }
 
 extension DepthReader {
+    /// What a separate map holds when the caller does not say: disparity, as most depth models
+    /// and stereo matchers give (the command line's `--depth-kind`, the C interface's NULL).
+    public static let separateMapKind = DepthKind.disparity
+
     /// A photo and a separate depth or disparity map (a depth camera's frame, a depth-estimation
     /// model's output, a stereo disparity map), read as one ``DepthPhoto`` so that everything built
     /// for portrait photos works on the pair.
@@ -371,7 +375,7 @@ extension DepthReader {
     /// - Throws: `ImageIOError` for unreadable files, ``DepthError/unsupported(path:detail:)`` when
     ///   the map's shape differs from the photo's or the map has no usable value.
     public static func read(
-        photo path: String, depthMap mapPath: String, kind: DepthKind = .disparity,
+        photo path: String, depthMap mapPath: String, kind: DepthKind = separateMapKind,
         limits: DecodeLimits = .standard
     ) throws -> DepthPhoto {
         let photo = try ImageCodecs.read(path, options: ReadOptions(limits: limits))
@@ -383,6 +387,26 @@ extension DepthReader {
             stored = try ImageCodecs.decode(mapBytes, path: mapPath, options: ReadOptions(limits: limits)).image
                 .firstChannel
         }
+        return try pair(photo: photo, path: path, map: stored, mapName: mapPath, kind: kind)
+    }
+
+    /// A decoded photo and a map in memory as one ``DepthPhoto``, read as
+    /// ``read(photo:depthMap:kind:limits:)`` reads the two files (the C interface passes arrays).
+    ///
+    /// - Parameters:
+    ///   - photo: The photo, upright.
+    ///   - path: The photo's name in errors and reports.
+    ///   - stored: The map's samples (the first channel is used): 8 and 16-bit as relative values,
+    ///     float as they are.
+    ///   - mapName: The map's name in errors and reports.
+    ///   - kind: Disparity (larger is nearer) or depth.
+    /// - Returns: The photo with the map as its depth.
+    /// - Throws: ``DepthError/unsupported(path:detail:)`` when the map's shape differs from the
+    ///   photo's or the map has no usable value.
+    public static func pair(
+        photo: DecodedImage, path: String, map stored: AnyImage, mapName mapPath: String, kind: DepthKind
+    ) throws -> DepthPhoto {
+        let stored = stored.firstChannel
         let encoding: DepthEncoding
         switch stored {
         case .uint8: encoding = .linear(floatMin: 0, floatMax: 1, intMin: 0, intMax: 255)
