@@ -12,6 +12,10 @@ let package = Package(
         .library(name: "EvanescoFaces", targets: ["EvanescoFaces"]),
         .library(name: "EvanescoBatch", targets: ["EvanescoBatch"]),
         .executable(name: "evanesco", targets: ["evanesco"]),
+        // The C interface (Sources/CEvanesco/include/evanesco.h), as a shared library: what the
+        // Python package (python/) loads. scripts/build-release.sh links the Swift runtime and
+        // Foundation into it, so it runs without the toolchain.
+        .library(name: "EvanescoC", type: .dynamic, targets: ["EvanescoC"]),
         // Test support: the fuzz targets' bodies (FuzzTesting/ and the regression replay use them).
         .library(name: "EvanescoFuzzEntries", targets: ["EvanescoFuzzEntries"])
     ],
@@ -84,6 +88,12 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log")
             ]),
+        // The C interface: its header and types (C), and the functions behind them (Swift).
+        .target(name: "CEvanesco"),
+        .target(
+            name: "EvanescoC",
+            dependencies: ["CEvanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "EvanescoFaces"]
+        ),
         .target(
             name: "EvanescoFuzzEntries",
             dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoFaces", "CPNG"]),
@@ -123,6 +133,11 @@ let package = Package(
                 "EvanescoCore", "EvanescoIO", "EvanescoDepth", "EvanescoFaces", "CKernels", "SharedTestData"
             ],
             exclude: ["Golden"]),
+        .testTarget(
+            name: "EvanescoCTests",
+            dependencies: [
+                "EvanescoC", "CEvanesco", "EvanescoCore", "EvanescoIO", "EvanescoStack", "EvanescoDepth", "TestScenes"
+            ]),
         .testTarget(name: "EvanescoFacesTests", dependencies: ["EvanescoCore", "EvanescoIO", "EvanescoFaces"]),
         .testTarget(
             name: "EvanescoFuzzRegressionTests",
@@ -192,8 +207,8 @@ if let sanitizer = Context.environment["EVANESCO_SANITIZE"], ["address", "thread
     }
 }
 
-// The command-line tool and the benchmarks as shipped: scripts/build-release.sh sets
-// EVANESCO_STATIC_RUNTIME=1 and these two executables are linked with the Swift runtime and
+// The command-line tool, the benchmarks and the C library as shipped: scripts/build-release.sh sets
+// EVANESCO_STATIC_RUNTIME=1 and these three products are linked with the Swift runtime and
 // Foundation's static libraries (they start in milliseconds and run on a machine without the
 // toolchain). Only their link changes, never a compile, so the sanitized test builds in the same
 // .build/release (EVANESCO_TEST_CONFIG=release, scripts/test.sh) reuse every dependency this build compiled; the
@@ -207,7 +222,7 @@ if Context.environment["EVANESCO_STATIC_RUNTIME"] == "1" {
         "_FoundationICU", "_FoundationCShims", "BlocksRuntime", "dispatch", "swiftDispatch", "swiftSynchronization",
         "stdc++", "m"
     ]
-    for target in package.targets where ["evanesco", "EvanescoBenchmarks"].contains(target.name) {
+    for target in package.targets where ["evanesco", "EvanescoBenchmarks", "EvanescoC"].contains(target.name) {
         target.linkerSettings =
             (target.linkerSettings ?? []) + [.unsafeFlags(["-static-stdlib"] + foundation.map { "-l\($0)" })]
     }

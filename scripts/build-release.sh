@@ -6,6 +6,7 @@
 # stderr), so a script says `release=$(scripts/build-release.sh evanesco)` and runs
 # "$release/evanesco".
 #   scripts/build-release.sh [PRODUCT...]      (default: evanesco)
+# A library product is found as its file, lib<PRODUCT>.so (EvanescoC, the C interface).
 # EVANESCO_RELEASE_DIR=DIR says the release products are built and are in DIR: nothing is built,
 # and a product missing there is an error. CI sets it: its tests are built in release
 # configuration too, sharing the dependencies, and their (sanitized) build replaces the tool in
@@ -16,7 +17,8 @@ products=("$@"); [ ${#products[@]} -gt 0 ] || products=(evanesco)
 if [ -n "${EVANESCO_RELEASE_DIR:-}" ]; then
     dir=$(cd "$EVANESCO_RELEASE_DIR" && pwd)
     for p in "${products[@]}"; do
-        [ -x "$dir/$p" ] || { echo "build-release: $dir/$p is missing (EVANESCO_RELEASE_DIR is set)" >&2; exit 1; }
+        [ -x "$dir/$p" ] || [ -f "$dir/lib$p.so" ] \
+            || { echo "build-release: $dir/$p is missing (EVANESCO_RELEASE_DIR is set)" >&2; exit 1; }
     done
     echo "$dir"
     exit 0
