@@ -51,7 +51,12 @@ final class CInterfaceTests: XCTestCase {
         XCTAssertEqual(take(info)?.contains("\"format\":\"png\""), true)
         XCTAssertEqual(
             [image.width, image.height, image.channels, image.row_stride, image.pixel_stride], [4, 2, 3, 12, 3])
-        let expected = (0..<2).flatMap { y in (0..<4).flatMap { x in (0..<3).map { c in UInt8(c * 8 + y * 4 + x) } } }
+        var expected: [UInt8] = []
+        for y in 0..<2 {
+            for x in 0..<4 {
+                for c in 0..<3 { expected.append(UInt8(c * 8 + y * 4 + x)) }
+            }
+        }
         XCTAssertEqual(samples(image), expected)
     }
 
@@ -105,14 +110,18 @@ final class CInterfaceTests: XCTestCase {
                 data: nil, width: Int64(f.width), height: Int64(f.height), channels: Int64(f.channels), row_stride: 0,
                 pixel_stride: 0, channel_stride: 0, sample_type: Int32(EVN_UINT8.rawValue))
         }
-        var copies = burst.map { Array($0.samples) }
+        // The caller's memory: one block a frame, as a C program would hold them.
+        let blocks = burst.map { f in
+            let block = UnsafeMutableRawPointer.allocate(byteCount: f.samples.count, alignment: 16)
+            f.samples.withUnsafeBytes { block.copyMemory(from: $0.baseAddress!, byteCount: f.samples.count) }
+            return block
+        }
+        defer { blocks.forEach { $0.deallocate() } }
+        for i in views.indices { views[i].data = blocks[i] }
         var result = evn_image()
         var report: UnsafeMutablePointer<CChar>?
-        let status = try withPointers(&copies) { pointers in
-            for i in views.indices { views[i].data = pointers[i] }
-            return call {
-                evn_stack(views, Int64(views.count), nil, 0, "{\"merge\": \"median\"}", nil, nil, &result, &report, $0)
-            }
+        let status = call {
+            evn_stack(views, Int64(views.count), nil, 0, "{\"merge\": \"median\"}", nil, nil, &result, &report, $0)
         }
         XCTAssertEqual(status.0, EVN_OK, status.1 ?? "")
         defer { evn_free(result.data) }
@@ -126,18 +135,17 @@ final class CInterfaceTests: XCTestCase {
         XCTAssertEqual(take(report)?.contains("\"frames_used\":4"), true)
     }
 
-    func withPointers<R>(_ arrays: inout [[UInt8]], _ body: ([UnsafeMutableRawPointer]) throws -> R) rethrows -> R {
-        func nest(_ i: Int, _ acc: [UnsafeMutableRawPointer]) throws -> R {
-            if i == arrays.count { return try body(acc) }
-            return try arrays[i].withUnsafeMutableBytes { try nest(i + 1, acc + [$0.baseAddress!]) }
-        }
-        return try nest(0, [])
-    }
-
-    /// Counts progress calls and asks to stop at the first merge report.
-    final class Stopper {
+    /// Counts progress calls (from the library's worker threads, hence the lock).
+    final class Stopper: @unchecked Sendable {
+        let lock = NSLock()
         var calls = 0
         var merges = 0
+        func heard(_ stage: String) {
+            lock.withLock {
+                calls += 1
+                if stage == "merge" { merges += 1 }
+            }
+        }
     }
 
     func testACallbackThatSaysStopCancelsTheStack() throws {
@@ -153,8 +161,7 @@ final class CInterfaceTests: XCTestCase {
         let stopper = Stopper()
         let progress: evn_progress_fn = { context, stage, _, _ in
             let s = Unmanaged<Stopper>.fromOpaque(context!).takeUnretainedValue()
-            s.calls += 1
-            if String(cString: stage!) == "merge" { s.merges += 1 }
+            s.heard(String(cString: stage!))
             return String(cString: stage!) == "merge" ? 1 : 0
         }
         var cPaths = paths.map { UnsafePointer(strdup($0)) }
@@ -168,7 +175,7 @@ final class CInterfaceTests: XCTestCase {
                 &report, $0)
         }
         XCTAssertEqual(status, EVN_ERROR_CANCELLED)
-        XCTAssertEqual(message, "cancelled")
+        XCTAssertEqual(message, "the stack was cancelled before it finished")
         XCTAssertNil(result.data)
         XCTAssertNil(report)
         XCTAssertGreaterThan(stopper.calls, 1)
