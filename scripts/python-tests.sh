@@ -28,3 +28,6 @@ bare_path=$(echo "$PATH" | tr ':' '\n' | grep -v -i swift | paste -sd: -)
 cd "$work"  # not the source tree: the installed package is what is imported
 env -u LD_LIBRARY_PATH -u EVANESCO_LIBRARY PATH="$bare_path" EVANESCO_CLI="$release/evanesco" \
     "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" "$@"
+# The overhead benchmark once, small: a renamed report key fails here, not in a chart.
+env -u LD_LIBRARY_PATH -u EVANESCO_LIBRARY PATH="$bare_path" \
+    "$work/venv/bin/python" "$root/Benchmarks/python-overhead.py" --repeat 1 --scale 0.1 > /dev/null

@@ -59,22 +59,33 @@ public func evn_portrait(
     return CCall.run(message) {
         guard result != nil else { throw ArgumentError("the result image pointer is NULL") }
         let s = try CText.settings(settings, as: PortraitSettings.self, default: PortraitSettings())
+        // The library's work includes dropping what it made on the way (the renderer, the mask),
+        // and handing the result over includes dropping the library's copy of it: interface_s
+        // then splits the whole call.
         var times = CTimes()
-        let renderer: PortraitRenderer
-        if let path {
-            guard photo == nil, depth == nil else {
-                throw ArgumentError("give a path or a photo with its depth, not both")
-            }
-            renderer = try times.measure(\.work) { try PortraitRenderer(contentsOf: String(cString: path)) }
-        } else {
-            let (pixels, map) = try times.measure(\.copyIn) {
-                (try CImage.read(photo, "photo"), try CImage.read(depth, "depth"))
-            }
-            renderer = try times.measure(\.work) { try PortraitRenderer(memoryPhoto(pixels, map, depthKind)) }
+        if path != nil, photo != nil || depth != nil {
+            throw ArgumentError("give a path or a photo with its depth, not both")
         }
-        let r = try times.measure(\.work) { try renderer.render(s) }
-        let text = try ReportJSON.string(r.report)
-        try times.measure(\.copyOut) { try CImage.give(r.image, to: result) }
+        var input =
+            try path == nil
+            ? times.measure(\.copyIn) { (try CImage.read(photo, "photo"), try CImage.read(depth, "depth")) } : nil
+        var rendered: (image: AnyImage, report: String)? = try times.measure(\.work) {
+            let renderer: PortraitRenderer
+            if let path {
+                renderer = try PortraitRenderer(contentsOf: String(cString: path))
+            } else {
+                let (pixels, map) = input!
+                input = nil
+                renderer = try PortraitRenderer(memoryPhoto(pixels, map, depthKind))
+            }
+            let r = try renderer.render(s)
+            return (r.image, try ReportJSON.string(r.report))
+        }
+        let text = rendered!.report
+        try times.measure(\.copyOut) {
+            try CImage.give(rendered!.image, to: result)
+            rendered = nil
+        }
         CText.give(times.added(to: text), to: report)
     }
 }

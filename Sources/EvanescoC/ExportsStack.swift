@@ -37,22 +37,33 @@ public func evn_stack(
             let p = CProgress(callback: progress, context: context, cancellation: cancellation)
             options.progress = { p.report($0) }
         }
+        // As for a portrait: the work includes dropping the frames and what the stack made on
+        // the way, handing the result over includes dropping the library's copy.
         var times = CTimes()
-        let (stacked, inputs) = try stack(frames, frameCount, paths, pathCount, options, &times)
-        if cancellation.isCancelled { throw StackError.cancelled }
-        // Everything that can fail is done before anything is handed over: a failed call leaves
-        // nothing to free but its message.
-        let text = try ReportJSON.string(StackReport(stacked, inputs: inputs, output: nil))
-        try times.measure(\.copyOut) { try CImage.give(stacked.image, to: result) }
+        var burst: ([BurstFrame], [String])? = try input(frames, frameCount, paths, pathCount, &times)
+        var stacked: (image: AnyImage, report: String)? = try times.measure(\.work) {
+            let (frames, names) = burst!
+            burst = nil
+            let r =
+                try frames.isEmpty
+                ? BurstStacker.stack(contentsOf: names, options: options) : BurstStacker.stack(frames, options: options)
+            if cancellation.isCancelled { throw StackError.cancelled }
+            return (r.image, try ReportJSON.string(StackReport(r, inputs: names, output: nil)))
+        }
+        let text = stacked!.report
+        try times.measure(\.copyOut) {
+            try CImage.give(stacked!.image, to: result)
+            stacked = nil
+        }
         CText.give(times.added(to: text), to: report)
     }
 }
 
-/// The stack of frames in memory or of files, with the inputs as the report names them.
-private func stack(
+/// The burst: frames read from the caller's memory with their names, or no frames and the paths.
+private func input(
     _ frames: UnsafePointer<evn_image>?, _ frameCount: Int64, _ paths: UnsafePointer<UnsafePointer<CChar>?>?,
-    _ pathCount: Int64, _ options: StackOptions, _ times: inout CTimes
-) throws -> (StackResult, [String]) {
+    _ pathCount: Int64, _ times: inout CTimes
+) throws -> ([BurstFrame], [String]) {
     guard frameCount >= 0, pathCount >= 0 else { throw ArgumentError("a count is negative") }
     guard (frameCount > 0) != (pathCount > 0) else {
         throw ArgumentError(
@@ -60,8 +71,7 @@ private func stack(
     }
     if pathCount > 0 {
         guard let paths else { throw ArgumentError("paths is NULL") }
-        let files = try (0..<Int(pathCount)).map { try CText.required(paths[$0], "paths[\($0)]") }
-        return (try times.measure(\.work) { try BurstStacker.stack(contentsOf: files, options: options) }, files)
+        return ([], try (0..<Int(pathCount)).map { try CText.required(paths[$0], "paths[\($0)]") })
     }
     guard let frames else { throw ArgumentError("frames is NULL") }
     let burst = try times.measure(\.copyIn) {
@@ -69,5 +79,5 @@ private func stack(
             BurstFrame(name: "frame \(i)", image: try CImage.read(frames + i, "frames[\(i)]"))
         }
     }
-    return (try times.measure(\.work) { try BurstStacker.stack(burst, options: options) }, burst.map(\.name))
+    return (burst, burst.map(\.name))
 }

@@ -20,6 +20,9 @@ def test_moving_square_vanishes():
     assert merged.dtype == np.uint8 and merged.shape == clean.shape
     assert np.abs(merged.astype(int) - clean).max() <= 1
     assert report["frames_used"] == len(frames) and report["merge"] == "robust"
+    # The interface's own account: one copy of each frame in, of the result out.
+    times = report["interface_s"]
+    assert times["copy_in"] > 0 and times["work"] > times["copy_out"] > 0
 
 
 def test_same_bytes_as_the_command_line(tmp_path, cli):
