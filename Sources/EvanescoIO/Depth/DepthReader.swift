@@ -398,7 +398,7 @@ extension DepthReader {
     ///   - path: The photo's name in errors and reports.
     ///   - stored: The map's samples (the first channel is used): 8 and 16-bit as relative values,
     ///     float as they are.
-    ///   - mapName: The map's name in errors and reports.
+    ///   - mapPath: The map's name in errors and reports.
     ///   - kind: Disparity (larger is nearer) or depth.
     /// - Returns: The photo with the map as its depth.
     /// - Throws: ``DepthError/unsupported(path:detail:)`` when the map's shape differs from the
