@@ -25,6 +25,11 @@ if ldd "$library" | grep -i swift; then
 fi
 echo "python-tests: wheel $(basename "$work"/dist/evanesco-*.whl), $(du -m "$work"/dist/evanesco-*.whl | cut -f1) MB" >&2
 bare_path=$(echo "$PATH" | tr ':' '\n' | grep -v -i swift | paste -sd: -)
+# A C program on the header and the wheel's library alone (gcc checks every call against the
+# prototypes; the program checks results, statuses and messages).
+gcc -std=c11 -Wall -Wextra -Werror -I Sources/CEvanesco/include python/tests/c/smoke.c \
+    -L"$(dirname "$library")" -lEvanescoC -Wl,-rpath,"$(dirname "$library")" -o "$work/smoke"
+env -u LD_LIBRARY_PATH PATH="$bare_path" "$work/smoke" "$work" >&2
 cd "$work"  # not the source tree: the installed package is what is imported
 env -u LD_LIBRARY_PATH -u EVANESCO_LIBRARY PATH="$bare_path" EVANESCO_CLI="$release/evanesco" \
     "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" "$@"

@@ -33,7 +33,7 @@ public func evn_read_depth(
             throw DepthError.noDepth(path: file, found: photo.auxiliary.map(\.type))
         }
         let found = matteKinds.compactMap { k in photo.auxiliary(k).flatMap { $0.image.width > 0 ? $0 : nil } }
-        let summary = try JSONSerialization.jsonObject(with: Data(ReportJSON.string(DepthSummary(photo)).utf8))
+        let summary = try JSONSerialization.jsonObject(with: Data(ReportJSON.line(DepthSummary(photo)).utf8))
         try CText.give(CJSON.text(["summary": summary, "mattes": found.map(\.kind.rawValue)]), to: info)
         try CImage.give(.float32(depth.map), to: map)
         if let mattes, let matteCount, !found.isEmpty {
@@ -79,7 +79,7 @@ public func evn_portrait(
                 renderer = try PortraitRenderer(memoryPhoto(pixels, map, depthKind))
             }
             let r = try renderer.render(s)
-            return (r.image, try ReportJSON.string(r.report))
+            return (r.image, try ReportJSON.line(r.report))
         }
         let text = rendered!.report
         try times.measure(\.copyOut) {
@@ -150,7 +150,7 @@ public func evn_backdrop_process(
         guard result != nil else { throw ArgumentError("the result image pointer is NULL") }
         let b = Unmanaged<CBackdrop>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue()
         let frame = try b.session.process(color: CImage.read(color, "color"), depth: CImage.read(depth, "depth"))
-        var details = try JSONSerialization.jsonObject(with: Data(ReportJSON.string(frame.report).utf8))
+        var details = try JSONSerialization.jsonObject(with: Data(ReportJSON.line(frame.report).utf8))
         if let note = b.fallback, var d = details as? [String: Any] {
             d["note"] = note
             details = d

@@ -48,7 +48,7 @@ public func evn_stack(
                 try frames.isEmpty
                 ? BurstStacker.stack(contentsOf: names, options: options) : BurstStacker.stack(frames, options: options)
             if cancellation.isCancelled { throw StackError.cancelled }
-            return (r.image, try ReportJSON.string(StackReport(r, inputs: names, output: nil)))
+            return (r.image, try ReportJSON.line(StackReport(r, inputs: names, output: nil)))
         }
         let text = stacked!.report
         try times.measure(\.copyOut) {
