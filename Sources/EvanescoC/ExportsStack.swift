@@ -48,7 +48,10 @@ public func evn_stack(
                 try frames.isEmpty
                 ? BurstStacker.stack(contentsOf: names, options: options) : BurstStacker.stack(frames, options: options)
             if cancellation.isCancelled { throw StackError.cancelled }
-            return (r.image, try ReportJSON.line(StackReport(r, inputs: names, output: nil)))
+            // A raw burst's merged mosaic comes back finished (upright 16-bit RGB, the default
+            // finish), as `evanesco stack *.dng -o x.tif` writes it; any other burst as merged.
+            let (picture, _) = try r.picture()
+            return (picture, try ReportJSON.line(StackReport(r, inputs: names, output: nil)))
         }
         let text = stacked!.report
         try times.measure(\.copyOut) {
