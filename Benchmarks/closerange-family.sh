@@ -19,8 +19,14 @@ declare -A disparity=([motorcycle]=stereo/motorcycle/derived_motorcycle_disp.pfm
 # (frames, long side, parallax px) by seed: 0.7 to 6 MP (the aloe is 1.4 MP at most), 8 to 20
 # frames, 10 to 20 px (make_burst.py scales with --max-side: --size would crop the map too).
 shapes=("8 1024 10" "12 1600 15" "16 2964 20" "20 1280 12")
-work=${CLOSERANGE_WORK:-$(mktemp -d)}
-mkdir -p "$work"
+# The bursts stay in $CLOSERANGE_WORK when it is set (to look at them), else in a folder removed at exit.
+if [ -n "${CLOSERANGE_WORK:-}" ]; then
+    work=$CLOSERANGE_WORK
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 rows=$work/rows.jsonl
 : >"$rows"
 score() { python3 "$shared/bench/score.py" image "$1" --burst "$2" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['PSNR'], d['pEPs'])"; }

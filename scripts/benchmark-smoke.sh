@@ -41,3 +41,6 @@ run raw-finish bash -c 'w=$(mktemp -d); trap "rm -rf $w" EXIT; scripts/raw-venv.
 # here in a folder of its own.
 run raw-stack bash -c 'w=$(mktemp -d); trap "rm -rf $w" EXIT; Benchmarks/raw-stack-vs-anchor.py --family $w \
     --only aloe-tripod4 --evanesco '"$release"'/evanesco --json /dev/null'
+run closerange-family Benchmarks/closerange-family.sh 1 1
+run stack-vs-decode Benchmarks/stack-vs-decode.py --rounds 1 \
+    --burst ../shared/data/bursts/synthetic/motorcycle-handheld/frames --evanesco "$release/evanesco"
