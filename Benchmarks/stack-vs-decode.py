@@ -3,7 +3,7 @@
 (issue 50's measure: 20 frames of pug-handheld at 12 MP within 1.6x of it). The two are
 alternated ROUNDS times in one run; prints the medians and the ratio as JSON.
 
-  Benchmarks/stack-vs-decode.py [--burst DIR] [--rounds 5] [--evanesco BIN] [-- STACK OPTIONS...]
+  Benchmarks/stack-vs-decode.py [--burst DIR] [--rounds 5] [--threads 2] [--evanesco BIN] [-- STACK OPTIONS...]
 """
 import argparse
 import glob
@@ -34,6 +34,7 @@ def main():
     parser.add_argument("--burst", default=os.path.join(SHARED, "bursts", "synthetic", "pug-handheld", "frames"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--evanesco")
+    parser.add_argument("--threads", type=int, default=2, help="decode threads (default 2)")
     parser.add_argument("stack_options", nargs="*")
     args = parser.parse_args()
     binary = args.evanesco or os.path.join(
@@ -46,13 +47,13 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         for _ in range(args.rounds):
             start = time.perf_counter()
-            decode_all(paths)
+            decode_all(paths, args.threads)
             decode.append(time.perf_counter() - start)
             start = time.perf_counter()
             subprocess.run([binary, "stack", *paths, "-o", os.path.join(out, "x.jpg"), "--force", "--quiet",
                             *args.stack_options], check=True, capture_output=True)
             ours.append(time.perf_counter() - start)
-    result = {"burst": args.burst, "frames": len(paths), "rounds": args.rounds,
+    result = {"burst": args.burst, "frames": len(paths), "rounds": args.rounds, "decode_threads": args.threads,
               "ours_s": statistics.median(ours), "opencv_decode_s": statistics.median(decode)}
     result["ratio"] = result["ours_s"] / result["opencv_decode_s"]
     print(json.dumps(result))
