@@ -16,15 +16,19 @@ struct ArgumentError: Error, CustomStringConvertible {
 /// Error handling of every exported function: runs the body, and turns what it throws into a
 /// status and a one-line message in memory the caller frees with `evn_free`.
 enum CCall {
-    /// Runs `body`; on failure writes the message to `message` (when not NULL).
-    static func run(_ message: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ body: () throws -> Void)
-        -> evn_status
-    {
+    /// Runs `body`, which hands its outputs over through the ``Handover`` it is given; on
+    /// failure takes back whatever it had handed over and writes the message to `message` (when
+    /// not NULL), so a failed call leaves nothing to free but its message.
+    static func run(
+        _ message: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ body: (Handover) throws -> Void
+    ) -> evn_status {
         message?.pointee = nil
+        let handover = Handover()
         do {
-            try body()
+            try body(handover)
             return EVN_OK
         } catch {
+            handover.takeBack()
             message?.pointee = CText.copy(Self.message(error))
             return status(of: error)
         }
@@ -57,16 +61,6 @@ enum CText {
     /// A copy in memory from `malloc`, which `evn_free` releases.
     static func copy(_ text: String) -> UnsafeMutablePointer<CChar>? { strdup(text) }
 
-    /// Writes `text` to `out` when the caller asked for it.
-    static func give(
-        _ text: @autoclosure () throws -> String, to out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    )
-        rethrows
-    {
-        guard let out else { return }
-        out.pointee = copy(try text())
-    }
-
     /// A C string argument, which must not be NULL.
     static func required(_ text: UnsafePointer<CChar>?, _ name: String) throws -> String {
         guard let text else { throw ArgumentError("\(name) is NULL") }
@@ -78,6 +72,61 @@ enum CText {
     static func settings<T: Decodable>(_ text: UnsafePointer<CChar>?, as type: T.Type, default value: T) throws -> T {
         guard let text, text.pointee != 0 else { return value }
         return try JSONDecoder().decode(T.self, from: Data(String(cString: text).utf8))
+    }
+}
+
+/// What one call has handed to its caller so far (texts, images, an array of images), each with
+/// how to take it back: if the call then fails, ``CCall/run(_:_:)`` takes them all back, so the
+/// caller is left with nothing to free but the message.
+final class Handover {
+    private var undo: [() -> Void] = []
+
+    /// Writes `text` to `out` when the caller asked for it.
+    func text(_ text: @autoclosure () throws -> String, to out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?)
+        rethrows
+    {
+        guard let out else { return }
+        out.pointee = CText.copy(try text())
+        undo.append {
+            free(out.pointee)
+            out.pointee = nil
+        }
+    }
+
+    /// Hands `image` over into `out` (see `CImage.give(_:to:)`).
+    func image(_ image: AnyImage, to out: UnsafeMutablePointer<evn_image>?) throws {
+        try CImage.give(image, to: out)
+        undo.append {
+            free(out!.pointee.data)
+            out!.pointee = evn_image()
+        }
+    }
+
+    /// Hands over an array of `count` images from `malloc` (each then filled by ``image(_:to:)``),
+    /// its address in `out` and its length in `length`.
+    func images(
+        _ count: Int, to out: UnsafeMutablePointer<UnsafeMutablePointer<evn_image>?>,
+        length: UnsafeMutablePointer<Int64>
+    )
+        throws -> UnsafeMutablePointer<evn_image>
+    {
+        let bytes = MemoryLayout<evn_image>.stride * count
+        guard let block = calloc(count, MemoryLayout<evn_image>.stride) else { throw OutOfMemory(bytes: bytes) }
+        let array = block.bindMemory(to: evn_image.self, capacity: count)
+        out.pointee = array
+        length.pointee = Int64(count)
+        undo.append {
+            free(block)
+            out.pointee = nil
+            length.pointee = 0
+        }
+        return array
+    }
+
+    /// Takes back everything handed over, the latest first.
+    func takeBack() {
+        for u in undo.reversed() { u() }
+        undo = []
     }
 }
 

@@ -23,14 +23,14 @@ public func evn_settings(
     _ message: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
 ) -> evn_status {
     json?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         let name = try CText.required(kind, "kind")
         guard let settings = SettingsCatalog.kinds[name] else {
             throw ArgumentError(
                 "no settings kind \(SettingsCoding.quoted(name)); kinds: "
                     + SettingsCatalog.kinds.keys.sorted().joined(separator: ", "))
         }
-        try CText.give(SettingsCatalog.json(settings), to: json)
+        try handover.text(SettingsCatalog.json(settings), to: json)
     }
 }
 
@@ -42,7 +42,7 @@ public func evn_read_image(
 ) -> evn_status {
     CImage.clear(image)
     info?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         let file = try CText.required(path, "path")
         guard image != nil else { throw ArgumentError("the result image pointer is NULL") }
         let decoded = try ImageCodecs.read(file)
@@ -51,8 +51,8 @@ public func evn_read_image(
             "channels": decoded.image.channels, "bitDepth": decoded.image.bitDepth,
             "storedWidth": decoded.storedWidth, "storedHeight": decoded.storedHeight
         ]
-        try CText.give(CJSON.text(description), to: info)
-        try CImage.give(decoded.image, to: image)
+        try handover.text(CJSON.text(description), to: info)
+        try handover.image(decoded.image, to: image)
     }
 }
 
@@ -61,7 +61,7 @@ public func evn_write_image(
     _ path: UnsafePointer<CChar>?, _ image: UnsafePointer<evn_image>?, _ settings: UnsafePointer<CChar>?,
     _ message: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
 ) -> evn_status {
-    CCall.run(message) {
+    CCall.run(message) { _ in
         let file = try CText.required(path, "path")
         let options = try CText.settings(settings, as: WriteOptions.self, default: WriteOptions())
         let pixels = try CImage.read(image, "image")

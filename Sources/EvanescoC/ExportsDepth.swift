@@ -19,7 +19,7 @@ public func evn_read_depth(
     mattes?.pointee = nil
     matteCount?.pointee = 0
     info?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         let file = try CText.required(path, "path")
         guard map != nil else { throw ArgumentError("the map image pointer is NULL") }
         guard (mattes == nil) == (matteCount == nil) else {
@@ -34,15 +34,11 @@ public func evn_read_depth(
         }
         let found = matteKinds.compactMap { k in photo.auxiliary(k).flatMap { $0.image.width > 0 ? $0 : nil } }
         let summary = try JSONSerialization.jsonObject(with: Data(ReportJSON.line(DepthSummary(photo)).utf8))
-        try CText.give(CJSON.text(["summary": summary, "mattes": found.map(\.kind.rawValue)]), to: info)
-        try CImage.give(.float32(depth.map), to: map)
+        try handover.text(CJSON.text(["summary": summary, "mattes": found.map(\.kind.rawValue)]), to: info)
+        try handover.image(.float32(depth.map), to: map)
         if let mattes, let matteCount, !found.isEmpty {
-            // From malloc, as everything evn_free releases.
-            let array = malloc(MemoryLayout<evn_image>.stride * found.count)!.bindMemory(
-                to: evn_image.self, capacity: found.count)
-            for (i, m) in found.enumerated() { try CImage.give(m.image, to: array + i) }
-            mattes.pointee = array
-            matteCount.pointee = Int64(found.count)
+            let array = try handover.images(found.count, to: mattes, length: matteCount)
+            for (i, m) in found.enumerated() { try handover.image(m.image, to: array + i) }
         }
     }
 }
@@ -56,7 +52,7 @@ public func evn_portrait(
 ) -> evn_status {
     CImage.clear(result)
     report?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         guard result != nil else { throw ArgumentError("the result image pointer is NULL") }
         let s = try CText.settings(settings, as: PortraitSettings.self, default: PortraitSettings())
         // The library's work includes dropping what it made on the way (the renderer, the mask),
@@ -83,10 +79,10 @@ public func evn_portrait(
         }
         let text = rendered!.report
         try times.measure(\.copyOut) {
-            try CImage.give(rendered!.image, to: result)
+            try handover.image(rendered!.image, to: result)
             rendered = nil
         }
-        CText.give(times.added(to: text), to: report)
+        handover.text(times.added(to: text), to: report)
     }
 }
 
@@ -121,7 +117,7 @@ public func evn_backdrop_new(
     _ session: UnsafeMutablePointer<OpaquePointer?>?, _ message: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
 ) -> evn_status {
     session?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { _ in
         guard let session else { throw ArgumentError("the session pointer is NULL") }
         let options = try CText.settings(settings, as: BackdropSessionOptions.self, default: BackdropSessionOptions())
         let backdrop = try background.map { b -> Image<UInt8> in
@@ -145,7 +141,7 @@ public func evn_backdrop_process(
 ) -> evn_status {
     CImage.clear(result)
     info?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         guard let session else { throw ArgumentError("the session is NULL") }
         guard result != nil else { throw ArgumentError("the result image pointer is NULL") }
         let b = Unmanaged<CBackdrop>.fromOpaque(UnsafeRawPointer(session)).takeUnretainedValue()
@@ -155,8 +151,8 @@ public func evn_backdrop_process(
             d["note"] = note
             details = d
         }
-        try CText.give(CJSON.text(details), to: info)
-        try CImage.give(.uint8(frame.image), to: result)
+        try handover.text(CJSON.text(details), to: info)
+        try handover.image(.uint8(frame.image), to: result)
     }
 }
 

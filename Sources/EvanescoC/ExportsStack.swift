@@ -28,7 +28,7 @@ public func evn_stack(
 ) -> evn_status {
     CImage.clear(result)
     report?.pointee = nil
-    return CCall.run(message) {
+    return CCall.run(message) { handover in
         guard result != nil else { throw ArgumentError("the result image pointer is NULL") }
         var options = try CText.settings(settings, as: StackOptions.self, default: StackOptions())
         let cancellation = StackCancellation()
@@ -55,10 +55,10 @@ public func evn_stack(
         }
         let text = stacked!.report
         try times.measure(\.copyOut) {
-            try CImage.give(stacked!.image, to: result)
+            try handover.image(stacked!.image, to: result)
             stacked = nil
         }
-        CText.give(times.added(to: text), to: report)
+        handover.text(times.added(to: text), to: report)
     }
 }
 
