@@ -142,6 +142,26 @@ public enum SettingsCoding {
 }
 
 extension KeyedDecodingContainer {
+    /// One of an enumeration's values, by its raw value: a value that is none of them gets a
+    /// message naming the key and the values allowed (Foundation's says "Cannot initialize T from
+    /// invalid String value").
+    ///
+    /// - Parameters:
+    ///   - type: The enumeration.
+    ///   - key: The key.
+    /// - Returns: The value, or nil when the key is absent or null.
+    /// - Throws: `DecodingError.dataCorrupted` naming the key and the values.
+    public func decodeChoiceIfPresent<T: CaseIterable & RawRepresentable>(_ type: T.Type, forKey key: Key) throws -> T?
+    where T.RawValue == String {
+        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let value = T(rawValue: text) else {
+            let values = T.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "must be one of \(values), not \(SettingsCoding.quoted(text))")
+        }
+        return value
+    }
+
     /// A whole number, read as a number first so that `1.5` or `1e30` gets a message naming the
     /// key (Foundation's decoder says only that the data is not valid JSON).
     ///

@@ -18,8 +18,8 @@ extension StackOptions: Codable {
         self.init()
         try SettingsCoding.rejectUnknownKeys(decoder, known: Key.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: Key.self)
-        align = try c.decodeIfPresent(AlignMode.self, forKey: .align) ?? align
-        merge = try c.decodeIfPresent(MergeMethod.self, forKey: .merge) ?? merge
+        align = try c.decodeChoiceIfPresent(AlignMode.self, forKey: .align) ?? align
+        merge = try c.decodeChoiceIfPresent(MergeMethod.self, forKey: .merge) ?? merge
         reference = try c.decodeWholeNumberIfPresent(forKey: .reference) ?? reference
         if let name = try c.decodeIfPresent(String.self, forKey: .interpolation) {
             // The command line's kebab-case spelling and the Swift case name are both accepted.

@@ -54,3 +54,11 @@ def test_the_library_is_the_packages_own():
         pytest.skip("EVANESCO_LIBRARY names a library outside the package")
     assert Path(_native._library_path()).parent == Path(evanesco.__file__).parent
     assert evanesco.__version__ == evanesco._native.version()
+
+
+def test_a_value_that_is_no_choice_names_the_choices():
+    _, frames = burst(3)
+    with pytest.raises(evanesco.SettingError, match='merge: must be one of .*robust.*, not "average"'):
+        evanesco.stack(frames, merge="average")
+    with pytest.raises(evanesco.SettingError, match='compression: must be one of fast, default, best, not "huge"'):
+        evanesco.write_image("never.png", frames[0], compression="huge")

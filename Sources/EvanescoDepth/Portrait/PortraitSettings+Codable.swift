@@ -24,7 +24,7 @@ extension PortraitSettings: Codable {
                     codingPath: decoder.codingPath,
                     debugDescription: "give only one of focus, focusDistance, focusPoint"))
         }
-        effect = try c.decodeIfPresent(PortraitEffect.self, forKey: .effect) ?? effect
+        effect = try c.decodeChoiceIfPresent(PortraitEffect.self, forKey: .effect) ?? effect
         if let f = try c.decodeIfPresent(Float.self, forKey: .focus) { focus = .normalized(f) }
         if let d = try c.decodeIfPresent(Double.self, forKey: .focusDistance) { focus = .distance(metres: d) }
         if let text = try c.decodeIfPresent(String.self, forKey: .focusPoint) {
@@ -39,7 +39,7 @@ extension PortraitSettings: Codable {
         width = try c.decodeIfPresent(Float.self, forKey: .width) ?? width
         radius = try c.decodeIfPresent(Float.self, forKey: .radius) ?? radius
         levels = try c.decodeWholeNumberIfPresent(forKey: .levels) ?? levels
-        refine = try c.decodeIfPresent(MaskRefinement.self, forKey: .refine) ?? refine
+        refine = try c.decodeChoiceIfPresent(MaskRefinement.self, forKey: .refine) ?? refine
         protectSubject = try c.decodeIfPresent(Bool.self, forKey: .protectSubject) ?? protectSubject
         aperture = try c.decodeIfPresent(Float.self, forKey: .aperture)
         fNumber = try c.decodeIfPresent(Double.self, forKey: .fNumber)

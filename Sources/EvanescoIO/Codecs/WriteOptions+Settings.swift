@@ -41,7 +41,7 @@ extension WriteOptions: DeclaresSettings, Decodable {
                     forKey: .bitDepth, in: c, debugDescription: "must be one of keep, 8, 16, 32")
             }
         }
-        compression = try c.decodeIfPresent(LosslessCompression.self, forKey: .compression) ?? compression
+        compression = try c.decodeChoiceIfPresent(LosslessCompression.self, forKey: .compression) ?? compression
         overwrite = try c.decodeIfPresent(Bool.self, forKey: .overwrite) ?? overwrite
     }
 }
