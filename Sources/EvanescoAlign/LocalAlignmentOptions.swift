@@ -6,8 +6,11 @@ import Foundation
 public struct LocalAlignmentOptions: Sendable, Equatable {
     /// Cell size of the displacement field in full-resolution pixels (0: 16 up to 2 MP, 32 above).
     public var cell = 0
-    /// Radius of the window each cell is matched with, in full-resolution pixels (0: the cell
-    /// size, at least 12); at coarse levels it never drops under 4 level pixels.
+    /// Radius of the window each cell is matched with, in full-resolution pixels (0: three
+    /// quarters of the cell size, at least 12); at coarse levels it never drops under 4 level
+    /// pixels. Measured on issue 50's close-range family (8 bursts, parallax everywhere), 12
+    /// against the cell size's 16: PSNR within -0.013 / +0.026 dB of it on every burst, pEPs no
+    /// higher but on aloe-1 (0 -> 0.0002 %), and 4 % less CPU time on the 20-frame burst.
     public var windowRadius = 0
     /// Cell size of the detail pass at the finest level (0: half the cell size; -1: no detail pass).
     public var detailCell = 0
