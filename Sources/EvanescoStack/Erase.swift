@@ -247,10 +247,13 @@ enum Eraser {
         }
     }
 
-    /// 1 on the mask, falling smoothly to 0 at ``seamBand`` + 1 pixels from it (chamfer
-    /// distance), over the rectangle x0..<x1, y0..<y1.
+    /// 1 on the mask, falling smoothly to 0 at ``seamBand`` pixels from it (chamfer distance,
+    /// never shorter than the Euclidean one, so that no pixel farther than ``seamBand`` from the
+    /// mask takes any weight: the band promised in ``EraseSummary/seamBand``; it used to reach 0
+    /// only at one pixel more, and 1-4 pixels of a burst changed by a grey level there), over the
+    /// rectangle x0..<x1, y0..<y1.
     static func seamWeights(_ mask: EraseMask, x0: Int, y0: Int, x1: Int, y1: Int) -> [Float] {
-        let ow = x1 - x0, oh = y1 - y0, far = Float(seamBand + 1)
+        let ow = x1 - x0, oh = y1 - y0, far = Float(seamBand)
         var d = [Float](repeating: .infinity, count: ow * oh)
         for y in 0..<oh { for x in 0..<ow where mask.masked[(y + y0) * mask.width + x + x0] != 0 { d[y * ow + x] = 0 } }
         let diagonal = Float(2).squareRoot()
