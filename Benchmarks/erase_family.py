@@ -77,7 +77,9 @@ def score(a):
         img = images[who] = cv2.imread(b + "/" + who + ".png").astype(np.float64)
         s = json.loads(subprocess.run([sys.executable, a.bench + "/score.py", "image", b + "/" + who + ".png",
                                        "--burst", b], capture_output=True, text=True, check=True).stdout)
-        off = np.abs(img - gt).max(axis=2) > 20
+        # score.py's error pixels: |grey difference| > 20, grey = OpenCV's BGR2GRAY rounded to 8 bits
+        grey = lambda im: cv2.cvtColor(im.astype(np.uint8), cv2.COLOR_BGR2GRAY).astype(np.float32)
+        off = np.abs(grey(img) - grey(gt)) > 20
         row[who] = {"psnr": s["PSNR"], "pEPs": s["pEPs"], "mask_psnr": psnr(img, scored & mask),
                     "outside_psnr": psnr(img, scored & ~mask),
                     "mask_pEPs": round(100 * off[scored & mask].mean(), 4)}
