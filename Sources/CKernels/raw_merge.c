@@ -253,83 +253,112 @@ void evn_raw_vote_deviations(const float *value, const float *weight, const floa
     }
 }
 
-void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
-                         const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
-                         uint16_t *kept, int16_t *best, uint16_t *outlier) {
-    const int n = p->frames, c = p->channels, method = p->method;
-    uint8_t keep[n > 0 ? n : 1];
-    for (int i = 0; i < count; i++) {
-        const ptrdiff_t o = (ptrdiff_t)i * c;
-        float med[4] = {0, 0, 0, 0}, limit[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
-        int covered[4];
-        for (int ch = 0; ch < c; ch++) {
-            const int m = counts ? (int)counts[o + ch] : 1;
-            covered[ch] = m;
-            if (medians) med[ch] = medians[o + ch];
-            if (!dev || m == 0) continue;
-            const float spread = 1.4826f * median_at(dev, stride, o + ch, m);
-            if (method == 3) {
-                limit[ch] = p->kappa * (spread + 1);
-            } else {
-                float noise = p->slope[ch] * med[ch] + p->intercept[ch];
-                noise = noise > 0 ? noise : 0;
-                limit[ch] = p->kappa * sqrtf(spread * spread + noise);
-            }
+/// Cells a chunk of evn_raw_merge_cells works on at a time (its per-sample arrays on the stack).
+#define MERGE_CHUNK 64
+
+/// One chunk of evn_raw_merge_cells: cells i0 ..< i0 + ci. Every loop over the chunk's samples
+/// runs with the frames outside, so that it vectorises; each sample's sums still add the frames
+/// in order, so the results are those of a loop over frames per sample, to the bit.
+EVN_INLINE void merge_chunk(const float *value, const float *weight, const float *counts, const float *medians,
+                            const float *dev, const evn_raw_merge_params *p, int32_t i0, int32_t ci, ptrdiff_t stride,
+                            float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
+    const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
+    const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
+    float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
+    float far[MERGE_CHUNK * 4], bd[MERGE_CHUNK];
+    int covered[MERGE_CHUNK * 4], keptCount[MERGE_CHUNK], b[MERGE_CHUNK];
+    int ok[MERGE_CHUNK * 4];
+    for (int j = 0; j < length; j++) {
+        const int ch = j % c, m = counts ? (int)counts[j0 + j] : 1;
+        covered[j] = m;
+        med[j] = medians ? medians[j0 + j] : 0;
+        limit[j] = INFINITY;
+        sum[j] = wsum[j] = 0;
+        if (!dev || m == 0) continue;
+        const float spread = 1.4826f * median_at(dev, stride, j0 + j, m);
+        if (method == 3) {
+            limit[j] = p->kappa * (spread + 1);
+        } else {
+            float noise = p->slope[ch] * med[j] + p->intercept[ch];
+            noise = noise > 0 ? noise : 0;
+            limit[j] = p->kappa * sqrtf(spread * spread + noise);
         }
-        // Robust keeps a frame only where all its channels agree (a frame covers a cell or it
-        // does not); sigma-clip judges each channel alone; the mean keeps every covering frame.
-        int keptCount = 0;
-        for (int k = 0; k < n; k++) {
-            const float *v = value + k * stride + o, *w = weight + k * stride + o;
-            int ok = 1;
-            for (int ch = 0; ch < c; ch++) ok &= w[ch] > 0 && fabsf(v[ch] - med[ch]) <= limit[ch];
-            keep[k] = (uint8_t)ok;
-            keptCount += ok;
-        }
-        for (int ch = 0; ch < c; ch++) {
-            if (method == 2 || covered[ch] == 0) {
-                out[o + ch] = med[ch];
-                continue;
-            }
-            float sum = 0, wsum = 0;
-            for (int k = 0; k < n; k++) {
-                const float *v = value + k * stride + o, *w = weight + k * stride + o;
-                const int use = method == 1 ? keep[k] : (w[ch] > 0 && fabsf(v[ch] - med[ch]) <= limit[ch]);
-                if (use) {
-                    sum += w[ch] * v[ch];
-                    wsum += w[ch];
-                }
-            }
-            out[o + ch] = wsum > 0 ? sum / wsum : med[ch];
-        }
-        if (kept) kept[i] = (uint16_t)(method == 2 ? 0 : keptCount);
-        if (outlier) {
+    }
+    // Robust keeps a frame only where all its channels agree (a frame covers a cell or it does
+    // not); sigma-clip judges each channel alone; the mean keeps every covering frame.
+    for (int i = 0; i < ci; i++) keptCount[i] = 0;
+    for (int k = 0; k < n; k++) {
+        const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+        for (int i = 0; i < ci; i++) {
+            int all = 1;
             for (int ch = 0; ch < c; ch++) {
-                float far = 0;
-                for (int k = 0; k < n; k++) {
-                    const float d = fabsf(value[k * stride + o + ch] - out[o + ch]);
-                    if (k != p->reference && weight[k * stride + o + ch] > 0 && d > far) far = d;
-                }
-                outlier[o + ch] = (uint16_t)(far < 65535 ? far + 0.5f : 65535);
+                const int j = i * c + ch;
+                all &= w[j] > 0 && fabsf(v[j] - med[j]) <= limit[j];
+            }
+            for (int ch = 0; ch < c; ch++) ok[i * c + ch] = all;
+            keptCount[i] += all;
+        }
+        if (method == 2) continue;
+        for (int j = 0; j < length; j++) {
+            const int use = method == 1 ? ok[j] : (w[j] > 0 && fabsf(v[j] - med[j]) <= limit[j]);
+            sum[j] += use ? w[j] * v[j] : 0.0f;
+            wsum[j] += use ? w[j] : 0.0f;
+        }
+    }
+    for (int j = 0; j < length; j++) {
+        out[j0 + j] = method == 2 || covered[j] == 0 ? med[j] : (wsum[j] > 0 ? sum[j] / wsum[j] : med[j]);
+    }
+    if (kept) {
+        for (int i = 0; i < ci; i++) kept[i0 + i] = (uint16_t)(method == 2 ? 0 : keptCount[i]);
+    }
+    if (outlier) {
+        for (int j = 0; j < length; j++) far[j] = 0;
+        for (int k = 0; k < n; k++) {
+            if (k == p->reference) continue;
+            const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+            for (int j = 0; j < length; j++) {
+                const float d = fabsf(v[j] - out[j0 + j]);
+                far[j] = w[j] > 0 && d > far[j] ? d : far[j];
             }
         }
-        if (best) {
-            int b = -1;
-            float bd = INFINITY;
-            for (int k = 0; k < n; k++) {
-                const float *v = value + k * stride + o, *w = weight + k * stride + o;
+        for (int j = 0; j < length; j++) outlier[j0 + j] = (uint16_t)(far[j] < 65535 ? far[j] + 0.5f : 65535);
+    }
+    if (best) {
+        for (int i = 0; i < ci; i++) {
+            bd[i] = INFINITY;
+            b[i] = -1;
+        }
+        for (int k = 0; k < n; k++) {
+            const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+            for (int i = 0; i < ci; i++) {
                 float d = 0;
                 int all = 1;
                 for (int ch = 0; ch < c; ch++) {
-                    all &= w[ch] > 0;
-                    d += (v[ch] - out[o + ch]) * (v[ch] - out[o + ch]);
+                    const int j = i * c + ch;
+                    all &= w[j] > 0;
+                    d += (v[j] - out[j0 + j]) * (v[j] - out[j0 + j]);
                 }
-                if (all && d < bd) {
-                    bd = d;
-                    b = k;
+                if (all && d < bd[i]) {
+                    bd[i] = d;
+                    b[i] = k;
                 }
             }
-            best[i] = (int16_t)b;
         }
+        for (int i = 0; i < ci; i++) best[i0 + i] = (int16_t)b[i];
     }
 }
+
+EVN_INLINE void merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
+                            const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride,
+                            float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
+    for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
+        const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
+        merge_chunk(value, weight, counts, medians, dev, p, i0, ci, stride, out, kept, best, outlier);
+    }
+}
+
+EVN_KERNEL_VARIANTS(void, evn_raw_merge_cells, raw_merge_cells, merge_cells,
+                    (const float *value, const float *weight, const float *counts, const float *medians,
+                     const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
+                     uint16_t *kept, int16_t *best, uint16_t *outlier),
+                    (value, weight, counts, medians, dev, p, count, stride, out, kept, best, outlier))
