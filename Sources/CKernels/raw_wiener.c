@@ -4,6 +4,7 @@
 // towards the reference's where they differ by more than the noise. The four channels of a
 // Bayer cell run in the four lanes of one vector: the same transforms, each with its own noise.
 #include "evanesco_raw.h"
+#include "evanesco_kernels.h"
 #include "vectors.h"
 #include <math.h>
 
@@ -11,39 +12,54 @@ typedef struct {
     v4f re, im;
 } c4;
 
-/// In-place radix-2 DFT of 16 points x[0], x[s], ..., x[15 s] (forward: e^{-2 pi i k n / 16}).
-static void fft16(c4 *x, int s) {
-    static const int rev[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-    static const float cs[8] = {1.0f, 0.92387953f,  0.70710678f,  0.38268343f,
-                                0.0f, -0.38268343f, -0.70710678f, -0.92387953f};
-    static const float sn[8] = {0.0f,  -0.38268343f, -0.70710678f, -0.92387953f,
-                                -1.0f, -0.92387953f, -0.70710678f, -0.38268343f};
-    c4 t[16];
-    for (int i = 0; i < 16; i++) t[rev[i]] = x[i * s];
-    for (int len = 2; len <= 16; len <<= 1) {
-        const int half = len >> 1, step = 16 / len;
-        for (int i = 0; i < 16; i += len) {
-            for (int j = 0; j < half; j++) {
-                const float wr = cs[j * step], wi = sn[j * step];
-                c4 *a = &t[i + j], *b = &t[i + j + half];
-                const v4f br = b->re * wr - b->im * wi, bi = b->re * wi + b->im * wr;
-                b->re = a->re - br;
-                b->im = a->im - bi;
-                a->re = a->re + br;
-                a->im = a->im + bi;
-            }
-        }
-    }
-    for (int i = 0; i < 16; i++) x[i * s] = t[i];
-}
+/// Two c4 side by side: two tiles' (or two frame pairs') four channels in one 8-lane transform.
+typedef struct {
+    v8f re, im;
+} c8;
 
-static void fft2d(c4 *tile) {
+static const int fft_rev[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+static const float fft_cos[8] = {1.0f, 0.92387953f,  0.70710678f,  0.38268343f,
+                                 0.0f, -0.38268343f, -0.70710678f, -0.92387953f};
+static const float fft_sin[8] = {0.0f,  -0.38268343f, -0.70710678f, -0.92387953f,
+                                 -1.0f, -0.92387953f, -0.70710678f, -0.38268343f};
+
+/// In-place radix-2 DFT of 16 points x[0], x[s], ..., x[15 s] (forward: e^{-2 pi i k n / 16}),
+/// for a complex type T of any lane count: each lane sees the same operations in the same order.
+#define FFT16(name, T)                                                                                                 \
+    EVN_INLINE void name(T *x, int s) {                                                                                \
+        T t[16];                                                                                                       \
+        for (int i = 0; i < 16; i++) t[fft_rev[i]] = x[i * s];                                                         \
+        for (int len = 2; len <= 16; len <<= 1) {                                                                      \
+            const int half = len >> 1, step = 16 / len;                                                                \
+            for (int i = 0; i < 16; i += len) {                                                                        \
+                for (int j = 0; j < half; j++) {                                                                       \
+                    const float wr = fft_cos[j * step], wi = fft_sin[j * step];                                        \
+                    T *a = &t[i + j], *b = &t[i + j + half];                                                           \
+                    const __typeof__(a->re) br = b->re * wr - b->im * wi, bi = b->re * wi + b->im * wr;                \
+                    b->re = a->re - br;                                                                                \
+                    b->im = a->im - bi;                                                                                \
+                    a->re = a->re + br;                                                                                \
+                    a->im = a->im + bi;                                                                                \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int i = 0; i < 16; i++) x[i * s] = t[i];                                                                  \
+    }
+FFT16(fft16, c4)
+FFT16(fft16x2, c8)
+
+EVN_INLINE void fft2d(c4 *tile) {
     for (int r = 0; r < 16; r++) fft16(tile + 16 * r, 1);
     for (int c = 0; c < 16; c++) fft16(tile + c, 16);
 }
 
+EVN_INLINE void fft2d_x2(c8 *tile) {
+    for (int r = 0; r < 16; r++) fft16x2(tile + 16 * r, 1);
+    for (int c = 0; c < 16; c++) fft16x2(tile + c, 16);
+}
+
 /// The inverse through the forward: conj(DFT(conj X)) / 256.
-static void ifft2d(c4 *tile) {
+EVN_INLINE void ifft2d(c4 *tile) {
     for (int i = 0; i < 256; i++) tile[i].im = -tile[i].im;
     fft2d(tile);
     for (int i = 0; i < 256; i++) {
@@ -52,11 +68,11 @@ static void ifft2d(c4 *tile) {
     }
 }
 
-static inline float raised_cosine(int x) { return 0.5f - 0.5f * cosf(2 * 3.14159265358979f * (x + 0.5f) / 16); }
+EVN_INLINE float raised_cosine(int x) { return 0.5f - 0.5f * cosf(2 * 3.14159265358979f * (x + 0.5f) / 16); }
 
 /// Frame k's gathered sample at `at` (four channels), or the reference's where k does not cover
 /// the site: there the frame says what the reference says.
-static inline v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, ptrdiff_t frame, ptrdiff_t at) {
+EVN_INLINE v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, ptrdiff_t frame, ptrdiff_t at) {
     v4f v, wt, vr;
     memcpy(&v, a->values + k * frame + at, sizeof v);
     memcpy(&wt, a->weights + k * frame + at, sizeof wt);
@@ -66,7 +82,7 @@ static inline v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k,
 
 /// Adds to `acc` the frame's coefficient `z` pulled towards the reference's `t`:
 /// z + A (t - z), A = |t - z|^2 / (|t - z|^2 + noise).
-static inline void pull_towards(c4 *acc, c4 t, c4 z, v4f noise) {
+EVN_INLINE void pull_towards(c4 *acc, c4 t, c4 z, v4f noise) {
     const v4f dr = t.re - z.re, di = t.im - z.im;
     const v4f d2 = dr * dr + di * di;
     const v4f pull = d2 / (d2 + noise);
@@ -74,7 +90,7 @@ static inline void pull_towards(c4 *acc, c4 t, c4 z, v4f noise) {
     acc->im += z.im + pull * di;
 }
 
-void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
+EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
     const int n = a->frames, w = a->width, ref = a->reference;
     const ptrdiff_t row = (ptrdiff_t)w * 4, frame = 16 * row;
     float win[16];
@@ -84,7 +100,8 @@ void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
     float energy = 0;
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) energy += win[i] * win[i] * win[j] * win[j];
-    c4 t0[256], z[256], acc[256];
+    c4 t0[256], acc[256];
+    c8 z[256];
     for (int tx = -8; tx < w; tx += 8) {
         // The reference's tile, its window-weighted level, and its noise per coefficient.
         v4f level = {0, 0, 0, 0};
@@ -115,25 +132,37 @@ void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
         int others[n > 1 ? n - 1 : 1], m = 0;
         for (int k = 0; k < n; k++)
             if (k != ref) others[m++] = k;
-        for (int q = 0; q < m; q += 2) {
-            const int k1 = others[q], k2 = q + 1 < m ? others[q + 1] : -1;
+        // Two pairs at a time in the 8 lanes (the first pair in lanes 0-3, the second in 4-7),
+        // their pulls added in the frames' order as one pair at a time would.
+        for (int q = 0; q < m; q += 4) {
+            int k[4];
+            for (int e = 0; e < 4; e++) k[e] = q + e < m ? others[q + e] : -1;
             for (int r = 0; r < 16; r++) {
                 for (int c = 0; c < 16; c++) {
                     const int x = tx + c < 0 ? 0 : (tx + c >= w ? w - 1 : tx + c);
                     const ptrdiff_t at = r * row + 4 * x;
                     const float ww = win[r] * win[c];
-                    z[16 * r + c].re = covered_or_reference(a, k1, frame, at) * ww;
-                    z[16 * r + c].im = k2 >= 0 ? covered_or_reference(a, k2, frame, at) * ww : (v4f){0, 0, 0, 0};
+                    v4f lane[4];
+                    for (int e = 0; e < 4; e++)
+                        lane[e] = k[e] >= 0 ? covered_or_reference(a, k[e], frame, at) * ww : (v4f){0, 0, 0, 0};
+                    z[16 * r + c].re =
+                        (v8f){lane[0].x, lane[0].y, lane[0].z, lane[0].w, lane[2].x, lane[2].y, lane[2].z, lane[2].w};
+                    z[16 * r + c].im =
+                        (v8f){lane[1].x, lane[1].y, lane[1].z, lane[1].w, lane[3].x, lane[3].y, lane[3].z, lane[3].w};
                 }
             }
-            fft2d(z);
+            fft2d_x2(z);
             for (int i = 0; i < 256; i++) {
                 const int j = ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15);
-                const c4 z1 = {(z[i].re + z[j].re) * 0.5f, (z[i].im - z[j].im) * 0.5f};
-                pull_towards(&acc[i], t0[i], z1, noise);
-                if (k2 >= 0) {
-                    const c4 z2 = {(z[i].im + z[j].im) * 0.5f, (z[j].re - z[i].re) * 0.5f};
-                    pull_towards(&acc[i], t0[i], z2, noise);
+                for (int half = 0; half < 2 && k[2 * half] >= 0; half++) {
+                    const v4f zire = half ? z[i].re.hi : z[i].re.lo, ziim = half ? z[i].im.hi : z[i].im.lo;
+                    const v4f zjre = half ? z[j].re.hi : z[j].re.lo, zjim = half ? z[j].im.hi : z[j].im.lo;
+                    const c4 z1 = {(zire + zjre) * 0.5f, (ziim - zjim) * 0.5f};
+                    pull_towards(&acc[i], t0[i], z1, noise);
+                    if (k[2 * half + 1] >= 0) {
+                        const c4 z2 = {(ziim + zjim) * 0.5f, (zjre - zire) * 0.5f};
+                        pull_towards(&acc[i], t0[i], z2, noise);
+                    }
                 }
             }
         }
@@ -154,3 +183,5 @@ void evn_raw_wiener_band(const evn_raw_wiener_band_args *a) {
         }
     }
 }
+
+EVN_KERNEL_VARIANTS(void, evn_raw_wiener_band, raw_wiener_band, wiener_band, (const evn_raw_wiener_band_args *a), (a))
