@@ -125,12 +125,122 @@ EVN_INLINE quad2 quad2_at(const evn_raw_frame *f, const float *lut_a, const floa
     return q;
 }
 
+/// Cells whose source positions and neighbourhoods `bayer_row` works out together.
+#define GATHER_CHUNK 64
+
+/// Three neighbourhoods (a cell's own planes and each green's partner plane) of GATHER_CHUNK
+/// cells: the four sample offsets (in cells) and the LUT indices of the two axes' fractions.
+typedef struct {
+    int32_t ok[GATHER_CHUNK];
+    int32_t o00[3][GATHER_CHUNK], o01[3][GATHER_CHUNK], o10[3][GATHER_CHUNK], o11[3][GATHER_CHUNK];
+    int32_t jx[3][GATHER_CHUNK], jy[3][GATHER_CHUNK];
+} gather_plan;
+
+/// `source_position` and `quad2_at`'s integer work for cells x0 ..< x0 + count of row y, with
+/// the same float operations, in loops without a call or a branch, which vectorise (no field:
+/// with one, `field_value` runs cell by cell as before). A cell outside the frame is planned at
+/// position 0 and marked not ok.
+EVN_INLINE void plan_cells(const evn_raw_frame *f, int32_t y, int32_t x0, int count, const float offsets[3][2],
+                           gather_plan *g) {
+    const float *m = f->m, py = (float)y, right = f->width - 0.5f, bottom = f->height - 0.5f;
+    const int w = f->width, h = f->height;
+    float sx[GATHER_CHUNK], sy[GATHER_CHUNK];
+    for (int i = 0; i < count; i++) {
+        const float px = (float)(x0 + i);
+        const float den = m[6] * px + m[7] * py + m[8];
+        const float x = (m[0] * px + m[1] * py + m[2]) / den, yy = (m[3] * px + m[4] * py + m[5]) / den;
+        const int ok = den > 1e-12f && x >= -0.5f && yy >= -0.5f && x <= right && yy <= bottom;
+        g->ok[i] = ok;
+        sx[i] = ok ? x : 0;
+        sy[i] = ok ? yy : 0;
+    }
+    for (int q = 0; q < 3; q++) {
+        const float ox = offsets[q][0], oy = offsets[q][1];
+        for (int i = 0; i < count; i++) {
+            const float gx = sx[i] + ox, gy = sy[i] + oy;
+            const int tx0 = (int)gx, ty0 = (int)gy;
+            const int ix = tx0 - (gx < (float)tx0), iy = ty0 - (gy < (float)ty0);
+            const float tx = gx - (float)ix, ty = gy - (float)iy;
+            const int xa = ix < 0 ? 0 : (ix > w - 1 ? w - 1 : ix),
+                      xb = ix + 1 < 0 ? 0 : (ix + 1 > w - 1 ? w - 1 : ix + 1);
+            const int ya = iy < 0 ? 0 : (iy > h - 1 ? h - 1 : iy),
+                      yb = iy + 1 < 0 ? 0 : (iy + 1 > h - 1 ? h - 1 : iy + 1);
+            g->o00[q][i] = ya * w + xa;
+            g->o01[q][i] = ya * w + xb;
+            g->o10[q][i] = yb * w + xa;
+            g->o11[q][i] = yb * w + xb;
+            g->jx[q][i] = (int)(tx * 64.0f + 0.5f);
+            g->jy[q][i] = (int)(ty * 64.0f + 0.5f);
+        }
+    }
+}
+
+/// `quad2_at`'s result from a plan's neighbourhood q of cell i.
+EVN_INLINE quad2 planned_quad(const gather_plan *g, int q, int i, const float *lut_a, const float *lut_b) {
+    const int jx0 = g->jx[q][i], jx1 = 64 - jx0, jy0 = g->jy[q][i], jy1 = 64 - jy0;
+    const float ax0 = lut_a[jx0], ax1 = lut_a[jx1], ay0 = lut_a[jy0], ay1 = lut_a[jy1];
+    const float bx0 = lut_b[jx0], bx1 = lut_b[jx1], by0 = lut_b[jy0], by1 = lut_b[jy1];
+    quad2 r = {(ptrdiff_t)g->o00[q][i] * 4,
+               (ptrdiff_t)g->o01[q][i] * 4,
+               (ptrdiff_t)g->o10[q][i] * 4,
+               (ptrdiff_t)g->o11[q][i] * 4,
+               ax0 * ay0,
+               ax1 * ay0,
+               ax0 * ay1,
+               ax1 * ay1,
+               bx0 * by0,
+               bx1 * by0,
+               bx0 * by1,
+               bx1 * by1};
+    return r;
+}
+
+/// One cell of `bayer_row` from its three neighbourhoods.
+EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, float *v, float *wt) {
+    const v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
+    const v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
+    v4f sum = load4u16(planes + q.o00) * w00 + load4u16(planes + q.o01) * w01 + load4u16(planes + q.o10) * w10 +
+              load4u16(planes + q.o11) * w11;
+    v4f wsum = w00 + w01 + w10 + w11;
+    // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
+    sum.y += planes[g1.o00 + 3] * g1.a00 + planes[g1.o01 + 3] * g1.a01 + planes[g1.o10 + 3] * g1.a10 +
+             planes[g1.o11 + 3] * g1.a11;
+    wsum.y += g1.a00 + g1.a01 + g1.a10 + g1.a11;
+    sum.w += planes[g2.o00 + 1] * g2.a00 + planes[g2.o01 + 1] * g2.a01 + planes[g2.o10 + 1] * g2.a10 +
+             planes[g2.o11 + 1] * g2.a11;
+    wsum.w += g2.a00 + g2.a01 + g2.a10 + g2.a11;
+    const v4f r = sum / wsum;
+    memcpy(v, &r, sizeof r);
+    memcpy(wt, &wsum, sizeof wsum);
+}
+
 /// `evn_raw_gather_row` for a Bayer cell's four channels (red, green, blue, green): every
 /// channel's own plane from one neighbourhood, four lanes at once (red and blue with the sparse
-/// kernel's weights, the greens with the dense one's), and each green's partner plane.
+/// kernel's weights, the greens with the dense one's), and each green's partner plane. Without a
+/// field, the cells' positions and neighbourhoods are planned GATHER_CHUNK at a time.
 EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                           float *value, float *weight, const float own[2], float part[4][2]) {
     const uint16_t *planes = f->planes;
+    if (!f->field_dx) {
+        const float offsets[3][2] = {{own[0], own[1]}, {part[1][0], part[1][1]}, {part[3][0], part[3][1]}};
+        gather_plan g;
+        for (int32_t i0 = 0; i0 < count; i0 += GATHER_CHUNK) {
+            const int n = count - i0 < GATHER_CHUNK ? count - i0 : GATHER_CHUNK;
+            plan_cells(f, y, x0 + i0, n, offsets, &g);
+            for (int i = 0; i < n; i++) {
+                float *v = value + (ptrdiff_t)(i0 + i) * 4, *wt = weight + (ptrdiff_t)(i0 + i) * 4;
+                if (!g.ok[i]) {
+                    memset(v, 0, 4 * sizeof(float));
+                    memset(wt, 0, 4 * sizeof(float));
+                    continue;
+                }
+                bayer_cell(planes, planned_quad(&g, 0, i, p->lut, p->lut_dense),
+                           planned_quad(&g, 1, i, p->lut_dense, p->lut_dense),
+                           planned_quad(&g, 2, i, p->lut_dense, p->lut_dense), v, wt);
+            }
+        }
+        return;
+    }
     for (int i = 0; i < count; i++) {
         float sx, sy;
         float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
@@ -139,24 +249,9 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
             memset(wt, 0, 4 * sizeof(float));
             continue;
         }
-        const quad2 q = quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]);
-        const v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
-        const v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
-        v4f sum = load4u16(planes + q.o00) * w00 + load4u16(planes + q.o01) * w01 + load4u16(planes + q.o10) * w10 +
-                  load4u16(planes + q.o11) * w11;
-        v4f wsum = w00 + w01 + w10 + w11;
-        // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
-        const quad2 g1 = quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]);
-        const quad2 g2 = quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]);
-        sum.y += planes[g1.o00 + 3] * g1.a00 + planes[g1.o01 + 3] * g1.a01 + planes[g1.o10 + 3] * g1.a10 +
-                 planes[g1.o11 + 3] * g1.a11;
-        wsum.y += g1.a00 + g1.a01 + g1.a10 + g1.a11;
-        sum.w += planes[g2.o00 + 1] * g2.a00 + planes[g2.o01 + 1] * g2.a01 + planes[g2.o10 + 1] * g2.a10 +
-                 planes[g2.o11 + 1] * g2.a11;
-        wsum.w += g2.a00 + g2.a01 + g2.a10 + g2.a11;
-        const v4f r = sum / wsum;
-        memcpy(v, &r, sizeof r);
-        memcpy(wt, &wsum, sizeof wsum);
+        bayer_cell(planes, quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]),
+                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]),
+                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), v, wt);
     }
 }
 
