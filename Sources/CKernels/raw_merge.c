@@ -102,27 +102,25 @@ typedef struct {
     float a00, a01, a10, a11, b00, b01, b10, b11;
 } quad2;
 
+/// The neighbourhood of the sample offsets o (in cells) with the LUT indices jx0, jy0 of its
+/// fractions along each axis.
+EVN_INLINE quad2 quad2_from(const ptrdiff_t o[4], int jx0, int jy0, const float *lut_a, const float *lut_b) {
+    const int jx1 = 64 - jx0, jy1 = 64 - jy0;
+    const float ax0 = lut_a[jx0], ax1 = lut_a[jx1], ay0 = lut_a[jy0], ay1 = lut_a[jy1];
+    const float bx0 = lut_b[jx0], bx1 = lut_b[jx1], by0 = lut_b[jy0], by1 = lut_b[jy1];
+    quad2 q = {o[0] * 4,  o[1] * 4,  o[2] * 4,  o[3] * 4,  ax0 * ay0, ax1 * ay0,
+               ax0 * ay1, ax1 * ay1, bx0 * by0, bx1 * by0, bx0 * by1, bx1 * by1};
+    return q;
+}
+
 EVN_INLINE quad2 quad2_at(const evn_raw_frame *f, const float *lut_a, const float *lut_b, float gx, float gy) {
     const int ix = floor_int(gx), iy = floor_int(gy), w = f->width, h = f->height;
     const float tx = gx - (float)ix, ty = gy - (float)iy;
     const int x0 = clampi(ix, 0, w - 1), x1 = clampi(ix + 1, 0, w - 1);
     const int y0 = clampi(iy, 0, h - 1), y1 = clampi(iy + 1, 0, h - 1);
-    const int jx0 = (int)(tx * 64.0f + 0.5f), jx1 = 64 - jx0, jy0 = (int)(ty * 64.0f + 0.5f), jy1 = 64 - jy0;
-    const float ax0 = lut_a[jx0], ax1 = lut_a[jx1], ay0 = lut_a[jy0], ay1 = lut_a[jy1];
-    const float bx0 = lut_b[jx0], bx1 = lut_b[jx1], by0 = lut_b[jy0], by1 = lut_b[jy1];
-    quad2 q = {((ptrdiff_t)y0 * w + x0) * 4,
-               ((ptrdiff_t)y0 * w + x1) * 4,
-               ((ptrdiff_t)y1 * w + x0) * 4,
-               ((ptrdiff_t)y1 * w + x1) * 4,
-               ax0 * ay0,
-               ax1 * ay0,
-               ax0 * ay1,
-               ax1 * ay1,
-               bx0 * by0,
-               bx1 * by0,
-               bx0 * by1,
-               bx1 * by1};
-    return q;
+    const ptrdiff_t o[4] = {(ptrdiff_t)y0 * w + x0, (ptrdiff_t)y0 * w + x1, (ptrdiff_t)y1 * w + x0,
+                            (ptrdiff_t)y1 * w + x1};
+    return quad2_from(o, (int)(tx * 64.0f + 0.5f), (int)(ty * 64.0f + 0.5f), lut_a, lut_b);
 }
 
 /// Cells whose source positions and neighbourhoods `bayer_row` works out together.
@@ -177,22 +175,8 @@ EVN_INLINE void plan_cells(const evn_raw_frame *f, int32_t y, int32_t x0, int co
 
 /// `quad2_at`'s result from a plan's neighbourhood q of cell i.
 EVN_INLINE quad2 planned_quad(const gather_plan *g, int q, int i, const float *lut_a, const float *lut_b) {
-    const int jx0 = g->jx[q][i], jx1 = 64 - jx0, jy0 = g->jy[q][i], jy1 = 64 - jy0;
-    const float ax0 = lut_a[jx0], ax1 = lut_a[jx1], ay0 = lut_a[jy0], ay1 = lut_a[jy1];
-    const float bx0 = lut_b[jx0], bx1 = lut_b[jx1], by0 = lut_b[jy0], by1 = lut_b[jy1];
-    quad2 r = {(ptrdiff_t)g->o00[q][i] * 4,
-               (ptrdiff_t)g->o01[q][i] * 4,
-               (ptrdiff_t)g->o10[q][i] * 4,
-               (ptrdiff_t)g->o11[q][i] * 4,
-               ax0 * ay0,
-               ax1 * ay0,
-               ax0 * ay1,
-               ax1 * ay1,
-               bx0 * by0,
-               bx1 * by0,
-               bx0 * by1,
-               bx1 * by1};
-    return r;
+    const ptrdiff_t o[4] = {g->o00[q][i], g->o01[q][i], g->o10[q][i], g->o11[q][i]};
+    return quad2_from(o, g->jx[q][i], g->jy[q][i], lut_a, lut_b);
 }
 
 /// One cell of `bayer_row` from its three neighbourhoods.
@@ -221,7 +205,8 @@ EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, 
 EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                           float *value, float *weight, const float own[2], float part[4][2]) {
     const uint16_t *planes = f->planes;
-    if (!f->field_dx) {
+    // (The plan holds cell offsets in 32 bits: planes of 2^31 cells or more take the per-cell path.)
+    if (!f->field_dx && (int64_t)f->width * f->height < INT32_MAX) {
         const float offsets[3][2] = {{own[0], own[1]}, {part[1][0], part[1][1]}, {part[3][0], part[3][1]}};
         gather_plan g;
         for (int32_t i0 = 0; i0 < count; i0 += GATHER_CHUNK) {
