@@ -88,7 +88,7 @@ public enum LocalAligner {
                 reference: prepared.plane(level), frame: fr, homography: homography.rescaled(by: Double(s)))
             let searches = level == coarsest && resume == nil
             if searches { planes.prepareBoxSums() }
-            let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell * 3 / 4)
+            let windowRadius = options.windowRadius > 0 ? options.windowRadius : max(12, cell)
             // A coarse look's last level takes 4 (the median of its field decides whether a frame
             // has parallax); a full estimate's finest, `options.iterations`; the others 3.
             let step = LevelStep(

@@ -6,11 +6,12 @@ import Foundation
 public struct LocalAlignmentOptions: Sendable, Equatable {
     /// Cell size of the displacement field in full-resolution pixels (0: 16 up to 2 MP, 32 above).
     public var cell = 0
-    /// Radius of the window each cell is matched with, in full-resolution pixels (0: three
-    /// quarters of the cell size, at least 12); at coarse levels it never drops under 4 level
-    /// pixels. Measured on issue 50's close-range family (8 bursts, parallax everywhere), 12
-    /// against the cell size's 16: PSNR within -0.013 / +0.026 dB of it on every burst, pEPs no
-    /// higher but on aloe-1 (0 -> 0.0002 %), and 4 % less CPU time on the 20-frame burst.
+    /// Radius of the window each cell is matched with, in full-resolution pixels (0: the cell
+    /// size, at least 12); at coarse levels it never drops under 4 level pixels. Three quarters
+    /// of the cell (12 at 16) was 4 % faster on issue 50's close-range family at the same PSNR
+    /// (-0.013..+0.026 dB), but cost a raw burst with six people walking through (pug-people,
+    /// aligned on its half-size grey) 1.8 dB and tripled its error pixels (0.131 -> 0.392 %):
+    /// small windows let a passer-by drag a cell.
     public var windowRadius = 0
     /// Cell size of the detail pass at the finest level (0: half the cell size; -1: no detail pass).
     public var detailCell = 0
@@ -46,8 +47,12 @@ public struct LocalAlignmentOptions: Sendable, Equatable {
     /// (``detailWindowRadius``) and the consistency pass, 5 -> 4 is within 0.01 dB on 30 parallax
     /// bursts, and once the depth sweep took a closer look at the cells few frames measured,
     /// 4 -> 3 was too (the gap's median 0.585 -> 0.586 dB, worst 0.854 -> 0.852, no burst 0.005 dB
-    /// worse), paying for part of that look (about 2 % of a small burst's time).
-    public var detailIterations = 3
+    /// worse), paying for part of that look (about 2 % of a small burst's time). 3 -> 2 (issue
+    /// 50): on the 8 close-range bursts (parallax everywhere) PSNR within 0.005 dB of 3 and pEPs
+    /// the same; motorcycle-parallax 39.174 -> 39.173 dB; raw bursts aligned on their half-size
+    /// grey, moto-parallax +0.045 dB and pug-people (six passers-by) +0.045 dB, two others the
+    /// same to 0.001 dB; 2-4 % less CPU on the 20-frame close-range burst.
+    public var detailIterations = 2
     /// The detail pass skips the fine cells of a coarse cell whose 3 x 3 neighbourhood varies by at
     /// most this (pixels, in x and in y; 0: refine every fine cell): no depth edge there for it to
     /// follow, and they keep the coarse value. Measured on 30 parallax bursts made with
