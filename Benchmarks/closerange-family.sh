@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 rounds=${1:-1}; seeds=${2:-1 2 3 4}
 bin=${3:-$(scripts/build-release.sh evanesco)/evanesco}
+require_plain_build "$bin"
 declare -A base=([motorcycle]=stereo/motorcycle/motorcycle_left.png [aloe]=stereo/aloe/aloeL.jpg)
 declare -A disparity=([motorcycle]=stereo/motorcycle/derived_motorcycle_disp.pfm [aloe]=stereo/aloe/aloeGT.png)
 # (frames, long side at most, parallax px) by seed: 8 to 20 frames, 10 to 20 px.

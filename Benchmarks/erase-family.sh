@@ -21,6 +21,7 @@ kind=${MASK:-painted}
 declare -A base_file=([motorcycle]=stereo/motorcycle/motorcycle_left.png [aloe]=stereo/aloe/aloeL.jpg
                       [graffiti]=registration/graffiti/graf1.png [night]=bursts/night-cars/in1.jpg)
 bin=${EVANESCO:-$(scripts/build-release.sh evanesco)/evanesco}
+require_plain_build "$bin"
 helper=Benchmarks/erase_family.py
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

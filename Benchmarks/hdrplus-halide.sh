@@ -19,6 +19,8 @@ src=${1:?usage: hdrplus-halide.sh SRC BURST_DIR [ROUNDS]}
 burst=${2:?usage: hdrplus-halide.sh SRC BURST_DIR [ROUNDS]}
 rounds=${3:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/Benchmarks/lib.sh"
+require_plain_build "$here/.build/release/evanesco"
 work=$here/.build/hdrplus-src
 target=${HDRPLUS_HALIDE_TARGET:-x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake}
 if [ ! -x "$work/build/hdrplus" ]; then

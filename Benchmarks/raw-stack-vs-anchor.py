@@ -82,6 +82,14 @@ def make(family, name):
     return out
 
 
+def require_plain_build(binary):
+    """Stops on a tool built with a sanitizer (a release-configuration test build leaves one in
+    .build/release, 2-3 times slower): its times are not the product's (Benchmarks/lib.sh)."""
+    symbols = subprocess.run(["nm", binary], capture_output=True, text=True).stdout
+    if any(line.split()[-1] in ("__asan_init", "__tsan_init", "__msan_init") for line in symbols.splitlines() if line):
+        sys.exit("%s is built with a sanitizer (a test build left it); run scripts/build-release.sh first" % binary)
+
+
 def timed(cmd):
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -131,6 +139,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--make-only", action="store_true", help="make the family's bursts and stop")
     a = p.parse_args()
+    if not a.make_only:
+        require_plain_build(a.evanesco)
     os.makedirs(a.family, exist_ok=True)
     if a.make_only:
         for name in a.only or FAMILY:
