@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import EvanescoCore
 @testable import EvanescoIO
+import SubprocessTestSupport
 
 /// A 96x64 raw frame of a smooth scene under an RGGB filter, stored on its side (orientation 6).
 func cliRaw() -> RawMosaic {
@@ -136,5 +137,50 @@ func cliRaw() -> RawMosaic {
         r = try CLI.run(["batch", "run", dir.file("jobs.jsonl"), "--quiet"])
         #expect(r.status == 0, "\(r.err)")
         #expect(try RawCodec.read(dir.file("b.dng")).raw.samples == merged.samples)
+    }
+
+    /// A textured 256 x 192 GRBG frame, the scene moved by (dx, dy) photosites, with a bright
+    /// square at `square` (what the vote must leave out).
+    static func textured(dx: Float, dy: Float, square: Int) -> RawMosaic {
+        let w = 256, h = 192
+        var raw = cliRaw()
+        raw.samples = Image<UInt16>(width: w, height: h, channels: 1) { d in
+            for y in 0..<h {
+                for x in 0..<w {
+                    let u = Float(x) - dx, v = Float(y) - dy
+                    var s = 1200 + 500 * sinf(u * 0.21) * cosf(v * 0.17) + 400 * sinf((u + 2 * v) * 0.043)
+                    s += Float(CFAPattern.grbg.color(x: x, y: y)) * 150 + Float((x * 7 + y * 13) % 23)
+                    if (square..<(square + 20)).contains(x), (80..<100).contains(y) { s = 3900 }
+                    d[y * w + x] = UInt16(clampingRounded: s)
+                }
+            }
+        }
+        raw.layout = .bayer(.grbg)
+        raw.orientation = .up
+        return raw
+    }
+
+    @Test("the raw merge's portable kernels give the AVX2 ones' bytes: robust, hdrplus, median")
+    func portableKernelsMatch() throws {
+        let dir = Scratch()
+        var files: [String] = []
+        for k in 0..<6 {
+            files.append(dir.file("f\(k).dng"))
+            try DNGWriter.write(
+                Self.textured(dx: 1.3 * Float(k), dy: -0.7 * Float(k), square: 30 + 35 * k), to: files.last!)
+        }
+        let portable = ProcessInfo.processInfo.environment.merging(["EVANESCO_PORTABLE_KERNELS": "1"]) { $1 }
+        for merge in ["robust", "hdrplus", "median"] {
+            var merged: [ContiguousArray<UInt16>] = []
+            for (name, env) in [("native", ProcessInfo.processInfo.environment), ("portable", portable)] {
+                let out = dir.file("\(merge)-\(name).dng")
+                let r = try Subprocess.run(
+                    CLI.binary, ["stack"] + files + ["-o", out, "--merge", merge, "--quiet"], environment: env,
+                    seconds: 300)
+                #expect(r.status == 0, "\(merge) \(name): \(r.stderr)")
+                merged.append(try RawCodec.read(out).raw.samples.samples)
+            }
+            #expect(merged[0].count == 256 * 192 && merged[0] == merged[1], "\(merge): the variants differ")
+        }
     }
 }
