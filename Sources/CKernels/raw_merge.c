@@ -28,11 +28,19 @@ static inline int floor_int(float v) {
     return i - (v < (float)i);
 }
 
+/// One axis of a 2x2 neighbourhood at grid position g on a plane of n samples: its two sample
+/// indices, clamped to the plane, in a and b, and the fraction of the way from a to b.
+static inline float axis_taps(float g, int n, int *a, int *b) {
+    const int i = floor_int(g);
+    *a = clampi(i, 0, n - 1);
+    *b = clampi(i + 1, 0, n - 1);
+    return g - (float)i;
+}
+
 static inline quad quad_at(const evn_raw_frame *f, int c, const float *lut, float gx, float gy) {
-    const int ix = floor_int(gx), iy = floor_int(gy), w = f->width, h = f->height;
-    const float tx = gx - (float)ix, ty = gy - (float)iy;
-    const int x0 = clampi(ix, 0, w - 1), x1 = clampi(ix + 1, 0, w - 1);
-    const int y0 = clampi(iy, 0, h - 1), y1 = clampi(iy + 1, 0, h - 1);
+    const int w = f->width;
+    int x0, x1, y0, y1;
+    const float tx = axis_taps(gx, w, &x0, &x1), ty = axis_taps(gy, f->height, &y0, &y1);
     const float wx0 = lut_at(lut, tx), wx1 = lut_at(lut, 1 - tx), wy0 = lut_at(lut, ty), wy1 = lut_at(lut, 1 - ty);
     quad q = {((ptrdiff_t)y0 * w + x0) * c,
               ((ptrdiff_t)y0 * w + x1) * c,
@@ -68,21 +76,26 @@ static inline void field_value(const evn_raw_frame *f, float x, float y, float *
     *dy = top + (bottom - top) * ty;
 }
 
+/// Where point (px, py) lands through the homography `m` (into a frame of w x h cells): 0 when
+/// it falls behind the camera (den <= 0) or outside the frame's cells. Without a branch (the
+/// division runs even then, its result unused), so that a loop of it vectorises.
+EVN_INLINE int project(const float *m, int w, int h, float px, float py, float *sx, float *sy) {
+    const float den = m[6] * px + m[7] * py + m[8];
+    *sx = (m[0] * px + m[1] * py + m[2]) / den;
+    *sy = (m[3] * px + m[4] * py + m[5]) / den;
+    return den > 1e-12f && *sx >= -0.5f && *sy >= -0.5f && *sx <= w - 0.5f && *sy <= h - 0.5f;
+}
+
 /// Where output cell (x, y) lands in frame `f`: through its field, then its homography;
 /// 0 when it falls behind the camera (den <= 0) or outside the frame's cells.
 EVN_INLINE int source_position(const evn_raw_frame *f, float px, float py, float *sx, float *sy) {
-    const float *m = f->m;
     if (f->field_dx) {
         float dx, dy;
         field_value(f, px, py, &dx, &dy);
         px += dx;
         py += dy;
     }
-    const float den = m[6] * px + m[7] * py + m[8];
-    if (!(den > 1e-12f)) return 0;
-    *sx = (m[0] * px + m[1] * py + m[2]) / den;
-    *sy = (m[3] * px + m[4] * py + m[5]) / den;
-    return *sx >= -0.5f && *sy >= -0.5f && *sx <= f->width - 0.5f && *sy <= f->height - 0.5f;
+    return project(f->m, f->width, f->height, px, py, sx, sy);
 }
 
 typedef unsigned short v4u16 __attribute__((ext_vector_type(4)));
@@ -114,10 +127,9 @@ EVN_INLINE quad2 quad2_from(const ptrdiff_t o[4], int jx0, int jy0, const float 
 }
 
 EVN_INLINE quad2 quad2_at(const evn_raw_frame *f, const float *lut_a, const float *lut_b, float gx, float gy) {
-    const int ix = floor_int(gx), iy = floor_int(gy), w = f->width, h = f->height;
-    const float tx = gx - (float)ix, ty = gy - (float)iy;
-    const int x0 = clampi(ix, 0, w - 1), x1 = clampi(ix + 1, 0, w - 1);
-    const int y0 = clampi(iy, 0, h - 1), y1 = clampi(iy + 1, 0, h - 1);
+    const int w = f->width;
+    int x0, x1, y0, y1;
+    const float tx = axis_taps(gx, w, &x0, &x1), ty = axis_taps(gy, f->height, &y0, &y1);
     const ptrdiff_t o[4] = {(ptrdiff_t)y0 * w + x0, (ptrdiff_t)y0 * w + x1, (ptrdiff_t)y1 * w + x0,
                             (ptrdiff_t)y1 * w + x1};
     return quad2_from(o, (int)(tx * 64.0f + 0.5f), (int)(ty * 64.0f + 0.5f), lut_a, lut_b);
@@ -140,29 +152,20 @@ typedef struct {
 /// position 0 and marked not ok.
 EVN_INLINE void plan_cells(const evn_raw_frame *f, int32_t y, int32_t x0, int count, const float offsets[3][2],
                            gather_plan *g) {
-    const float *m = f->m, py = (float)y, right = f->width - 0.5f, bottom = f->height - 0.5f;
     const int w = f->width, h = f->height;
     float sx[GATHER_CHUNK], sy[GATHER_CHUNK];
     for (int i = 0; i < count; i++) {
-        const float px = (float)(x0 + i);
-        const float den = m[6] * px + m[7] * py + m[8];
-        const float x = (m[0] * px + m[1] * py + m[2]) / den, yy = (m[3] * px + m[4] * py + m[5]) / den;
-        const int ok = den > 1e-12f && x >= -0.5f && yy >= -0.5f && x <= right && yy <= bottom;
+        float x, yy;
+        const int ok = project(f->m, w, h, (float)(x0 + i), (float)y, &x, &yy);
         g->ok[i] = ok;
         sx[i] = ok ? x : 0;
         sy[i] = ok ? yy : 0;
     }
     for (int q = 0; q < 3; q++) {
-        const float ox = offsets[q][0], oy = offsets[q][1];
         for (int i = 0; i < count; i++) {
-            const float gx = sx[i] + ox, gy = sy[i] + oy;
-            const int tx0 = (int)gx, ty0 = (int)gy;
-            const int ix = tx0 - (gx < (float)tx0), iy = ty0 - (gy < (float)ty0);
-            const float tx = gx - (float)ix, ty = gy - (float)iy;
-            const int xa = ix < 0 ? 0 : (ix > w - 1 ? w - 1 : ix),
-                      xb = ix + 1 < 0 ? 0 : (ix + 1 > w - 1 ? w - 1 : ix + 1);
-            const int ya = iy < 0 ? 0 : (iy > h - 1 ? h - 1 : iy),
-                      yb = iy + 1 < 0 ? 0 : (iy + 1 > h - 1 ? h - 1 : iy + 1);
+            int xa, xb, ya, yb;
+            const float tx = axis_taps(sx[i] + offsets[q][0], w, &xa, &xb);
+            const float ty = axis_taps(sy[i] + offsets[q][1], h, &ya, &yb);
             g->o00[q][i] = ya * w + xa;
             g->o01[q][i] = ya * w + xb;
             g->o10[q][i] = yb * w + xa;

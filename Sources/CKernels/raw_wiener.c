@@ -12,7 +12,7 @@ typedef struct {
     v4f re, im;
 } c4;
 
-/// Two c4 side by side: two tiles' (or two frame pairs') four channels in one 8-lane transform.
+/// Two c4 side by side: two frame pairs' four channels in one 8-lane transform.
 typedef struct {
     v8f re, im;
 } c8;
