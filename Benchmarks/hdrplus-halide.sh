@@ -45,15 +45,13 @@ names=$(cd "$tmp/in" && ls *.dng)
 ours=()
 theirs=()
 for _ in $(seq "$rounds"); do
-    t0=$(date +%s.%N)
+    s=$(date +%s.%N)
     (cd "$tmp/out" && "$work/build/hdrplus" "$tmp/in/" halide.png $names > /dev/null)
-    t1=$(date +%s.%N)
+    theirs+=("$(elapsed "$s")")
+    s=$(date +%s.%N)
     "$here/.build/release/evanesco" stack "$tmp"/in/*.dng -o "$tmp/out/ours.dng" --force --quiet > /dev/null
-    t2=$(date +%s.%N)
-    theirs+=("$(echo "$t1 - $t0" | bc)")
-    ours+=("$(echo "$t2 - $t1" | bc)")
+    ours+=("$(elapsed "$s")")
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 mo=$(median "${ours[@]}")
 mt=$(median "${theirs[@]}")
-echo "hdr-plus (Halide 14) median ${mt} s; evanesco stack median ${mo} s; ratio $(echo "scale=3; $mo / $mt" | bc)"
+echo "hdr-plus (Halide 14) median ${mt} s; evanesco stack median ${mo} s; ratio $(ratio "$mo" "$mt")"
