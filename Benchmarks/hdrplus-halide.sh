@@ -24,6 +24,10 @@ require_plain_build "$here/.build/release/evanesco"
 work=$here/.build/hdrplus-src
 target=${HDRPLUS_HALIDE_TARGET:-x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake}
 if [ ! -x "$work/build/hdrplus" ]; then
+    command -v cmake >/dev/null && [ -d /usr/lib/x86_64-linux-gnu/cmake/Halide14 ] || {
+        echo "hdrplus-halide: needs cmake and Debian's Halide 14: apt-get install cmake libhalide14-0-dev" >&2
+        exit 2
+    }
     rm -rf "$work"
     mkdir -p "$work"
     if [ -d "$src/.git" ] || [ -f "$src/CMakeLists.txt" ]; then
