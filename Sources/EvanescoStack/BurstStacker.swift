@@ -106,6 +106,7 @@ public enum BurstStacker {
             referenceMetadata: source.referenceMetadata, decodedFrames: options.retainFrames ? source.memory : nil,
             localFields: fields, maps: maps)
         r.spilledBytes = source.spill?.length
+        r.spillReleases = source.spill?.releaseCount
         r.sampleNoise = sampleNoise
         r.erase = eraseSummary
         r.parallax = parallax

@@ -115,5 +115,11 @@ final class FrameSpill: @unchecked Sendable {
     /// Drops every page read so far from this process.
     func releaseAll() {
         madvise(base, length, MADV_DONTNEED)
+        releases.update { $0 += 1 }
     }
+
+    /// How many times ``releaseAll()`` ran (a merge that never calls it holds every frame's pages
+    /// it read until the stack ends).
+    var releaseCount: Int { releases.value }
+    private let releases = LockedBox(0)
 }

@@ -22,7 +22,7 @@ extension RawMerge {
     /// gathered once, for both), then ``blended(_:wiener:outlier:frames:source:used:options:params:)``.
     static func voteAndBlend(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
-        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?
+        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?, release: Release? = nil
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
@@ -31,8 +31,10 @@ extension RawMerge {
         var wiener: Image<UInt16>?
         let robust = Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { dst in
             wiener = withFrames(frames, source: source, used: used) { pinned in
-                Self.wiener(
-                    pinned, params: params, reference: ref, width: w, height: h, progress: options.progress
+                defer { release?.call() }
+                return Self.wiener(
+                    pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
+                    release: release
                 ) { values, weights, y0, band in
                     scratch.buffers.borrow { buffer in
                         for r in band {

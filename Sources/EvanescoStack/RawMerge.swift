@@ -106,13 +106,15 @@ enum RawMerge {
                 layout: layout, width: w, height: h)
         }
         let segment = 256
+        // The Wiener pass's threads each go through their own rows: together, one band's worth.
+        let release = afterBand.map { (rows: max(16, (bandRows ?? h) / StripExecutor.threadCount), call: $0) }
         if options.merge == .hdrplus {
             return hdrplus(
-                frames, source: source, used: used, params: params, options: options, maps: &maps)
+                frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
         if blends(options, channels: c, frames: n) {
             return voteAndBlend(
-                frames, source: source, used: used, params: params, options: options, maps: &maps)
+                frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
         let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: false)
         let scratch = VoteScratch(params, frames: n, segment: segment)
@@ -359,7 +361,7 @@ extension RawMerge {
     /// maps that say every frame contributes everywhere (pulled towards the reference).
     static func hdrplus(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
-        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?
+        params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?, release: Release? = nil
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, ref = used.firstIndex(of: options.reference) ?? 0
         maps?.kept = Image(width: w, height: h, channels: 1) { d in d.update(repeating: UInt16(used.count)) }
@@ -367,19 +369,26 @@ extension RawMerge {
             d.update(repeating: UInt16(options.reference + 1))
         }
         return withFrames(frames, source: source, used: used) { pinned in
-            wiener(
-                pinned, params: params, reference: ref, width: w, height: h, progress: options.progress)
+            defer { release?.call() }
+            return wiener(
+                pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
+                release: release)
         }
     }
+
+    /// What a merge reading frames from a spill file calls after every `rows` rows it has read.
+    typealias Release = (rows: Int, call: () -> Void)
 
     /// HDR+'s pairwise Wiener merge (``MergeMethod/hdrplus``) of a Bayer burst's frames, each
     /// gathered at the reference's photosites as the robust merge gathers them: bands of 16 rows
     /// (tile rows every 8), each thread overlap-adding the tiles' rows that fall in its strip.
     /// `rows`, when given, gets every row of the planes once as it is gathered (the band's
     /// values and weights: frame k's row r at (16 k + r) x width x 4; `band`: which r).
+    /// `release`, when given, is called each time a thread has gathered that many rows more
+    /// (frames read from a spill file: the pages read so far leave the process).
     static func wiener(
         _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
-        progress: (@Sendable (StackProgress) -> Void)?,
+        progress: (@Sendable (StackProgress) -> Void)?, release: Release? = nil,
         rows: (
             (_ values: UnsafePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>) -> Void
         )? =
@@ -401,8 +410,13 @@ extension RawMerge {
             args.c = 8
             // The merge's noise lines (a Bayer burst's four channels).
             (args.slope, args.intercept) = (params.slope, params.intercept)
-            var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false
+            var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false, sinceRelease = 0
             while y0 < strip.upperBound {
+                if let release, sinceRelease >= release.rows {
+                    release.call()
+                    sinceRelease = 0
+                }
+                sinceRelease += gathered ? 8 : 16
                 // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
                 if gathered {
                     for k in 0..<n {

@@ -134,6 +134,9 @@ public struct StackResult: Sendable {
     /// Bytes of the temporary file the decoded frames were kept in, when they exceeded
     /// ``StackOptions/memoryLimit``; nil when they were held in memory.
     public var spilledBytes: Int?
+    /// How many times the merge dropped the temporary file's pages from the process, when there
+    /// was one (it must, every band of rows, for memory to stay at a band's frames).
+    var spillReleases: Int?
     /// Inputs that could not be decoded (see ``notices``).
     public var skippedInputs: Int { notices.filter { if case .inputSkipped = $0 { true } else { false } }.count }
     /// Frames merged.

@@ -204,6 +204,29 @@ import EvanescoIO
         #expect(abs(Int(removed.samples.samples[inside]) - Int(Self.scaled(frames[1])[inside])) < 64)
     }
 
+    /// A raw burst read back from a spill file merges to the same mosaic as in memory, for the
+    /// blended robust merge and for HDR+'s: both drop the file's pages from the process every few
+    /// rows while their threads read it (a one-byte limit: every 16 rows here, 6 times a thread).
+    @Test(arguments: [MergeMethod.robust, .hdrplus])
+    func spilledRawBurstMergesAsInMemory(merge: MergeMethod) throws {
+        let frames = (0..<6).map { k in
+            Self.mosaic(dx: Float(k % 3) * 0.7, dy: Float(k / 3) * 0.9, square: (20 + 30 * k, 80))
+        }
+        let burst = try Burst(frames)
+        var o = StackOptions()
+        o.merge = merge
+        o.memoryLimit = nil
+        let memory = try #require(try BurstStacker.stack(contentsOf: burst.files, options: o).raw).mosaic
+        o.memoryLimit = 1
+        o.spillDirectory = burst.path
+        let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
+        #expect((r.spilledBytes ?? 0) >= 6 * 256 * 192 * 2)
+        // 96 rows of cells, 32 a band: whatever the threads, at least three drops and the last.
+        #expect((r.spillReleases ?? 0) >= 4, "the merge dropped the file's pages \(r.spillReleases ?? 0) times")
+        let spilled = try #require(r.raw).mosaic
+        #expect(spilled.samples == memory.samples, "the spilled burst's mosaic differs from the in-memory one")
+    }
+
     @Test func hdrplusRefusesPictures() throws {
         var o = StackOptions()
         o.merge = .hdrplus
