@@ -29,13 +29,17 @@ static const float fft_sin[8] = {0.0f,  -0.38268343f, -0.70710678f, -0.92387953f
     EVN_INLINE void name(T *x, int s) {                                                                                \
         T t[16];                                                                                                       \
         for (int i = 0; i < 16; i++) t[fft_rev[i]] = x[i * s];                                                         \
-        for (int len = 2; len <= 16; len <<= 1) {                                                                      \
+        _Pragma("clang loop unroll(full)") for (int len = 2; len <= 16; len <<= 1) {                                   \
             const int half = len >> 1, step = 16 / len;                                                                \
-            for (int i = 0; i < 16; i += len) {                                                                        \
-                for (int j = 0; j < half; j++) {                                                                       \
-                    const float wr = fft_cos[j * step], wi = fft_sin[j * step];                                        \
+            _Pragma("clang loop unroll(full)") for (int i = 0; i < 16; i += len) {                                     \
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < half; j++) {                                    \
+                    const int e = j * step;                                                                            \
+                    const float wr = fft_cos[e], wi = fft_sin[e];                                                      \
                     T *a = &t[i + j], *b = &t[i + j + half];                                                           \
-                    const __typeof__(a->re) br = b->re * wr - b->im * wi, bi = b->re * wi + b->im * wr;                \
+                    /* The twiddles 1 and -i without their products by 1 and 0 (the loops unroll, */                   \
+                    /* so e is known): the same sums but for the sign of a zero. */                                    \
+                    const __typeof__(a->re) br = e == 0 ? b->re : (e == 4 ? b->im : b->re * wr - b->im * wi);          \
+                    const __typeof__(a->re) bi = e == 0 ? b->im : (e == 4 ? -b->re : b->re * wi + b->im * wr);         \
                     b->re = a->re - br;                                                                                \
                     b->im = a->im - bi;                                                                                \
                     a->re = a->re + br;                                                                                \
