@@ -84,14 +84,18 @@ EVN_INLINE v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, pt
     return wt > 0 ? v : vr;
 }
 
-/// Adds to `acc` the frame's coefficient `z` pulled towards the reference's `t`:
+/// Two frames' coefficients `z` (four channels each) pulled towards the reference's `t`:
 /// z + A (t - z), A = |t - z|^2 / (|t - z|^2 + noise).
-EVN_INLINE void pull_towards(c4 *acc, c4 t, c4 z, v4f noise) {
-    const v4f dr = t.re - z.re, di = t.im - z.im;
-    const v4f d2 = dr * dr + di * di;
-    const v4f pull = d2 / (d2 + noise);
-    acc->re += z.re + pull * dr;
-    acc->im += z.im + pull * di;
+EVN_INLINE c8 pulled(c8 t, c8 z, v8f noise) {
+    const v8f dr = t.re - z.re, di = t.im - z.im;
+    const v8f d2 = dr * dr + di * di;
+    const v8f pull = d2 / (d2 + noise);
+    return (c8){z.re + pull * dr, z.im + pull * di};
+}
+
+EVN_INLINE void add_c4(c4 *acc, v4f re, v4f im) {
+    acc->re += re;
+    acc->im += im;
 }
 
 EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
@@ -156,18 +160,21 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
                 }
             }
             fft2d_x2(z);
+            // Both pairs' pulls in the 8 lanes at once (the first frame of each pair, then the
+            // second), added to the sum in the frames' order.
+            const v8f noise8 = {noise.x, noise.y, noise.z, noise.w, noise.x, noise.y, noise.z, noise.w};
             for (int i = 0; i < 256; i++) {
                 const int j = ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15);
-                for (int half = 0; half < 2 && k[2 * half] >= 0; half++) {
-                    const v4f zire = half ? z[i].re.hi : z[i].re.lo, ziim = half ? z[i].im.hi : z[i].im.lo;
-                    const v4f zjre = half ? z[j].re.hi : z[j].re.lo, zjim = half ? z[j].im.hi : z[j].im.lo;
-                    const c4 z1 = {(zire + zjre) * 0.5f, (ziim - zjim) * 0.5f};
-                    pull_towards(&acc[i], t0[i], z1, noise);
-                    if (k[2 * half + 1] >= 0) {
-                        const c4 z2 = {(ziim + zjim) * 0.5f, (zjre - zire) * 0.5f};
-                        pull_towards(&acc[i], t0[i], z2, noise);
-                    }
-                }
+                const c8 t = {
+                    {t0[i].re.x, t0[i].re.y, t0[i].re.z, t0[i].re.w, t0[i].re.x, t0[i].re.y, t0[i].re.z, t0[i].re.w},
+                    {t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w, t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w}};
+                const c8 z1 = {(z[i].re + z[j].re) * 0.5f, (z[i].im - z[j].im) * 0.5f};
+                const c8 z2 = {(z[i].im + z[j].im) * 0.5f, (z[j].re - z[i].re) * 0.5f};
+                const c8 p1 = pulled(t, z1, noise8), p2 = pulled(t, z2, noise8);
+                add_c4(&acc[i], p1.re.lo, p1.im.lo);
+                if (k[1] >= 0) add_c4(&acc[i], p2.re.lo, p2.im.lo);
+                if (k[2] >= 0) add_c4(&acc[i], p1.re.hi, p1.im.hi);
+                if (k[3] >= 0) add_c4(&acc[i], p2.re.hi, p2.im.hi);
             }
         }
         for (int i = 0; i < 256; i++) {
