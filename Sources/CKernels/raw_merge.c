@@ -303,11 +303,11 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
     }
 }
 
-void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
-                          float *sorted, float *counts) {
+void evn_raw_vote_prepare(const float *value, const float *weight, ptrdiff_t frame_stride, int32_t frames,
+                          ptrdiff_t length, ptrdiff_t stride, float *sorted, float *counts) {
     for (ptrdiff_t j = 0; j < length; j++) counts[j] = 0;
     for (int k = 0; k < frames; k++) {
-        const float *v = value + k * stride, *w = weight + k * stride;
+        const float *v = value + k * frame_stride, *w = weight + k * frame_stride;
         float *s = sorted + k * stride;
         for (ptrdiff_t j = 0; j < length; j++) {
             s[j] = w[j] > 0 ? v[j] : INFINITY;
@@ -327,10 +327,10 @@ void evn_raw_vote_medians(const float *sorted, const float *counts, ptrdiff_t le
     for (ptrdiff_t j = 0; j < length; j++) med[j] = median_at(sorted, stride, j, (int)counts[j]);
 }
 
-void evn_raw_vote_deviations(const float *value, const float *weight, const float *med, int32_t frames,
-                             ptrdiff_t length, ptrdiff_t stride, float *dev) {
+void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t frame_stride, const float *med,
+                             int32_t frames, ptrdiff_t length, ptrdiff_t stride, float *dev) {
     for (int k = 0; k < frames; k++) {
-        const float *v = value + k * stride, *w = weight + k * stride;
+        const float *v = value + k * frame_stride, *w = weight + k * frame_stride;
         float *d = dev + k * stride;
         for (ptrdiff_t j = 0; j < length; j++) d[j] = w[j] > 0 ? fabsf(v[j] - med[j]) : INFINITY;
     }
@@ -342,9 +342,10 @@ void evn_raw_vote_deviations(const float *value, const float *weight, const floa
 /// One chunk of evn_raw_merge_cells: cells i0 ..< i0 + ci. Every loop over the chunk's samples
 /// runs with the frames outside, so that it vectorises; each sample's sums still add the frames
 /// in order, so the results are those of a loop over frames per sample, to the bit.
-EVN_INLINE void merge_chunk(const float *value, const float *weight, const float *counts, const float *medians,
-                            const float *dev, const evn_raw_merge_params *p, int32_t i0, int32_t ci, ptrdiff_t stride,
-                            float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
+EVN_INLINE void merge_chunk(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+                            const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
+                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best,
+                            uint16_t *outlier) {
     const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
     const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
     float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
@@ -371,7 +372,7 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, const float
     // not); sigma-clip judges each channel alone; the mean keeps every covering frame.
     for (int i = 0; i < ci; i++) keptCount[i] = 0;
     for (int k = 0; k < n; k++) {
-        const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+        const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
         for (int i = 0; i < ci; i++) {
             int all = 1;
             for (int ch = 0; ch < c; ch++) {
@@ -398,7 +399,7 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, const float
         for (int j = 0; j < length; j++) far[j] = 0;
         for (int k = 0; k < n; k++) {
             if (k == p->reference) continue;
-            const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+            const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
             for (int j = 0; j < length; j++) {
                 const float d = fabsf(v[j] - out[j0 + j]);
                 far[j] = w[j] > 0 && d > far[j] ? d : far[j];
@@ -412,7 +413,7 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, const float
             b[i] = -1;
         }
         for (int k = 0; k < n; k++) {
-            const float *v = value + k * stride + j0, *w = weight + k * stride + j0;
+            const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
             for (int i = 0; i < ci; i++) {
                 float d = 0;
                 int all = 1;
@@ -431,17 +432,17 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, const float
     }
 }
 
-EVN_INLINE void merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
-                            const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride,
-                            float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
+EVN_INLINE void merge_cells(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+                            const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
+                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
     for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
         const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
-        merge_chunk(value, weight, counts, medians, dev, p, i0, ci, stride, out, kept, best, outlier);
+        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, outlier);
     }
 }
 
 EVN_KERNEL_VARIANTS(void, evn_raw_merge_cells, raw_merge_cells, merge_cells,
-                    (const float *value, const float *weight, const float *counts, const float *medians,
-                     const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
-                     uint16_t *kept, int16_t *best, uint16_t *outlier),
-                    (value, weight, counts, medians, dev, p, count, stride, out, kept, best, outlier))
+                    (const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+                     const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
+                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier),
+                    (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best, outlier))

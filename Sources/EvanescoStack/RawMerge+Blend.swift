@@ -40,16 +40,12 @@ extension RawMerge {
                         for r in band {
                             var x0 = 0
                             while x0 < w {
-                                let count = min(segment, w - x0), o = (y0 + r) * w + x0
-                                for k in 0..<n {
-                                    let at = (k * 16 + r) * row + x0 * 4
-                                    (buffer + k * stride).update(from: values + at, count: count * 4)
-                                    (buffer + (n + k) * stride).update(from: weights + at, count: count * 4)
-                                }
+                                let count = min(segment, w - x0), o = (y0 + r) * w + x0, at = r * row + x0 * 4
                                 voteSegment(
                                     scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
                                     network: scratch.network, kept: outputs.kept.map { $0 + o },
-                                    best: outputs.best.map { $0 + o }, outlier: outputs.outlier.map { $0 + o * 4 })
+                                    best: outputs.best.map { $0 + o }, outlier: outputs.outlier.map { $0 + o * 4 },
+                                    gathered: (values + at, weights + at, 16 * row))
                                 let merged = buffer + 4 * n * stride
                                 for j in 0..<(count * 4) { dst[o * 4 + j] = UInt16(clampingRounded: merged[j]) }
                                 x0 += count

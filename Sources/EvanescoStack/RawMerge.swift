@@ -253,29 +253,33 @@ enum RawMerge {
 
     /// The vote over one segment's gathered frames: its sorts, then the merge into the buffer's
     /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
-    /// merged, counts, medians).
+    /// merged, counts, medians). The frames' values and weights are the buffer's first 2n rows,
+    /// or, given `gathered`, read where they were gathered (frame k's at k x its stride).
     static func voteSegment(
         _ params: UnsafePointer<evn_raw_merge_params>, frames n: Int, count: Int, stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
-        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
+        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?,
+        gathered: (values: UnsafePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil
     ) {
         let length = count * Int(params.pointee.channels)
-        let values = buffer, weights = buffer + n * stride, sorted = buffer + 2 * n * stride
+        let values = gathered?.values ?? UnsafePointer(buffer)
+        let weights = gathered?.weights ?? UnsafePointer(buffer + n * stride), frameStride = gathered?.stride ?? stride
+        let sorted = buffer + 2 * n * stride
         let dev = buffer + 3 * n * stride, merged = buffer + 4 * n * stride
         let counts = buffer + (4 * n + 1) * stride, medians = buffer + (4 * n + 2) * stride
         let needsSort = params.pointee.method != 0, needsSpread = needsSort && params.pointee.method != 2
         if needsSort {
-            evn_raw_vote_prepare(values, weights, Int32(n), length, stride, sorted, counts)
+            evn_raw_vote_prepare(values, weights, frameStride, Int32(n), length, stride, sorted, counts)
             network.sort(sorted, length: length, stride: stride)
             evn_raw_vote_medians(sorted, counts, length, stride, medians)
         }
         if needsSpread {
-            evn_raw_vote_deviations(values, weights, medians, Int32(n), length, stride, dev)
+            evn_raw_vote_deviations(values, weights, frameStride, medians, Int32(n), length, stride, dev)
             network.sort(dev, length: length, stride: stride)
         }
         evn_raw_merge_cells(
-            values, weights, needsSort ? counts : nil, needsSort ? medians : nil, needsSpread ? dev : nil, params,
-            Int32(count), stride, merged, kept, best, outlier)
+            values, weights, frameStride, needsSort ? counts : nil, needsSort ? medians : nil,
+            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, outlier)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``).

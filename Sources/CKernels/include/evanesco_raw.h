@@ -127,26 +127,27 @@ typedef struct evn_raw_merge_params {
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                         float *value, float *weight);
 
-/// The vote's first step, over `length` values of each of `frames` rows `stride` apart: `sorted`
-/// gets the values, +infinity where their weight is 0 (to be sorted over the frames, which puts
-/// them last), and `counts` how many frames cover each value. After that sort,
-/// `evn_raw_vote_medians` gives each value's median, and `evn_raw_vote_deviations` each frame's
-/// distance to it (+infinity where the weight is 0), to be sorted too.
-void evn_raw_vote_prepare(const float *value, const float *weight, int32_t frames, ptrdiff_t length, ptrdiff_t stride,
-                          float *sorted, float *counts);
+/// The vote's first step, over `length` values of each of `frames` rows of `value` and `weight`
+/// (`frame_stride` apart): `sorted` (rows `stride` apart) gets the values, +infinity where their
+/// weight is 0 (to be sorted over the frames, which puts them last), and `counts` how many frames
+/// cover each value. After that sort, `evn_raw_vote_medians` gives each value's median, and
+/// `evn_raw_vote_deviations` each frame's distance to it (+infinity where the weight is 0), to be
+/// sorted too.
+void evn_raw_vote_prepare(const float *value, const float *weight, ptrdiff_t frame_stride, int32_t frames,
+                          ptrdiff_t length, ptrdiff_t stride, float *sorted, float *counts);
 void evn_raw_vote_medians(const float *sorted, const float *counts, ptrdiff_t length, ptrdiff_t stride, float *med);
-void evn_raw_vote_deviations(const float *value, const float *weight, const float *med, int32_t frames,
-                             ptrdiff_t length, ptrdiff_t stride, float *dev);
+void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t frame_stride, const float *med,
+                             int32_t frames, ptrdiff_t length, ptrdiff_t stride, float *dev);
 
-/// Merges `count` cells of the gathered frames (frame k's values at k * stride) into `out`
-/// (count * channels), given `counts` and `medians` (NULL for the mean) and `dev` (the sorted
-/// deviations; NULL unless robust or sigma-clip). `kept` (optional): frames kept per cell;
-/// `best` (optional): the covering frame closest to the result, or -1. `outlier` (optional, count
+/// Merges `count` cells of the gathered frames (frame k's values and weights at k *
+/// frame_stride) into `out` (count * channels), given `counts` and `medians` (NULL for the mean)
+/// and `dev` (the sorted deviations, frame rows `stride` apart; NULL unless robust or sigma-clip). `kept` (optional):
+/// frames kept per cell; `best` (optional): the covering frame closest to the result, or -1. `outlier` (optional, count
 /// * channels): per channel, the largest distance from the result of a covering frame's value,
 /// the reference's left out.
-void evn_raw_merge_cells(const float *value, const float *weight, const float *counts, const float *medians,
-                         const float *dev, const evn_raw_merge_params *p, int32_t count, ptrdiff_t stride, float *out,
-                         uint16_t *kept, int16_t *best, uint16_t *outlier);
+void evn_raw_merge_cells(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+                         const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
+                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier);
 
 /// The blend of the robust merge with the Wiener merge anchored on the reference (four
 /// channels a cell, 16-bit sample units; raw_blend.c).
