@@ -85,11 +85,19 @@ EVN_INLINE v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, pt
 }
 
 /// Two frames' coefficients `z` (four channels each) pulled towards the reference's `t`:
-/// z + A (t - z), A = |t - z|^2 / (|t - z|^2 + noise).
-EVN_INLINE c8 pulled(c8 t, c8 z, v8f noise) {
+/// z + A (t - z), A = |t - z|^2 / (|t - z|^2 + noise), or with `subtract`, A = D / (D + noise),
+/// D = max(0, |t - z|^2 - expected).
+EVN_INLINE c8 pulled(c8 t, c8 z, v8f noise, v8f expected, int subtract) {
     const v8f dr = t.re - z.re, di = t.im - z.im;
     const v8f d2 = dr * dr + di * di;
-    const v8f pull = d2 / (d2 + noise);
+    v8f pull;
+    if (subtract) {
+        const v8f excess = d2 - expected, zero = 0;
+        const v8f d = excess > 0 ? excess : zero, sum = d + noise;
+        pull = sum > 0 ? d / sum : zero;
+    } else {
+        pull = d2 / (d2 + noise);
+    }
     return (c8){z.re + pull * dr, z.im + pull * di};
 }
 
@@ -127,10 +135,11 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             }
         }
         level /= wsum;
-        v4f noise;
+        v4f noise, expected;
         for (int ch = 0; ch < 4; ch++) {
             const float s2 = a->slope[ch] * level[ch] + a->intercept[ch];
             noise[ch] = a->c * (s2 > 0 ? s2 : 0) * energy;
+            expected[ch] = a->expected * (s2 > 0 ? s2 : 0) * energy;
         }
         fft2d(t0);
         for (int i = 0; i < 256; i++) acc[i] = t0[i];
@@ -163,6 +172,9 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             // Both pairs' pulls in the 8 lanes at once (the first frame of each pair, then the
             // second), added to the sum in the frames' order.
             const v8f noise8 = {noise.x, noise.y, noise.z, noise.w, noise.x, noise.y, noise.z, noise.w};
+            const v8f expected8 = {expected.x, expected.y, expected.z, expected.w,
+                                   expected.x, expected.y, expected.z, expected.w};
+            const int subtract = a->expected > 0;
             for (int i = 0; i < 256; i++) {
                 const int j = ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15);
                 const c8 t = {
@@ -170,7 +182,8 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
                     {t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w, t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w}};
                 const c8 z1 = {(z[i].re + z[j].re) * 0.5f, (z[i].im - z[j].im) * 0.5f};
                 const c8 z2 = {(z[i].im + z[j].im) * 0.5f, (z[j].re - z[i].re) * 0.5f};
-                const c8 p1 = pulled(t, z1, noise8), p2 = pulled(t, z2, noise8);
+                const c8 p1 = pulled(t, z1, noise8, expected8, subtract),
+                         p2 = pulled(t, z2, noise8, expected8, subtract);
                 add_c4(&acc[i], p1.re.lo, p1.im.lo);
                 if (k[1] >= 0) add_c4(&acc[i], p2.re.lo, p2.im.lo);
                 if (k[2] >= 0) add_c4(&acc[i], p1.re.hi, p1.im.hi);

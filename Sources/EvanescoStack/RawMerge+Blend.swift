@@ -8,8 +8,15 @@ extension RawMerge {
     /// (docs/benchmarks.md, "Raw bursts"): beta for how much of the Wiener merge a block takes;
     /// the guard, contrast and others terms that find what moved in the reference and in the
     /// other frames (others: the largest that still leaves no trace of a square moving through
-    /// noise-free frames, RawStackTests); how far (cells) that region is grown.
-    static let blend = (beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5))
+    /// noise-free frames, RawStackTests); how far (cells) that region is grown; and how its Wiener
+    /// merge pulls frames towards the reference: the energy two frames' noise gives their
+    /// difference (2 s2) taken off first, then c = 4 (on pug-static, aloe-iso100, moto-iso1600
+    /// and graf-iso3200: c 3 / 4 / 5 with 2 s2 off, 1 / 1.5 / 2 s2 off with c 4, and the papers'
+    /// c = 8 with nothing off; every burst of the family gained, docs/benchmarks.md).
+    static let blend = (
+        beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5),
+        pull: WienerPull(c: 4, expected: 2)
+    )
 
     /// Whether a merge of `channels`-channel planes of `frames` frames is blended
     /// (``voteAndBlend(_:source:used:params:options:maps:)``): the robust merge of a
@@ -34,7 +41,7 @@ extension RawMerge {
                 defer { release?.call() }
                 return Self.wiener(
                     pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
-                    release: release
+                    release: release, pull: blend.pull
                 ) { values, weights, y0, band in
                     scratch.buffers.borrow { buffer in
                         for r in band {

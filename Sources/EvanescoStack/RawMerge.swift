@@ -380,6 +380,14 @@ extension RawMerge {
         }
     }
 
+    /// How the Wiener merge pulls each frame's coefficients towards the reference's
+    /// (``evn_raw_wiener_band_args``): HDR+ as published (c = 8, nothing subtracted), or the
+    /// robust merge's blend's (``blend``).
+    struct WienerPull {
+        var c: Float, expected: Float
+        static let published = WienerPull(c: 8, expected: 0)
+    }
+
     /// What a merge reading frames from a spill file calls after every `rows` rows it has read.
     typealias Release = (rows: Int, call: () -> Void)
 
@@ -392,7 +400,7 @@ extension RawMerge {
     /// (frames read from a spill file: the pages read so far leave the process).
     static func wiener(
         _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
-        progress: (@Sendable (StackProgress) -> Void)?, release: Release? = nil,
+        progress: (@Sendable (StackProgress) -> Void)?, release: Release? = nil, pull: WienerPull = .published,
         rows: (
             (_ values: UnsafePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>) -> Void
         )? =
@@ -411,7 +419,7 @@ extension RawMerge {
             args.frames = Int32(n)
             args.reference = Int32(reference)
             args.width = Int32(w)
-            args.c = 8
+            (args.c, args.expected) = (pull.c, pull.expected)
             // The merge's noise lines (a Bayer burst's four channels).
             (args.slope, args.intercept) = (params.slope, params.intercept)
             var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false, sinceRelease = 0

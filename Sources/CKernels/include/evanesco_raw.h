@@ -183,12 +183,16 @@ int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8
 /// reference's T: Z + A (T - Z), A = |T - Z|^2 / (|T - Z|^2 + c s2), s2 the noise of one
 /// coefficient (the noise line at the reference tile's window-weighted level, times the window's
 /// energy); the mean over the frames, inverse DFT, overlap-added into `out` for the band's rows
-/// first_row ..< end_row (row r of `out` is band row first_row + r).
+/// first_row ..< end_row (row r of `out` is band row first_row + r). With `expected` above 0 (the
+/// robust merge's blend; 0 is HDR+ as published), the energy that two frames' noise alone gives
+/// their difference, expected s2, is taken off first: A = D / (D + c s2), D = max(0, |T - Z|^2 -
+/// expected s2), so that differences the noise explains are averaged away and only the rest
+/// (what moved, what the gather softened) pulls towards the reference.
 typedef struct evn_raw_wiener_band_args {
     /// Frame k's gathered values and weights, 16 rows of width * 4 floats, at k * 16 * width * 4.
     const float *values, *weights;
     int32_t frames, reference, width;
-    float c;
+    float c, expected;
     float slope[4], intercept[4];
     int32_t first_row, end_row;
     float *out;
