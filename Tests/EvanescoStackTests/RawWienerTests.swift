@@ -1,0 +1,109 @@
+import CKernels
+import Foundation
+import Testing
+
+/// The pairwise Wiener merge's kernel (raw_wiener.c), on one band of two frames made here: HDR+'s
+/// published pull against the blend's, which takes the noise's share off each difference first.
+struct RawWienerTests {
+    static let w = 64, row = w * 4, sigma: Float = 20
+
+    /// A frame's band: 16 rows of `w` cells, four channels, a level of 2000 plus Gaussian noise of
+    /// `sigma` (its own seed) plus `extra(x, y)`.
+    static func band(seed: UInt64, extra: (Int, Int) -> Float = { _, _ in 0 }) -> [Float] {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        func uniform() -> Float {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return (Float(state >> 40) + 0.5) / Float(1 << 24)
+        }
+        var v = [Float](repeating: 0, count: 16 * row)
+        for y in 0..<16 {
+            for x in 0..<w {
+                for ch in 0..<4 {
+                    let g = (-2 * log(uniform())).squareRoot() * cos(2 * Float.pi * uniform())
+                    v[y * row + x * 4 + ch] = 2000 + sigma * g + extra(x, y)
+                }
+            }
+        }
+        return v
+    }
+
+    /// The merged band's rows 4 ..< 12 (window-weighted by the one band of tiles over them), for
+    /// the reference (frame 0) and `other`, pulled with (c, expected).
+    static func merged(_ reference: [Float], _ other: [Float], c: Float, expected: Float) -> [Float] {
+        var values = reference + other
+        let weights = [Float](repeating: 1, count: values.count)
+        var out = [Float](repeating: 0, count: 8 * row)
+        values.withUnsafeMutableBufferPointer { v in
+            weights.withUnsafeBufferPointer { wt in
+                out.withUnsafeMutableBufferPointer { o in
+                    var a = evn_raw_wiener_band_args()
+                    a.values = UnsafePointer(v.baseAddress!)
+                    a.weights = wt.baseAddress
+                    (a.frames, a.reference, a.width) = (2, 0, Int32(w))
+                    (a.c, a.expected) = (c, expected)
+                    withUnsafeMutableBytes(of: &a.intercept) { b in
+                        for ch in 0..<4 { b.storeBytes(of: sigma * sigma, toByteOffset: 4 * ch, as: Float.self) }
+                    }
+                    (a.first_row, a.end_row) = (4, 12)
+                    a.out = o.baseAddress
+                    evn_raw_wiener_band(&a)
+                }
+            }
+        }
+        return out
+    }
+
+    /// The window over band row r (raised cosine), which the one band's tiles leave on it.
+    static func window(_ r: Int) -> Float { 0.5 - 0.5 * cos(2 * Float.pi * (Float(r) + 0.5) / 16) }
+
+    /// The root mean square distance, in noise sigmas, of a merged band's rows 4 ..< 12 at
+    /// `columns` from `target` (window-weighted samples divided by the window).
+    static func rms(_ out: [Float], from target: [Float], columns: Range<Int>) -> Float {
+        var sum: Float = 0, n: Float = 0
+        for r in 0..<8 {
+            for x in columns {
+                for ch in 0..<4 {
+                    let e = out[r * row + x * 4 + ch] / window(r + 4) - target[(r + 4) * row + x * 4 + ch]
+                    sum += e * e
+                    n += 1
+                }
+            }
+        }
+        return (sum / n).squareRoot() / sigma
+    }
+
+    /// The reference plus Gaussian differences of `spread` noise sigmas (its own seed), plus 25
+    /// sigmas from column 40 on when `moved`.
+    static func other(_ t: [Float], spread: Float, moved: Bool = false) -> [Float] {
+        let d = band(seed: 2)
+        return t.indices.map { i in
+            t[i] + spread * (d[i] - 2000) + (moved && (i % row) / 4 >= 40 ? 25 * sigma : 0)
+        }
+    }
+
+    /// A frame whose differences from the reference stay far below what two frames' noise gives
+    /// (0.5 sigma): the blend's pull averages the two, to rounding; HDR+'s published pull moves
+    /// every coefficient a little towards the reference.
+    @Test func differencesTheNoiseExplainsAreAveraged() {
+        let t = Self.band(seed: 1), z = Self.other(t, spread: 0.5)
+        let mean = zip(t, z).map { ($0 + $1) / 2 }
+        let blend = Self.rms(Self.merged(t, z, c: 4, expected: 2), from: mean, columns: 8..<56)
+        let published = Self.rms(Self.merged(t, z, c: 8, expected: 0), from: mean, columns: 8..<56)
+        #expect(blend < 1e-3, "the blend's pull: \(blend) sigma from the frames' mean")
+        #expect(published > 3e-3, "HDR+'s pull: \(published) sigma from the frames' mean")
+    }
+
+    /// Differences well beyond the noise (4 sigma, what a gather's softening or a misregistration
+    /// makes): the blend's pull keeps more of the reference than HDR+'s; where the other frame
+    /// is 25 sigma off (something moved), both keep the reference.
+    @Test func largerDifferencesPullHarderAndWhatMovedIsKept() {
+        let t = Self.band(seed: 1), z = Self.other(t, spread: 4, moved: true)
+        let blend = Self.merged(t, z, c: 4, expected: 2), published = Self.merged(t, z, c: 8, expected: 0)
+        let b = Self.rms(blend, from: t, columns: 8..<28), p = Self.rms(published, from: t, columns: 8..<28)
+        #expect(b < p, "from the reference: the blend's pull \(b) sigma, HDR+'s \(p)")
+        for (name, out) in [("published", published), ("blend", blend)] {
+            let off = Self.rms(out, from: t, columns: 48..<60)
+            #expect(off < 1, "\(name): \(off) sigma from the reference where the other frame moved")
+        }
+    }
+}
