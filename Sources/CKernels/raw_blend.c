@@ -8,45 +8,35 @@
 
 typedef double v4d __attribute__((ext_vector_type(4)));
 
-/// Row y's samples at x of four rows `w` apart, as doubles.
-#define ROWS4(s, w, x) ((v4d){(s)[x], (s)[(w) + (x)], (s)[2 * (w) + (x)], (s)[3 * (w) + (x)]})
-
 /// Mean over the window [x - lo, x + hi] x [y - lo, y + hi] clamped to the plane, of `src`
 /// (width x height) into `dst`; running sums in double, `tmp` holds width x height floats.
 static void box_mean(const float *src, int w, int h, int lo, int hi, float *tmp, float *dst) {
     // Along the rows, four rows at a time in the lanes of one vector: each row's running sum is
     // a chain of dependent additions and a division per sample, which one row alone leaves
-    // waiting on each other; every lane does what one row did, in the same order.
-    int y = 0;
-    for (; y + 4 <= h; y += 4) {
-        const float *s = src + (ptrdiff_t)y * w;
-        float *t = tmp + (ptrdiff_t)y * w;
+    // waiting on each other; every lane does what one row did, in the same order. Past the last
+    // row a lane repeats it (the same sums, written to it again).
+    for (int y = 0; y < h; y += 4) {
+        const float *s[4];
+        float *t[4];
+        for (int i = 0; i < 4; i++) {
+            const ptrdiff_t r = y + i < h ? y + i : h - 1;
+            s[i] = src + r * w;
+            t[i] = tmp + r * w;
+        }
         v4d sum = 0;
         int a = 0, b = -1; // the window [a, b] summed so far
         for (int x = 0; x < w; x++) {
             const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
             while (b < nb) {
                 b++;
-                sum += ROWS4(s, w, b);
+                sum += (v4d){s[0][b], s[1][b], s[2][b], s[3][b]};
             }
             while (a < na) {
-                sum -= ROWS4(s, w, a);
+                sum -= (v4d){s[0][a], s[1][a], s[2][a], s[3][a]};
                 a++;
             }
             const v4d m = sum / (double)(b - a + 1);
-            t[x] = (float)m.x, t[w + x] = (float)m.y, t[2 * w + x] = (float)m.z, t[3 * w + x] = (float)m.w;
-        }
-    }
-    for (; y < h; y++) {
-        const float *s = src + (ptrdiff_t)y * w;
-        float *t = tmp + (ptrdiff_t)y * w;
-        double sum = 0;
-        int a = 0, b = -1;
-        for (int x = 0; x < w; x++) {
-            const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
-            while (b < nb) sum += s[++b];
-            while (a < na) sum -= s[a++];
-            t[x] = (float)(sum / (b - a + 1));
+            t[0][x] = (float)m.x, t[1][x] = (float)m.y, t[2][x] = (float)m.z, t[3][x] = (float)m.w;
         }
     }
     double *col = calloc((size_t)w, sizeof(double));
