@@ -11,6 +11,7 @@ ratio() { python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.arg
 # product's. scripts/build-release.sh builds the real one. (grep reads all of nm's output, so the
 # pipeline's status is grep's, with or without pipefail.)
 require_plain_build() {
+    [ -x "$1" ] || { echo "$1: no such tool; run scripts/build-release.sh first" >&2; exit 2; }
     if nm "$1" 2>/dev/null | grep -E '^[0-9a-f]+ [TtWw] __(asan|tsan|msan)_init$' >/dev/null; then
         echo "$1 is built with a sanitizer (a test build left it); run scripts/build-release.sh first" >&2
         exit 2

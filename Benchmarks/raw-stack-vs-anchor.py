@@ -67,10 +67,11 @@ FAMILY = {
 SPEED = {
     "pug-12mp": ("depth/pug-iphone13pro/pug.heic", "4000x3000", 12, 800, "handheld", 0, "RGGB", 5, None, False),
 }
+BURSTS = {**FAMILY, **SPEED}
 
 
 def make(family, name):
-    base, size, frames, iso, motion, objects, cfa, seed, parallax, _ = {**FAMILY, **SPEED}[name]
+    base, size, frames, iso, motion, objects, cfa, seed, parallax, _ = BURSTS[name]
     out = os.path.join(family, name)
     if os.path.isfile(os.path.join(out, "truth.json")):
         return out
@@ -87,11 +88,11 @@ def make(family, name):
 
 
 def require_plain_build(binary):
-    """Stops on a tool built with a sanitizer (a release-configuration test build leaves one in
-    .build/release, 2-3 times slower): its times are not the product's (Benchmarks/lib.sh)."""
-    symbols = subprocess.run(["nm", binary], capture_output=True, text=True).stdout
-    if any(line.split()[-1] in ("__asan_init", "__tsan_init", "__msan_init") for line in symbols.splitlines() if line):
-        sys.exit("%s is built with a sanitizer (a test build left it); run scripts/build-release.sh first" % binary)
+    """Stops on a tool built with a sanitizer: Benchmarks/lib.sh's check, which says why."""
+    check = subprocess.run(["bash", "-c", 'source "$0" && require_plain_build "$1"',
+                            os.path.join(HERE, "lib.sh"), binary])
+    if check.returncode != 0:
+        sys.exit(check.returncode)
 
 
 def timed(cmd):
@@ -158,15 +159,15 @@ def main():
             make(a.family, name)
         return
     results = {}
-    unknown = [n for n in a.only or [] if n not in FAMILY and n not in SPEED]
+    unknown = [n for n in a.only or [] if n not in BURSTS]
     if unknown:
-        p.error("unknown burst %s; the bursts: %s" % (", ".join(unknown), ", ".join([*FAMILY, *SPEED])))
+        p.error("unknown burst %s; the bursts: %s" % (", ".join(unknown), ", ".join(BURSTS)))
     for name in a.only or FAMILY:
         burst = make(a.family, name)
         work = os.path.join(a.family, name, "results")
         os.makedirs(work, exist_ok=True)
         r = results[name] = run(burst, a.evanesco, work, a.rounds)
-        r["tune"] = {**FAMILY, **SPEED}[name][-1]
+        r["tune"] = BURSTS[name][-1]
         print("%-20s N=%2d  ours %6.2f  hdrplus %6.2f  mean %6.2f  ref %6.2f  bound %6.2f  | pEPs ours %.3f%% "
               "hdrplus %.3f%% mean %.3f%% | s ours %.2f hdrplus %.2f mean %.2f (ours/hdrplus %.3f)" % (
                   name, r["frames"], r["ours"]["linear"], r["hdrplus"]["linear"], r["mean"]["linear"],
@@ -176,7 +177,7 @@ def main():
     held = [r for r in results.values() if not r["tune"]]
     # The averaging bound is the reference frame's PSNR + 10 log10 N: with occluders in the
     # reference it is no bound, so its gaps are taken over the static bursts only.
-    static = {n: r for n, r in results.items() if not {**FAMILY, **SPEED}[n][5]}
+    static = {n: r for n, r in results.items() if not BURSTS[n][5]}
     summary = {}
     if static:
         gaps = [r["bound_minus_ours_dB"] for r in static.values()]
