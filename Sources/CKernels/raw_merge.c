@@ -53,9 +53,14 @@ static inline quad quad_at(const evn_raw_frame *f, int c, const float *lut, floa
     return q;
 }
 
-static inline void add_quad(const uint16_t *s, const quad *q, float *sum, float *wsum) {
-    *sum += s[q->o00] * q->w00 + s[q->o01] * q->w01 + s[q->o10] * q->w10 + s[q->o11] * q->w11;
-    *wsum += q->w00 + q->w01 + q->w10 + q->w11;
+/// A tap's weight, 0 for a missing sample when `missing` (a frame's `clipped_is_missing`).
+#define TAP(w, s, missing) ((missing) && (s) == 65535 ? 0.0f : (w))
+
+static inline void add_quad(const uint16_t *s, const quad *q, int missing, float *sum, float *wsum) {
+    const float w00 = TAP(q->w00, s[q->o00], missing), w01 = TAP(q->w01, s[q->o01], missing);
+    const float w10 = TAP(q->w10, s[q->o10], missing), w11 = TAP(q->w11, s[q->o11], missing);
+    *sum += s[q->o00] * w00 + s[q->o01] * w01 + s[q->o10] * w10 + s[q->o11] * w11;
+    *wsum += w00 + w01 + w10 + w11;
 }
 
 static inline void field_value(const evn_raw_frame *f, float x, float y, float *dx, float *dy) {
@@ -182,21 +187,37 @@ EVN_INLINE quad2 planned_quad(const gather_plan *g, int q, int i, const float *l
     return quad2_from(o, g->jx[q][i], g->jy[q][i], lut_a, lut_b);
 }
 
-/// One cell of `bayer_row` from its three neighbourhoods.
-EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, float *v, float *wt) {
-    const v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
-    const v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
-    v4f sum = load4u16(planes + q.o00) * w00 + load4u16(planes + q.o01) * w01 + load4u16(planes + q.o10) * w10 +
-              load4u16(planes + q.o11) * w11;
+/// One cell of `bayer_row` from its three neighbourhoods; with `missing` (a constant where it is
+/// inlined), samples of 65535 weigh nothing, and a channel none of whose samples weigh is 0.
+EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, int missing, float *v, float *wt) {
+    const v4f s00 = load4u16(planes + q.o00), s01 = load4u16(planes + q.o01);
+    const v4f s10 = load4u16(planes + q.o10), s11 = load4u16(planes + q.o11);
+    v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
+    v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
+    if (missing) {
+        const v4f zero = 0;
+        w00 = s00 == 65535.0f ? zero : w00;
+        w01 = s01 == 65535.0f ? zero : w01;
+        w10 = s10 == 65535.0f ? zero : w10;
+        w11 = s11 == 65535.0f ? zero : w11;
+    }
+    v4f sum = s00 * w00 + s01 * w01 + s10 * w10 + s11 * w11;
     v4f wsum = w00 + w01 + w10 + w11;
     // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
-    sum.y += planes[g1.o00 + 3] * g1.a00 + planes[g1.o01 + 3] * g1.a01 + planes[g1.o10 + 3] * g1.a10 +
-             planes[g1.o11 + 3] * g1.a11;
-    wsum.y += g1.a00 + g1.a01 + g1.a10 + g1.a11;
-    sum.w += planes[g2.o00 + 1] * g2.a00 + planes[g2.o01 + 1] * g2.a01 + planes[g2.o10 + 1] * g2.a10 +
-             planes[g2.o11 + 1] * g2.a11;
-    wsum.w += g2.a00 + g2.a01 + g2.a10 + g2.a11;
-    const v4f r = sum / wsum;
+    const uint16_t *p3 = planes + 3, *p1 = planes + 1;
+    const float a00 = TAP(g1.a00, p3[g1.o00], missing), a01 = TAP(g1.a01, p3[g1.o01], missing);
+    const float a10 = TAP(g1.a10, p3[g1.o10], missing), a11 = TAP(g1.a11, p3[g1.o11], missing);
+    sum.y += p3[g1.o00] * a00 + p3[g1.o01] * a01 + p3[g1.o10] * a10 + p3[g1.o11] * a11;
+    wsum.y += a00 + a01 + a10 + a11;
+    const float b00 = TAP(g2.a00, p1[g2.o00], missing), b01 = TAP(g2.a01, p1[g2.o01], missing);
+    const float b10 = TAP(g2.a10, p1[g2.o10], missing), b11 = TAP(g2.a11, p1[g2.o11], missing);
+    sum.w += p1[g2.o00] * b00 + p1[g2.o01] * b01 + p1[g2.o10] * b10 + p1[g2.o11] * b11;
+    wsum.w += b00 + b01 + b10 + b11;
+    v4f r = sum / wsum;
+    if (missing) {
+        const v4f zero = 0;
+        r = wsum > 0 ? r : zero;
+    }
     memcpy(v, &r, sizeof r);
     memcpy(wt, &wsum, sizeof wsum);
 }
@@ -206,7 +227,7 @@ EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, 
 /// kernel's weights, the greens with the dense one's), and each green's partner plane. Without a
 /// field, the cells' positions and neighbourhoods are planned GATHER_CHUNK at a time.
 EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
-                          float *value, float *weight, const float own[2], float part[4][2]) {
+                          float *value, float *weight, const float own[2], float part[4][2], int missing) {
     const uint16_t *planes = f->planes;
     // (The plan holds cell offsets in 32 bits: planes of 2^31 cells or more take the per-cell path.)
     if (!f->field_dx && (int64_t)f->width * f->height < INT32_MAX) {
@@ -224,7 +245,7 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
                 }
                 bayer_cell(planes, planned_quad(&g, 0, i, p->lut, p->lut_dense),
                            planned_quad(&g, 1, i, p->lut_dense, p->lut_dense),
-                           planned_quad(&g, 2, i, p->lut_dense, p->lut_dense), v, wt);
+                           planned_quad(&g, 2, i, p->lut_dense, p->lut_dense), missing, v, wt);
             }
         }
         return;
@@ -239,18 +260,20 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
         }
         bayer_cell(planes, quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]),
                    quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]),
-                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), v, wt);
+                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), missing, v, wt);
     }
 }
 
 static void bayer_row_portable(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0,
                                int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
-    bayer_row(f, p, y, x0, count, value, weight, own, part);
+    if (f->clipped_is_missing) bayer_row(f, p, y, x0, count, value, weight, own, part, 1);
+    else bayer_row(f, p, y, x0, count, value, weight, own, part, 0);
 }
 
 EVN_AVX2 static void bayer_row_avx2(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0,
                                     int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
-    bayer_row(f, p, y, x0, count, value, weight, own, part);
+    if (f->clipped_is_missing) bayer_row(f, p, y, x0, count, value, weight, own, part, 1);
+    else bayer_row(f, p, y, x0, count, value, weight, own, part, 0);
 }
 
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
@@ -291,11 +314,11 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
             float sum = 0, wsum = 0;
             const int k = p->partner[ch];
             if (k < 0) {
-                add_quad(f->planes + ch, &sparse, &sum, &wsum);
+                add_quad(f->planes + ch, &sparse, f->clipped_is_missing, &sum, &wsum);
             } else {
-                add_quad(f->planes + ch, &dense, &sum, &wsum);
+                add_quad(f->planes + ch, &dense, f->clipped_is_missing, &sum, &wsum);
                 const quad q = quad_at(f, c, p->lut_dense, sx + part[ch][0], sy + part[ch][1]);
-                add_quad(f->planes + k, &q, &sum, &wsum);
+                add_quad(f->planes + k, &q, f->clipped_is_missing, &sum, &wsum);
             }
             v[ch] = wsum > 0 ? sum / wsum : 0;
             wt[ch] = wsum;

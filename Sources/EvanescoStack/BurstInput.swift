@@ -124,11 +124,17 @@ public struct FrameDecoder: Sendable {
 
     /// Camera raws as their 16-bit colour planes, as stored (not turned upright: the merged mosaic
     /// keeps the reference's orientation tag).
-    public static let rawPlanes = FrameDecoder(
-        read: { path in
-            let file = try RawCodec.read(path)
-            return DecodedImage(
-                image: .uint16(RawPlanes.planes(file.raw)), format: .raw, storedWidth: file.width,
-                storedHeight: file.height)
-        }, bytesPerStoredPixel: 2)
+    public static let rawPlanes = rawPlanes(gains: [:])
+
+    /// ``rawPlanes``, each file in `gains` scaled by its factor to the reference's exposure
+    /// (``RawPlanes/planes(_:gain:)``).
+    public static func rawPlanes(gains: [String: Float]) -> FrameDecoder {
+        FrameDecoder(
+            read: { path in
+                let file = try RawCodec.read(path)
+                return DecodedImage(
+                    image: .uint16(RawPlanes.planes(file.raw, gain: gains[path] ?? 1)), format: .raw,
+                    storedWidth: file.width, storedHeight: file.height)
+            }, bytesPerStoredPixel: 2)
+    }
 }

@@ -9,8 +9,9 @@ extension BurstStacker {
     /// is, in memory or from a spill file, then put back into a mosaic with the reference's
     /// metadata (``StackResult/raw``).
     ///
-    /// The frames' headers are checked first: one camera, size, colour filter, orientation and
-    /// exposure (``StackError/rawFrameMismatch(frame:what:reference:)`` names the odd one). The
+    /// The frames' headers are checked first: one camera, size, colour filter and orientation
+    /// (``StackError/rawFrameMismatch(frame:what:reference:)`` names the odd one); a frame of
+    /// another exposure is scaled to the reference's, its clipped samples left out. The
     /// noise model is the reference's NoiseProfile, else estimated from its samples; it drives
     /// ``MergeMethod/hdrplus`` and gives the merged mosaic's NoiseProfile.
     static func stackRaw(_ files: [String], options requested: StackOptions) throws -> StackResult {
@@ -22,7 +23,22 @@ extension BurstStacker {
             return try decodeAndStack(files, decoder: .rawPlanes, options: requested, start: start)
         }
         if requested.merge == .hdrplus && refHeader.raw.cfa == nil { throw StackError.hdrplusNeedsBayerRaw }
+        let gains = try RawBurstCheck.exposureGains(headers, files: files, reference: requested.reference)
+        if requested.erase != nil, let odd = files.first(where: { gains[$0] != nil }) {
+            // The erase pass samples the frames as pictures, where a clipped sample would count.
+            throw StackError.rawFrameMismatch(
+                frame: odd,
+                what: "exposure \(String(format: "%.3g", 1 / gains[odd]!))x the reference's, and --erase "
+                    + "merges frames of one exposure", reference: files[requested.reference])
+        }
         var options = requested
+        options.rawExposureGains = gains
+        if let g = gains.values.min(), g < 1 {
+            let raw = refHeader.raw, white = raw.whiteLevel
+            let black = raw.blackLevels.reduce(0, +) / Float(max(1, raw.blackLevels.count))
+            let clip = (black + RawPlanes.clippedFraction * (white - black) * g) * RawPlanes.scale(white: white)
+            options.alignCeiling = UInt16(max(0, min(65534, clip.rounded(.down))))
+        }
         options.rawLayout = RawPlaneLayout(cfa: refHeader.raw.cfa)
         if let mask = requested.erase { options.erase = try RawPlanes.planeMask(mask, frame: refHeader) }
         if refHeader.raw.cfa != nil {
@@ -31,7 +47,8 @@ extension BurstStacker {
         }
         let declared = refHeader.raw.noise
         if let model = declared { options.sampleNoise = RawPlanes.sampleNoise(model, of: refHeader.raw) }
-        var r = try decodeAndStack(files, decoder: .rawPlanes, options: options, start: start)
+        var r = try decodeAndStack(files, decoder: .rawPlanes(gains: gains), options: options, start: start)
+        r.notices += files.compactMap { f in gains[f].map { StackNotice.exposureScaled(source: f, factor: $0) } }
         if refHeader.raw.cfa != nil {
             for i in r.frames.indices { r.frames[i].homography = r.frames[i].homography.map(RawPlanes.toPhotosites) }
         }

@@ -370,7 +370,7 @@ public enum BurstStacker {
     static func registrationReference(_ image: AnyImage, options: StackOptions) -> RegistrationReference {
         switch image {
         case .uint8(let i): RegistrationReference(i, options: options.registration)
-        case .uint16(let i): RegistrationReference(i, options: options.registration)
+        case .uint16(let i): RegistrationReference(i.cut(at: options.alignCeiling), options: options.registration)
         case .float32(let i): RegistrationReference(i, options: options.registration)
         }
     }
@@ -386,7 +386,7 @@ public enum BurstStacker {
         let pyramid: GreyPyramid
         switch image {
         case .uint8(let img): pyramid = reference.framePyramid(img)
-        case .uint16(let img): pyramid = reference.framePyramid(img)
+        case .uint16(let img): pyramid = reference.framePyramid(img.cut(at: options.alignCeiling))
         case .float32(let img): pyramid = reference.framePyramid(img)
         }
         pyramidMade()
@@ -467,5 +467,15 @@ public enum BurstStacker {
                 used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px",
                 field: la.statistics, coarse: coarse.statistics), la
         )
+    }
+}
+
+extension Image<UInt16> {
+    /// The image with every sample above `ceiling` lowered to it (itself without one).
+    func cut(at ceiling: UInt16?) -> Image<UInt16> {
+        guard let ceiling else { return self }
+        var out = self
+        out.samples.withUnsafeMutableBufferPointer { s in for i in s.indices where s[i] > ceiling { s[i] = ceiling } }
+        return out
     }
 }

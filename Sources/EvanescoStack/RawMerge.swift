@@ -103,7 +103,8 @@ enum RawMerge {
         let frames = used.indices.map { k in
             frame(
                 source, used[k], homographies[k] ?? .identity, field: k < fields.count ? fields[k] : nil,
-                layout: layout, width: w, height: h)
+                layout: layout, width: w, height: h,
+                clippedIsMissing: options.rawExposureGains[source.names[used[k]]] != nil)
         }
         let segment = 256
         // The Wiener pass's threads each go through their own rows: together, one band's worth.
@@ -282,12 +283,14 @@ enum RawMerge {
             needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, outlier)
     }
 
-    /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``).
+    /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``);
+    /// `clippedIsMissing` for a frame scaled to the reference's exposure (``RawPlanes/missing``).
     static func frame(
         _ source: BurstFrameSource, _ i: Int, _ h: Homography, field: DisplacementField?, layout: RawPlaneLayout,
-        width: Int, height: Int
+        width: Int, height: Int, clippedIsMissing: Bool = false
     ) -> (evn_raw_frame, DisplacementField?) {
         var f = evn_raw_frame()
+        f.clipped_is_missing = clippedIsMissing ? 1 : 0
         f.width = Int32(width)
         f.height = Int32(height)
         let m = (h.inverse ?? .identity).m

@@ -35,22 +35,35 @@ public struct RawPlanes: Sendable {
     /// The planes of `raw`: half size with four channels for a Bayer mosaic (an odd last row or
     /// column is left out; ``mosaic(_:like:noise:)`` takes it back from the reference), the three
     /// colours for LinearRaw.
-    public static func planes(_ raw: RawMosaic) -> Image<UInt16> {
-        let src = raw.samples, lut = scaling(white: raw.whiteLevel)
+    ///
+    /// A frame of another exposure than the reference's is scaled to it by `gain` (the
+    /// reference's exposure over the frame's) about its black: v' = black + (v - black) gain.
+    /// Its samples that carry nothing then are 65535 (``missing``): those it clipped (within
+    /// ``clippedFraction`` of white) and those the gain takes past full scale. The merge gives
+    /// them no weight (`clipped_is_missing`).
+    public static func planes(_ raw: RawMosaic, gain: Float = 1) -> Image<UInt16> {
+        let src = raw.samples
         guard let cfa = raw.cfa else {
+            let black = raw.blackLevels.reduce(0, +) / Float(max(1, raw.blackLevels.count))
+            let lut = scaling(white: raw.whiteLevel, black: black, gain: gain)
             return Image(uninitializedWidth: src.width, height: src.height, channels: 3) { d in
                 src.samples.withUnsafeBufferPointer { s in for i in 0..<s.count { d[i] = lut[Int(s[i])] } }
             }
         }
         let w = src.width / 2, h = src.height / 2, sw = src.width, map = channels(of: cfa)
+        let black = { (site: Int) in raw.blackLevels[site < raw.blackLevels.count ? site : 0] }
+        let luts =
+            gain == 1
+            ? [scaling(white: raw.whiteLevel)]
+            : (0..<4).map { scaling(white: raw.whiteLevel, black: black($0), gain: gain) }
         return Image(uninitializedWidth: w, height: h, channels: 4) { d in
             src.samples.withUnsafeBufferPointer { s in
-                lut.withUnsafeBufferPointer { lut in
-                    StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
-                        for y in rows {
-                            for site in 0..<4 {
-                                let c = map[site], sy = 2 * y + site / 2, sx = site % 2
-                                var o = sy * sw + sx, di = y * w * 4 + c
+                StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+                    for y in rows {
+                        for site in 0..<4 {
+                            let c = map[site], sy = 2 * y + site / 2, sx = site % 2
+                            var o = sy * sw + sx, di = y * w * 4 + c
+                            luts[gain == 1 ? 0 : site].withUnsafeBufferPointer { lut in
                                 for _ in 0..<w {
                                     d[di] = lut[Int(s[o])]
                                     o += 2
@@ -64,10 +77,23 @@ public struct RawPlanes: Sendable {
         }
     }
 
-    /// Every raw value's scaled sample: round(v * 65535 / white), at most 65535.
-    public static func scaling(white: Float) -> [UInt16] {
+    /// The sample a frame scaled to another exposure has where it carries nothing.
+    public static let missing: UInt16 = 65535
+    /// How near white (as a fraction of white minus black) a frame scaled to another exposure
+    /// is taken to have clipped: sensors turn non-linear just below their clip.
+    public static let clippedFraction: Float = 0.98
+
+    /// Every raw value's scaled sample: round(v * 65535 / white), at most 65535; with a gain
+    /// other than 1, round((black + (v - black) gain) * 65535 / white), and ``missing`` where
+    /// v is within ``clippedFraction`` of white or the result would pass 65534.
+    public static func scaling(white: Float, black: Float = 0, gain: Float = 1) -> [UInt16] {
         let k = 65535 / Double(max(1, white))
-        return (0...65535).map { UInt16(min(65535, (Double($0) * k).rounded())) }
+        guard gain != 1 else { return (0...65535).map { UInt16(min(65535, (Double($0) * k).rounded())) } }
+        let b = Double(black), g = Double(gain), clip = b + Double(clippedFraction) * (Double(white) - b)
+        return (0...65535).map { v in
+            let s = ((b + (Double(v) - b) * g) * k).rounded()
+            return Double(v) >= clip || s >= Double(missing) ? missing : UInt16(max(0, s))
+        }
     }
 
     /// The merged planes put back into a mosaic laid out as `reference` is: its CFA, size,
@@ -126,10 +152,13 @@ public struct RawPlanes: Sendable {
 }
 
 /// The header of every frame of a raw burst, checked against the reference's before any frame
-/// is decoded: one camera, one size, one CFA, one orientation, one exposure.
+/// is decoded: one camera, one size, one CFA, one orientation; exposures may differ (a bracket),
+/// and each frame is then scaled to the reference's (``exposureGains(_:files:reference:)``).
 public enum RawBurstCheck {
-    /// Relative difference of exposure (time x ISO) beyond which frames are a bracket.
+    /// Relative difference of exposure (time x ISO) within which frames are taken as equal.
     public static let exposureTolerance: Float = 0.02
+    /// The widest ratio of exposures merged (6 stops either way of the reference).
+    public static let exposureRange: Float = 64
 
     /// Reads the headers of `files` and checks them against the reference's.
     ///
@@ -149,6 +178,47 @@ public enum RawBurstCheck {
         return headers
     }
 
+    /// A frame's exposure: time x ISO (ISO 1 when not given), nil when its time is not given.
+    static func exposure(_ m: RawMosaic) -> Float? {
+        m.capture.exposureTime > 0 ? m.capture.exposureTime * max(1, m.capture.iso) : nil
+    }
+
+    /// The factor each frame's samples are scaled by to the reference's exposure (the reference's
+    /// over the frame's), by file, for the frames whose exposure differs from the reference's by
+    /// more than ``exposureTolerance``; empty when none does.
+    ///
+    /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` for a frame beyond
+    ///   ``exposureRange``, or one that does not say its exposure in a burst whose exposures differ.
+    public static func exposureGains(_ headers: [RawFile?], files: [String], reference: Int) throws -> [String: Float] {
+        guard headers.indices.contains(reference), let ref = headers[reference] else { return [:] }
+        let describe = { (m: RawMosaic) in
+            m.capture.exposureTime > 0
+                ? String(format: "%.3g s at ISO %.0f", m.capture.exposureTime, m.capture.iso) : "not given"
+        }
+        var gains: [String: Float] = [:]
+        let er = exposure(ref.raw)
+        for (i, h) in headers.enumerated() where i != reference {
+            guard let h, let ef = exposure(h.raw), let er else { continue }
+            guard abs(er / ef - 1) > exposureTolerance else { continue }
+            guard er / ef <= exposureRange, ef / er <= exposureRange else {
+                throw StackError.rawFrameMismatch(
+                    frame: files[i],
+                    what: "exposure \(describe(h.raw)), not \(describe(ref.raw)): more than "
+                        + "\(Int(log2(exposureRange))) stops apart",
+                    reference: files[reference])
+            }
+            gains[files[i]] = er / ef
+        }
+        guard !gains.isEmpty else { return [:] }
+        // Frames that do not say their exposure cannot be scaled with the others.
+        if let i = headers.indices.first(where: { headers[$0].map { exposure($0.raw) == nil } ?? false }) {
+            throw StackError.rawFrameMismatch(
+                frame: files[i], what: "exposure not given in a burst of several exposures",
+                reference: files[reference])
+        }
+        return gains
+    }
+
     /// What differs between a frame's header and the reference's, in words; nil when nothing does.
     static func mismatch(_ file: RawFile, _ refFile: RawFile) -> String? {
         let f = file.raw, r = refFile.raw
@@ -164,12 +234,6 @@ public enum RawBurstCheck {
         }
         if f.orientation != r.orientation {
             return "orientation \(f.orientation.rawValue), not \(r.orientation.rawValue)"
-        }
-        let ef = f.capture.exposureTime * max(1, f.capture.iso), er = r.capture.exposureTime * max(1, r.capture.iso)
-        if ef > 0, er > 0, abs(ef / er - 1) > exposureTolerance {
-            return String(
-                format: "exposure %.3g s at ISO %.0f, not %.3g s at ISO %.0f (a bracket: merge frames of one exposure)",
-                f.capture.exposureTime, f.capture.iso, r.capture.exposureTime, r.capture.iso)
         }
         return nil
     }

@@ -73,8 +73,8 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
             "\(r) is a camera raw but \(p) is a finished picture: a burst is all raw files or all pictures; convert "
                 + "the raws first (evanesco convert RAW OUT.tif) or leave the pictures out"
         case .rawFrameMismatch(let f, let what, let r):
-            "\(f) differs from the reference \(r): \(what); a raw burst is one camera's frames of one size and "
-                + "exposure: leave that frame out"
+            "\(f) differs from the reference \(r): \(what); a raw burst is one camera's frames of one size, "
+                + "within 6 stops of exposure: leave that frame out"
         case .hdrplusNeedsBayerRaw:
             "the hdrplus merge works on the colour planes of Bayer camera raws (DNG, CR2, NEF, ...) with the "
                 + "sensor's noise model; for these frames use --merge robust"

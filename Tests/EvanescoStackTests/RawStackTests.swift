@@ -246,14 +246,112 @@ import EvanescoIO
             guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
             return f.hasSuffix("f02.dng") && what.contains("Another Camera")
         }
-        var bracket = Self.mosaic()
-        bracket.capture.exposureTime = 0.04
-        let b2 = try Burst([Self.mosaic(), bracket])
+        // Beyond 6 stops a frame is refused, not scaled.
+        var far = Self.mosaic()
+        far.capture.exposureTime = 1.28
+        let b2 = try Burst([Self.mosaic(), far])
         #expect {
             try BurstStacker.stack(contentsOf: b2.files)
         } throws: { e in
-            guard case .rawFrameMismatch(_, let what, _) = e as? StackError else { return false }
-            return what.contains("bracket")
+            guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
+            return f.hasSuffix("f01.dng") && what.contains("6 stops apart")
+        }
+        // A frame that does not say its exposure cannot be scaled with the others.
+        var longer = Self.mosaic(), unknown = Self.mosaic()
+        longer.capture.exposureTime = 0.02
+        unknown.capture.exposureTime = 0
+        let b3 = try Burst([Self.mosaic(), longer, unknown])
+        #expect {
+            try BurstStacker.stack(contentsOf: b3.files)
+        } throws: { e in
+            guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
+            return f.hasSuffix("f02.dng") && what.contains("not given")
+        }
+    }
+
+    /// `frame` exposed `times` as long: black + (v - black) x times, clipped at white.
+    static func exposed(_ frame: RawMosaic, times: Float) -> RawMosaic {
+        var m = frame
+        let black = frame.blackLevels[0], white = frame.whiteLevel
+        m.samples = Image(width: frame.width, height: frame.height, channels: 1) { d in
+            for (i, v) in frame.samples.samples.enumerated() {
+                d[i] = UInt16(clampingRounded: min(white, black + (Float(v) - black) * times))
+            }
+        }
+        m.capture.exposureTime = frame.capture.exposureTime * times
+        return m
+    }
+
+    // A bracket without noise or motion: the longer frames, scaled back, give the reference's
+    // samples wherever they did not clip, and nothing where they did (the bright square and the
+    // crests of the waves at 4x). Registered as they are (identity), the merge is the reference
+    // to the bit, highlights included; counting the clipped samples would pull those sites down.
+    // Aligned, the clipped regions must not pull the registration: within 0.01 photosite of the
+    // identity, and the merge within half a raw unit of the reference.
+    @Test(arguments: [MergeMethod.robust, .mean, .hdrplus, .median])
+    func bracketMergesAtTheReferenceExposure(merge: MergeMethod) throws {
+        // A scene above black (a sensor's floor clips the longer frames' dark samples otherwise).
+        var reference = Self.mosaic(square: (100, 60))
+        reference.samples = Image(width: 256, height: 192, channels: 1) { d in
+            for (i, v) in reference.samples.samples.enumerated() { d[i] = max(v, 300) }
+        }
+        let frames = [
+            reference, Self.exposed(reference, times: 2), Self.exposed(reference, times: 4),
+            Self.exposed(reference, times: 2)
+        ]
+        let clipped = frames[2].samples.samples.filter { $0 == 4095 }.count
+        #expect(clipped > 2000, "the 4x frame clips \(clipped) samples")
+        let burst = try Burst(frames)
+        let want = Self.scaled(reference)
+        var o = StackOptions()
+        o.merge = merge
+        o.givenHomographies = Array(repeating: .identity, count: 4)
+        let given = try BurstStacker.stack(contentsOf: burst.files, options: o)
+        let off = zip(try #require(given.raw).mosaic.samples.samples, want).filter { $0 != $1 }.count
+        #expect(off == 0, "\(off) photosites differ from the reference's")
+        #expect(given.usedFrames == 4)
+        #expect(given.notices.contains(.exposureScaled(source: burst.files[2], factor: 0.25)))
+        #expect(given.notices.contains(.exposureScaled(source: burst.files[1], factor: 0.5)))
+        o.givenHomographies = nil
+        let aligned = try BurstStacker.stack(contentsOf: burst.files, options: o)
+        for f in aligned.frames {
+            let h = try #require(f.homography)
+            for (x, y) in [(0.0, 0.0), (256, 0), (0, 192), (256, 192)] {
+                let p = try #require(h.apply(x, y))
+                #expect(abs(p.x - x) < 0.01 && abs(p.y - y) < 0.01, "\(f.source) moves (\(x), \(y)) to \(p)")
+            }
+        }
+        let worst = zip(try #require(aligned.raw).mosaic.samples.samples, want).map { abs(Int($0) - Int($1)) }.max()
+        #expect((worst ?? .max) <= 8, "a photosite is \(worst ?? -1) units of 65535 off the reference's")
+    }
+
+    @Test func exposureScalingMarksWhatCarriesNothing() {
+        // A frame exposed twice as long: halved about its black; within 2 % of white it clipped.
+        let half = RawPlanes.scaling(white: 4095, black: 256, gain: 0.5)
+        let k = 65535.0 / 4095
+        #expect(half[256] == UInt16((256 * k).rounded()))
+        #expect(half[2256] == UInt16(((256 + 1000) * k).rounded()))
+        #expect(half[4018] == UInt16(((256 + 0.5 * 3762) * k).rounded()))
+        #expect(half[4019] == RawPlanes.missing && half[4095] == RawPlanes.missing)
+        #expect(half[100] == UInt16(((256 - 78) * k).rounded()), "below black is scaled too, not cut")
+        // Half as long: doubled; past full scale it carries nothing.
+        let twice = RawPlanes.scaling(white: 4095, black: 256, gain: 2)
+        #expect(twice[1256] == UInt16(((256 + 2000) * k).rounded()))
+        #expect(twice[2175] == UInt16(((256 + 3838) * k).rounded()))
+        #expect(twice[2176] == RawPlanes.missing)
+        #expect(RawPlanes.scaling(white: 4095) == RawPlanes.scaling(white: 4095, black: 256, gain: 1))
+    }
+
+    @Test func eraseRefusesABracket() throws {
+        let frames = [Self.mosaic(), Self.exposed(Self.mosaic(), times: 2), Self.mosaic()]
+        let burst = try Burst(frames)
+        var o = StackOptions()
+        o.erase = EraseMask(width: 256, height: 192, masked: [Bool](repeating: false, count: 256 * 192))
+        #expect {
+            try BurstStacker.stack(contentsOf: burst.files, options: o)
+        } throws: { e in
+            guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
+            return f.hasSuffix("f01.dng") && what.contains("--erase")
         }
     }
 }

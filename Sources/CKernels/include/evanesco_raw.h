@@ -100,6 +100,9 @@ typedef struct evn_raw_frame {
     /// between cell centres, added to the output position before the homography.
     const float *field_dx, *field_dy;
     int32_t field_cell, field_columns, field_rows;
+    /// 1: a sample of 65535 is no sample (a frame of another exposure than the reference's,
+    /// scaled to it, marks so what it clipped or what scaling would take past full scale).
+    int32_t clipped_is_missing;
 } evn_raw_frame;
 
 /// How the gathered frames are merged.
@@ -123,7 +126,8 @@ typedef struct evn_raw_merge_params {
 
 /// Frame `f` gathered at output row `y`, cells x0 ..< x0 + count: for each cell and channel, the
 /// kernel-weighted mean of the frame's samples of that colour around the site (`value`) and the
-/// sum of their weights (`weight`, 0 where the site falls outside the frame).
+/// sum of their weights (`weight`, 0 where the site falls outside the frame, or where every
+/// sample around it is missing: see `clipped_is_missing`).
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                         float *value, float *weight);
 
