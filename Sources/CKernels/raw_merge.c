@@ -56,9 +56,10 @@ static inline quad quad_at(const evn_raw_frame *f, int c, const float *lut, floa
 /// A tap's weight, 0 for a missing sample when `missing` (a frame's `clipped_is_missing`).
 #define TAP(w, s, missing) ((missing) && (s) == 65535 ? 0.0f : (w))
 
-static inline void add_quad(const uint16_t *s, const quad *q, int missing, float *sum, float *wsum) {
-    const float w00 = TAP(q->w00, s[q->o00], missing), w01 = TAP(q->w01, s[q->o01], missing);
-    const float w10 = TAP(q->w10, s[q->o10], missing), w11 = TAP(q->w11, s[q->o11], missing);
+static inline void add_quad(const uint16_t *s, const quad *q, int missing, float scale, float *sum, float *wsum) {
+    const float k = missing ? scale : 1.0f;
+    const float w00 = TAP(q->w00 * k, s[q->o00], missing), w01 = TAP(q->w01 * k, s[q->o01], missing);
+    const float w10 = TAP(q->w10 * k, s[q->o10], missing), w11 = TAP(q->w11 * k, s[q->o11], missing);
     *sum += s[q->o00] * w00 + s[q->o01] * w01 + s[q->o10] * w10 + s[q->o11] * w11;
     *wsum += w00 + w01 + w10 + w11;
 }
@@ -189,13 +190,18 @@ EVN_INLINE quad2 planned_quad(const gather_plan *g, int q, int i, const float *l
 
 /// One cell of `bayer_row` from its three neighbourhoods; with `missing` (a constant where it is
 /// inlined), samples of 65535 weigh nothing, and a channel none of whose samples weigh is 0.
-EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, int missing, float *v, float *wt) {
+EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, int missing, float scale, float *v,
+                           float *wt) {
     const v4f s00 = load4u16(planes + q.o00), s01 = load4u16(planes + q.o01);
     const v4f s10 = load4u16(planes + q.o10), s11 = load4u16(planes + q.o11);
     v4f w00 = {q.a00, q.b00, q.a00, q.b00}, w01 = {q.a01, q.b01, q.a01, q.b01};
     v4f w10 = {q.a10, q.b10, q.a10, q.b10}, w11 = {q.a11, q.b11, q.a11, q.b11};
     if (missing) {
         const v4f zero = 0;
+        w00 *= scale;
+        w01 *= scale;
+        w10 *= scale;
+        w11 *= scale;
         w00 = s00 == 65535.0f ? zero : w00;
         w01 = s01 == 65535.0f ? zero : w01;
         w10 = s10 == 65535.0f ? zero : w10;
@@ -205,12 +211,13 @@ EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, 
     v4f wsum = w00 + w01 + w10 + w11;
     // Each green's partner plane: green 1 (channel 1) from channel 3's samples, and back.
     const uint16_t *p3 = planes + 3, *p1 = planes + 1;
-    const float a00 = TAP(g1.a00, p3[g1.o00], missing), a01 = TAP(g1.a01, p3[g1.o01], missing);
-    const float a10 = TAP(g1.a10, p3[g1.o10], missing), a11 = TAP(g1.a11, p3[g1.o11], missing);
+    const float s1 = missing ? scale : 1.0f;
+    const float a00 = TAP(g1.a00 * s1, p3[g1.o00], missing), a01 = TAP(g1.a01 * s1, p3[g1.o01], missing);
+    const float a10 = TAP(g1.a10 * s1, p3[g1.o10], missing), a11 = TAP(g1.a11 * s1, p3[g1.o11], missing);
     sum.y += p3[g1.o00] * a00 + p3[g1.o01] * a01 + p3[g1.o10] * a10 + p3[g1.o11] * a11;
     wsum.y += a00 + a01 + a10 + a11;
-    const float b00 = TAP(g2.a00, p1[g2.o00], missing), b01 = TAP(g2.a01, p1[g2.o01], missing);
-    const float b10 = TAP(g2.a10, p1[g2.o10], missing), b11 = TAP(g2.a11, p1[g2.o11], missing);
+    const float b00 = TAP(g2.a00 * s1, p1[g2.o00], missing), b01 = TAP(g2.a01 * s1, p1[g2.o01], missing);
+    const float b10 = TAP(g2.a10 * s1, p1[g2.o10], missing), b11 = TAP(g2.a11 * s1, p1[g2.o11], missing);
     sum.w += p1[g2.o00] * b00 + p1[g2.o01] * b01 + p1[g2.o10] * b10 + p1[g2.o11] * b11;
     wsum.w += b00 + b01 + b10 + b11;
     v4f r = sum / wsum;
@@ -245,7 +252,7 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
                 }
                 bayer_cell(planes, planned_quad(&g, 0, i, p->lut, p->lut_dense),
                            planned_quad(&g, 1, i, p->lut_dense, p->lut_dense),
-                           planned_quad(&g, 2, i, p->lut_dense, p->lut_dense), missing, v, wt);
+                           planned_quad(&g, 2, i, p->lut_dense, p->lut_dense), missing, f->weight_scale, v, wt);
             }
         }
         return;
@@ -260,7 +267,8 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
         }
         bayer_cell(planes, quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]),
                    quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]),
-                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), missing, v, wt);
+                   quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), missing, f->weight_scale,
+                   v, wt);
     }
 }
 
@@ -314,11 +322,11 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
             float sum = 0, wsum = 0;
             const int k = p->partner[ch];
             if (k < 0) {
-                add_quad(f->planes + ch, &sparse, f->clipped_is_missing, &sum, &wsum);
+                add_quad(f->planes + ch, &sparse, f->clipped_is_missing, f->weight_scale, &sum, &wsum);
             } else {
-                add_quad(f->planes + ch, &dense, f->clipped_is_missing, &sum, &wsum);
+                add_quad(f->planes + ch, &dense, f->clipped_is_missing, f->weight_scale, &sum, &wsum);
                 const quad q = quad_at(f, c, p->lut_dense, sx + part[ch][0], sy + part[ch][1]);
-                add_quad(f->planes + k, &q, f->clipped_is_missing, &sum, &wsum);
+                add_quad(f->planes + k, &q, f->clipped_is_missing, f->weight_scale, &sum, &wsum);
             }
             v[ch] = wsum > 0 ? sum / wsum : 0;
             wt[ch] = wsum;

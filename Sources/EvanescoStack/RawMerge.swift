@@ -104,7 +104,7 @@ enum RawMerge {
             frame(
                 source, used[k], homographies[k] ?? .identity, field: k < fields.count ? fields[k] : nil,
                 layout: layout, width: w, height: h,
-                clippedIsMissing: options.rawExposureGains[source.names[used[k]]] != nil)
+                gain: options.rawExposureGains[source.names[used[k]]])
         }
         let segment = 256
         // The Wiener pass's threads each go through their own rows: together, one band's worth.
@@ -284,13 +284,15 @@ enum RawMerge {
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``);
-    /// `clippedIsMissing` for a frame scaled to the reference's exposure (``RawPlanes/missing``).
+    /// `gain` for a frame scaled to the reference's exposure (``RawPlanes/missing``).
     static func frame(
         _ source: BurstFrameSource, _ i: Int, _ h: Homography, field: DisplacementField?, layout: RawPlaneLayout,
-        width: Int, height: Int, clippedIsMissing: Bool = false
+        width: Int, height: Int, gain: Float? = nil
     ) -> (evn_raw_frame, DisplacementField?) {
         var f = evn_raw_frame()
-        f.clipped_is_missing = clippedIsMissing ? 1 : 0
+        f.clipped_is_missing = gain != nil ? 1 : 0
+        // Scaled by the gain, a frame's shot noise variance goes with it: it weighs 1 / gain.
+        f.weight_scale = gain.map { 1 / $0 } ?? 1
         f.width = Int32(width)
         f.height = Int32(height)
         let m = (h.inverse ?? .identity).m

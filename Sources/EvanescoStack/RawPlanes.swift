@@ -157,8 +157,10 @@ public struct RawPlanes: Sendable {
 public enum RawBurstCheck {
     /// Relative difference of exposure (time x ISO) within which frames are taken as equal.
     public static let exposureTolerance: Float = 0.02
-    /// The widest ratio of exposures merged (6 stops either way of the reference).
-    public static let exposureRange: Float = 64
+    /// The most stops a frame's exposure may lie from the reference's, either way.
+    public static let exposureStops = 6
+    /// The widest ratio of exposures merged: 2^``exposureStops``.
+    public static let exposureRange = Float(1 << exposureStops)
 
     /// Reads the headers of `files` and checks them against the reference's.
     ///
@@ -204,7 +206,7 @@ public enum RawBurstCheck {
                 throw StackError.rawFrameMismatch(
                     frame: files[i],
                     what: "exposure \(describe(h.raw)), not \(describe(ref.raw)): more than "
-                        + "\(Int(log2(exposureRange))) stops apart",
+                        + "\(exposureStops) stops apart",
                     reference: files[reference])
             }
             gains[files[i]] = er / ef

@@ -325,6 +325,27 @@ import EvanescoIO
         #expect((worst ?? .max) <= 8, "a photosite is \(worst ?? -1) units of 65535 off the reference's")
     }
 
+    // Scaled to the reference's exposure, a frame exposed twice as long has half the shot noise
+    // variance: the mean weighs it twice. Flat frames whose scaled levels differ by 10 raw units
+    // give the weighted mean, (1000 + 2 x 1010) / 3, not the plain one.
+    @Test func longerFramesWeighMore() throws {
+        func flat(_ v: Float, exposure: Float) -> RawMosaic {
+            var m = Self.mosaic(width: 64, height: 48)
+            m.samples = Image(width: 64, height: 48, channels: 1) { d in
+                for i in 0..<(64 * 48) { d[i] = UInt16(v) }
+            }
+            m.capture.exposureTime = exposure
+            return m
+        }
+        let burst = try Burst([flat(1000, exposure: 0.01), flat(256 + 2 * (1010 - 256), exposure: 0.02)])
+        var o = StackOptions()
+        o.merge = .mean
+        o.givenHomographies = [.identity, .identity]
+        let m = try #require(try BurstStacker.stack(contentsOf: burst.files, options: o).raw).mosaic
+        let k = 65535.0 / 4095, want = (1000 + 2 * 1010) / 3 * k
+        for v in m.samples.samples { #expect(abs(Double(v) - want) <= 1, "\(v), not \(want)") }
+    }
+
     @Test func exposureScalingMarksWhatCarriesNothing() {
         // A frame exposed twice as long: halved about its black; within 2 % of white it clipped.
         let half = RawPlanes.scaling(white: 4095, black: 256, gain: 0.5)

@@ -103,6 +103,9 @@ typedef struct evn_raw_frame {
     /// 1: a sample of 65535 is no sample (a frame of another exposure than the reference's,
     /// scaled to it, marks so what it clipped or what scaling would take past full scale).
     int32_t clipped_is_missing;
+    /// With `clipped_is_missing`: the factor the frame's weights are multiplied by (its share
+    /// against the reference's by its noise: a frame exposed longer weighs more).
+    float weight_scale;
 } evn_raw_frame;
 
 /// How the gathered frames are merged.
