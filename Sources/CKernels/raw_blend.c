@@ -1,8 +1,9 @@
 // The robust raw merge blended with the Wiener merge anchored on the reference
 // (evanesco_raw.h): the robust merge votes what moved out but its gather blurs texture a
-// little; the Wiener merge keeps the reference's detail but also whatever moved in it, and lets
-// a little of what moved in the others through. Where nothing moved in any frame, each block
-// takes from the Wiener merge as much as the two merges differ beyond the noise.
+// little; the Wiener merge keeps the reference's detail but also whatever moved in it (what
+// moved in the others the vote has replaced before it merges them). Where nothing moved in the
+// reference, each block takes from the Wiener merge as much as the two merges differ beyond the
+// noise.
 #include "evanesco_raw.h"
 #include <stdlib.h>
 
@@ -84,27 +85,26 @@ static void block_noise(const float *r, int w, int h, const evn_raw_blend_params
 }
 
 /// The 4 x 4 mean of the squared distance of channel `ch` of `x` (four channels a cell) from
-/// `rv`, or of `x` itself when `rv` is NULL, into `dst`.
+/// `rv`, into `dst`.
 static void mean_square(const uint16_t *x, const float *rv, int w, int h, int ch, float *tmp, float *dst) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     for (ptrdiff_t i = 0; i < cells; i++) {
-        const float d = (float)x[4 * i + ch] - (rv ? rv[i] : 0);
+        const float d = (float)x[4 * i + ch] - rv[i];
         dst[i] = d * d;
     }
     box_mean(dst, w, h, 2, 1, tmp, dst);
 }
 
-int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, const uint16_t *outlier, int32_t w, int32_t h,
-                        int32_t ch, const evn_raw_blend_params *p, uint8_t *moving) {
+int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32_t h, int32_t ch,
+                        const evn_raw_blend_params *p, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     float *rv = malloc(sizeof(float) * cells), *eref = malloc(sizeof(float) * cells);
-    float *eoth = malloc(sizeof(float) * cells), *g = malloc(sizeof(float) * cells);
+    float *g = malloc(sizeof(float) * cells);
     float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
-    const int ok = rv && eref && eoth && g && tmp && s2;
+    const int ok = rv && eref && g && tmp && s2;
     if (ok) {
         channel(r, cells, ch, rv);
         mean_square(ref, rv, w, h, ch, tmp, eref);
-        mean_square(outlier, NULL, w, h, ch, tmp, eoth);
         // The robust merge's local contrast (Sobel / 8, squared): how far its gather's slight
         // blur, or a frame's slight misregistration, takes a frame from it where nothing moved.
         for (int y = 0; y < h; y++) {
@@ -119,11 +119,9 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, const uint16_t *
         }
         box_mean(g, w, h, 2, 1, tmp, g);
         block_noise(rv, w, h, p, ch, tmp, s2);
-        for (ptrdiff_t i = 0; i < cells; i++)
-            moving[i] =
-                eref[i] > p->guard * (s2[i] + p->contrast * g[i]) || eoth[i] > p->guard * (s2[i] + p->others * g[i]);
+        for (ptrdiff_t i = 0; i < cells; i++) moving[i] = eref[i] > p->guard * (s2[i] + p->contrast * g[i]);
     }
-    free(rv), free(eref), free(eoth), free(g), free(tmp), free(s2);
+    free(rv), free(eref), free(g), free(tmp), free(s2);
     return ok ? 0 : -1;
 }
 

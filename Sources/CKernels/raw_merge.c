@@ -373,16 +373,16 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 /// One chunk of evn_raw_merge_cells: cells i0 ..< i0 + ci. Every loop over the chunk's samples
 /// runs with the frames outside, so that it vectorises; each sample's sums still add the frames
 /// in order, so the results are those of a loop over frames per sample, to the bit.
-EVN_INLINE void merge_chunk(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
-                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best,
-                            uint16_t *outlier) {
+                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best) {
     const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
     const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
     float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
-    float far[MERGE_CHUNK * 4], bd[MERGE_CHUNK];
+    float bd[MERGE_CHUNK];
     int covered[MERGE_CHUNK * 4], keptCount[MERGE_CHUNK], b[MERGE_CHUNK];
     int ok[MERGE_CHUNK * 4];
+    const int replacing = p->replace_beyond > 0 && method == 1 && dev;
     for (int j = 0; j < length; j++) {
         const int ch = j % c, m = counts ? (int)counts[j0 + j] : 1;
         covered[j] = m;
@@ -426,18 +426,6 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, ptrdiff_t f
     if (kept) {
         for (int i = 0; i < ci; i++) kept[i0 + i] = (uint16_t)(method == 2 ? 0 : keptCount[i]);
     }
-    if (outlier) {
-        for (int j = 0; j < length; j++) far[j] = 0;
-        for (int k = 0; k < n; k++) {
-            if (k == p->reference) continue;
-            const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
-            for (int j = 0; j < length; j++) {
-                const float d = fabsf(v[j] - out[j0 + j]);
-                far[j] = w[j] > 0 && d > far[j] ? d : far[j];
-            }
-        }
-        for (int j = 0; j < length; j++) outlier[j0 + j] = (uint16_t)(far[j] < 65535 ? far[j] + 0.5f : 65535);
-    }
     if (best) {
         for (int i = 0; i < ci; i++) {
             bd[i] = INFINITY;
@@ -461,19 +449,37 @@ EVN_INLINE void merge_chunk(const float *value, const float *weight, ptrdiff_t f
         }
         for (int i = 0; i < ci; i++) best[i0 + i] = (int16_t)b[i];
     }
+    // Last (the loops above read the frames' own values): a frame far from the vote in any
+    // channel of a cell takes the merged values there, the reference never. Far is beyond the
+    // limit, so only cells where the vote turned a covering frame away are looked at.
+    if (replacing) {
+        for (int i = 0; i < ci; i++) {
+            if (keptCount[i] >= covered[i * c]) continue;
+            for (int k = 0; k < n; k++) {
+                if (k == p->reference) continue;
+                float *v = value + k * frame_stride + j0 + i * c;
+                const float *w = weight + k * frame_stride + j0 + i * c;
+                int off = 0;
+                for (int ch = 0; ch < c; ch++)
+                    off |= w[ch] > 0 && fabsf(v[ch] - med[i * c + ch]) > p->replace_beyond * limit[i * c + ch];
+                if (off)
+                    for (int ch = 0; ch < c; ch++) v[ch] = out[j0 + i * c + ch];
+            }
+        }
+    }
 }
 
-EVN_INLINE void merge_cells(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+EVN_INLINE void merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier) {
+                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best) {
     for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
         const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
-        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, outlier);
+        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best);
     }
 }
 
 EVN_KERNEL_VARIANTS(void, evn_raw_merge_cells, raw_merge_cells, merge_cells,
-                    (const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+                    (float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                      const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier),
-                    (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best, outlier))
+                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best),
+                    (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best))

@@ -6,15 +6,18 @@ import Foundation
 extension RawMerge {
     /// The blend's settings (``evn_raw_blend_params``), chosen on make_raw_burst.py bursts
     /// (docs/benchmarks.md, "Raw bursts"): beta for how much of the Wiener merge a block takes;
-    /// the guard, contrast and others terms that find what moved in the reference and in the
-    /// other frames (others: the largest that still leaves no trace of a square moving through
-    /// noise-free frames, RawStackTests); how far (cells) that region is grown; and how its Wiener
+    /// the guard and contrast terms that find what moved in the reference; how far (cells) that
+    /// region is grown; beyond how many times its limit the vote replaces a frame's values before
+    /// the Wiener merge reads them (2: on moto-parallax, nightcars, lens and pug-people, 1 cost
+    /// aloe-iso100 0.24 dB, where the vote turns away frames whose gather softened an edge, and
+    /// 3 lens-iso1600-people 0.13 dB; what moves in other frames then needs no guard of its own,
+    /// docs/benchmarks.md); and how its Wiener
     /// merge pulls frames towards the reference: the energy two frames' noise gives their
     /// difference (2 s2) taken off first, then c = 4 (on pug-static, aloe-iso100, moto-iso1600
     /// and graf-iso3200: c 3 / 4 / 5 with 2 s2 off, 1 / 1.5 / 2 s2 off with c 4, and the papers'
     /// c = 8 with nothing off; every burst of the family gained, docs/benchmarks.md).
     static let blend = (
-        beta: Float(0.25), guard: Float(9), contrast: Float(1), others: Float(16), dilation: Int32(5),
+        beta: Float(0.25), guard: Float(9), contrast: Float(1), dilation: Int32(5), replaceBeyond: Float(2),
         pull: WienerPull(c: 4, expected: 2)
     )
 
@@ -26,15 +29,17 @@ extension RawMerge {
     }
 
     /// The vote and the Wiener merge anchored on the reference in one pass (each row of each frame
-    /// gathered once, for both), then ``blended(_:wiener:outlier:frames:source:used:options:params:)``.
+    /// gathered once, for both), then ``blended(_:wiener:frames:source:used:options:params:)``.
     static func voteAndBlend(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
         params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?, release: Release? = nil
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
-        let outputs = CellOutputs(cells: w * h, channels: 4, maps: maps != nil, outlier: true)
-        let scratch = VoteScratch(params, frames: n, segment: segment)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil)
+        var voting = params
+        voting.replace_beyond = blend.replaceBeyond
+        let scratch = VoteScratch(voting, frames: n, segment: segment)
         var wiener: Image<UInt16>?
         let robust = Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { dst in
             wiener = withFrames(frames, source: source, used: used) { pinned in
@@ -42,7 +47,9 @@ extension RawMerge {
                 return Self.wiener(
                     pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
                     release: release, pull: blend.pull
-                ) { values, weights, y0, band in
+                ) { values, weights, y0, band, handedOn in
+                    // Another strip's rows are voted only for the values the vote replaces, which
+                    // this strip's tiles read too (the cells' outputs are that strip's to write).
                     scratch.buffers.borrow { buffer in
                         for r in band {
                             var x0 = 0
@@ -50,11 +57,13 @@ extension RawMerge {
                                 let count = min(segment, w - x0), o = (y0 + r) * w + x0, at = r * row + x0 * 4
                                 voteSegment(
                                     scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
-                                    network: scratch.network, kept: outputs.kept.map { $0 + o },
-                                    best: outputs.best.map { $0 + o }, outlier: outputs.outlier.map { $0 + o * 4 },
+                                    network: scratch.network, kept: handedOn ? outputs.kept.map { $0 + o } : nil,
+                                    best: handedOn ? outputs.best.map { $0 + o } : nil,
                                     gathered: (values + at, weights + at, 16 * row))
-                                let merged = buffer + 4 * n * stride
-                                for j in 0..<(count * 4) { dst[o * 4 + j] = UInt16(clampingRounded: merged[j]) }
+                                if handedOn {
+                                    let merged = buffer + 4 * n * stride
+                                    for j in 0..<(count * 4) { dst[o * 4 + j] = UInt16(clampingRounded: merged[j]) }
+                                }
                                 x0 += count
                             }
                         }
@@ -64,39 +73,37 @@ extension RawMerge {
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
         return blended(
-            robust, wiener: wiener!, outlier: UnsafePointer(outputs.outlier!), frames: frames, source: source,
-            used: used, options: options, params: params)
+            robust, wiener: wiener!, frames: frames, source: source, used: used, options: options, params: params)
     }
 
     /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, `wiener`, except
-    /// where something moved in any frame (`outlier`: per cell and channel, the farthest frame's
-    /// distance from `robust`): there the robust merge alone (what the frames agree on).
+    /// where something moved in the reference: there the robust merge alone (what the frames
+    /// agree on). What moved in the other frames the vote replaced before the Wiener merge.
     /// Elsewhere texture the robust merge's gather softened comes back from the reference's own
     /// samples, and flat places keep the robust merge's lower noise
     /// (``evn_raw_blend_channel``). The robust merge as it is if memory runs out.
     static func blended(
-        _ robust: Image<UInt16>, wiener: Image<UInt16>, outlier: UnsafePointer<UInt16>,
+        _ robust: Image<UInt16>, wiener: Image<UInt16>,
         frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int], options: StackOptions,
         params: evn_raw_merge_params
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
         var bp = evn_raw_blend_params()
         (bp.slope, bp.intercept) = (params.slope, params.intercept)
-        (bp.beta, bp.guard, bp.contrast, bp.others) = (blend.beta, blend.guard, blend.contrast, blend.others)
+        (bp.beta, bp.guard, bp.contrast) = (blend.beta, blend.guard, blend.contrast)
         let settings = bp
         let failed = LockedBox(false)
         let moving = UnsafeMutablePointer<UInt8>.allocate(capacity: 4 * cells)
         defer { moving.deallocate() }
         let out = withFrames(frames, source: source, used: used) { pinned -> Image<UInt16> in
-            let shared = UncheckedSendable((moving, outlier, pinned[ref].planes!))
+            let shared = UncheckedSendable((moving, pinned[ref].planes!))
             robust.samples.withUnsafeBufferPointer { r in
                 let r = UncheckedSendable(r.baseAddress!)
                 StripExecutor.forEachStrip(rows: 4, minimumRows: 1) { channels in
                     for ch in channels {
                         let m = shared.value.0 + ch * cells
                         let status = withUnsafePointer(to: settings) { p in
-                            evn_raw_blend_guard(
-                                r.value, shared.value.2, shared.value.1, Int32(w), Int32(h), Int32(ch), p, m)
+                            evn_raw_blend_guard(r.value, shared.value.1, Int32(w), Int32(h), Int32(ch), p, m)
                         }
                         if status != 0 { failed.update { $0 = true } }
                     }

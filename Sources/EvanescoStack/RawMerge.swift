@@ -71,21 +71,19 @@ final class VoteScratch: @unchecked Sendable {
     }
 }
 
-/// The vote's per-cell outputs a merge asks for (frames kept, the closest frame, the farthest
-/// frame's distance per channel), uninitialised, freed with it; the strips write disjoint cells.
+/// The vote's per-cell outputs a merge asks for (frames kept, the closest frame), uninitialised,
+/// freed with it; the strips write disjoint cells.
 final class CellOutputs: @unchecked Sendable {
-    let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
+    let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?
 
-    init(cells: Int, channels: Int, maps: Bool, outlier: Bool) {
+    init(cells: Int, maps: Bool) {
         kept = maps ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
-        self.outlier = outlier ? .allocate(capacity: cells * channels) : nil
     }
 
     deinit {
         kept?.deallocate()
         best?.deallocate()
-        outlier?.deallocate()
     }
 }
 
@@ -117,7 +115,7 @@ enum RawMerge {
             return voteAndBlend(
                 frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
-        let outputs = CellOutputs(cells: w * h, channels: c, maps: maps != nil, outlier: false)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil)
         let scratch = VoteScratch(params, frames: n, segment: segment)
         let band = min(h, max(1, bandRows ?? h))
         let start = Date()
@@ -166,8 +164,7 @@ enum RawMerge {
             let count = min(segment, w - x0), o = y * w + x0
             mergeSegment(
                 frames, params, y: y, x0: x0, count: count, stride: stride, buffer: buffer, network: network,
-                kept: outputs.kept.map { $0 + o }, best: outputs.best.map { $0 + o },
-                outlier: outputs.outlier.map { $0 + o * c })
+                kept: outputs.kept.map { $0 + o }, best: outputs.best.map { $0 + o })
             let merged = buffer + 4 * n * stride
             for j in 0..<(count * c) { dst[o * c + j] = UInt16(clampingRounded: merged[j]) }
             x0 += count
@@ -233,12 +230,12 @@ enum RawMerge {
     }
 
     /// One segment of a row: every frame gathered, then
-    /// ``voteSegment(_:frames:count:stride:buffer:network:kept:best:outlier:)``.
+    /// ``voteSegment(_:frames:count:stride:buffer:network:kept:best:gathered:)``.
     static func mergeSegment(
         _ frames: [evn_raw_frame], _ params: UnsafePointer<evn_raw_merge_params>, y: Int, x0: Int, count: Int,
         stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
-        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?
+        best: UnsafeMutablePointer<Int16>?
     ) {
         let n = frames.count
         for k in 0..<n {
@@ -248,22 +245,22 @@ enum RawMerge {
             }
         }
         voteSegment(
-            params, frames: n, count: count, stride: stride, buffer: buffer, network: network, kept: kept, best: best,
-            outlier: outlier)
+            params, frames: n, count: count, stride: stride, buffer: buffer, network: network, kept: kept, best: best)
     }
 
     /// The vote over one segment's gathered frames: its sorts, then the merge into the buffer's
     /// row 4n (values, weights, sorted values, sorted deviations: n rows of `stride` each; then
     /// merged, counts, medians). The frames' values and weights are the buffer's first 2n rows,
-    /// or, given `gathered`, read where they were gathered (frame k's at k x its stride).
+    /// or, given `gathered`, read where they were gathered (frame k's at k x its stride); with
+    /// `replace_beyond`, the values of frames far from the vote are replaced there.
     static func voteSegment(
         _ params: UnsafePointer<evn_raw_merge_params>, frames n: Int, count: Int, stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
-        best: UnsafeMutablePointer<Int16>?, outlier: UnsafeMutablePointer<UInt16>?,
-        gathered: (values: UnsafePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil
+        best: UnsafeMutablePointer<Int16>?,
+        gathered: (values: UnsafeMutablePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil
     ) {
         let length = count * Int(params.pointee.channels)
-        let values = gathered?.values ?? UnsafePointer(buffer)
+        let values = gathered?.values ?? buffer
         let weights = gathered?.weights ?? UnsafePointer(buffer + n * stride), frameStride = gathered?.stride ?? stride
         let sorted = buffer + 2 * n * stride
         let dev = buffer + 3 * n * stride, merged = buffer + 4 * n * stride
@@ -280,7 +277,7 @@ enum RawMerge {
         }
         evn_raw_merge_cells(
             values, weights, frameStride, needsSort ? counts : nil, needsSort ? medians : nil,
-            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, outlier)
+            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``);
@@ -393,23 +390,48 @@ extension RawMerge {
         static let published = WienerPull(c: 8, expected: 0)
     }
 
+    /// What the Wiener pass hands its gathered rows to: the band's values and weights (frame k's
+    /// row r at (16 k + r) x width x 4), its first row y0, which rows, and whether they are handed
+    /// on (``giveEveryRow(_:handed:_:)``).
+    typealias BandRows = (
+        _ values: UnsafeMutablePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>,
+        _ handedOn: Bool
+    ) -> Void
+
+    /// Every row of a band of 16 not `given` yet, to `body` in runs, before its tiles are merged:
+    /// `mine` for the rows `handed` (the strip's, handed on once), else another strip's rows
+    /// above or below, given too for what the callee does to the values, not to be handed on.
+    static func giveEveryRow(_ given: inout [Bool], handed: Range<Int>, _ body: (Range<Int>, Bool) -> Void) {
+        var r = 0
+        while r < 16 {
+            if given[r] {
+                r += 1
+                continue
+            }
+            let mine = handed.contains(r)
+            var e = r + 1
+            while e < 16, !given[e], handed.contains(e) == mine { e += 1 }
+            body(r..<e, mine)
+            for i in r..<e { given[i] = true }
+            r = e
+        }
+    }
+
     /// What a merge reading frames from a spill file calls after every `rows` rows it has read.
     typealias Release = (rows: Int, call: () -> Void)
 
     /// HDR+'s pairwise Wiener merge (``MergeMethod/hdrplus``) of a Bayer burst's frames, each
     /// gathered at the reference's photosites as the robust merge gathers them: bands of 16 rows
     /// (tile rows every 8), each thread overlap-adding the tiles' rows that fall in its strip.
-    /// `rows`, when given, gets every row of the planes once as it is gathered (the band's
-    /// values and weights: frame k's row r at (16 k + r) x width x 4; `band`: which r).
+    /// `rows`, when given, gets every row of each band before the band's tiles are merged: the
+    /// strip's own rows handed on once, and the rows of other strips the band reaches (what it
+    /// changes in the values, the tiles read).
     /// `release`, when given, is called each time a thread has gathered that many rows more
     /// (frames read from a spill file: the pages read so far leave the process).
     static func wiener(
         _ frames: [evn_raw_frame], params: evn_raw_merge_params, reference: Int, width w: Int, height h: Int,
         progress: (@Sendable (StackProgress) -> Void)?, release: Release? = nil, pull: WienerPull = .published,
-        rows: (
-            (_ values: UnsafePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>) -> Void
-        )? =
-            nil
+        rows: BandRows? = nil
     ) -> Image<UInt16> {
         let n = frames.count, row = w * 4, start = Date(), done = LockedBox(0)
         let sum = UnsafeMutablePointer<Float>.allocate(capacity: h * row)
@@ -428,6 +450,7 @@ extension RawMerge {
             // The merge's noise lines (a Bayer burst's four channels).
             (args.slope, args.intercept) = (params.slope, params.intercept)
             var y0 = (strip.lowerBound / 8) * 8 - 8, gathered = false, sinceRelease = 0
+            var given = [Bool](repeating: false, count: 16)
             while y0 < strip.upperBound {
                 if let release, sinceRelease >= release.rows {
                     release.call()
@@ -436,6 +459,7 @@ extension RawMerge {
                 sinceRelease += gathered ? 8 : 16
                 // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
                 if gathered {
+                    for r in 0..<8 { given[r] = given[r + 8] }
                     for k in 0..<n {
                         for plane in [values, weights] {
                             (plane + k * 16 * row).update(from: plane + (k * 16 + 8) * row, count: 8 * row)
@@ -443,6 +467,7 @@ extension RawMerge {
                     }
                 }
                 for r in (gathered ? 8 : 0)..<16 {
+                    given[r] = false
                     let y = min(h - 1, max(0, y0 + r))
                     for k in 0..<n {
                         withUnsafePointer(to: frames[k]) { f in
@@ -452,8 +477,10 @@ extension RawMerge {
                     }
                 }
                 // Each of the strip's rows, gathered, is handed on once: the band's last 8 rows.
-                let handed = (max(8, strip.lowerBound - y0), min(16, strip.upperBound - y0))
-                if let rows, handed.0 < handed.1 { rows(values, weights, y0, handed.0..<handed.1) }
+                let handed = max(8, strip.lowerBound - y0)..<min(16, strip.upperBound - y0)
+                if let rows {
+                    giveEveryRow(&given, handed: handed) { band, mine in rows(values, weights, y0, band, mine) }
+                }
                 let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
                 if first < end {
                     args.values = UnsafePointer(values)

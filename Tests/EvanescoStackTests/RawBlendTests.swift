@@ -27,21 +27,22 @@ struct RawBlendTests {
         withUnsafeMutableBytes(of: &p.intercept) { b in
             for ch in 0..<4 { b.storeBytes(of: intercept, toByteOffset: 4 * ch, as: Float.self) }
         }
-        (p.beta, p.guard, p.contrast, p.others) = (0.25, 9, 1, 16)
+        (p.beta, p.guard, p.contrast) = (0.25, 9, 1)
         return p
     }
 
-    /// Guard, union over channels, dilation by `radius`, blend: as RawMerge.blended runs them.
+    /// Guard, union over channels, dilation by `radius`, blend: as RawMerge.blended runs them
+    /// (`reference`: the reference's planes, the robust merge's when nil).
     static func blend(
-        robust r: [UInt16], wiener: [UInt16], outlier: [UInt16], radius: Int32 = 5
+        robust r: [UInt16], wiener: [UInt16], reference: [UInt16]? = nil, radius: Int32 = 5
     ) -> (out: [UInt16], moving: [UInt8]) {
         var p = settings()
         var masks = [UInt8](repeating: 0, count: 4 * w * h)
         for ch in 0..<4 {
             masks.withUnsafeMutableBufferPointer { m in
                 #expect(
-                    evn_raw_blend_guard(r, r, outlier, Int32(w), Int32(h), Int32(ch), &p, m.baseAddress! + ch * w * h)
-                        == 0
+                    evn_raw_blend_guard(
+                        r, reference ?? r, Int32(w), Int32(h), Int32(ch), &p, m.baseAddress! + ch * w * h) == 0
                 )
             }
         }
@@ -57,7 +58,7 @@ struct RawBlendTests {
 
     @Test func equalMergesGiveTheSame() {
         let r = Self.planes { x, y, ch in 3000 + 900 * sin(Double(x) * 0.9) * cos(Double(y) * 0.7) + Double(ch) * 50 }
-        let b = Self.blend(robust: r, wiener: r, outlier: [UInt16](repeating: 0, count: r.count))
+        let b = Self.blend(robust: r, wiener: r)
         #expect(b.out == r)
         #expect(b.moving.allSatisfy { $0 == 0 })
     }
@@ -70,7 +71,7 @@ struct RawBlendTests {
         let wiener = Self.planes { x, y, _ in
             x < w / 2 ? 4000 + 20 * sd * (((x + y) % 2 == 0) ? 1 : -1) : 4000 + sd / 10
         }
-        let b = Self.blend(robust: r, wiener: wiener, outlier: [UInt16](repeating: 0, count: r.count))
+        let b = Self.blend(robust: r, wiener: wiener)
         for y in 0..<h {
             // 8 x 8 blocks wholly inside each half.
             let left = (y * w + 4) * 4, right = (y * w + w - 5) * 4
@@ -79,13 +80,15 @@ struct RawBlendTests {
         }
     }
 
-    @Test func whereAFrameMovedTheRobustMergeStaysWithItsEdges() {
-        // A 6 x 6 cell patch where one frame lies 3000 units from the robust merge (a car in it):
-        // the Wiener merge, which let part of it through, is not used there nor within 5 cells.
+    @Test func whereTheReferenceMovedTheRobustMergeStaysWithItsEdges() {
+        // A 6 x 6 cell patch where the reference lies 3000 units from the robust merge in one
+        // colour (a car in it): the Wiener merge, which keeps it, is not used there nor within 5
+        // cells.
         let r = Self.planes { _, _, _ in 4000 }
-        let wiener = Self.planes { x, y, _ in (20..<26).contains(x) && (16..<22).contains(y) ? 4600 : 4000 }
-        let outlier = Self.planes { x, y, ch in (20..<26).contains(x) && (16..<22).contains(y) && ch == 2 ? 3000 : 0 }
-        let b = Self.blend(robust: r, wiener: wiener, outlier: outlier)
+        let patch = { (x: Int, y: Int) in (20..<26).contains(x) && (16..<22).contains(y) }
+        let wiener = Self.planes { x, y, _ in patch(x, y) ? 4600 : 4000 }
+        let reference = Self.planes { x, y, ch in patch(x, y) && ch == 2 ? 7000 : 4000 }
+        let b = Self.blend(robust: r, wiener: wiener, reference: reference)
         for y in 0..<h {
             for x in 0..<w {
                 // The guard's 4 x 4 window (offsets -2...1) reaches the patch from x 19...27, y

@@ -1,4 +1,5 @@
 import Foundation
+import CKernels
 import Testing
 import EvanescoCore
 import EvanescoIO
@@ -158,6 +159,55 @@ import EvanescoIO
         #expect(
             worst <= 16,
             "largest difference from the clean scene: \(worst) (16-bit units) at \(at % m.width), \(at / m.width)")
+    }
+
+    // The vote replaces, in the rows it read, the values of a frame far from it (more than
+    // replace_beyond times its limit: something moved) by the merged ones, so that the Wiener
+    // merge reading them next never sees what moved. A frame only a little off (turned away by
+    // the vote but within twice its limit, as where a gather softened an edge) keeps its own, and
+    // so does the reference, always. Without replace_beyond nothing is replaced.
+    @Test(arguments: [Float(2), 0])
+    func theVoteReplacesWhatMovedForTheWienerMerge(replaceBeyond: Float) {
+        let n = 5, count = 64
+        var p = evn_raw_merge_params()
+        (p.frames, p.channels, p.method, p.kappa, p.reference) = (Int32(n), 4, 1, 3, 0)
+        p.replace_beyond = replaceBeyond
+        p.slope = (2, 2, 2, 2)
+        p.intercept = (400, 400, 400, 400)
+        // Noise at 4000: 2 x 4000 + 400; the other frames agree exactly, so the vote's limit is
+        // 3 sigma, 275 units.
+        func value(_ k: Int, _ i: Int, _ ch: Int) -> Float {
+            if k == 3 && (10..<20).contains(i) { return 7000 }
+            if k == 4 && (30..<40).contains(i) && ch == 1 { return 4400 }
+            if k == 0 && (50..<60).contains(i) { return 7000 }
+            return 4000
+        }
+        let scratch = VoteScratch(p, frames: n, segment: count)
+        scratch.buffers.borrow { buffer in
+            let stride = scratch.stride
+            for k in 0..<n {
+                for i in 0..<count {
+                    for ch in 0..<4 {
+                        buffer[k * stride + i * 4 + ch] = value(k, i, ch)
+                        buffer[(n + k) * stride + i * 4 + ch] = 1
+                    }
+                }
+            }
+            RawMerge.voteSegment(
+                scratch.params, frames: n, count: count, stride: stride, buffer: buffer, network: scratch.network,
+                kept: nil, best: nil)
+            let merged = buffer + 4 * n * stride
+            #expect((0..<(count * 4)).allSatisfy { merged[$0] == 4000 })
+            for k in 0..<n {
+                for i in 0..<count {
+                    for ch in 0..<4 {
+                        let replaced = replaceBeyond > 0 && k == 3 && (10..<20).contains(i)
+                        let want = replaced ? 4000 : value(k, i, ch)
+                        #expect(buffer[k * stride + i * 4 + ch] == want, "frame \(k), cell \(i), channel \(ch)")
+                    }
+                }
+            }
+        }
     }
 
     @Test func wholeCellShiftIsUndone() throws {

@@ -125,6 +125,12 @@ typedef struct evn_raw_merge_params {
     int32_t reference;
     /// Noise variance of a sample v (sample units) of each channel: slope * v + intercept.
     float slope[4], intercept[4];
+    /// Robust only, above 0: where a frame (not the reference) lies more than `replace_beyond`
+    /// times the vote's limit from the median in any channel of a cell, its values there are
+    /// replaced by the merged ones, in the `value` rows the vote read: what moved in it never
+    /// reaches a merge that reads them afterwards (the Wiener pass), which gets there what the
+    /// frames agree on instead.
+    float replace_beyond;
 } evn_raw_merge_params;
 
 /// Frame `f` gathered at output row `y`, cells x0 ..< x0 + count: for each cell and channel, the
@@ -148,13 +154,13 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 
 /// Merges `count` cells of the gathered frames (frame k's values and weights at k *
 /// frame_stride) into `out` (count * channels), given `counts` and `medians` (NULL for the mean)
-/// and `dev` (the sorted deviations, frame rows `stride` apart; NULL unless robust or sigma-clip). `kept` (optional):
-/// frames kept per cell; `best` (optional): the covering frame closest to the result, or -1. `outlier` (optional, count
-/// * channels): per channel, the largest distance from the result of a covering frame's value,
-/// the reference's left out.
-void evn_raw_merge_cells(const float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
+/// and `dev` (the sorted deviations, frame rows `stride` apart; NULL unless robust or
+/// sigma-clip). `kept` (optional): frames kept per cell; `best` (optional): the covering frame
+/// closest to the result, or -1. With `replace_beyond` (robust), the values of frames far from
+/// the vote are then replaced in `value`.
+void evn_raw_merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                          const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, uint16_t *outlier);
+                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best);
 
 /// The blend of the robust merge with the Wiener merge anchored on the reference (four
 /// channels a cell, 16-bit sample units; raw_blend.c).
@@ -164,17 +170,16 @@ typedef struct evn_raw_blend_params {
     /// How much of the Wiener merge's difference a block takes: D / (D + beta s2).
     float beta;
     /// Something moved in the reference where its 4 x 4 mean squared distance to the robust merge
-    /// exceeds guard x (s2 + contrast x the robust merge's local gradient energy), and in another
-    /// frame where the farthest one's exceeds guard x (s2 + others x that energy).
-    float guard, contrast, others;
+    /// exceeds guard x (s2 + contrast x the robust merge's local gradient energy). (What moved in
+    /// another frame never reaches the Wiener merge: see `replace_beyond`.)
+    float guard, contrast;
 } evn_raw_blend_params;
 
-/// Channel `ch`'s cells where something moved in a frame, which the Wiener merge would keep (in
-/// the reference `ref`) or let through in part (in another: `outlier`, the farthest one's
-/// distance from the robust merge `r`, from ``evn_raw_merge_cells``), by the tests of
-/// ``evn_raw_blend_params``. `moving` gets 1 there, 0 elsewhere. Returns -1 when out of memory.
-int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, const uint16_t *outlier, int32_t width, int32_t height,
-                        int32_t ch, const evn_raw_blend_params *p, uint8_t *moving);
+/// Channel `ch`'s cells where something moved in the reference `ref`, which the Wiener merge
+/// would keep, by the test of ``evn_raw_blend_params``. `moving` gets 1 there, 0 elsewhere.
+/// Returns -1 when out of memory.
+int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t width, int32_t height, int32_t ch,
+                        const evn_raw_blend_params *p, uint8_t *moving);
 /// Grows `mask` (width x height) by `radius` cells in each direction (a square). -1: out of memory.
 int evn_raw_blend_dilate(uint8_t *mask, int32_t width, int32_t height, int32_t radius);
 /// Channel `ch` of `out`: per 8 x 8 block around each cell, D = mean (wiener - r)^2 and s2 the
