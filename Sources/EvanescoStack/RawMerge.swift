@@ -477,7 +477,7 @@ extension RawMerge {
                     }
                 }
                 // Each of the strip's rows, gathered, is handed on once: the band's last 8 rows.
-                let handed = max(8, strip.lowerBound - y0)..<min(16, strip.upperBound - y0)
+                let from = max(8, strip.lowerBound - y0), handed = from..<max(from, min(16, strip.upperBound - y0))
                 if let rows {
                     giveEveryRow(&given, handed: handed) { band, mine in rows(values, weights, y0, band, mine) }
                 }
