@@ -2,17 +2,17 @@
 """A raw bracket against a burst of one exposure, on one scene, with exact ground truth.
 
 From a make_raw_burst.py burst (its clean mosaic gt_raw.tif, its camera and noise in truth.json)
-this makes static frames at the exposures --stops gives (0 is the reference's, 1 twice as long,
-...): the clean signal times 2^stop, the burst's shot and read noise, quantised and clipped at
+this makes static frames at the exposures --stops gives (0 is the clean mosaic's, 1 twice as
+long, ...; frame 0 is the reference, and need not be the shortest): the clean signal times 2^stop, the burst's shot and read noise, quantised and clipped at
 white, written as DNGs with make_raw_burst.py's writer (ExposureTime 2^stop times its own). Then
 `evanesco stack` merges
-  * the bracket (frame 0, the shortest, as reference),
-  * the same number of frames all at stop 0 (a burst of the short exposure),
+  * the bracket (merged at its shortest exposure, whichever frame is the reference),
+  * the same number of frames all at the shortest stop (a burst of the short exposure),
   * the same number all at the longest stop (a burst of the long exposure; scored after scaling
     back to the reference's exposure: what it clipped stays clipped),
-  * frame 0 alone,
-and each result is scored against gt_raw in linear units (PSNR, 5 % border left out) over all
-sites, over the shadows (signal under 5 % of white at the reference's exposure) and over the
+  * the shortest frame alone,
+and each result, divided by its exposure (2^stop), is scored against gt_raw in linear units
+(PSNR, 5 % border left out) over all sites, over the shadows (signal under 5 % of white at the reference's exposure) and over the
 highlights (sites where the longest frame clipped: what only the short frames saw). Needs ../shared/bench (make_raw_burst.py) and rawpy, tifffile (scripts/raw-venv.sh).
 
     Benchmarks/raw-bracket.py --burst .build/raw-stack-family/aloe-iso100 --stops 0 1 2 1 \\
@@ -91,12 +91,11 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="also write the results here")
     a = p.parse_args()
-    if min(a.stops) != a.stops[0]:
-        sys.exit("raw-bracket.py: frame 0 must be the shortest (--stops 0 ...)")
     name = os.path.basename(os.path.normpath(a.burst))
     blobs, x, clipped = frames(a.burst, a.stops, a.seed)
-    same, _, _ = frames(a.burst, [a.stops[0]] * len(a.stops), a.seed)
-    long, _, _ = frames(a.burst, [max(a.stops)] * len(a.stops), a.seed)
+    lo, hi = min(a.stops), max(a.stops)
+    same, _, _ = frames(a.burst, [lo] * len(a.stops), a.seed)
+    long, _, _ = frames(a.burst, [hi] * len(a.stops), a.seed)
     H, W = x.shape
     inner = np.zeros_like(clipped)
     inner[int(.05 * H):int(.95 * H), int(.05 * W):int(.95 * W)] = True
@@ -104,7 +103,8 @@ def main():
     runs = {"bracket": write(os.path.join(a.out, name, "bracket"), blobs),
             "one exposure": write(os.path.join(a.out, name, "same"), same),
             "longest": write(os.path.join(a.out, name, "long"), long)}
-    runs["reference alone"] = runs["one exposure"][:1]
+    runs["shortest alone"] = runs["one exposure"][:1]
+    scale = {"bracket": lo, "one exposure": lo, "longest": hi, "shortest alone": lo}
     for label, files in runs.items():
         out = os.path.join(a.out, name, label.replace(" ", "-") + ".dng")
         if len(files) == 1:
@@ -113,8 +113,7 @@ def main():
             subprocess.run([a.bin, "stack", *files, "-o", out, "--force", "--quiet"], check=True,
                            stdout=subprocess.DEVNULL)
             m = merged_signal(out)
-        if label == "longest":
-            m = m / 2.0 ** max(a.stops)
+        m = m / 2.0 ** scale[label]
         shadows = inner & (x < 0.05)
         results[label] = {"psnr": psnr(m, x, inner), "psnr_shadows": psnr(m, x, shadows),
                           "psnr_highlights": psnr(m, x, clipped & inner)}

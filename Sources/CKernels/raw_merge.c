@@ -421,7 +421,8 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
         }
     }
     for (int j = 0; j < length; j++) {
-        out[j0 + j] = method == 2 || covered[j] == 0 ? med[j] : (wsum[j] > 0 ? sum[j] / wsum[j] : med[j]);
+        const float none = p->uncovered, fallback = medians ? med[j] : none;
+        out[j0 + j] = covered[j] == 0 ? none : method == 2 ? med[j] : (wsum[j] > 0 ? sum[j] / wsum[j] : fallback);
     }
     if (kept) {
         for (int i = 0; i < ci; i++) kept[i0 + i] = (uint16_t)(method == 2 ? 0 : keptCount[i]);
@@ -450,9 +451,17 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
         for (int i = 0; i < ci; i++) best[i0 + i] = (int16_t)b[i];
     }
     // Last (the loops above read the frames' own values): a frame far from the vote in any
-    // channel of a cell takes the merged values there, the reference never. Far is beyond the
-    // limit, so only cells where the vote turned a covering frame away are looked at.
+    // channel of a cell takes the merged values there, the reference only where it has none.
+    // Far is beyond the limit, so only cells where the vote turned a covering frame away are
+    // looked at.
     if (replacing) {
+        // The reference's missing samples (it clipped there, a bracket's longer frame) too: the
+        // Wiener merge's tiles then hold what the frames that saw it agree on.
+        if (p->reference >= 0) {
+            float *vr = value + p->reference * frame_stride + j0;
+            const float *wr = weight + p->reference * frame_stride + j0;
+            for (int j = 0; j < length; j++) vr[j] = wr[j] > 0 ? vr[j] : out[j0 + j];
+        }
         for (int i = 0; i < ci; i++) {
             if (keptCount[i] >= covered[i * c]) continue;
             for (int k = 0; k < n; k++) {

@@ -10,8 +10,10 @@ extension BurstStacker {
     /// metadata (``StackResult/raw``).
     ///
     /// The frames' headers are checked first: one camera, size, colour filter and orientation
-    /// (``StackError/rawFrameMismatch(frame:what:reference:)`` names the odd one); a frame of
-    /// another exposure is scaled to the reference's, its clipped samples left out. The
+    /// (``StackError/rawFrameMismatch(frame:what:reference:)`` names the odd one). Frames of
+    /// several exposures are merged at the shortest, their clipped samples left out, so that
+    /// every highlight a frame saw is kept; the DNG's BaselineExposure is raised by the stops the
+    /// reference was exposed over the shortest, so that it renders as the reference. The
     /// noise model is the reference's NoiseProfile, else estimated from its samples; it drives
     /// ``MergeMethod/hdrplus`` and gives the merged mosaic's NoiseProfile.
     static func stackRaw(_ files: [String], options requested: StackOptions) throws -> StackResult {
@@ -28,12 +30,12 @@ extension BurstStacker {
             // The erase pass samples the frames as pictures, where a clipped sample would count.
             throw StackError.rawFrameMismatch(
                 frame: odd,
-                what: "exposure \(String(format: "%.3g", 1 / gains[odd]!))x the reference's, and --erase "
+                what: "exposure \(String(format: "%.3g", 1 / gains[odd]!))x the shortest frame's, and --erase "
                     + "merges frames of one exposure", reference: files[requested.reference])
         }
         var options = requested
         options.rawExposureGains = gains
-        if let g = gains.values.min(), g < 1 {
+        if let g = gains.values.min() {
             let raw = refHeader.raw, white = raw.whiteLevel
             let black = raw.blackLevels.reduce(0, +) / Float(max(1, raw.blackLevels.count))
             let clip = (black + RawPlanes.clippedFraction * (white - black) * g) * RawPlanes.scale(white: white)
@@ -49,6 +51,9 @@ extension BurstStacker {
         if let model = declared { options.sampleNoise = RawPlanes.sampleNoise(model, of: refHeader.raw) }
         var r = try decodeAndStack(files, decoder: .rawPlanes(gains: gains), options: options, start: start)
         r.notices += files.compactMap { f in gains[f].map { StackNotice.exposureScaled(source: f, factor: $0) } }
+        // Merged at the shortest exposure: the DNG says how far to raise it to look as the
+        // reference does (what the reference clipped is kept above that).
+        let referenceStops = log2(1 / (gains[files[requested.reference]] ?? 1))
         if refHeader.raw.cfa != nil {
             for i in r.frames.indices { r.frames[i].homography = r.frames[i].homography.map(RawPlanes.toPhotosites) }
         }
@@ -64,6 +69,7 @@ extension BurstStacker {
         let merged = Double(max(1, r.usedFrames))
         let mergedNoise = NoiseModel(
             planes: noise.planes.map { NoiseModelPlane(scale: $0.scale / merged, offset: $0.offset / merged) })
+        reference.color.baselineExposure += referenceStops
         r.raw = RawStack(
             mosaic: RawPlanes.mosaic(planes, like: reference, noise: mergedNoise), noise: noise,
             noiseSource: declared != nil ? "the reference's NoiseProfile" : "estimated from the reference's samples",

@@ -98,6 +98,8 @@ enum RawMerge {
         let w = source.width, h = source.height, c = source.channels, n = used.count
         var params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
         params.reference = Int32(used.firstIndex(of: options.reference) ?? -1)
+        // Where every frame clipped (a bracket's shortest too), the merge is white.
+        params.uncovered = options.rawExposureGains.isEmpty ? 0 : 65535
         let frames = used.indices.map { k in
             frame(
                 source, used[k], homographies[k] ?? .identity, field: k < fields.count ? fields[k] : nil,

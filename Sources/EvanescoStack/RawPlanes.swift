@@ -153,11 +153,11 @@ public struct RawPlanes: Sendable {
 
 /// The header of every frame of a raw burst, checked against the reference's before any frame
 /// is decoded: one camera, one size, one CFA, one orientation; exposures may differ (a bracket),
-/// and each frame is then scaled to the reference's (``exposureGains(_:files:reference:)``).
+/// and each frame is then scaled to the shortest (``exposureGains(_:files:reference:)``).
 public enum RawBurstCheck {
     /// Relative difference of exposure (time x ISO) within which frames are taken as equal.
     public static let exposureTolerance: Float = 0.02
-    /// The most stops a frame's exposure may lie from the reference's, either way.
+    /// The most stops a frame's exposure may be longer than the shortest frame's.
     public static let exposureStops = 6
     /// The widest ratio of exposures merged: 2^``exposureStops``.
     public static let exposureRange = Float(1 << exposureStops)
@@ -185,31 +185,33 @@ public enum RawBurstCheck {
         m.capture.exposureTime > 0 ? m.capture.exposureTime * max(1, m.capture.iso) : nil
     }
 
-    /// The factor each frame's samples are scaled by to the reference's exposure (the reference's
-    /// over the frame's), by file, for the frames whose exposure differs from the reference's by
-    /// more than ``exposureTolerance``; empty when none does.
+    /// The factor each frame's samples are scaled by to the shortest exposure of the burst (the
+    /// shortest over the frame's), by file, for the frames whose exposure is longer than the
+    /// shortest by more than ``exposureTolerance``, the reference's included; empty when the
+    /// frames' exposures agree. The merge then holds every highlight a frame saw, whichever
+    /// frame is the reference.
     ///
-    /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` for a frame beyond
-    ///   ``exposureRange``, or one that does not say its exposure in a burst whose exposures differ.
+    /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` for a frame more than
+    ///   ``exposureStops`` longer than the shortest, or one that does not say its exposure in a
+    ///   burst whose exposures differ.
     public static func exposureGains(_ headers: [RawFile?], files: [String], reference: Int) throws -> [String: Float] {
-        guard headers.indices.contains(reference), let ref = headers[reference] else { return [:] }
+        guard headers.indices.contains(reference), headers[reference] != nil else { return [:] }
         let describe = { (m: RawMosaic) in
             m.capture.exposureTime > 0
                 ? String(format: "%.3g s at ISO %.0f", m.capture.exposureTime, m.capture.iso) : "not given"
         }
+        let known = headers.indices.compactMap { i in headers[i].flatMap { exposure($0.raw) }.map { (i, $0) } }
+        guard let shortest = known.min(by: { $0.1 < $1.1 }) else { return [:] }
         var gains: [String: Float] = [:]
-        let er = exposure(ref.raw)
-        for (i, h) in headers.enumerated() where i != reference {
-            guard let h, let ef = exposure(h.raw), let er else { continue }
-            guard abs(er / ef - 1) > exposureTolerance else { continue }
-            guard er / ef <= exposureRange, ef / er <= exposureRange else {
+        for (i, e) in known where abs(e / shortest.1 - 1) > exposureTolerance {
+            guard e / shortest.1 <= exposureRange else {
                 throw StackError.rawFrameMismatch(
                     frame: files[i],
-                    what: "exposure \(describe(h.raw)), not \(describe(ref.raw)): more than "
-                        + "\(exposureStops) stops apart",
+                    what: "exposure \(describe(headers[i]!.raw)), more than \(exposureStops) stops longer than "
+                        + "\(files[shortest.0])'s \(describe(headers[shortest.0]!.raw))",
                     reference: files[reference])
             }
-            gains[files[i]] = er / ef
+            gains[files[i]] = shortest.1 / e
         }
         guard !gains.isEmpty else { return [:] }
         // Frames that do not say their exposure cannot be scaled with the others.

@@ -88,8 +88,8 @@ public struct StackOptions: Sendable, DeclaresSettings {
     var sampleNoise: [(slope: Float, intercept: Float)]?
     /// Set for a raw burst's planes: they are merged by ``RawMerge``, at each channel's own site.
     var rawLayout: RawPlaneLayout?
-    /// A raw burst's frames of another exposure than the reference's, by name, with the factor
-    /// their planes were scaled by: their samples of 65535 are missing (``RawPlanes/missing``).
+    /// A raw burst's frames exposed longer than its shortest, by name, with the factor their
+    /// planes were scaled by: their samples of 65535 are missing (``RawPlanes/missing``).
     var rawExposureGains: [String: Float] = [:]
     /// With ``rawExposureGains``: the level above which a frame may have clipped (the lowest
     /// frame's clip, scaled), where every frame's grey is cut for registration, so that what one
@@ -253,8 +253,8 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
     /// A frame of another bit depth than the reference was converted to the depth the burst is
     /// merged at (`from`, `to`: 8, 16, or 32 for float).
     case depthConverted(source: String, from: Int, to: Int)
-    /// A raw frame of another exposure than the reference's was scaled to it by `factor` (the
-    /// reference's exposure over its own); its clipped samples were left out.
+    /// A raw frame exposed longer than the burst's shortest was scaled to it by `factor` (the
+    /// shortest exposure over its own); its clipped samples were left out.
     case exposureScaled(source: String, factor: Float)
 
     public var description: String {
@@ -274,13 +274,9 @@ public enum StackNotice: Sendable, Equatable, Codable, CustomStringConvertible {
                 + "away (to keep them, make a frame of that depth the reference frame)"
         case .depthConverted(let source, let from, let to):
             "\(source): \(from)-bit frame scaled to \(to)-bit, the depth the burst is merged at"
-        case .exposureScaled(let source, let factor) where factor < 1:
-            "\(source): exposed \(String(format: "%.3g", 1 / factor))x the reference: scaled to its exposure, its "
-                + "clipped samples left out"
         case .exposureScaled(let source, let factor):
-            "\(source): exposed \(String(format: "%.3g", 1 / factor))x the reference: scaled to its exposure; "
-                + "highlights the reference clipped stay clipped (to keep them, make the shortest exposure the "
-                + "reference frame)"
+            "\(source): exposed \(String(format: "%.3g", 1 / factor))x the shortest frame: merged at that "
+                + "exposure, its clipped samples left out"
         }
     }
 }

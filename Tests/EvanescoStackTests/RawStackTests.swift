@@ -304,7 +304,7 @@ import EvanescoIO
             try BurstStacker.stack(contentsOf: b2.files)
         } throws: { e in
             guard case .rawFrameMismatch(let f, let what, _) = e as? StackError else { return false }
-            return f.hasSuffix("f01.dng") && what.contains("6 stops apart")
+            return f.hasSuffix("f01.dng") && what.contains("more than 6 stops longer")
         }
         // A frame that does not say its exposure cannot be scaled with the others.
         var longer = Self.mosaic(), unknown = Self.mosaic()
@@ -394,6 +394,33 @@ import EvanescoIO
         let m = try #require(try BurstStacker.stack(contentsOf: burst.files, options: o).raw).mosaic
         let k = 65535.0 / 4095, want = (1000 + 2 * 1010) / 3 * k
         for v in m.samples.samples { #expect(abs(Double(v) - want) <= 1, "\(v), not \(want)") }
+    }
+
+    // The reference exposed twice as long as the shortest frame, clipping the bright square and
+    // the waves' crests: the merge is at the shortest exposure, where those highlights come from
+    // the frames that saw them (here the shortest's samples, to the bit, with the registrations
+    // given), and the DNG's BaselineExposure rises by the stop the reference was exposed over it.
+    @Test(arguments: [MergeMethod.robust, .mean, .median])
+    func aBracketKeepsWhatOnlyItsShortestFrameSaw(merge: MergeMethod) throws {
+        var short = Self.mosaic(square: (100, 60))
+        short.samples = Image(width: 256, height: 192, channels: 1) { d in
+            for (i, v) in short.samples.samples.enumerated() { d[i] = max(v, 300) }
+        }
+        let reference = Self.exposed(short, times: 2)
+        let clippedInReference = reference.samples.samples.filter { $0 == 4095 }.count
+        #expect(clippedInReference > 500, "the reference clips \(clippedInReference) samples")
+        let frames = [reference, short, Self.exposed(short, times: 4), short]
+        let burst = try Burst(frames)
+        var o = StackOptions()
+        o.merge = merge
+        o.givenHomographies = Array(repeating: .identity, count: 4)
+        let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
+        let m = try #require(r.raw).mosaic
+        let off = zip(m.samples.samples, Self.scaled(short)).filter { $0 != $1 }.count
+        #expect(off == 0, "\(off) photosites differ from the shortest frame's")
+        #expect(abs(m.color.baselineExposure - (reference.color.baselineExposure + 1)) < 1e-6)
+        #expect(r.notices.contains(.exposureScaled(source: burst.files[0], factor: 0.5)))
+        #expect(r.notices.contains(.exposureScaled(source: burst.files[2], factor: 0.25)))
     }
 
     @Test func exposureScalingMarksWhatCarriesNothing() {
