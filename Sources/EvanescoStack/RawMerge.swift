@@ -376,11 +376,34 @@ extension RawMerge {
         maps?.provenance = Image(width: w, height: h, channels: 1) { d in
             d.update(repeating: UInt16(options.reference + 1))
         }
+        // A bracket's reference may lack samples it clipped: the frames that saw them vote them
+        // in first (and nothing else: no frame is far from a vote of infinite limit).
+        var voting = params
+        voting.replace_beyond = .infinity
+        let scratch = VoteScratch(voting, frames: used.count, segment: 256)
+        let fill: BandRows? =
+            options.rawExposureGains[source.names[options.reference]] == nil
+            ? nil
+            : { values, weights, y0, band, _ in
+                scratch.buffers.borrow { buffer in
+                    for r in band {
+                        var x0 = 0
+                        while x0 < w {
+                            let count = min(256, w - x0), at = r * w * 4 + x0 * 4
+                            voteSegment(
+                                scratch.params, frames: used.count, count: count, stride: scratch.stride,
+                                buffer: buffer, network: scratch.network, kept: nil, best: nil,
+                                gathered: (values + at, weights + at, 16 * w * 4))
+                            x0 += count
+                        }
+                    }
+                }
+            }
         return withFrames(frames, source: source, used: used) { pinned in
             defer { release?.call() }
             return wiener(
                 pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
-                release: release)
+                release: release, rows: fill)
         }
     }
 

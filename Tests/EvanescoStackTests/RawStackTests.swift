@@ -399,8 +399,9 @@ import EvanescoIO
     // The reference exposed twice as long as the shortest frame, clipping the bright square and
     // the waves' crests: the merge is at the shortest exposure, where those highlights come from
     // the frames that saw them (here the shortest's samples, to the bit, with the registrations
-    // given), and the DNG's BaselineExposure rises by the stop the reference was exposed over it.
-    @Test(arguments: [MergeMethod.robust, .mean, .median])
+    // given; hdrplus too, where they stand in for the reference's missing samples), and the DNG's
+    // BaselineExposure rises by the stop the reference was exposed over it.
+    @Test(arguments: [MergeMethod.robust, .mean, .median, .hdrplus])
     func aBracketKeepsWhatOnlyItsShortestFrameSaw(merge: MergeMethod) throws {
         var short = Self.mosaic(square: (100, 60))
         short.samples = Image(width: 256, height: 192, channels: 1) { d in
