@@ -28,9 +28,9 @@ struct Stack: ParsableCommand {
             old spelling of catmull-rom, is accepted too.
 
             Camera raws (DNG, CR2, NEF, ARW...) are stacked on the sensor's samples, \
-            before any demosaic: frames of one camera, size and exposure, merged on \
-            their colour planes with the sensor's noise model; -o x.dng writes the \
-            merged mosaic as a DNG, any other output is it finished (--color-space, \
+            before any demosaic: frames of one camera and size (a bracket at its shortest \
+            exposure), merged on their colour planes with the sensor's noise model; -o \
+            x.dng writes the merged mosaic as a DNG, any other output is it finished (--color-space, \
             --tone, --white-balance, --exposure). --merge hdrplus is HDR+'s Wiener \
             merge, faithful to the reference, for raws only.
 
