@@ -2,7 +2,7 @@ import Foundation
 import CKernels
 import Testing
 import EvanescoCore
-import EvanescoIO
+@testable import EvanescoIO
 @testable import EvanescoStack
 
 /// Raw bursts stacked on the sensor's samples: known answers on mosaics the tests make.
@@ -422,6 +422,44 @@ import EvanescoIO
         #expect(abs(m.color.baselineExposure - (reference.color.baselineExposure + 1)) < 1e-6)
         #expect(r.notices.contains(.exposureScaled(source: burst.files[0], factor: 0.5)))
         #expect(r.notices.contains(.exposureScaled(source: burst.files[2], factor: 0.25)))
+    }
+
+    // Exposures as a file may give them (or a caller): NaN, infinite, 0, negative, denormal and
+    // huge times and ISOs. A time that is not a positive number is "not given"; a product that
+    // overflows or a ratio past 6 stops is refused by name; every gain returned is finite, in
+    // [1/64, 1).
+    @Test func exposureGainsStayFiniteOrRefuse() throws {
+        func header(_ time: Float, _ iso: Float) -> RawFile {
+            var m = Self.mosaic(width: 8, height: 8)
+            m.capture.exposureTime = time
+            m.capture.iso = iso
+            return RawFile(raw: m, width: 8, height: 8, container: "DNG 1.4")
+        }
+        let files = ["a.dng", "b.dng"]
+        for bad: Float in [.nan, -0.01, 0, -.infinity] {
+            #expect(throws: StackError.self) {
+                try RawBurstCheck.exposureGains(
+                    [header(0.01, 100), header(0.02, 100), header(bad, 100)], files: files + ["c.dng"], reference: 0)
+            }
+            // Alone beside the reference it is not a bracket: nothing is scaled.
+            #expect(
+                try RawBurstCheck.exposureGains([header(0.01, 100), header(bad, 100)], files: files, reference: 0)
+                    .isEmpty)
+        }
+        for (time, iso): (Float, Float) in [
+            (.infinity, 100), (1e30, 1e10), (0.01, .infinity), (1e-40, 100), (.greatestFiniteMagnitude, 2)
+        ] {
+            #expect(throws: StackError.self) {
+                try RawBurstCheck.exposureGains([header(0.01, 100), header(time, iso)], files: files, reference: 0)
+            }
+        }
+        for iso: Float in [.nan, -5, 0] {
+            // An ISO that is not a number above 1 counts as 1.
+            let g = try RawBurstCheck.exposureGains([header(0.01, 1), header(0.04, iso)], files: files, reference: 0)
+            #expect(g == ["b.dng": 0.25])
+        }
+        let g = try RawBurstCheck.exposureGains([header(0.08, 100), header(0.01, 100)], files: files, reference: 0)
+        #expect(g == ["a.dng": 0.125])
     }
 
     @Test func exposureScalingMarksWhatCarriesNothing() {
