@@ -54,7 +54,7 @@ static inline quad quad_at(const evn_raw_frame *f, int c, const float *lut, floa
 }
 
 /// A tap's weight, 0 for a missing sample when `missing` (a frame's `clipped_is_missing`).
-#define TAP(w, s, missing) ((missing) && (s) == 65535 ? 0.0f : (w))
+#define TAP(w, s, missing) ((missing) && (s) == EVN_RAW_MISSING ? 0.0f : (w))
 
 static inline void add_quad(const uint16_t *s, const quad *q, int missing, float scale, float *sum, float *wsum) {
     const float k = missing ? scale : 1.0f;
@@ -189,7 +189,7 @@ EVN_INLINE quad2 planned_quad(const gather_plan *g, int q, int i, const float *l
 }
 
 /// One cell of `bayer_row` from its three neighbourhoods; with `missing` (a constant where it is
-/// inlined), samples of 65535 weigh nothing, and a channel none of whose samples weigh is 0.
+/// inlined), samples of EVN_RAW_MISSING weigh nothing, and a channel none of whose samples weigh is 0.
 EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, int missing, float scale, float *v,
                            float *wt) {
     const v4f s00 = load4u16(planes + q.o00), s01 = load4u16(planes + q.o01);
@@ -202,10 +202,10 @@ EVN_INLINE void bayer_cell(const uint16_t *planes, quad2 q, quad2 g1, quad2 g2, 
         w01 *= scale;
         w10 *= scale;
         w11 *= scale;
-        w00 = s00 == 65535.0f ? zero : w00;
-        w01 = s01 == 65535.0f ? zero : w01;
-        w10 = s10 == 65535.0f ? zero : w10;
-        w11 = s11 == 65535.0f ? zero : w11;
+        w00 = s00 == (float)EVN_RAW_MISSING ? zero : w00;
+        w01 = s01 == (float)EVN_RAW_MISSING ? zero : w01;
+        w10 = s10 == (float)EVN_RAW_MISSING ? zero : w10;
+        w11 = s11 == (float)EVN_RAW_MISSING ? zero : w11;
     }
     v4f sum = s00 * w00 + s01 * w01 + s10 * w10 + s11 * w11;
     v4f wsum = w00 + w01 + w10 + w11;

@@ -1,3 +1,4 @@
+import CKernels
 import EvanescoCore
 import EvanescoIO
 import Foundation
@@ -77,8 +78,9 @@ public struct RawPlanes: Sendable {
         }
     }
 
-    /// The sample a frame scaled to another exposure has where it carries nothing.
-    public static let missing: UInt16 = 65535
+    /// The sample a frame scaled to another exposure has where it carries nothing (the kernels'
+    /// EVN_RAW_MISSING).
+    public static let missing = UInt16(EVN_RAW_MISSING)
     /// How near white (as a fraction of white minus black) a frame scaled to another exposure
     /// is taken to have clipped: sensors turn non-linear just below their clip.
     public static let clippedFraction: Float = 0.98

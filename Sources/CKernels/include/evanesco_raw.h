@@ -85,6 +85,10 @@ void evn_linear_raw_finish_rows(const uint16_t *rgb, ptrdiff_t width, const floa
 
 // ---- Raw burst merge: frames' colour planes gathered at the reference's photosites, merged ----
 
+/// The sample of a frame scaled to a bracket's shortest exposure where it has none (it clipped
+/// there): ``RawPlanes/missing`` is this value.
+#define EVN_RAW_MISSING 65535
+
 /// One frame's colour planes (``RawPlanes``: `channels` interleaved, 4 for a Bayer cell, 3 for
 /// LinearRaw), with where each output cell centre lands in it.
 typedef struct evn_raw_frame {
@@ -100,8 +104,8 @@ typedef struct evn_raw_frame {
     /// between cell centres, added to the output position before the homography.
     const float *field_dx, *field_dy;
     int32_t field_cell, field_columns, field_rows;
-    /// 1: a sample of 65535 is no sample (a frame of another exposure than the reference's,
-    /// scaled to it, marks so what it clipped or what scaling would take past full scale).
+    /// 1: a sample of EVN_RAW_MISSING is no sample (a frame scaled to the burst's shortest
+    /// exposure marks so what it clipped).
     int32_t clipped_is_missing;
     /// With `clipped_is_missing`: the factor the frame's weights are multiplied by (its share
     /// against the reference's by its noise: a frame exposed longer weighs more).
