@@ -100,7 +100,7 @@ public enum LocalAligner {
                 cell: cell, scale: s, radius: step.radius, columns: field.columns, rows: field.rows)
             if level == finest { (finestPlanes, finestStructure) = (planes, structure) }
             let o = measure(field, planes: planes, step: step, texture: structure.map(Window.texture))
-            accept(o, into: &field, textured: &textured)
+            accept(o, into: &field, textured: &textured, mismatch: searches ? options.searchMismatch : options.mismatch)
         }
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
@@ -173,9 +173,10 @@ public enum LocalAligner {
     /// cells without texture here keep what the coarser level found. Cells that match nowhere
     /// (something moved through them in this frame or in the reference) are not measurements:
     /// they take their neighbours' shifts. Then the field is smoothed by confidence and median-filtered.
-    static func accept(_ o: LevelMeasurement, into field: inout DisplacementField, textured: inout [Bool]) {
-        var res = o.residual.enumerated().filter { o.textured[$0.offset] && $0.element.isFinite }.map(\.element)
-        let limit = res.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&res))
+    static func accept(
+        _ o: LevelMeasurement, into field: inout DisplacementField, textured: inout [Bool], mismatch: MismatchLimit
+    ) {
+        let limit = mismatch.limit(o.residual.indices.filter { o.textured[$0] }.map { o.residual[$0] })
         for i in field.dx.indices {
             if o.textured[i] {
                 field.dx[i] = o.dx[i]
@@ -216,8 +217,7 @@ public enum LocalAligner {
             step: LevelStep(scale: s, radius: radius, search: 0, iterations: options.detailIterations, limit: 0),
             texture: structure.map(Window.texture), flatLimit: options.detailFlatLimit)
         // As at the coarse levels, a cell whose window still does not match is no measurement.
-        var residuals = results.map(\.2).filter(\.isFinite)
-        let limit = residuals.isEmpty ? Float.infinity : max(6, 2.5 * Selection.median(&residuals))
+        let limit = options.detailMismatch.limit(results.map(\.2))
         var measured = [Bool](repeating: false, count: fine.dx.count)
         for (idx, d, residual) in results where residual <= limit {
             fine.dx[idx] = d.x

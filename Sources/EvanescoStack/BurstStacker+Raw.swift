@@ -42,6 +42,7 @@ extension BurstStacker {
             options.alignCeiling = UInt16(max(0, min(65534, clip.rounded(.down))))
         }
         options.rawLayout = RawPlaneLayout(cfa: refHeader.raw.cfa)
+        options.localAlignment = requested.localAlignment.linear
         if let mask = requested.erase { options.erase = try RawPlanes.planeMask(mask, frame: refHeader) }
         if refHeader.raw.cfa != nil {
             // Registrations are given and reported in photosites; the planes' pixels are cells.

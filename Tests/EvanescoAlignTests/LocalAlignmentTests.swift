@@ -234,3 +234,60 @@ struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct LocalAlignmentMismatch {
+    @Test func limitsKnownAnswers() {
+        let r: [Float] = [1, 2, 3, .infinity, 0.5]
+        // Finite residuals 0.5, 1, 2, 3: the median the selection takes is 2.
+        #expect(MismatchLimit.pictures.limit(r) == 6)
+        #expect(MismatchLimit.linear.limit(r) == 4)
+        #expect(MismatchLimit.linearSearch.limit(r) == 8)
+        #expect(MismatchLimit.linear.limit([.infinity]) == .infinity)
+        #expect(MismatchLimit.linear.limit([]) == .infinity)
+        let o = LocalAlignmentOptions().linear
+        #expect(o.mismatch == .linear && o.searchMismatch == .linearSearch && o.detailMismatch == .pictures)
+        #expect(LocalAlignmentOptions().mismatch == .pictures)
+    }
+
+    /// A dim scene, as a raw burst's linear grey is (0-40 levels): the reference holds a patch of
+    /// other texture (a passer-by) that the frame, shifted by (1.5, -1) px, does not. Under linear
+    /// grey's limit the cells under the patch match nothing and take their neighbours' shift;
+    /// under pictures' floor of 6 levels they are measurements, and the patch drags them.
+    @Test func aPatchOnlyTheReferenceHoldsDoesNotDragTheField() {
+        let w = 320, h = 240
+        let dim = { (img: Image<UInt8>) -> Image<UInt8> in
+            var out = img
+            for i in out.samples.indices { out.samples[i] = out.samples[i] / 6 }
+            return out
+        }
+        let clean = dim(LocalAlignmentSmoothField.textured(w, h))
+        let other = dim(
+            LocalAlignmentSmoothField.textured(w, h).resized(
+                width: w * 2, height: h * 2, interpolation: .bilinear))
+        var ref = clean
+        let patch = (x: 120..<200, y: 80..<160)
+        for y in patch.y {
+            for x in patch.x {
+                for c in 0..<3 { ref[x, y, c] = other[x * 2 - 150, y * 2 - 90, c] }
+            }
+        }
+        let frame = LocalAlignmentSmoothField.bent(clean) { _, _ in SIMD2(1.5, -1) }
+        func worstUnderPatch(_ o: LocalAlignmentOptions) -> Float {
+            let f = LocalAligner.estimate(
+                reference: GreyPyramid(ref), frame: GreyPyramid(frame), homography: .identity, options: o
+            ).field
+            var worst: Float = 0
+            for y in stride(from: patch.y.lowerBound + 4, to: patch.y.upperBound - 4, by: 4) {
+                for x in stride(from: patch.x.lowerBound + 4, to: patch.x.upperBound - 4, by: 4) {
+                    let v = f.value(atX: x, y: y)
+                    worst = max(worst, abs(v.x - 1.5), abs(v.y + 1))
+                }
+            }
+            return worst
+        }
+        let linear = worstUnderPatch(LocalAlignmentOptions().linear)
+        let pictures = worstUnderPatch(LocalAlignmentOptions())
+        #expect(linear < 0.5, "linear: worst \(linear) px off the frame's shift under the patch")
+        #expect(pictures > 1, "pictures: worst \(pictures) px (linear \(linear))")
+    }
+}
