@@ -61,6 +61,27 @@ FAMILY = {
                                  None, False),
     "lowlight-iso800-strong-people": ("bursts/lowlight-handheld/1.jpg", "1280x960", 12, 800, "strong", 3, "BGGR",
                                       14, None, False),
+    # Passers-by over every kind of scene, added to choose the raw path's mismatch limit
+    # (LocalAlignmentOptions.linear): tuned on.
+    "pug-iso800-people-s21": ("depth/pug-iphone13pro/pug.heic", "1280x960", 12, 800, "handheld", 6, "RGGB", 21,
+                              None, True),
+    "aero-iso1600-people": ("registration/aero/aero1.jpg", "1280x960", 12, 1600, "handheld", 5, "GRBG", 22, None,
+                            True),
+    "moto-parallax-iso800-people": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 800, "handheld", 4,
+                                    "RGGB", 23, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 6), True),
+    "tree-iso3200-strong-people": ("bursts/hdrplus-tree/frame-000.jpg", "1280x960", 16, 3200, "strong", 6, "BGGR",
+                                   24, None, True),
+    # Held out from that choice (made after it).
+    "pug-iso1600-people": ("depth/pug-iphone13pro/pug.heic", "1280x960", 14, 1600, "handheld", 6, "GBRG", 31, None,
+                           False),
+    "moto-parallax-strong-people": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 400, "strong", 5,
+                                    "GRBG", 32, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 8), False),
+    "aloe-parallax-people": ("stereo/aloe/aloeL.jpg", "1280x960", 10, 800, "handheld", 4, "BGGR", 33,
+                             ("stereo/aloe/aloeGT.png", 6), False),
+    "lens-iso3200-strong-people": ("depth/gdepth-lensblur/lensblur_gdepth_compound.jpg", "1280x960", 12, 3200,
+                                   "strong", 6, "RGGB", 34, None, False),
+    "nightcars-iso6400-people": ("bursts/night-cars/in1.jpg", "1280x960", 10, 6400, "handheld", 5, "RGGB", 35, None,
+                                 False),
 }
 # The speed target's size (issue 48: 12 frames of 12 MP), run only when named with --only: its
 # anchors take about 45 s a round. Not in the family's summaries of quality.
