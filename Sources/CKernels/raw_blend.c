@@ -138,6 +138,22 @@ int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
     return ok ? 0 : -1;
 }
 
+int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius, float fraction) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    ptrdiff_t set = 0;
+    for (ptrdiff_t i = 0; i < cells; i++) set += mask[i] != 0;
+    if (set == 0) return 0; // nothing moved (most static bursts): nothing to fill
+    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    const int ok = m && tmp;
+    if (ok) {
+        for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
+        box_mean(m, w, h, radius, radius, tmp, m);
+        for (ptrdiff_t i = 0; i < cells; i++) mask[i] = mask[i] || m[i] > fraction;
+    }
+    free(m), free(tmp);
+    return ok ? 0 : -1;
+}
+
 int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t w, int32_t h,
                           int32_t ch, const evn_raw_blend_params *p, uint16_t *out) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;

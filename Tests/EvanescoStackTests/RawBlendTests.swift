@@ -49,11 +49,38 @@ struct RawBlendTests {
         var moving = (0..<(w * h)).map { i in masks[i] | masks[w * h + i] | masks[2 * w * h + i] | masks[3 * w * h + i]
         }
         #expect(evn_raw_blend_dilate(&moving, Int32(w), Int32(h), radius) == 0)
+        #expect(evn_raw_blend_fill_dense(&moving, Int32(w), Int32(h), 10, 0.3) == 0)
         var out = [UInt16](repeating: 0, count: w * h * 4)
         for ch in 0..<4 {
             #expect(evn_raw_blend_channel(r, wiener, moving, Int32(w), Int32(h), Int32(ch), &p, &out) == 0)
         }
         return (out, moving)
+    }
+
+    /// `mask` with every cell set where more than `fraction` of its clamped (2 radius + 1)^2
+    /// window is set: evn_raw_blend_fill_dense's answer, counted cell by cell.
+    static func filledDense(_ mask: [UInt8], radius r: Int, fraction: Double) -> [UInt8] {
+        (0..<(w * h)).map { i in
+            let x = i % w, y = i / w
+            let x0 = max(0, x - r), x1 = min(w - 1, x + r), y0 = max(0, y - r), y1 = min(h - 1, y + r)
+            var n = 0
+            for yy in y0...y1 { for xx in x0...x1 { n += Int(mask[yy * w + xx]) } }
+            return mask[i] == 1 || Double(n) > fraction * Double((x1 - x0 + 1) * (y1 - y0 + 1)) ? 1 : 0
+        }
+    }
+
+    /// The dense parts of a mask filled in: a blob guarded in patches (every other cell) is
+    /// whole, a thin line (a parallax edge's trace) stays as it was, and every cell is as the
+    /// count over its window says.
+    @Test func denseRegionsAreFilledAndThinTracesAreNot() {
+        var mask = [UInt8](repeating: 0, count: w * h)
+        for y in 8..<20 { for x in 6..<22 where (x + y) % 2 == 0 { mask[y * w + x] = 1 } }
+        for y in 2..<38 { mask[y * w + 40] = 1 }
+        let before = mask
+        #expect(evn_raw_blend_fill_dense(&mask, Int32(w), Int32(h), 3, 0.3) == 0)
+        for y in 10..<18 { for x in 9..<19 { #expect(mask[y * w + x] == 1, "(\(x), \(y)) inside the blob") } }
+        for y in 0..<h { for x in 30..<w { #expect(mask[y * w + x] == before[y * w + x], "(\(x), \(y)) by the line") } }
+        #expect(mask == Self.filledDense(before, radius: 3, fraction: 0.3))
     }
 
     @Test func equalMergesGiveTheSame() {
@@ -89,13 +116,15 @@ struct RawBlendTests {
         let wiener = Self.planes { x, y, _ in patch(x, y) ? 4600 : 4000 }
         let reference = Self.planes { x, y, ch in patch(x, y) && ch == 2 ? 7000 : 4000 }
         let b = Self.blend(robust: r, wiener: wiener, reference: reference)
+        // The guard's 4 x 4 window (offsets -2...1) reaches the patch from x 19...27, y 15...23;
+        // grown by 5 cells; then where that square fills more than 0.3 of a 21 x 21 window.
+        let square = (0..<(w * h)).map { i in (14...32).contains(i % w) && (10...28).contains(i / w) ? UInt8(1) : 0 }
+        let expected = Self.filledDense(square, radius: 10, fraction: 0.3)
+        #expect(expected != square && expected[5 * w + 40] == 0)
         for y in 0..<h {
             for x in 0..<w {
-                // The guard's 4 x 4 window (offsets -2...1) reaches the patch from x 19...27, y
-                // 15...23; grown by 5 cells.
-                let inside = (14...32).contains(x) && (10...28).contains(y)
-                #expect(b.moving[y * w + x] == (inside ? 1 : 0), "cell \(x), \(y)")
-                if inside { #expect(b.out[(y * w + x) * 4] == 4000) }
+                #expect(b.moving[y * w + x] == expected[y * w + x], "cell \(x), \(y)")
+                if expected[y * w + x] == 1 { #expect(b.out[(y * w + x) * 4] == 4000) }
             }
         }
     }

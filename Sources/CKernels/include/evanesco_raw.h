@@ -189,6 +189,9 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t width, i
                         const evn_raw_blend_params *p, uint8_t *moving);
 /// Grows `mask` (width x height) by `radius` cells in each direction (a square). -1: out of memory.
 int evn_raw_blend_dilate(uint8_t *mask, int32_t width, int32_t height, int32_t radius);
+/// Fills in the dense parts of `mask` (width x height): a cell becomes 1 where more than
+/// `fraction` of the square of `radius` cells around it (clamped to the mask) is. -1: out of memory.
+int evn_raw_blend_fill_dense(uint8_t *mask, int32_t width, int32_t height, int32_t radius, float fraction);
 /// Channel `ch` of `out`: per 8 x 8 block around each cell, D = mean (wiener - r)^2 and s2 the
 /// noise at the block's level; out = r + D / (D + beta s2) (wiener - r), and r where `moving`.
 /// Texture the robust merge blurred (D well above the noise) comes from the Wiener merge, which
