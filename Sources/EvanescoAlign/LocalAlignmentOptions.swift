@@ -110,8 +110,8 @@ public struct MismatchLimit: Sendable, Equatable {
     public static let pictures = MismatchLimit(floor: 6, factor: 2.5)
     /// Linear sensor grey, whose scale follows the exposure: only the frame's own residuals set
     /// the limit. Pictures' floor of 6 was at or above 2.5 medians at every level of every burst
-    /// of the raw family (issue 48: medians 0.1-2.4 levels), so no cell was refused, and
-    /// passers-by in the reference dragged the cells under them in every other frame: on
+    /// of the raw family (issue 48: medians 0.1-2.4 levels): it set every limit, up to 60
+    /// medians, and passers-by in the reference dragged the cells under them in every frame: on
     /// pug-people (six passers-by) 0.120 % error pixels, 0.0003 % with this limit. A factor of
     /// 2.5 instead of 2 left 0.23 % on a parallax burst with four passers-by (seed 23, 0.02 %).
     public static let linear = MismatchLimit(floor: 0, factor: 2)
