@@ -74,54 +74,67 @@ static void channel(const uint16_t *src, ptrdiff_t cells, int ch, float *dst) {
     for (ptrdiff_t i = 0; i < cells; i++) dst[i] = src[4 * i + ch];
 }
 
-/// The noise variance of the 8 x 8 block around each cell of channel `ch` of `r` (in `s2`).
-static void block_noise(const float *r, int w, int h, const evn_raw_blend_params *p, int ch, float *tmp, float *s2) {
+/// The noise variance at the level of the window [x - lo, x + hi] x [y - lo, y + hi] around
+/// each cell of channel `ch` of `r` (in `s2`).
+static void window_noise(const float *r, int w, int h, int lo, int hi, const evn_raw_blend_params *p, int ch,
+                         float *tmp, float *s2) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    box_mean(r, w, h, 4, 3, tmp, s2);
+    box_mean(r, w, h, lo, hi, tmp, s2);
     for (ptrdiff_t i = 0; i < cells; i++) {
         const float v = p->slope[ch] * s2[i] + p->intercept[ch];
         s2[i] = v > 0 ? v : 0;
     }
 }
 
-/// The 4 x 4 mean of the squared distance of channel `ch` of `x` (four channels a cell) from
-/// `rv`, into `dst`.
-static void mean_square(const uint16_t *x, const float *rv, int w, int h, int ch, float *tmp, float *dst) {
-    const ptrdiff_t cells = (ptrdiff_t)w * h;
-    for (ptrdiff_t i = 0; i < cells; i++) {
-        const float d = (float)x[4 * i + ch] - rv[i];
-        dst[i] = d * d;
+/// The noise variance of the 8 x 8 block around each cell of channel `ch` of `r` (in `s2`).
+static void block_noise(const float *r, int w, int h, const evn_raw_blend_params *p, int ch, float *tmp, float *s2) {
+    window_noise(r, w, h, 4, 3, p, ch, tmp, s2);
+}
+
+/// The local contrast of `rv` (Sobel / 8, squared) into `g`.
+static void gradient_energy(const float *rv, int w, int h, float *g) {
+    for (int y = 0; y < h; y++) {
+        const float *up = rv + (ptrdiff_t)(y > 0 ? y - 1 : 0) * w, *mid = rv + (ptrdiff_t)y * w;
+        const float *dn = rv + (ptrdiff_t)(y + 1 < h ? y + 1 : h - 1) * w;
+        for (int x = 0; x < w; x++) {
+            const int l = x > 0 ? x - 1 : 0, rr = x + 1 < w ? x + 1 : w - 1;
+            const float gx = (up[rr] + 2 * mid[rr] + dn[rr] - up[l] - 2 * mid[l] - dn[l]) / 8;
+            const float gy = (dn[l] + 2 * dn[x] + dn[rr] - up[l] - 2 * up[x] - up[rr]) / 8;
+            g[(ptrdiff_t)y * w + x] = gx * gx + gy * gy;
+        }
     }
-    box_mean(dst, w, h, 2, 1, tmp, dst);
 }
 
 int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32_t h, int32_t ch,
                         const evn_raw_blend_params *p, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *rv = malloc(sizeof(float) * cells), *eref = malloc(sizeof(float) * cells);
-    float *g = malloc(sizeof(float) * cells);
+    float *rv = malloc(sizeof(float) * cells), *d2 = malloc(sizeof(float) * cells);
+    float *e = malloc(sizeof(float) * cells), *g = malloc(sizeof(float) * cells);
     float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
-    const int ok = rv && eref && g && tmp && s2;
+    const int ok = rv && d2 && e && g && tmp && s2;
     if (ok) {
         channel(r, cells, ch, rv);
-        mean_square(ref, rv, w, h, ch, tmp, eref);
-        // The robust merge's local contrast (Sobel / 8, squared): how far its gather's slight
-        // blur, or a frame's slight misregistration, takes a frame from it where nothing moved.
-        for (int y = 0; y < h; y++) {
-            const float *up = rv + (ptrdiff_t)(y > 0 ? y - 1 : 0) * w, *mid = rv + (ptrdiff_t)y * w;
-            const float *dn = rv + (ptrdiff_t)(y + 1 < h ? y + 1 : h - 1) * w;
-            for (int x = 0; x < w; x++) {
-                const int l = x > 0 ? x - 1 : 0, rr = x + 1 < w ? x + 1 : w - 1;
-                const float gx = (up[rr] + 2 * mid[rr] + dn[rr] - up[l] - 2 * mid[l] - dn[l]) / 8;
-                const float gy = (dn[l] + 2 * dn[x] + dn[rr] - up[l] - 2 * up[x] - up[rr]) / 8;
-                g[(ptrdiff_t)y * w + x] = gx * gx + gy * gy;
-            }
+        for (ptrdiff_t i = 0; i < cells; i++) {
+            const float d = (float)ref[4 * i + ch] - rv[i];
+            d2[i] = d * d;
         }
+        // The robust merge's local contrast: how far its gather's slight blur, or a frame's
+        // slight misregistration, takes a frame from it where nothing moved.
+        box_mean(d2, w, h, 2, 1, tmp, e);
+        gradient_energy(rv, w, h, g);
         box_mean(g, w, h, 2, 1, tmp, g);
         block_noise(rv, w, h, p, ch, tmp, s2);
-        for (ptrdiff_t i = 0; i < cells; i++) moving[i] = eref[i] > p->guard * (s2[i] + p->contrast * g[i]);
+        for (ptrdiff_t i = 0; i < cells; i++) moving[i] = e[i] > p->guard * (s2[i] + p->contrast * g[i]);
+        if (p->wide_guard > 0) {
+            const int R = p->wide_radius;
+            box_mean(d2, w, h, R, R, tmp, e);
+            gradient_energy(rv, w, h, g);
+            box_mean(g, w, h, R, R, tmp, g);
+            window_noise(rv, w, h, R, R, p, ch, tmp, s2);
+            for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= e[i] > p->wide_guard * s2[i] + p->wide_contrast * g[i];
+        }
     }
-    free(rv), free(eref), free(g), free(tmp), free(s2);
+    free(rv), free(d2), free(e), free(g), free(tmp), free(s2);
     return ok ? 0 : -1;
 }
 

@@ -28,7 +28,61 @@ struct RawBlendTests {
             for ch in 0..<4 { b.storeBytes(of: intercept, toByteOffset: 4 * ch, as: Float.self) }
         }
         (p.beta, p.guard, p.contrast) = (0.25, 9, 1)
+        (p.wide_radius, p.wide_guard, p.wide_contrast) = (4, 3, 9)
         return p
+    }
+
+    /// Channel `ch`'s guard of `reference` against the robust merge `r` under `p`.
+    static func guarded(_ r: [UInt16], _ reference: [UInt16], ch: Int, _ p: evn_raw_blend_params) -> [UInt8] {
+        var p = p
+        var m = [UInt8](repeating: 0, count: w * h)
+        #expect(evn_raw_blend_guard(r, reference, Int32(w), Int32(h), Int32(ch), &p, &m) == 0)
+        return m
+    }
+
+    /// A passer-by 2.5 noise deviations from the background in one colour, in a reference with
+    /// noise of the model's deviation: the 4 x 4 test finds little of it, the 9 x 9 one all of it
+    /// but its edge and nothing 4 cells beyond it; noise alone fires neither.
+    @Test func theWideGuardFindsAFaintPasserByAndNotTheNoise() {
+        let r = Self.planes { _, _, _ in 4000 }
+        let sd = (2.0 * 4000 + 400).squareRoot()
+        var rng = GaussianNoise(seed: 17)
+        let noise = (0..<(w * h * 4)).map { _ in Double(rng.gaussian()) * sd }
+        let patch = { (x: Int, y: Int) in (16..<30).contains(x) && (12..<26).contains(y) }
+        let faint = Self.planes { x, y, ch in
+            4000 + noise[(y * w + x) * 4 + ch] + (patch(x, y) && ch == 1 ? 2.5 * sd : 0)
+        }
+        let plain = Self.planes { x, y, ch in 4000 + noise[(y * w + x) * 4 + ch] }
+        var narrow = Self.settings()
+        narrow.wide_guard = 0
+        let found = Self.guarded(r, faint, ch: 1, narrow).enumerated().filter { $0.element == 1 }.map(\.offset)
+        #expect(found.count < 14 * 14 / 2 && found.allSatisfy { patch($0 % w, $0 / w) })
+        let wide = Self.guarded(r, faint, ch: 1, Self.settings())
+        for y in 0..<h {
+            for x in 0..<w {
+                // Cells' distance outside the patch (0 inside), and inside it from its edge.
+                let outside = max(16 - x, x - 29, 12 - y, y - 25, 0)
+                let inside = min(x - 16, 29 - x, y - 12, 25 - y)
+                if inside >= 1 { #expect(wide[y * w + x] == 1, "(\(x), \(y)) in the passer-by") }
+                if outside >= 4 { #expect(wide[y * w + x] == 0, "(\(x), \(y)) beyond it") }
+            }
+        }
+        for ch in 0..<4 { #expect(Self.guarded(r, plain, ch: ch, Self.settings()).allSatisfy { $0 == 0 }) }
+    }
+
+    /// A reference half a cell off a strong texture (a gather's softening, a slight
+    /// misregistration) lies several noise variances from the robust merge over any window: the
+    /// wide test's gradient term keeps it from counting as moving, and without that term it would.
+    @Test func theWideGuardLeavesTextureAlone() {
+        let texture = { (x: Double, y: Double) in 4000 + 900 * sin(x * 0.9) * cos(y * 0.7) }
+        let r = Self.planes { x, y, _ in texture(Double(x), Double(y)) }
+        let shifted = Self.planes { x, y, _ in texture(Double(x) + 0.5, Double(y)) }
+        let kept = Self.guarded(r, shifted, ch: 0, Self.settings()).filter { $0 == 1 }.count
+        #expect(kept == 0)
+        var bare = Self.settings()
+        bare.wide_contrast = 0
+        let flagged = Self.guarded(r, shifted, ch: 0, bare).filter { $0 == 1 }.count
+        #expect(flagged > w * h / 4)
     }
 
     /// Guard, union over channels, dilation by `radius`, blend: as RawMerge.blended runs them
@@ -116,9 +170,10 @@ struct RawBlendTests {
         let wiener = Self.planes { x, y, _ in patch(x, y) ? 4600 : 4000 }
         let reference = Self.planes { x, y, ch in patch(x, y) && ch == 2 ? 7000 : 4000 }
         let b = Self.blend(robust: r, wiener: wiener, reference: reference)
-        // The guard's 4 x 4 window (offsets -2...1) reaches the patch from x 19...27, y 15...23;
-        // grown by 5 cells; then where that square fills more than 0.3 of a 21 x 21 window.
-        let square = (0..<(w * h)).map { i in (14...32).contains(i % w) && (10...28).contains(i / w) ? UInt8(1) : 0 }
+        // The guard's 9 x 9 window (offsets -4...4; it holds the 4 x 4 one's, -2...1) reaches the
+        // patch from x 16...29, y 12...25; grown by 5 cells; then where that square fills more
+        // than 0.3 of a 21 x 21 window.
+        let square = (0..<(w * h)).map { i in (11...34).contains(i % w) && (7...30).contains(i / w) ? UInt8(1) : 0 }
         let expected = Self.filledDense(square, radius: 10, fraction: 0.3)
         #expect(expected != square && expected[5 * w + 40] == 0)
         for y in 0..<h {
