@@ -80,6 +80,7 @@ public enum LocalAligner {
         let start = resume.map { $0.level - 1 } ?? coarsest
         var finestPlanes: LevelPlanes? = nil
         var finestStructure: [SIMD3<Float>] = []
+        var noiseRatio: Float? = nil
         for level in stride(from: start, through: finest, by: -1) {
             let s = 1 / Float(1 << level)
             let ref = reference.levels[level], fr = frame.levels[level]
@@ -99,17 +100,40 @@ public enum LocalAligner {
             let structure = planes.reference.structures(
                 cell: cell, scale: s, radius: step.radius, columns: field.columns, rows: field.rows)
             if level == finest { (finestPlanes, finestStructure) = (planes, structure) }
-            let o = measure(field, planes: planes, step: step, texture: structure.map(Window.texture))
+            let texture = structure.map(Window.texture)
+            let o = measure(field, planes: planes, step: step, texture: texture)
             accept(o, into: &field, textured: &textured, mismatch: searches ? options.searchMismatch : options.mismatch)
+            if level == finest, finestLevel != nil {
+                noiseRatio = noiseUnits(field, textured: textured, measured: o, texture: texture, step: step)
+            }
         }
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
+            var stats = statistics(field, textured)
+            stats.p50Noise = noiseRatio.map { ($0 * 1000).rounded() / 1000 }
             return LocalAlignment(
-                field: field, statistics: statistics(field, textured), level: finest, textured: textured,
-                structure: finestStructure)
+                field: field, statistics: stats, level: finest, textured: textured, structure: finestStructure)
         }
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
         return detail(field, textured: textured, planes: planes, level: finest, into: &fine, options: options)
+    }
+
+    /// The median over the textured cells of `field`'s displacement length over what noise alone
+    /// would give the cell's measurement at this level: the match's residual (RMS grey, both
+    /// frames' noise) over the root of the window's pixels times its texture (the structure
+    /// tensor's smaller eigenvalue, per pixel), the Lucas-Kanade shift's deviation in its weakest
+    /// direction. Nil without a textured cell.
+    static func noiseUnits(
+        _ field: DisplacementField, textured: [Bool], measured o: LevelMeasurement, texture: [Float], step: LevelStep
+    ) -> Float? {
+        let side = Float(2 * step.radius + 1), pixels = side * side / Float(Window.rowStep)
+        var ratios: [Float] = []
+        for i in field.dx.indices where textured[i] && o.residual[i].isFinite && texture[i] > 0 {
+            let noise = o.residual[i] / (texture[i] * pixels).squareRoot() / step.scale
+            let length = (field.dx[i] * field.dx[i] + field.dy[i] * field.dy[i]).squareRoot()
+            if noise > 0 { ratios.append(length / noise) }
+        }
+        return ratios.isEmpty ? nil : Selection.median(&ratios)
     }
 
     /// How one pyramid level is measured: its scale, window radius, block-search radius (0: none),

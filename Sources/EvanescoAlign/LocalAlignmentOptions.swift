@@ -37,6 +37,12 @@ public struct LocalAlignmentOptions: Sendable, Equatable {
     /// Measured at level 2 on the synthetic bursts: at most 0.041 level pixels without parallax,
     /// at least 0.098 with up to 6 px of it; pug-handheld (12 MP, level 3): 0.043 without.
     public var parallaxThreshold: Float = 0.07
+    /// A coarse look must also find the frame's displacements beyond what noise alone would
+    /// measure: the median of its cells' lengths in units of their noise
+    /// (``LocalFieldStatistics/p50Noise``) at least this; 0: no such test (the image path, as it
+    /// has been). A noisy frame measures a field of noise whose length in pixels reaches
+    /// ``parallaxThreshold``, and a field that follows noise misaligns it (``linear``).
+    public var parallaxNoiseRatio: Float = 0
     /// Lucas-Kanade iterations per cell at the finest level of the coarse-to-fine pass (coarser
     /// levels take 3; the detail pass refines further).
     public var iterations = 2
@@ -77,8 +83,18 @@ public struct LocalAlignmentOptions: Sendable, Equatable {
         var o = self
         o.mismatch = .linear
         o.searchMismatch = .linearSearch
+        o.parallaxNoiseRatio = Self.linearParallaxNoiseRatio
         return o
     }
+
+    /// ``parallaxNoiseRatio`` for raw bursts (issue 48). Frames without parallax measured medians
+    /// of 0.69-1.33 noise units on the raw family's 26 bursts, frames with it 1.03-2.48 (the
+    /// lowest where a frame barely moved). Above ISO 1600 the pixel threshold alone gave fields
+    /// to frames with none: lens-iso6400-people took fields for all 11 frames and kept 0.199 %
+    /// error pixels, 0.006 % (+1.36 dB) without them; nightcars-iso6400-people 0.242 -> 0.070 %
+    /// (+1.07 dB); lens-iso3200-strong-people 0.031 -> 0.000 % (+0.68 dB). 1.3 changed no
+    /// parallax burst; 1.4 cost aloe-parallax-people 0.09 dB and moto-parallax-strong-people 0.11.
+    public static let linearParallaxNoiseRatio: Float = 1.3
 
     /// The detail pass's cell size for a `width` x `height` frame (0: none).
     public func detailCellSize(width: Int, height: Int) -> Int {
@@ -143,6 +159,12 @@ public struct LocalFieldStatistics: Sendable, Codable, Equatable {
     public var p90Px: Float
     /// Largest displacement length, pixels.
     public var maxPx: Float
+    /// Median over the textured cells of the displacement length in units of what noise alone
+    /// would give the cell's measurement (its match's residual over the root of its window's
+    /// texture and size): about 1 or less where the field only follows noise. Given by a coarse
+    /// look (``LocalAligner/estimate(reference:frame:homography:options:finestLevel:continuing:)``
+    /// with a finest level).
+    public var p50Noise: Float? = nil
 }
 
 /// A frame's local alignment: the field and what it measured.

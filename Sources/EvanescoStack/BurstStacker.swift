@@ -460,11 +460,21 @@ public enum BurstStacker {
                     coarse: coarse.statistics), nil
             )
         }
+        if let units = coarse.statistics.p50Noise, units < lo.parallaxNoiseRatio {
+            return (
+                LocalFrameReport(
+                    used: false,
+                    decision: "no parallax: coarse field median \(units) noise units < \(lo.parallaxNoiseRatio)",
+                    field: nil, coarse: coarse.statistics), nil
+            )
+        }
         let la = LocalAligner.estimate(
             reference: reference.local, frame: frame, homography: h, options: lo, continuing: coarse)
         return (
             LocalFrameReport(
-                used: true, decision: "parallax: coarse field median \(p50) px >= \(threshold) px",
+                used: true,
+                decision: "parallax: coarse field median \(p50) px >= \(threshold) px"
+                    + (coarse.statistics.p50Noise.map { ", \($0) noise units" } ?? ""),
                 field: la.statistics, coarse: coarse.statistics), la
         )
     }

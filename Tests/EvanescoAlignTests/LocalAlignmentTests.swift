@@ -291,3 +291,42 @@ struct SplitMix: RandomNumberGenerator {
         #expect(pictures > 1, "pictures: worst \(pictures) px (linear \(linear))")
     }
 }
+
+@Suite struct LocalAlignmentNoiseUnits {
+    /// A dim textured scene (0-25 levels, as a raw burst's linear grey in its shadows) seen
+    /// through `shift`, with Gaussian noise of 3 levels.
+    static func noisyDim(seed: UInt64, _ shift: @escaping (Float, Float) -> SIMD2<Float>) -> Image<UInt8> {
+        var img = LocalAlignmentSmoothField.bent(LocalAlignmentSmoothField.textured(320, 240), shift)
+        var rng = SplitMix(seed: seed)
+        for i in img.samples.indices {
+            // Box-Muller from two uniforms in (0, 1].
+            let u = Float(rng.next() >> 40 + 1) / Float(1 << 24), v = Float(rng.next() >> 40) / Float(1 << 24)
+            let n = 3 * (-2 * logf(u)).squareRoot() * cosf(2 * .pi * v)
+            img.samples[i] = UInt8(clampingRounded: Float(img.samples[i]) / 10 + n)
+        }
+        return img
+    }
+
+    /// A frame that only its noise tells from the reference measures a coarse field whose median
+    /// reaches the pixel threshold (0.07 px of level 2, 0.28 px) but lies within a noise unit or
+    /// so; one with smooth parallax of up to 5 px lies well beyond the raw path's 1.3.
+    @Test func aFieldOfNoiseIsTold() throws {
+        let reference = GreyPyramid(Self.noisyDim(seed: 1) { _, _ in .zero })
+        let prepared = LocalAligner.Reference(reference)
+        let o = LocalAlignmentOptions().linear
+        func coarse(_ frame: Image<UInt8>) -> LocalFieldStatistics {
+            LocalAligner.estimate(
+                reference: prepared, frame: GreyPyramid(frame), homography: .identity, options: o, finestLevel: 2
+            ).statistics
+        }
+        let still = coarse(Self.noisyDim(seed: 2) { _, _ in .zero })
+        let units = try #require(still.p50Noise)
+        #expect(still.p50Px >= o.parallaxThreshold * 4, "\(still)")
+        #expect(units < o.parallaxNoiseRatio && units > 0.3, "\(still)")
+        let hills = coarse(
+            Self.noisyDim(seed: 3) { x, y in SIMD2(4, -3) * sinf(x / 45) * cosf(y / 35) })
+        #expect(try #require(hills.p50Noise) > 1.5 * o.parallaxNoiseRatio, "\(hills)")
+        #expect(o.parallaxNoiseRatio == LocalAlignmentOptions.linearParallaxNoiseRatio)
+        #expect(LocalAlignmentOptions().parallaxNoiseRatio == 0)
+    }
+}
