@@ -151,6 +151,20 @@ int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
     return ok ? 0 : -1;
 }
 
+int evn_raw_blend_vote_guard(const float *deviation, int32_t w, int32_t h, int32_t radius, float cap, float threshold,
+                             uint8_t *moving) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    const int ok = m && tmp;
+    if (ok) {
+        for (ptrdiff_t i = 0; i < cells; i++) m[i] = deviation[i] < cap ? deviation[i] : cap;
+        box_mean(m, w, h, radius, radius, tmp, m);
+        for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= m[i] > threshold;
+    }
+    free(m), free(tmp);
+    return ok ? 0 : -1;
+}
+
 int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius, float fraction) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     ptrdiff_t set = 0;

@@ -375,7 +375,7 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 /// in order, so the results are those of a loop over frames per sample, to the bit.
 EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
-                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best) {
+                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev) {
     const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
     const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
     float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
@@ -397,6 +397,19 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
             float noise = p->slope[ch] * med[j] + p->intercept[ch];
             noise = noise > 0 ? noise : 0;
             limit[j] = p->kappa * sqrtf(spread * spread + noise);
+        }
+    }
+    if (refdev) {
+        const float *vr = value + (ptrdiff_t)p->reference * frame_stride + j0;
+        const float *wr = weight + (ptrdiff_t)p->reference * frame_stride + j0;
+        for (int i = 0; i < ci; i++) {
+            float sum = 0;
+            for (int ch = 0; ch < c; ch++) {
+                const int j = i * c + ch;
+                const float q = limit[j] / p->kappa, d = vr[j] - med[j];
+                sum += wr[j] > 0 && q < INFINITY ? d * d / (q * q + 1e-12f) : 0.0f;
+            }
+            refdev[i0 + i] = sum / c;
         }
     }
     // Robust keeps a frame only where all its channels agree (a frame covers a cell or it does
@@ -480,15 +493,18 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
 
 EVN_INLINE void merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best) {
+                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev) {
+    // The reference's distance needs the vote's limits (robust, with a reference).
+    if (!dev || p->method != 1 || p->reference < 0) refdev = NULL;
     for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
         const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
-        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best);
+        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev);
     }
 }
 
 EVN_KERNEL_VARIANTS(void, evn_raw_merge_cells, raw_merge_cells, merge_cells,
                     (float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                      const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best),
-                    (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best))
+                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation),
+                    (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best,
+                     reference_deviation))

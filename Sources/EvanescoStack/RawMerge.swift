@@ -75,15 +75,20 @@ final class VoteScratch: @unchecked Sendable {
 /// freed with it; the strips write disjoint cells.
 final class CellOutputs: @unchecked Sendable {
     let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?
+    /// The reference's distance from the vote per cell (``evn_raw_merge_cells``), when asked.
+    let deviation: UnsafeMutablePointer<Float>?
 
-    init(cells: Int, maps: Bool) {
+    init(cells: Int, maps: Bool, deviation: Bool = false) {
         kept = maps ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
+        self.deviation = deviation ? .allocate(capacity: cells) : nil
+        self.deviation?.initialize(repeating: 0, count: cells)
     }
 
     deinit {
         kept?.deallocate()
         best?.deallocate()
+        deviation?.deallocate()
     }
 }
 
@@ -259,7 +264,8 @@ enum RawMerge {
         _ params: UnsafePointer<evn_raw_merge_params>, frames n: Int, count: Int, stride: Int,
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
         best: UnsafeMutablePointer<Int16>?,
-        gathered: (values: UnsafeMutablePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil
+        gathered: (values: UnsafeMutablePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil,
+        deviation: UnsafeMutablePointer<Float>? = nil
     ) {
         let length = count * Int(params.pointee.channels)
         let values = gathered?.values ?? buffer
@@ -279,7 +285,7 @@ enum RawMerge {
         }
         evn_raw_merge_cells(
             values, weights, frameStride, needsSort ? counts : nil, needsSort ? medians : nil,
-            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best)
+            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, deviation)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``);

@@ -70,6 +70,38 @@ struct RawBlendTests {
         for ch in 0..<4 { #expect(Self.guarded(r, plain, ch: ch, Self.settings()).allSatisfy { $0 == 0 }) }
     }
 
+    /// The vote's guard: a region where the reference lies 2 deviations off the vote (4 units)
+    /// counts as moving, all but its edge; a one-cell line 10 deviations off (a depth edge) does
+    /// not, as the cap holds it, though uncapped it would; noise alone (1 unit on average) does not.
+    @Test func theVoteGuardFindsARegionOffTheVoteAndNotAThinEdge() {
+        let region = { (x: Int, y: Int) in (8..<22).contains(x) && (10..<24).contains(y) }
+        let deviation = (0..<(w * h)).map { i -> Float in
+            let x = i % w, y = i / w
+            if region(x, y) { return 4 }
+            if x == 36 { return 100 }
+            return (x + y) % 2 == 0 ? 0.5 : 1.5
+        }
+        func guarded(cap: Float) -> [UInt8] {
+            var m = [UInt8](repeating: 0, count: w * h)
+            #expect(evn_raw_blend_vote_guard(deviation, Int32(w), Int32(h), 4, cap, 2, &m) == 0)
+            return m
+        }
+        let capped = guarded(cap: 4)
+        for y in 0..<h {
+            for x in 0..<w {
+                let inside = min(x - 8, 21 - x, y - 10, 23 - y), outside = max(8 - x, x - 21, 10 - y, y - 23, 0)
+                if inside >= 1 { #expect(capped[y * w + x] == 1, "(\(x), \(y)) in the region") }
+                if outside >= 4 { #expect(capped[y * w + x] == 0, "(\(x), \(y)) beyond it") }
+            }
+        }
+        let uncapped = guarded(cap: .infinity)
+        #expect(uncapped[20 * w + 36] == 1 && uncapped[20 * w + 40] == 1)
+        // A mask already set stays set.
+        var m = [UInt8](repeating: 1, count: w * h)
+        #expect(evn_raw_blend_vote_guard(deviation, Int32(w), Int32(h), 4, 4, 2, &m) == 0)
+        #expect(m.allSatisfy { $0 == 1 })
+    }
+
     /// A reference half a cell off a strong texture (a gather's softening, a slight
     /// misregistration) lies several noise variances from the robust merge over any window: the
     /// wide test's gradient term keeps it from counting as moving, and without that term it would.

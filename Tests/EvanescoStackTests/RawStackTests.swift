@@ -210,6 +210,47 @@ import EvanescoCore
         }
     }
 
+    // The reference's distance from the vote, in units of the frames' noise and disagreement
+    // ((limit / kappa)^2), the mean over its channels: four frames agree exactly at 4000 (noise
+    // 2 x 4000 + 400, spread 0), so the reference 2 deviations off in one channel is 1 unit, 1
+    // deviation off in every channel 1 unit, at the vote 0, and where it covers nothing 0.
+    @Test func theVoteSaysHowFarTheReferenceLies() {
+        let n = 5, count = 64
+        var p = evn_raw_merge_params()
+        (p.frames, p.channels, p.method, p.kappa, p.reference) = (Int32(n), 4, 1, 3, 0)
+        p.slope = (2, 2, 2, 2)
+        p.intercept = (400, 400, 400, 400)
+        let sd = Float(2 * 4000 + 400).squareRoot()
+        func value(_ k: Int, _ i: Int, _ ch: Int) -> Float {
+            guard k == 0 else { return 4000 }
+            if i < 16 { return ch == 0 ? 4000 + 2 * sd : 4000 }
+            if i < 32 { return 4000 - sd }
+            return 4000
+        }
+        let scratch = VoteScratch(p, frames: n, segment: count)
+        var deviation = [Float](repeating: -1, count: count)
+        scratch.buffers.borrow { buffer in
+            let stride = scratch.stride
+            for k in 0..<n {
+                for i in 0..<count {
+                    for ch in 0..<4 {
+                        buffer[k * stride + i * 4 + ch] = value(k, i, ch)
+                        buffer[(n + k) * stride + i * 4 + ch] = k == 0 && i >= 48 ? 0 : 1
+                    }
+                }
+            }
+            deviation.withUnsafeMutableBufferPointer { d in
+                RawMerge.voteSegment(
+                    scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
+                    network: scratch.network, kept: nil, best: nil, deviation: d.baseAddress)
+            }
+        }
+        for i in 0..<count {
+            let want: Float = i < 32 ? 1 : 0
+            #expect(abs(deviation[i] - want) < 1e-3, "cell \(i): \(deviation[i])")
+        }
+    }
+
     @Test func wholeCellShiftIsUndone() throws {
         // The scene moved by one cell (2 photosites) each frame: alignment on the planes finds
         // it, and the reference's photosites get the same scene back, at their own phases.

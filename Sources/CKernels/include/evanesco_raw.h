@@ -164,10 +164,13 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 /// and `dev` (the sorted deviations, frame rows `stride` apart; NULL unless robust or
 /// sigma-clip). `kept` (optional): frames kept per cell; `best` (optional): the covering frame
 /// closest to the result, or -1. With `replace_beyond` (robust), the values of frames far from
-/// the vote are then replaced in `value`.
+/// the vote are then replaced in `value`. `reference_deviation` (optional, robust with a
+/// reference): per cell, the reference's squared distance from the median in units of the vote's
+/// spread and noise ((limit / kappa)^2), the mean over its channels; about 1 where only noise
+/// parts them, 0 where the reference does not cover the cell.
 void evn_raw_merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                          const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best);
+                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation);
 
 /// The blend of the robust merge with the Wiener merge anchored on the reference (four
 /// channels a cell, 16-bit sample units; raw_blend.c).
@@ -195,6 +198,14 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t width, i
                         const evn_raw_blend_params *p, uint8_t *moving);
 /// Grows `mask` (width x height) by `radius` cells in each direction (a square). -1: out of memory.
 int evn_raw_blend_dilate(uint8_t *mask, int32_t width, int32_t height, int32_t radius);
+/// Sets `moving` (width x height) where the mean of `deviation` (the vote's
+/// `reference_deviation`), each cell's taken at most `cap`, over the square of `radius` cells
+/// around a cell (clamped) exceeds `threshold`: where the reference lies off the other frames'
+/// vote by more than their noise and disagreement over a region, though within the vote's limit
+/// cell by cell. The cap keeps a thin trace far off the vote (a depth edge) from counting as a
+/// region. -1: out of memory.
+int evn_raw_blend_vote_guard(const float *deviation, int32_t width, int32_t height, int32_t radius, float cap,
+                             float threshold, uint8_t *moving);
 /// Fills in the dense parts of `mask` (width x height): a cell becomes 1 where more than
 /// `fraction` of the square of `radius` cells around it (clamped to the mask) is. -1: out of memory.
 int evn_raw_blend_fill_dense(uint8_t *mask, int32_t width, int32_t height, int32_t radius, float fraction);
