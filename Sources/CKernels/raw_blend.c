@@ -6,6 +6,7 @@
 // noise.
 #include "evanesco_raw.h"
 #include <stdlib.h>
+#include <string.h>
 
 typedef double v4d __attribute__((ext_vector_type(4)));
 
@@ -105,13 +106,58 @@ static void gradient_energy(const float *rv, int w, int h, float *g) {
     }
 }
 
+/// The 2 x 2 means of `src` (w x h) into `dst` ((w + 1) / 2 x (h + 1) / 2; an odd last row or
+/// column repeats itself).
+static void halve(const float *src, int w, int h, float *dst) {
+    const int w2 = (w + 1) / 2, h2 = (h + 1) / 2;
+    for (int y = 0; y < h2; y++) {
+        const float *a = src + (ptrdiff_t)(2 * y) * w, *b = src + (ptrdiff_t)(2 * y + 1 < h ? 2 * y + 1 : 2 * y) * w;
+        float *d = dst + (ptrdiff_t)y * w2;
+        for (int x = 0; x < w2; x++) {
+            const int x0 = 2 * x, x1 = 2 * x + 1 < w ? 2 * x + 1 : 2 * x;
+            d[x] = 0.25f * (a[x0] + a[x1] + b[x0] + b[x1]);
+        }
+    }
+}
+
+/// The wide test (``evn_raw_blend_params``) on the 2 x 2 means of the squared distances `d2`,
+/// the gradient energy `g` and the robust merge `rv` (each w x h), set into `moving`. -1: out of
+/// memory.
+static int wide_guard(const float *d2, const float *g, const float *rv, int w, int h, const evn_raw_blend_params *p,
+                      int ch, uint8_t *moving) {
+    const int w2 = (w + 1) / 2, h2 = (h + 1) / 2, R = p->wide_radius;
+    const ptrdiff_t half = (ptrdiff_t)w2 * h2;
+    float *e = malloc(sizeof(float) * half), *gh = malloc(sizeof(float) * half);
+    float *n = malloc(sizeof(float) * half), *tmp = malloc(sizeof(float) * half);
+    const int ok = e && gh && n && tmp;
+    if (ok) {
+        halve(d2, w, h, e);
+        halve(g, w, h, gh);
+        halve(rv, w, h, n);
+        box_mean(e, w2, h2, R, R, tmp, e);
+        box_mean(gh, w2, h2, R, R, tmp, gh);
+        box_mean(n, w2, h2, R, R, tmp, n);
+        for (ptrdiff_t i = 0; i < half; i++) {
+            const float v = p->slope[ch] * n[i] + p->intercept[ch];
+            n[i] = e[i] > p->wide_guard * (v > 0 ? v : 0) + p->wide_contrast * gh[i];
+        }
+        for (int y = 0; y < h; y++) {
+            const float *row = n + (ptrdiff_t)(y / 2) * w2;
+            uint8_t *m = moving + (ptrdiff_t)y * w;
+            for (int x = 0; x < w; x++) m[x] |= row[x / 2] != 0;
+        }
+    }
+    free(e), free(gh), free(n), free(tmp);
+    return ok ? 0 : -1;
+}
+
 int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32_t h, int32_t ch,
                         const evn_raw_blend_params *p, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     float *rv = malloc(sizeof(float) * cells), *d2 = malloc(sizeof(float) * cells);
-    float *e = malloc(sizeof(float) * cells), *g = malloc(sizeof(float) * cells);
-    float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
-    const int ok = rv && d2 && e && g && tmp && s2;
+    float *g = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    float *s2 = malloc(sizeof(float) * cells);
+    int ok = rv && d2 && g && tmp && s2;
     if (ok) {
         channel(r, cells, ch, rv);
         for (ptrdiff_t i = 0; i < cells; i++) {
@@ -120,21 +166,15 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32
         }
         // The robust merge's local contrast: how far its gather's slight blur, or a frame's
         // slight misregistration, takes a frame from it where nothing moved.
-        box_mean(d2, w, h, 2, 1, tmp, e);
         gradient_energy(rv, w, h, g);
+        memset(moving, 0, (size_t)cells);
+        if (p->wide_guard > 0) ok = wide_guard(d2, g, rv, w, h, p, ch, moving) == 0;
+        box_mean(d2, w, h, 2, 1, tmp, d2);
         box_mean(g, w, h, 2, 1, tmp, g);
         block_noise(rv, w, h, p, ch, tmp, s2);
-        for (ptrdiff_t i = 0; i < cells; i++) moving[i] = e[i] > p->guard * (s2[i] + p->contrast * g[i]);
-        if (p->wide_guard > 0) {
-            const int R = p->wide_radius;
-            box_mean(d2, w, h, R, R, tmp, e);
-            gradient_energy(rv, w, h, g);
-            box_mean(g, w, h, R, R, tmp, g);
-            window_noise(rv, w, h, R, R, p, ch, tmp, s2);
-            for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= e[i] > p->wide_guard * s2[i] + p->wide_contrast * g[i];
-        }
+        for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= d2[i] > p->guard * (s2[i] + p->contrast * g[i]);
     }
-    free(rv), free(d2), free(e), free(g), free(tmp), free(s2);
+    free(rv), free(d2), free(g), free(tmp), free(s2);
     return ok ? 0 : -1;
 }
 

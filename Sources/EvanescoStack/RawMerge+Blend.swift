@@ -22,11 +22,13 @@ extension RawMerge {
     /// 0.063 % error pixels, nightcars-iso6400-people 0.469 -> 0.245 %); parallax leaves thin
     /// traces that stay under the fraction, where growing everything by 10 cells instead of 5 cost
     /// moto-parallax-strong-people 1.95 dB (0.10 dB this way; 0.15 of the cells: 0.68 dB).
-    /// `wide`: the guard again over 9 x 9 cells, where the noise averages down, at 3 noise
-    /// variances plus 9 times the gradient energy (the 4 x 4 test's weight: texture does not
-    /// average down). A faint passer-by at ISO 3200-6400 the 4 x 4 test missed
-    /// (graf-iso6400-people 0.252 -> 0.009 % error pixels, tree-iso3200-strong-people 0.063 ->
-    /// 0.030 %); 3 times the gradient energy cost aero-iso100 0.74 dB and moto-parallax-iso800-people
+    /// `wide`: the guard again on the 2 x 2 means of the cells, over 5 x 5 of them (10 x 10
+    /// cells), where the noise averages down, at 3 noise variances plus 9 times the gradient
+    /// energy (the 4 x 4 test's weight: texture does not average down). A faint passer-by at ISO
+    /// 3200-6400 the 4 x 4 test missed (graf-iso6400-people 0.252 -> 0.021 % error pixels,
+    /// tree-iso3200-strong-people 0.063 -> 0.030 %); 9 x 9 cells at full resolution did as well
+    /// (0.008 %) for 0.1 s more CPU on 12 x 12 MP, 7 x 7 blocks let graf's back (0.039 %); 3 times
+    /// the gradient energy cost aero-iso100 0.74 dB and moto-parallax-iso800-people
     /// 1.03 dB, 9 costs no burst of the family more than 0.06 dB. `vote`: what moved in the
     /// reference too, where over 9 x 9 cells the reference's distance from the vote, in units of
     /// the frames' noise and disagreement (``evn_raw_merge_cells``' `reference_deviation`), each
@@ -39,7 +41,7 @@ extension RawMerge {
     static let blend = (
         beta: Float(0.25), guard: Float(9), contrast: Float(1), dilation: Int32(5), replaceBeyond: Float(2),
         pull: WienerPull(c: 4, expected: 2), dense: (radius: Int32(10), fraction: Float(0.3)),
-        wide: (radius: Int32(4), guard: Float(3), contrast: Float(9)),
+        wide: (radius: Int32(2), guard: Float(3), contrast: Float(9)),
         vote: (radius: Int32(4), cap: Float(4), threshold: Float(2))
     )
 

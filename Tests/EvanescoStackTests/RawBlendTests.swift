@@ -28,7 +28,7 @@ struct RawBlendTests {
             for ch in 0..<4 { b.storeBytes(of: intercept, toByteOffset: 4 * ch, as: Float.self) }
         }
         (p.beta, p.guard, p.contrast) = (0.25, 9, 1)
-        (p.wide_radius, p.wide_guard, p.wide_contrast) = (4, 3, 9)
+        (p.wide_radius, p.wide_guard, p.wide_contrast) = (2, 3, 9)
         return p
     }
 
@@ -41,8 +41,9 @@ struct RawBlendTests {
     }
 
     /// A passer-by 2.5 noise deviations from the background in one colour, in a reference with
-    /// noise of the model's deviation: the 4 x 4 test finds little of it, the 9 x 9 one all of it
-    /// but its edge and nothing 4 cells beyond it; noise alone fires neither.
+    /// noise of the model's deviation: the 4 x 4 test finds little of it, the wide one (5 x 5
+    /// blocks of 2 x 2 cells) all of it but the 2 cells along its edge, and nothing 4 cells beyond
+    /// it; noise alone fires neither.
     @Test func theWideGuardFindsAFaintPasserByAndNotTheNoise() {
         let r = Self.planes { _, _, _ in 4000 }
         let sd = (2.0 * 4000 + 400).squareRoot()
@@ -63,7 +64,7 @@ struct RawBlendTests {
                 // Cells' distance outside the patch (0 inside), and inside it from its edge.
                 let outside = max(16 - x, x - 29, 12 - y, y - 25, 0)
                 let inside = min(x - 16, 29 - x, y - 12, 25 - y)
-                if inside >= 1 { #expect(wide[y * w + x] == 1, "(\(x), \(y)) in the passer-by") }
+                if inside >= 2 { #expect(wide[y * w + x] == 1, "(\(x), \(y)) in the passer-by") }
                 if outside >= 4 { #expect(wide[y * w + x] == 0, "(\(x), \(y)) beyond it") }
             }
         }
@@ -202,9 +203,9 @@ struct RawBlendTests {
         let wiener = Self.planes { x, y, _ in patch(x, y) ? 4600 : 4000 }
         let reference = Self.planes { x, y, ch in patch(x, y) && ch == 2 ? 7000 : 4000 }
         let b = Self.blend(robust: r, wiener: wiener, reference: reference)
-        // The guard's 9 x 9 window (offsets -4...4; it holds the 4 x 4 one's, -2...1) reaches the
-        // patch from x 16...29, y 12...25; grown by 5 cells; then where that square fills more
-        // than 0.3 of a 21 x 21 window.
+        // The guard's wide window (5 x 5 blocks of 2 x 2 cells; it holds the 4 x 4 one's) reaches
+        // the patch (blocks 10...12, 8...10) from x 16...29, y 12...25; grown by 5 cells; then
+        // where that square fills more than 0.3 of a 21 x 21 window.
         let square = (0..<(w * h)).map { i in (11...34).contains(i % w) && (7...30).contains(i / w) ? UInt8(1) : 0 }
         let expected = Self.filledDense(square, radius: 10, fraction: 0.3)
         #expect(expected != square && expected[5 * w + 40] == 0)

@@ -183,10 +183,12 @@ typedef struct evn_raw_blend_params {
     /// exceeds guard x (s2 + contrast x the robust merge's local gradient energy). (What moved in
     /// another frame never reaches the Wiener merge: see `replace_beyond`.)
     float guard, contrast;
-    /// The same test over a wider window, (2 wide_radius + 1)^2 cells, where the noise averages
-    /// down further: the mean squared distance exceeds wide_guard x s2 + wide_contrast x the
-    /// gradient energy (texture's share does not average down, so it keeps the narrow test's
-    /// weight). Finds a faint passer-by at high ISO that the 4 x 4 test misses. 0: off.
+    /// The same test over a wider window, on the 2 x 2 means of the cells (the squared distances,
+    /// the gradient energy, the level): (2 wide_radius + 1)^2 such blocks, where the noise
+    /// averages down further; a block moved where the mean squared distance exceeds wide_guard x
+    /// s2 + wide_contrast x the gradient energy (texture's share does not average down, so it
+    /// keeps the narrow test's weight). Finds a faint passer-by at high ISO that the 4 x 4 test
+    /// misses. 0: off.
     int32_t wide_radius;
     float wide_guard, wide_contrast;
 } evn_raw_blend_params;
