@@ -162,8 +162,7 @@ public struct LocalFieldStatistics: Sendable, Codable, Equatable {
     /// Median over the textured cells of the displacement length in units of what noise alone
     /// would give the cell's measurement (its match's residual over the root of its window's
     /// texture and size): about 1 or less where the field only follows noise. Given by a coarse
-    /// look (``LocalAligner/estimate(reference:frame:homography:options:finestLevel:continuing:)``
-    /// with a finest level).
+    /// look (``LocalAligner``'s estimate with a finest level).
     public var p50Noise: Float? = nil
 }
 
