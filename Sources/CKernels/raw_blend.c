@@ -136,11 +136,8 @@ static int wide_guard(const float *d2, const float *g, const float *rv, int w, i
         halve(rv, w, h, n);
         box_mean(e, w2, h2, R, R, tmp, e);
         box_mean(gh, w2, h2, R, R, tmp, gh);
-        box_mean(n, w2, h2, R, R, tmp, n);
-        for (ptrdiff_t i = 0; i < half; i++) {
-            const float v = p->slope[ch] * n[i] + p->intercept[ch];
-            n[i] = e[i] > p->wide_guard * (v > 0 ? v : 0) + p->wide_contrast * gh[i];
-        }
+        window_noise(n, w2, h2, R, R, p, ch, tmp, n);
+        for (ptrdiff_t i = 0; i < half; i++) n[i] = e[i] > p->wide_guard * n[i] + p->wide_contrast * gh[i];
         for (int y = 0; y < h; y++) {
             const float *row = n + (ptrdiff_t)(y / 2) * w2;
             uint8_t *m = moving + (ptrdiff_t)y * w;

@@ -109,10 +109,9 @@ public enum LocalAligner {
         }
         let fineCell = options.detailCellSize(width: W, height: H)
         guard finestLevel == nil, fineCell > 0, fineCell < cell, let planes = finestPlanes else {
-            var stats = statistics(field, textured)
-            stats.p50Noise = noiseRatio.map { ($0 * 1000).rounded() / 1000 }
             return LocalAlignment(
-                field: field, statistics: stats, level: finest, textured: textured, structure: finestStructure)
+                field: field, statistics: statistics(field, textured, noiseUnits: noiseRatio), level: finest,
+                textured: textured, structure: finestStructure)
         }
         var fine = DisplacementField(width: W, height: H, cell: fineCell)
         return detail(field, textured: textured, planes: planes, level: finest, into: &fine, options: options)
@@ -483,7 +482,10 @@ public enum LocalAligner {
         max(min(a, b), min(max(a, b), c))
     }
 
-    static func statistics(_ f: DisplacementField, _ textured: [Bool]) -> LocalFieldStatistics {
+    /// The field's statistics over its textured cells; `noiseUnits`, a coarse look's median in
+    /// noise units (``noiseUnits(_:textured:measured:texture:step:)``), when known.
+    static func statistics(_ f: DisplacementField, _ textured: [Bool], noiseUnits: Float? = nil) -> LocalFieldStatistics
+    {
         var lengths: [Float] = []
         for i in f.dx.indices where textured[i] { lengths.append((f.dx[i] * f.dx[i] + f.dy[i] * f.dy[i]).squareRoot()) }
         lengths.sort()
@@ -493,6 +495,6 @@ public enum LocalAligner {
         func r(_ v: Float) -> Float { (v * 1000).rounded() / 1000 }
         return LocalFieldStatistics(
             cell: f.cell, cells: f.dx.count, texturedCells: lengths.count, meanPx: r(mean), p50Px: r(p50),
-            p90Px: r(p90), maxPx: r(lengths.last ?? 0))
+            p90Px: r(p90), maxPx: r(lengths.last ?? 0), p50Noise: noiseUnits.map(r))
     }
 }

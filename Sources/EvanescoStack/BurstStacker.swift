@@ -453,20 +453,15 @@ public enum BurstStacker {
         let coarse = LocalAligner.estimate(
             reference: reference.local, frame: frame, homography: h, options: lo, finestLevel: coarseLevel)
         let p50 = coarse.statistics.p50Px, threshold = lo.parallaxThreshold * Float(1 << coarseLevel)
-        guard p50 >= threshold else {
-            return (
-                LocalFrameReport(
-                    used: false, decision: "no parallax: coarse field median \(p50) px < \(threshold) px", field: nil,
-                    coarse: coarse.statistics), nil
-            )
+        let units = coarse.statistics.p50Noise
+        var refusal: String? = nil
+        if p50 < threshold {
+            refusal = "no parallax: coarse field median \(p50) px < \(threshold) px"
+        } else if let units, units < lo.parallaxNoiseRatio {
+            refusal = "no parallax: coarse field median \(units) noise units < \(lo.parallaxNoiseRatio)"
         }
-        if let units = coarse.statistics.p50Noise, units < lo.parallaxNoiseRatio {
-            return (
-                LocalFrameReport(
-                    used: false,
-                    decision: "no parallax: coarse field median \(units) noise units < \(lo.parallaxNoiseRatio)",
-                    field: nil, coarse: coarse.statistics), nil
-            )
+        if let refusal {
+            return (LocalFrameReport(used: false, decision: refusal, field: nil, coarse: coarse.statistics), nil)
         }
         let la = LocalAligner.estimate(
             reference: reference.local, frame: frame, homography: h, options: lo, continuing: coarse)
@@ -474,7 +469,7 @@ public enum BurstStacker {
             LocalFrameReport(
                 used: true,
                 decision: "parallax: coarse field median \(p50) px >= \(threshold) px"
-                    + (coarse.statistics.p50Noise.map { ", \($0) noise units" } ?? ""),
+                    + (units.map { ", \($0) noise units" } ?? ""),
                 field: la.statistics, coarse: coarse.statistics), la
         )
     }

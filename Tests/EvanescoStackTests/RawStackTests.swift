@@ -161,6 +161,32 @@ import EvanescoCore
             "largest difference from the clean scene: \(worst) (16-bit units) at \(at % m.width), \(at / m.width)")
     }
 
+    /// A robust vote's parameters over `n` four-channel frames, the first the reference, kappa 3,
+    /// the noise line 2 v + 400 in every channel.
+    static func voteParameters(frames n: Int) -> evn_raw_merge_params {
+        var p = evn_raw_merge_params()
+        (p.frames, p.channels, p.method, p.kappa, p.reference) = (Int32(n), 4, 1, 3, 0)
+        p.slope = (2, 2, 2, 2)
+        p.intercept = (400, 400, 400, 400)
+        return p
+    }
+
+    /// A vote buffer's first 2n rows (`stride` apart): frame k's values of cell i, channel ch, then
+    /// its weights, the same for a cell's four channels.
+    static func fill(
+        _ buffer: UnsafeMutablePointer<Float>, frames n: Int, count: Int, stride: Int,
+        value: (Int, Int, Int) -> Float, weight: (Int, Int) -> Float
+    ) {
+        for k in 0..<n {
+            for i in 0..<count {
+                for ch in 0..<4 {
+                    buffer[k * stride + i * 4 + ch] = value(k, i, ch)
+                    buffer[(n + k) * stride + i * 4 + ch] = weight(k, i)
+                }
+            }
+        }
+    }
+
     // The vote replaces, in the rows it read, the values of a frame far from it (more than
     // replace_beyond times its limit: something moved) by the merged ones, so that the Wiener
     // merge reading them next never sees what moved. A frame only a little off (turned away by
@@ -169,11 +195,8 @@ import EvanescoCore
     @Test(arguments: [Float(2), 0])
     func theVoteReplacesWhatMovedForTheWienerMerge(replaceBeyond: Float) {
         let n = 5, count = 64
-        var p = evn_raw_merge_params()
-        (p.frames, p.channels, p.method, p.kappa, p.reference) = (Int32(n), 4, 1, 3, 0)
+        var p = Self.voteParameters(frames: n)
         p.replace_beyond = replaceBeyond
-        p.slope = (2, 2, 2, 2)
-        p.intercept = (400, 400, 400, 400)
         // Noise at 4000: 2 x 4000 + 400; the other frames agree exactly, so the vote's limit is
         // 3 sigma, 275 units.
         func value(_ k: Int, _ i: Int, _ ch: Int) -> Float {
@@ -185,14 +208,7 @@ import EvanescoCore
         let scratch = VoteScratch(p, frames: n, segment: count)
         scratch.buffers.borrow { buffer in
             let stride = scratch.stride
-            for k in 0..<n {
-                for i in 0..<count {
-                    for ch in 0..<4 {
-                        buffer[k * stride + i * 4 + ch] = value(k, i, ch)
-                        buffer[(n + k) * stride + i * 4 + ch] = 1
-                    }
-                }
-            }
+            Self.fill(buffer, frames: n, count: count, stride: stride, value: value) { _, _ in 1 }
             RawMerge.voteSegment(
                 scratch.params, frames: n, count: count, stride: stride, buffer: buffer, network: scratch.network,
                 kept: nil, best: nil)
@@ -216,10 +232,7 @@ import EvanescoCore
     // deviation off in every channel 1 unit, at the vote 0, and where it covers nothing 0.
     @Test func theVoteSaysHowFarTheReferenceLies() {
         let n = 5, count = 64
-        var p = evn_raw_merge_params()
-        (p.frames, p.channels, p.method, p.kappa, p.reference) = (Int32(n), 4, 1, 3, 0)
-        p.slope = (2, 2, 2, 2)
-        p.intercept = (400, 400, 400, 400)
+        let p = Self.voteParameters(frames: n)
         let sd = Float(2 * 4000 + 400).squareRoot()
         func value(_ k: Int, _ i: Int, _ ch: Int) -> Float {
             guard k == 0 else { return 4000 }
@@ -231,13 +244,8 @@ import EvanescoCore
         var deviation = [Float](repeating: -1, count: count)
         scratch.buffers.borrow { buffer in
             let stride = scratch.stride
-            for k in 0..<n {
-                for i in 0..<count {
-                    for ch in 0..<4 {
-                        buffer[k * stride + i * 4 + ch] = value(k, i, ch)
-                        buffer[(n + k) * stride + i * 4 + ch] = k == 0 && i >= 48 ? 0 : 1
-                    }
-                }
+            Self.fill(buffer, frames: n, count: count, stride: stride, value: value) { k, i in
+                k == 0 && i >= 48 ? 0 : 1
             }
             deviation.withUnsafeMutableBufferPointer { d in
                 RawMerge.voteSegment(
