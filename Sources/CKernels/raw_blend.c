@@ -202,6 +202,32 @@ int evn_raw_blend_vote_guard(const float *deviation, int32_t w, int32_t h, int32
     return ok ? 0 : -1;
 }
 
+int evn_raw_blend_offset_guard(const int8_t *offset, int32_t w, int32_t h, int32_t channels, int32_t radius,
+                               float threshold, uint8_t *moving) {
+    const ptrdiff_t cells = (ptrdiff_t)w * h;
+    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    float *sum = calloc((size_t)cells, sizeof(float));
+    const int ok = m && tmp && sum && channels > 0;
+    if (ok) {
+        const float unit = (float)EVN_RAW_OFFSET_RANGE / 127.0f;
+        for (int ch = 0; ch < channels; ch++) {
+            for (ptrdiff_t i = 0; i < cells; i++) m[i] = offset[i * channels + ch] * unit;
+            box_mean(m, w, h, radius, radius, tmp, m);
+            for (ptrdiff_t i = 0; i < cells; i++) sum[i] += m[i] * m[i];
+        }
+        for (int y = 0; y < h; y++) {
+            const int rows = (y + radius < h ? y + radius : h - 1) - (y - radius > 0 ? y - radius : 0) + 1;
+            for (int x = 0; x < w; x++) {
+                const int columns = (x + radius < w ? x + radius : w - 1) - (x - radius > 0 ? x - radius : 0) + 1;
+                const ptrdiff_t i = (ptrdiff_t)y * w + x;
+                moving[i] |= sum[i] / channels > threshold / (float)(rows * columns);
+            }
+        }
+    }
+    free(m), free(tmp), free(sum);
+    return ok ? 0 : -1;
+}
+
 int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius, float fraction) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     ptrdiff_t set = 0;

@@ -375,7 +375,8 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 /// in order, so the results are those of a loop over frames per sample, to the bit.
 EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
-                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev) {
+                            int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev,
+                            int8_t *refoff) {
     const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
     const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
     float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
@@ -399,17 +400,21 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
             limit[j] = p->kappa * sqrtf(spread * spread + noise);
         }
     }
-    if (refdev) {
+    if (refdev || refoff) {
+        // The reference's distance from the vote per channel, in units of limit / kappa.
         const float *vr = value + (ptrdiff_t)p->reference * frame_stride + j0;
         const float *wr = weight + (ptrdiff_t)p->reference * frame_stride + j0;
+        const float range = EVN_RAW_OFFSET_RANGE, scale = 127.0f / EVN_RAW_OFFSET_RANGE;
         for (int i = 0; i < ci; i++) {
             float sum = 0;
             for (int ch = 0; ch < c; ch++) {
                 const int j = i * c + ch;
-                const float q = limit[j] / p->kappa, d = vr[j] - med[j];
-                sum += wr[j] > 0 && q < INFINITY ? d * d / (q * q + 1e-12f) : 0.0f;
+                const float q = limit[j] / p->kappa;
+                const float d = wr[j] > 0 && q < INFINITY ? (vr[j] - med[j]) / sqrtf(q * q + 1e-12f) : 0.0f;
+                sum += d * d;
+                if (refoff) refoff[j0 + j] = (int8_t)lrintf((d > range ? range : (d < -range ? -range : d)) * scale);
             }
-            refdev[i0 + i] = sum / c;
+            if (refdev) refdev[i0 + i] = sum / c;
         }
     }
     // Robust keeps a frame only where all its channels agree (a frame covers a cell or it does
@@ -493,18 +498,21 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
 
 EVN_INLINE void merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev) {
+                            ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev,
+                            int8_t *refoff) {
     // The reference's distance needs the vote's limits (robust, with a reference).
-    if (!dev || p->method != 1 || p->reference < 0) refdev = NULL;
+    if (!dev || p->method != 1 || p->reference < 0) refdev = NULL, refoff = NULL;
     for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
         const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
-        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev);
+        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev,
+                    refoff);
     }
 }
 
 EVN_KERNEL_VARIANTS(void, evn_raw_merge_cells, raw_merge_cells, merge_cells,
                     (float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                      const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation),
+                     ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation,
+                     int8_t *reference_offset),
                     (value, weight, frame_stride, counts, medians, dev, p, count, stride, out, kept, best,
-                     reference_deviation))
+                     reference_deviation, reference_offset))

@@ -75,20 +75,24 @@ final class VoteScratch: @unchecked Sendable {
 /// freed with it; the strips write disjoint cells.
 final class CellOutputs: @unchecked Sendable {
     let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?
-    /// The reference's distance from the vote per cell (``evn_raw_merge_cells``), when asked.
-    let deviation: UnsafeMutablePointer<Float>?
+    /// The reference's distance from the vote per cell, and its signed distance per cell and
+    /// channel (``evn_raw_merge_cells``' `reference_deviation` and `reference_offset`), when asked.
+    let deviation: UnsafeMutablePointer<Float>?, offset: UnsafeMutablePointer<Int8>?
 
     init(cells: Int, maps: Bool, deviation: Bool = false) {
         kept = maps ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
         self.deviation = deviation ? .allocate(capacity: cells) : nil
         self.deviation?.initialize(repeating: 0, count: cells)
+        offset = deviation ? .allocate(capacity: 4 * cells) : nil
+        offset?.initialize(repeating: 0, count: 4 * cells)
     }
 
     deinit {
         kept?.deallocate()
         best?.deallocate()
         deviation?.deallocate()
+        offset?.deallocate()
     }
 }
 
@@ -265,7 +269,7 @@ enum RawMerge {
         buffer: UnsafeMutablePointer<Float>, network: SortingNetwork, kept: UnsafeMutablePointer<UInt16>?,
         best: UnsafeMutablePointer<Int16>?,
         gathered: (values: UnsafeMutablePointer<Float>, weights: UnsafePointer<Float>, stride: Int)? = nil,
-        deviation: UnsafeMutablePointer<Float>? = nil
+        deviation: UnsafeMutablePointer<Float>? = nil, offset: UnsafeMutablePointer<Int8>? = nil
     ) {
         let length = count * Int(params.pointee.channels)
         let values = gathered?.values ?? buffer
@@ -285,7 +289,7 @@ enum RawMerge {
         }
         evn_raw_merge_cells(
             values, weights, frameStride, needsSort ? counts : nil, needsSort ? medians : nil,
-            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, deviation)
+            needsSpread ? dev : nil, params, Int32(count), stride, merged, kept, best, deviation, offset)
     }
 
     /// Frame i's description for the kernels (its planes pointer is set by ``withFrames``);

@@ -103,6 +103,53 @@ struct RawBlendTests {
         #expect(m.allSatisfy { $0 == 1 })
     }
 
+    /// The offset guard: where the frames disagree (parallax, texture at high ISO), each cell's
+    /// signed distance of the reference swings to both sides (here +-0.7 units, a checkerboard);
+    /// a passer-by there adds 0.8 to one side over a region, which the vote's guard, on the
+    /// squares (about 1.1 units), lets through, and the offset guard finds but for its 3-cell edge
+    /// (which the blend's growth covers). A
+    /// one-cell line 4 units off to one side (a depth edge) is not found; the checkerboard alone
+    /// is not; in one channel of four, a region 2 units off is.
+    @Test func theOffsetGuardFindsWhatLiesToOneSide() {
+        let region = { (x: Int, y: Int) in (8..<22).contains(x) && (10..<24).contains(y) }
+        let spot = { (x: Int, y: Int) in (28..<34).contains(x) && (26..<36).contains(y) }
+        let scale = Float(127) / Float(EVN_RAW_OFFSET_RANGE)
+        func distance(_ x: Int, _ y: Int, _ ch: Int) -> Float {
+            if x == 42 { return 4 }
+            if spot(x, y) { return ch == 2 ? 2 : 0 }
+            return ((x + y) % 2 == 0 ? 0.7 : -0.7) + (region(x, y) ? 0.8 : 0)
+        }
+        var offset = [Int8](repeating: 0, count: w * h * 4)
+        var squares = [Float](repeating: 0, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                for ch in 0..<4 {
+                    let d = distance(x, y, ch)
+                    offset[(y * w + x) * 4 + ch] = Int8((d * scale).rounded())
+                    squares[y * w + x] += d * d / 4
+                }
+            }
+        }
+        var m = [UInt8](repeating: 0, count: w * h)
+        #expect(evn_raw_blend_offset_guard(offset, Int32(w), Int32(h), 4, 4, 25, &m) == 0)
+        for y in 0..<h {
+            for x in 0..<w {
+                let inside = min(x - 8, 21 - x, y - 10, 23 - y), outside = max(8 - x, x - 21, 10 - y, y - 23, 0)
+                if inside >= 3 { #expect(m[y * w + x] == 1, "(\(x), \(y)) in the region") }
+                let nearSpot = max(28 - x, x - 33, 26 - y, y - 35, 0)
+                if outside >= 2 && nearSpot >= 2 { #expect(m[y * w + x] == 0, "(\(x), \(y)) beyond it") }
+            }
+        }
+        #expect(m[30 * w + 30] == 1 && m[31 * w + 31] == 1)
+        var vote = [UInt8](repeating: 0, count: w * h)
+        #expect(evn_raw_blend_vote_guard(squares, Int32(w), Int32(h), 4, 4, 2, &vote) == 0)
+        #expect(vote[16 * w + 14] == 0 && vote[17 * w + 15] == 0)
+        // A mask already set stays set.
+        var all = [UInt8](repeating: 1, count: w * h)
+        #expect(evn_raw_blend_offset_guard(offset, Int32(w), Int32(h), 4, 4, 25, &all) == 0)
+        #expect(all.allSatisfy { $0 == 1 })
+    }
+
     /// A reference half a cell off a strong texture (a gather's softening, a slight
     /// misregistration) lies several noise variances from the robust merge over any window: the
     /// wide test's gradient term keeps it from counting as moving, and without that term it would.

@@ -229,7 +229,10 @@ import EvanescoCore
     // The reference's distance from the vote, in units of the frames' noise and disagreement
     // ((limit / kappa)^2), the mean over its channels: four frames agree exactly at 4000 (noise
     // 2 x 4000 + 400, spread 0), so the reference 2 deviations off in one channel is 1 unit, 1
-    // deviation off in every channel 1 unit, at the vote 0, and where it covers nothing 0.
+    // deviation off in every channel 1 unit, at the vote 0, and where it covers nothing 0. Its
+    // signed distance per channel (limit / kappa, 127 for EVN_RAW_OFFSET_RANGE): +2 in the one
+    // channel and 0 in the others, -1 in every channel, 0 at the vote and where it covers nothing;
+    // 6 deviations off is held at the range.
     @Test func theVoteSaysHowFarTheReferenceLies() {
         let n = 5, count = 64
         let p = Self.voteParameters(frames: n)
@@ -238,24 +241,37 @@ import EvanescoCore
             guard k == 0 else { return 4000 }
             if i < 16 { return ch == 0 ? 4000 + 2 * sd : 4000 }
             if i < 32 { return 4000 - sd }
+            if i == 40 { return 4000 - 6 * sd }
             return 4000
         }
         let scratch = VoteScratch(p, frames: n, segment: count)
         var deviation = [Float](repeating: -1, count: count)
+        var offset = [Int8](repeating: -100, count: 4 * count)
         scratch.buffers.borrow { buffer in
             let stride = scratch.stride
             Self.fill(buffer, frames: n, count: count, stride: stride, value: value) { k, i in
                 k == 0 && i >= 48 ? 0 : 1
             }
             deviation.withUnsafeMutableBufferPointer { d in
-                RawMerge.voteSegment(
-                    scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
-                    network: scratch.network, kept: nil, best: nil, deviation: d.baseAddress)
+                offset.withUnsafeMutableBufferPointer { o in
+                    RawMerge.voteSegment(
+                        scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
+                        network: scratch.network, kept: nil, best: nil, deviation: d.baseAddress,
+                        offset: o.baseAddress)
+                }
             }
         }
-        for i in 0..<count {
+        for i in 0..<count where i != 40 {
             let want: Float = i < 32 ? 1 : 0
             #expect(abs(deviation[i] - want) < 1e-3, "cell \(i): \(deviation[i])")
+        }
+        let unit = Float(127) / Float(EVN_RAW_OFFSET_RANGE)
+        for i in 0..<count {
+            for ch in 0..<4 {
+                let want: Float =
+                    i < 16 ? (ch == 0 ? 2 : 0) : i < 32 ? -1 : i == 40 ? -Float(EVN_RAW_OFFSET_RANGE) : 0
+                #expect(abs(Float(offset[i * 4 + ch]) - want * unit) <= 0.5, "cell \(i), channel \(ch)")
+            }
         }
     }
 

@@ -167,10 +167,17 @@ void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t 
 /// the vote are then replaced in `value`. `reference_deviation` (optional, robust with a
 /// reference): per cell, the reference's squared distance from the median in units of the vote's
 /// spread and noise ((limit / kappa)^2), the mean over its channels; about 1 where only noise
-/// parts them, 0 where the reference does not cover the cell.
+/// parts them, 0 where the reference does not cover the cell. `reference_offset` (optional, on
+/// the same terms): per cell and channel, the reference's signed distance from the median in the
+/// same unit (limit / kappa), clamped to +-EVN_RAW_OFFSET_RANGE and stored as
+/// round(distance x 127 / EVN_RAW_OFFSET_RANGE); 0 where the reference does not cover the cell.
 void evn_raw_merge_cells(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                          const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t count,
-                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation);
+                         ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *reference_deviation,
+                         int8_t *reference_offset);
+
+/// The distance (in units of the vote's spread and noise) that `reference_offset`'s 127 stands for.
+#define EVN_RAW_OFFSET_RANGE 4
 
 /// The blend of the robust merge with the Wiener merge anchored on the reference (four
 /// channels a cell, 16-bit sample units; raw_blend.c).
@@ -208,6 +215,17 @@ int evn_raw_blend_dilate(uint8_t *mask, int32_t width, int32_t height, int32_t r
 /// region. -1: out of memory.
 int evn_raw_blend_vote_guard(const float *deviation, int32_t width, int32_t height, int32_t radius, float cap,
                              float threshold, uint8_t *moving);
+/// Sets `moving` (width x height) where the reference lies off the vote to one side over a
+/// region: per channel, the mean of `offset` (``evn_raw_merge_cells``' `reference_offset`,
+/// `channels` a cell) over the square of `radius` cells around a cell (clamped to the plane);
+/// moving where the mean over the channels of those means squared exceeds `threshold` divided by
+/// the window's cells. Noise alone gives each cell's offset a variance of about 1, so its mean
+/// over n cells about 1 / n: `threshold` is how many such variances (25: 5 standard errors). A
+/// passer-by on texture, whose distance the frames' disagreement there hides cell by cell (and in
+/// ``evn_raw_blend_vote_guard``'s squares), still lies to one side of the vote; texture the gather
+/// softened or frames misregistered by parallax lie to both. -1: out of memory.
+int evn_raw_blend_offset_guard(const int8_t *offset, int32_t width, int32_t height, int32_t channels, int32_t radius,
+                               float threshold, uint8_t *moving);
 /// Fills in the dense parts of `mask` (width x height): a cell becomes 1 where more than
 /// `fraction` of the square of `radius` cells around it (clamped to the mask) is. -1: out of memory.
 int evn_raw_blend_fill_dense(uint8_t *mask, int32_t width, int32_t height, int32_t radius, float fraction);
