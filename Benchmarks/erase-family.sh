@@ -9,7 +9,8 @@
 # Scores against gt.png (erase_family.py): PSNR over the whole picture, inside the mask and
 # outside it, pEPs (% of pixels off by more than 20 grey levels) over the whole and inside the
 # mask, the pixels beyond the mask's seam band (12 px) that differ from the plain merge at all
-# (none may), and the erase pass's time against the whole command.
+# (none may), and the erase pass's time against the whole command. And what the frames allow: their
+# mean through the true homographies (Lanczos), against the plain merge, where no occluder ever passed.
 #   Benchmarks/erase-family.sh [BASES="motorcycle aloe graffiti night"] [SEEDS="1 2 3"] [FRACTIONS="0.6"] [DILATIONS="8 16"]
 # Prints one row per burst and mask, then the worst and the median of each column.
 set -euo pipefail

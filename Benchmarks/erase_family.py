@@ -56,6 +56,20 @@ def make_mask(a):
     cv2.imwrite(a.burst + "/mask.png", cv2.dilate(mask, disk(a.dilation)))
 
 
+def ceiling(burst, gt):
+    """What the frames allow: every frame warped back by its true homography (Lanczos), divided by
+    its exposure gain, and averaged; no merge of these frames does better where nothing ever
+    passed, short of undoing their resampling and compression."""
+    truth = json.load(open(burst + "/truth.json"))
+    h, w = gt.shape[:2]
+    total = np.zeros_like(gt)
+    for f in truth["frames"]:
+        frame = cv2.imread(burst + "/" + f["file"]).astype(np.float64) / f.get("gain", 1.0)
+        total += cv2.warpPerspective(frame, np.array(f["homography"], np.float64), (w, h), flags=cv2.INTER_LANCZOS4,
+                                     borderMode=cv2.BORDER_REFLECT)
+    return total / len(truth["frames"])
+
+
 def score(a):
     b = a.burst
     gt = cv2.imread(b + "/gt.png").astype(np.float64)
@@ -83,6 +97,8 @@ def score(a):
         row[who] = {"psnr": s["PSNR"], "pEPs": s["pEPs"], "mask_psnr": psnr(img, scored & mask),
                     "outside_psnr": psnr(img, scored & ~mask),
                     "mask_pEPs": round(100 * off[scored & mask].mean(), 4)}
+    never = scored & (cv2.imread(b + "/coverage.png", cv2.IMREAD_UNCHANGED) == 0)
+    row["never_covered"] = {"ceiling_psnr": psnr(ceiling(b, gt), never), "plain_psnr": psnr(images["plain"], never)}
     beyond = cv2.dilate(mask.astype(np.uint8), disk(SEAM_BAND)) == 0
     row["changed_beyond_seam"] = int((np.abs(images["erased"] - images["plain"]).max(axis=2)[beyond] > 0).sum())
     row["mask_share"] = round(float(mask.mean()), 4)
@@ -94,13 +110,14 @@ def score(a):
 
 def summary(a):
     rows = [json.loads(line) for line in open(a.rows)]
-    print("%-28s %22s   %45s   %s" % ("burst-seed-fraction-mask", "plain: PSNR / pEPs",
-                                       "erased: PSNR / in mask / outside / pEPs / in mask", "beyond seam, erase s / whole s"))
+    print("%-28s %22s   %45s   %s   %s" % ("burst-seed-fraction-mask", "plain: PSNR / pEPs",
+                                            "erased: PSNR / in mask / outside / pEPs / in mask",
+                                            "beyond seam, erase s / whole s", "never covered: ceiling / plain"))
     for r in rows:
-        p, e = r["plain"], r["erased"]
-        print("%-28s %8.2f %8.3f%%   %8.2f %8.2f %8.2f %8.3f%% %8.3f%%   %d, %.3f / %.2f" % (
+        p, e, n = r["plain"], r["erased"], r["never_covered"]
+        print("%-28s %8.2f %8.3f%%   %8.2f %8.2f %8.2f %8.3f%% %8.3f%%   %d, %.3f / %.2f   %8.2f %8.2f" % (
             r["burst"], p["psnr"], p["pEPs"], e["psnr"], e["mask_psnr"], e["outside_psnr"], e["pEPs"], e["mask_pEPs"],
-            r["changed_beyond_seam"], r["erase_s"], r["whole_s"]))
+            r["changed_beyond_seam"], r["erase_s"], r["whole_s"], n["ceiling_psnr"], n["plain_psnr"]))
     for label, f, worst in [("erased PSNR in mask", lambda r: r["erased"]["mask_psnr"], min),
                             ("erased PSNR, whole", lambda r: r["erased"]["psnr"], min),
                             ("erased PSNR in mask - outside", lambda r: r["erased"]["mask_psnr"] - r["erased"]["outside_psnr"], min),
@@ -108,6 +125,9 @@ def summary(a):
                             ("erased pEPs in mask %", lambda r: r["erased"]["mask_pEPs"], max),
                             ("plain pEPs %", lambda r: r["plain"]["pEPs"], max),
                             ("pixels changed beyond the seam", lambda r: r["changed_beyond_seam"], max),
+                            ("ceiling where never covered", lambda r: r["never_covered"]["ceiling_psnr"], min),
+                            ("plain - ceiling, never covered",
+                             lambda r: r["never_covered"]["plain_psnr"] - r["never_covered"]["ceiling_psnr"], min),
                             ("erase share of the command", lambda r: r["erase_s"] / r["whole_s"], max)]:
         v = [f(r) for r in rows]
         print("%-32s worst %8.3f   median %8.3f   (%d)" % (label, worst(v), statistics.median(v), len(v)))
