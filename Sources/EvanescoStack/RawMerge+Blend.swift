@@ -70,7 +70,7 @@ extension RawMerge {
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
-        let outputs = CellOutputs(cells: w * h, maps: maps != nil, deviation: true)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil, distances: true)
         var voting = params
         voting.replace_beyond = blend.replaceBeyond
         let scratch = VoteScratch(voting, frames: n, segment: segment)
@@ -110,7 +110,7 @@ extension RawMerge {
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
         return blended(
             robust, wiener: wiener!, frames: frames, source: source, used: used, options: options, params: params,
-            distance: (outputs.deviation, outputs.offset))
+            vote: outputs)
     }
 
     /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, `wiener`, except
@@ -118,12 +118,12 @@ extension RawMerge {
     /// agree on). What moved in the other frames the vote replaced before the Wiener merge.
     /// Elsewhere texture the robust merge's gather softened comes back from the reference's own
     /// samples, and flat places keep the robust merge's lower noise
-    /// (``evn_raw_blend_channel``). The robust merge as it is if memory runs out.
+    /// (``evn_raw_blend_channel``). `vote`: the vote's cell outputs, whose distances of the
+    /// reference from it the guards read. The robust merge as it is if memory runs out.
     static func blended(
         _ robust: Image<UInt16>, wiener: Image<UInt16>,
         frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int], options: StackOptions,
-        params: evn_raw_merge_params,
-        distance: (deviation: UnsafeMutablePointer<Float>?, offset: UnsafeMutablePointer<Int8>?) = (nil, nil)
+        params: evn_raw_merge_params, vote outputs: CellOutputs
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
         var bp = evn_raw_blend_params()
@@ -153,13 +153,13 @@ extension RawMerge {
                 moving[i] = moving[i] | moving[cells + i] | moving[2 * cells + i] | moving[3 * cells + i]
             }
             let vote = blend.vote, offset = blend.offset
-            if let deviation = distance.deviation,
+            if let deviation = outputs.deviation,
                 evn_raw_blend_vote_guard(deviation, Int32(w), Int32(h), vote.radius, vote.cap, vote.threshold, moving)
                     != 0
             {
                 failed.update { $0 = true }
             }
-            if let signed = distance.offset,
+            if let signed = outputs.offset,
                 evn_raw_blend_offset_guard(signed, Int32(w), Int32(h), 4, offset.radius, offset.threshold, moving) != 0
             {
                 failed.update { $0 = true }

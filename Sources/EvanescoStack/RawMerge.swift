@@ -79,12 +79,12 @@ final class CellOutputs: @unchecked Sendable {
     /// channel (``evn_raw_merge_cells``' `reference_deviation` and `reference_offset`), when asked.
     let deviation: UnsafeMutablePointer<Float>?, offset: UnsafeMutablePointer<Int8>?
 
-    init(cells: Int, maps: Bool, deviation: Bool = false) {
+    init(cells: Int, maps: Bool, distances: Bool = false) {
         kept = maps ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
-        self.deviation = deviation ? .allocate(capacity: cells) : nil
-        self.deviation?.initialize(repeating: 0, count: cells)
-        offset = deviation ? .allocate(capacity: 4 * cells) : nil
+        deviation = distances ? .allocate(capacity: cells) : nil
+        deviation?.initialize(repeating: 0, count: cells)
+        offset = distances ? .allocate(capacity: 4 * cells) : nil
         offset?.initialize(repeating: 0, count: 4 * cells)
     }
 

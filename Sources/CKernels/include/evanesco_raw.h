@@ -223,7 +223,8 @@ int evn_raw_blend_vote_guard(const float *deviation, int32_t width, int32_t heig
 /// over n cells about 1 / n: `threshold` is how many such variances (25: 5 standard errors). A
 /// passer-by on texture, whose distance the frames' disagreement there hides cell by cell (and in
 /// ``evn_raw_blend_vote_guard``'s squares), still lies to one side of the vote; texture the gather
-/// softened or frames misregistered by parallax lie to both. -1: out of memory.
+/// softened or frames misregistered by parallax lie to both. -1: out of memory, or `channels`
+/// under 1 (`moving` is then left as it was).
 int evn_raw_blend_offset_guard(const int8_t *offset, int32_t width, int32_t height, int32_t channels, int32_t radius,
                                float threshold, uint8_t *moving);
 /// Fills in the dense parts of `mask` (width x height): a cell becomes 1 where more than
