@@ -104,6 +104,15 @@ EVN_INLINE int source_position(const evn_raw_frame *f, float px, float py, float
     return project(f->m, f->width, f->height, px, py, sx, sy);
 }
 
+/// Where output cell (x, y) lands in frame `f`, as `source_position`; where it lands outside,
+/// 0 with the cell's four values and weights `v` and `wt` set to 0.
+EVN_INLINE int cell_source(const evn_raw_frame *f, int32_t y, int32_t x, float *v, float *wt, float *sx, float *sy) {
+    if (source_position(f, (float)x, (float)y, sx, sy)) return 1;
+    memset(v, 0, 4 * sizeof(float));
+    memset(wt, 0, 4 * sizeof(float));
+    return 0;
+}
+
 typedef unsigned short v4u16 __attribute__((ext_vector_type(4)));
 
 /// A pixel's four channels as floats.
@@ -260,11 +269,7 @@ EVN_INLINE void bayer_row(const evn_raw_frame *f, const evn_raw_merge_params *p,
     for (int i = 0; i < count; i++) {
         float sx, sy;
         float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
-        if (!source_position(f, (float)(x0 + i), (float)y, &sx, &sy)) {
-            memset(v, 0, 4 * sizeof(float));
-            memset(wt, 0, 4 * sizeof(float));
-            continue;
-        }
+        if (!cell_source(f, y, x0 + i, v, wt, &sx, &sy)) continue;
         bayer_cell(planes, quad2_at(f, p->lut, p->lut_dense, sx + own[0], sy + own[1]),
                    quad2_at(f, p->lut_dense, p->lut_dense, sx + part[1][0], sy + part[1][1]),
                    quad2_at(f, p->lut_dense, p->lut_dense, sx + part[3][0], sy + part[3][1]), missing, f->weight_scale,
@@ -282,6 +287,253 @@ EVN_AVX2 static void bayer_row_avx2(const evn_raw_frame *f, const evn_raw_merge_
                                     int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
     if (f->clipped_is_missing) bayer_row(f, p, y, x0, count, value, weight, own, part, 1);
     else bayer_row(f, p, y, x0, count, value, weight, own, part, 0);
+}
+
+/// The channel at each site of a Bayer frame's 2x2 cell (row-major), from its sites' offsets.
+static void site_channels(const evn_raw_frame *f, int chan[4]) {
+    for (int ch = 0; ch < 4; ch++) chan[(f->offset[ch][1] > 0) * 2 + (f->offset[ch][0] > 0)] = ch;
+}
+
+/// The mosaic's sample at full-resolution pixel (X, Y): its cell clamped to the planes, its site kept.
+static inline float mosaic_at(const evn_raw_frame *f, const int chan[4], int X, int Y) {
+    const int cx = clampi(X >> 1, 0, f->width - 1), cy = clampi(Y >> 1, 0, f->height - 1);
+    return f->planes[((ptrdiff_t)cy * f->width + cx) * 4 + chan[(Y & 1) * 2 + (X & 1)]];
+}
+
+/// Hamilton-Adams green from a site's sample c0, its neighbours one pixel left, right, up and
+/// down, and its same-colour neighbours two pixels away.
+EVN_INLINE uint16_t hamilton_adams(float c0, float l1, float r1, float l2, float r2, float u1, float d1, float u2,
+                                   float d2) {
+    const float lh = 2 * c0 - l2 - r2, lv = 2 * c0 - u2 - d2;
+    const float dh = fabsf(l1 - r1) + fabsf(lh), dv = fabsf(u1 - d1) + fabsf(lv);
+    const float gh = 0.5f * (l1 + r1) + 0.25f * lh, gv = 0.5f * (u1 + d1) + 0.25f * lv;
+    float g = dh < dv ? gh : (dv < dh ? gv : 0.5f * (gh + gv));
+    g = g < 0 ? 0 : (g > 65535 ? 65535 : g);
+    return (uint16_t)(g + 0.5f);
+}
+
+/// `evn_raw_green_sites` at cell (x, y), from samples anywhere (clamped to the planes).
+static void green_sites_cell(const evn_raw_frame *f, const int chan[4], int x, int y, uint16_t *out) {
+    for (int k = 0; k < 2; k++) {
+        const int ch = 2 * k; // red, then blue
+        const int X = 2 * x + (f->offset[ch][0] > 0), Y = 2 * y + (f->offset[ch][1] > 0);
+        out[k] =
+            hamilton_adams(mosaic_at(f, chan, X, Y), mosaic_at(f, chan, X - 1, Y), mosaic_at(f, chan, X + 1, Y),
+                           mosaic_at(f, chan, X - 2, Y), mosaic_at(f, chan, X + 2, Y), mosaic_at(f, chan, X, Y - 1),
+                           mosaic_at(f, chan, X, Y + 1), mosaic_at(f, chan, X, Y - 2), mosaic_at(f, chan, X, Y + 2));
+    }
+}
+
+EVN_INLINE void green_sites_rows(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_t *green, float *rows) {
+    int chan[4];
+    site_channels(f, chan);
+    const int w = f->width, h = f->height;
+    for (int32_t y = y0; y < y1; y++) {
+        uint16_t *out = green + (ptrdiff_t)y * w * 2;
+        if (!rows || y == 0 || y == h - 1 || w < 3) {
+            for (int x = 0; x < w; x++) green_sites_cell(f, chan, x, y, out + 2 * x);
+            continue;
+        }
+        // Rows y - 1, y and y + 1 of each channel, as floats: rows[(r * 4 + ch) * w + x].
+        for (int r = 0; r < 3; r++) {
+            const uint16_t *src = f->planes + (ptrdiff_t)(y - 1 + r) * w * 4;
+            for (int ch = 0; ch < 4; ch++) {
+                float *d = rows + (ptrdiff_t)(r * 4 + ch) * w;
+                for (int x = 0; x < w; x++) d[x] = src[x * 4 + ch];
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            const int ch = 2 * k, sx = f->offset[ch][0] > 0, sy = f->offset[ch][1] > 0;
+            // The greens beside the site on its row, and above and below it on its column.
+            const int gh = chan[sy * 2 + (1 - sx)], gv = chan[(1 - sy) * 2 + sx];
+            const float *c = rows + (ptrdiff_t)(4 + ch) * w, *up2 = rows + (ptrdiff_t)ch * w;
+            const float *down2 = rows + (ptrdiff_t)(8 + ch) * w;
+            const float *left = rows + (ptrdiff_t)(4 + gh) * w - 1 + sx, *right = rows + (ptrdiff_t)(4 + gh) * w + sx;
+            const float *up = rows + (ptrdiff_t)(sy * 4 + gv) * w, *down = rows + (ptrdiff_t)((1 + sy) * 4 + gv) * w;
+            for (int x = 1; x < w - 1; x++) {
+                out[2 * x + k] =
+                    hamilton_adams(c[x], left[x], right[x], c[x - 1], c[x + 1], up[x], down[x], up2[x], down2[x]);
+            }
+        }
+        green_sites_cell(f, chan, 0, y, out);
+        green_sites_cell(f, chan, w - 1, y, out + 2 * (w - 1));
+    }
+}
+
+static void green_sites_portable(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_t *green, float *rows) {
+    green_sites_rows(f, y0, y1, green, rows);
+}
+
+EVN_AVX2 static void green_sites_avx2(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_t *green, float *rows) {
+    green_sites_rows(f, y0, y1, green, rows);
+}
+
+void evn_raw_green_sites(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_t *green) {
+    // Without memory for the rows, every cell takes the clamped path: the same values, slower.
+    float *rows = malloc(sizeof(float) * 12 * (size_t)(f->width > 0 ? f->width : 1));
+    if (evn_cpu_has_avx2()) green_sites_avx2(f, y0, y1, green, rows);
+    else green_sites_portable(f, y0, y1, green, rows);
+    free(rows);
+}
+
+/// Catmull-Rom's four weights at fraction t.
+static inline void catmull(float t, float w[4]) {
+    const float t2 = t * t, t3 = t2 * t;
+    w[0] = 0.5f * (-t3 + 2 * t2 - t);
+    w[1] = 0.5f * (3 * t3 - 5 * t2 + 2);
+    w[2] = 0.5f * (-3 * t3 + 4 * t2 + t);
+    w[3] = 0.5f * (t3 - t2);
+}
+
+/// What the colour-difference gather of a frame's row shares: each channel's site (0 or 1 on each axis), and where each
+/// green's partner plane's neighbourhood lies from the cell's own (plane pixels).
+typedef struct {
+    int sx[4], sy[4];
+    float part[4][2];
+    /// Per site (row-major), green's first sample (in the planes or the estimates) and the
+    /// samples a cell.
+    const uint16_t *base[4];
+    int step[4];
+} cd_layout;
+
+/// One cell of the colour-difference gather (a frame with `green`); (gx, gy) is the cell's grid
+/// position in the frame's planes (its source position plus `own`, as in `bayer_row`), where
+/// every channel's site lands within a few thousandths of a plane pixel of its own offset.
+/// Green is interpolated at full resolution where each channel's site lands (Catmull-Rom over
+/// the 4 x 4 pixels around it, from the 4 x 4 cells around the position: their greens, and the
+/// estimates at their red and blue sites); red and blue add their differences to green,
+/// Catmull-Rom on their planes at the same position. That value is then pulled towards the
+/// plain gather's (`bayer_cell`'s kernel means, from the same cells) by `colour_pull`. The
+/// weights are the plain gather's kernel sums (how near the frame's samples of each colour lie).
+EVN_INLINE void cd_cell(const evn_raw_frame *f, const evn_raw_merge_params *p, const cd_layout *l, float gx, float gy,
+                        float *v, float *wt) {
+    const int w = f->width, h = f->height;
+    const int ix = floor_int(gx), iy = floor_int(gy);
+    const float fx = gx - ix, fy = gy - iy;
+    // Full resolution: channel ch's site lands at 2 g + its site, so at column floor(2 gx) + sx
+    // with the fraction of 2 gx; the 4 x 4 cells from (ix - 1, iy - 1) are columns 2 ix - 2 ...
+    const int FX = floor_int(2 * gx), FY = floor_int(2 * gy);
+    const float tx = 2 * gx - FX, ty = 2 * gy - FY;
+    float green[8][8], dr[4][4], db[4][4], rr[4][4], bb[4][4];
+    int cols[4];
+    for (int a = 0; a < 4; a++) cols[a] = clampi(ix - 1 + a, 0, w - 1);
+    // Green at each site of a cell: a green sample in the planes, or the estimate (l->base).
+    const uint16_t *g0 = l->base[0], *g1 = l->base[1], *g2 = l->base[2], *g3 = l->base[3];
+    const int k0 = l->step[0], k1 = l->step[1], k2 = l->step[2], k3 = l->step[3];
+    for (int b = 0; b < 4; b++) {
+        const ptrdiff_t row = (ptrdiff_t)clampi(iy - 1 + b, 0, h - 1) * w;
+        float *top = green[2 * b], *bottom = green[2 * b + 1];
+        for (int a = 0; a < 4; a++) {
+            const ptrdiff_t cell = row + cols[a];
+            const uint16_t *s = f->planes + cell * 4, *e = f->green + cell * 2;
+            top[2 * a] = g0[cell * k0];
+            top[2 * a + 1] = g1[cell * k1];
+            bottom[2 * a] = g2[cell * k2];
+            bottom[2 * a + 1] = g3[cell * k3];
+            dr[b][a] = (float)s[0] - e[0];
+            db[b][a] = (float)s[2] - e[1];
+            rr[b][a] = s[0];
+            bb[b][a] = s[2];
+        }
+    }
+    float wx[4], wy[4], cx[4], cy[4];
+    catmull(tx, wx);
+    catmull(ty, wy);
+    catmull(fx, cx);
+    catmull(fy, cy);
+    // Column of the window's first pixel for a channel at site 0: floor(2 gx) - 1, less the
+    // window's first column, 2 ix - 2.
+    const int ox = FX - 2 * ix + 1, oy = FY - 2 * iy + 1;
+    float g[4];
+    for (int ch = 0; ch < 4; ch++) {
+        const int x0 = ox + l->sx[ch], y0 = oy + l->sy[ch];
+        float sum = 0;
+        for (int j = 0; j < 4; j++) {
+            const float *r = green[y0 + j] + x0;
+            sum += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+        }
+        g[ch] = sum;
+    }
+    float d0 = 0, d2 = 0;
+    for (int j = 0; j < 4; j++) {
+        d0 += cy[j] * (cx[0] * dr[j][0] + cx[1] * dr[j][1] + cx[2] * dr[j][2] + cx[3] * dr[j][3]);
+        d2 += cy[j] * (cx[0] * db[j][0] + cx[1] * db[j][1] + cx[2] * db[j][2] + cx[3] * db[j][3]);
+    }
+    float cd[4] = {g[0] + d0, g[1], g[2] + d2, g[3]};
+    // The kernel sums: a 2 x 2 neighbourhood's weights are the product of each axis's two.
+    const float sx0 = lut_at(p->lut, fx), sx1 = lut_at(p->lut, 1 - fx);
+    const float sy0 = lut_at(p->lut, fy), sy1 = lut_at(p->lut, 1 - fy);
+    const float nx0 = lut_at(p->lut_dense, fx), nx1 = lut_at(p->lut_dense, 1 - fx);
+    const float ny0 = lut_at(p->lut_dense, fy), ny1 = lut_at(p->lut_dense, 1 - fy);
+    const float sparse = (sx0 + sx1) * (sy0 + sy1), dense = (nx0 + nx1) * (ny0 + ny1);
+    float plain[4];
+    plain[0] = (sy0 * (sx0 * rr[1][1] + sx1 * rr[1][2]) + sy1 * (sx0 * rr[2][1] + sx1 * rr[2][2])) / sparse;
+    plain[2] = (sy0 * (sx0 * bb[1][1] + sx1 * bb[1][2]) + sy1 * (sx0 * bb[2][1] + sx1 * bb[2][2])) / sparse;
+    wt[0] = wt[2] = sparse;
+    for (int ch = 1; ch < 4; ch += 2) {
+        const int k = 4 - ch; // the other green
+        // Own plane: cells ix, ix + 1 (window columns 1, 2); the channel's site in each.
+        const float *r0 = green[2 + l->sy[ch]] + l->sx[ch], *r1 = green[4 + l->sy[ch]] + l->sx[ch];
+        float sum = ny0 * (nx0 * r0[2] + nx1 * r0[4]) + ny1 * (nx0 * r1[2] + nx1 * r1[4]);
+        const float px = gx + l->part[ch][0], py = gy + l->part[ch][1];
+        const int jx = floor_int(px), jy = floor_int(py);
+        const float qx = px - jx, qy = py - jy;
+        const float ax0 = lut_at(p->lut_dense, qx), ax1 = lut_at(p->lut_dense, 1 - qx);
+        const float ay0 = lut_at(p->lut_dense, qy), ay1 = lut_at(p->lut_dense, 1 - qy);
+        const int ca = 2 * (jx - ix + 1) + l->sx[k], rb = 2 * (jy - iy + 1) + l->sy[k];
+        sum += ay0 * (ax0 * green[rb][ca] + ax1 * green[rb][ca + 2]) +
+               ay1 * (ax0 * green[rb + 2][ca] + ax1 * green[rb + 2][ca + 2]);
+        wt[ch] = dense + (ax0 + ax1) * (ay0 + ay1);
+        plain[ch] = sum / wt[ch];
+    }
+    // Where the two differ by no more than the noise, the plain gather's average of nearby
+    // samples is the less noisy; where by more, the frame has detail it softens.
+    for (int ch = 0; ch < 4; ch++) {
+        const float d = cd[ch] - plain[ch];
+        float noise = p->slope[ch] * plain[ch] + p->intercept[ch];
+        noise = noise > 0 ? noise : 0;
+        const float d2 = d * d, k = d2 + p->colour_pull * noise;
+        v[ch] = plain[ch] + (k > 0 ? d * d2 / k : d);
+    }
+}
+
+EVN_INLINE void cd_cells(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                         float *value, float *weight, const float own[2], float part[4][2], const int chan[4]) {
+    cd_layout l;
+    for (int q = 0; q < 4; q++) {
+        const int ch = chan[q];
+        l.sx[ch] = q & 1;
+        l.sy[ch] = q >> 1;
+        l.base[q] = ch & 1 ? f->planes + ch : f->green + ch / 2;
+        l.step[q] = ch & 1 ? 4 : 2;
+    }
+    for (int ch = 0; ch < 4; ch++) {
+        l.part[ch][0] = ch & 1 ? part[ch][0] - own[0] : 0;
+        l.part[ch][1] = ch & 1 ? part[ch][1] - own[1] : 0;
+    }
+    for (int i = 0; i < count; i++) {
+        float sx, sy;
+        float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
+        if (!cell_source(f, y, x0 + i, v, wt, &sx, &sy)) continue;
+        cd_cell(f, p, &l, sx + own[0], sy + own[1], v, wt);
+    }
+}
+
+EVN_INLINE void cd_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                       float *value, float *weight, const float own[2], float part[4][2]) {
+    int chan[4];
+    site_channels(f, chan);
+    cd_cells(f, p, y, x0, count, value, weight, own, part, chan);
+}
+
+static void cd_row_portable(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                            float *value, float *weight, const float own[2], float part[4][2]) {
+    cd_row(f, p, y, x0, count, value, weight, own, part);
+}
+
+EVN_AVX2 static void cd_row_avx2(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0,
+                                 int32_t count, float *value, float *weight, const float own[2], float part[4][2]) {
+    cd_row(f, p, y, x0, count, value, weight, own, part);
 }
 
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
@@ -305,6 +557,11 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
         part[ch][1] = f->site[ch][1] - f->offset[k][1];
     }
     if (c == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1) {
+        if (f->green && !f->clipped_is_missing) {
+            if (evn_cpu_has_avx2()) cd_row_avx2(f, p, y, x0, count, value, weight, own, part);
+            else cd_row_portable(f, p, y, x0, count, value, weight, own, part);
+            return;
+        }
         if (evn_cpu_has_avx2()) bayer_row_avx2(f, p, y, x0, count, value, weight, own, part);
         else bayer_row_portable(f, p, y, x0, count, value, weight, own, part);
         return;

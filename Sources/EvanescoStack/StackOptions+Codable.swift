@@ -9,7 +9,8 @@ import Foundation
 /// switch are not settings and are not read or written.
 extension StackOptions: Codable {
     enum Key: String, CodingKey, CaseIterable {
-        case align, merge, reference, interpolation, kappa, winsorFraction, alignLevel, videoFrames, memoryLimit,
+        case align, merge, reference, interpolation, rawSampling, kappa, winsorFraction, alignLevel, videoFrames,
+            memoryLimit,
             spillDirectory,
             meanForTwoFrames, halfResolutionAlignmentAbove
     }
@@ -34,6 +35,7 @@ extension StackOptions: Codable {
             }
             interpolation = i
         }
+        rawSampling = try c.decodeChoiceIfPresent(RawSampling.self, forKey: .rawSampling) ?? rawSampling
         kappa = try c.decodeIfPresent(Float.self, forKey: .kappa) ?? kappa
         winsorFraction = try c.decodeIfPresent(Float.self, forKey: .winsorFraction) ?? winsorFraction
         alignLevel = try c.decodeWholeNumberIfPresent(forKey: .alignLevel) ?? alignLevel
@@ -58,6 +60,7 @@ extension StackOptions: Codable {
         try c.encode(merge, forKey: .merge)
         try c.encode(reference, forKey: .reference)
         try c.encode(Setting.kebab(interpolation.rawValue), forKey: .interpolation)
+        try c.encode(rawSampling, forKey: .rawSampling)
         try c.encode(kappa, forKey: .kappa)
         try c.encode(winsorFraction, forKey: .winsorFraction)
         try c.encodeIfPresent(alignLevel, forKey: .alignLevel)

@@ -18,6 +18,19 @@ public enum AlignMode: String, Sendable, Codable, CaseIterable {
     case local
 }
 
+/// How a raw burst's frames are sampled at the reference's photosites (``RawMerge``).
+public enum RawSampling: String, Sendable, Codable, CaseIterable {
+    /// Each colour from its own samples around the site, with a narrow kernel and no demosaic:
+    /// the fastest, and the softest where a frame's samples land between the reference's.
+    case sites
+    /// Green at full resolution (each frame's green estimated at its red and blue sites, then
+    /// Catmull-Rom between pixels), and red and blue by their differences to green: sharper
+    /// where frames land between the reference's sites. On the raw family's static bursts at
+    /// ISO 100-3200 it gains 0.9-1.5 dB against the clean mosaic (`docs/benchmarks.md`), for
+    /// about 2.4 times the merge's time on 12 MP and half the frames' memory again.
+    case colour
+}
+
 /// Everything that decides how a burst is stacked, policies included, so that every front end
 /// (the CLI, the studio, your code) stacks the same burst the same way.
 public struct StackOptions: Sendable, DeclaresSettings {
@@ -41,6 +54,9 @@ public struct StackOptions: Sendable, DeclaresSettings {
     /// motorcycle, the aloe, graffiti). Catmull-Rom's exact linear ramps cost more detail
     /// than its phase shift, up to 0.05 px at quarter phases, gains.
     public var interpolation: Interpolation = .bicubic
+    /// How a raw burst's frames are sampled at the reference's photosites: ``RawSampling/sites``
+    /// by default. Images ignore it.
+    public var rawSampling: RawSampling = .sites
     /// Sigma-clip and robust kappa.
     public var kappa = Float(Limits.kappa.defaultValue!)
     /// Winsorized: fraction replaced at each end.
@@ -142,6 +158,9 @@ public struct StackOptions: Sendable, DeclaresSettings {
         .choice(
             "interpolation", Interpolation.self, default: .bicubic, spelling: { Setting.kebab($0.rawValue) },
             summary: "How frames are sampled when warped into the reference"),
+        .choice(
+            "rawSampling", RawSampling.self, default: .sites,
+            summary: "How a raw burst's frames are sampled at the reference's photosites (colour: sharper, slower)"),
         .number("kappa", Limits.kappa),
         .number("winsorFraction", Limits.winsorFraction),
         .number("alignLevel", Limits.alignLevel),

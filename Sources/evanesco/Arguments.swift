@@ -9,6 +9,7 @@ import Foundation
 // How the command line spells the library's values and the CLI's own argument types.
 
 extension AlignMode: ExpressibleByArgument {}
+extension RawSampling: ExpressibleByArgument {}
 extension MergeMethod: ExpressibleByArgument {}
 /// On the command line in kebab-case, as every value is (`catmull-rom`); the old spelling
 /// `catmullRom` is still accepted.

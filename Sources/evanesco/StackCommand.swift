@@ -54,6 +54,7 @@ struct Stack: ParsableCommand {
     @Option(help: .stack("halfResolutionAlignmentAbove"))
     var halfResolutionAlignmentAbove = StackOptions().halfResolutionAlignmentAbove
     @Option(help: .stack("interpolation")) var interpolation = StackOptions().interpolation
+    @Option(help: .stack("rawSampling")) var rawSampling = StackOptions().rawSampling
     @Option(help: .stack("kappa")) var kappa = StackOptions().kappa
     @Option(help: .stack("winsorFraction")) var winsorFraction = StackOptions().winsorFraction
     @Flag(inversion: .prefixedNo, help: .stack("meanForTwoFrames")) var meanForTwoFrames = StackOptions()
@@ -80,6 +81,7 @@ struct Stack: ParsableCommand {
         options.merge = merge
         options.reference = reference
         options.interpolation = interpolation
+        options.rawSampling = rawSampling
         options.kappa = kappa
         options.winsorFraction = winsorFraction
         options.alignLevel = alignLevel

@@ -27,7 +27,7 @@ import EvanescoCore
     /// 24 x 24 block at that position.
     static func mosaic(
         width: Int = 256, height: Int = 192, cfa: CFAPattern = .rggb, dx: Float = 0, dy: Float = 0,
-        square: (Int, Int)? = nil, noise: ((Int) -> Float)? = nil
+        square: (Int, Int)? = nil, noise: ((Int) -> Float)? = nil, fine: Float = 0
     ) -> RawMosaic {
         let samples = Image<UInt16>(width: width, height: height, channels: 1) { d in
             for y in 0..<height {
@@ -36,7 +36,10 @@ import EvanescoCore
                     // Incommensurate waves and a slope: no shift but the true one matches it.
                     var s = 1200 + 500 * sinf(u * 0.21) * cosf(v * 0.17) + 400 * sinf((u + 2 * v) * 0.043)
                     s += 300 * sinf(u * 0.071 - v * 0.113) + 2 * u - v
-                    s += Float(cfa.color(x: x, y: y)) * 150 + Float((y & 1) * 2 + (x & 1)) * 37
+                    s += Float(cfa.color(x: x, y: y)) * 150
+                    // Without `fine`, each site's own offset; with it, detail finer than a colour
+                    // plane's samples resolve (its two greens alike, as a sensor's are).
+                    s += fine == 0 ? Float((y & 1) * 2 + (x & 1)) * 37 : fine * sinf(u * 0.9 + v * 0.55)
                     if let (sx, sy) = square, (sx..<(sx + 24)).contains(x), (sy..<(sy + 24)).contains(y) { s = 3900 }
                     s += noise?(y * width + x) ?? 0
                     d[y * width + x] = UInt16(clampingRounded: s)
@@ -69,16 +72,20 @@ import EvanescoCore
     func identicalFramesMergeToTheFrame(cfa: CFAPattern, width: Int, height: Int) throws {
         let frame = Self.mosaic(width: width, height: height, cfa: cfa)
         let burst = try Burst(Array(repeating: frame, count: 4))
-        let r = try BurstStacker.stack(contentsOf: burst.files)
-        let m = try #require(r.raw).mosaic
-        #expect(m.cfa == cfa)
-        #expect(m.width == frame.width && m.height == frame.height)
-        // Every photosite is the frame's own sample, at its own phase (each site's offset shows
-        // a swapped plane), scaled to 16 bits with the levels.
-        #expect(m.samples.samples == ContiguousArray(Self.scaled(frame)))
-        #expect(abs(m.whiteLevel - 65535) < 0.5)
-        #expect(abs(m.blackLevels[0] - 256 * 65535 / 4095) < 0.01)
-        #expect(r.usedFrames == 4)
+        for sampling in RawSampling.allCases {
+            var o = StackOptions()
+            o.rawSampling = sampling
+            let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
+            let m = try #require(r.raw).mosaic
+            #expect(m.cfa == cfa)
+            #expect(m.width == frame.width && m.height == frame.height)
+            // Every photosite is the frame's own sample, at its own phase (each site's offset
+            // shows a swapped plane), scaled to 16 bits with the levels.
+            #expect(m.samples.samples == ContiguousArray(Self.scaled(frame)), "\(sampling)")
+            #expect(abs(m.whiteLevel - 65535) < 0.5)
+            #expect(abs(m.blackLevels[0] - 256 * 65535 / 4095) < 0.01)
+            #expect(r.usedFrames == 4)
+        }
     }
 
     @Test func planesRoundTripAtOddSizes() {
@@ -143,11 +150,14 @@ import EvanescoCore
         }
     }
 
-    @Test func movingSquareVanishes() throws {
+    @Test(arguments: RawSampling.allCases)
+    func movingSquareVanishes(sampling: RawSampling) throws {
         let clean = Self.mosaic()
         let frames = (0..<7).map { k in Self.mosaic(square: (20 + 30 * k, 80)) }
         let burst = try Burst(frames)
-        let r = try BurstStacker.stack(contentsOf: burst.files)
+        var o = StackOptions()
+        o.rawSampling = sampling
+        let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
         let m = try #require(r.raw).mosaic
         let want = Self.scaled(clean)
         var worst = 0, at = 0
@@ -276,12 +286,15 @@ import EvanescoCore
         }
     }
 
-    @Test func wholeCellShiftIsUndone() throws {
+    @Test(arguments: RawSampling.allCases)
+    func wholeCellShiftIsUndone(sampling: RawSampling) throws {
         // The scene moved by one cell (2 photosites) each frame: alignment on the planes finds
         // it, and the reference's photosites get the same scene back, at their own phases.
         let frames = (0..<5).map { k in Self.mosaic(dx: Float(2 * k), dy: Float(-2 * k)) }
         let burst = try Burst(frames)
-        let r = try BurstStacker.stack(contentsOf: burst.files)
+        var o = StackOptions()
+        o.rawSampling = sampling
+        let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
         let m = try #require(r.raw).mosaic
         let want = Self.scaled(frames[0])
         var worst = 0
@@ -323,14 +336,15 @@ import EvanescoCore
     /// A raw burst read back from a spill file merges to the same mosaic as in memory, for the
     /// blended robust merge and for HDR+'s: both drop the file's pages from the process every few
     /// rows while their threads read it (a one-byte limit: every 16 rows here, 6 times a thread).
-    @Test(arguments: [MergeMethod.robust, .hdrplus])
-    func spilledRawBurstMergesAsInMemory(merge: MergeMethod) throws {
+    @Test(arguments: [(MergeMethod.robust, RawSampling.sites), (.hdrplus, .sites), (.robust, .colour)])
+    func spilledRawBurstMergesAsInMemory(merge: MergeMethod, sampling: RawSampling) throws {
         let frames = (0..<6).map { k in
             Self.mosaic(dx: Float(k % 3) * 0.7, dy: Float(k / 3) * 0.9, square: (20 + 30 * k, 80))
         }
         let burst = try Burst(frames)
         var o = StackOptions()
         o.merge = merge
+        o.rawSampling = sampling
         o.memoryLimit = nil
         let memory = try #require(try BurstStacker.stack(contentsOf: burst.files, options: o).raw).mosaic
         o.memoryLimit = 1
@@ -404,8 +418,11 @@ import EvanescoCore
     // to the bit, highlights included; counting the clipped samples would pull those sites down.
     // Aligned, the clipped regions must not pull the registration: within 0.01 photosite of the
     // identity, and the merge within half a raw unit of the reference.
-    @Test(arguments: [MergeMethod.robust, .mean, .hdrplus, .median])
-    func bracketMergesAtTheReferenceExposure(merge: MergeMethod) throws {
+    @Test(arguments: [
+        (MergeMethod.robust, RawSampling.sites), (.mean, .sites), (.hdrplus, .sites), (.median, .sites),
+        (.robust, .colour)
+    ])
+    func bracketMergesAtTheReferenceExposure(merge: MergeMethod, sampling: RawSampling) throws {
         // A scene above black (a sensor's floor clips the longer frames' dark samples otherwise).
         var reference = Self.mosaic(square: (100, 60))
         reference.samples = Image(width: 256, height: 192, channels: 1) { d in
@@ -421,6 +438,7 @@ import EvanescoCore
         let want = Self.scaled(reference)
         var o = StackOptions()
         o.merge = merge
+        o.rawSampling = sampling
         o.givenHomographies = Array(repeating: .identity, count: 4)
         let given = try BurstStacker.stack(contentsOf: burst.files, options: o)
         let off = zip(try #require(given.raw).mosaic.samples.samples, want).filter { $0 != $1 }.count

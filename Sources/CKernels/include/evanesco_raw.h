@@ -110,7 +110,18 @@ typedef struct evn_raw_frame {
     /// With `clipped_is_missing`: the factor the frame's weights are multiplied by (its share
     /// against the reference's by its noise: a frame exposed longer weighs more).
     float weight_scale;
+    /// A Bayer frame's green at its red and blue sites (``evn_raw_green_sites``, two samples a
+    /// cell), or NULL. Given, the gather interpolates green at full resolution and red and blue
+    /// by their differences to it (see ``evn_raw_gather_row``).
+    const uint16_t *green;
 } evn_raw_frame;
+
+/// Green at the red and blue sites of cells rows y0 ..< y1 of a Bayer frame's planes (`f`'s
+/// `planes`, `width`, `height` and `offset`; channels red, green, blue, green): the horizontal or
+/// vertical Hamilton-Adams estimate, whichever direction's gradient is smaller (their mean on a
+/// tie), clamped to 0 ... 65535. `green` gets two samples a cell, at red's site then blue's.
+/// Samples beyond the planes are those of the nearest cell at the same site.
+void evn_raw_green_sites(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_t *green);
 
 /// How the gathered frames are merged.
 typedef struct evn_raw_merge_params {
@@ -138,6 +149,11 @@ typedef struct evn_raw_merge_params {
     /// A cell's value where no frame has a sample (every frame's is missing: they all clipped
     /// there, see `clipped_is_missing`): white for a burst with missing samples, else 0.
     float uncovered;
+    /// With frames' `green` (the colour-difference gather): where its value and the plain
+    /// gather's differ by d, the result is the plain one plus d^3 / (d^2 + colour_pull x the
+    /// sample's noise variance): the plain gather's average of nearby samples where they differ
+    /// by about the noise, the colour-difference value where by more.
+    float colour_pull;
 } evn_raw_merge_params;
 
 /// Frame `f` gathered at output row `y`, cells x0 ..< x0 + count: for each cell and channel, the
