@@ -132,6 +132,16 @@ extension StackMaps {
         "local-shift.png", "local-shift-16.png", "maps.json"
     ]
 
+    /// The paths of ``fileNames`` in `directory` when it is an existing folder (what saving the
+    /// maps there would replace), else none.
+    public static func existingPaths(in directory: String?) -> [String] {
+        var isDirectory: ObjCBool = false
+        guard let directory, FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else { return [] }
+        return fileNames.map { (directory as NSString).appendingPathComponent($0) }
+    }
+
     /// What the pictures mean, for `maps.json`.
     public struct Legend: Codable, Sendable {
         /// One entry per frame of the report, in order: its name and its colour in `provenance.png`.

@@ -115,14 +115,8 @@ struct Stack: ParsableCommand {
     func run() throws {
         try reportingErrors {
             // Refuse before any work if an output would be clobbered.
-            var isDir: ObjCBool = false
-            let mapFiles =
-                saveMaps.map { dir in StackMaps.fileNames.map { (dir as NSString).appendingPathComponent($0) } } ?? []
-            let mapsDirExists =
-                saveMaps.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
-                ?? false
             try AtomicOutput.check(
-                files: [output, report] + (mapsDirExists ? mapFiles : []), directories: [saveFrames, saveMaps],
+                files: [output, report] + StackMaps.existingPaths(in: saveMaps), directories: [saveFrames, saveMaps],
                 inputs: inputs + [homographies, erase].compactMap { $0 }, overwrite: force)
             try StackOutput.check(output, inputs: inputs)
             let progress = ProgressDisplay(quiet: quiet)
