@@ -31,8 +31,9 @@ public enum RawSampling: String, Sendable, Codable, CaseIterable {
     /// against the clean mosaic, `docs/benchmarks.md`): +0.6 dB on average, -0.2 to +1.8 dB;
     /// the static bursts' median gap to the averaging bound 1.64 dB instead of 2.77; the worst
     /// visibly-off pixels where people pass 0.070 % instead of 0.147 %. For about twice the
-    /// merge's time on 12 MP (2.5 to 3 times at 1 MP) and half the frames' memory again; a frame
-    /// scaled to a bracket's shortest exposure keeps ``sites``.
+    /// merge's time on 12 MP (2.5 to 3 times at 1 MP) and half the frames' memory again. A frame
+    /// scaled to a bracket's shortest exposure keeps ``sites``, and the erase pass
+    /// (``StackOptions/erase``) samples the planes as it always has (as pictures).
     case colour
 }
 
