@@ -47,6 +47,7 @@ def stack(
     merge: Literal['mean', 'mode', 'median', 'sigma-clip', 'winsorized', 'robust', 'hdrplus'] | None = ...,
     reference: int | None = ...,
     interpolation: Literal['nearest', 'bilinear', 'bicubic', 'catmull-rom'] | None = ...,
+    raw_sampling: Literal['sites', 'colour'] | None = ...,
     kappa: float | None = ...,
     winsor_fraction: float | None = ...,
     align_level: int | None = ...,
