@@ -166,7 +166,7 @@ public struct StackOptions: Sendable, DeclaresSettings {
             summary: "How frames are sampled when warped into the reference"),
         .choice(
             "rawSampling", RawSampling.self, default: .sites,
-            summary: "How a raw burst's frames are sampled at the reference's photosites (colour: sharper, slower)"),
+            summary: "How raw frames are sampled at the reference's photosites; colour is sharper and slower"),
         .number("kappa", Limits.kappa),
         .number("winsorFraction", Limits.winsorFraction),
         .number("alignLevel", Limits.alignLevel),
