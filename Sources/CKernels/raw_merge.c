@@ -385,145 +385,331 @@ static inline void catmull(float t, float w[4]) {
     w[3] = 0.5f * (t3 - t2);
 }
 
-/// What the colour-difference gather of a frame's row shares: each channel's site (0 or 1 on each axis), and where each
-/// green's partner plane's neighbourhood lies from the cell's own (plane pixels).
+/// Cells the colour-difference gather works out together, one a lane.
+#define CD_LANES 8
+
+typedef unsigned short v8u16 __attribute__((ext_vector_type(8)));
+typedef unsigned short v16u16 __attribute__((ext_vector_type(16)));
+typedef unsigned short v32u16 __attribute__((ext_vector_type(32)));
+
+/// The 4 x 4 cells around CD_LANES cells' grid positions (from the cell up and left of each
+/// position's), lane by lane: every plane's sample, and the green estimates at red's and blue's
+/// sites, as floats.
+typedef struct {
+    float s[4][4][4][CD_LANES]; // [row][column][channel][lane]
+    float e[4][4][2][CD_LANES];
+} cd_window;
+
+/// Where a cd_window's estimates start (floats).
+#define CD_E (4 * 4 * 4 * CD_LANES)
+_Static_assert(offsetof(cd_window, e) == CD_E * sizeof(float), "cd_window's estimates follow its samples");
+
+/// What the colour-difference gather of a frame's row shares: each channel's site (0 or 1 on
+/// each axis); where each green's partner plane's neighbourhood lies from the cell's own (plane
+/// pixels); and, for each pixel of a window's 8 x 8 at full resolution, where its green is in a
+/// cd_window (floats from its start): a green sample, or the estimate at a red or blue site.
 typedef struct {
     int sx[4], sy[4];
     float part[4][2];
-    /// Per site (row-major), green's first sample (in the planes or the estimates) and the
-    /// samples a cell.
-    const uint16_t *base[4];
-    int step[4];
+    int green[8][8];
 } cd_layout;
 
-/// One cell of the colour-difference gather (a frame with `green`); (gx, gy) is the cell's grid
-/// position in the frame's planes (its source position plus `own`, as in `bayer_row`), where
-/// every channel's site lands within a few thousandths of a plane pixel of its own offset.
+/// floor(v), lane by lane, as `floor_int`.
+EVN_INLINE v8i floor8(v8f v) {
+    const v8i i = __builtin_convertvector(v, v8i);
+    return i + (v < __builtin_convertvector(i, v8f)); // a true lane is -1
+}
+
+/// `catmull` lane by lane.
+EVN_INLINE void catmull8(v8f t, v8f w[4]) {
+    const v8f t2 = t * t, t3 = t2 * t;
+    w[0] = 0.5f * (-t3 + 2 * t2 - t);
+    w[1] = 0.5f * (3 * t3 - 5 * t2 + 2);
+    w[2] = 0.5f * (-3 * t3 + 4 * t2 + t);
+    w[3] = 0.5f * (t3 - t2);
+}
+
+/// `lut_at` lane by lane.
+EVN_INLINE v8f lut8(const float *lut, v8f t) {
+    const v8i lo = 0, hi = 64;
+    v8i j = __builtin_convertvector(t * 64.0f + 0.5f, v8i);
+    j = j < lo ? lo : j;
+    j = j > hi ? hi : j;
+    const v8f r = {lut[j[0]], lut[j[1]], lut[j[2]], lut[j[3]], lut[j[4]], lut[j[5]], lut[j[6]], lut[j[7]]};
+    return r;
+}
+
+/// Catmull-Rom's weights at fraction t of the way from tap 1 to tap 2, over five taps where the
+/// first is the fraction's tap 0 (phase 0) or its tap 1 (phase 1: a true lane of `late`), the
+/// unused tap weighing 0.
+EVN_INLINE void catmull5(v8f t, v8i late, v8f w[5]) {
+    v8f c[4];
+    catmull8(t, c);
+    const v8f zero = 0;
+    w[0] = late ? zero : c[0];
+    for (int k = 1; k < 4; k++) w[k] = late ? c[k - 1] : c[k];
+    w[4] = late ? c[3] : zero;
+}
+
+/// A run of the window: CD_LANES cells side by side in row iy of the planes, lane i at column
+/// ix + i, all of it inside the planes. Each row of the window is two loads: its first eight
+/// cells and its last eight (the window's columns 0 and 3); columns 1 and 2 are lanes of both.
+/// Every lane is stored with `first`, else only the lanes of `take` (true lanes).
+EVN_INLINE void cd_window_run(const evn_raw_frame *f, int ix, int iy, v8i take, int first, cd_window *win) {
+    const int w = f->width;
+#define CD_STORE(v, at) store8(first ? (v) : (take ? (v) : load8(at)), at)
+// The window's four columns of one channel (row[a][ch]) from its first eight cells x and its
+// last eight y.
+#define CD_COLUMNS(x, y, row, ch)                                                                                      \
+    do {                                                                                                               \
+        const v8f x_ = (x), y_ = (y);                                                                                  \
+        CD_STORE(x_, (row)[0][ch]);                                                                                    \
+        CD_STORE(__builtin_shufflevector(x_, y_, 1, 2, 8, 9, 10, 11, 12, 13), (row)[1][ch]);                           \
+        CD_STORE(__builtin_shufflevector(x_, y_, 2, 8, 9, 10, 11, 12, 13, 14), (row)[2][ch]);                          \
+        CD_STORE(y_, (row)[3][ch]);                                                                                    \
+    } while (0)
+// Channel ch of the eight cells of s (its lanes ch, ch + 4, ...), as floats; estimate k of the eight cells of e.
+#define CD_PLANE(s, ch)                                                                                                \
+    __builtin_convertvector(                                                                                           \
+        __builtin_shufflevector(s, s, ch, ch + 4, ch + 8, ch + 12, ch + 16, ch + 20, ch + 24, ch + 28), v8f)
+#define CD_ESTIMATE(e, k)                                                                                              \
+    __builtin_convertvector(__builtin_shufflevector(e, e, k, k + 2, k + 4, k + 6, k + 8, k + 10, k + 12, k + 14), v8f)
+    for (int b = 0; b < 4; b++) {
+        const ptrdiff_t cell = (ptrdiff_t)(iy - 1 + b) * w + (ix - 1);
+        v32u16 s0, s3;
+        v16u16 e0, e3;
+        memcpy(&s0, f->planes + cell * 4, sizeof s0);
+        memcpy(&s3, f->planes + (cell + 3) * 4, sizeof s3);
+        memcpy(&e0, f->green + cell * 2, sizeof e0);
+        memcpy(&e3, f->green + (cell + 3) * 2, sizeof e3);
+        CD_COLUMNS(CD_PLANE(s0, 0), CD_PLANE(s3, 0), win->s[b], 0);
+        CD_COLUMNS(CD_PLANE(s0, 1), CD_PLANE(s3, 1), win->s[b], 1);
+        CD_COLUMNS(CD_PLANE(s0, 2), CD_PLANE(s3, 2), win->s[b], 2);
+        CD_COLUMNS(CD_PLANE(s0, 3), CD_PLANE(s3, 3), win->s[b], 3);
+        CD_COLUMNS(CD_ESTIMATE(e0, 0), CD_ESTIMATE(e3, 0), win->e[b], 0);
+        CD_COLUMNS(CD_ESTIMATE(e0, 1), CD_ESTIMATE(e3, 1), win->e[b], 1);
+    }
+#undef CD_PLANE
+#undef CD_ESTIMATE
+#undef CD_COLUMNS
+#undef CD_STORE
+}
+
+/// Whether a run from column ix of row iy (see `cd_window_run`) lies inside the planes.
+EVN_INLINE int cd_run_inside(const evn_raw_frame *f, int ix, int iy) {
+    return iy >= 1 && iy + 2 < f->height && ix >= 1 && ix + CD_LANES + 1 < f->width;
+}
+
+/// The window of CD_LANES cells around cells (ix[i], iy[i]), of which only the lanes of `used`
+/// (true lanes) matter: where those lie in at most two runs inside the planes (cells side by
+/// side: lane i at column c + i of row r, the same c and r for the run's lanes), loaded run by
+/// run, and 1; else 0.
+EVN_INLINE int cd_window_runs(const evn_raw_frame *f, v8i ix, v8i iy, v8i used, cd_window *win) {
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v8i start = ix - lane;
+    int k = 0;
+    while (k < CD_LANES && !used[k]) k++;
+    if (k == CD_LANES) return 1; // no lane matters
+    const v8i first = used & (start == start[k]) & (iy == iy[k]);
+    const v8i rest = used & ~first;
+    if (!cd_run_inside(f, start[k], iy[k])) return 0;
+    int j = 0;
+    while (j < CD_LANES && !rest[j]) j++;
+    if (j == CD_LANES) {
+        cd_window_run(f, start[k], iy[k], first, 1, win);
+        return 1;
+    }
+    const v8i second = rest & (start == start[j]) & (iy == iy[j]);
+    if (!cd_run_inside(f, start[j], iy[j])) return 0;
+    for (int i = 0; i < CD_LANES; i++) {
+        if (rest[i] && !second[i]) return 0;
+    }
+    cd_window_run(f, start[k], iy[k], first, 1, win);
+    cd_window_run(f, start[j], iy[j], second, 0, win);
+    return 1;
+}
+
+/// The window of any CD_LANES cells (lane i around cell ix[i], iy[i]), cell by cell, clamped to
+/// the planes.
+EVN_INLINE void cd_window_cells(const evn_raw_frame *f, v8i ix, v8i iy, cd_window *win) {
+    const int w = f->width, h = f->height;
+    for (int i = 0; i < CD_LANES; i++) {
+        for (int b = 0; b < 4; b++) {
+            const ptrdiff_t row = (ptrdiff_t)clampi(iy[i] - 1 + b, 0, h - 1) * w;
+            for (int a = 0; a < 4; a++) {
+                const ptrdiff_t cell = row + clampi(ix[i] - 1 + a, 0, w - 1);
+                const uint16_t *s = f->planes + cell * 4, *e = f->green + cell * 2;
+                for (int ch = 0; ch < 4; ch++) win->s[b][a][ch][i] = s[ch];
+                win->e[b][a][0][i] = e[0];
+                win->e[b][a][1][i] = e[1];
+            }
+        }
+    }
+}
+
+/// The first n lanes of four channels' values, cell by cell (lane i's channels at out + 4 i),
+/// 0 in the lanes not `used`.
+EVN_INLINE void cd_store(const v8f c[4], v8i used, int n, float *out) {
+    const v8f zero = 0;
+    const v8f c0 = used ? c[0] : zero, c1 = used ? c[1] : zero, c2 = used ? c[2] : zero, c3 = used ? c[3] : zero;
+    typedef float v16f __attribute__((ext_vector_type(16)));
+    typedef float v32f __attribute__((ext_vector_type(32)));
+    const v16f a = __builtin_shufflevector(c0, c1, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const v16f b = __builtin_shufflevector(c2, c3, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const v32f all = __builtin_shufflevector(a, b, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23, 8, 9, 24, 25,
+                                             10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+    if (n == CD_LANES) memcpy(out, &all, sizeof all);
+    else {
+        float tmp[4 * CD_LANES];
+        memcpy(tmp, &all, sizeof all);
+        memcpy(out, tmp, sizeof(float) * 4 * (size_t)n);
+    }
+}
+
+/// CD_LANES cells of the colour-difference gather (a frame with `green`), lane i at grid position
+/// (gx[i], gy[i]) in the frame's planes (its source position plus `own`, as in `bayer_row`),
+/// where every channel's site lands within a few thousandths of a plane pixel of its own offset;
+/// the first n cells' values and weights are written, 0 for a cell not `ok` (outside the frame).
 /// Green is interpolated at full resolution where each channel's site lands (Catmull-Rom over
 /// the 4 x 4 pixels around it, from the 4 x 4 cells around the position: their greens, and the
 /// estimates at their red and blue sites); red and blue add their differences to green,
 /// Catmull-Rom on their planes at the same position. That value is then pulled towards the
 /// plain gather's (`bayer_cell`'s kernel means, from the same cells) by `colour_pull`. The
 /// weights are the plain gather's kernel sums (how near the frame's samples of each colour lie).
-EVN_INLINE void cd_cell(const evn_raw_frame *f, const evn_raw_merge_params *p, const cd_layout *l, float gx, float gy,
-                        float *v, float *wt) {
-    const int w = f->width, h = f->height;
-    const int ix = floor_int(gx), iy = floor_int(gy);
-    const float fx = gx - ix, fy = gy - iy;
-    // Full resolution: channel ch's site lands at 2 g + its site, so at column floor(2 gx) + sx
-    // with the fraction of 2 gx; the 4 x 4 cells from (ix - 1, iy - 1) are columns 2 ix - 2 ...
-    const int FX = floor_int(2 * gx), FY = floor_int(2 * gy);
-    const float tx = 2 * gx - FX, ty = 2 * gy - FY;
-    float green[8][8], dr[4][4], db[4][4], rr[4][4], bb[4][4];
-    int cols[4];
-    for (int a = 0; a < 4; a++) cols[a] = clampi(ix - 1 + a, 0, w - 1);
-    // Green at each site of a cell: a green sample in the planes, or the estimate (l->base).
-    const uint16_t *g0 = l->base[0], *g1 = l->base[1], *g2 = l->base[2], *g3 = l->base[3];
-    const int k0 = l->step[0], k1 = l->step[1], k2 = l->step[2], k3 = l->step[3];
-    for (int b = 0; b < 4; b++) {
-        const ptrdiff_t row = (ptrdiff_t)clampi(iy - 1 + b, 0, h - 1) * w;
-        float *top = green[2 * b], *bottom = green[2 * b + 1];
-        for (int a = 0; a < 4; a++) {
-            const ptrdiff_t cell = row + cols[a];
-            const uint16_t *s = f->planes + cell * 4, *e = f->green + cell * 2;
-            top[2 * a] = g0[cell * k0];
-            top[2 * a + 1] = g1[cell * k1];
-            bottom[2 * a] = g2[cell * k2];
-            bottom[2 * a + 1] = g3[cell * k3];
-            dr[b][a] = (float)s[0] - e[0];
-            db[b][a] = (float)s[2] - e[1];
-            rr[b][a] = s[0];
-            bb[b][a] = s[2];
+/// Lane by lane the same operations in the same order whichever way the window is loaded.
+EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, const cd_layout *l, const float *gxs,
+                         const float *gys, const int *ok, int n, float *value, float *weight) {
+    const v8f gx = load8(gxs), gy = load8(gys);
+    const v8i ix = floor8(gx), iy = floor8(gy);
+    const v8f fx = gx - __builtin_convertvector(ix, v8f), fy = gy - __builtin_convertvector(iy, v8f);
+    cd_window win;
+    v8i used;
+    for (int i = 0; i < CD_LANES; i++) used[i] = i < n && ok[i] ? -1 : 0;
+    if (!cd_window_runs(f, ix, iy, used, &win)) cd_window_cells(f, ix, iy, &win);
+    const float *W = (const float *)&win;
+#define GW(r, c) load8(W + l->green[r][c])
+#define S(b, a, ch) load8(win.s[b][a][ch])
+#define E(b, a, k) load8(win.e[b][a][k])
+    // Full resolution: a channel at site s lands at 2 g + s. Its four taps start at pixel
+    // floor(2 g) - 1 + s: window column 1 + s, or 2 + s where 2 g's cell is the late one.
+    const v8f gx2 = 2 * gx, gy2 = 2 * gy;
+    const v8i FX = floor8(gx2), FY = floor8(gy2);
+    v8f wx[5], wy[5];
+    catmull5(gx2 - __builtin_convertvector(FX, v8f), FX != 2 * ix, wx);
+    catmull5(gy2 - __builtin_convertvector(FY, v8f), FY != 2 * iy, wy);
+    // Window rows 1 ... 6 across, from column 1 + s.
+    v8f across[6][2];
+    for (int r = 0; r < 6; r++) {
+        for (int s = 0; s < 2; s++) {
+            v8f sum = wx[0] * GW(r + 1, s + 1);
+            for (int k = 1; k < 5; k++) sum += wx[k] * GW(r + 1, s + 1 + k);
+            across[r][s] = sum;
         }
     }
-    float wx[4], wy[4], cx[4], cy[4];
-    catmull(tx, wx);
-    catmull(ty, wy);
-    catmull(fx, cx);
-    catmull(fy, cy);
-    // Column of the window's first pixel for a channel at site 0: floor(2 gx) - 1, less the
-    // window's first column, 2 ix - 2.
-    const int ox = FX - 2 * ix + 1, oy = FY - 2 * iy + 1;
-    float g[4];
+    v8f cd[4];
     for (int ch = 0; ch < 4; ch++) {
-        const int x0 = ox + l->sx[ch], y0 = oy + l->sy[ch];
-        float sum = 0;
-        for (int j = 0; j < 4; j++) {
-            const float *r = green[y0 + j] + x0;
-            sum += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
-        }
-        g[ch] = sum;
+        v8f sum = 0;
+        for (int j = 0; j < 5; j++) sum += wy[j] * across[l->sy[ch] + j][l->sx[ch]];
+        cd[ch] = sum;
     }
-    float d0 = 0, d2 = 0;
+    v8f cx[4], cy[4];
+    catmull8(fx, cx);
+    catmull8(fy, cy);
+    v8f d0 = 0, d2 = 0;
     for (int j = 0; j < 4; j++) {
-        d0 += cy[j] * (cx[0] * dr[j][0] + cx[1] * dr[j][1] + cx[2] * dr[j][2] + cx[3] * dr[j][3]);
-        d2 += cy[j] * (cx[0] * db[j][0] + cx[1] * db[j][1] + cx[2] * db[j][2] + cx[3] * db[j][3]);
+        d0 += cy[j] * (cx[0] * (S(j, 0, 0) - E(j, 0, 0)) + cx[1] * (S(j, 1, 0) - E(j, 1, 0)) +
+                       cx[2] * (S(j, 2, 0) - E(j, 2, 0)) + cx[3] * (S(j, 3, 0) - E(j, 3, 0)));
+        d2 += cy[j] * (cx[0] * (S(j, 0, 2) - E(j, 0, 1)) + cx[1] * (S(j, 1, 2) - E(j, 1, 1)) +
+                       cx[2] * (S(j, 2, 2) - E(j, 2, 1)) + cx[3] * (S(j, 3, 2) - E(j, 3, 1)));
     }
-    float cd[4] = {g[0] + d0, g[1], g[2] + d2, g[3]};
+    cd[0] += d0;
+    cd[2] += d2;
     // The kernel sums: a 2 x 2 neighbourhood's weights are the product of each axis's two.
-    const float sx0 = lut_at(p->lut, fx), sx1 = lut_at(p->lut, 1 - fx);
-    const float sy0 = lut_at(p->lut, fy), sy1 = lut_at(p->lut, 1 - fy);
-    const float nx0 = lut_at(p->lut_dense, fx), nx1 = lut_at(p->lut_dense, 1 - fx);
-    const float ny0 = lut_at(p->lut_dense, fy), ny1 = lut_at(p->lut_dense, 1 - fy);
-    const float sparse = (sx0 + sx1) * (sy0 + sy1), dense = (nx0 + nx1) * (ny0 + ny1);
-    float plain[4];
-    plain[0] = (sy0 * (sx0 * rr[1][1] + sx1 * rr[1][2]) + sy1 * (sx0 * rr[2][1] + sx1 * rr[2][2])) / sparse;
-    plain[2] = (sy0 * (sx0 * bb[1][1] + sx1 * bb[1][2]) + sy1 * (sx0 * bb[2][1] + sx1 * bb[2][2])) / sparse;
+    const v8f sx0 = lut8(p->lut, fx), sx1 = lut8(p->lut, 1 - fx), sy0 = lut8(p->lut, fy), sy1 = lut8(p->lut, 1 - fy);
+    const v8f nx0 = lut8(p->lut_dense, fx), nx1 = lut8(p->lut_dense, 1 - fx);
+    const v8f ny0 = lut8(p->lut_dense, fy), ny1 = lut8(p->lut_dense, 1 - fy);
+    const v8f sparse = (sx0 + sx1) * (sy0 + sy1), dense = (nx0 + nx1) * (ny0 + ny1);
+    v8f plain[4], wt[4];
+    plain[0] = (sy0 * (sx0 * S(1, 1, 0) + sx1 * S(1, 2, 0)) + sy1 * (sx0 * S(2, 1, 0) + sx1 * S(2, 2, 0))) / sparse;
+    plain[2] = (sy0 * (sx0 * S(1, 1, 2) + sx1 * S(1, 2, 2)) + sy1 * (sx0 * S(2, 1, 2) + sx1 * S(2, 2, 2))) / sparse;
     wt[0] = wt[2] = sparse;
     for (int ch = 1; ch < 4; ch += 2) {
         const int k = 4 - ch; // the other green
-        // Own plane: cells ix, ix + 1 (window columns 1, 2); the channel's site in each.
-        const float *r0 = green[2 + l->sy[ch]] + l->sx[ch], *r1 = green[4 + l->sy[ch]] + l->sx[ch];
-        float sum = ny0 * (nx0 * r0[2] + nx1 * r0[4]) + ny1 * (nx0 * r1[2] + nx1 * r1[4]);
-        const float px = gx + l->part[ch][0], py = gy + l->part[ch][1];
-        const int jx = floor_int(px), jy = floor_int(py);
-        const float qx = px - jx, qy = py - jy;
-        const float ax0 = lut_at(p->lut_dense, qx), ax1 = lut_at(p->lut_dense, 1 - qx);
-        const float ay0 = lut_at(p->lut_dense, qy), ay1 = lut_at(p->lut_dense, 1 - qy);
-        const int ca = 2 * (jx - ix + 1) + l->sx[k], rb = 2 * (jy - iy + 1) + l->sy[k];
-        sum += ay0 * (ax0 * green[rb][ca] + ax1 * green[rb][ca + 2]) +
-               ay1 * (ax0 * green[rb + 2][ca] + ax1 * green[rb + 2][ca + 2]);
+        // Own plane: cells ix, ix + 1 (window columns 2 and 4, plus the channel's site).
+        const int r0 = 2 + l->sy[ch], c0 = 2 + l->sx[ch];
+        v8f sum =
+            ny0 * (nx0 * GW(r0, c0) + nx1 * GW(r0, c0 + 2)) + ny1 * (nx0 * GW(r0 + 2, c0) + nx1 * GW(r0 + 2, c0 + 2));
+        // The partner plane's 2 x 2 around the position moved by `part`: one cell either side
+        // of the cell's own at most (clamped to the window).
+        const v8f px = gx + l->part[ch][0], py = gy + l->part[ch][1];
+        const v8i jx = floor8(px), jy = floor8(py);
+        const v8f qx = px - __builtin_convertvector(jx, v8f), qy = py - __builtin_convertvector(jy, v8f);
+        const v8f ax0 = lut8(p->lut_dense, qx), ax1 = lut8(p->lut_dense, 1 - qx);
+        const v8f ay0 = lut8(p->lut_dense, qy), ay1 = lut8(p->lut_dense, 1 - qy);
+        const v8i ca = 2 * (jx - ix + 1) + l->sx[k], rb = 2 * (jy - iy + 1) + l->sy[k];
+        v8f g00, g01, g10, g11;
+        for (int i = 0; i < CD_LANES; i++) {
+            const int c = clampi(ca[i], 0, 5), r = clampi(rb[i], 0, 5);
+            g00[i] = W[l->green[r][c] + i];
+            g01[i] = W[l->green[r][c + 2] + i];
+            g10[i] = W[l->green[r + 2][c] + i];
+            g11[i] = W[l->green[r + 2][c + 2] + i];
+        }
+        sum += ay0 * (ax0 * g00 + ax1 * g01) + ay1 * (ax0 * g10 + ax1 * g11);
         wt[ch] = dense + (ax0 + ax1) * (ay0 + ay1);
         plain[ch] = sum / wt[ch];
     }
+#undef GW
+#undef S
+#undef E
     // Where the two differ by no more than the noise, the plain gather's average of nearby
     // samples is the less noisy; where by more, the frame has detail it softens.
+    v8f v[4];
+    const v8f zero = 0;
     for (int ch = 0; ch < 4; ch++) {
-        const float d = cd[ch] - plain[ch];
-        float noise = p->slope[ch] * plain[ch] + p->intercept[ch];
-        noise = noise > 0 ? noise : 0;
-        const float d2 = d * d, k = d2 + p->colour_pull * noise;
-        v[ch] = plain[ch] + (k > 0 ? d * d2 / k : d);
+        const v8f d = cd[ch] - plain[ch];
+        v8f noise = p->slope[ch] * plain[ch] + p->intercept[ch];
+        noise = noise > zero ? noise : zero;
+        const v8f d2 = d * d, k = d2 + p->colour_pull * noise;
+        v[ch] = plain[ch] + (k > zero ? d * d2 / k : d);
     }
+    cd_store(v, used, n, value);
+    cd_store(wt, used, n, weight);
 }
 
-EVN_INLINE void cd_cells(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
-                         float *value, float *weight, const float own[2], float part[4][2], const int chan[4]) {
+/// `evn_raw_gather_row` for a Bayer frame with `green` (the colour-difference gather: see
+/// `cd_lanes`), CD_LANES cells at a time.
+EVN_INLINE void cd_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                       float *value, float *weight, const float own[2], float part[4][2]) {
+    int chan[4];
+    site_channels(f, chan);
     cd_layout l;
     for (int q = 0; q < 4; q++) {
-        const int ch = chan[q];
-        l.sx[ch] = q & 1;
-        l.sy[ch] = q >> 1;
-        l.base[q] = ch & 1 ? f->planes + ch : f->green + ch / 2;
-        l.step[q] = ch & 1 ? 4 : 2;
+        l.sx[chan[q]] = q & 1;
+        l.sy[chan[q]] = q >> 1;
     }
     for (int ch = 0; ch < 4; ch++) {
         l.part[ch][0] = ch & 1 ? part[ch][0] - own[0] : 0;
         l.part[ch][1] = ch & 1 ? part[ch][1] - own[1] : 0;
     }
-    for (int i = 0; i < count; i++) {
-        float sx, sy;
-        float *v = value + (ptrdiff_t)i * 4, *wt = weight + (ptrdiff_t)i * 4;
-        if (!cell_source(f, y, x0 + i, v, wt, &sx, &sy)) continue;
-        cd_cell(f, p, &l, sx + own[0], sy + own[1], v, wt);
+    for (int r = 0; r < 8; r++) {
+        for (int c = 0; c < 8; c++) {
+            const int b = r >> 1, a = c >> 1, ch = chan[(r & 1) * 2 + (c & 1)];
+            l.green[r][c] = ch & 1 ? ((b * 4 + a) * 4 + ch) * CD_LANES : CD_E + ((b * 4 + a) * 2 + ch / 2) * CD_LANES;
+        }
     }
-}
-
-EVN_INLINE void cd_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
-                       float *value, float *weight, const float own[2], float part[4][2]) {
-    int chan[4];
-    site_channels(f, chan);
-    cd_cells(f, p, y, x0, count, value, weight, own, part, chan);
+    for (int32_t i0 = 0; i0 < count; i0 += CD_LANES) {
+        const int n = count - i0 < CD_LANES ? count - i0 : CD_LANES;
+        float gx[CD_LANES] = {0}, gy[CD_LANES] = {0};
+        int ok[CD_LANES] = {0};
+        for (int i = 0; i < n; i++) {
+            float sx, sy;
+            ok[i] = source_position(f, (float)(x0 + i0 + i), (float)y, &sx, &sy);
+            gx[i] = ok[i] ? sx + own[0] : 0;
+            gy[i] = ok[i] ? sy + own[1] : 0;
+        }
+        cd_lanes(f, p, &l, gx, gy, ok, n, value + (ptrdiff_t)i0 * 4, weight + (ptrdiff_t)i0 * 4);
+    }
 }
 
 static void cd_row_portable(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
