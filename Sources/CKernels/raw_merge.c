@@ -629,6 +629,7 @@ EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, 
     const v8f nx0 = lut8(p->lut_dense, fx), nx1 = lut8(p->lut_dense, 1 - fx);
     const v8f ny0 = lut8(p->lut_dense, fy), ny1 = lut8(p->lut_dense, 1 - fy);
     const v8f sparse = (sx0 + sx1) * (sy0 + sy1), dense = (nx0 + nx1) * (ny0 + ny1);
+    const v8f zero = 0;
     v8f plain[4], wt[4];
     plain[0] = (sy0 * (sx0 * S(1, 1, 0) + sx1 * S(1, 2, 0)) + sy1 * (sx0 * S(2, 1, 0) + sx1 * S(2, 2, 0))) / sparse;
     plain[2] = (sy0 * (sx0 * S(1, 1, 2) + sx1 * S(1, 2, 2)) + sy1 * (sx0 * S(2, 1, 2) + sx1 * S(2, 2, 2))) / sparse;
@@ -639,23 +640,28 @@ EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, 
         const int r0 = 2 + l->sy[ch], c0 = 2 + l->sx[ch];
         v8f sum =
             ny0 * (nx0 * GW(r0, c0) + nx1 * GW(r0, c0 + 2)) + ny1 * (nx0 * GW(r0 + 2, c0) + nx1 * GW(r0 + 2, c0 + 2));
-        // The partner plane's 2 x 2 around the position moved by `part`: one cell either side
-        // of the cell's own at most (clamped to the window).
+        // The partner plane's 2 x 2 around the position moved by `part` (which is under a cell):
+        // cells jx, jx + 1 of the window's 4 (from ix - 1), so each cell's weight is ax0, ax1 or 0
+        // (0s add exactly nothing), and so down the rows.
         const v8f px = gx + l->part[ch][0], py = gy + l->part[ch][1];
         const v8i jx = floor8(px), jy = floor8(py);
         const v8f qx = px - __builtin_convertvector(jx, v8f), qy = py - __builtin_convertvector(jy, v8f);
         const v8f ax0 = lut8(p->lut_dense, qx), ax1 = lut8(p->lut_dense, 1 - qx);
         const v8f ay0 = lut8(p->lut_dense, qy), ay1 = lut8(p->lut_dense, 1 - qy);
-        const v8i ca = 2 * (jx - ix + 1) + l->sx[k], rb = 2 * (jy - iy + 1) + l->sy[k];
-        v8f g00, g01, g10, g11;
-        for (int i = 0; i < CD_LANES; i++) {
-            const int c = clampi(ca[i], 0, 5), r = clampi(rb[i], 0, 5);
-            g00[i] = W[l->green[r][c] + i];
-            g01[i] = W[l->green[r][c + 2] + i];
-            g10[i] = W[l->green[r + 2][c] + i];
-            g11[i] = W[l->green[r + 2][c + 2] + i];
+        const v8i one = 1, minus = -1;
+        v8i ox = jx - ix, oy = jy - iy;
+        ox = ox < minus ? minus : (ox > one ? one : ox);
+        oy = oy < minus ? minus : (oy > one ? one : oy);
+        v8f partner = 0;
+        for (int b = 0; b < 4; b++) {
+            v8f across = 0;
+            for (int a = 0; a < 4; a++) {
+                const v8f wa = (ox + 1 == a ? ax0 : zero) + (ox + 2 == a ? ax1 : zero);
+                across += wa * GW(2 * b + l->sy[k], 2 * a + l->sx[k]);
+            }
+            partner += ((oy + 1 == b ? ay0 : zero) + (oy + 2 == b ? ay1 : zero)) * across;
         }
-        sum += ay0 * (ax0 * g00 + ax1 * g01) + ay1 * (ax0 * g10 + ax1 * g11);
+        sum += partner;
         wt[ch] = dense + (ax0 + ax1) * (ay0 + ay1);
         plain[ch] = sum / wt[ch];
     }
@@ -665,7 +671,6 @@ EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, 
     // Where the two differ by no more than the noise, the plain gather's average of nearby
     // samples is the less noisy; where by more, the frame has detail it softens.
     v8f v[4];
-    const v8f zero = 0;
     for (int ch = 0; ch < 4; ch++) {
         const v8f d = cd[ch] - plain[ch];
         v8f noise = p->slope[ch] * plain[ch] + p->intercept[ch];
