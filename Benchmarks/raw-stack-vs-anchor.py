@@ -8,8 +8,9 @@ occluders and parallax, all four CFAs. Bursts marked "tune" are the ones the mer
 set on; the summary's worst cases are over the others only.
 
 For each burst, three commands run one after the other, each timed whole (wall seconds):
-  * ours:    evanesco stack frames/*.dng -o merged.dng           (the default: robust merge; with
-             --raw-sampling colour, the frames sampled by colour differences: StackOptions.rawSampling)
+  * ours:    evanesco stack frames/*.dng -o merged.dng           (the default: robust merge, the
+             frames sampled by colour differences; --raw-sampling sites for the plain gather:
+             StackOptions.rawSampling)
   * hdrplus: anchor_raw.py frames -o hdrplus.tif --method hdrplus
   * mean:    anchor_raw.py frames -o mean.tif --method mean
 and the reference frame alone (anchor_raw.py --method reference). Each result is scored with

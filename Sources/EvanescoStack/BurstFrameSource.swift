@@ -54,11 +54,21 @@ struct BurstFrameSource: @unchecked Sendable {
     }
 
     /// Rows per merge band: all of them in memory; from a spill, as many as keep one band of
-    /// every merged frame (with a margin for the warp's reach) within half the memory limit.
-    func bandRows(frames n: Int, limit: Int?) -> Int? {
+    /// every merged frame (with a margin for the warp's reach) within half the memory limit,
+    /// with `extraBytesPerCell` more of each frame's (a raw burst's ``RawSampling`` estimates).
+    func bandRows(frames n: Int, limit: Int?, extraBytesPerCell: Int = 0) -> Int? {
         guard spill != nil else { return nil }
-        let rowBytes = max(1, n * width * channels * (eightBit ? 1 : 2))
+        let rowBytes = max(1, n * width * (channels * (eightBit ? 1 : 2) + extraBytesPerCell))
         let budget = (limit ?? (1 << 30)) / 2
         return max(32, budget / rowBytes - 64) / 16 * 16
+    }
+
+    /// ``bandRows(frames:limit:extraBytesPerCell:)`` for `options`' memory limit, with what its
+    /// ``RawSampling`` adds to a Bayer burst's frames.
+    func bandRows(frames n: Int, options: StackOptions) -> Int? {
+        let bayer = options.rawLayout?.offsets.count == 4
+        return bandRows(
+            frames: n, limit: options.memoryLimit,
+            extraBytesPerCell: bayer ? 4 * options.rawSampling.extraBytesPerPhotosite : 0)
     }
 }

@@ -19,9 +19,16 @@ public enum BurstInput {
     /// the first header that reads: a burst has one size. `Int.max` when the product overflows;
     /// nil when no header reads.
     public static func estimatedDecodedBytes(_ files: [String], decoder: FrameDecoder = .pictures) -> Int? {
+        estimatedDecodedBytes(files, decoder: decoder, sampling: .sites)
+    }
+
+    /// ``estimatedDecodedBytes(_:decoder:)`` with what `sampling` adds to camera raws' planes.
+    static func estimatedDecodedBytes(_ files: [String], decoder: FrameDecoder, sampling: RawSampling) -> Int? {
         guard let probe = firstHeader(files) else { return nil }
         let bytes =
-            decoder.bytesPerStoredPixel.map { probe.storedWidth * probe.storedHeight * $0 }
+            decoder.bytesPerStoredPixel.map {
+                probe.storedWidth * probe.storedHeight * ($0 + sampling.extraBytesPerPhotosite)
+            }
             ?? probe.storedWidth * probe.storedHeight * probe.image.channels * (probe.image.bitDepth == 8 ? 1 : 2)
         let (total, overflow) = bytes.multipliedReportingOverflow(by: files.count)
         return overflow ? Int.max : total

@@ -86,10 +86,10 @@ extension BurstStacker {
         _ source: BurstFrameSource, _ used: [Int], _ homographies: [Homography?], _ offsets: [DisplacementField?],
         _ options: StackOptions, maps: inout StackMaps?, bandRows: Int?,
         noise: inout [(slope: Float, intercept: Float)]?
-    ) -> (Image<UInt16>, Float?) {
+    ) throws -> (Image<UInt16>, Float?) {
         let lines = options.sampleNoise ?? RawNoiseEstimate.sampleNoise(source.image(options.reference).uint16)
         noise = lines
-        let plain = RawMerge.merge(
+        let plain = try RawMerge.merge(
             source, used: used, homographies: homographies, fields: offsets, layout: options.rawLayout!,
             noise: lines, options: options, maps: &maps, bandRows: bandRows,
             afterBand: source.spill.map { s in { s.releaseAll() } })

@@ -23,7 +23,9 @@ extension BurstStacker {
         try BurstInput.checkOneKind(files)
         // The first readable header tells whether the frames would exceed the limit (a burst has
         // one size; a frame of another is refused below, as in memory).
-        guard let total = BurstInput.estimatedDecodedBytes(files, decoder: decoder), total > limit else { return nil }
+        guard let total = BurstInput.estimatedDecodedBytes(files, decoder: decoder, sampling: options.rawSampling),
+            total > limit
+        else { return nil }
         let start = Date()
         // The first frame that decodes sets the slots' shape and sample type.
         var firstIndex = 0

@@ -54,7 +54,7 @@ public enum BurstStacker {
             : nil
         // From a spill file the merge runs in bands of rows, dropping the pages it has read after
         // each, so the resident part of the file stays at one band of every frame.
-        let band = source.bandRows(frames: used.count, limit: options.memoryLimit)
+        let band = source.bandRows(frames: used.count, options: options)
         var eraseSummary: EraseSummary?
         var sampleNoise: [(slope: Float, intercept: Float)]?
         /// Merges at sample type S, then erases the mask's region (``StackOptions/erase``) if one was given.
@@ -62,7 +62,7 @@ public enum BurstStacker {
             let warpers = source.samplers(used, homographies, offsets, options.interpolation, as: S.self)
             let r =
                 options.rawLayout != nil
-                ? mergeRawPlanes(
+                ? try mergeRawPlanes(
                     source, used, homographies, offsets, options, maps: &maps, bandRows: band, noise: &sampleNoise)
                     as! (Image<S>, Float?)
                 : merge(

@@ -4,7 +4,8 @@ import Foundation
 
 /// Each frame's green at its red and blue sites (``evn_raw_green_sites``, two samples a cell), for
 /// ``RawSampling/colour``: in memory, or in a spill file beside the frames' when they are spilled
-/// (in memory if that file cannot be made or written). A frame scaled to a bracket's shortest
+/// (a file that cannot be made or written is the same error as theirs: in memory, they would
+/// exceed the memory limit the frames were spilled for). A frame scaled to a bracket's shortest
 /// exposure has none: its missing samples leave it to the plain gather.
 final class GreenSites: @unchecked Sendable {
     private enum Store {
@@ -15,7 +16,7 @@ final class GreenSites: @unchecked Sendable {
     private var stores: [Store] = []
     let spill: FrameSpill?
 
-    init(_ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int]) {
+    init(_ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int]) throws {
         let w = source.width, h = source.height
         func fill(_ f: evn_raw_frame, _ out: UnsafeMutablePointer<UInt16>) {
             StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
@@ -24,29 +25,31 @@ final class GreenSites: @unchecked Sendable {
                 }
             }
         }
-        spill = source.spill.flatMap {
-            try? FrameSpill(directory: $0.directory, frameBytes: 4 * w * h, slots: frames.count)
+        spill = try source.spill.map {
+            try FrameSpill(directory: $0.directory, frameBytes: 4 * w * h, slots: frames.count)
         }
-        RawMerge.withFrames(frames, source: source, used: used) { pinned in
-            for (k, f) in pinned.enumerated() {
-                if f.clipped_is_missing != 0 {
-                    stores.append(.none)
-                    continue
-                }
-                if let spill {
-                    let image = Image<UInt16>(uninitializedWidth: w, height: h, channels: 2) { d in
-                        fill(f, d.baseAddress!)
+        let written: Result<Void, Error> = RawMerge.withFrames(frames, source: source, used: used) { pinned in
+            Result {
+                for (k, f) in pinned.enumerated() {
+                    if f.clipped_is_missing != 0 {
+                        stores.append(.none)
+                        continue
                     }
-                    if (try? spill.write(image, slot: k)) != nil {
+                    if let spill {
+                        let image = Image<UInt16>(uninitializedWidth: w, height: h, channels: 2) { d in
+                            fill(f, d.baseAddress!)
+                        }
+                        try spill.write(image, slot: k)
                         stores.append(.spilled(k))
                         continue
                     }
+                    let b = UnsafeMutablePointer<UInt16>.allocate(capacity: 2 * w * h)
+                    fill(f, b)
+                    stores.append(.memory(b))
                 }
-                let b = UnsafeMutablePointer<UInt16>.allocate(capacity: 2 * w * h)
-                fill(f, b)
-                stores.append(.memory(b))
             }
         }
+        try written.get()
     }
 
     /// Frame k's samples (valid while this lives), or nil where it has none.

@@ -110,7 +110,7 @@ enum RawMerge {
         _ source: BurstFrameSource, used: [Int], homographies: [Homography?], fields: [DisplacementField?],
         layout: RawPlaneLayout, noise: [(slope: Float, intercept: Float)], options: StackOptions,
         maps: inout StackMaps?, bandRows: Int?, afterBand: (() -> Void)?
-    ) -> Image<UInt16> {
+    ) throws -> Image<UInt16> {
         let w = source.width, h = source.height, c = source.channels, n = used.count
         var params = Self.parameters(frames: n, channels: c, layout: layout, noise: noise, options: options)
         params.reference = Int32(used.firstIndex(of: options.reference) ?? -1)
@@ -124,7 +124,7 @@ enum RawMerge {
                 gain: options.rawExposureGains[source.names[used[k]]])
         }
         // Kept to the end of the merge: the frames' descriptions point into it.
-        let greens = options.rawSampling == .colour && c == 4 ? GreenSites(frames, source: source, used: used) : nil
+        let greens = options.rawSampling == .colour && c == 4 ? try GreenSites(frames, source: source, used: used) : nil
         if let greens {
             for k in frames.indices { frames[k].0.green = greens.pointer(k) }
         }

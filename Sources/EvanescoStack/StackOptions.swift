@@ -21,7 +21,8 @@ public enum AlignMode: String, Sendable, Codable, CaseIterable {
 /// How a raw burst's frames are sampled at the reference's photosites before they are merged.
 public enum RawSampling: String, Sendable, Codable, CaseIterable {
     /// Each colour from its own samples around the site, with a narrow kernel and no demosaic:
-    /// the fastest, and the softest where a frame's samples land between the reference's.
+    /// the fastest (about 3/4 of ``colour``'s time), and the softest where a frame's samples land
+    /// between the reference's.
     case sites
     /// Green at full resolution (each frame's green estimated at its red and blue sites, then
     /// Catmull-Rom between pixels), and red and blue by their differences to green, pulled
@@ -30,11 +31,15 @@ public enum RawSampling: String, Sendable, Codable, CaseIterable {
     /// take for motion. On the 49 bursts of `Benchmarks/raw-stack-vs-anchor.py` (linear PSNR
     /// against the clean mosaic, `docs/benchmarks.md`): +0.6 dB on average, -0.2 to +1.8 dB;
     /// the static bursts' median gap to the averaging bound 1.64 dB instead of 2.77; the worst
-    /// visibly-off pixels where people pass 0.070 % instead of 0.147 %. For about twice the
-    /// merge's time on 12 MP (2.5 to 3 times at 1 MP) and half the frames' memory again. A frame
+    /// visibly-off pixels where people pass 0.070 % instead of 0.147 %. For about 1.35 times the
+    /// whole command's time and half the frames' memory again (the estimates). The default. A frame
     /// scaled to a bracket's shortest exposure keeps ``sites``, and the erase pass
     /// (``StackOptions/erase``) samples the planes as it always has (as pictures).
     case colour
+
+    /// Bytes a Bayer frame's samples take in memory beyond its planes, per photosite: ``colour``'s
+    /// green at the red and blue sites, two 16-bit samples a 2 x 2 cell.
+    var extraBytesPerPhotosite: Int { self == .colour ? 1 : 0 }
 }
 
 /// Everything that decides how a burst is stacked, policies included, so that every front end
@@ -60,9 +65,9 @@ public struct StackOptions: Sendable, DeclaresSettings {
     /// motorcycle, the aloe, graffiti). Catmull-Rom's exact linear ramps cost more detail
     /// than its phase shift, up to 0.05 px at quarter phases, gains.
     public var interpolation: Interpolation = .bicubic
-    /// How a raw burst's frames are sampled at the reference's photosites: ``RawSampling/sites``
+    /// How a raw burst's frames are sampled at the reference's photosites: ``RawSampling/colour``
     /// by default. Images ignore it.
-    public var rawSampling: RawSampling = .sites
+    public var rawSampling: RawSampling = .colour
     /// Sigma-clip and robust kappa.
     public var kappa = Float(Limits.kappa.defaultValue!)
     /// Winsorized: fraction replaced at each end.
@@ -165,8 +170,8 @@ public struct StackOptions: Sendable, DeclaresSettings {
             "interpolation", Interpolation.self, default: .bicubic, spelling: { Setting.kebab($0.rawValue) },
             summary: "How frames are sampled when warped into the reference"),
         .choice(
-            "rawSampling", RawSampling.self, default: .sites,
-            summary: "How raw frames are sampled at the reference's photosites; colour is sharper and slower"),
+            "rawSampling", RawSampling.self, default: .colour,
+            summary: "How raw frames are sampled at the reference's photosites; sites is faster and softer"),
         .number("kappa", Limits.kappa),
         .number("winsorFraction", Limits.winsorFraction),
         .number("alignLevel", Limits.alignLevel),

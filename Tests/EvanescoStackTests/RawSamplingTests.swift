@@ -36,4 +36,124 @@ import EvanescoCore
         let sites = try #require(rms[.sites]), colour = try #require(rms[.colour])
         #expect(colour < 0.5 * sites, "RMS error (16-bit units): colour \(colour), sites \(sites)")
     }
+
+    /// The colour gather takes eight cells at a time and loads their windows as runs of cells
+    /// side by side where they are: a row gathered at once gives the same bits as cell by cell
+    /// (a call of one cell loads its window cell by cell, clamped to the planes), for all four
+    /// CFAs, on frames shifted, rotated and scaled past the planes' edges, with and without a
+    /// local field.
+    @Test(arguments: [[0, 1, 1, 2], [2, 1, 1, 0], [1, 0, 2, 1], [1, 2, 0, 1]] as [[UInt8]])
+    func colourGatherInRunsIsCellByCell(colors: [UInt8]) throws {
+        let w = 61, h = 29
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt16 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt16(truncatingIfNeeded: state >> 40) % 60000
+        }
+        let planes = (0..<(w * h * 4)).map { _ in next() }, green = (0..<(w * h * 2)).map { _ in next() }
+        let layout = RawPlaneLayout(cfa: try #require(CFAPattern(colors: colors)))
+        var params = RawMerge.parameters(
+            frames: 1, channels: 4, layout: layout, noise: Array(repeating: (slope: 0.8, intercept: 30), count: 4),
+            options: StackOptions())
+        params.colour_pull = RawPlaneLayout.colourPull
+        let a = 2.5 * Double.pi / 180
+        let maps: [[Double]] = [
+            [1, 0, 0.37, 0, 1, -0.21, 0, 0, 1],  // a fraction of a cell: every chunk one run
+            [cos(a), -sin(a), 1.3, sin(a), cos(a), -0.8, 0, 0, 1],  // rows change within chunks
+            [1.04, 0.01, -2.6, -0.02, 0.97, 1.9, 0.0004, 0, 1]  // cells skipped, the edges passed
+        ]
+        let columns = 9, rows = 5
+        let dx = (0..<(columns * rows)).map { Float($0 % 7) * 0.23 - 0.7 }
+        let dy = (0..<(columns * rows)).map { Float($0 % 5) * 0.31 - 0.6 }
+        var differing = 0
+        for m in maps {
+            for withField in [false, true] {
+                planes.withUnsafeBufferPointer { pp in
+                    green.withUnsafeBufferPointer { gp in
+                        dx.withUnsafeBufferPointer { dxp in
+                            dy.withUnsafeBufferPointer { dyp in
+                                var f = evn_raw_frame()
+                                f.planes = pp.baseAddress
+                                f.green = gp.baseAddress
+                                f.width = Int32(w)
+                                f.height = Int32(h)
+                                f.weight_scale = 1
+                                withUnsafeMutableBytes(of: &f.m) { b in
+                                    for j in 0..<9 {
+                                        b.storeBytes(of: Float(m[j]), toByteOffset: 4 * j, as: Float.self)
+                                    }
+                                }
+                                withUnsafeMutableBytes(of: &f.site) { b in
+                                    for (ch, o) in layout.offsets.enumerated() {
+                                        b.storeBytes(of: o.x, toByteOffset: 8 * ch, as: Float.self)
+                                        b.storeBytes(of: o.y, toByteOffset: 8 * ch + 4, as: Float.self)
+                                    }
+                                }
+                                f.offset = f.site
+                                if withField {
+                                    f.field_dx = dxp.baseAddress
+                                    f.field_dy = dyp.baseAddress
+                                    f.field_cell = 8
+                                    f.field_columns = Int32(columns)
+                                    f.field_rows = Int32(rows)
+                                }
+                                for y in 0..<h {
+                                    var row = [Float](repeating: -1, count: 8 * w), cell = row
+                                    row.withUnsafeMutableBufferPointer { r in
+                                        evn_raw_gather_row(
+                                            &f, &params, Int32(y), 0, Int32(w), r.baseAddress, r.baseAddress! + 4 * w)
+                                    }
+                                    cell.withUnsafeMutableBufferPointer { c in
+                                        for x in 0..<w {
+                                            evn_raw_gather_row(
+                                                &f, &params, Int32(y), Int32(x), 1, c.baseAddress! + 4 * x,
+                                                c.baseAddress! + 4 * w + 4 * x)
+                                        }
+                                    }
+                                    differing += zip(row, cell).filter { $0.bitPattern != $1.bitPattern }.count
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(differing == 0)
+    }
+
+    /// The colour sampling's estimates (half the planes' bytes again) count in the memory limit:
+    /// a burst whose planes fit in it but whose planes and estimates do not is spilled.
+    @Test func colourEstimatesCountInTheMemoryLimit() throws {
+        let frames = (0..<6).map { k in RawStackTests.mosaic(dx: Float(k) * 0.4, dy: Float(k % 2) * 0.3) }
+        let burst = try RawStackTests.Burst(frames)
+        let planes = 6 * 256 * 192 * 2
+        #expect(BurstInput.estimatedDecodedBytes(burst.files, decoder: .rawPlanes, sampling: .sites) == planes)
+        #expect(BurstInput.estimatedDecodedBytes(burst.files, decoder: .rawPlanes, sampling: .colour) == planes * 3 / 2)
+        var o = StackOptions()
+        o.memoryLimit = planes * 5 / 4
+        o.spillDirectory = burst.path
+        for sampling in RawSampling.allCases {
+            o.rawSampling = sampling
+            let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
+            #expect(
+                (r.spilledBytes != nil) == (sampling == .colour), "\(sampling): spilled \(r.spilledBytes ?? 0) bytes")
+        }
+    }
+
+    /// A spilled Bayer burst's merge bands leave room for the colour sampling's estimates: 100
+    /// frames of 3000 x 2000 cells, 8 bytes a cell (12 with the estimates), within half of 1 GiB.
+    @Test func colourEstimatesCountInTheMergeBands() throws {
+        let spill = try FrameSpill(directory: NSTemporaryDirectory(), frameBytes: 3000 * 2000 * 8, slots: 1)
+        let source = BurstFrameSource(
+            names: ["a"], width: 3000, height: 2000, channels: 4, eightBit: false, referenceMetadata: ImageMetadata(),
+            memory: nil, spill: spill, slots: [0])
+        var o = StackOptions()
+        o.memoryLimit = 1 << 30
+        o.rawLayout = RawPlaneLayout(cfa: .rggb)
+        o.rawSampling = .sites
+        #expect(source.bandRows(frames: 100, options: o) == 144)
+        o.rawSampling = .colour
+        let rows = try #require(source.bandRows(frames: 100, options: o))
+        #expect(rows == 80 && (rows + 64) * 100 * 3000 * 12 <= 1 << 29)
+    }
 }
