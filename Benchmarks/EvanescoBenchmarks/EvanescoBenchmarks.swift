@@ -63,7 +63,10 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         if runs(.alignBurst) { try bench.alignBurst() }
         if runs(.backdrop) { try bench.backdrop() }
         if runs(.faces) { try bench.faces() }
-        if runs(.raw) { try bench.raw() }
+        if runs(.raw) {
+            try bench.raw()
+            bench.rawGather()
+        }
         if runs(.lensOracle) { try bench.lensOracle() }
         if runs(.lens) { try bench.lens() }
         if runs(.local) { try bench.local() }
