@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""What a spatial denoise after the raw merge would give, measured before building it (issue 48).
+
+For each burst of Benchmarks/raw-stack-vs-anchor.py's family (made there): our merge with
+--save-maps, then, in numpy, each CFA plane of the merged mosaic shrunk towards its 3 x 3 mean
+where its local variance is about the noise that is left (a Lee filter): out = m + g (x - m),
+g = max(0, 1 - r / v), v the 3 x 3 variance, r = c (S m + O) / kept, with S, O the reference's
+DNG NoiseProfile and kept the merge's frames kept per pixel (kept-16.png). c = 0 is the merge as it
+is. Each result is scored as the benchmark scores ours (score.py raw: linear PSNR against
+gt_raw.tif, finished pEPs), so the figures compare with its table.
+
+  Benchmarks/raw-denoise-study.py [--family DIR] [--c 0.25 0.5 1] [--only NAME ...] [--evanesco BIN] [--json FILE]
+
+Prints each burst's linear PSNR and pEPs per c, then over the tuned and the held-out bursts the
+change in dB (mean, median, least), the worst pEPs and the occluder bursts over 0.05 %, and the
+static bursts' median gap to the averaging bound (the bound from the benchmark's --json, given
+with --bounds).
+"""
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+import tifffile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("rawstack", os.path.join(HERE, "raw-stack-vs-anchor.py"))
+rawstack = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rawstack)
+sys.path.insert(0, rawstack.BENCH)
+import make_raw_burst as mrb  # noqa: E402
+import score  # noqa: E402
+
+
+def shrink(merged, kept, noise, c):
+    """The Lee filter of the module's docstring on each 2 x 2 phase of `merged` (normalised)."""
+    s, o = noise
+    out = merged.copy()
+    for oy in (0, 1):
+        for ox in (0, 1):
+            p, k = merged[oy::2, ox::2], np.maximum(kept[oy::2, ox::2], 1)
+            m = cv2.blur(p, (3, 3))
+            v = cv2.blur(p * p, (3, 3)) - m * m
+            r = c * (s * np.maximum(m, 0) + o) / k
+            out[oy::2, ox::2] = m + np.clip((v - r) / np.maximum(v, 1e-12), 0, 1) * (p - m)
+    return out
+
+
+def study(burst, evanesco, cs, work):
+    frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
+    merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
+    subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--force", "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    raw, meta = mrb.read_raw(merged_path)
+    _, ref = mrb.read_raw(frames[0])
+    black, white = float(np.asarray(meta["black"]).ravel()[0]), float(meta["white"])
+    x = (raw.astype(np.float64) - black) / (white - black)
+    kept = cv2.imread(os.path.join(maps, "kept-16.png"), cv2.IMREAD_UNCHANGED).astype(np.float64)
+    valid = cv2.imread(os.path.join(burst, "valid.png"), 0)
+    out = {}
+    for c in cs:
+        y = shrink(x, kept, ref["noise_profile"], c) if c > 0 else x
+        path = os.path.join(work, "c.tif")
+        tifffile.imwrite(path, np.clip(np.round(y * (white - black) + black), 0, 65535).astype(np.uint16))
+        d = score.score_raw(path, os.path.join(burst, "gt_raw.tif"), os.path.join(burst, "truth.json"), valid=valid,
+                            black=black, white=white)
+        out[c] = {"linear": d["linear"]["PSNR"], "pEPs": d["finished"]["pEPs"]}
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--family", default=os.path.join(HERE, "..", ".build", "raw-stack-family"))
+    p.add_argument("--c", nargs="*", type=float, default=[0.25, 0.5, 1.0])
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--evanesco", default=os.path.join(HERE, "..", ".build", "release", "evanesco"))
+    p.add_argument("--bounds", help="a raw-stack-vs-anchor.py --json: its bounds, for the static bursts' gaps")
+    p.add_argument("--json")
+    a = p.parse_args()
+    rawstack.require_plain_build(a.evanesco)
+    cs = [0.0] + [c for c in a.c if c > 0]
+    names = a.only or list(rawstack.FAMILY)
+    results = {}
+    with tempfile.TemporaryDirectory() as work:
+        for name in names:
+            r = study(rawstack.make(a.family, name), a.evanesco, cs, work)
+            results[name] = r
+            print("%-36s " % name + "  ".join("c=%.2f %6.2f dB %.3f %%" % (c, r[c]["linear"], r[c]["pEPs"]) for c in cs),
+                  flush=True)
+    occluders = {n for n in names if rawstack.FAMILY[n][5] > 0}
+    summary = {}
+    for part, tuned in (("tuned", True), ("held_out", False)):
+        sel = [n for n in names if rawstack.FAMILY[n][9] == tuned]
+        if not sel:
+            continue
+        for c in cs[1:]:
+            d = [results[n][c]["linear"] - results[n][0.0]["linear"] for n in sel]
+            peps = [results[n][c]["pEPs"] for n in sel if n in occluders]
+            summary["%s c=%g" % (part, c)] = s = {
+                "bursts": len(sel), "dB_mean": round(statistics.mean(d), 3), "dB_median": round(statistics.median(d), 3),
+                "dB_least": round(min(d), 3), "pEPs_worst": max(peps) if peps else None,
+                "occluder_bursts_over_0.05": sum(1 for v in peps if v > 0.05)}
+            print("%-8s c=%-5g %s" % (part, c, s))
+    if a.bounds:
+        bounds = {k: v["bound"] for k, v in json.load(open(a.bounds))["bursts"].items()}
+        static = [n for n in names if n not in occluders and n in bounds]
+        for c in cs:
+            gaps = [bounds[n] - results[n][c]["linear"] for n in static]
+            summary["bound_gap_median c=%g" % c] = round(statistics.median(gaps), 3)
+            print("static bursts (%d): bound gap median %.2f dB at c=%g" % (len(gaps), statistics.median(gaps), c))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"bursts": {n: {str(c): v for c, v in r.items()} for n, r in results.items()},
+                       "summary": summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
