@@ -509,7 +509,7 @@ EVN_INLINE int cd_window_runs(const evn_raw_frame *f, v8i ix, v8i iy, v8i used, 
     const v8i start = ix - lane;
     int k = 0;
     while (k < CD_LANES && !used[k]) k++;
-    if (k == CD_LANES) return 1; // no lane matters
+    if (k == CD_LANES) return 0; // (cd_lanes returns before, where no lane matters)
     const v8i first = used & (start == start[k]) & (iy == iy[k]);
     const v8i rest = used & ~first;
     if (!cd_run_inside(f, start[k], iy[k])) return 0;
@@ -584,7 +584,16 @@ EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, 
     const v8f fx = gx - __builtin_convertvector(ix, v8f), fy = gy - __builtin_convertvector(iy, v8f);
     cd_window win;
     v8i used;
-    for (int i = 0; i < CD_LANES; i++) used[i] = i < n && ok[i] ? -1 : 0;
+    int any = 0;
+    for (int i = 0; i < CD_LANES; i++) {
+        used[i] = i < n && ok[i] ? -1 : 0;
+        any |= used[i];
+    }
+    if (!any) { // every cell outside the frame
+        memset(value, 0, sizeof(float) * 4 * (size_t)n);
+        memset(weight, 0, sizeof(float) * 4 * (size_t)n);
+        return;
+    }
     if (!cd_window_runs(f, ix, iy, used, &win)) cd_window_cells(f, ix, iy, &win);
     const float *W = (const float *)&win;
 #define GW(r, c) load8(W + l->green[r][c])
