@@ -163,14 +163,15 @@ public struct StackOptions: Sendable, DeclaresSettings {
     /// Every setting a user chooses, declared once: the command line, manifests, the studio
     /// and the documentation take them from here.
     public static let settings: [Setting] = [
-        .choice("align", AlignMode.self, default: .auto, summary: "How frames are registered to the reference"),
-        .choice("merge", MergeMethod.self, default: .robust, summary: "How the aligned frames are merged"),
+        .choice("align", AlignMode.self, default: Self().align, summary: "How frames are registered to the reference"),
+        .choice("merge", MergeMethod.self, default: Self().merge, summary: "How the aligned frames are merged"),
         .number("reference", Limits.reference),
         .choice(
-            "interpolation", Interpolation.self, default: .bicubic, spelling: { Setting.kebab($0.rawValue) },
+            "interpolation", Interpolation.self, default: Self().interpolation,
+            spelling: { Setting.kebab($0.rawValue) },
             summary: "How frames are sampled when warped into the reference"),
         .choice(
-            "rawSampling", RawSampling.self, default: .colour,
+            "rawSampling", RawSampling.self, default: Self().rawSampling,
             summary: "How raw frames are sampled at the reference's photosites; sites is faster and softer"),
         .number("kappa", Limits.kappa),
         .number("winsorFraction", Limits.winsorFraction),

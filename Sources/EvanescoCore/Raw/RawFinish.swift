@@ -42,11 +42,11 @@ public struct RawFinishOptions: Sendable, Equatable, Codable, DeclaresSettings {
         case daylight
     }
 
-    public var colorSpace: ColorSpace = .sRGB
-    public var tone: Tone = .standard
-    public var whiteBalance: WhiteBalance = .asShot
+    public var colorSpace: ColorSpace
+    public var tone: Tone
+    public var whiteBalance: WhiteBalance
     /// Stops added to the file's baseline exposure.
-    public var exposure: Float = 0
+    public var exposure: Float
 
     public init(
         colorSpace: ColorSpace = .sRGB, tone: Tone = .standard, whiteBalance: WhiteBalance = .asShot,
@@ -63,10 +63,13 @@ public struct RawFinishOptions: Sendable, Equatable, Codable, DeclaresSettings {
 
     public static let settings: [Setting] = [
         .choice(
-            "colorSpace", ColorSpace.self, default: .sRGB,
+            "colorSpace", ColorSpace.self, default: Self().colorSpace,
             summary: "Colour space of a finished raw (its ICC profile is embedded); linear ones skip the tone curve"),
-        .choice("tone", Tone.self, default: .standard, summary: "Contrast curve of a finished raw (display spaces)"),
-        .choice("whiteBalance", WhiteBalance.self, default: .asShot, summary: "White balance of a finished raw"),
+        .choice(
+            "tone", Tone.self, default: Self().tone, summary: "Contrast curve of a finished raw (display spaces)"),
+        .choice(
+            "whiteBalance", WhiteBalance.self, default: Self().whiteBalance,
+            summary: "White balance of a finished raw"),
         .number("exposure", exposureSetting)
     ]
 

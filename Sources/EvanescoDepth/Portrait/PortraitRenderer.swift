@@ -156,7 +156,7 @@ public struct PortraitSettings: Sendable, Equatable, DeclaresSettings {
     /// Every setting a user chooses, declared once: the command line, manifests, the studio
     /// and the documentation take them from here. Only one of the three focus settings is given.
     public static let settings: [Setting] = [
-        .choice("effect", PortraitEffect.self, default: .spotlight, summary: "What is rendered"),
+        .choice("effect", PortraitEffect.self, default: Self().effect, summary: "What is rendered"),
         .number("focus", Limits.focus),
         .number("focusDistance", Limits.focusDistance),
         Setting(
@@ -167,7 +167,7 @@ public struct PortraitSettings: Sendable, Equatable, DeclaresSettings {
         .number("radius", Limits.radius),
         .number("levels", Limits.levels),
         .choice(
-            "refine", MaskRefinement.self, default: .none,
+            "refine", MaskRefinement.self, default: Self().refine,
             summary: "How the upscaled mask is snapped to edges: none (bicubic), photo, matte, auto"),
         Setting(
             "protectSubject", .toggle(default: true),

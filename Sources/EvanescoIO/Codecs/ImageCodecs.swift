@@ -68,15 +68,15 @@ public struct WriteOptions: Sendable {
     /// Format; nil picks it from the path's extension.
     public var format: ImageFormat?
     /// JPEG quality (``JPEGQuality/setting``; 4:4:4 chroma from 95 up, else 4:2:0).
-    public var quality = JPEGQuality.rendered
+    public var quality: Int
     /// 8, 16 or 32 (32 = float, TIFF only); nil keeps the image's own depth where the format allows.
     public var bitDepth: Int?
     /// EXIF and ICC to carry (EXIF orientation is reset to 1, since pixels are written upright).
     public var metadata: ImageMetadata?
     /// Replace an existing file.
-    public var overwrite = false
+    public var overwrite: Bool
     /// How hard PNG and TIFF compress (the pixels are the same whatever the setting).
-    public var compression = LosslessCompression.default
+    public var compression: LosslessCompression
 
     /// - Parameters:
     ///   - format: Format; nil picks it from the extension.

@@ -12,7 +12,7 @@ extension WriteOptions: DeclaresSettings, Decodable {
             "bitDepth", .choice(values: ["keep", "8", "16", "32"], default: "keep"),
             summary: "Bits per sample: keep the image's where the format allows, or 8, 16 or 32 (float, TIFF only)"),
         .choice(
-            "compression", LosslessCompression.self, default: .default,
+            "compression", LosslessCompression.self, default: Self().compression,
             summary: "PNG/TIFF compression: the pixels are the same whatever the choice"),
         Setting("overwrite", .toggle(default: false), summary: "Replace an existing file")
     ]
