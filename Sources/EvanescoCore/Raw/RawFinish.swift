@@ -50,7 +50,7 @@ public struct RawFinishOptions: Sendable, Equatable, Codable, DeclaresSettings {
 
     public init(
         colorSpace: ColorSpace = .sRGB, tone: Tone = .standard, whiteBalance: WhiteBalance = .asShot,
-        exposure: Float = 0
+        exposure: Float = Float(RawFinishOptions.exposureSetting.defaultValue!)
     ) {
         self.colorSpace = colorSpace
         self.tone = tone
