@@ -376,15 +376,6 @@ void evn_raw_green_sites(const evn_raw_frame *f, int32_t y0, int32_t y1, uint16_
     free(rows);
 }
 
-/// Catmull-Rom's four weights at fraction t.
-static inline void catmull(float t, float w[4]) {
-    const float t2 = t * t, t3 = t2 * t;
-    w[0] = 0.5f * (-t3 + 2 * t2 - t);
-    w[1] = 0.5f * (3 * t3 - 5 * t2 + 2);
-    w[2] = 0.5f * (-3 * t3 + 4 * t2 + t);
-    w[3] = 0.5f * (t3 - t2);
-}
-
 /// Cells the colour-difference gather works out together, one a lane.
 #define CD_LANES 8
 
@@ -420,7 +411,7 @@ EVN_INLINE v8i floor8(v8f v) {
     return i + (v < __builtin_convertvector(i, v8f)); // a true lane is -1
 }
 
-/// `catmull` lane by lane.
+/// Catmull-Rom's four weights at fraction t, lane by lane.
 EVN_INLINE void catmull8(v8f t, v8f w[4]) {
     const v8f t2 = t * t, t3 = t2 * t;
     w[0] = 0.5f * (-t3 + 2 * t2 - t);
