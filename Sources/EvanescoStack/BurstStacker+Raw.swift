@@ -74,9 +74,17 @@ extension BurstStacker {
         r.raw = RawStack(
             mosaic: RawPlanes.mosaic(planes, like: reference, noise: mergedNoise), noise: noise,
             noiseSource: declared != nil ? "the reference's NoiseProfile" : "estimated from the reference's samples",
-            container: refHeader.container)
+            container: refHeader.container,
+            denoise: denoised(options, merge: r.merge, channels: planes.channels, frames: r.usedFrames))
         r.maps = r.maps.map { $0.scaled(toWidth: refHeader.width, height: refHeader.height) }
         return r
+    }
+
+    /// The strength `frames` frames' planes merged by `merge` were denoised at, nil when they were not.
+    static func denoised(_ options: StackOptions, merge: MergeMethod, channels: Int, frames: Int) -> Float? {
+        var o = options
+        o.merge = merge
+        return RawMerge.denoises(o, channels: channels, frames: frames) ? o.rawDenoise : nil
     }
 
     /// A raw burst's planes merged by ``RawMerge`` (with the reference's noise lines, measured on

@@ -63,14 +63,16 @@ extension RawMerge {
     }
 
     /// The vote and the Wiener merge anchored on the reference in one pass (each row of each frame
-    /// gathered once, for both), then ``blended(_:wiener:frames:source:used:options:params:)``.
+    /// gathered once, for both), then ``blended(_:wiener:frames:source:used:options:params:vote:)``
+    /// and ``denoise(_:kept:params:options:)``.
     static func voteAndBlend(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
         params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?, release: Release? = nil
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
-        let outputs = CellOutputs(cells: w * h, maps: maps != nil, distances: true)
+        let outputs = CellOutputs(
+            cells: w * h, maps: maps != nil, kept: denoises(options, channels: 4, frames: n), distances: true)
         var voting = params
         voting.replace_beyond = blend.replaceBeyond
         let scratch = VoteScratch(voting, frames: n, segment: segment)
@@ -108,9 +110,13 @@ extension RawMerge {
             }
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
-        return blended(
+        var out = blended(
             robust, wiener: wiener!, frames: frames, source: source, used: used, options: options, params: params,
             vote: outputs)
+        if denoises(options, channels: 4, frames: n), let k = outputs.kept {
+            denoise(&out, kept: k, params: params, options: options)
+        }
+        return out
     }
 
     /// The robust merge `robust` blended with HDR+'s Wiener merge anchored on the reference, `wiener`, except

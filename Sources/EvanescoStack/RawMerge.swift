@@ -79,15 +79,15 @@ final class VoteScratch: @unchecked Sendable {
 }
 
 /// The vote's per-cell outputs a merge asks for (frames kept, the closest frame), uninitialised,
-/// freed with it; the strips write disjoint cells.
+/// freed with it; the strips write disjoint cells. `kept` also for the denoise alone.
 final class CellOutputs: @unchecked Sendable {
     let kept: UnsafeMutablePointer<UInt16>?, best: UnsafeMutablePointer<Int16>?
     /// The reference's distance from the vote per cell, and its signed distance per cell and
     /// channel (``evn_raw_merge_cells``' `reference_deviation` and `reference_offset`), when asked.
     let deviation: UnsafeMutablePointer<Float>?, offset: UnsafeMutablePointer<Int8>?
 
-    init(cells: Int, maps: Bool, distances: Bool = false) {
-        kept = maps ? .allocate(capacity: cells) : nil
+    init(cells: Int, maps: Bool, kept counts: Bool = false, distances: Bool = false) {
+        kept = maps || counts ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
         deviation = distances ? .allocate(capacity: cells) : nil
         deviation?.initialize(repeating: 0, count: cells)
@@ -145,12 +145,12 @@ enum RawMerge {
             return voteAndBlend(
                 frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
-        let outputs = CellOutputs(cells: w * h, maps: maps != nil)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil, kept: denoises(options, channels: c, frames: n))
         let scratch = VoteScratch(params, frames: n, segment: segment)
         let band = min(h, max(1, bandRows ?? h))
         let start = Date()
         let done = LockedBox(0)
-        let out = Image<UInt16>(uninitializedWidth: w, height: h, channels: c) { dst in
+        var out = Image<UInt16>(uninitializedWidth: w, height: h, channels: c) { dst in
             withFrames(frames, source: source, used: used) { frames in
                 var y0 = 0
                 while y0 < h {
@@ -177,6 +177,9 @@ enum RawMerge {
             }
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
+        if denoises(options, channels: c, frames: n), let k = outputs.kept {
+            denoise(&out, kept: k, params: params, options: options)
+        }
         return out
     }
 

@@ -9,7 +9,8 @@ import Foundation
 /// switch are not settings and are not read or written.
 extension StackOptions: Codable {
     enum Key: String, CodingKey, CaseIterable {
-        case align, merge, reference, interpolation, rawSampling, kappa, winsorFraction, alignLevel, videoFrames,
+        case align, merge, reference, interpolation, rawSampling, rawDenoise, kappa, winsorFraction, alignLevel,
+            videoFrames,
             memoryLimit,
             spillDirectory,
             meanForTwoFrames, halfResolutionAlignmentAbove
@@ -36,6 +37,7 @@ extension StackOptions: Codable {
             interpolation = i
         }
         rawSampling = try c.decodeChoiceIfPresent(RawSampling.self, forKey: .rawSampling) ?? rawSampling
+        rawDenoise = try c.decodeIfPresent(Float.self, forKey: .rawDenoise) ?? rawDenoise
         kappa = try c.decodeIfPresent(Float.self, forKey: .kappa) ?? kappa
         winsorFraction = try c.decodeIfPresent(Float.self, forKey: .winsorFraction) ?? winsorFraction
         alignLevel = try c.decodeWholeNumberIfPresent(forKey: .alignLevel) ?? alignLevel
@@ -61,6 +63,7 @@ extension StackOptions: Codable {
         try c.encode(reference, forKey: .reference)
         try c.encode(Setting.kebab(interpolation.rawValue), forKey: .interpolation)
         try c.encode(rawSampling, forKey: .rawSampling)
+        try c.encode(rawDenoise, forKey: .rawDenoise)
         try c.encode(kappa, forKey: .kappa)
         try c.encode(winsorFraction, forKey: .winsorFraction)
         try c.encodeIfPresent(alignLevel, forKey: .alignLevel)

@@ -82,8 +82,8 @@ public struct StackReport: Sendable, Codable, Equatable {
             height = r.mosaic.height
             raw = RawReport(
                 container: r.container, cfa: r.mosaic.cfa?.description ?? "LinearRaw", noise: r.noise,
-                noiseSource: r.noiseSource, mergedNoise: r.mosaic.noise, blackLevels: r.mosaic.blackLevels,
-                whiteLevel: r.mosaic.whiteLevel)
+                noiseSource: r.noiseSource, mergedNoise: r.mosaic.noise, denoise: r.denoise,
+                blackLevels: r.mosaic.blackLevels, whiteLevel: r.mosaic.whiteLevel)
         }
     }
 
@@ -237,8 +237,12 @@ public struct RawReport: Codable, Sendable, Equatable {
     public var noise: NoiseModel
     /// Where it came from: the reference's NoiseProfile, or estimated from its samples.
     public var noiseSource: String
-    /// The merged mosaic's NoiseProfile (the frames' divided by the frames merged).
+    /// The merged mosaic's NoiseProfile (the frames' divided by the frames merged; the spatial
+    /// denoise lowers it further where it smoothed, which the profile does not claim).
     public var mergedNoise: NoiseModel?
+    /// The spatial denoise's strength (``StackOptions/rawDenoise``), nil when the planes were not
+    /// denoised.
+    public var denoise: Float?
     /// The merged mosaic's levels (scaled to 16 bits).
     public var blackLevels: [Float]
     public var whiteLevel: Float

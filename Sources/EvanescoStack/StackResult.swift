@@ -155,4 +155,7 @@ public struct RawStack: Sendable {
     public var noiseSource: String
     /// The reference's container ("DNG 1.4", "CR2"...).
     public var container: String
+    /// The strength of the spatial denoise the merged planes went through
+    /// (``StackOptions/rawDenoise``), nil when they were not (a merge it does not apply to, or 0).
+    public var denoise: Float?
 }

@@ -55,6 +55,7 @@ struct Stack: ParsableCommand {
     var halfResolutionAlignmentAbove = StackOptions().halfResolutionAlignmentAbove
     @Option(help: .stack("interpolation")) var interpolation = StackOptions().interpolation
     @Option(help: .stack("rawSampling")) var rawSampling = StackOptions().rawSampling
+    @Option(help: .stack("rawDenoise")) var rawDenoise = StackOptions().rawDenoise
     @Option(help: .stack("kappa")) var kappa = StackOptions().kappa
     @Option(help: .stack("winsorFraction")) var winsorFraction = StackOptions().winsorFraction
     @Flag(inversion: .prefixedNo, help: .stack("meanForTwoFrames")) var meanForTwoFrames = StackOptions()
@@ -82,6 +83,7 @@ struct Stack: ParsableCommand {
         options.reference = reference
         options.interpolation = interpolation
         options.rawSampling = rawSampling
+        options.rawDenoise = rawDenoise
         options.kappa = kappa
         options.winsorFraction = winsorFraction
         options.alignLevel = alignLevel

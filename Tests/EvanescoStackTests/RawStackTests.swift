@@ -56,7 +56,16 @@ import EvanescoCore
             samples: samples, layout: .bayer(cfa), blackLevels: [256], whiteLevel: 4095,
             color: RawColor(
                 colorMatrix: [0.7, -0.2, -0.1, -0.45, 1.25, 0.15, -0.08, 0.16, 0.53], asShotNeutral: [0.45, 1, 0.66]),
-            noise: NoiseModel(planes: [NoiseModelPlane(scale: 4e-4, offset: 2e-6)]), capture: capture)
+            noise: NoiseModel(planes: [NoiseModelPlane(scale: noiseScale, offset: noiseOffset)]), capture: capture)
+    }
+
+    /// Options that test the merge itself: the spatial denoise after it off (RawDenoiseTests test
+    /// it). These frames are noiseless but declare a camera's noise, which the denoise would rightly
+    /// take their smoother texture for.
+    static func mergeOnly() -> StackOptions {
+        var o = StackOptions()
+        o.rawDenoise = 0
+        return o
     }
 
     /// The samples of `raw` as the merge scales them (``RawPlanes``).
@@ -73,7 +82,7 @@ import EvanescoCore
         let frame = Self.mosaic(width: width, height: height, cfa: cfa)
         let burst = try Burst(Array(repeating: frame, count: 4))
         for sampling in RawSampling.allCases {
-            var o = StackOptions()
+            var o = Self.mergeOnly()
             o.rawSampling = sampling
             let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
             let m = try #require(r.raw).mosaic
@@ -102,50 +111,59 @@ import EvanescoCore
         }
     }
 
+    /// The level of ``flat(_:)``'s frames and the noise line of ``mosaic(width:height:cfa:dx:dy:square:noise:fine:)``.
+    static let flatLevel: Float = 1500, noiseScale = 4e-4, noiseOffset = 2e-6
+
+    /// A flat frame at ``flatLevel`` with the model's noise (Gaussian, from `seed`).
+    static func flat(_ seed: UInt64) -> RawMosaic {
+        let range: Float = 4095 - 256, x = Double((flatLevel - 256) / range)
+        let sigmaDN = Float((noiseScale * x + noiseOffset).squareRoot()) * range
+        var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var spare: Float?
+        let gauss: (Int) -> Float = { _ in
+            if let g = spare {
+                spare = nil
+                return g * sigmaDN
+            }
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            let u1 = max(1e-7, Float(s >> 40) / Float(1 << 24))
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            let u2 = Float(s >> 40) / Float(1 << 24)
+            let r = (-2 * logf(u1)).squareRoot()
+            spare = r * sinf(2 * .pi * u2)
+            return r * cosf(2 * .pi * u2) * sigmaDN
+        }
+        var m = Self.mosaic()
+        // Flat: the texture replaced by one level, with the noise.
+        m.samples = Image(width: m.width, height: m.height, channels: 1) { d in
+            for i in 0..<d.count { d[i] = UInt16(clampingRounded: flatLevel + gauss(i)) }
+        }
+        return m
+    }
+
+    /// The variance of a mosaic's samples, in 16-bit units when `scaled`.
+    static func variance(_ m: RawMosaic, scaled: Bool = false) -> Double {
+        let v = m.samples.samples.map(Double.init), mean = v.reduce(0, +) / Double(v.count)
+        let k = scaled ? Double(RawPlanes.scale(white: m.whiteLevel)) : 1
+        return v.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(v.count - 1) * k * k
+    }
+
     /// Flat frames with the model's noise: the merged variance is the frame's over N, and the
     /// merged DNG's NoiseProfile says so.
     @Test func noiseVarianceFallsAsOneOverN() throws {
-        let level: Float = 1500, scale = 4e-4, offset = 2e-6, range: Float = 4095 - 256
-        let x = Double((level - 256) / range)
-        let sigmaDN = Float((scale * x + offset).squareRoot()) * range
-        func frame(_ seed: UInt64) -> RawMosaic {
-            var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-            var spare: Float?
-            let gauss: (Int) -> Float = { _ in
-                if let g = spare {
-                    spare = nil
-                    return g * sigmaDN
-                }
-                s = s &* 6364136223846793005 &+ 1442695040888963407
-                let u1 = max(1e-7, Float(s >> 40) / Float(1 << 24))
-                s = s &* 6364136223846793005 &+ 1442695040888963407
-                let u2 = Float(s >> 40) / Float(1 << 24)
-                let r = (-2 * logf(u1)).squareRoot()
-                spare = r * sinf(2 * .pi * u2)
-                return r * cosf(2 * .pi * u2) * sigmaDN
-            }
-            var m = Self.mosaic(noise: gauss)
-            // Flat: the texture replaced by one level (the noise kept).
-            m.samples = Image(width: m.width, height: m.height, channels: 1) { d in
-                for i in 0..<d.count { d[i] = UInt16(clampingRounded: level + gauss(i)) }
-            }
-            return m
-        }
-        func variance(_ m: RawMosaic) -> Double {
-            let v = m.samples.samples.map(Double.init), mean = v.reduce(0, +) / Double(v.count)
-            return v.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(v.count - 1)
-        }
-        let single = variance(frame(1)) * Double(RawPlanes.scale(white: 4095) * RawPlanes.scale(white: 4095))
+        let single = Self.variance(Self.flat(1), scaled: true)
         for n in [4, 16] {
-            let burst = try Burst((0..<n).map { frame(UInt64($0 + 1)) })
-            var o = StackOptions()
+            let burst = try Burst((0..<n).map { Self.flat(UInt64($0 + 1)) })
+            var o = Self.mergeOnly()
             o.align = .none
             let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
             let m = try #require(r.raw)
-            let ratio = variance(m.mosaic) * Double(n) / single
+            let ratio = Self.variance(m.mosaic) * Double(n) / single
             #expect(ratio > 0.85 && ratio < 1.15, "N = \(n): variance x N / one frame's = \(ratio)")
             let p = try #require(m.mosaic.noise).plane(1)
-            #expect(abs(p.scale - scale / Double(n)) < 1e-9 && abs(p.offset - offset / Double(n)) < 1e-12)
+            #expect(
+                abs(p.scale - Self.noiseScale / Double(n)) < 1e-9
+                    && abs(p.offset - Self.noiseOffset / Double(n)) < 1e-12)
             #expect(m.noiseSource.contains("NoiseProfile"))
         }
     }
@@ -155,7 +173,7 @@ import EvanescoCore
         let clean = Self.mosaic()
         let frames = (0..<7).map { k in Self.mosaic(square: (20 + 30 * k, 80)) }
         let burst = try Burst(frames)
-        var o = StackOptions()
+        var o = Self.mergeOnly()
         o.rawSampling = sampling
         let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
         let m = try #require(r.raw).mosaic
@@ -292,7 +310,7 @@ import EvanescoCore
         // it, and the reference's photosites get the same scene back, at their own phases.
         let frames = (0..<5).map { k in Self.mosaic(dx: Float(2 * k), dy: Float(-2 * k)) }
         let burst = try Burst(frames)
-        var o = StackOptions()
+        var o = Self.mergeOnly()
         o.rawSampling = sampling
         let r = try BurstStacker.stack(contentsOf: burst.files, options: o)
         let m = try #require(r.raw).mosaic
@@ -436,7 +454,7 @@ import EvanescoCore
         #expect(clipped > 2000, "the 4x frame clips \(clipped) samples")
         let burst = try Burst(frames)
         let want = Self.scaled(reference)
-        var o = StackOptions()
+        var o = Self.mergeOnly()
         o.merge = merge
         o.rawSampling = sampling
         o.givenHomographies = Array(repeating: .identity, count: 4)
@@ -496,7 +514,7 @@ import EvanescoCore
         #expect(clippedInReference > 500, "the reference clips \(clippedInReference) samples")
         let frames = [reference, short, Self.exposed(short, times: 4), short]
         let burst = try Burst(frames)
-        var o = StackOptions()
+        var o = Self.mergeOnly()
         o.merge = merge
         o.givenHomographies = Array(repeating: .identity, count: 4)
         let r = try BurstStacker.stack(contentsOf: burst.files, options: o)

@@ -48,6 +48,7 @@ def stack(
     reference: int | None = ...,
     interpolation: Literal['nearest', 'bilinear', 'bicubic', 'catmull-rom'] | None = ...,
     raw_sampling: Literal['sites', 'colour'] | None = ...,
+    raw_denoise: float | None = ...,
     kappa: float | None = ...,
     winsor_fraction: float | None = ...,
     align_level: int | None = ...,

@@ -253,6 +253,30 @@ int evn_raw_blend_fill_dense(uint8_t *mask, int32_t width, int32_t height, int32
 int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t width,
                           int32_t height, int32_t ch, const evn_raw_blend_params *p, uint16_t *out);
 
+/// The spatial denoise of a raw merge (``evn_raw_denoise_channel``).
+typedef struct {
+    /// Channel `ch`'s noise line in the samples' units: a sample of value v has variance
+    /// `slope` v + `intercept` in one frame.
+    float slope, intercept;
+    /// The variance taken for noise, in units of the noise the merge left (the line's variance at
+    /// the 3 x 3 mean over the frames kept): the Lee filter's threshold. 0: nothing changes.
+    float strength;
+    /// Cells whose 3 x 3 variance exceeds `texture` times the noise left stay as they are
+    /// (texture: the filter would only move them by a little, to either side of the truth).
+    /// 0: no guard.
+    float texture;
+} evn_raw_denoise_params;
+
+/// Channel `ch` of `planes` (width x height cells, `channels` samples a cell), denoised in
+/// place by a Lee filter over each cell's 3 x 3 cells of that channel (edges mirrored, the edge
+/// cell not repeated): with m and v their mean and variance and r = `strength` n,
+/// n = max(0, slope m + intercept) / max(1, kept) the noise the merge left there, the cell
+/// becomes m + g (x - m), g = max(0, 1 - r / v) (1 where v > `texture` n). `kept`: frames kept per
+/// cell (width x height); NULL counts one. `rows3`: room for 3 x width floats (the original rows
+/// around the one being written). -1: a channel not in [0, channels) (nothing changed).
+int evn_raw_denoise_channel(uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height, int32_t channels,
+                            int32_t ch, const evn_raw_denoise_params *p, float *rows3);
+
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
 /// outside repeat the edge), raised-cosine windowed, DFT; each frame's tile Z pulled towards the
