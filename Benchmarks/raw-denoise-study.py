@@ -39,8 +39,10 @@ import make_raw_burst as mrb  # noqa: E402
 import score  # noqa: E402
 
 
-def shrink(merged, kept, noise, c):
-    """The Lee filter of the module's docstring on each 2 x 2 phase of `merged` (normalised)."""
+def shrink(merged, kept, noise, c, clamp=0, texture=0):
+    """The Lee filter of the module's docstring on each 2 x 2 phase of `merged` (normalised); with
+    `clamp`, no sample moves by more than that many standard deviations of the noise left; with
+    `texture`, samples whose 3 x 3 variance is over that many times the noise left stay as they are."""
     s, o = noise
     out = merged.copy()
     for oy in (0, 1):
@@ -48,12 +50,20 @@ def shrink(merged, kept, noise, c):
             p, k = merged[oy::2, ox::2], np.maximum(kept[oy::2, ox::2], 1)
             m = cv2.blur(p, (3, 3))
             v = cv2.blur(p * p, (3, 3)) - m * m
-            r = c * (s * np.maximum(m, 0) + o) / k
-            out[oy::2, ox::2] = m + np.clip((v - r) / np.maximum(v, 1e-12), 0, 1) * (p - m)
+            left = (s * np.maximum(m, 0) + o) / k
+            r = c * left
+            g = np.clip((v - r) / np.maximum(v, 1e-12), 0, 1)
+            if texture > 0:
+                g[v > texture * left] = 1
+            y = m + g * (p - m)
+            if clamp > 0:
+                t = clamp * np.sqrt(np.maximum(left, 0))
+                y = p + np.clip(y - p, -t, t)
+            out[oy::2, ox::2] = y
     return out
 
 
-def study(burst, evanesco, cs, work):
+def study(burst, evanesco, cs, work, clamp=0, texture=0):
     frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
     merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
     subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--force", "--quiet"],
@@ -66,7 +76,7 @@ def study(burst, evanesco, cs, work):
     valid = cv2.imread(os.path.join(burst, "valid.png"), 0)
     out = {}
     for c in cs:
-        y = shrink(x, kept, ref["noise_profile"], c) if c > 0 else x
+        y = shrink(x, kept, ref["noise_profile"], c, clamp, texture) if c > 0 else x
         path = os.path.join(work, "c.tif")
         tifffile.imwrite(path, np.clip(np.round(y * (white - black) + black), 0, 65535).astype(np.uint16))
         d = score.score_raw(path, os.path.join(burst, "gt_raw.tif"), os.path.join(burst, "truth.json"), valid=valid,
@@ -82,6 +92,10 @@ def main():
     p.add_argument("--only", nargs="*")
     p.add_argument("--evanesco", default=os.path.join(HERE, "..", ".build", "release", "evanesco"))
     p.add_argument("--bounds", help="a raw-stack-vs-anchor.py --json: its bounds, for the static bursts' gaps")
+    p.add_argument("--clamp", type=float, default=0,
+                   help="no sample moved by more than this many standard deviations of the noise left (0: unbounded)")
+    p.add_argument("--texture", type=float, default=0,
+                   help="samples whose 3 x 3 variance is over this many times the noise left stay as they are (0: none)")
     p.add_argument("--json")
     a = p.parse_args()
     rawstack.require_plain_build(a.evanesco)
@@ -90,7 +104,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for name in names:
-            r = study(rawstack.make(a.family, name), a.evanesco, cs, work)
+            r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture)
             results[name] = r
             print("%-36s " % name + "  ".join("c=%.2f %6.2f dB %.3f %%" % (c, r[c]["linear"], r[c]["pEPs"]) for c in cs),
                   flush=True)
