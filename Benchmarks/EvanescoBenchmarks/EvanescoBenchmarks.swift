@@ -66,6 +66,7 @@ struct EvanescoBenchmarks: AsyncParsableCommand {
         if runs(.raw) {
             try bench.raw()
             bench.rawGather()
+            bench.rawDenoise()
         }
         if runs(.lensOracle) { try bench.lensOracle() }
         if runs(.lens) { try bench.lens() }

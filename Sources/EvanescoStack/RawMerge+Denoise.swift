@@ -32,7 +32,7 @@ extension RawMerge {
         image.samples.withUnsafeMutableBufferPointer { planes in
             let shared = UncheckedSendable((planes.baseAddress!, kept))
             StripExecutor.forEachStrip(rows: c, minimumRows: 1) { channels in
-                let rows = UnsafeMutablePointer<Float>.allocate(capacity: 3 * w)
+                let rows = UnsafeMutablePointer<Float>.allocate(capacity: 4 * w)
                 defer { rows.deallocate() }
                 for ch in channels {
                     var p = evn_raw_denoise_params()

@@ -272,10 +272,19 @@ typedef struct {
 /// cell not repeated): with m and v their mean and variance and r = `strength` n,
 /// n = max(0, slope m + intercept) / max(1, kept) the noise the merge left there, the cell
 /// becomes m + g (x - m), g = max(0, 1 - r / v) (1 where v > `texture` n). `kept`: frames kept per
-/// cell (width x height); NULL counts one. `rows3`: room for 3 x width floats (the original rows
-/// around the one being written). -1: a channel not in [0, channels) (nothing changed).
+/// cell (width x height); NULL counts one. `rows4`: room for 4 x width floats (the original rows
+/// around the one being written, and it filtered). -1: a channel not in [0, channels) (nothing
+/// changed).
 int evn_raw_denoise_channel(uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height, int32_t channels,
-                            int32_t ch, const evn_raw_denoise_params *p, float *rows3);
+                            int32_t ch, const evn_raw_denoise_params *p, float *rows4);
+/// One row of ``evn_raw_denoise_channel``: the filtered cells of `r1` into `out`, from the rows
+/// above and below it, `w` cells (edges mirrored), `kept` the row's frames kept (NULL: one).
+void evn_raw_denoise_row(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
+                         const evn_raw_denoise_params *p, float *out);
+void evn_raw_denoise_row_portable(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
+                                  const evn_raw_denoise_params *p, float *out);
+void evn_raw_denoise_row_avx2(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
+                              const evn_raw_denoise_params *p, float *out);
 
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
