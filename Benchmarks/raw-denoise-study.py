@@ -2,7 +2,8 @@
 """What a spatial denoise after the raw merge would give, measured before building it (issue 48).
 
 For each burst of Benchmarks/raw-stack-vs-anchor.py's family (made there): our merge with
---save-maps, then, in numpy, each CFA plane of the merged mosaic shrunk towards its 3 x 3 mean
+--save-maps and without its own denoise (--raw-denoise 0: the product's is this filter, at 0.5
+with the texture guard at 9), then, in numpy, each CFA plane of the merged mosaic shrunk towards its 3 x 3 mean
 where its local variance is about the noise that is left (a Lee filter): out = m + g (x - m),
 g = max(0, 1 - r / v), v the 3 x 3 variance, r = c (S m + O) / kept, with S, O the reference's
 DNG NoiseProfile and kept the merge's frames kept per pixel (kept-16.png). c = 0 is the merge as it
@@ -66,7 +67,8 @@ def shrink(merged, kept, noise, c, clamp=0, texture=0):
 def study(burst, evanesco, cs, work, clamp=0, texture=0):
     frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
     merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
-    subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--force", "--quiet"],
+    subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--raw-denoise", "0", "--force",
+                    "--quiet"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     raw, meta = mrb.read_raw(merged_path)
     _, ref = mrb.read_raw(frames[0])
