@@ -118,20 +118,19 @@ import EvanescoCore
     static func flat(_ seed: UInt64) -> RawMosaic {
         let range: Float = 4095 - 256, x = Double((flatLevel - 256) / range)
         let sigmaDN = Float((noiseScale * x + noiseOffset).squareRoot()) * range
-        var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        var spare: Float?
+        // SplitMix64 (its outputs pass the usual tests; an LCG's do not), one Box-Muller sample a pair.
+        var s = seed
+        func uniform() -> Float {
+            s = s &+ 0x9E37_79B9_7F4A_7C15
+            var z = s
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            return Float(z >> 40) / Float(1 << 24)
+        }
         let gauss: (Int) -> Float = { _ in
-            if let g = spare {
-                spare = nil
-                return g * sigmaDN
-            }
-            s = s &* 6364136223846793005 &+ 1442695040888963407
-            let u1 = max(1e-7, Float(s >> 40) / Float(1 << 24))
-            s = s &* 6364136223846793005 &+ 1442695040888963407
-            let u2 = Float(s >> 40) / Float(1 << 24)
-            let r = (-2 * logf(u1)).squareRoot()
-            spare = r * sinf(2 * .pi * u2)
-            return r * cosf(2 * .pi * u2) * sigmaDN
+            let u1 = max(1e-7, uniform()), u2 = uniform()
+            return (-2 * logf(u1)).squareRoot() * cosf(2 * .pi * u2) * sigmaDN
         }
         var m = Self.mosaic()
         // Flat: the texture replaced by one level, with the noise.
