@@ -40,10 +40,11 @@ import make_raw_burst as mrb  # noqa: E402
 import score  # noqa: E402
 
 
-def shrink(merged, kept, noise, c, clamp=0, texture=0):
+def shrink(merged, kept, noise, c, clamp=0, texture=0, second=0):
     """The Lee filter of the module's docstring on each 2 x 2 phase of `merged` (normalised); with
     `clamp`, no sample moves by more than that many standard deviations of the noise left; with
-    `texture`, samples whose 3 x 3 variance is over that many times the noise left stay as they are."""
+    `texture`, samples whose 3 x 3 variance is over that many times the noise left stay as they are;
+    with `second`, the filter runs again over its output, told that share of the noise left."""
     s, o = noise
     out = merged.copy()
     for oy in (0, 1):
@@ -52,19 +53,26 @@ def shrink(merged, kept, noise, c, clamp=0, texture=0):
             m = cv2.blur(p, (3, 3))
             v = cv2.blur(p * p, (3, 3)) - m * m
             left = (s * np.maximum(m, 0) + o) / k
-            r = c * left
-            g = np.clip((v - r) / np.maximum(v, 1e-12), 0, 1)
-            if texture > 0:
-                g[v > texture * left] = 1
-            y = m + g * (p - m)
+            y = lee(p, m, v, left, c, texture)
             if clamp > 0:
                 t = clamp * np.sqrt(np.maximum(left, 0))
                 y = p + np.clip(y - p, -t, t)
+            if second > 0:
+                m2 = cv2.blur(y, (3, 3))
+                y = lee(y, m2, cv2.blur(y * y, (3, 3)) - m2 * m2, second * left, c, texture)
             out[oy::2, ox::2] = y
     return out
 
 
-def study(burst, evanesco, cs, work, clamp=0, texture=0):
+def lee(p, m, v, left, c, texture):
+    """One pass: `p` shrunk towards its 3 x 3 mean `m` by its 3 x 3 variance `v` against c x `left`."""
+    g = np.clip((v - c * left) / np.maximum(v, 1e-12), 0, 1)
+    if texture > 0:
+        g[v > texture * left] = 1
+    return m + g * (p - m)
+
+
+def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0):
     frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
     merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
     subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--raw-denoise", "0", "--force",
@@ -78,7 +86,7 @@ def study(burst, evanesco, cs, work, clamp=0, texture=0):
     valid = cv2.imread(os.path.join(burst, "valid.png"), 0)
     out = {}
     for c in cs:
-        y = shrink(x, kept, ref["noise_profile"], c, clamp, texture) if c > 0 else x
+        y = shrink(x, kept, ref["noise_profile"], c, clamp, texture, second) if c > 0 else x
         path = os.path.join(work, "c.tif")
         tifffile.imwrite(path, np.clip(np.round(y * (white - black) + black), 0, 65535).astype(np.uint16))
         d = score.score_raw(path, os.path.join(burst, "gt_raw.tif"), os.path.join(burst, "truth.json"), valid=valid,
@@ -98,6 +106,8 @@ def main():
                    help="no sample moved by more than this many standard deviations of the noise left (0: unbounded)")
     p.add_argument("--texture", type=float, default=0,
                    help="samples whose 3 x 3 variance is over this many times the noise left stay as they are (0: none)")
+    p.add_argument("--second", type=float, default=0,
+                   help="a second pass told this share of the noise left (the product: 0.35; 0: one pass)")
     p.add_argument("--json")
     a = p.parse_args()
     rawstack.require_plain_build(a.evanesco)
@@ -106,7 +116,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for name in names:
-            r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture)
+            r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture, a.second)
             results[name] = r
             print("%-36s " % name + "  ".join("c=%.2f %6.2f dB %.3f %%" % (c, r[c]["linear"], r[c]["pEPs"]) for c in cs),
                   flush=True)
