@@ -1,4 +1,5 @@
 import CKernels
+import EvanescoCore
 import Testing
 
 @testable import EvanescoAlign

@@ -118,24 +118,11 @@ import EvanescoCore
     static func flat(_ seed: UInt64) -> RawMosaic {
         let range: Float = 4095 - 256, x = Double((flatLevel - 256) / range)
         let sigmaDN = Float((noiseScale * x + noiseOffset).squareRoot()) * range
-        // SplitMix64 (its outputs pass the usual tests; an LCG's do not), one Box-Muller sample a pair.
-        var s = seed
-        func uniform() -> Float {
-            s = s &+ 0x9E37_79B9_7F4A_7C15
-            var z = s
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            return Float(z >> 40) / Float(1 << 24)
-        }
-        let gauss: (Int) -> Float = { _ in
-            let u1 = max(1e-7, uniform()), u2 = uniform()
-            return (-2 * logf(u1)).squareRoot() * cosf(2 * .pi * u2) * sigmaDN
-        }
+        var g = SplitMix(seed: seed)
         var m = Self.mosaic()
         // Flat: the texture replaced by one level, with the noise.
         m.samples = Image(width: m.width, height: m.height, channels: 1) { d in
-            for i in 0..<d.count { d[i] = UInt16(clampingRounded: flatLevel + gauss(i)) }
+            for i in 0..<d.count { d[i] = UInt16(clampingRounded: flatLevel + g.gaussian() * sigmaDN) }
         }
         return m
     }
