@@ -16,7 +16,7 @@ import EvanescoCore
 
     /// The burst: the block is painted in scene coordinates before each frame's shift.
     static func frames(blockEverywhere: Bool = false) -> [BurstFrame] {
-        var rng = GaussianNoise(seed: 7)
+        var rng = SplitMix(seed: 7)
         return shifts.enumerated().map { k, s in
             var scene = Self.scene
             if blockEverywhere || present.contains(k) {
@@ -254,7 +254,7 @@ import EvanescoCore
             #expect(EraseMask(width: 10, height: 10, strokes: [bad]).count == 0)
         }
         // Random strokes: exactly the pixels whose centre is within the radius of the path.
-        var noise = GaussianNoise(seed: 3)
+        var noise = SplitMix(seed: 3)
         for _ in 0..<20 {
             let radius = Double(1 + 30 * noise.uniform())
             var points: [[Double]] = []
@@ -299,16 +299,3 @@ import EvanescoCore
 }
 
 private extension UInt8 { var isMasked: Bool { self != 0 } }
-
-/// Reproducible Gaussian noise: Box-Muller over a 64-bit LCG (the tests' usual generator).
-struct GaussianNoise {
-    var seed: UInt64
-    mutating func uniform() -> Float {
-        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return Float(seed >> 40) / Float(1 << 24)
-    }
-    mutating func gaussian() -> Float {
-        let u = max(uniform(), 1e-7), v = uniform()
-        return (-2 * logf(u)).squareRoot() * cosf(2 * .pi * v)
-    }
-}

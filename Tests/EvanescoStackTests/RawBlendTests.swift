@@ -1,4 +1,5 @@
 import CKernels
+import EvanescoCore
 import Foundation
 import Testing
 
@@ -47,7 +48,7 @@ struct RawBlendTests {
     @Test func theWideGuardFindsAFaintPasserByAndNotTheNoise() {
         let r = Self.planes { _, _, _ in 4000 }
         let sd = (2.0 * 4000 + 400).squareRoot()
-        var rng = GaussianNoise(seed: 17)
+        var rng = SplitMix(seed: 17)
         let noise = (0..<(w * h * 4)).map { _ in Double(rng.gaussian()) * sd }
         let patch = { (x: Int, y: Int) in (16..<30).contains(x) && (12..<26).contains(y) }
         let faint = Self.planes { x, y, ch in

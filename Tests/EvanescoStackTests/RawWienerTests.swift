@@ -1,4 +1,5 @@
 import CKernels
+import EvanescoCore
 import Foundation
 import Testing
 
@@ -10,17 +11,12 @@ struct RawWienerTests {
     /// A frame's band: 16 rows of `w` cells, four channels, a level of 2000 plus Gaussian noise of
     /// `sigma` (its own seed) plus `extra(x, y)`.
     static func band(seed: UInt64, extra: (Int, Int) -> Float = { _, _ in 0 }) -> [Float] {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        func uniform() -> Float {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return (Float(state >> 40) + 0.5) / Float(1 << 24)
-        }
+        var rng = SplitMix(seed: seed)
         var v = [Float](repeating: 0, count: 16 * row)
         for y in 0..<16 {
             for x in 0..<w {
                 for ch in 0..<4 {
-                    let g = (-2 * log(uniform())).squareRoot() * cos(2 * Float.pi * uniform())
-                    v[y * row + x * 4 + ch] = 2000 + sigma * g + extra(x, y)
+                    v[y * row + x * 4 + ch] = 2000 + sigma * rng.gaussian() + extra(x, y)
                 }
             }
         }
