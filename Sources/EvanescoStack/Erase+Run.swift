@@ -244,7 +244,7 @@ struct EraseRun<S: PixelSample> {
 extension Eraser {
     /// Pass 2's per-strip scratch.
     struct Scratch {
-        var order = [(UInt8, Int)](), chosen = [Int](), members = [Int]()
+        var order = [(UInt8, Int)](), chosen = [Int](), members = [Int](), values = [Float]()
     }
 
     /// The view behind what stayed at pixel `p` of `t`, from the frames' disagreement shares
@@ -279,7 +279,8 @@ extension Eraser {
         for (_, k) in scratch.order[split...] where k < first || k > last { scratch.chosen.append(k) }
         // What is behind: the largest group of the chosen frames that agree with one another.
         let group = largestAgreeingGroup(
-            scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, members: &scratch.members)
+            scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, members: &scratch.members,
+            values: &scratch.values)
         return group >= minimumSupport ? group : nil
     }
 }

@@ -289,6 +289,31 @@ import EvanescoCore
                 > 10)
     }
 
+    /// The value behind (``Eraser/viewValue(_:_:pixel:tolerance:into:values:)``): the mean of the
+    /// frames whose every channel lies within tolerance of the frames' per-channel median, else
+    /// that median; the group and its members are still the largest agreeing group's.
+    @Test func viewBehindIsTheMeanAroundTheMedian() {
+        let t = SampleTile.allocate(frames: 7, maxPixels: 1, channels: 3)
+        defer { t.deallocate() }
+        // Frames 0-5 see the scene (green spread over 15 levels), frame 6 someone passing.
+        let rgb: [[Float]] = [
+            [100, 50, 20], [102, 52, 21], [101, 58, 20], [99, 51, 19], [101, 64, 20], [100, 65, 21], [30, 200, 90]
+        ]
+        for (k, v) in rgb.enumerated() { for ch in 0..<3 { t.values[k * t.stride + ch] = v[ch] } }
+        var out = [Float](repeating: 0, count: 3), members: [Int] = [], values: [Float] = []
+        let group = Eraser.largestAgreeingGroup(
+            Array(0..<7), t, pixel: 0, tolerance: 10, into: &out, members: &members, values: &values)
+        #expect(group == 6 && Set(members) == Set(0..<6))
+        // Medians (100, 58, 20); frames 0-5 lie within 10 of them: their mean.
+        #expect(abs(out[0] - 100.5) < 1e-4 && abs(out[1] - 340.0 / 6) < 1e-4 && abs(out[2] - 121.0 / 6) < 1e-4)
+        // Within 4: frame 2 alone (the others' green is 6-8 off).
+        Eraser.viewValue(Array(0..<7), t, pixel: 0, tolerance: 4, into: &out, values: &values)
+        #expect(out == [101, 58, 20])
+        // Frames 0, 4 and 6, medians (100, 64, 20); within 0.5 none (frame 4's red is 1 off): the medians.
+        Eraser.viewValue([0, 4, 6], t, pixel: 0, tolerance: 0.5, into: &out, values: &values)
+        #expect(out == [100, 64, 20])
+    }
+
     @Test func otsuSplitsOnlyWhenTwoGroupsStandOut() {
         var clear: [(UInt8, Int)] = [(3, 0), (180, 1), (2, 2), (5, 3), (170, 4), (4, 5)]
         let at = Eraser.otsuSplit(&clear)
