@@ -191,7 +191,7 @@ enum Eraser {
     /// The group's own mean let a minority through at colour edges, where few frames saw behind
     /// and their compression left each a little off: the motorcycle bursts of
     /// `Benchmarks/erase-family.sh` kept 0.203 % of the mask's pixels visibly off
-    /// (motorcycle-3), 0.073 % this way; the median alone, 0.069 %, cost the aloe bursts 0.3-0.4 dB
+    /// (motorcycle-3), 0.073 % this way; the median alone, 0.069 %, cost the aloe bursts up to 0.4 dB
     /// in the mask, this 0.05 dB at most (docs/benchmarks.md).
     static func viewValue(
         _ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
