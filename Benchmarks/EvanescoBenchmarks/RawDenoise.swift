@@ -9,12 +9,8 @@ extension Bench {
     /// merge (`Benchmarks/raw-stack-vs-anchor.py`, pug-12mp).
     func rawDenoise() {
         let w = 2000, h = 1500
-        var state: UInt64 = 4242
-        func next() -> Float {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Float(state >> 40) / Float(1 << 24)
-        }
-        let plane = (0..<(w * h)).map { i in 20000 + 8000 * sinf(Float(i % w) * 0.01) + 120 * (next() - 0.5) }
+        var rng = SplitMix(seed: 4242)
+        let plane = (0..<(w * h)).map { i in 20000 + 8000 * sinf(Float(i % w) * 0.01) + 120 * (rng.uniform() - 0.5) }
         let kept = [UInt16](repeating: 12, count: w)
         var p = evn_raw_denoise_params()
         (p.slope, p.intercept, p.strength, p.texture) = (0.8, 30, 0.5, 9)

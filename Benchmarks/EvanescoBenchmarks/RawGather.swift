@@ -9,11 +9,8 @@ extension Bench {
     /// hand-held frame's homography (half a degree, 0.2 % scale, a fraction of a cell), one thread.
     func rawGather() {
         let w = 2000, h = 1500
-        var state: UInt64 = 12345
-        func next() -> UInt16 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt16(truncatingIfNeeded: state >> 40) % 60000
-        }
+        var rng = SplitMix(seed: 12345)
+        func next() -> UInt16 { UInt16(truncatingIfNeeded: rng.next() >> 40) % 60000 }
         let planes = (0..<(w * h * 4)).map { _ in next() }, green = (0..<(w * h * 2)).map { _ in next() }
         var params = evn_raw_merge_params()
         params.frames = 1

@@ -71,8 +71,8 @@ extension RawMerge {
     ) -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
-        let outputs = CellOutputs(
-            cells: w * h, maps: maps != nil, kept: denoises(options, channels: 4, frames: n), distances: true)
+        let denoising = denoises(options, channels: 4, frames: n)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil, kept: denoising, distances: true)
         var voting = params
         voting.replace_beyond = blend.replaceBeyond
         let scratch = VoteScratch(voting, frames: n, segment: segment)
@@ -113,7 +113,7 @@ extension RawMerge {
         var out = blended(
             robust, wiener: wiener!, frames: frames, source: source, used: used, options: options, params: params,
             vote: outputs)
-        if denoises(options, channels: 4, frames: n), let k = outputs.kept {
+        if denoising, let k = outputs.kept {
             denoise(&out, kept: k, params: params, options: options)
         }
         return out

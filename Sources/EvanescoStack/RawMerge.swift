@@ -145,7 +145,8 @@ enum RawMerge {
             return voteAndBlend(
                 frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
-        let outputs = CellOutputs(cells: w * h, maps: maps != nil, kept: denoises(options, channels: c, frames: n))
+        let denoising = denoises(options, channels: c, frames: n)
+        let outputs = CellOutputs(cells: w * h, maps: maps != nil, kept: denoising)
         let scratch = VoteScratch(params, frames: n, segment: segment)
         let band = min(h, max(1, bandRows ?? h))
         let start = Date()
@@ -177,7 +178,7 @@ enum RawMerge {
             }
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
-        if denoises(options, channels: c, frames: n), let k = outputs.kept {
+        if denoising, let k = outputs.kept {
             denoise(&out, kept: k, params: params, options: options)
         }
         return out
