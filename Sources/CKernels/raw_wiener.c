@@ -74,14 +74,12 @@ EVN_INLINE void ifft2d(c4 *tile) {
 
 EVN_INLINE float raised_cosine(int x) { return 0.5f - 0.5f * cosf(2 * 3.14159265358979f * (x + 0.5f) / 16); }
 
-/// Frame k's gathered sample at `at` (four channels), or the reference's where k does not cover
-/// the site: there the frame says what the reference says.
-EVN_INLINE v4f covered_or_reference(const evn_raw_wiener_band_args *a, int k, ptrdiff_t frame, ptrdiff_t at) {
-    v4f v, wt, vr;
+/// Frame k's gathered sample at `at` (four channels): the reference's where k does not cover the
+/// site (evn_raw_wiener_fill put it there), so that there the frame says what the reference says.
+EVN_INLINE v4f frame_sample(const evn_raw_wiener_band_args *a, int k, ptrdiff_t frame, ptrdiff_t at) {
+    v4f v;
     memcpy(&v, a->values + k * frame + at, sizeof v);
-    memcpy(&wt, a->weights + k * frame + at, sizeof wt);
-    memcpy(&vr, a->values + a->reference * frame + at, sizeof vr);
-    return wt > 0 ? v : vr;
+    return v;
 }
 
 /// Two frames' coefficients `z` (four channels each) pulled towards the reference's `t`:
@@ -161,7 +159,7 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
                     const float ww = win[r] * win[c];
                     v4f lane[4];
                     for (int e = 0; e < 4; e++)
-                        lane[e] = k[e] >= 0 ? covered_or_reference(a, k[e], frame, at) * ww : (v4f){0, 0, 0, 0};
+                        lane[e] = k[e] >= 0 ? frame_sample(a, k[e], frame, at) * ww : (v4f){0, 0, 0, 0};
                     z[16 * r + c].re =
                         (v8f){lane[0].x, lane[0].y, lane[0].z, lane[0].w, lane[2].x, lane[2].y, lane[2].z, lane[2].w};
                     z[16 * r + c].im =
@@ -209,3 +207,19 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
 }
 
 EVN_KERNEL_VARIANTS(void, evn_raw_wiener_band, raw_wiener_band, wiener_band, (const evn_raw_wiener_band_args *a), (a))
+
+EVN_INLINE void wiener_fill(float *values, const float *weights, int32_t frames, int32_t reference, ptrdiff_t frame,
+                            ptrdiff_t first, ptrdiff_t count) {
+    const float *ref = values + reference * frame + first;
+    for (int k = 0; k < frames; k++) {
+        if (k == reference) continue;
+        float *v = values + k * frame + first;
+        const float *wt = weights + k * frame + first;
+        for (ptrdiff_t i = 0; i < count; i++) v[i] = wt[i] > 0 ? v[i] : ref[i];
+    }
+}
+
+EVN_KERNEL_VARIANTS(void, evn_raw_wiener_fill, raw_wiener_fill, wiener_fill,
+                    (float *values, const float *weights, int32_t frames, int32_t reference, ptrdiff_t frame,
+                     ptrdiff_t first, ptrdiff_t count),
+                    (values, weights, frames, reference, frame, first, count))

@@ -514,7 +514,8 @@ extension RawMerge {
                     release.call()
                     sinceRelease = 0
                 }
-                sinceRelease += gathered ? 8 : 16
+                let fresh = gathered ? 8 : 0
+                sinceRelease += 16 - fresh
                 // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
                 if gathered {
                     for r in 0..<8 { given[r] = given[r + 8] }
@@ -524,7 +525,7 @@ extension RawMerge {
                         }
                     }
                 }
-                for r in (gathered ? 8 : 0)..<16 {
+                for r in fresh..<16 {
                     given[r] = false
                     let y = min(h - 1, max(0, y0 + r))
                     for k in 0..<n {
@@ -539,10 +540,13 @@ extension RawMerge {
                 if let rows {
                     giveEveryRow(&given, handed: handed) { band, mine in rows(values, weights, y0, band, mine) }
                 }
+                // After `rows` (which reads the weights and may replace values): the rows just
+                // gathered, the reference's values where a frame has none.
+                evn_raw_wiener_fill(
+                    values, weights, Int32(n), Int32(reference), 16 * row, fresh * row, (16 - fresh) * row)
                 let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
                 if first < end {
                     args.values = UnsafePointer(values)
-                    args.weights = UnsafePointer(weights)
                     args.first_row = Int32(first - y0)
                     args.end_row = Int32(end - y0)
                     args.out = sum + first * row

@@ -25,13 +25,18 @@ struct RawWienerTests {
 
     /// The merged band's rows 4 ..< 12 (window-weighted by the one band of tiles over them), for
     /// the reference (frame 0) and `other`, pulled with (c, expected).
-    static func merged(_ reference: [Float], _ other: [Float], c: Float, expected: Float) -> [Float] {
+    /// `covered`: where the other frame has a sample (weight 1; else 0, and the fill gives it the
+    /// reference's value).
+    static func merged(
+        _ reference: [Float], _ other: [Float], c: Float, expected: Float, covered: (Int) -> Bool = { _ in true }
+    ) -> [Float] {
         var values = reference + other
-        let weights = [Float](repeating: 1, count: values.count)
+        let weights = [Float](repeating: 1, count: reference.count) + other.indices.map { covered($0) ? 1 : 0 }
         var out = [Float](repeating: 0, count: 8 * row)
         values.withUnsafeMutableBufferPointer { v in
             weights.withUnsafeBufferPointer { wt in
                 out.withUnsafeMutableBufferPointer { o in
+                    evn_raw_wiener_fill(v.baseAddress!, wt.baseAddress!, 2, 0, 16 * row, 0, 16 * row)
                     var a = evn_raw_wiener_band_args()
                     a.values = UnsafePointer(v.baseAddress!)
                     a.weights = wt.baseAddress
@@ -100,6 +105,43 @@ struct RawWienerTests {
         for (name, out) in [("published", published), ("blend", blend)] {
             let off = Self.rms(out, from: t, columns: 48..<60)
             #expect(off < 1, "\(name): \(off) sigma from the reference where the other frame moved")
+        }
+    }
+
+    /// Where the other frame has no sample (weight 0, from column 32 on), the fill gives it the
+    /// reference's values, so the merge there is the reference itself, to rounding, however far
+    /// the frame's own (stale) values lie; where it has (tiles that see only such sites), the
+    /// merge still averages.
+    @Test func sitesAFrameDoesNotCoverSayWhatTheReferenceSays() {
+        let covered = { (i: Int) in (i % Self.row) / 4 < 32 }
+        let t = Self.band(seed: 1)
+        let z = Self.other(t, spread: 0.5).enumerated().map { covered($0) ? $1 : $1 + 40 * Self.sigma }
+        let out = Self.merged(t, z, c: 4, expected: 2, covered: covered)
+        let kept = Self.rms(out, from: t, columns: 44..<60)
+        #expect(kept < 1e-3, "uncovered sites: \(kept) sigma from the reference")
+        let mean = zip(t, z).map { ($0 + $1) / 2 }
+        let averaged = Self.rms(out, from: mean, columns: 8..<20)
+        #expect(averaged < 1e-3, "covered sites: \(averaged) sigma from the frames' mean")
+    }
+
+    /// The fill replaces exactly the other frames' values of weight 0 in its range, with the
+    /// reference's: the reference's own values, and everything outside the range, stay.
+    @Test func theFillReplacesOnlyUncoveredValuesInItsRange() {
+        let frame = 12, frames = 3
+        var values = (0..<(frames * frame)).map { Float($0) }
+        let weights = (0..<(frames * frame)).map { i -> Float in i % 3 == 0 ? 0 : 0.5 }
+        let before = values
+        values.withUnsafeMutableBufferPointer { v in
+            weights.withUnsafeBufferPointer { w in
+                evn_raw_wiener_fill(v.baseAddress!, w.baseAddress!, Int32(frames), 1, frame, 4, 6)
+            }
+        }
+        for k in 0..<frames {
+            for i in 0..<frame {
+                let at = k * frame + i
+                let expected = k != 1 && (4..<10).contains(i) && weights[at] == 0 ? before[frame + i] : before[at]
+                #expect(values[at] == expected, "frame \(k), value \(i)")
+            }
         }
     }
 }

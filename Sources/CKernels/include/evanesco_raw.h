@@ -298,8 +298,9 @@ void evn_raw_denoise_row_avx2(const float *r0, const float *r1, const float *r2,
 /// expected s2), so that differences the noise explains are averaged away and only the rest
 /// (what moved, what the gather softened) pulls towards the reference.
 typedef struct evn_raw_wiener_band_args {
-    /// Frame k's gathered values and weights, 16 rows of width * 4 floats, at k * 16 * width * 4.
-    const float *values, *weights;
+    /// Frame k's gathered values, 16 rows of width * 4 floats, at k * 16 * width * 4; where k
+    /// has no sample (weight 0), the reference's value (``evn_raw_wiener_fill``).
+    const float *values;
     int32_t frames, reference, width;
     float c, expected;
     float slope[4], intercept[4];
@@ -308,6 +309,13 @@ typedef struct evn_raw_wiener_band_args {
 } evn_raw_wiener_band_args;
 
 void evn_raw_wiener_band(const evn_raw_wiener_band_args *a);
+
+/// Before a band's tiles are merged: each frame's gathered values where its weight is 0 (it does
+/// not cover the site) replaced by the reference's, so that there the frame says what the
+/// reference says. Frame k's values and weights start at k * `frame`; the `count` floats from
+/// `first` are filled.
+void evn_raw_wiener_fill(float *values, const float *weights, int32_t frames, int32_t reference, ptrdiff_t frame,
+                         ptrdiff_t first, ptrdiff_t count);
 
 #ifdef __cplusplus
 }
