@@ -5,6 +5,8 @@
 // reference, each block takes from the Wiener merge as much as the two merges differ beyond the
 // noise.
 #include "evanesco_raw.h"
+#include "evanesco_kernels.h"
+#include "vectors.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +14,7 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 
 /// Mean over the window [x - lo, x + hi] x [y - lo, y + hi] clamped to the plane, of `src`
 /// (width x height) into `dst`; running sums in double, `tmp` holds width x height floats.
-static void box_mean(const float *src, int w, int h, int lo, int hi, float *tmp, float *dst) {
+EVN_INLINE void box_mean_body(const float *src, int w, int h, int lo, int hi, float *tmp, float *dst) {
     // Along the rows, four rows at a time in the lanes of one vector: each row's running sum is
     // a chain of dependent additions and a division per sample, which one row alone leaves
     // waiting on each other; every lane does what one row did, in the same order. Past the last
@@ -69,6 +71,11 @@ static void box_mean(const float *src, int w, int h, int lo, int hi, float *tmp,
     }
     free(col);
 }
+
+// Compiled twice (AVX2 and portable), the same operations in the same order: the same bits.
+EVN_STATIC_KERNEL_VARIANTS(void, box_mean, box_mean, box_mean_body,
+                           (const float *src, int w, int h, int lo, int hi, float *tmp, float *dst),
+                           (src, w, h, lo, hi, tmp, dst))
 
 /// Channel `ch` of a four-channel plane image as floats.
 static void channel(const uint16_t *src, ptrdiff_t cells, int ch, float *dst) {

@@ -782,8 +782,8 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
     }
 }
 
-void evn_raw_vote_prepare(const float *value, const float *weight, ptrdiff_t frame_stride, int32_t frames,
-                          ptrdiff_t length, ptrdiff_t stride, float *sorted, float *counts) {
+EVN_INLINE void vote_prepare(const float *value, const float *weight, ptrdiff_t frame_stride, int32_t frames,
+                             ptrdiff_t length, ptrdiff_t stride, float *sorted, float *counts) {
     for (ptrdiff_t j = 0; j < length; j++) counts[j] = 0;
     for (int k = 0; k < frames; k++) {
         const float *v = value + k * frame_stride, *w = weight + k * frame_stride;
@@ -806,14 +806,24 @@ void evn_raw_vote_medians(const float *sorted, const float *counts, ptrdiff_t le
     for (ptrdiff_t j = 0; j < length; j++) med[j] = median_at(sorted, stride, j, (int)counts[j]);
 }
 
-void evn_raw_vote_deviations(const float *value, const float *weight, ptrdiff_t frame_stride, const float *med,
-                             int32_t frames, ptrdiff_t length, ptrdiff_t stride, float *dev) {
+EVN_INLINE void vote_deviations(const float *value, const float *weight, ptrdiff_t frame_stride, const float *med,
+                                int32_t frames, ptrdiff_t length, ptrdiff_t stride, float *dev) {
     for (int k = 0; k < frames; k++) {
         const float *v = value + k * frame_stride, *w = weight + k * frame_stride;
         float *d = dev + k * stride;
         for (ptrdiff_t j = 0; j < length; j++) d[j] = w[j] > 0 ? fabsf(v[j] - med[j]) : INFINITY;
     }
 }
+
+// The vote's passes over a segment's samples, compiled twice (the same operations: the same bits).
+EVN_KERNEL_VARIANTS(void, evn_raw_vote_prepare, raw_vote_prepare, vote_prepare,
+                    (const float *value, const float *weight, ptrdiff_t frame_stride, int32_t frames, ptrdiff_t length,
+                     ptrdiff_t stride, float *sorted, float *counts),
+                    (value, weight, frame_stride, frames, length, stride, sorted, counts))
+EVN_KERNEL_VARIANTS(void, evn_raw_vote_deviations, raw_vote_deviations, vote_deviations,
+                    (const float *value, const float *weight, ptrdiff_t frame_stride, const float *med, int32_t frames,
+                     ptrdiff_t length, ptrdiff_t stride, float *dev),
+                    (value, weight, frame_stride, med, frames, length, stride, dev))
 
 /// Cells a chunk of evn_raw_merge_cells works on at a time (its per-sample arrays on the stack).
 #define MERGE_CHUNK 64

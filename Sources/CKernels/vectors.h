@@ -54,6 +54,11 @@ typedef unsigned char v8b __attribute__((ext_vector_type(8)));
     ret prefix##_portable params { return body args; }                                                                 \
     EVN_AVX2 ret prefix##_avx2 params { return body args; }                                                            \
     ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
+/// EVN_KERNEL_VARIANTS for a helper inside one file: all three functions static.
+#define EVN_STATIC_KERNEL_VARIANTS(ret, dispatch, prefix, body, params, args)                                          \
+    static ret prefix##_portable params { return body args; }                                                          \
+    EVN_AVX2 static ret prefix##_avx2 params { return body args; }                                                     \
+    static ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
 
 /// Whether every lane of an eight-lane mask is non-zero.
 #define all8(m)                                                                                                        \
