@@ -834,8 +834,8 @@ EVN_KERNEL_VARIANTS(void, evn_raw_vote_deviations, raw_vote_deviations, vote_dev
 EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
                             int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev,
-                            int8_t *refoff) {
-    const int n = p->frames, c = p->channels, method = p->method, length = ci * c;
+                            int8_t *refoff, const int c) {
+    const int n = p->frames, method = p->method, length = ci * c;
     const ptrdiff_t j0 = (ptrdiff_t)i0 * c;
     float med[MERGE_CHUNK * 4], limit[MERGE_CHUNK * 4], sum[MERGE_CHUNK * 4], wsum[MERGE_CHUNK * 4];
     float bd[MERGE_CHUNK];
@@ -962,8 +962,14 @@ EVN_INLINE void merge_cells(float *value, const float *weight, ptrdiff_t frame_s
     if (!dev || p->method != 1 || p->reference < 0) refdev = NULL, refoff = NULL;
     for (int32_t i0 = 0; i0 < count; i0 += MERGE_CHUNK) {
         const int32_t ci = count - i0 < MERGE_CHUNK ? count - i0 : MERGE_CHUNK;
-        merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev,
-                    refoff);
+        // A Bayer burst's four channels as a constant: the loops over them unroll and vectorise
+        // (the same operations in the same order).
+        if (p->channels == 4)
+            merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev,
+                        refoff, 4);
+        else
+            merge_chunk(value, weight, frame_stride, counts, medians, dev, p, i0, ci, stride, out, kept, best, refdev,
+                        refoff, p->channels);
     }
 }
 
