@@ -90,9 +90,11 @@ final class CellOutputs: @unchecked Sendable {
         kept = maps || counts ? .allocate(capacity: cells) : nil
         best = maps ? .allocate(capacity: cells) : nil
         deviation = distances ? .allocate(capacity: cells) : nil
-        deviation?.initialize(repeating: 0, count: cells)
         offset = distances ? .allocate(capacity: 4 * cells) : nil
-        offset?.initialize(repeating: 0, count: 4 * cells)
+        if let deviation, let offset {
+            StripExecutor.initialize(deviation, repeating: 0, count: cells)
+            StripExecutor.initialize(offset, repeating: 0, count: 4 * cells)
+        }
     }
 
     deinit {
@@ -493,9 +495,10 @@ extension RawMerge {
     ) -> Image<UInt16> {
         let n = frames.count, row = w * 4, start = Date(), done = LockedBox(0)
         let sum = UnsafeMutablePointer<Float>.allocate(capacity: h * row)
-        sum.initialize(repeating: 0, count: h * row)
         defer { sum.deallocate() }
         StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
+            // The tiles overlap-add into the strip's own rows only: zeroed here, on its thread.
+            (sum + strip.lowerBound * row).initialize(repeating: 0, count: strip.count * row)
             let values = UnsafeMutablePointer<Float>.allocate(capacity: 2 * n * 16 * row)
             defer { values.deallocate() }
             let weights = values + n * 16 * row
@@ -562,7 +565,12 @@ extension RawMerge {
             progress?(StackProgress(stage: .merge, done: d, total: h, elapsed: Date().timeIntervalSince(start)))
         }
         return Image(uninitializedWidth: w, height: h, channels: 4) { d in
-            for i in 0..<(h * row) { d[i] = UInt16(clampingRounded: sum[i]) }
+            let d = UncheckedSendable(d.baseAddress!)
+            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
+                for i in (strip.lowerBound * row)..<(strip.upperBound * row) {
+                    d.value[i] = UInt16(clampingRounded: sum[i])
+                }
+            }
         }
     }
 }
