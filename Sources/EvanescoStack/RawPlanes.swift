@@ -170,8 +170,13 @@ public enum RawBurstCheck {
     ///   read (the decoder reports them).
     /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` naming the first odd frame.
     public static func headers(_ files: [String], reference: Int) throws -> [RawFile?] {
-        let headers: [RawFile?] = files.map { f in (try? InputFile.read(f)).flatMap { try? RawCodec.probe($0, path: f) }
+        // Two files at a time, as the frames are decoded: reading a file is most of a probe.
+        let probed = LockedBox([RawFile?](repeating: nil, count: files.count))
+        StripExecutor.forEachIndex(in: 0..<files.count, workers: 2) { i in
+            let h = (try? InputFile.read(files[i])).flatMap { try? RawCodec.probe($0, path: files[i]) }
+            probed.update { $0[i] = h }
         }
+        let headers = probed.value
         guard reference >= 0, reference < files.count, let ref = headers[reference] else { return headers }
         for (i, h) in headers.enumerated() where i != reference {
             guard let h else { continue }
