@@ -99,6 +99,9 @@ EVN_INLINE c8 pulled(c8 t, c8 z, v8f noise, v8f expected, int subtract) {
     return (c8){z.re + pull * dr, z.im + pull * di};
 }
 
+/// The coefficient (-u, -v) mod 16 of coefficient i = 16 u + v: for a real tile, i's conjugate.
+EVN_INLINE int mirror(int i) { return ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15); }
+
 EVN_INLINE void add_c4(c4 *acc, v4f re, v4f im) {
     acc->re += re;
     acc->im += im;
@@ -140,6 +143,10 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             expected[ch] = a->expected * (s2 > 0 ? s2 : 0) * energy;
         }
         fft2d(t0);
+        // Every tile is real, so every spectrum here is Hermitian (the coefficient at the mirror
+        // j of i is i's conjugate), and so is each pull: only one of each mirrored pair (and the
+        // four that are their own mirrors) is computed, from i's coefficients; j's is its
+        // conjugate, set once all frames are added.
         for (int i = 0; i < 256; i++) acc[i] = t0[i];
         // The other frames two at a time: both tiles are real, so one complex transform of the
         // first + i x the second gives both (their spectra are the Hermitian and anti-Hermitian
@@ -174,7 +181,8 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
                                    expected.x, expected.y, expected.z, expected.w};
             const int subtract = a->expected > 0;
             for (int i = 0; i < 256; i++) {
-                const int j = ((16 - (i >> 4)) & 15) * 16 + ((16 - (i & 15)) & 15);
+                const int j = mirror(i);
+                if (j < i) continue;
                 const c8 t = {
                     {t0[i].re.x, t0[i].re.y, t0[i].re.z, t0[i].re.w, t0[i].re.x, t0[i].re.y, t0[i].re.z, t0[i].re.w},
                     {t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w, t0[i].im.x, t0[i].im.y, t0[i].im.z, t0[i].im.w}};
@@ -189,8 +197,11 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             }
         }
         for (int i = 0; i < 256; i++) {
+            const int j = mirror(i);
+            if (j < i) continue;
             acc[i].re = acc[i].re * (1.0f / n);
             acc[i].im = acc[i].im * (1.0f / n);
+            acc[j] = (c4){acc[i].re, -acc[i].im};
         }
         ifft2d(acc);
         // Overlap-add the rows of this band that the caller keeps, at the columns inside.
