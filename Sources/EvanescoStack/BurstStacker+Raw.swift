@@ -61,18 +61,17 @@ extension BurstStacker {
         let planes = r.image.uint16
         // The reference as a whole frame, for its odd last row or column.
         var reference = refHeader.raw
-        if refHeader.width % 2 == 1 || refHeader.height % 2 == 1 {
-            reference = try RawCodec.read(r.frames[r.referenceIndex].source).raw
-        } else {
-            reference.samples = Image(width: refHeader.width, height: refHeader.height, channels: 1)
-        }
+        let odd = refHeader.width % 2 == 1 || refHeader.height % 2 == 1
+        if odd { reference = try RawCodec.read(r.frames[r.referenceIndex].source).raw }
         let noise = declared ?? RawNoiseEstimate.model(r.sampleNoise ?? [], of: reference)
         let merged = Double(max(1, r.usedFrames))
         let mergedNoise = NoiseModel(
             planes: noise.planes.map { NoiseModelPlane(scale: $0.scale / merged, offset: $0.offset / merged) })
         reference.color.baselineExposure += referenceStops
         r.raw = RawStack(
-            mosaic: RawPlanes.mosaic(planes, like: reference, noise: mergedNoise), noise: noise,
+            mosaic: RawPlanes.mosaic(
+                planes, like: reference, noise: mergedNoise,
+                size: odd ? nil : (refHeader.width, refHeader.height)), noise: noise,
             noiseSource: declared != nil ? "the reference's NoiseProfile" : "estimated from the reference's samples",
             container: refHeader.container,
             denoise: denoised(options, merge: r.merge, channels: planes.channels, frames: r.usedFrames))

@@ -101,22 +101,34 @@ public struct RawPlanes: Sendable {
     /// The merged planes put back into a mosaic laid out as `reference` is: its CFA, size,
     /// colour, camera and orientation, levels scaled as the planes were, and `noise` (the merged
     /// frame's). An odd last row or column comes from the reference's own samples, scaled.
-    public static func mosaic(_ planes: Image<UInt16>, like reference: RawMosaic, noise: NoiseModel?) -> RawMosaic {
+    /// `size`: the mosaic's, when the reference's samples were not read (a header: only for an
+    /// even size, which the planes cover whole).
+    public static func mosaic(
+        _ planes: Image<UInt16>, like reference: RawMosaic, noise: NoiseModel?, size: (width: Int, height: Int)? = nil
+    ) -> RawMosaic {
         let k = scale(white: reference.whiteLevel), ref = reference.samples
         let edge = scaling(white: reference.whiteLevel)
         let samples: Image<UInt16>
         if let cfa = reference.cfa {
-            let w = ref.width, h = ref.height, pw = planes.width, map = channels(of: cfa)
+            let w = size?.width ?? ref.width, h = size?.height ?? ref.height, pw = planes.width, ph = planes.height
+            precondition(
+                (ref.width == w && ref.height == h) || (2 * pw == w && 2 * ph == h),
+                "the reference's samples are needed for an odd size")
+            let map = channels(of: cfa)
             samples = Image(uninitializedWidth: w, height: h, channels: 1) { d in
+                let d = UncheckedSendable(d.baseAddress!)
                 planes.samples.withUnsafeBufferPointer { p in
                     ref.samples.withUnsafeBufferPointer { s in
-                        for y in 0..<h {
-                            for x in 0..<w {
-                                let inside = x / 2 < pw && y / 2 < planes.height
-                                d[y * w + x] =
-                                    inside
-                                    ? p[((y / 2) * pw + x / 2) * 4 + map[(y & 1) * 2 + (x & 1)]]
-                                    : edge[Int(s[y * w + x])]
+                        let ps = UncheckedSendable((p.baseAddress!, s.baseAddress))
+                        StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
+                            let (p, s) = ps.value
+                            for y in rows {
+                                let inRow = y / 2 < ph, o = y * w, po = (y / 2) * pw * 4, site = (y & 1) * 2
+                                for x in 0..<w {
+                                    d.value[o + x] =
+                                        inRow && x / 2 < pw
+                                        ? p[po + (x / 2) * 4 + map[site + (x & 1)]] : edge[Int(s![o + x])]
+                                }
                             }
                         }
                     }
