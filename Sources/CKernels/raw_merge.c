@@ -863,35 +863,41 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
         const float *vr = value + (ptrdiff_t)p->reference * frame_stride + j0;
         const float *wr = weight + (ptrdiff_t)p->reference * frame_stride + j0;
         const float range = EVN_RAW_OFFSET_RANGE, scale = 127.0f / EVN_RAW_OFFSET_RANGE;
-        for (int i = 0; i < ci; i++) {
-            float sum = 0;
-            for (int ch = 0; ch < c; ch++) {
-                const int j = i * c + ch;
-                const float q = limit[j] / p->kappa;
-                const float d = wr[j] > 0 && q < INFINITY ? (vr[j] - med[j]) / sqrtf(q * q + 1e-12f) : 0.0f;
-                sum += d * d;
-                if (refoff) refoff[j0 + j] = (int8_t)lrintf((d > range ? range : (d < -range ? -range : d)) * scale);
+        // Sample by sample (so that it vectorises), then each cell's sum over its channels in
+        // their order.
+        float dist[MERGE_CHUNK * 4];
+        for (int j = 0; j < length; j++) {
+            const float q = limit[j] / p->kappa;
+            const float d = (wr[j] > 0) & (q < INFINITY) ? (vr[j] - med[j]) / sqrtf(q * q + 1e-12f) : 0.0f;
+            dist[j] = d;
+            // rintf rounds as lrintf does (to nearest, ties to even), to an integral float.
+            if (refoff) refoff[j0 + j] = (int8_t)(int)rintf((d > range ? range : (d < -range ? -range : d)) * scale);
+        }
+        if (refdev) {
+            for (int i = 0; i < ci; i++) {
+                float sum = 0;
+                for (int ch = 0; ch < c; ch++) sum += dist[i * c + ch] * dist[i * c + ch];
+                refdev[i0 + i] = sum / c;
             }
-            if (refdev) refdev[i0 + i] = sum / c;
         }
     }
     // Robust keeps a frame only where all its channels agree (a frame covers a cell or it does
     // not); sigma-clip judges each channel alone; the mean keeps every covering frame.
     for (int i = 0; i < ci; i++) keptCount[i] = 0;
+    // Each sample's test first, over all of them (no branch: it vectorises), then each cell's.
+    int within[MERGE_CHUNK * 4];
     for (int k = 0; k < n; k++) {
         const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
+        for (int j = 0; j < length; j++) within[j] = (w[j] > 0) & (fabsf(v[j] - med[j]) <= limit[j]);
         for (int i = 0; i < ci; i++) {
             int all = 1;
-            for (int ch = 0; ch < c; ch++) {
-                const int j = i * c + ch;
-                all &= w[j] > 0 && fabsf(v[j] - med[j]) <= limit[j];
-            }
+            for (int ch = 0; ch < c; ch++) all &= within[i * c + ch];
             for (int ch = 0; ch < c; ch++) ok[i * c + ch] = all;
             keptCount[i] += all;
         }
         if (method == 2) continue;
         for (int j = 0; j < length; j++) {
-            const int use = method == 1 ? ok[j] : (w[j] > 0 && fabsf(v[j] - med[j]) <= limit[j]);
+            const int use = method == 1 ? ok[j] : within[j];
             sum[j] += use ? w[j] * v[j] : 0.0f;
             wsum[j] += use ? w[j] : 0.0f;
         }
@@ -946,7 +952,7 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
                 const float *w = weight + k * frame_stride + j0 + i * c;
                 int off = 0;
                 for (int ch = 0; ch < c; ch++)
-                    off |= w[ch] > 0 && fabsf(v[ch] - med[i * c + ch]) > p->replace_beyond * limit[i * c + ch];
+                    off |= (w[ch] > 0) & (fabsf(v[ch] - med[i * c + ch]) > p->replace_beyond * limit[i * c + ch]);
                 if (off)
                     for (int ch = 0; ch < c; ch++) v[ch] = out[j0 + i * c + ch];
             }
