@@ -496,7 +496,9 @@ extension RawMerge {
         let n = frames.count, row = w * 4, start = Date(), done = LockedBox(0)
         let sum = UnsafeMutablePointer<Float>.allocate(capacity: h * row)
         defer { sum.deallocate() }
-        StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
+        // Two strips a thread: each strip gathers the 8 rows above its first band again, which
+        // at four a thread cost 12 x 12 MP 1.4 % of its time more than the balance gained.
+        StripExecutor.forEachStrip(rows: h, minimumRows: max(16, h / (2 * StripExecutor.threadCount))) { strip in
             // The tiles overlap-add into the strip's own rows only: zeroed here, on its thread.
             (sum + strip.lowerBound * row).initialize(repeating: 0, count: strip.count * row)
             let values = UnsafeMutablePointer<Float>.allocate(capacity: 2 * n * 16 * row)
