@@ -39,7 +39,6 @@ struct RawWienerTests {
                     evn_raw_wiener_fill(v.baseAddress!, wt.baseAddress!, 2, 0, 16 * row, 0, 16 * row)
                     var a = evn_raw_wiener_band_args()
                     a.values = UnsafePointer(v.baseAddress!)
-                    a.weights = wt.baseAddress
                     (a.frames, a.reference, a.width) = (2, 0, Int32(w))
                     (a.c, a.expected) = (c, expected)
                     withUnsafeMutableBytes(of: &a.intercept) { b in
