@@ -521,25 +521,9 @@ extension RawMerge {
                 }
                 let fresh = gathered ? 8 : 0
                 sinceRelease += 16 - fresh
-                // A band's first 8 rows are the last band's last 8: moved up, not gathered again.
-                if gathered {
-                    for r in 0..<8 { given[r] = given[r + 8] }
-                    for k in 0..<n {
-                        for plane in [values, weights] {
-                            (plane + k * 16 * row).update(from: plane + (k * 16 + 8) * row, count: 8 * row)
-                        }
-                    }
-                }
-                for r in fresh..<16 {
-                    given[r] = false
-                    let y = min(h - 1, max(0, y0 + r))
-                    for k in 0..<n {
-                        withUnsafePointer(to: frames[k]) { f in
-                            evn_raw_gather_row(
-                                f, &p, Int32(y), 0, Int32(w), values + (k * 16 + r) * row, weights + (k * 16 + r) * row)
-                        }
-                    }
-                }
+                gatherBand(
+                    frames, params: &p, values: values, weights: weights, y0: y0, fresh: fresh, width: w, height: h,
+                    given: &given)
                 // Each of the strip's rows, gathered, is handed on once: the band's last 8 rows.
                 let from = max(8, strip.lowerBound - y0), handed = from..<max(from, min(16, strip.upperBound - y0))
                 if let rows {
@@ -571,6 +555,35 @@ extension RawMerge {
             StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
                 for i in (strip.lowerBound * row)..<(strip.upperBound * row) {
                     d.value[i] = UInt16(clampingRounded: sum[i])
+                }
+            }
+        }
+    }
+
+    /// A band of 16 output rows (`width` cells) of every frame's gathered values and weights
+    /// (frame k's at k x 16 rows) from row y0: its rows from `fresh` on gathered (and marked not
+    /// `given`); below `fresh`, the band before's last 8 rows, moved up (0 or 8: the first band
+    /// of a strip gathers all 16).
+    static func gatherBand(
+        _ frames: [evn_raw_frame], params p: inout evn_raw_merge_params, values: UnsafeMutablePointer<Float>,
+        weights: UnsafeMutablePointer<Float>, y0: Int, fresh: Int, width w: Int, height h: Int, given: inout [Bool]
+    ) {
+        let n = frames.count, row = w * 4
+        if fresh > 0 {
+            for r in 0..<8 { given[r] = given[r + 8] }
+            for k in 0..<n {
+                for plane in [values, weights] {
+                    (plane + k * 16 * row).update(from: plane + (k * 16 + 8) * row, count: 8 * row)
+                }
+            }
+        }
+        for r in fresh..<16 {
+            given[r] = false
+            let y = min(h - 1, max(0, y0 + r))
+            for k in 0..<n {
+                withUnsafePointer(to: frames[k]) { f in
+                    evn_raw_gather_row(
+                        f, &p, Int32(y), 0, Int32(w), values + (k * 16 + r) * row, weights + (k * 16 + r) * row)
                 }
             }
         }
