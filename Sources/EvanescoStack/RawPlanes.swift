@@ -34,7 +34,7 @@ public struct RawPlanes: Sendable {
     public static func scale(white: Float) -> Float { 65535 / max(1, white) }
 
     /// The planes of `raw`: half size with four channels for a Bayer mosaic (an odd last row or
-    /// column is left out; ``mosaic(_:like:noise:)`` takes it back from the reference), the three
+    /// column is left out; ``mosaic(_:like:noise:size:)`` takes it back from the reference), the three
     /// colours for LinearRaw.
     ///
     /// A frame of another exposure than the reference's is scaled to it by `gain` (the
