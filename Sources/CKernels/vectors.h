@@ -49,16 +49,14 @@ typedef unsigned char v8b __attribute__((ext_vector_type(8)));
     } while (0)
 /// A kernel's two variants from its one body (an EVN_INLINE function): `prefix`_portable for any
 /// CPU, `prefix`_avx2 compiled with AVX2, and `dispatch`, which picks one by evn_cpu_has_avx2().
-/// `params` is the parenthesised parameter list, `args` the same names as arguments.
-#define EVN_KERNEL_VARIANTS(ret, dispatch, prefix, body, params, args)                                                 \
-    ret prefix##_portable params { return body args; }                                                                 \
-    EVN_AVX2 ret prefix##_avx2 params { return body args; }                                                            \
-    ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
-/// EVN_KERNEL_VARIANTS for a helper inside one file: all three functions static.
-#define EVN_STATIC_KERNEL_VARIANTS(ret, dispatch, prefix, body, params, args)                                          \
-    static ret prefix##_portable params { return body args; }                                                          \
-    EVN_AVX2 static ret prefix##_avx2 params { return body args; }                                                     \
-    static ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
+/// `params` is the parenthesised parameter list, `args` the same names as arguments. `storage`:
+/// nothing, or `static` for a helper inside one file (EVN_STATIC_KERNEL_VARIANTS).
+#define EVN_KERNEL_VARIANTS_AS(storage, ret, dispatch, prefix, body, params, args)                                     \
+    storage ret prefix##_portable params { return body args; }                                                         \
+    EVN_AVX2 storage ret prefix##_avx2 params { return body args; }                                                    \
+    storage ret dispatch params { return evn_cpu_has_avx2() ? prefix##_avx2 args : prefix##_portable args; }
+#define EVN_KERNEL_VARIANTS(...) EVN_KERNEL_VARIANTS_AS(, __VA_ARGS__)
+#define EVN_STATIC_KERNEL_VARIANTS(...) EVN_KERNEL_VARIANTS_AS(static, __VA_ARGS__)
 
 /// Whether every lane of an eight-lane mask is non-zero.
 #define all8(m)                                                                                                        \
