@@ -138,10 +138,12 @@ public struct FrameDecoder: Sendable {
     public static func rawPlanes(gains: [String: Float]) -> FrameDecoder {
         FrameDecoder(
             read: { path in
-                let file = try RawCodec.read(path)
-                return DecodedImage(
-                    image: .uint16(RawPlanes.planes(file.raw, gain: gains[path] ?? 1)), format: .raw,
-                    storedWidth: file.width, storedHeight: file.height)
+                // The planes straight from the file's bytes where they can be (no copy of its samples).
+                try RawCodec.read(path) { file, rows in
+                    DecodedImage(
+                        image: .uint16(RawPlanes.planes(file.raw, rows: rows, gain: gains[path] ?? 1)), format: .raw,
+                        storedWidth: file.width, storedHeight: file.height)
+                }
             }, bytesPerStoredPixel: 2)
     }
 }

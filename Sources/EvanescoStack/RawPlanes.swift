@@ -43,33 +43,40 @@ public struct RawPlanes: Sendable {
     /// ``clippedFraction`` of white) and those the gain takes past full scale. The merge gives
     /// them no weight (`clipped_is_missing`).
     public static func planes(_ raw: RawMosaic, gain: Float = 1) -> Image<UInt16> {
-        let src = raw.samples
+        RawSampleRows.of(raw.samples) { planes(raw, rows: $0, gain: gain) }
+    }
+
+    /// ``planes(_:gain:)`` of `raw`'s header (its levels and CFA) over its samples `rows`, which
+    /// need not be `raw`'s own: those of a file read without copying them
+    /// (``RawCodec/read(_:limits:rows:)``, EvanescoIO).
+    public static func planes(_ raw: RawMosaic, rows: RawSampleRows, gain: Float = 1) -> Image<UInt16> {
         guard let cfa = raw.cfa else {
             let black = raw.blackLevels.reduce(0, +) / Float(max(1, raw.blackLevels.count))
-            let lut = scaling(white: raw.whiteLevel, black: black, gain: gain)
-            return Image(uninitializedWidth: src.width, height: src.height, channels: 3) { d in
-                src.samples.withUnsafeBufferPointer { s in for i in 0..<s.count { d[i] = lut[Int(s[i])] } }
+            let lut = scaling(white: raw.whiteLevel, black: black, gain: gain), n = rows.width * 3
+            return Image(uninitializedWidth: rows.width, height: rows.height, channels: 3) { d in
+                for y in 0..<rows.height {
+                    let s = rows.row(y), o = y * n
+                    for i in 0..<n { d[o + i] = lut[Int(s[i])] }
+                }
             }
         }
-        let w = src.width / 2, h = src.height / 2, sw = src.width, map = channels(of: cfa)
+        let w = rows.width / 2, h = rows.height / 2, map = channels(of: cfa)
         let black = { (site: Int) in raw.blackLevels[site < raw.blackLevels.count ? site : 0] }
         let luts =
             gain == 1
             ? [scaling(white: raw.whiteLevel)]
             : (0..<4).map { scaling(white: raw.whiteLevel, black: black($0), gain: gain) }
         return Image(uninitializedWidth: w, height: h, channels: 4) { d in
-            src.samples.withUnsafeBufferPointer { s in
-                StripExecutor.forEachStrip(rows: h, minimumRows: 16) { rows in
-                    for y in rows {
-                        for site in 0..<4 {
-                            let c = map[site], sy = 2 * y + site / 2, sx = site % 2
-                            var o = sy * sw + sx, di = y * w * 4 + c
-                            luts[gain == 1 ? 0 : site].withUnsafeBufferPointer { lut in
-                                for _ in 0..<w {
-                                    d[di] = lut[Int(s[o])]
-                                    o += 2
-                                    di += 4
-                                }
+            StripExecutor.forEachStrip(rows: h, minimumRows: 16) { strip in
+                for y in strip {
+                    for site in 0..<4 {
+                        let c = map[site], s = rows.row(2 * y + site / 2)
+                        var o = site % 2, di = y * w * 4 + c
+                        luts[gain == 1 ? 0 : site].withUnsafeBufferPointer { lut in
+                            for _ in 0..<w {
+                                d[di] = lut[Int(s[o])]
+                                o += 2
+                                di += 4
                             }
                         }
                     }

@@ -75,6 +75,36 @@ struct RawTests {
         }
     }
 
+    @Test("Rows handed on from a DNG's bytes are its samples, for each CFA and for LinearRaw, not copied")
+    func rowsInPlace() throws {
+        let dir = TempDir()
+        var linear = RawMosaic(
+            samples: Image(width: 40, height: 30, channels: 3) { d in
+                for i in 0..<d.count { d[i] = UInt16(100 + (i * 29) % 900) }
+            }, layout: .linearRGB, blackLevels: [64], whiteLevel: 1023,
+            color: RawColor(colorMatrix: sampleRaw().color.colorMatrix, asShotNeutral: [0.5, 1, 0.7]))
+        linear.capture.make = "Evanesco"
+        for (i, raw) in [sampleRaw(width: 66, height: 50), sampleRaw(cfa: .gbrg), linear].enumerated() {
+            let path = dir.file("r\(i).dng")
+            try DNGWriter.write(raw, to: path)
+            let rows = try RawCodec.read(path) { file, rows -> [UInt16] in
+                #expect(file.raw.samples.width == 0 && file.raw.layout == raw.layout, "\(i): copied")
+                #expect(file.width == raw.width && rows.width == raw.width && rows.height == raw.height)
+                #expect(rows.channels == raw.samples.channels && file.raw.blackLevels == raw.blackLevels)
+                return (0..<rows.height).flatMap {
+                    UnsafeBufferPointer(start: rows.row($0), count: rows.width * rows.channels)
+                }
+            }
+            #expect(rows == Array(raw.samples.samples), "\(i)")
+        }
+        // Rows of samples already decoded are theirs.
+        let image = sampleRaw(width: 10, height: 6).samples
+        let back = RawSampleRows.of(image) { rows in
+            (0..<rows.height).flatMap { UnsafeBufferPointer(start: rows.row($0), count: rows.width) }
+        }
+        #expect(back == Array(image.samples))
+    }
+
     @Test("A raw reads as an image: finished, upright, with its sRGB profile; probe reads no samples")
     func rawAsImage() throws {
         let dir = TempDir()

@@ -97,20 +97,6 @@ import EvanescoCore
         }
     }
 
-    @Test func planesRoundTripAtOddSizes() {
-        for cfa in [CFAPattern.rggb, .bggr, .grbg, .gbrg] {
-            let raw = Self.mosaic(width: 37, height: 23, cfa: cfa)
-            let planes = RawPlanes.planes(raw)
-            #expect(planes.width == 18 && planes.height == 11 && planes.channels == 4)
-            let back = RawPlanes.mosaic(planes, like: raw, noise: nil)
-            #expect(back.samples.samples == ContiguousArray(Self.scaled(raw)), "\(cfa)")
-            // Channels: red, green, blue, green, whatever the pattern.
-            let map = RawPlanes.channels(of: cfa)
-            #expect(Set(map) == [0, 1, 2, 3])
-            for site in 0..<4 { #expect([0, 1, 2, 1][map[site]] == Int(cfa.colors[site])) }
-        }
-    }
-
     /// The level of ``flat(_:)``'s frames and the noise line of ``mosaic(width:height:cfa:dx:dy:square:noise:fine:)``.
     static let flatLevel: Float = 1500, noiseScale = 4e-4, noiseOffset = 2e-6
 

@@ -191,3 +191,30 @@ public struct RawMosaic: Sendable, Equatable {
         if case .bayer(let p) = layout { p } else { nil }
     }
 }
+
+/// A raw frame's visible samples, row by row, wherever they lie: in a ``RawMosaic``'s image, or
+/// in the bytes of the file they were read from (no copy). Row `y` holds `width x channels`
+/// samples; the pointers it gives are valid only while whoever handed the rows on says so.
+public struct RawSampleRows {
+    public let width: Int
+    public let height: Int
+    public let channels: Int
+    /// Row y's first sample, 0 <= y < height.
+    public let row: (Int) -> UnsafePointer<UInt16>
+
+    public init(width: Int, height: Int, channels: Int, row: @escaping (Int) -> UnsafePointer<UInt16>) {
+        (self.width, self.height, self.channels, self.row) = (width, height, channels, row)
+    }
+
+    /// The rows of `samples`, for as long as `body` runs.
+    public static func of<R>(_ samples: Image<UInt16>, _ body: (RawSampleRows) throws -> R) rethrows -> R {
+        try samples.samples.withUnsafeBufferPointer { s in
+            let base = s.baseAddress, n = samples.width * samples.channels
+            return try body(
+                RawSampleRows(width: samples.width, height: samples.height, channels: samples.channels) { y in
+                    guard let base else { preconditionFailure("row \(y) of an empty image") }
+                    return base + y * n
+                })
+        }
+    }
+}

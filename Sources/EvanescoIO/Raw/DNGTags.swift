@@ -209,14 +209,31 @@ struct DNGTags {
     }
 }
 
+/// Where an uncompressed DNG's visible rows lie in its bytes
+/// (``DNGTags/uncompressedRows(rawWidth:rawHeight:top:left:width:height:channels:)``).
+struct UncompressedRows {
+    let offsets: [Int], rowsPerStrip: Int, rowBytes: Int, top: Int, leftBytes: Int
+    /// Whether the samples are stored in the other byte order than this machine's.
+    let swap: Bool
+
+    /// The byte at which visible row y's first sample starts.
+    func start(_ y: Int) -> Int {
+        let sy = y + top
+        return offsets[sy / rowsPerStrip] + (sy % rowsPerStrip) * rowBytes + leftBytes
+    }
+
+    /// Whether every row starts at an even byte, so that its samples can be read in place.
+    var aligned: Bool { rowBytes % 2 == 0 && leftBytes % 2 == 0 && offsets.allSatisfy { $0 % 2 == 0 } }
+}
+
 extension DNGTags {
-    /// The visible area's samples read straight from the raw image's strips, when they are
-    /// uncompressed 16-bit samples with no linearization table (DNGs from converters, and ours):
-    /// LibRaw's unpack takes them one sample at a time, several times slower. Nil otherwise (or
-    /// when the sizes do not match LibRaw's), and LibRaw reads them.
-    func uncompressedSamples(
+    /// Where the visible area's rows lie in the raw image's strips, when they are uncompressed
+    /// 16-bit samples with no linearization table (DNGs from converters, and ours): LibRaw's
+    /// unpack takes them one sample at a time, several times slower. Nil otherwise (or when the
+    /// sizes do not match LibRaw's), and LibRaw reads them.
+    func uncompressedRows(
         rawWidth: Int, rawHeight: Int, top: Int, left: Int, width: Int, height: Int, channels: Int
-    ) -> Image<UInt16>? {
+    ) -> UncompressedRows? {
         let r = raw
         guard r.int(259, 1) == 1, r.ints(258)?.allSatisfy({ $0 == 16 }) ?? false,
             r.int(277, 1) == channels, r.int(284, 1) == 1, r.entries[50712] == nil,
@@ -232,18 +249,23 @@ extension DNGTags {
                 counts[$0] >= min(rowsPerStrip, rawHeight - $0 * rowsPerStrip) * rowBytes
             })
         else { return nil }
-        let swap = r.bigEndian != (UInt16(1).bigEndian == 1)
+        return UncompressedRows(
+            offsets: offsets, rowsPerStrip: rowsPerStrip, rowBytes: rowBytes, top: top, leftBytes: left * channels * 2,
+            swap: r.bigEndian != (UInt16(1).bigEndian == 1))
+    }
+
+    /// The visible area's samples, copied out of `rows` (in this machine's byte order).
+    func samples(_ rows: UncompressedRows, width: Int, height: Int, channels: Int) -> Image<UInt16> {
         let n = width * channels
-        return r.bytes.withUnsafeBytes { src in
+        return raw.bytes.withUnsafeBytes { src in
             Image<UInt16>(uninitializedWidth: width, height: height, channels: channels) { dst in
-                StripExecutor.forEachStrip(rows: height, minimumRows: 64) { rows in
-                    for y in rows {
-                        let sy = y + top
-                        let at = offsets[sy / rowsPerStrip] + (sy % rowsPerStrip) * rowBytes + left * channels * 2
+                StripExecutor.forEachStrip(rows: height, minimumRows: 64) { strip in
+                    for y in strip {
+                        let at = rows.start(y)
                         let out = UnsafeMutableRawBufferPointer(
                             rebasing: UnsafeMutableRawBufferPointer(dst)[(y * n * 2)...])
                         out.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[at..<(at + n * 2)]))
-                        if swap {
+                        if rows.swap {
                             let v = dst.baseAddress! + y * n
                             for i in 0..<n { v[i] = v[i].byteSwapped }
                         }

@@ -33,10 +33,31 @@ public enum RawCodec {
         try decode(InputFile.read(path), path: path, limits: limits)
     }
 
+    /// Reads a file and hands `body` the frame and its visible samples by row, for whoever turns
+    /// them into something else at once (the stacker's planes): straight from the file's bytes
+    /// where its strips hold them as they are (an uncompressed DNG in this machine's byte order,
+    /// rows at even offsets), and then the frame's samples are empty (0x0); else from the frame's
+    /// decoded samples. The rows are valid only while `body` runs.
+    public static func read<R>(
+        _ path: String, limits: DecodeLimits = .standard, rows body: (RawFile, RawSampleRows) throws -> R
+    ) throws -> R {
+        try withoutActuallyEscaping(body) { body in
+            var result: R?
+            let file = try open(InputFile.read(path), path: path, limits: limits, samples: true) { file, rows in
+                result = try body(file, rows)
+            }
+            if let result { return result }
+            return try RawSampleRows.of(file.raw.samples) { try body(file, $0) }
+        }
+    }
+
     /// `direct`: read uncompressed DNG strips ourselves (false: always through LibRaw's unpack).
-    static func open(_ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool, direct: Bool = true) throws
-        -> RawFile
-    {
+    /// `inPlace`, when given, is handed the samples in the file's bytes where they can be read
+    /// there (``read(_:limits:rows:)``); the frame returned then has no samples.
+    static func open(
+        _ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool, direct: Bool = true,
+        inPlace: ((RawFile, RawSampleRows) throws -> Void)? = nil
+    ) throws -> RawFile {
         var errors = evn_raw_errors()
         // LibRaw's own cap on what it allocates, from the memory budget (MB).
         guard let lr = evn_raw_init(&errors, UInt32(clamping: max(64, limits.maxBytes >> 20))) else {
@@ -65,17 +86,25 @@ public enum RawCodec {
             try checkSensor(m, path: path)
             let layout = try layoutOf(m, path: path)
             let channels = layout == .linearRGB ? 3 : 1
-            guard samples else {
-                let raw = try mosaic(
-                    m, layout: layout, samples: Image(width: 0, height: 0, channels: channels), dng: dng, path: path,
-                    container: container)
-                return RawFile(raw: raw, width: w, height: h, container: container)
+            // The frame without its samples.
+            let header = {
+                RawFile(
+                    raw: try mosaic(
+                        m, layout: layout, samples: Image(width: 0, height: 0, channels: channels), dng: dng,
+                        path: path, container: container), width: w, height: h, container: container)
             }
-            if direct,
-                let fast = dng?.uncompressedSamples(
+            guard samples else { return try header() }
+            if direct, let dng,
+                let rows = dng.uncompressedRows(
                     rawWidth: Int(m.raw_width), rawHeight: Int(m.raw_height), top: Int(m.top_margin),
                     left: Int(m.left_margin), width: w, height: h, channels: channels)
             {
+                if let inPlace, !rows.swap, rows.aligned {
+                    let file = try header()
+                    try handOn(bytes, rows, of: file, channels: channels, to: inPlace)
+                    return file
+                }
+                let fast = dng.samples(rows, width: w, height: h, channels: channels)
                 let raw = try mosaic(m, layout: layout, samples: fast, dng: dng, path: path, container: container)
                 return RawFile(raw: raw, width: w, height: h, container: container)
             }
@@ -86,24 +115,47 @@ public enum RawCodec {
                     detail: "LibRaw found the sensor data short or damaged at byte \(errors.first_offset)")
             }
             evn_raw_read_meta(lr, &m)
-            guard m.has_bayer != 0 || m.has_color3 != 0 || m.has_color4 != 0 else {
-                throw ImageIOError.unsupportedLayout(
-                    path: path,
-                    detail: "its samples are floating point or in a layout LibRaw does not unpack to 16 bits")
-            }
-            let image = Image<UInt16>(uninitializedWidth: w, height: h, channels: channels) { out in
-                if m.has_bayer != 0 {
-                    evn_raw_copy_visible(lr, out.baseAddress)
-                } else if m.has_color3 != 0 {
-                    evn_raw_copy_visible3(lr, out.baseAddress)
-                } else {
-                    evn_raw_copy_visible4(lr, out.baseAddress)
-                }
-            }
+            let image = try unpackedSamples(lr, m, width: w, height: h, channels: channels, path: path)
             return RawFile(
                 raw: try mosaic(m, layout: layout, samples: image, dng: dng, path: path, container: container),
                 width: w,
                 height: h, container: container)
+        }
+    }
+
+    /// The visible samples LibRaw unpacked (`m` read after its unpack).
+    static func unpackedSamples(
+        _ lr: UnsafeMutablePointer<libraw_data_t>, _ m: evn_raw_meta, width w: Int, height h: Int, channels: Int,
+        path: String
+    ) throws -> Image<UInt16> {
+        guard m.has_bayer != 0 || m.has_color3 != 0 || m.has_color4 != 0 else {
+            throw ImageIOError.unsupportedLayout(
+                path: path, detail: "its samples are floating point or in a layout LibRaw does not unpack to 16 bits")
+        }
+        return Image<UInt16>(uninitializedWidth: w, height: h, channels: channels) { out in
+            if m.has_bayer != 0 {
+                evn_raw_copy_visible(lr, out.baseAddress)
+            } else if m.has_color3 != 0 {
+                evn_raw_copy_visible3(lr, out.baseAddress)
+            } else {
+                evn_raw_copy_visible4(lr, out.baseAddress)
+            }
+        }
+    }
+
+    /// `rows` of `bytes` (samples in this machine's order at even offsets: `aligned`), only read,
+    /// to `body` as `file`'s.
+    static func handOn(
+        _ bytes: [UInt8], _ rows: UncompressedRows, of file: RawFile, channels: Int,
+        to body: (RawFile, RawSampleRows) throws -> Void
+    ) throws {
+        precondition(rows.aligned && !rows.swap, "rows read in place must be aligned, in this machine's order")
+        try bytes.withUnsafeBytes { src in
+            try body(
+                file,
+                RawSampleRows(width: file.width, height: file.height, channels: channels) { y in
+                    (src.baseAddress! + rows.start(y)).assumingMemoryBound(to: UInt16.self)
+                })
         }
     }
 
