@@ -12,70 +12,75 @@
 
 typedef double v4d __attribute__((ext_vector_type(4)));
 
-/// Mean over the window [x - lo, x + hi] x [y - lo, y + hi] clamped to the plane, of `src`
-/// (width x height) into `dst`; running sums in double, `tmp` holds width x height floats.
-EVN_INLINE void box_mean_body(const float *src, int w, int h, int lo, int hi, float *tmp, float *dst) {
-    // Along the rows, four rows at a time in the lanes of one vector: each row's running sum is
-    // a chain of dependent additions and a division per sample, which one row alone leaves
-    // waiting on each other; every lane does what one row did, in the same order. Past the last
-    // row a lane repeats it (the same sums, written to it again).
-    for (int y = 0; y < h; y += 4) {
-        const float *s[4];
-        float *t[4];
-        for (int i = 0; i < 4; i++) {
-            const ptrdiff_t r = y + i < h ? y + i : h - 1;
-            s[i] = src + r * w;
-            t[i] = tmp + r * w;
-        }
-        v4d sum = 0;
-        int a = 0, b = -1; // the window [a, b] summed so far
-        for (int x = 0; x < w; x++) {
-            const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
-            while (b < nb) {
-                b++;
-                sum += (v4d){s[0][b], s[1][b], s[2][b], s[3][b]};
-            }
-            while (a < na) {
-                sum -= (v4d){s[0][a], s[1][a], s[2][a], s[3][a]};
-                a++;
-            }
-            const v4d m = sum / (double)(b - a + 1);
-            t[0][x] = (float)m.x, t[1][x] = (float)m.y, t[2][x] = (float)m.z, t[3][x] = (float)m.w;
-        }
+/// The means of rows y0 ... y0 + 3 of `src` over [x - lo, x + hi] (clamped to the row), into
+/// the ring's rows y % rows. Four rows in the lanes of one vector: each row's running sum is a
+/// chain of dependent additions and a division per sample, which one row alone leaves waiting
+/// on each other; every lane does what one row did, in the same order. Past the last row a lane
+/// repeats it (the same sums, written to it again).
+EVN_INLINE void row_means(const float *src, int w, int h, int y0, int lo, int hi, float *ring, int rows) {
+    const float *s[4];
+    float *t[4];
+    for (int i = 0; i < 4; i++) {
+        const int r = y0 + i < h ? y0 + i : h - 1;
+        s[i] = src + (ptrdiff_t)r * w;
+        t[i] = ring + (ptrdiff_t)(r % rows) * w;
     }
-    double *col = calloc((size_t)w, sizeof(double));
-    if (!col) { // no room for the column sums: slower, same result
-        for (int y = 0; y < h; y++) {
-            const int a = y - lo < 0 ? 0 : y - lo, b = y + hi >= h ? h - 1 : y + hi;
-            for (int x = 0; x < w; x++) {
-                double sum = 0;
-                for (int yy = a; yy <= b; yy++) sum += tmp[(ptrdiff_t)yy * w + x];
-                dst[(ptrdiff_t)y * w + x] = (float)(sum / (b - a + 1));
-            }
-        }
-        return;
-    }
-    int a = 0, b = -1;
-    for (int y = 0; y < h; y++) {
-        const int na = y - lo < 0 ? 0 : y - lo, nb = y + hi >= h ? h - 1 : y + hi;
+    v4d sum = 0;
+    int a = 0, b = -1; // the window [a, b] summed so far
+    for (int x = 0; x < w; x++) {
+        const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
         while (b < nb) {
             b++;
-            for (int x = 0; x < w; x++) col[x] += tmp[(ptrdiff_t)b * w + x];
+            sum += (v4d){s[0][b], s[1][b], s[2][b], s[3][b]};
         }
         while (a < na) {
-            for (int x = 0; x < w; x++) col[x] -= tmp[(ptrdiff_t)a * w + x];
+            sum -= (v4d){s[0][a], s[1][a], s[2][a], s[3][a]};
+            a++;
+        }
+        const v4d m = sum / (double)(b - a + 1);
+        t[0][x] = (float)m.x, t[1][x] = (float)m.y, t[2][x] = (float)m.z, t[3][x] = (float)m.w;
+    }
+}
+
+/// Mean over the window [x - lo, x + hi] x [y - lo, y + hi] clamped to the plane, of `src`
+/// (width x height) into `dst`, which may be `src`: running sums in double, along the rows and
+/// then down the columns. Only the rows' means the window spans are kept (a ring of them, in
+/// cache), so the plane is read once and written once. -1: out of memory.
+EVN_INLINE int box_mean_body(const float *src, int w, int h, int lo, int hi, float *dst) {
+    // Alive at once: the window's rows, the one leaving it, and a group of four ahead.
+    const int rows = lo + hi + 8;
+    float *ring = malloc(sizeof(float) * (size_t)rows * (size_t)w);
+    double *col = calloc((size_t)w, sizeof(double));
+    if (!ring || !col) {
+        free(ring), free(col);
+        return -1;
+    }
+    // Rows [0, done) have their means. A group is computed when the window first reaches it,
+    // at its first row nb >= y: every row it reads from `src` is one `dst` has not written yet.
+    int done = 0, a = 0, b = -1;
+    for (int y = 0; y < h; y++) {
+        const int na = y - lo < 0 ? 0 : y - lo, nb = y + hi >= h ? h - 1 : y + hi;
+        for (; done <= nb; done += 4) row_means(src, w, h, done, lo, hi, ring, rows);
+        while (b < nb) {
+            b++;
+            const float *t = ring + (ptrdiff_t)(b % rows) * w;
+            for (int x = 0; x < w; x++) col[x] += t[x];
+        }
+        while (a < na) {
+            const float *t = ring + (ptrdiff_t)(a % rows) * w;
+            for (int x = 0; x < w; x++) col[x] -= t[x];
             a++;
         }
         const double n = b - a + 1;
         for (int x = 0; x < w; x++) dst[(ptrdiff_t)y * w + x] = (float)(col[x] / n);
     }
-    free(col);
+    free(ring), free(col);
+    return 0;
 }
 
 // Compiled twice (AVX2 and portable), the same operations in the same order: the same bits.
-EVN_STATIC_KERNEL_VARIANTS(void, box_mean, box_mean, box_mean_body,
-                           (const float *src, int w, int h, int lo, int hi, float *tmp, float *dst),
-                           (src, w, h, lo, hi, tmp, dst))
+EVN_STATIC_KERNEL_VARIANTS(int, box_mean, box_mean, box_mean_body,
+                           (const float *src, int w, int h, int lo, int hi, float *dst), (src, w, h, lo, hi, dst))
 
 /// Channel `ch` of a four-channel plane image as floats.
 static void channel(const uint16_t *src, ptrdiff_t cells, int ch, float *dst) {
@@ -83,20 +88,22 @@ static void channel(const uint16_t *src, ptrdiff_t cells, int ch, float *dst) {
 }
 
 /// The noise variance at the level of the window [x - lo, x + hi] x [y - lo, y + hi] around
-/// each cell of channel `ch` of `r` (in `s2`).
-static void window_noise(const float *r, int w, int h, int lo, int hi, const evn_raw_blend_params *p, int ch,
-                         float *tmp, float *s2) {
+/// each cell of channel `ch` of `r` (in `s2`). -1: out of memory.
+static int window_noise(const float *r, int w, int h, int lo, int hi, const evn_raw_blend_params *p, int ch,
+                        float *s2) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    box_mean(r, w, h, lo, hi, tmp, s2);
+    if (box_mean(r, w, h, lo, hi, s2) != 0) return -1;
     for (ptrdiff_t i = 0; i < cells; i++) {
         const float v = p->slope[ch] * s2[i] + p->intercept[ch];
         s2[i] = v > 0 ? v : 0;
     }
+    return 0;
 }
 
 /// The noise variance of the 8 x 8 block around each cell of channel `ch` of `r` (in `s2`).
-static void block_noise(const float *r, int w, int h, const evn_raw_blend_params *p, int ch, float *tmp, float *s2) {
-    window_noise(r, w, h, 4, 3, p, ch, tmp, s2);
+/// -1: out of memory.
+static int block_noise(const float *r, int w, int h, const evn_raw_blend_params *p, int ch, float *s2) {
+    return window_noise(r, w, h, 4, 3, p, ch, s2);
 }
 
 /// The local contrast of `rv` (Sobel / 8, squared) into `g`.
@@ -135,15 +142,16 @@ static int wide_guard(const float *d2, const float *g, const float *rv, int w, i
     const int w2 = (w + 1) / 2, h2 = (h + 1) / 2, R = p->wide_radius;
     const ptrdiff_t half = (ptrdiff_t)w2 * h2;
     float *e = malloc(sizeof(float) * half), *gh = malloc(sizeof(float) * half);
-    float *n = malloc(sizeof(float) * half), *tmp = malloc(sizeof(float) * half);
-    const int ok = e && gh && n && tmp;
+    float *n = malloc(sizeof(float) * half);
+    int ok = e && gh && n;
     if (ok) {
         halve(d2, w, h, e);
         halve(g, w, h, gh);
         halve(rv, w, h, n);
-        box_mean(e, w2, h2, R, R, tmp, e);
-        box_mean(gh, w2, h2, R, R, tmp, gh);
-        window_noise(n, w2, h2, R, R, p, ch, tmp, n);
+        ok = box_mean(e, w2, h2, R, R, e) == 0 && box_mean(gh, w2, h2, R, R, gh) == 0 &&
+             window_noise(n, w2, h2, R, R, p, ch, n) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < half; i++) n[i] = e[i] > p->wide_guard * n[i] + p->wide_contrast * gh[i];
         for (int y = 0; y < h; y++) {
             const float *row = n + (ptrdiff_t)(y / 2) * w2;
@@ -151,7 +159,7 @@ static int wide_guard(const float *d2, const float *g, const float *rv, int w, i
             for (int x = 0; x < w; x++) m[x] |= row[x / 2] != 0;
         }
     }
-    free(e), free(gh), free(n), free(tmp);
+    free(e), free(gh), free(n);
     return ok ? 0 : -1;
 }
 
@@ -159,9 +167,8 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32
                         const evn_raw_blend_params *p, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     float *rv = malloc(sizeof(float) * cells), *d2 = malloc(sizeof(float) * cells);
-    float *g = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
-    float *s2 = malloc(sizeof(float) * cells);
-    int ok = rv && d2 && g && tmp && s2;
+    float *g = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
+    int ok = rv && d2 && g && s2;
     if (ok) {
         channel(r, cells, ch, rv);
         for (ptrdiff_t i = 0; i < cells; i++) {
@@ -173,55 +180,62 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32
         gradient_energy(rv, w, h, g);
         memset(moving, 0, (size_t)cells);
         if (p->wide_guard > 0) ok = wide_guard(d2, g, rv, w, h, p, ch, moving) == 0;
-        box_mean(d2, w, h, 2, 1, tmp, d2);
-        box_mean(g, w, h, 2, 1, tmp, g);
-        block_noise(rv, w, h, p, ch, tmp, s2);
+        ok = ok && box_mean(d2, w, h, 2, 1, d2) == 0 && box_mean(g, w, h, 2, 1, g) == 0 &&
+             block_noise(rv, w, h, p, ch, s2) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= d2[i] > p->guard * (s2[i] + p->contrast * g[i]);
     }
-    free(rv), free(d2), free(g), free(tmp), free(s2);
+    free(rv), free(d2), free(g), free(s2);
     return ok ? 0 : -1;
 }
 
 int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
-    const int ok = m && tmp;
+    float *m = malloc(sizeof(float) * cells);
+    int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
-        box_mean(m, w, h, radius, radius, tmp, m);
+        ok = box_mean(m, w, h, radius, radius, m) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) mask[i] = m[i] > 0;
     }
-    free(m), free(tmp);
+    free(m);
     return ok ? 0 : -1;
 }
 
 int evn_raw_blend_vote_guard(const float *deviation, int32_t w, int32_t h, int32_t radius, float cap, float threshold,
                              uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
-    const int ok = m && tmp;
+    float *m = malloc(sizeof(float) * cells);
+    int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = deviation[i] < cap ? deviation[i] : cap;
-        box_mean(m, w, h, radius, radius, tmp, m);
+        ok = box_mean(m, w, h, radius, radius, m) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) moving[i] |= m[i] > threshold;
     }
-    free(m), free(tmp);
+    free(m);
     return ok ? 0 : -1;
 }
 
 int evn_raw_blend_offset_guard(const int8_t *offset, int32_t w, int32_t h, int32_t channels, int32_t radius,
                                float threshold, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
+    float *m = malloc(sizeof(float) * cells);
     float *sum = calloc((size_t)cells, sizeof(float));
-    const int ok = m && tmp && sum && channels > 0;
+    int ok = m && sum && channels > 0;
     if (ok) {
         const float unit = (float)EVN_RAW_OFFSET_RANGE / 127.0f;
-        for (int ch = 0; ch < channels; ch++) {
+        for (int ch = 0; ch < channels && ok; ch++) {
             for (ptrdiff_t i = 0; i < cells; i++) m[i] = offset[i * channels + ch] * unit;
-            box_mean(m, w, h, radius, radius, tmp, m);
+            ok = box_mean(m, w, h, radius, radius, m) == 0;
             for (ptrdiff_t i = 0; i < cells; i++) sum[i] += m[i] * m[i];
         }
+    }
+    if (ok) {
         for (int y = 0; y < h; y++) {
             const int rows = (y + radius < h ? y + radius : h - 1) - (y - radius > 0 ? y - radius : 0) + 1;
             for (int x = 0; x < w; x++) {
@@ -231,7 +245,7 @@ int evn_raw_blend_offset_guard(const int8_t *offset, int32_t w, int32_t h, int32
             }
         }
     }
-    free(m), free(tmp), free(sum);
+    free(m), free(sum);
     return ok ? 0 : -1;
 }
 
@@ -240,14 +254,16 @@ int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius
     ptrdiff_t set = 0;
     for (ptrdiff_t i = 0; i < cells; i++) set += mask[i] != 0;
     if (set == 0) return 0; // nothing moved (most static bursts): nothing to fill
-    float *m = malloc(sizeof(float) * cells), *tmp = malloc(sizeof(float) * cells);
-    const int ok = m && tmp;
+    float *m = malloc(sizeof(float) * cells);
+    int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
-        box_mean(m, w, h, radius, radius, tmp, m);
+        ok = box_mean(m, w, h, radius, radius, m) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) mask[i] = mask[i] || m[i] > fraction;
     }
-    free(m), free(tmp);
+    free(m);
     return ok ? 0 : -1;
 }
 
@@ -255,22 +271,23 @@ int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8
                           int32_t ch, const evn_raw_blend_params *p, uint16_t *out) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
     float *rv = malloc(sizeof(float) * cells), *d = malloc(sizeof(float) * cells);
-    float *tmp = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
-    const int ok = rv && d && tmp && s2;
+    float *s2 = malloc(sizeof(float) * cells);
+    int ok = rv && d && s2;
     if (ok) {
         channel(r, cells, ch, rv);
         for (ptrdiff_t i = 0; i < cells; i++) {
             const float x = (float)wiener[4 * i + ch] - rv[i];
             d[i] = x * x;
         }
-        box_mean(d, w, h, 4, 3, tmp, d);
-        block_noise(rv, w, h, p, ch, tmp, s2);
+        ok = box_mean(d, w, h, 4, 3, d) == 0 && block_noise(rv, w, h, p, ch, s2) == 0;
+    }
+    if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) {
             const float a = moving[i] ? 0 : d[i] / (d[i] + p->beta * s2[i] + 1e-12f);
             const float v = rv[i] + a * ((float)wiener[4 * i + ch] - rv[i]);
             out[4 * i + ch] = (uint16_t)(v < 0 ? 0 : (v > 65535 ? 65535 : v + 0.5f));
         }
     }
-    free(rv), free(d), free(tmp), free(s2);
+    free(rv), free(d), free(s2);
     return ok ? 0 : -1;
 }

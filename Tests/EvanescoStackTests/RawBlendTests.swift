@@ -207,6 +207,32 @@ struct RawBlendTests {
     /// The dense parts of a mask filled in: a blob guarded in patches (every other cell) is
     /// whole, a thin line (a parallax edge's trace) stays as it was, and every cell is as the
     /// count over its window says.
+    @Test func theVoteGuardsMeansAreTheirWindowsCountedCellByCell() {
+        // The box means keep only the rows their window spans (a ring): sizes not a multiple of
+        // their four-row groups, shorter than the ring and taller, against each window's mean.
+        var g = SplitMix(seed: 7)
+        for (w, h, radius) in [(37, 23, 4), (9, 3, 2), (30, 41, 1), (12, 50, 6)] {
+            let deviation = (0..<(w * h)).map { _ in Float(g.next() % 1000) / 100 }
+            var m = [UInt8](repeating: 0, count: w * h)
+            #expect(evn_raw_blend_vote_guard(deviation, Int32(w), Int32(h), Int32(radius), 100, 5, &m) == 0)
+            var wrong = 0
+            for y in 0..<h {
+                for x in 0..<w {
+                    var sum = 0.0, n = 0.0
+                    for yy in max(0, y - radius)...min(h - 1, y + radius) {
+                        for xx in max(0, x - radius)...min(w - 1, x + radius) {
+                            sum += Double(deviation[yy * w + xx])
+                            n += 1
+                        }
+                    }
+                    if abs(sum / n - 5) > 1e-4, (m[y * w + x] != 0) != (sum / n > 5) { wrong += 1 }
+                }
+            }
+            #expect(wrong == 0, "\(w) x \(h), radius \(radius)")
+            #expect(m.contains(0) && m.contains(1), "\(w) x \(h): the test must split the cells")
+        }
+    }
+
     @Test func denseRegionsAreFilledAndThinTracesAreNot() {
         var mask = [UInt8](repeating: 0, count: w * h)
         for y in 8..<20 { for x in 6..<22 where (x + y) % 2 == 0 { mask[y * w + x] = 1 } }
