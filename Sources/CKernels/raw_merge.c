@@ -648,19 +648,24 @@ EVN_INLINE void cd_lanes(const evn_raw_frame *f, const evn_raw_merge_params *p, 
         const v8f qx = px - __builtin_convertvector(jx, v8f), qy = py - __builtin_convertvector(jy, v8f);
         const v8f ax0 = lut8(p->lut_dense, qx), ax1 = lut8(p->lut_dense, 1 - qx);
         const v8f ay0 = lut8(p->lut_dense, qy), ay1 = lut8(p->lut_dense, 1 - qy);
-        const v8i one = 1, minus = -1;
-        v8i ox = jx - ix, oy = jy - iy;
-        ox = ox < minus ? minus : (ox > one ? one : ox);
-        oy = oy < minus ? minus : (oy > one ? one : oy);
-        v8f partner = 0;
+        // Offsets -1, 0 or 1 (clamped): the 2 x 2's first column is the window's ox + 1, its
+        // first row oy + 1. Each row's two columns are picked, weighed and added, then the two
+        // rows: the products and sums of a sum over the 4 x 4 whose other weights are 0.
+        const v8i minus = -1;
+        const v8i ox = jx - ix, oy = jy - iy;
+        const v8i xl = ox <= minus, xm = ox == 0, yl = oy <= minus, ym = oy == 0; // else 1 (or more)
+        v8f across[4];
         for (int b = 0; b < 4; b++) {
-            v8f across = 0;
-            for (int a = 0; a < 4; a++) {
-                const v8f wa = (ox + 1 == a ? ax0 : zero) + (ox + 2 == a ? ax1 : zero);
-                across += wa * GW(2 * b + l->sy[k], 2 * a + l->sx[k]);
-            }
-            partner += ((oy + 1 == b ? ay0 : zero) + (oy + 2 == b ? ay1 : zero)) * across;
+            const int r = 2 * b + l->sy[k], c = l->sx[k];
+            const v8f g0 = GW(r, c), g1 = GW(r, c + 2), g2 = GW(r, c + 4), g3 = GW(r, c + 6);
+            const v8f first = xl ? g0 : (xm ? g1 : g2), second = xl ? g1 : (xm ? g2 : g3);
+            across[b] = ax0 * first;
+            across[b] += ax1 * second;
         }
+        const v8f top = yl ? across[0] : (ym ? across[1] : across[2]);
+        const v8f bottom = yl ? across[1] : (ym ? across[2] : across[3]);
+        v8f partner = ay0 * top;
+        partner += ay1 * bottom;
         sum += partner;
         wt[ch] = dense + (ax0 + ax1) * (ay0 + ay1);
         plain[ch] = sum / wt[ch];
