@@ -732,29 +732,93 @@ EVN_AVX2 static void cd_row_avx2(const evn_raw_frame *f, const evn_raw_merge_par
     cd_row(f, p, y, x0, count, value, weight, own, part);
 }
 
-void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
-                        float *value, float *weight) {
+/// Whether the colour-difference gather of frame `f` (`cd_lanes`) gives each cell its own
+/// samples with weight 1: the frame does not move (no field, the identity; the reference),
+/// each channel's grid position is the cell itself (`own` 0), the kernels weigh a sample at
+/// distance 0 by 1 and at 1 by 0, and each green's partner plane lies half a cell off in x or
+/// y, where the dense kernel weighs 0. Then every Catmull-Rom weight is 1 or 0, the colour
+/// difference adds back exactly what it took, and the partner adds +0: the same bits.
+static int gathers_own_samples(const evn_raw_frame *f, const evn_raw_merge_params *p, const float own[2],
+                               float part[4][2]) {
+    const float *m = f->m;
+    if (f->field_dx || m[0] != 1 || m[1] != 0 || m[2] != 0 || m[3] != 0 || m[4] != 1 || m[5] != 0 || m[6] != 0 ||
+        m[7] != 0 || m[8] != 1 || own[0] != 0 || own[1] != 0)
+        return 0;
+    if (p->lut[0] != 1 || p->lut[64] != 0 || p->lut_dense[0] != 1 || p->lut_dense[64] != 0) return 0;
+    for (int ch = 1; ch < 4; ch += 2) {
+        float q[2];
+        for (int a = 0; a < 2; a++) {
+            const float t = part[ch][a];
+            // Half cells only, small: x + t is then exact, its fraction 0 or 0.5 at every cell.
+            if (!(fabsf(t) <= 4) || 2 * t != floorf(2 * t)) return 0;
+            q[a] = t - floorf(t);
+        }
+        const int xs = lut_at(p->lut_dense, q[0]) == 0 && lut_at(p->lut_dense, 1 - q[0]) == 0;
+        const int ys = lut_at(p->lut_dense, q[1]) == 0 && lut_at(p->lut_dense, 1 - q[1]) == 0;
+        if (!xs && !ys) return 0;
+    }
+    return 1;
+}
+
+/// `evn_raw_gather_row` where `gathers_own_samples`: each cell's samples, weight 1 (0 and 0
+/// outside the frame).
+static void own_samples_row(const evn_raw_frame *f, int32_t y, int32_t x0, int32_t count, float *value, float *weight) {
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t x = x0 + i;
+        if (x < 0 || x >= f->width || y < 0 || y >= f->height) {
+            for (int ch = 0; ch < 4; ch++) value[4 * i + ch] = weight[4 * i + ch] = 0;
+            continue;
+        }
+        const uint16_t *s = f->planes + ((ptrdiff_t)y * f->width + x) * 4;
+        for (int ch = 0; ch < 4; ch++) {
+            value[4 * i + ch] = (float)s[ch];
+            weight[4 * i + ch] = 1;
+        }
+    }
+}
+
+/// Each channel's grid position is the cell centre's source position plus a constant: its
+/// site through the frame's Jacobian, minus its own offset; for a hand-held frame this is
+/// within a few thousandths of a plane pixel of the cell centre's, so one neighbourhood serves
+/// every channel's own plane (its weights from the mean of their offsets: `own`), and one more
+/// each green's partner plane (`part`, for the channels with a partner).
+static void gather_offsets(const evn_raw_frame *f, const evn_raw_merge_params *p, float own[2], float part[4][2]) {
     const int c = p->channels;
-    // Each channel's grid position is the cell centre's source position plus a constant: its
-    // site through the frame's Jacobian, minus its own offset; for a hand-held frame this is
-    // within a few thousandths of a plane pixel of the cell centre's, so one neighbourhood
-    // serves every channel's own plane (its weights from the mean of their offsets), and one
-    // more each green's partner plane.
-    float own[2] = {0, 0};
+    own[0] = own[1] = 0;
     for (int ch = 0; ch < c; ch++) {
         own[0] += (f->site[ch][0] - f->offset[ch][0]) / c;
         own[1] += (f->site[ch][1] - f->offset[ch][1]) / c;
     }
-    float part[4][2];
     for (int ch = 0; ch < c; ch++) {
         const int k = p->partner[ch];
         if (k < 0) continue;
         part[ch][0] = f->site[ch][0] - f->offset[k][0];
         part[ch][1] = f->site[ch][1] - f->offset[k][1];
     }
+}
+
+/// Whether the gather goes by colour differences (`cd_row`): a Bayer frame with its green
+/// estimates, the greens each other's partners, nothing marked missing.
+static int gathers_colour(const evn_raw_frame *f, const evn_raw_merge_params *p) {
+    return p->channels == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1 &&
+           f->green && !f->clipped_is_missing;
+}
+
+int evn_raw_gather_is_own_samples(const evn_raw_frame *f, const evn_raw_merge_params *p) {
+    float own[2], part[4][2];
+    gather_offsets(f, p, own, part);
+    return gathers_colour(f, p) && gathers_own_samples(f, p, own, part);
+}
+
+void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
+                        float *value, float *weight) {
+    const int c = p->channels;
+    float own[2], part[4][2];
+    gather_offsets(f, p, own, part);
     if (c == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1) {
-        if (f->green && !f->clipped_is_missing) {
-            if (evn_cpu_has_avx2()) cd_row_avx2(f, p, y, x0, count, value, weight, own, part);
+        if (gathers_colour(f, p)) {
+            if (gathers_own_samples(f, p, own, part)) own_samples_row(f, y, x0, count, value, weight);
+            else if (evn_cpu_has_avx2()) cd_row_avx2(f, p, y, x0, count, value, weight, own, part);
             else cd_row_portable(f, p, y, x0, count, value, weight, own, part);
             return;
         }

@@ -83,13 +83,7 @@ import EvanescoCore
                                         b.storeBytes(of: Float(m[j]), toByteOffset: 4 * j, as: Float.self)
                                     }
                                 }
-                                withUnsafeMutableBytes(of: &f.site) { b in
-                                    for (ch, o) in layout.offsets.enumerated() {
-                                        b.storeBytes(of: o.x, toByteOffset: 8 * ch, as: Float.self)
-                                        b.storeBytes(of: o.y, toByteOffset: 8 * ch + 4, as: Float.self)
-                                    }
-                                }
-                                f.offset = f.site
+                                Self.place(&f, layout)
                                 if withField {
                                     f.field_dx = dxp.baseAddress
                                     f.field_dy = dyp.baseAddress
@@ -119,6 +113,73 @@ import EvanescoCore
             }
         }
         #expect(differing == 0)
+    }
+
+    /// `f`'s sites and offsets: `layout`'s, each channel where it lies in the cell.
+    static func place(_ f: inout evn_raw_frame, _ layout: RawPlaneLayout) {
+        withUnsafeMutableBytes(of: &f.site) { b in
+            for (ch, o) in layout.offsets.enumerated() {
+                b.storeBytes(of: o.x, toByteOffset: 8 * ch, as: Float.self)
+                b.storeBytes(of: o.y, toByteOffset: 8 * ch + 4, as: Float.self)
+            }
+        }
+        f.offset = f.site
+    }
+
+    /// The reference (a frame that does not move) is gathered by copying its samples, weight 1:
+    /// the same bits as the colour gather interpolating them (forced here by a field of zeros),
+    /// for all four CFAs with the merge's own kernels; a frame moved by a fraction of a cell is
+    /// interpolated.
+    @Test(arguments: [[0, 1, 1, 2], [2, 1, 1, 0], [1, 0, 2, 1], [1, 2, 0, 1]] as [[UInt8]])
+    func theReferenceGathersItsOwnSamples(colors: [UInt8]) throws {
+        let w = 45, h = 21
+        var g = SplitMix(seed: UInt64(colors.reduce(0) { $0 * 3 + Int($1) }))
+        let planes = (0..<(w * h * 4)).map { _ in UInt16(truncatingIfNeeded: g.next() >> 48) }
+        let green = (0..<(w * h * 2)).map { _ in UInt16(truncatingIfNeeded: g.next() >> 48) }
+        let layout = RawPlaneLayout(cfa: try #require(CFAPattern(colors: colors)))
+        var params = RawMerge.parameters(
+            frames: 1, channels: 4, layout: layout, noise: Array(repeating: (slope: 0.8, intercept: 30), count: 4),
+            options: StackOptions())
+        params.colour_pull = RawPlaneLayout.colourPull
+        let zeros = [Float](repeating: 0, count: 4 * 3)
+        func gathered(shift: Float, field: Bool) -> (values: [Float], weights: [Float], own: Bool) {
+            planes.withUnsafeBufferPointer { pp in
+                green.withUnsafeBufferPointer { gp in
+                    zeros.withUnsafeBufferPointer { z in
+                        var f = evn_raw_frame()
+                        (f.planes, f.green, f.width, f.height, f.weight_scale) = (
+                            pp.baseAddress, gp.baseAddress, Int32(w), Int32(h), 1
+                        )
+                        f.m = (1, 0, shift, 0, 1, 0, 0, 0, 1)
+                        Self.place(&f, layout)
+                        if field {
+                            (f.field_dx, f.field_dy, f.field_cell, f.field_columns, f.field_rows) = (
+                                z.baseAddress, z.baseAddress, 16, 4, 3
+                            )
+                        }
+                        var out = [Float](repeating: -1, count: 8 * w * h)
+                        out.withUnsafeMutableBufferPointer { o in
+                            for y in 0..<h {
+                                let v = o.baseAddress! + 8 * w * y
+                                evn_raw_gather_row(&f, &params, Int32(y), 0, Int32(w), v, v + 4 * w)
+                            }
+                        }
+                        let rows = (0..<h).map { out[(8 * w * $0)..<(8 * w * $0 + 8 * w)] }
+                        return (
+                            rows.flatMap { $0.prefix(4 * w) }, rows.flatMap { $0.suffix(4 * w) },
+                            evn_raw_gather_is_own_samples(&f, &params) != 0
+                        )
+                    }
+                }
+            }
+        }
+        let copied = gathered(shift: 0, field: false), interpolated = gathered(shift: 0, field: true)
+        #expect(copied.own && !interpolated.own)
+        #expect(copied.values == planes.map(Float.init) && copied.weights.allSatisfy { $0 == 1 })
+        #expect(zip(copied.values, interpolated.values).allSatisfy { $0.bitPattern == $1.bitPattern })
+        #expect(zip(copied.weights, interpolated.weights).allSatisfy { $0.bitPattern == $1.bitPattern })
+        let moved = gathered(shift: 0.3, field: false)
+        #expect(!moved.own && moved.values != copied.values)
     }
 
     /// The colour sampling's estimates (half the planes' bytes again) count in the memory limit:

@@ -156,6 +156,13 @@ typedef struct evn_raw_merge_params {
     float colour_pull;
 } evn_raw_merge_params;
 
+/// 1 where `evn_raw_gather_row` of frame `f` gives each cell its own samples with weight 1
+/// without interpolating them (and gives the same bits as it would interpolating): a frame that
+/// does not move (the reference: no field, the identity homography, its sites its offsets)
+/// gathered by colour differences with kernels that weigh distance 0 by 1 and the greens'
+/// partner half a cell off by 0, as the merge's are. 0 otherwise.
+int evn_raw_gather_is_own_samples(const evn_raw_frame *f, const evn_raw_merge_params *p);
+
 /// Frame `f` gathered at output row `y`, cells x0 ..< x0 + count: for each cell and channel, the
 /// kernel-weighted mean of the frame's samples of that colour around the site (`value`) and the
 /// sum of their weights (`weight`, 0 where the site falls outside the frame, or where every
