@@ -48,7 +48,7 @@ public struct RawPlanes: Sendable {
 
     /// ``planes(_:gain:)`` of `raw`'s header (its levels and CFA) over its samples `rows`, which
     /// need not be `raw`'s own: those of a file read without copying them
-    /// (``RawCodec/read(_:limits:rows:)``, EvanescoIO).
+    /// (`RawCodec.read(_:limits:rows:)`, EvanescoIO).
     public static func planes(_ raw: RawMosaic, rows: RawSampleRows, gain: Float = 1) -> Image<UInt16> {
         guard let cfa = raw.cfa else {
             let black = raw.blackLevels.reduce(0, +) / Float(max(1, raw.blackLevels.count))
