@@ -797,11 +797,16 @@ static void gather_offsets(const evn_raw_frame *f, const evn_raw_merge_params *p
     }
 }
 
+/// Whether the gather takes a Bayer cell's four planes (`bayer_row`, `cd_row`): four channels,
+/// the greens each other's partners, red and blue alone.
+static int gathers_bayer(const evn_raw_merge_params *p) {
+    return p->channels == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1;
+}
+
 /// Whether the gather goes by colour differences (`cd_row`): a Bayer frame with its green
-/// estimates, the greens each other's partners, nothing marked missing.
+/// estimates, nothing marked missing.
 static int gathers_colour(const evn_raw_frame *f, const evn_raw_merge_params *p) {
-    return p->channels == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1 &&
-           f->green && !f->clipped_is_missing;
+    return gathers_bayer(p) && f->green && !f->clipped_is_missing;
 }
 
 int evn_raw_gather_is_own_samples(const evn_raw_frame *f, const evn_raw_merge_params *p) {
@@ -815,7 +820,7 @@ void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, i
     const int c = p->channels;
     float own[2], part[4][2];
     gather_offsets(f, p, own, part);
-    if (c == 4 && p->partner[0] < 0 && p->partner[1] == 3 && p->partner[2] < 0 && p->partner[3] == 1) {
+    if (gathers_bayer(p)) {
         if (gathers_colour(f, p)) {
             if (gathers_own_samples(f, p, own, part)) own_samples_row(f, y, x0, count, value, weight);
             else if (evn_cpu_has_avx2()) cd_row_avx2(f, p, y, x0, count, value, weight, own, part);
