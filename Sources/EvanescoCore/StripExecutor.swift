@@ -98,7 +98,10 @@ public enum StripExecutor {
 extension StripExecutor {
     /// `count` elements from `start` set to `value`, on every thread: a fresh allocation's pages
     /// are zeroed by the kernel as they are first touched, which one thread alone does at a
-    /// fraction of the machine's speed (tens of megabytes: tens of milliseconds).
+    /// fraction of the machine's speed (tens of megabytes: tens of milliseconds). Inlinable, so
+    /// that callers get it for their element type: unspecialised, each element was set through
+    /// its type's value witness, one call per element.
+    @inlinable
     public static func initialize<T>(_ start: UnsafeMutablePointer<T>, repeating value: T, count: Int) {
         let chunk = 1 << 16, shared = UncheckedSendable(start), v = UncheckedSendable(value)
         forEachStrip(rows: (count + chunk - 1) / chunk, minimumRows: 1) { r in
