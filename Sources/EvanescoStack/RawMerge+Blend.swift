@@ -83,14 +83,15 @@ extension RawMerge {
                 return Self.wiener(
                     pinned, params: params, reference: ref, width: w, height: h, progress: options.progress,
                     release: release, pull: blend.pull
-                ) { values, weights, y0, band, handedOn in
+                ) { values, weights, y0, band, ring, handedOn in
                     // Another strip's rows are voted only for the values the vote replaces, which
                     // this strip's tiles read too (the cells' outputs are that strip's to write).
                     scratch.buffers.borrow { buffer in
                         for r in band {
                             var x0 = 0
                             while x0 < w {
-                                let count = min(segment, w - x0), o = (y0 + r) * w + x0, at = r * row + x0 * 4
+                                let count = min(segment, w - x0), o = (y0 + r) * w + x0
+                                let at = ((r + ring) & 15) * row + x0 * 4
                                 voteSegment(
                                     scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
                                     network: scratch.network, kept: handedOn ? outputs.kept.map { $0 + o } : nil,

@@ -305,10 +305,14 @@ void evn_raw_denoise_row_avx2(const float *r0, const float *r1, const float *r2,
 /// expected s2), so that differences the noise explains are averaged away and only the rest
 /// (what moved, what the gather softened) pulls towards the reference.
 typedef struct evn_raw_wiener_band_args {
-    /// Frame k's gathered values, 16 rows of width * 4 floats, at k * 16 * width * 4; where k
-    /// has no sample (weight 0), the reference's value (``evn_raw_wiener_fill``).
+    /// Frame k's gathered values, 16 rows of width * 4 floats, at k * 16 * width * 4, the band's
+    /// row r in row (r + `ring`) mod 16 of them; where k has no sample (weight 0), the
+    /// reference's value (``evn_raw_wiener_fill``).
     const float *values;
     int32_t frames, reference, width;
+    /// 0 or 8: where the band's first row is kept (the band before's last 8 rows stay where they
+    /// were gathered, the next 8 are gathered in place of its first 8).
+    int32_t ring;
     float c, expected;
     float slope[4], intercept[4];
     int32_t first_row, end_row;
