@@ -916,6 +916,7 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
     int covered[MERGE_CHUNK * 4], keptCount[MERGE_CHUNK], b[MERGE_CHUNK];
     int ok[MERGE_CHUNK * 4];
     const int replacing = p->replace_beyond > 0 && method == 1 && dev;
+    const int joint = p->joint > 0 && method == 1;
     for (int j = 0; j < length; j++) {
         const int ch = j % c, m = counts ? (int)counts[j0 + j] : 1;
         covered[j] = m;
@@ -956,18 +957,40 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
         }
     }
     // Robust keeps a frame only where all its channels agree (a frame covers a cell or it does
-    // not); sigma-clip judges each channel alone; the mean keeps every covering frame.
+    // not): each within its limit, or with `joint` their squared distances together; sigma-clip
+    // judges each channel alone; the mean keeps every covering frame.
     for (int i = 0; i < ci; i++) keptCount[i] = 0;
     // Each sample's test first, over all of them (no branch: it vectorises), then each cell's.
     int within[MERGE_CHUNK * 4];
     for (int k = 0; k < n; k++) {
         const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
         for (int j = 0; j < length; j++) within[j] = (w[j] > 0) & (fabsf(v[j] - med[j]) <= limit[j]);
-        for (int i = 0; i < ci; i++) {
-            int all = 1;
-            for (int ch = 0; ch < c; ch++) all &= within[i * c + ch];
-            for (int ch = 0; ch < c; ch++) ok[i * c + ch] = all;
-            keptCount[i] += all;
+        if (joint) {
+            // Each sample's squared distance in units of its limit (0 where the limit is
+            // infinite), then each cell's sum over its channels, which must all be covered.
+            float z2[MERGE_CHUNK * 4];
+            for (int j = 0; j < length; j++) {
+                const float e = limit[j] > 0 ? (v[j] - med[j]) / limit[j] : (v[j] == med[j] ? 0.0f : INFINITY);
+                z2[j] = e * e;
+            }
+            for (int i = 0; i < ci; i++) {
+                float sum2 = 0;
+                int all = 1;
+                for (int ch = 0; ch < c; ch++) {
+                    sum2 += z2[i * c + ch];
+                    all &= w[i * c + ch] > 0;
+                }
+                all &= sum2 <= p->joint;
+                for (int ch = 0; ch < c; ch++) ok[i * c + ch] = all;
+                keptCount[i] += all;
+            }
+        } else {
+            for (int i = 0; i < ci; i++) {
+                int all = 1;
+                for (int ch = 0; ch < c; ch++) all &= within[i * c + ch];
+                for (int ch = 0; ch < c; ch++) ok[i * c + ch] = all;
+                keptCount[i] += all;
+            }
         }
         if (method == 2) continue;
         for (int j = 0; j < length; j++) {

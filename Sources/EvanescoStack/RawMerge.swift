@@ -229,6 +229,7 @@ enum RawMerge {
         params.frames = Int32(n)
         params.channels = Int32(c)
         params.kappa = options.kappa
+        params.joint = jointLimit(kappa: options.kappa, channels: c)
         params.method =
             switch options.merge {
             case .mean: 0

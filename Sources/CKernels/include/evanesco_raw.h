@@ -136,6 +136,13 @@ typedef struct evn_raw_merge_params {
     /// 0 mean, 1 robust (noise-model threshold around the median), 2 median, 3 sigma-clip (MAD).
     int32_t method;
     float kappa;
+    /// Robust only, above 0: a frame is kept where the sum over a cell's channels of
+    /// ((value - median) / limit)^2 is at most `joint`, instead of where each channel alone lies
+    /// within its limit. Each channel's test turns away a frame's noise alone beyond kappa
+    /// deviations, and any of c channels did so c times as often; the sum of c squared
+    /// deviations (chi-square, c degrees) beyond the same tail does it as seldom as one channel
+    /// (RawMerge.jointLimit).
+    float joint;
     /// The reference among the frames (left out of `outlier`), or -1.
     int32_t reference;
     /// Noise variance of a sample v (sample units) of each channel: slope * v + intercept.
