@@ -964,7 +964,6 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
     int within[MERGE_CHUNK * 4];
     for (int k = 0; k < n; k++) {
         const float *v = value + k * frame_stride + j0, *w = weight + k * frame_stride + j0;
-        for (int j = 0; j < length; j++) within[j] = (w[j] > 0) & (fabsf(v[j] - med[j]) <= limit[j]);
         if (joint) {
             // Each sample's squared distance in units of its limit (0 where the limit is
             // infinite), then each cell's sum over its channels, which must all be covered.
@@ -985,6 +984,7 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
                 keptCount[i] += all;
             }
         } else {
+            for (int j = 0; j < length; j++) within[j] = (w[j] > 0) & (fabsf(v[j] - med[j]) <= limit[j]);
             for (int i = 0; i < ci; i++) {
                 int all = 1;
                 for (int ch = 0; ch < c; ch++) all &= within[i * c + ch];
