@@ -107,6 +107,9 @@ EVN_INLINE void add_c4(c4 *acc, v4f re, v4f im) {
     acc->im += im;
 }
 
+/// Where the band's row r lies among the 16 rows of `values` (``evn_raw_wiener_band_args``).
+EVN_INLINE int band_row(const evn_raw_wiener_band_args *a, int r) { return (r + a->ring) & 15; }
+
 EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
     const int n = a->frames, w = a->width, ref = a->reference;
     const ptrdiff_t row = (ptrdiff_t)w * 4, frame = 16 * row;
@@ -127,7 +130,7 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             for (int c = 0; c < 16; c++) {
                 const int x = tx + c < 0 ? 0 : (tx + c >= w ? w - 1 : tx + c);
                 v4f v;
-                memcpy(&v, a->values + ref * frame + ((r + a->ring) & 15) * row + 4 * x, sizeof v);
+                memcpy(&v, a->values + ref * frame + band_row(a, r) * row + 4 * x, sizeof v);
                 const float ww = win[r] * win[c];
                 t0[16 * r + c].re = v * ww;
                 t0[16 * r + c].im = (v4f){0, 0, 0, 0};
@@ -162,7 +165,7 @@ EVN_INLINE void wiener_band(const evn_raw_wiener_band_args *a) {
             for (int r = 0; r < 16; r++) {
                 for (int c = 0; c < 16; c++) {
                     const int x = tx + c < 0 ? 0 : (tx + c >= w ? w - 1 : tx + c);
-                    const ptrdiff_t at = ((r + a->ring) & 15) * row + 4 * x;
+                    const ptrdiff_t at = band_row(a, r) * row + 4 * x;
                     const float ww = win[r] * win[c];
                     v4f lane[4];
                     for (int e = 0; e < 4; e++)

@@ -91,7 +91,7 @@ extension RawMerge {
                             var x0 = 0
                             while x0 < w {
                                 let count = min(segment, w - x0), o = (y0 + r) * w + x0
-                                let at = ((r + ring) & 15) * row + x0 * 4
+                                let at = bandRow(r, ring: ring) * row + x0 * 4
                                 voteSegment(
                                     scratch.params, frames: n, count: count, stride: stride, buffer: buffer,
                                     network: scratch.network, kept: handedOn ? outputs.kept.map { $0 + o } : nil,

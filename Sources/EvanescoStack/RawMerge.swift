@@ -425,7 +425,7 @@ extension RawMerge {
                     for r in band {
                         var x0 = 0
                         while x0 < w {
-                            let count = min(256, w - x0), at = ((r + ring) & 15) * w * 4 + x0 * 4
+                            let count = min(256, w - x0), at = bandRow(r, ring: ring) * w * 4 + x0 * 4
                             voteSegment(
                                 scratch.params, frames: used.count, count: count, stride: scratch.stride,
                                 buffer: buffer, network: scratch.network, kept: nil, best: nil,
@@ -458,6 +458,10 @@ extension RawMerge {
         _ values: UnsafeMutablePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>,
         _ ring: Int, _ handedOn: Bool
     ) -> Void
+
+    /// Where a band's row r lies among its 16 gathered rows: (r + `ring`) mod 16, as the kernel reads.
+    @inline(__always)
+    static func bandRow(_ r: Int, ring: Int) -> Int { (r + ring) & 15 }
 
     /// Every row of a band of 16 not `given` yet, to `body` in runs, before its tiles are merged:
     /// `mine` for the rows `handed` (the strip's, handed on once), else another strip's rows
@@ -536,7 +540,7 @@ extension RawMerge {
                 // gathered (side by side: all 16, or the 8 after the ring's first), the reference's
                 // values where a frame has none.
                 evn_raw_wiener_fill(
-                    values, weights, Int32(n), Int32(reference), 16 * row, ((fresh + ring) & 15) * row,
+                    values, weights, Int32(n), Int32(reference), 16 * row, bandRow(fresh, ring: ring) * row,
                     (16 - fresh) * row)
                 let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
                 if first < end {
@@ -583,7 +587,7 @@ extension RawMerge {
         }
         for r in fresh..<16 {
             given[r] = false
-            let y = min(h - 1, max(0, y0 + r)), at = ((r + ring) & 15) * row
+            let y = min(h - 1, max(0, y0 + r)), at = bandRow(r, ring: ring) * row
             for k in 0..<n {
                 withUnsafePointer(to: frames[k]) { f in
                     evn_raw_gather_row(
