@@ -59,7 +59,11 @@ public struct EraseSummary: Sendable, Codable, Equatable {
 /// background, seen between passers-by, and is kept); the frames that saw behind it are the
 /// disagreeing ones before that run or after it. The pixel takes the mean of the largest group of
 /// those that agree with one another (a passer-by among them is left out); where no such group
-/// of two stands out, the merge is kept. Frames are taken in the burst's order as its time order. A band of
+/// of two stands out, the merge is kept. Then each frame is judged again, over the same windows,
+/// against that tentative result: where the frames taken for the view behind disagree with it at
+/// least as much as the frames of the run do, they saw something pass rather than what stood
+/// behind (their time alone cannot tell), and the pixel keeps the plain merge. Frames are taken
+/// in the burst's order as its time order. A band of
 /// ``seamBand`` pixels around the mask blends into the
 /// plain merge.
 enum Eraser {
@@ -81,10 +85,12 @@ enum Eraser {
     /// - Parameters:
     ///   - bandRows: At most this many rows of the region are worked through at a time (and at
     ///     most ``bandRows(frames:width:)``); the result is the same for any value.
-    ///   - afterBand: Runs after each band (the stacker drops a spill file's pages there).
+    ///   - afterBand: Runs after each band of each pass (the stacker drops a spill file's pages
+    ///     there).
     /// - Complexity: O(n x A) time, for n frames and A pixels of the mask's bounding box grown by
-    ///   ``radius`` + ``seamBand`` (each frame is sampled there twice, and the `2 radius` rows
-    ///   around each band once more); 2 n x W x B bytes for its width W and B rows a band.
+    ///   ``radius`` + ``seamBand`` (each frame is sampled there three times, and the `2 radius`
+    ///   rows around each band twice more); 2 n x W x B bytes for its width W and B rows a band,
+    ///   and a few bytes per frame of each pixel merged again.
     static func apply<S: PixelSample>(
         _ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
         frameIndex: [Int], maps: inout StackMaps?,
@@ -108,14 +114,29 @@ enum Eraser {
         defer { verdict.deallocate() }
         let share = UnsafeMutablePointer<UInt8>.allocate(capacity: warpers.count * r.ow * bandHeight)
         defer { share.deallocate() }
-        for by0 in stride(from: r.oy0, to: r.oy1, by: bandHeight) {
-            let band = EraseRun<S>.Band(rows: by0..<min(r.oy1, by0 + bandHeight), region: r, radius: radius)
+        /// Runs `body` on each band of the region, then `afterBand`.
+        func eachBand(_ body: (EraseRun<S>.Band) throws -> Void) throws {
+            for by0 in stride(from: r.oy0, to: r.oy1, by: bandHeight) {
+                try body(EraseRun<S>.Band(rows: by0..<min(r.oy1, by0 + bandHeight), region: r, radius: radius))
+                afterBand?()
+            }
+        }
+        try eachBand { band in
             run.markDisagreement(band, into: verdict)
             if cancellation?.isCancelled == true { throw StackError.cancelled }
             run.windowShares(band, verdict: verdict, into: share)
             run.remerge(band, shares: share, frameIndex: frameIndex, into: &out)
-            afterBand?()
         }
+        // The judging pass: each frame's disagreement again, now with the erased picture.
+        let tentative = out, picks = run.sortedPicks()
+        var reverted: [EraseRun<S>.Pick] = []
+        try eachBand { band in
+            run.markDisagreement(band, against: tentative, into: verdict)
+            if cancellation?.isCancelled == true { throw StackError.cancelled }
+            run.windowShares(band, verdict: verdict, into: share)
+            reverted += run.judge(band, shares: share, picks: picks, into: &out)
+        }
+        run.revert(reverted, members: picks.members)
         if cancellation?.isCancelled == true { throw StackError.cancelled }
         return (out, try run.summary(frameIndex: frameIndex, maps: &maps))
     }
