@@ -132,19 +132,28 @@ struct EraseRun<S: PixelSample> {
                     for k in 0..<n {
                         let row = v.value + k * rw * vh + (y - vy0) * rw + (s0 - rx0)
                         for p in 0..<t.pixels {
-                            guard t.valid[k * t.pixels + p] != 0 else {
-                                row[p] = 2
-                                continue
-                            }
-                            var worst: Float = 0
-                            let sample = t.values + k * t.stride + p * c, merge = (y * w + s0 + p) * c
-                            for ch in 0..<c { worst = max(worst, abs(sample[ch] - m.value[merge + ch].floatValue)) }
-                            row[p] = worst > tolerance ? 1 : 0
+                            row[p] = Self.verdict(
+                                t, frame: k, pixel: p, against: m.value.baseAddress! + (y * w + s0 + p) * c, tolerance)
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Frame `k`'s verdict at pixel `p` of `t` against the value at `image`: 1 where a channel
+    /// differs by more than `tolerance`, 0 where none does, 2 where the frame does not reach.
+    @inline(__always)
+    static func verdict(
+        _ t: SampleTile, frame k: Int, pixel p: Int, against image: UnsafePointer<S>, _ tolerance: Float
+    )
+        -> UInt8
+    {
+        guard t.valid[k * t.pixels + p] != 0 else { return 2 }
+        var worst: Float = 0
+        let sample = t.values + k * t.stride + p * t.channels
+        for ch in 0..<t.channels { worst = max(worst, abs(sample[ch] - image[ch].floatValue)) }
+        return worst > tolerance ? 1 : 0
     }
 
     /// Each frame's share of disagreement in the window around each pixel of the band, in
@@ -165,10 +174,18 @@ struct EraseRun<S: PixelSample> {
 
     /// Pass 2: merges each pixel of the band again from the frames that saw behind, and blends it
     /// into `out` by the seam weight.
-    func remerge(_ band: Band, shares: UnsafeMutablePointer<UInt8>, frameIndex: [Int], into out: inout Image<S>) {
+    ///
+    /// With `verdict` (the band's, as ``markDisagreement(_:against:into:)`` left it), each pixel
+    /// that changes has its frames' verdicts marked again, against the new value: what marking
+    /// them against `out` would give, where no other pixel's verdicts change.
+    func remerge(
+        _ band: Band, shares: UnsafeMutablePointer<UInt8>, frameIndex: [Int], into out: inout Image<S>,
+        verdict: UnsafeMutablePointer<UInt8>? = nil
+    ) {
         let n = frames, c = plain.channels, w = plain.width, ow = region.ow, ox0 = region.ox0, oy0 = region.oy0
         let by0 = band.rows.lowerBound, shareStride = ow * band.height
-        let sh = UncheckedSendable(shares)
+        let sh = UncheckedSendable(shares), v = UncheckedSendable(verdict)
+        let vh = band.verdictRows.count, vy0 = band.verdictRows.lowerBound, rw = region.rw, rx0 = region.rx0
         out.samples.withUnsafeMutableBufferPointer { dst in
             let d = UncheckedSendable(dst)
             StripExecutor.forEachStrip(rows: band.height, minimumRows: 8) { local in
@@ -191,11 +208,20 @@ struct EraseRun<S: PixelSample> {
                             counted: false, start: Int32(picked.members.count), count: Int16(scratch.members.count))
                         for k in scratch.members { picked.members.append(Int16(k)) }
                         picked.entries.append(pick)
-                        var change: Float = 0
+                        var change: Float = 0, moved = false
                         for ch in 0..<c {
                             let m = d.value[o + ch].floatValue
                             change = max(change, abs(merged[p * c + ch] - m))
-                            d.value[o + ch] = S(clampingRounded: m + a * (merged[p * c + ch] - m))
+                            let new = S(clampingRounded: m + a * (merged[p * c + ch] - m))
+                            moved = moved || new != d.value[o + ch]
+                            d.value[o + ch] = new
+                        }
+                        if moved, let verdict = v.value {
+                            let at = (y - vy0) * rw + (s0 + p - rx0)
+                            for k in 0..<n {
+                                verdict[k * rw * vh + at] = Self.verdict(
+                                    t, frame: k, pixel: p, against: d.value.baseAddress! + o, tolerance)
+                            }
                         }
                         // Counted where the view behind differs clearly from what the merge
                         // showed (by twice what agreement allows: resampling a sharp edge at

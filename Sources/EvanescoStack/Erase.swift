@@ -121,17 +121,20 @@ enum Eraser {
                 afterBand?()
             }
         }
+        // One band: the re-merge marks the verdicts of the pixels it changes again, and the
+        // judging pass reads them without sampling the frames again.
+        let oneBand = bandHeight >= r.oh
         try eachBand { band in
             run.markDisagreement(band, into: verdict)
             if cancellation?.isCancelled == true { throw StackError.cancelled }
             run.windowShares(band, verdict: verdict, into: share)
-            run.remerge(band, shares: share, frameIndex: frameIndex, into: &out)
+            run.remerge(band, shares: share, frameIndex: frameIndex, into: &out, verdict: oneBand ? verdict : nil)
         }
         // The judging pass: each frame's disagreement again, now with the erased picture.
         let tentative = out, picks = run.sortedPicks()
         var reverted: [EraseRun<S>.Pick] = []
         try eachBand { band in
-            run.markDisagreement(band, against: tentative, into: verdict)
+            if !oneBand { run.markDisagreement(band, against: tentative, into: verdict) }
             if cancellation?.isCancelled == true { throw StackError.cancelled }
             run.windowShares(band, verdict: verdict, into: share)
             reverted += run.judge(band, shares: share, picks: picks, into: &out)
