@@ -117,10 +117,12 @@ extension BurstStacker {
     /// The erase pass (``StackOptions/erase``) over a finished merge of `warpers`, judging
     /// agreement as the maps do (with the merge's noise estimate, or a new one when the merge
     /// made none). From a spill file, `bandRows` and `afterBand` are the merge's: the pass works
-    /// through bands no taller, dropping the pages it read after each.
+    /// through bands no taller, dropping the pages it read after each. `reference`: the reference
+    /// frame's index in the report (`frameIndex`' terms), which the view behind stays near.
     static func erase<S>(
         _ mask: EraseMask, _ warpers: [RowSampler<S>], _ plain: Image<S>, sigma: Float?, maps: inout StackMaps?,
-        frameIndex: [Int], cancellation: StackCancellation?, bandRows: Int? = nil, afterBand: (() -> Void)? = nil
+        frameIndex: [Int], reference: Int?, cancellation: StackCancellation?, bandRows: Int? = nil,
+        afterBand: (() -> Void)? = nil
     ) throws -> (Image<S>, EraseSummary) {
         let noise =
             sigma
@@ -129,7 +131,8 @@ extension BurstStacker {
                 network: SortingNetwork(size: warpers.count), afterRow: afterBand)
         return try Eraser.apply(
             warpers, plain: plain, mask: mask, tolerance: agreement(S.self, noise: noise),
-            frameIndex: frameIndex, maps: &maps, cancellation: cancellation, bandRows: bandRows, afterBand: afterBand)
+            frameIndex: frameIndex, reference: reference, maps: &maps, cancellation: cancellation, bandRows: bandRows,
+            afterBand: afterBand)
     }
 
     /// Burst-wide noise sigma (sample units): 1.4826 x the median, over sampled pixels, of each

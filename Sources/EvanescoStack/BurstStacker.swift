@@ -72,7 +72,8 @@ public enum BurstStacker {
             guard let mask = options.erase else { return r }
             let e = try timings.measure(\.erase) {
                 try erase(
-                    mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, cancellation: options.cancellation,
+                    mask, warpers, r.0, sigma: r.1, maps: &maps, frameIndex: used, reference: options.reference,
+                    cancellation: options.cancellation,
                     bandRows: band, afterBand: source.spill.map { s in { s.releaseAll() } })
             }
             eraseSummary = e.1

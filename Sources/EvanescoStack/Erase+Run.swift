@@ -20,7 +20,7 @@ struct EraseRegion {
     }
 }
 
-/// One erase of ``Eraser/apply(_:plain:mask:tolerance:frameIndex:maps:cancellation:bandRows:afterBand:)``:
+/// One erase of ``Eraser/apply(_:plain:mask:tolerance:frameIndex:reference:maps:cancellation:bandRows:afterBand:)``:
 /// its frames, region and the tallies its bands add to.
 struct EraseRun<S: PixelSample> {
     /// Rows `rows` of O, and the rows `verdictRows` of R whose verdicts its windows read.
@@ -45,11 +45,14 @@ struct EraseRun<S: PixelSample> {
     /// ``Picks``).
     struct Pick {
         var o: Int32, first: Int16, last: Int16, counted: Bool, start: Int32, count: Int16
+        /// Where its value held near the reference's starts in ``Picks/held``, or -1.
+        var held: Int32 = -1
     }
 
-    /// The pixels pass 2 merged again, and their groups' frames.
+    /// The pixels pass 2 merged again, their groups' frames, and the values held near the
+    /// reference's, which are written once the judging pass has kept the pixel.
     struct Picks {
-        var entries: [Pick] = [], members: [Int16] = []
+        var entries: [Pick] = [], members: [Int16] = [], held: [Float] = []
     }
 
     let warpers: [RowSampler<S>]
@@ -57,6 +60,8 @@ struct EraseRun<S: PixelSample> {
     let mask: EraseMask
     let region: EraseRegion
     let tolerance: Float
+    /// The reference frame's index among the warpers, if it is one of them.
+    let reference: Int?
     let cancellation: StackCancellation?
     /// Per pixel of O: how much of the re-merged view replaces the plain merge (1 inside the mask,
     /// falling to 0 across the seam band).
@@ -72,13 +77,14 @@ struct EraseRun<S: PixelSample> {
 
     init(
         _ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, bounds: (x0: Int, y0: Int, x1: Int, y1: Int),
-        tolerance: Float, recording: Bool, cancellation: StackCancellation?
+        tolerance: Float, reference: Int?, recording: Bool, cancellation: StackCancellation?
     ) {
         let n = warpers.count, c = plain.channels
         let r = EraseRegion(
             bounds: bounds, width: plain.width, height: plain.height, seamBand: Eraser.seamBand,
             radius: Eraser.radius)
         (self.warpers, self.plain, self.mask, region, self.tolerance) = (warpers, plain, mask, r, tolerance)
+        self.reference = reference
         self.cancellation = cancellation
         weight = Eraser.seamWeights(mask, x0: r.ox0, y0: r.oy0, x1: r.ox1, y1: r.oy1)
         tileWidth = BurstStacker.tileWidth(frames: n, channels: c)
@@ -193,6 +199,8 @@ struct EraseRun<S: PixelSample> {
                 var strip = Tally(filled: [Int](repeating: 0, count: n))
                 var kept: [(Int, Int32, Int32)] = []
                 var picked = Picks()
+                let anchor = UnsafeMutablePointer<Float>.allocate(capacity: c)
+                defer { anchor.deallocate() }
                 walk(rows: (local.lowerBound + by0)..<(local.upperBound + by0), x0: ox0, x1: region.ox1) {
                     t, merged, y, s0 in
                     let oRow = (y - oy0) * ow + (s0 - ox0), bRow = (y - by0) * ow + (s0 - ox0)
@@ -200,13 +208,16 @@ struct EraseRun<S: PixelSample> {
                         guard
                             let group = Eraser.viewBehind(
                                 t, pixel: p, shares: sh.value + bRow + p, shareStride: shareStride,
-                                tolerance: tolerance, into: merged + p * c, scratch: &scratch)
+                                tolerance: tolerance, reference: reference, into: merged + p * c,
+                                anchor: anchor, scratch: &scratch)
                         else { continue }
                         let a = weight[oRow + p], o = (y * w + s0 + p) * c
                         let pick = Pick(
                             o: Int32(oRow + p), first: Int16(scratch.first), last: Int16(scratch.last),
-                            counted: false, start: Int32(picked.members.count), count: Int16(scratch.members.count))
+                            counted: false, start: Int32(picked.members.count), count: Int16(scratch.members.count),
+                            held: scratch.held ? Int32(picked.held.count) : -1)
                         for k in scratch.members { picked.members.append(Int16(k)) }
+                        if scratch.held { picked.held += UnsafeBufferPointer(start: anchor, count: c) }
                         picked.entries.append(pick)
                         var change: Float = 0, moved = false
                         for ch in 0..<c {
@@ -237,11 +248,13 @@ struct EraseRun<S: PixelSample> {
                 }
                 add(strip, kept: kept)
                 picks.update { all in
-                    let base = Int32(all.members.count)
+                    let base = Int32(all.members.count), heldBase = Int32(all.held.count)
                     all.members += picked.members
+                    all.held += picked.held
                     all.entries += picked.entries.map {
                         var e = $0
                         e.start += base
+                        if e.held >= 0 { e.held += heldBase }
                         return e
                     }
                 }
@@ -261,7 +274,9 @@ struct EraseRun<S: PixelSample> {
     /// them): where the frames pass 2 took for the view behind disagree with it on average at
     /// least as much as the frames of the run that agreed with the merge (every frame from its
     /// first to its last), they saw something pass in front of what the merge showed, not what
-    /// stood behind it; the pixel goes back to the plain merge in `out`. On
+    /// stood behind it; the pixel goes back to the plain merge in `out`. A pixel that stays takes
+    /// its value held near the reference's, where it has one (judged without it: held, the
+    /// picture leans towards the reference, which would then seem to agree with it). On
     /// `Benchmarks/erase-family.sh`'s aloe-1 a dark passer-by in frames 0-2 above the lingering
     /// occluder, inside a mask grown by 16 px, had been taken for the view behind: 85 pixels off
     /// by more than 20 grey levels, none now (docs/benchmarks.md).
@@ -294,8 +309,17 @@ struct EraseRun<S: PixelSample> {
             }
             let behind = sum((0..<Int(e.count)).lazy.map { Int(picks.members[Int(e.start) + $0]) })
             let run = sum(Int(e.first)...Int(e.last))
-            guard behind.1 > 0, run.1 > 0, behind.0 * run.1 >= run.0 * behind.1 else { continue }
             let o = (y * w + x) * c
+            guard behind.1 > 0, run.1 > 0, behind.0 * run.1 >= run.0 * behind.1 else {
+                if e.held >= 0 {
+                    let a = weight[Int(e.o)]
+                    for ch in 0..<c {
+                        let m = plain.samples[o + ch].floatValue
+                        out.samples[o + ch] = S(clampingRounded: m + a * (picks.held[Int(e.held) + ch] - m))
+                    }
+                }
+                continue
+            }
             for ch in 0..<c { out.samples[o + ch] = plain.samples[o + ch] }
             reverted.append(e)
         }
@@ -373,19 +397,22 @@ extension Eraser {
         var order = [(UInt8, Int)](), chosen = [Int](), members = [Int](), values = [Float]()
         /// The run of frames that agreed with the merge, from the last ``Eraser/viewBehind``.
         var first = 0, last = 0
+        /// Whether the last ``Eraser/viewBehind`` wrote a value held near the reference's.
+        var held = false
     }
 
     /// The view behind what stayed at pixel `p` of `t`, from the frames' disagreement shares
     /// (frame k's at `shares[k shareStride]`, 255 where it does not reach): the frames split by
     /// their shares; if the agreeing ones held one run of frames, the largest agreeing group of
-    /// the disagreeing frames outside that run. Writes its mean to `out`, its frames to
-    /// `scratch.members`.
+    /// the disagreeing frames outside that run. Writes what they show to `out` (and, held near the
+    /// `reference` frame's, to `anchor` where ``Scratch/held``), its frames to `scratch.members`.
     ///
     /// - Returns: The group's size, or nil where the merge stays.
     @inline(__always)
     static func viewBehind(
         _ t: SampleTile, pixel p: Int, shares: UnsafeMutablePointer<UInt8>, shareStride: Int, tolerance: Float,
-        into out: UnsafeMutablePointer<Float>, scratch: inout Scratch
+        reference: Int?, into out: UnsafeMutablePointer<Float>, anchor: UnsafeMutablePointer<Float>,
+        scratch: inout Scratch
     ) -> Int? {
         let n = t.frames, minimumSupport = n < 5 ? 1 : 2
         scratch.order.removeAll(keepingCapacity: true)
@@ -407,9 +434,11 @@ extension Eraser {
         scratch.chosen.removeAll(keepingCapacity: true)
         for (_, k) in scratch.order[split...] where k < first || k > last { scratch.chosen.append(k) }
         // What is behind: the largest group of the chosen frames that agree with one another.
-        let group = largestAgreeingGroup(
-            scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, members: &scratch.members,
-            values: &scratch.values)
-        return group >= minimumSupport ? group : nil
+        let group = largestAgreeingGroup(scratch.chosen, t, pixel: p, tolerance: tolerance, members: &scratch.members)
+        guard group >= minimumSupport else { return nil }
+        scratch.held = viewValue(
+            scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, values: &scratch.values,
+            anchor: reference.map { ($0, anchor) })
+        return group
     }
 }

@@ -176,7 +176,9 @@ import EvanescoCore
         #expect(stripPSNR > 38, "PSNR where the passer was \(stripPSNR) dB")
         var off = 0
         for y in 104..<112 {
-            for x in 175..<185 where (0..<3).contains(where: { e[x, y, $0] != p[x, y, $0] }) { off += 1 }
+            for x in 175..<185 where (0..<3).contains(where: { e[x, y, $0] != p[x, y, $0] }) {
+                off += 1
+            }
         }
         #expect(off == 0, "\(off) of 80 pixels where the passer was differ from the plain merge")
         let inBlock = { (x: Int, y: Int) in Self.block.x.contains(x) && Self.block.y.contains(y) }
@@ -250,7 +252,8 @@ import EvanescoCore
             let bands = LockedBox(0)
             let e = try BurstStacker.erase(
                 mask, source.samplers(used, used.map { plain.frames[$0].homography }, [], .bicubic, as: UInt8.self),
-                plain.image.uint8, sigma: plain.noiseSigma, maps: &maps, frameIndex: used, cancellation: nil,
+                plain.image.uint8, sigma: plain.noiseSigma, maps: &maps, frameIndex: used, reference: 0,
+                cancellation: nil,
                 bandRows: bandRows, afterBand: { bands.update { $0 += 1 } })
             return (e.0, e.1, maps, bands.value)
         }
@@ -333,9 +336,9 @@ import EvanescoCore
         ]
         for (k, v) in rgb.enumerated() { for ch in 0..<3 { t.values[k * t.stride + ch] = v[ch] } }
         var out = [Float](repeating: 0, count: 3), members: [Int] = [], values: [Float] = []
-        let group = Eraser.largestAgreeingGroup(
-            Array(0..<7), t, pixel: 0, tolerance: 10, into: &out, members: &members, values: &values)
+        let group = Eraser.largestAgreeingGroup(Array(0..<7), t, pixel: 0, tolerance: 10, members: &members)
         #expect(group == 6 && Set(members) == Set(0..<6))
+        Eraser.viewValue(Array(0..<7), t, pixel: 0, tolerance: 10, into: &out, values: &values)
         // Medians (100, 58, 20); frames 0-5 lie within 10 of them: their mean.
         #expect(abs(out[0] - 100.5) < 1e-4 && abs(out[1] - 340.0 / 6) < 1e-4 && abs(out[2] - 121.0 / 6) < 1e-4)
         // Within 4: frame 2 alone (the others' green is 6-8 off).
@@ -344,6 +347,44 @@ import EvanescoCore
         // Frames 0, 4 and 6, medians (100, 64, 20); within 0.5 none (frame 4's red is 1 off): the medians.
         Eraser.viewValue([0, 4, 6], t, pixel: 0, tolerance: 0.5, into: &out, values: &values)
         #expect(out == [100, 64, 20])
+    }
+
+    /// The reference, unresampled, keeps fine texture the other frames softened: where it shows
+    /// what they show over the 5 pixels of the row around a pixel (their means agree), the view
+    /// behind stays within the tolerance of it; where someone passes in front of it alone, not.
+    @Test func viewBehindStaysNearTheReferenceWhereItShowsTheSame() {
+        let t = SampleTile.allocate(frames: 5, maxPixels: 5, channels: 1)
+        defer { t.deallocate() }
+        let soft: [[Float]] = [
+            [112, 148, 112, 148, 112], [113, 147, 111, 149, 112], [111, 148, 113, 147, 112], [112, 149, 112, 148, 113]
+        ]
+        func fill(reference row: [Float]) {
+            for k in 0..<5 {
+                for p in 0..<5 {
+                    t.values[k * t.stride + p] = k == 0 ? row[p] : soft[k - 1][p]
+                    t.valid[k * t.pixels + p] = 1
+                }
+            }
+        }
+        var out: [Float] = [0], held: [Float] = [-1], values: [Float] = []
+        func view(_ frames: [Int], anchored: Bool = true) -> Bool {
+            held.withUnsafeMutableBufferPointer { h in
+                Eraser.viewValue(
+                    frames, t, pixel: 2, tolerance: 10, into: &out, values: &values,
+                    anchor: anchored ? (0, h.baseAddress!) : nil)
+            }
+        }
+        // The sharp pattern (mean 124 against 126.4): frames 1-4 within 10 of the median 112, their
+        // mean 112, and held within 10 of the reference's 100: 110.
+        fill(reference: [100, 160, 100, 160, 100])
+        #expect(view(Array(0..<5)) && out == [112] && held == [110])
+        held = [-1]
+        #expect(!view(Array(0..<5), anchored: false) && out == [112] && held == [-1])
+        // Not one of the frames behind: nothing to hold to.
+        #expect(!view(Array(1..<5)) && out == [112] && held == [-1])
+        // Someone dark passing in front of the reference alone (row mean 96): the frames' mean only.
+        fill(reference: [80, 100, 100, 100, 100])
+        #expect(!view(Array(0..<5)) && out == [112] && held == [-1])
     }
 
     @Test func otsuSplitsOnlyWhenTwoGroupsStandOut() {
