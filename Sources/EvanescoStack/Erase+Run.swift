@@ -45,14 +45,13 @@ struct EraseRun<S: PixelSample> {
     /// ``Picks``).
     struct Pick {
         var o: Int32, first: Int16, last: Int16, counted: Bool, start: Int32, count: Int16
-        /// Where its value held near the reference's starts in ``Picks/held``, or -1.
-        var held: Int32 = -1
+        /// Whether the reference frame was one of the frames the view behind was taken from.
+        var referenceBehind = false
     }
 
-    /// The pixels pass 2 merged again, their groups' frames, and the values held near the
-    /// reference's, which are written once the judging pass has kept the pixel.
+    /// The pixels pass 2 merged again, and their groups' frames.
     struct Picks {
-        var entries: [Pick] = [], members: [Int16] = [], held: [Float] = []
+        var entries: [Pick] = [], members: [Int16] = []
     }
 
     let warpers: [RowSampler<S>]
@@ -199,8 +198,6 @@ struct EraseRun<S: PixelSample> {
                 var strip = Tally(filled: [Int](repeating: 0, count: n))
                 var kept: [(Int, Int32, Int32)] = []
                 var picked = Picks()
-                let anchor = UnsafeMutablePointer<Float>.allocate(capacity: c)
-                defer { anchor.deallocate() }
                 walk(rows: (local.lowerBound + by0)..<(local.upperBound + by0), x0: ox0, x1: region.ox1) {
                     t, merged, y, s0 in
                     let oRow = (y - oy0) * ow + (s0 - ox0), bRow = (y - by0) * ow + (s0 - ox0)
@@ -208,16 +205,14 @@ struct EraseRun<S: PixelSample> {
                         guard
                             let group = Eraser.viewBehind(
                                 t, pixel: p, shares: sh.value + bRow + p, shareStride: shareStride,
-                                tolerance: tolerance, reference: reference, into: merged + p * c,
-                                anchor: anchor, scratch: &scratch)
+                                tolerance: tolerance, into: merged + p * c, scratch: &scratch)
                         else { continue }
                         let a = weight[oRow + p], o = (y * w + s0 + p) * c
                         let pick = Pick(
                             o: Int32(oRow + p), first: Int16(scratch.first), last: Int16(scratch.last),
                             counted: false, start: Int32(picked.members.count), count: Int16(scratch.members.count),
-                            held: scratch.held ? Int32(picked.held.count) : -1)
+                            referenceBehind: reference.map { scratch.chosen.contains($0) } ?? false)
                         for k in scratch.members { picked.members.append(Int16(k)) }
-                        if scratch.held { picked.held += UnsafeBufferPointer(start: anchor, count: c) }
                         picked.entries.append(pick)
                         var change: Float = 0, moved = false
                         for ch in 0..<c {
@@ -248,13 +243,11 @@ struct EraseRun<S: PixelSample> {
                 }
                 add(strip, kept: kept)
                 picks.update { all in
-                    let base = Int32(all.members.count), heldBase = Int32(all.held.count)
+                    let base = Int32(all.members.count)
                     all.members += picked.members
-                    all.held += picked.held
                     all.entries += picked.entries.map {
                         var e = $0
                         e.start += base
-                        if e.held >= 0 { e.held += heldBase }
                         return e
                     }
                 }
@@ -274,15 +267,20 @@ struct EraseRun<S: PixelSample> {
     /// them): where the frames pass 2 took for the view behind disagree with it on average at
     /// least as much as the frames of the run that agreed with the merge (every frame from its
     /// first to its last), they saw something pass in front of what the merge showed, not what
-    /// stood behind it; the pixel goes back to the plain merge in `out`. A pixel that stays takes
-    /// its value held near the reference's, where it has one (judged without it: held, the
-    /// picture leans towards the reference, which would then seem to agree with it). On
+    /// stood behind it; the pixel goes back to the plain merge in `out`. A masked pixel that stays,
+    /// where the reference was one of the frames behind, is held near it
+    /// (``hold(x:y:tentative:reference:into:)``, from `reference`'s rows around the band; after
+    /// the judging: held, the picture would lean towards the reference, which would then seem to
+    /// agree with it). On
     /// `Benchmarks/erase-family.sh`'s aloe-1 a dark passer-by in frames 0-2 above the lingering
     /// occluder, inside a mask grown by 16 px, had been taken for the view behind: 85 pixels off
     /// by more than 20 grey levels, none now (docs/benchmarks.md).
     ///
     /// - Returns: The picks that went back.
-    func judge(_ band: Band, shares: UnsafeMutablePointer<UInt8>, picks: Picks, into out: inout Image<S>) -> [Pick] {
+    func judge(
+        _ band: Band, shares: UnsafeMutablePointer<UInt8>, picks: Picks, tentative: Image<S>, reference: ReferenceRows?,
+        into out: inout Image<S>
+    ) -> [Pick] {
         let c = plain.channels, w = plain.width, ow = region.ow, ox0 = region.ox0, oy0 = region.oy0
         let stride = ow * band.height, entries = picks.entries
         func firstPick(from o: Int) -> Int {
@@ -311,12 +309,8 @@ struct EraseRun<S: PixelSample> {
             let run = sum(Int(e.first)...Int(e.last))
             let o = (y * w + x) * c
             guard behind.1 > 0, run.1 > 0, behind.0 * run.1 >= run.0 * behind.1 else {
-                if e.held >= 0 {
-                    let a = weight[Int(e.o)]
-                    for ch in 0..<c {
-                        let m = plain.samples[o + ch].floatValue
-                        out.samples[o + ch] = S(clampingRounded: m + a * (picks.held[Int(e.held) + ch] - m))
-                    }
+                if e.referenceBehind, let reference, mask.masked[y * w + x] != 0 {
+                    hold(x: x, y: y, tentative: tentative, reference: reference, into: &out)
                 }
                 continue
             }
@@ -397,22 +391,19 @@ extension Eraser {
         var order = [(UInt8, Int)](), chosen = [Int](), members = [Int](), values = [Float]()
         /// The run of frames that agreed with the merge, from the last ``Eraser/viewBehind``.
         var first = 0, last = 0
-        /// Whether the last ``Eraser/viewBehind`` wrote a value held near the reference's.
-        var held = false
     }
 
     /// The view behind what stayed at pixel `p` of `t`, from the frames' disagreement shares
     /// (frame k's at `shares[k shareStride]`, 255 where it does not reach): the frames split by
     /// their shares; if the agreeing ones held one run of frames, the largest agreeing group of
-    /// the disagreeing frames outside that run. Writes what they show to `out` (and, held near the
-    /// `reference` frame's, to `anchor` where ``Scratch/held``), its frames to `scratch.members`.
+    /// the disagreeing frames outside that run. Writes what they show to `out`, its frames to
+    /// `scratch.members` (and the disagreeing frames outside the run to `scratch.chosen`).
     ///
     /// - Returns: The group's size, or nil where the merge stays.
     @inline(__always)
     static func viewBehind(
         _ t: SampleTile, pixel p: Int, shares: UnsafeMutablePointer<UInt8>, shareStride: Int, tolerance: Float,
-        reference: Int?, into out: UnsafeMutablePointer<Float>, anchor: UnsafeMutablePointer<Float>,
-        scratch: inout Scratch
+        into out: UnsafeMutablePointer<Float>, scratch: inout Scratch
     ) -> Int? {
         let n = t.frames, minimumSupport = n < 5 ? 1 : 2
         scratch.order.removeAll(keepingCapacity: true)
@@ -436,9 +427,7 @@ extension Eraser {
         // What is behind: the largest group of the chosen frames that agree with one another.
         let group = largestAgreeingGroup(scratch.chosen, t, pixel: p, tolerance: tolerance, members: &scratch.members)
         guard group >= minimumSupport else { return nil }
-        scratch.held = viewValue(
-            scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, values: &scratch.values,
-            anchor: reference.map { ($0, anchor) })
+        viewValue(scratch.chosen, t, pixel: p, tolerance: tolerance, into: out, values: &scratch.values)
         return group
     }
 }

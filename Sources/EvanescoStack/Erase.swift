@@ -138,7 +138,9 @@ enum Eraser {
             if !oneBand { run.markDisagreement(band, against: tentative, into: verdict) }
             if cancellation?.isCancelled == true { throw StackError.cancelled }
             run.windowShares(band, verdict: verdict, into: share)
-            reverted += run.judge(band, shares: share, picks: picks, into: &out)
+            reverted += run.judge(
+                band, shares: share, picks: picks, tentative: tentative, reference: run.referenceRows(around: band),
+                into: &out)
         }
         run.revert(reverted, members: picks.members)
         if cancellation?.isCancelled == true { throw StackError.cancelled }
@@ -149,7 +151,7 @@ enum Eraser {
     /// sqrt(2) of it (two noisy samples differ by sqrt(2) times one's noise), ties going to the
     /// tighter group; its group is then taken again around the group's mean. Writes the group's
     /// frames, the one nearest the mean first, to `members` (what they show is
-    /// ``viewValue(_:_:pixel:tolerance:into:values:anchor:)``'s business).
+    /// ``viewValue(_:_:pixel:tolerance:into:values:)``'s business).
     ///
     /// - Returns: The group's size.
     /// - Complexity: O(m^2 c) for m frames and c channels.
@@ -217,19 +219,10 @@ enum Eraser {
     /// (motorcycle-3), 0.073 % this way; the median alone, 0.069 %, cost the aloe bursts up to 0.4 dB
     /// in the mask, this 0.05 dB at most (docs/benchmarks.md).
     ///
-    /// With `anchor`, where its `reference` frame (an index in `t`) is one of `frames` and shows
-    /// what they show (``sameAround(_:_:_:pixel:tolerance:)``), that mean held within `tolerance`
-    /// of the reference's, channel by channel, is written to `anchor.into`: the other frames were
-    /// resampled on their way to the reference's grid, which softens fine texture, and their mean
-    /// can stray from the reference by twice the tolerance there. On motorcycle-3 of the erase
-    /// family, 17 pixels of a fine pattern came out 22-33 grey levels off that way.
-    ///
-    /// - Returns: Whether `anchor.into` was written.
-    @discardableResult
     static func viewValue(
         _ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
-        values: inout [Float], anchor: (reference: Int, into: UnsafeMutablePointer<Float>)? = nil
-    ) -> Bool {
+        values: inout [Float]
+    ) {
         let c = t.channels, m = frames.count
         @inline(__always) func sample(_ k: Int) -> UnsafeMutablePointer<Float> { t.values + k * t.stride + p * c }
         for ch in 0..<c {
@@ -238,45 +231,15 @@ enum Eraser {
             values.sort()
             out[ch] = m % 2 == 1 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2
         }
-        var sum = [Float](repeating: 0, count: c), n = 0, near = [Int]()
+        var sum = [Float](repeating: 0, count: c), n = 0
         for k in frames {
             var worst: Float = 0
             for ch in 0..<c { worst = max(worst, abs(sample(k)[ch] - out[ch])) }
             guard worst <= tolerance else { continue }
             for ch in 0..<c { sum[ch] += sample(k)[ch] }
             n += 1
-            near.append(k)
         }
         if n > 0 { for ch in 0..<c { out[ch] = sum[ch] / Float(n) } }
-        guard let (r, held) = anchor, n > 0, frames.contains(r), sameAround(r, near, t, pixel: p, tolerance: tolerance)
-        else { return false }
-        for ch in 0..<c { held[ch] = sample(r)[ch] + min(max(out[ch] - sample(r)[ch], -tolerance), tolerance) }
-        return true
-    }
-
-    /// Whether frame `r` shows what the frames `near` show around `pixel` of `t`, texture aside:
-    /// over the 5 pixels of the row centred on it, each channel's mean of `r` lies within
-    /// `tolerance` of the mean of `near`. Resampling softens texture but keeps such means; someone
-    /// passing in front of `r` alone moves them.
-    static func sameAround(_ r: Int, _ near: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float) -> Bool {
-        let c = t.channels, lo = max(0, p - 2), hi = min(t.pixels - 1, p + 2)
-        for ch in 0..<c {
-            var own: Float = 0, ownCount = 0, theirs: Float = 0, theirCount = 0
-            for q in lo...hi {
-                if t.valid[r * t.pixels + q] != 0 {
-                    own += t.values[r * t.stride + q * c + ch]
-                    ownCount += 1
-                }
-                for k in near where t.valid[k * t.pixels + q] != 0 {
-                    theirs += t.values[k * t.stride + q * c + ch]
-                    theirCount += 1
-                }
-            }
-            guard ownCount > 0, theirCount > 0,
-                abs(own / Float(ownCount) - theirs / Float(theirCount)) <= tolerance
-            else { return false }
-        }
-        return true
     }
 
     /// Splits `values` (sorted here) into a low and a high group where the between-group spread
