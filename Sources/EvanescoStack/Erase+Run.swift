@@ -125,9 +125,15 @@ struct EraseRun<S: PixelSample> {
 
     /// Pass 1: over the band's verdict rows of R, where each frame disagrees with the merge (1),
     /// agrees (0), or does not reach (2); frame k's rows at `verdict + k rw vh`.
+    ///
+    /// With `image`, the frames are judged against it instead of the merge: a picture of R's size
+    /// (``Eraser/apply(_:plain:mask:tolerance:frameIndex:reference:maps:cancellation:bandRows:afterBand:)``'s
+    /// tentative result).
     func markDisagreement(_ band: Band, against image: Image<S>? = nil, into verdict: UnsafeMutablePointer<UInt8>) {
-        let n = frames, c = plain.channels, w = plain.width, tolerance = tolerance
+        let n = frames, c = plain.channels, tolerance = tolerance
         let rw = region.rw, rx0 = region.rx0, vy0 = band.verdictRows.lowerBound, vh = band.verdictRows.count
+        // Where (x, y) of the picture lies in the one judged against.
+        let (w, ox, oy) = image == nil ? (plain.width, 0, 0) : (rw, rx0, region.ry0)
         let v = UncheckedSendable(verdict)
         (image ?? plain).samples.withUnsafeBufferPointer { m in
             let m = UncheckedSendable(m)
@@ -138,7 +144,8 @@ struct EraseRun<S: PixelSample> {
                         let row = v.value + k * rw * vh + (y - vy0) * rw + (s0 - rx0)
                         for p in 0..<t.pixels {
                             row[p] = Self.verdict(
-                                t, frame: k, pixel: p, against: m.value.baseAddress! + (y * w + s0 + p) * c, tolerance)
+                                t, frame: k, pixel: p, against: m.value.baseAddress! + ((y - oy) * w + s0 + p - ox) * c,
+                                tolerance)
                         }
                     }
                 }
@@ -269,7 +276,8 @@ struct EraseRun<S: PixelSample> {
     /// first to its last), they saw something pass in front of what the merge showed, not what
     /// stood behind it; the pixel goes back to the plain merge in `out`. A masked pixel that stays,
     /// where the reference was one of the frames behind, is held near it
-    /// (``hold(x:y:tentative:reference:into:)``, from `reference`'s rows around the band; after
+    /// (``hold(x:y:tentative:reference:into:)``, `tentative` being the result before the judging
+    /// over R, from `reference`'s rows around the band; after
     /// the judging: held, the picture would lean towards the reference, which would then seem to
     /// agree with it). On
     /// `Benchmarks/erase-family.sh`'s aloe-1 a dark passer-by in frames 0-2 above the lingering
@@ -354,16 +362,23 @@ struct EraseRun<S: PixelSample> {
         }
     }
 
+    /// Throws ``StackError/nothingBehindMask(maskedPixels:)`` where too little changed so far: a
+    /// few changed pixels (resampling at sharp edges, a passer-by's edge) are no view at all, and
+    /// what is erased covers far more of a brush stroke than 5 %. (The judging pass only takes
+    /// pixels back, so it is asked before that pass too.)
+    func requireViewBehind() throws {
+        let t = tally.value
+        guard t.remerged > 0, t.remerged * 20 >= mask.count else {
+            throw StackError.nothingBehindMask(maskedPixels: mask.count)
+        }
+    }
+
     /// The summary of the bands' tallies; the recorded pixels written into `maps`.
     ///
     /// - Throws: ``StackError/nothingBehindMask(maskedPixels:)`` where too little changed.
     func summary(frameIndex: [Int], maps: inout StackMaps?) throws -> EraseSummary {
+        try requireViewBehind()
         let masked = mask.count, t = tally.value, w = plain.width, r = region
-        // A few changed pixels (resampling at sharp edges, a passer-by's edge) are no view at
-        // all: what is erased covers far more of a brush stroke than 5 %.
-        guard t.remerged > 0, t.remerged * 20 >= masked else {
-            throw StackError.nothingBehindMask(maskedPixels: masked)
-        }
         if let rec = recorded.value, var m = maps {
             var keptMap = m.kept, provenanceMap = m.provenance
             for i in 0..<(r.ow * r.oh) where rec.kept[i] >= 0 {

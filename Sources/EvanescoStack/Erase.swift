@@ -131,8 +131,9 @@ enum Eraser {
             run.windowShares(band, verdict: verdict, into: share)
             run.remerge(band, shares: share, frameIndex: frameIndex, into: &out, verdict: oneBand ? verdict : nil)
         }
-        // The judging pass: each frame's disagreement again, now with the erased picture.
-        let tentative = out, picks = run.sortedPicks()
+        try run.requireViewBehind()
+        // The judging pass: each frame's disagreement again, now with the erased picture (over R).
+        let tentative = out.cropped(x: r.rx0, y: r.ry0, width: r.rw, height: r.rh), picks = run.sortedPicks()
         var reverted: [EraseRun<S>.Pick] = []
         try eachBand { band in
             if !oneBand { run.markDisagreement(band, against: tentative, into: verdict) }
