@@ -62,8 +62,10 @@ public struct EraseSummary: Sendable, Codable, Equatable {
 /// of two stands out, the merge is kept. Then each frame is judged again, over the same windows,
 /// against that tentative result: where the frames taken for the view behind disagree with it at
 /// least as much as the frames of the run do, they saw something pass rather than what stood
-/// behind (their time alone cannot tell), and the pixel keeps the plain merge. Frames are taken
-/// in the burst's order as its time order. A band of
+/// behind (their time alone cannot tell), and the pixel keeps the plain merge; where the
+/// reference frame was one of the frames behind and its 5 x 5 means agree with that result's, the
+/// value is held within the tolerance of the reference's (``EraseRun/hold(x:y:tentative:reference:into:)``).
+/// Frames are taken in the burst's order as its time order. A band of
 /// ``seamBand`` pixels around the mask blends into the
 /// plain merge.
 enum Eraser {
@@ -88,9 +90,11 @@ enum Eraser {
     ///   - afterBand: Runs after each band of each pass (the stacker drops a spill file's pages
     ///     there).
     /// - Complexity: O(n x A) time, for n frames and A pixels of the mask's bounding box grown by
-    ///   ``radius`` + ``seamBand`` (each frame is sampled there three times, and the `2 radius`
-    ///   rows around each band twice more); 2 n x W x B bytes for its width W and B rows a band,
-    ///   and a few bytes per frame of each pixel merged again.
+    ///   ``radius`` + ``seamBand`` (each frame is sampled there twice, and the `2 radius` rows
+    ///   around each band once more, in one band; where the region takes several, each frame is
+    ///   sampled a third time for the judging pass, and those rows once more); 2 n x W x B bytes for
+    ///   its width W and B rows a band, a copy of the result over that region, and about 20 bytes
+    ///   plus 2 per frame of its group for each pixel merged again.
     static func apply<S: PixelSample>(
         _ warpers: [RowSampler<S>], plain: Image<S>, mask: EraseMask, tolerance: Float,
         frameIndex: [Int], reference: Int?, maps: inout StackMaps?,
@@ -219,7 +223,6 @@ enum Eraser {
     /// `Benchmarks/erase-family.sh` kept 0.203 % of the mask's pixels visibly off
     /// (motorcycle-3), 0.073 % this way; the median alone, 0.069 %, cost the aloe bursts up to 0.4 dB
     /// in the mask, this 0.05 dB at most (docs/benchmarks.md).
-    ///
     static func viewValue(
         _ frames: [Int], _ t: SampleTile, pixel p: Int, tolerance: Float, into out: UnsafeMutablePointer<Float>,
         values: inout [Float]
