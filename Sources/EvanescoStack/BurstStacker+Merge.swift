@@ -106,7 +106,9 @@ extension BurstStacker {
         case .robust, .hdrplus:
             // (hdrplus is refused before this for anything but a Bayer raw burst.)
             let s = estimateNoise(warpers, width: w, height: h, channels: c, network: network, afterRow: afterBand)
-            return (SigmaClipKernel(network: network, kappa: options.kappa, burstNoise: s), s)
+            let kernel = SigmaClipKernel(
+                network: network, kappa: options.kappa, burstNoise: s, noiseFloor: S.fullScale / 510)
+            return (kernel, s)
         }
     }
 

@@ -20,7 +20,9 @@ public enum MergeMethod: String, Sendable, Codable, CaseIterable {
     /// the sample's own spread (1.4826 MAD) and the burst's noise (measured once, from the median
     /// absolute deviations of sampled pixels) in quadrature, kappa * sqrt(spread^2 + noise^2),
     /// and a frame is kept at a pixel only if all its colour channels pass, since a frame either
-    /// covers a pixel or it does not. Measured against every other merge on both synthetic
+    /// covers a pixel or it does not. Where the frames split widely, the largest group of frames
+    /// that agree wins instead if it clearly outnumbers the rest: a crowd over most of the frames,
+    /// each passer-by different, still vanishes. Measured against every other merge on both synthetic
     /// bursts of ../shared (see the README). On a Bayer raw burst of three frames or more it is
     /// then blended with ``hdrplus`` wherever no frame moved: texture the gather softened comes
     /// back from the reference's own samples, flat places keep the vote's lower noise.

@@ -128,8 +128,8 @@ public struct SampleTile {
     /// deviations `|x - median|`, sorted as ``median(sorted:_:)`` reads them, and the buffer that
     /// holds them. Where every frame covers the tile (most tiles), from the sorted values' two runs
     /// of deviations (``deviationRuns(sorted:medians:into:)``) and the network's comparators for
-    /// their middle, into `deviations`; elsewhere in `scratch`, sorted whole, invalid samples
-    /// (+infinity) last.
+    /// their middle; elsewhere sorted whole, invalid samples (+infinity) last. Either way into
+    /// `deviations`: `scratch` keeps the sorted values.
     func sortedDeviations(medians m: UnsafePointer<Float>, _ network: SortingNetwork) -> UnsafeMutablePointer<Float> {
         if allValid() {
             deviationRuns(sorted: scratch, medians: m, into: deviations)
@@ -137,11 +137,11 @@ public struct SampleTile {
             return deviations
         }
         for k in 0..<frames {
-            let s = scratch + k * stride
-            for j in 0..<length { s[j] = abs(s[j] - m[j]) }
+            let s = scratch + k * stride, d = deviations + k * stride
+            for j in 0..<length { d[j] = abs(s[j] - m[j]) }
         }
-        sort(scratch, network)
-        return scratch
+        sort(deviations, network)
+        return deviations
     }
 
     /// After sorting: the median of each sample's `counts[j]` valid values.

@@ -7,6 +7,8 @@ import EvanescoCore
 /// Random tiles checked against straightforward per-sample reference implementations.
 struct RandomTile {
     let tile: SampleTile
+    /// A tile made elsewhere (which the caller deallocates).
+    init(wrapping tile: SampleTile) { self.tile = tile }
     init(frames: Int, pixels: Int, channels: Int, seed: UInt64, invalidRate: Double = 0.2) {
         tile = SampleTile.allocate(frames: frames, maxPixels: pixels, channels: channels)
         var s = seed
@@ -301,5 +303,152 @@ func referenceMedian(_ v: [Float]) -> Float {
             results.append(out.map(\.bitPattern))
         }
         if results.count == 2 { #expect(results[0] == results[1]) }
+    }
+}
+
+/// The robust merge's second look (``SigmaClipKernel/regroup(_:into:)``, `evn_largest_group`):
+/// where a crowd covers a place in more than half the frames, the frames that saw the place.
+@Suite struct LargestGroup {
+    static let noise: Float = 1.2
+    /// A tile of `pixels` pixels over 20 frames: `background` frames show `place(p)` within
+    /// +-2 levels; the others show `other(k, p, channel)`. With `dropped`, the last two frames do
+    /// not cover the odd pixels.
+    static func tile(
+        channels: Int, pixels: Int, background: Int, dropped: Bool = false, place: (Int, Int) -> Float,
+        other: (Int, Int, Int) -> Float
+    ) -> SampleTile {
+        let t = SampleTile.allocate(frames: 20, maxPixels: pixels, channels: channels)
+        for k in 0..<20 {
+            for p in 0..<pixels {
+                let ok = !(dropped && p % 2 == 1 && k >= 18)
+                t.valid[k * pixels + p] = ok ? 1 : 0
+                for c in 0..<channels {
+                    let v = k < background ? place(p, c) + Float((k * 7 + p * 3 + c) % 5) - 2 : other(k, p, c)
+                    t.values[k * t.stride + p * channels + c] = ok ? v : 0
+                }
+            }
+        }
+        t.countValid()
+        return t
+    }
+
+    /// The median-centred clip alone (as `robustAgainstReference` computes it) at pixel p.
+    static func clipOnly(_ t: SampleTile, _ p: Int) -> [Float] {
+        let c = t.channels
+        let valid = (0..<t.frames).filter { t.valid[$0 * t.pixels + p] != 0 }
+        let centre: [(Float, Float)] = (0..<c).map { ch in
+            let v = valid.map { t.values[$0 * t.stride + p * c + ch] }, m = referenceMedian(v)
+            let spread = 1.4826 * referenceMedian(v.map { abs($0 - m) })
+            return (m, 2.5 * (spread * spread + noise * noise).squareRoot())
+        }
+        let kept = valid.filter { k in
+            (0..<c).allSatisfy { abs(t.values[k * t.stride + p * c + $0] - centre[$0].0) <= centre[$0].1 }
+        }
+        return (0..<c).map { ch in kept.map { t.values[$0 * t.stride + p * c + ch] }.reduce(0, +) / Float(kept.count) }
+    }
+
+    static func mean(_ t: SampleTile, _ p: Int, frames: Range<Int>) -> [Float] {
+        (0..<t.channels).map { ch in
+            frames.map { t.values[$0 * t.stride + p * t.channels + ch] }.reduce(0, +) / Float(frames.count)
+        }
+    }
+
+    static func kernel() -> SigmaClipKernel {
+        SigmaClipKernel(network: SortingNetwork(size: 20), kappa: 2.5, burstNoise: noise, noiseFloor: 0.5)
+    }
+
+    @Test(
+        "Nine frames saw the place, eleven passers-by covered it, each in another colour: the place wins",
+        arguments: [1, 3])
+    func aCrowdThatCoversAPlaceMostOfTheTimeStillVanishes(channels: Int) {
+        // Passers-by brighter than the place, 10 levels apart: no two within a window, at most
+        // three within one three times as wide.
+        let t = Self.tile(
+            channels: channels, pixels: 12, background: 9, dropped: true,
+            place: { p, c in 60 + Float(2 * p + 10 * c) },
+            other: { k, p, c in 130 + Float(10 * (k - 9) + (p + c) % 3) })
+        defer { t.deallocate() }
+        let out = RandomTile(wrapping: t).run(Self.kernel())
+        var premise = 0
+        for p in 0..<t.pixels {
+            let place = Self.mean(t, p, frames: 0..<9), clip = Self.clipOnly(t, p)
+            for ch in 0..<channels {
+                #expect(abs(out[p * channels + ch] - place[ch]) < 1e-3, "pixel \(p) channel \(ch)")
+            }
+            if (0..<channels).contains(where: { abs(clip[$0] - place[$0]) > 5 }) { premise += 1 }
+        }
+        // The clip alone is pulled off the place by the crowd at most pixels (the test's premise).
+        #expect(premise >= t.pixels / 2, "\(premise) of \(t.pixels)")
+    }
+
+    @Test func someoneWhoStoodStillInAThirdOfTheFramesDoesNotWinOverAPlaceThatVaries() {
+        // Seven frames of someone standing still, thirteen of a place that varies by +-20 levels
+        // (leaves, water): the seven agree more tightly, but the place's frames, judged a little
+        // more loosely, are more.
+        let t = Self.tile(
+            channels: 3, pixels: 8, background: 7, place: { _, c in [200, 60, 60][c] },
+            other: { k, p, c in 80 + Float(((k - 7) * 40 / 12 + p * 3) % 41) + Float(10 * c) })
+        defer { t.deallocate() }
+        let out = RandomTile(wrapping: t).run(Self.kernel())
+        for p in 0..<t.pixels {
+            let clip = Self.clipOnly(t, p)
+            for ch in 0..<3 { #expect(abs(out[p * 3 + ch] - clip[ch]) < 1e-3, "pixel \(p) channel \(ch)") }
+            #expect(abs(out[p * 3] - 200) > 50, "pixel \(p): the place, not the one who stood there")
+        }
+        // Without the looser windows (other groups judged as tightly as this one), the one who
+        // stood still would win: the guard is what keeps the place.
+        var copy = out
+        let thresholds = t.perSample  // the clip's, from the merge above
+        let width = 2 * 2.5 * Self.noise * Float(2).squareRoot()
+        var params = evn_group_params()
+        (params.width, params.wide, params.min_group, params.min_share, params.min_run) = (width, width, 5, 0.3, 3)
+        var clip = evn_clip_tile(
+            values: t.values, valid: t.valid, thresholds: thresholds, stride: t.stride, pixels: t.pixels,
+            frames: t.frames)
+        let changed = copy.withUnsafeMutableBufferPointer {
+            evn_largest_group(&clip, 3, t.scratch, t.counts, &params, t.deviations, $0.baseAddress)
+        }
+        #expect(changed == t.pixels)
+        let person = Self.mean(t, 0, frames: 0..<7)
+        #expect(abs(copy[0] - person[0]) < 1e-3)
+    }
+
+    @Test("Frames that vary four times the noise are one wide cluster, not a group and the rest")
+    func aWideClusterKeepsTheClipsResult() {
+        // Twenty draws of a normal distribution of sd 4.8 levels, where the noise is 1.2: twelve
+        // lie within one window, the closest other window holds eight, and seven lie within a
+        // window's width of it.
+        let values: [Float] = [93, 94, 94, 97, 107, 92, 105, 106, 98, 97, 102, 106, 110, 104, 108, 98, 96, 92, 94, 98]
+        let t = Self.tile(channels: 1, pixels: 6, background: 0, place: { _, _ in 0 }, other: { k, _, _ in values[k] })
+        defer { t.deallocate() }
+        let out = RandomTile(wrapping: t).run(Self.kernel())
+        for p in 0..<t.pixels { #expect(abs(out[p] - Self.clipOnly(t, p)[0]) < 1e-3, "pixel \(p)") }
+    }
+
+    @Test("Only runs of three pixels or more change: a crowd on pixels 1-3 goes, one on pixel 5 alone stays")
+    func aLonePixelKeepsTheClipsResult() {
+        let crowd: Set<Int> = [1, 2, 3, 5]
+        let place: (Int, Int) -> Float = { p, c in 60 + Float(2 * p + 10 * c) }
+        let t = Self.tile(
+            channels: 3, pixels: 7, background: 9, place: place,
+            other: { k, p, c in crowd.contains(p) ? 130 + Float(10 * (k - 9) + (p + c) % 3) : place(p, c) })
+        defer { t.deallocate() }
+        let out = RandomTile(wrapping: t).run(Self.kernel())
+        for p in 0..<t.pixels {
+            let want = [1, 2, 3].contains(p) ? Self.mean(t, p, frames: 0..<9) : Self.clipOnly(t, p)
+            for ch in 0..<3 { #expect(abs(out[p * 3 + ch] - want[ch]) < 1e-3, "pixel \(p) channel \(ch)") }
+        }
+        #expect(abs(Self.clipOnly(t, 5)[0] - Self.mean(t, 5, frames: 0..<9)[0]) > 5, "the premise: pixel 5 had a crowd")
+    }
+
+    @Test func channelCountsOutOfRangeAreRefused() {
+        let t = SampleTile.allocate(frames: 3, maxPixels: 1, channels: 3)
+        defer { t.deallocate() }
+        var params = evn_group_params()
+        (params.width, params.wide, params.min_group, params.min_share, params.min_run) = (1, 3, 5, 0.3, 3)
+        var clip = evn_clip_tile(
+            values: t.values, valid: t.valid, thresholds: t.perSample, stride: t.stride, pixels: 1, frames: 3)
+        var out: [Float] = [0, 0, 0]
+        for c in [0, 5] { #expect(evn_largest_group(&clip, c, t.scratch, t.counts, &params, t.deviations, &out) == -1) }
     }
 }

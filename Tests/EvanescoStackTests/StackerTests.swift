@@ -80,6 +80,43 @@ func burst(_ scene: Image<UInt8>, shifts: [(Double, Double)], occluder: Bool = t
         #expect(worst <= 12, "\(merge): worst difference \(worst)")
     }
 
+    /// A crowd: in 11 of 20 frames someone else stands on the same place, each in other colours.
+    /// The median lands among them; the robust merge's second look finds the nine frames that
+    /// saw the place, which agree. (Frames without noise: the groups' half-level floor.)
+    @Test func aCrowdOverMostOfTheFramesVanishesWhereEachPasserByDiffers() throws {
+        let frames = (0..<20).map { k -> BurstFrame in
+            var f = Self.scene
+            if k % 20 >= 9 {
+                // 30 to 110 levels from the place, 8 apart, all on one side: the median is theirs.
+                let offset = 30 + 8 * (k - 9)
+                for y in 80..<140 {
+                    for x in 100..<160 {
+                        for c in 0..<3 {
+                            let v = Int(Self.scene[x, y, c])
+                            f[x, y, c] = UInt8(v < 128 ? v + offset : v - offset)
+                        }
+                    }
+                }
+            }
+            return BurstFrame(name: "f\(k)", image: .uint8(f))
+        }
+        func worst(_ merge: MergeMethod) throws -> Int {
+            var o = StackOptions()
+            (o.merge, o.align) = (merge, .none)
+            let out = try BurstStacker.stack(frames, options: o).image.uint8
+            var worst = 0
+            for y in 80..<140 {
+                for x in 100..<160 {
+                    for c in 0..<3 { worst = max(worst, abs(Int(out[x, y, c]) - Int(Self.scene[x, y, c]))) }
+                }
+            }
+            return worst
+        }
+        let robust = try worst(.robust), clipped = try worst(.sigmaClip)
+        #expect(robust <= 1, "worst difference \(robust)")
+        #expect(clipped > 20, "the test's premise: clipping around the median keeps the crowd (\(clipped))")
+    }
+
     /// Alignment says it has started before any frame is done (0 of N), then counts every frame
     /// once, never going backwards; the merge then counts rows.
     @Test func progressStartsAtZeroAndCountsEveryFrame() throws {

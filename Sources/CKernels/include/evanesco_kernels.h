@@ -255,6 +255,39 @@ ptrdiff_t evn_clip_mean_rgb(const evn_clip_tile *tile, float *out);
 ptrdiff_t evn_clip_mean_rgb_portable(const evn_clip_tile *tile, float *out);
 ptrdiff_t evn_clip_mean_rgb_avx2(const evn_clip_tile *tile, float *out);
 
+/// The robust merge's second look where the frames split (``evn_largest_group``).
+typedef struct evn_group_params {
+    /// Width of a group in each channel (sample units): frames agree when every channel of each
+    /// lies in one window this wide. The result moves to a group only when it lies further than
+    /// half this from the group's mean.
+    float width;
+    /// Pixels whose threshold is at most this in every channel are left as they are: their
+    /// frames agree, nothing split them.
+    float gate;
+    /// In each channel the group's window must hold more frames than any window `wide` wide that
+    /// does not overlap it: what the other frames agree on, looser, still counts fewer.
+    float wide;
+    /// A group has at least `min_group` frames and `min_share` of the pixel's valid frames.
+    int32_t min_group;
+    float min_share;
+    /// Only runs of at least this many neighbouring pixels of the tile's row change.
+    int32_t min_run;
+} evn_group_params;
+
+/// For each pixel of the tile (`channels` 1...4 per pixel, laid out as in evn_clip_tile; the
+/// tile's thresholds are the clip's): where some channel's threshold exceeds `gate`, the densest
+/// window of `width` over each channel's sorted valid values (`sorted[i * stride + j]`, the first
+/// `counts[j]` valid), and the frames whose every channel lies in its window. Where those are
+/// as many as asked, each window holds more frames than any `wide` window beside it and twice as
+/// many as lie within one width of it, and `out` (the clip's result) lies further than width / 2
+/// from their mean, `out` becomes that mean, for runs of at least `min_run` such pixels. A crowd
+/// that covers a place in more than half the frames, each passer-by showing something else,
+/// leaves the median among them; the frames that saw the place itself still agree. `work`: room
+/// for (channels + 1) floats a pixel. Returns the pixels changed, or -1 for a channel count out of
+/// range.
+ptrdiff_t evn_largest_group(const evn_clip_tile *tile, ptrdiff_t channels, const float *sorted, const int32_t *counts,
+                            const evn_group_params *params, float *work, float *out);
+
 /// Prefetches `bytes` from `start` (every cache line) into the cache, for a read soon after: the
 /// stacker's warp reads a row of each of many frames in turn, more streams than the hardware
 /// prefetcher follows.
