@@ -4,7 +4,8 @@
 #include "evanesco_kernels.h"
 
 // The densest window [lo, lo + width] over one sample's n sorted values (`stride` apart), its
-// count in *best, and the most any window `wide` wide that does not overlap it holds in *second.
+// count in *best, the most any window `wide` wide that does not overlap it holds in *second, and
+// how many lie within one width of it on either side in *close.
 static float densest_window(const float *s, ptrdiff_t stride, int32_t n, float width, float wide, int32_t *best,
                             int32_t *second, int32_t *close) {
     int32_t most = 0, hi = 0;

@@ -69,8 +69,11 @@ struct SigmaClipKernel: MergeKernel {
     /// ``group`` spread in quadrature), the largest group of frames that agree, if it outnumbers
     /// every other and the clip's result `out` lies outside it (``evn_largest_group``).
     /// `t.scratch` holds the sorted values, `t.perSample` the thresholds.
+    /// Fewer frames than a group's least cannot hold one; the kernel's `work` (`t.deviations`,
+    /// frames x length floats) holds (channels + 1) floats a pixel only from two frames on.
     func regroup(_ t: SampleTile, into out: UnsafeMutablePointer<Float>) {
         let g = Self.group, noise = max(burstNoise ?? 0, noiseFloor)
+        guard t.frames >= Int(g.least) else { return }
         var p = evn_group_params()
         p.width = 2 * kappa * noise * Float(2).squareRoot()
         p.wide = g.wide * p.width
