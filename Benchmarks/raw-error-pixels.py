@@ -69,8 +69,10 @@ def main():
     p.add_argument("burst")
     p.add_argument("--vs", help="another burst of the same size: which error pixels its merge shares")
     p.add_argument("--evanesco", default=os.path.join(HERE, "..", ".build", "release", "evanesco"))
-    p.add_argument("extra", nargs="*", help="more options for evanesco stack (after --)")
-    a = p.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = p.parse_args(argv[:cut])
+    a.extra = argv[cut + 1:]
     with tempfile.TemporaryDirectory() as work:
         truth, gt, grey, errors, kept = ours(a.burst, a.evanesco, work, a.extra)
         sel = scored_pixels(a.burst, gt.shape)
