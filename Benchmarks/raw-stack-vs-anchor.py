@@ -141,8 +141,9 @@ FAMILY = {
     "tree-iso3200-people": ("bursts/hdrplus-tree/frame-000.jpg", "1280x960", 20, 3200, "handheld", 6, "RGGB", 86,
                             None, False),
     # Made after the blend's offset guard was chosen (RawMerge.blend.offset), never looked at before the run.
+    # (Looked at for the burst-level parallax rule: tuned on since.)
     "moto-parallax-iso6400-people-s91": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 6400, "handheld",
-                                         5, "RGGB", 91, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 8), False),
+                                         5, "RGGB", 91, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 8), True),
     "aloe-parallax-iso1600-people": ("stereo/aloe/aloeL.jpg", "1280x960", 14, 1600, "handheld", 4, "BGGR", 92,
                                      ("stereo/aloe/aloeGT.png", 6), False),
     "nightcars-iso3200-strong-people": ("bursts/night-cars/in1.jpg", "1280x960", 12, 3200, "strong", 5, "GRBG", 93,
@@ -153,6 +154,22 @@ FAMILY = {
                                    None, False),
     "tree-iso1600-people": ("bursts/hdrplus-tree/frame-000.jpg", "1280x960", 16, 1600, "handheld", 5, "GBRG", 96,
                             None, False),
+    # Made after the burst-level parallax rule (LocalAlignmentOptions.burstParallaxShare), which every
+    # burst above was run for (and moto-parallax-iso6400-people-s91 looked at: tuned on since); never
+    # looked at before the run.
+    "moto-parallax-iso1600-people-s101": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 12, 1600, "handheld",
+                                          5, "GRBG", 101, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 8), False),
+    "aloe-parallax-iso6400-people-s102": ("stereo/aloe/aloeL.jpg", "1280x960", 12, 6400, "handheld", 5, "BGGR", 102,
+                                          ("stereo/aloe/aloeGT.png", 6), False),
+    "moto-parallax-iso6400-strong-people-s103": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 10, 6400,
+                                                 "strong", 4, "GBRG", 103,
+                                                 ("stereo/motorcycle/derived_motorcycle_disp.pfm", 6), False),
+    "aloe-parallax-iso400-s104": ("stereo/aloe/aloeL.jpg", "1280x960", 8, 400, "handheld", 0, "RGGB", 104,
+                                  ("stereo/aloe/aloeGT.png", 8), False),
+    "pug-iso3200-people-s105": ("depth/pug-iphone13pro/pug.heic", "1280x960", 12, 3200, "handheld", 5, "GRBG", 105,
+                                None, False),
+    "graf-iso800-s106": ("registration/graffiti/graf1.png", "1280x960", 10, 800, "handheld", 0, "BGGR", 106, None,
+                         False),
 }
 # The speed target's size (issue 48: 12 frames of 12 MP), run only when named with --only: its
 # anchors take about 45 s a round. Not in the family's summaries of quality.

@@ -234,7 +234,7 @@ final class SpillSink: @unchecked Sendable {
             memory: nil, spill: spill, slots: used)
         // The slots hold every frame at the depth of the one they were shaped by.
         source.notices = BurstStacker.depthNotices(kept.map(\.shape), reference: used.firstIndex(of: firstIndex) ?? 0)
-        if reference != nil {
+        if let reference {
             // Reports by position among the decoded frames, as align() makes them.
             var reports: [FrameReport] = [], fields: [LocalAlignment?] = []
             for (p, k) in kept.enumerated() {
@@ -256,6 +256,8 @@ final class SpillSink: @unchecked Sendable {
                     fields.append(nil)
                 }
             }
+            BurstStacker.fieldsForTheRest(
+                &fields, reports: &reports, frames: source, reference: reference, options: alignOptions)
             let consistent = BurstStacker.consistentFields(fields, frames: source, reports: reports)
             source.aligned = (reports, consistent.fields, consistent.parallax)
         }

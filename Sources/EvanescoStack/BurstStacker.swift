@@ -336,8 +336,10 @@ public enum BurstStacker {
                 )
             }
         }
-        let consistent = consistentFields(fieldBox.value, frames: frames, reports: box.value)
-        return (box.value, consistent.fields, consistent.parallax)
+        var registered = box.value, alignments = fieldBox.value
+        fieldsForTheRest(&alignments, reports: &registered, frames: frames, reference: reference, options: options)
+        let consistent = consistentFields(alignments, frames: frames, reports: registered)
+        return (registered, consistent.fields, consistent.parallax)
     }
 
     /// The frames' fields, each measured against the reference alone, made to agree with one scene
@@ -367,6 +369,47 @@ public enum BurstStacker {
         return (swept.0, ParallaxSummary(r.summary, sweep: swept.1))
     }
 
+    /// Where enough of the burst's frames found parallax (``LocalAlignmentOptions/burstParallaxShare``,
+    /// with ``AlignMode/auto``), a field for each registered frame the coarse look turned away,
+    /// once every frame is registered, two frames at a time (one a core). Its report keeps the
+    /// coarse look and says why.
+    static func fieldsForTheRest(
+        _ alignments: inout [LocalAlignment?], reports: inout [FrameReport], frames: BurstFrameSource,
+        reference: RegistrationReference, options: StackOptions
+    ) {
+        let lo = options.localAlignment
+        guard options.align == .auto, lo.burstParallaxShare > 0 else { return }
+        let registered = reports.indices.filter {
+            reports[$0].used && reports[$0].status != .reference && reports[$0].homography != nil
+                && $0 < alignments.count
+        }
+        let found = registered.filter { alignments[$0] != nil }.count
+        let rest = registered.filter { alignments[$0] == nil && reports[$0].local?.used == false }
+        guard found >= 2, Float(found) >= lo.burstParallaxShare * Float(registered.count), !rest.isEmpty else {
+            return
+        }
+        let results = LockedBox([Int: LocalAlignment]()), homographies = rest.map { reports[$0].homography! }
+        StripExecutor.forEachIndex(
+            in: rest.indices, workers: StripExecutor.threadCount,
+            until: { options.cancellation?.isCancelled == true }
+        ) { n in
+            let i = rest[n]
+            let pyramid = reference.framePyramid(frames.image(i), ceiling: options.alignCeiling)
+            frames.doneAligning(i)
+            let la = LocalAligner.estimate(
+                reference: reference.local, frame: pyramid, homography: homographies[n], options: lo)
+            results.update { $0[i] = la }
+        }
+        for (i, la) in results.value {
+            alignments[i] = la
+            reports[i].local = LocalFrameReport(
+                used: true,
+                decision: "parallax in \(found) of the burst's \(registered.count) frames (this frame's coarse look: "
+                    + "\(reports[i].local?.decision ?? "none"))",
+                field: la.statistics, coarse: reports[i].local?.coarse)
+        }
+    }
+
     /// The reference frame's pyramid and features, which every other frame is registered to.
     static func registrationReference(_ image: AnyImage, options: StackOptions) -> RegistrationReference {
         switch image {
@@ -384,12 +427,7 @@ public enum BurstStacker {
         pyramidMade: () -> Void = {}
     ) -> (FrameReport, LocalAlignment?) {
         let frameStart = Date()
-        let pyramid: GreyPyramid
-        switch image {
-        case .uint8(let img): pyramid = reference.framePyramid(img)
-        case .uint16(let img): pyramid = reference.framePyramid(img.cut(at: options.alignCeiling))
-        case .float32(let img): pyramid = reference.framePyramid(img)
-        }
+        let pyramid = reference.framePyramid(image, ceiling: options.alignCeiling)
         pyramidMade()
         var r = FrameReport(index: i, source: name)
         let primary: MotionModel = options.align == .translation ? .translation : .homography
@@ -473,6 +511,17 @@ public enum BurstStacker {
                     + (units.map { ", \($0) noise units" } ?? ""),
                 field: la.statistics, coarse: coarse.statistics), la
         )
+    }
+}
+
+extension RegistrationReference {
+    /// A frame's pyramid, its 16-bit samples above `ceiling` lowered to it first.
+    func framePyramid(_ image: AnyImage, ceiling: UInt16?) -> GreyPyramid {
+        switch image {
+        case .uint8(let img): framePyramid(img)
+        case .uint16(let img): framePyramid(img.cut(at: ceiling))
+        case .float32(let img): framePyramid(img)
+        }
     }
 }
 

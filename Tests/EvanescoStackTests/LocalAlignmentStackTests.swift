@@ -6,11 +6,11 @@ import EvanescoCore
 
 /// A burst with parallax: each frame sees the scene through its own smooth shift field (near
 /// things move more than far ones, in a direction per frame) plus a global translation, and a
-/// moving occluder.
-func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
+/// moving occluder. `magnitudes[k]`, when given, is frame k's largest parallax shift (3 px otherwise).
+func parallaxBurst(_ scene: Image<UInt8>, frames n: Int, magnitudes: [Int: Float] = [:]) -> [BurstFrame] {
     let w = scene.width, h = scene.height
     return (0..<n).map { k in
-        let angle = Float(k) * 2.1, magnitude: Float = k == 0 ? 0 : 3
+        let angle = Float(k) * 2.1, magnitude: Float = k == 0 ? 0 : magnitudes[k] ?? 3
         let global = SIMD2<Float>(Float(k % 3) - 1, Float(k % 2)) * (k == 0 ? 0 : 1)
         var f = Image<UInt8>(width: w, height: h, channels: 3) { out in
             for y in 0..<h {
@@ -127,6 +127,41 @@ func parallaxBurst(_ scene: Image<UInt8>, frames n: Int) -> [BurstFrame] {
         let pics = m.pictures()
         #expect(pics.map(\.name) == Array(StackMaps.fileNames.dropLast()))
         #expect(pics.first { $0.name == "provenance-legend.png" }?.image.width == 7 * 24)
+    }
+
+    @Test(
+        """
+        Parallax is the burst's: with a share set, a frame the coarse look turned away gets a field once enough \
+        frames found parallax, and a burst without any is left as it was
+        """
+    )
+    func burstParallaxShare() throws {
+        // Frame 4 moved little (its median shift is under the threshold); the others 3 px.
+        let frames = parallaxBurst(Self.scene, frames: 7, magnitudes: [4: 0.2])
+        let alone = try BurstStacker.stack(frames, options: StackOptions())
+        #expect(alone.frames[4].local?.used == false, "\(alone.frames[4].local?.decision ?? "-")")
+        #expect(alone.frames.dropFirst().filter { $0.local?.used == true }.count == 5)
+        var o = StackOptions()
+        o.localAlignment.burstParallaxShare = 0.25
+        let shared = try BurstStacker.stack(frames, options: o)
+        let report = try #require(shared.frames[4].local)
+        #expect(report.used && report.field != nil && report.coarse == alone.frames[4].local?.coarse)
+        #expect(report.decision.hasPrefix("parallax in 5 of the burst's 6 frames"), "\(report.decision)")
+        #expect(shared.localFields[4] != nil && alone.localFields[4] == nil)
+        // The frames that found parallax themselves are aligned as before.
+        for k in [1, 2, 3, 5, 6] { #expect(shared.frames[k].local == alone.frames[k].local) }
+        // A share no burst of 5 of 6 reaches changes nothing.
+        o.localAlignment.burstParallaxShare = 0.9
+        #expect(try BurstStacker.stack(frames, options: o).image == alone.image)
+        // Without parallax in any frame nothing changes either: the homography stack, to the byte.
+        let still = burst(Self.scene, shifts: [(0, 0), (1.5, -0.5), (-2.25, 1), (0.5, 2), (3, 0.75)])
+        o.localAlignment.burstParallaxShare = 0.25
+        var h = StackOptions()
+        h.align = .homography
+        #expect(try BurstStacker.stack(still, options: o).image == BurstStacker.stack(still, options: h).image)
+        // Raw bursts decide this way (their options), pictures frame by frame as before.
+        #expect(LocalAlignmentOptions().linear.burstParallaxShare == LocalAlignmentOptions.linearBurstParallaxShare)
+        #expect(LocalAlignmentOptions().burstParallaxShare == 0)
     }
 
     @Test("Without parallax auto leaves local alignment off: the stack is exactly the homography stack")
