@@ -234,6 +234,7 @@ final class SpillSink: @unchecked Sendable {
             memory: nil, spill: spill, slots: used)
         // The slots hold every frame at the depth of the one they were shaped by.
         source.notices = BurstStacker.depthNotices(kept.map(\.shape), reference: used.firstIndex(of: firstIndex) ?? 0)
+        var burstAlignSeconds = 0.0
         if let reference {
             // Reports by position among the decoded frames, as align() makes them.
             var reports: [FrameReport] = [], fields: [LocalAlignment?] = []
@@ -256,10 +257,12 @@ final class SpillSink: @unchecked Sendable {
                     fields.append(nil)
                 }
             }
+            let afterFrames = Date()
             BurstStacker.fieldsForTheRest(
                 &fields, reports: &reports, frames: source, reference: reference, options: alignOptions)
             let consistent = BurstStacker.consistentFields(fields, frames: source, reports: reports)
             source.aligned = (reports, consistent.fields, consistent.parallax)
+            burstAlignSeconds = Date().timeIntervalSince(afterFrames)
         }
         var r = try BurstStacker.run(source, options: options)
         // Decoding and (fused) registration ran together: their wall time is split by their
@@ -267,7 +270,11 @@ final class SpillSink: @unchecked Sendable {
         let (dt, at) = threadTime.value
         let alignShare = dt + at > 0 ? at / (dt + at) : 0
         r.timings.decode = (phaseSeconds - referenceSeconds) * (1 - alignShare)
-        if reference != nil { r.timings.align = (phaseSeconds - referenceSeconds) * alignShare + referenceSeconds }
+        // The burst's own alignment passes (fields for the rest, their consistency) ran after
+        // every frame was in, alone: they are alignment whole, as align() counts them in memory.
+        if reference != nil {
+            r.timings.align = (phaseSeconds - referenceSeconds) * alignShare + referenceSeconds + burstAlignSeconds
+        }
         r.notices.insert(contentsOf: skipped.map { StackNotice.inputSkipped(input: $0.0, reason: $0.1) }, at: 0)
         return r
     }

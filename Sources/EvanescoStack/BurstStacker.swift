@@ -388,25 +388,28 @@ public enum BurstStacker {
         guard found >= 2, Float(found) >= lo.burstParallaxShare * Float(registered.count), !rest.isEmpty else {
             return
         }
-        let results = LockedBox([Int: LocalAlignment]()), homographies = rest.map { reports[$0].homography! }
+        let results = LockedBox([Int: (LocalAlignment, seconds: Double)]())
+        let homographies = rest.map { reports[$0].homography! }
         StripExecutor.forEachIndex(
             in: rest.indices, workers: StripExecutor.threadCount,
             until: { options.cancellation?.isCancelled == true }
         ) { n in
-            let i = rest[n]
+            let i = rest[n], start = Date()
             let pyramid = reference.framePyramid(frames.image(i), ceiling: options.alignCeiling)
             frames.doneAligning(i)
             let la = LocalAligner.estimate(
                 reference: reference.local, frame: pyramid, homography: homographies[n], options: lo)
-            results.update { $0[i] = la }
+            results.update { $0[i] = (la, Date().timeIntervalSince(start)) }
         }
-        for (i, la) in results.value {
+        for (i, (la, seconds)) in results.value {
             alignments[i] = la
             reports[i].local = LocalFrameReport(
                 used: true,
                 decision: "parallax in \(found) of the burst's \(registered.count) frames (this frame's coarse look: "
                     + "\(reports[i].local?.decision ?? "none"))",
                 field: la.statistics, coarse: reports[i].local?.coarse)
+            // The frame's alignment time counts its field too.
+            reports[i].alignSeconds = (((reports[i].alignSeconds ?? 0) + seconds) * 1000).rounded() / 1000
         }
     }
 
