@@ -2,15 +2,24 @@
 """What a spatial denoise after the raw merge would give, measured before building it (issue 48).
 
 For each burst of Benchmarks/raw-stack-vs-anchor.py's family (made there): our merge with
---save-maps and without its own denoise (--raw-denoise 0: the product's is this filter, at 0.5
-with the texture guard at 9), then, in numpy, each CFA plane of the merged mosaic shrunk towards its 3 x 3 mean
+--save-maps and without its own denoise (--raw-denoise 0; until 2026-12-01 the product's was this
+filter, at 0.5 with the texture guard at 9 and a second pass at 0.35), then, in numpy, each CFA plane of the merged mosaic shrunk towards its 3 x 3 mean
 where its local variance is about the noise that is left (a Lee filter): out = m + g (x - m),
 g = max(0, 1 - r / v), v the 3 x 3 variance, r = c (S m + O) / kept, with S, O the reference's
 DNG NoiseProfile and kept the merge's frames kept per pixel (kept-16.png). c = 0 is the merge as it
 is. Each result is scored as the benchmark scores ours (score.py raw: linear PSNR against
 gt_raw.tif, finished pEPs), so the figures compare with its table.
 
+With --transform, the filter is the product's since 2026-12-01 instead (evn_raw_denoise_transform,
+docs/benchmarks.md "A transform filter"): the four colours of each 2 x 2 cell decorrelated (luma,
+green-magenta, red-blue, green-green), every 4 x 4 window of cells shrunk in the DCT domain in two
+stages (hard threshold at --threshold deviations for a pilot; then each coefficient times
+e / (e + s2), e the pilot's energy there, plus --guide times luma's pilot's for the colours), the
+windows averaged (here: windows at every cell, edges reflected; the product uses the windows
+inside the image). The noise is c times the line over the frames kept.
+
   Benchmarks/raw-denoise-study.py [--family DIR] [--c 0.25 0.5 1] [--only NAME ...] [--evanesco BIN] [--json FILE]
+                                  [--transform [--guide G] [--threshold T]]
 
 Prints each burst's linear PSNR and pEPs per c, then over the tuned and the held-out bursts the
 change in dB (mean, median, least), the worst pEPs and the occluder bursts over 0.05 %, and the
@@ -72,7 +81,64 @@ def lee(p, m, v, left, c, texture):
     return m + g * (p - m)
 
 
-def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0):
+DCT4 = np.array([[(0.5 if u == 0 else np.sqrt(0.5)) * np.cos(np.pi * (2 * k + 1) * u / 8) for k in range(4)]
+                 for u in range(4)])
+# Luma, green-magenta, red-blue, green-green from red, green, green, blue (orthonormal).
+COLOURS = np.array([[0.5, 0.5, 0.5, 0.5], [0.5, -0.5, -0.5, 0.5], [np.sqrt(0.5), 0, 0, -np.sqrt(0.5)],
+                    [0, np.sqrt(0.5), -np.sqrt(0.5), 0]])
+
+
+def windows(p):
+    """Every 4 x 4 window's DCT coefficients, the window's top-left at each cell (edges reflected)."""
+    rows = [cv2.filter2D(p, -1, DCT4[u][None, :], anchor=(0, 0), borderType=cv2.BORDER_REFLECT) for u in range(4)]
+    return {(v, u): cv2.filter2D(rows[u], -1, DCT4[v][:, None], anchor=(0, 0), borderType=cv2.BORDER_REFLECT)
+            for v in range(4) for u in range(4)}
+
+
+def averaged(coeffs):
+    """The windows' inverse transforms averaged at each cell (16 windows cover every cell)."""
+    out = 0
+    for v in range(4):
+        acc = sum(cv2.filter2D(coeffs[(v, u)], -1, DCT4[u][::-1][None, :], anchor=(3, 0),
+                               borderType=cv2.BORDER_REFLECT) for u in range(4))
+        out = out + cv2.filter2D(acc, -1, DCT4[v][::-1][:, None], anchor=(0, 3), borderType=cv2.BORDER_REFLECT)
+    return out / 16
+
+
+def transform(merged, kept, noise, cfa, c, threshold, guide):
+    """The two-stage 4 x 4 transform filter of the module's docstring on the merged mosaic."""
+    s, o = noise
+    sites = [(i // 2, i % 2) for i in range(4)]
+    order = [sites[cfa.index("R")], *[sites[i] for i in range(4) if cfa[i] == "G"], sites[cfa.index("B")]]
+    h, w = merged.shape[0] // 2, merged.shape[1] // 2
+    planes = np.stack([merged[oy::2, ox::2][:h, :w] for oy, ox in order])
+    k = np.maximum(kept[0::2, 0::2][:h, :w], 1)
+    var = np.stack([np.maximum(s * np.maximum(cv2.blur(pl, (3, 3)), 0) + o, 0) * c / k for pl in planes])
+    comp, cvar = np.tensordot(COLOURS, planes, 1), np.tensordot(COLOURS ** 2, var, 1)
+    box = np.ones((4, 4)) / 16
+    vw = [cv2.filter2D(v, -1, box, anchor=(0, 0), borderType=cv2.BORDER_REFLECT) for v in cvar]
+    pilots = []
+    for i in range(4):
+        co = windows(comp[i])
+        pilots.append(averaged({key: q if key == (0, 0) else q * (q * q > threshold ** 2 * vw[i])
+                                for key, q in co.items()}))
+    luma = windows(pilots[0])
+    out = []
+    for i in range(4):
+        co, pil = windows(comp[i]), luma if i == 0 else windows(pilots[i])
+        shrunk = {}
+        for key, q in co.items():
+            e = pil[key] ** 2 + (guide * luma[key] ** 2 if i > 0 else 0)
+            shrunk[key] = q if key == (0, 0) else q * e / (e + vw[i] + 1e-30)
+        out.append(averaged(shrunk))
+    back = np.tensordot(COLOURS.T, np.stack(out), 1)
+    y = merged.copy()
+    for j, (oy, ox) in enumerate(order):
+        y[oy:2 * h:2, ox:2 * w:2] = back[j]
+    return y
+
+
+def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0, filt=None):
     frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
     merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
     subprocess.run([evanesco, "stack", *frames, "-o", merged_path, "--save-maps", maps, "--raw-denoise", "0", "--force",
@@ -86,7 +152,12 @@ def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0):
     valid = cv2.imread(os.path.join(burst, "valid.png"), 0)
     out = {}
     for c in cs:
-        y = shrink(x, kept, ref["noise_profile"], c, clamp, texture, second) if c > 0 else x
+        if c <= 0:
+            y = x
+        elif filt:
+            y = transform(x, kept, ref["noise_profile"], meta["cfa"], c, *filt)
+        else:
+            y = shrink(x, kept, ref["noise_profile"], c, clamp, texture, second)
         path = os.path.join(work, "c.tif")
         tifffile.imwrite(path, np.clip(np.round(y * (white - black) + black), 0, 65535).astype(np.uint16))
         d = score.score_raw(path, os.path.join(burst, "gt_raw.tif"), os.path.join(burst, "truth.json"), valid=valid,
@@ -108,6 +179,9 @@ def main():
                    help="samples whose 3 x 3 variance is over this many times the noise left stay as they are (0: none)")
     p.add_argument("--second", type=float, default=0,
                    help="a second pass told this share of the noise left (the product: 0.35; 0: one pass)")
+    p.add_argument("--transform", action="store_true", help="the two-stage 4 x 4 transform filter, not the Lee filter")
+    p.add_argument("--threshold", type=float, default=2.7, help="--transform's first stage, in noise deviations")
+    p.add_argument("--guide", type=float, default=1.0, help="--transform: the share of luma's pilot the colours keep")
     p.add_argument("--json")
     a = p.parse_args()
     rawstack.require_plain_build(a.evanesco)
@@ -116,7 +190,8 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for name in names:
-            r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture, a.second)
+            r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture, a.second,
+                      (a.threshold, a.guide) if a.transform else None)
             results[name] = r
             print("%-36s " % name + "  ".join("c=%.2f %6.2f dB %.3f %%" % (c, r[c]["linear"], r[c]["pEPs"]) for c in cs),
                   flush=True)

@@ -161,9 +161,10 @@ FAMILY = {
                                           5, "GRBG", 101, ("stereo/motorcycle/derived_motorcycle_disp.pfm", 8), False),
     "aloe-parallax-iso6400-people-s102": ("stereo/aloe/aloeL.jpg", "1280x960", 12, 6400, "handheld", 5, "BGGR", 102,
                                           ("stereo/aloe/aloeGT.png", 6), False),
+    # (Looked at for the transform denoise's luma guide, RawMerge.transform: tuned on since.)
     "moto-parallax-iso6400-strong-people-s103": ("stereo/motorcycle/motorcycle_left.png", "1280x960", 10, 6400,
                                                  "strong", 4, "GBRG", 103,
-                                                 ("stereo/motorcycle/derived_motorcycle_disp.pfm", 6), False),
+                                                 ("stereo/motorcycle/derived_motorcycle_disp.pfm", 6), True),
     "aloe-parallax-iso400-s104": ("stereo/aloe/aloeL.jpg", "1280x960", 8, 400, "handheld", 0, "RGGB", 104,
                                   ("stereo/aloe/aloeGT.png", 8), False),
     "pug-iso3200-people-s105": ("depth/pug-iphone13pro/pug.heic", "1280x960", 12, 3200, "handheld", 5, "GRBG", 105,
