@@ -3,39 +3,46 @@ import EvanescoCore
 import Foundation
 
 extension Bench {
-    /// The raw merge's spatial denoise (`evn_raw_denoise_row`, 2000 x 1500 cells, a 12 MP mosaic's
-    /// four planes one after the other) on noisy planes kept by 12 frames, AVX2 beside the portable
-    /// build of the same row, one thread. `EvanescoBenchmarks raw` also times it inside the whole
-    /// merge (`Benchmarks/raw-stack-vs-anchor.py`, pug-12mp).
+    /// The raw merge's spatial denoise (`evn_raw_denoise_transform`, 2000 x 1500 cells of four
+    /// colours: a 12 MP mosaic's planes) on noisy planes kept by 12 frames, AVX2 beside the
+    /// portable build, one thread. `EvanescoBenchmarks raw` also times it inside the whole merge
+    /// (`Benchmarks/raw-stack-vs-anchor.py`, pug-12mp).
     func rawDenoise() {
         let w = 2000, h = 1500
         var rng = SplitMix(seed: 4242)
-        let plane = (0..<(w * h)).map { i in 20000 + 8000 * sinf(Float(i % w) * 0.01) + 120 * (rng.uniform() - 0.5) }
-        let kept = [UInt16](repeating: 12, count: w)
-        var p = evn_raw_denoise_params()
-        (p.slope, p.intercept, p.strength, p.texture) = (0.8, 30, 0.5, 9)
-        var out = [Float](repeating: 0, count: w)
-        typealias Row = (
-            UnsafePointer<Float>, UnsafePointer<Float>, UnsafePointer<Float>, UnsafePointer<UInt16>?, Int,
-            UnsafePointer<evn_raw_denoise_params>, UnsafeMutablePointer<Float>
-        ) -> Void
-        func run(_ row: Row) {
-            plane.withUnsafeBufferPointer { s in
+        let planes = (0..<(w * h * 4)).map { i in
+            UInt16(clampingRounded: 20000 + 8000 * sinf(Float((i / 4) % w) * 0.01) + 120 * (rng.uniform() - 0.5))
+        }
+        let kept = [UInt16](repeating: 12, count: w * h)
+        var p = evn_raw_transform_params()
+        p.slope = (0.8, 0.8, 0.8, 0.8)
+        p.intercept = (30, 30, 30, 30)
+        (p.strength, p.threshold, p.guide) = (1, 2.7, 1)
+        var out = [UInt16](repeating: 0, count: w * h * 4)
+        typealias Kernel = (
+            UnsafePointer<UInt16>?, UnsafePointer<UInt16>?, Int32, Int32, UnsafePointer<evn_raw_transform_params>?,
+            Int32, Int32, UnsafeMutablePointer<UInt16>?
+        ) -> Int32
+        func run(_ kernel: Kernel) {
+            planes.withUnsafeBufferPointer { s in
                 kept.withUnsafeBufferPointer { k in
                     out.withUnsafeMutableBufferPointer { o in
-                        for _ in 0..<4 {
-                            for y in 0..<h {
-                                let a = s.baseAddress! + max(0, y - 1) * w, b = s.baseAddress! + y * w
-                                let c = s.baseAddress! + min(h - 1, y + 1) * w
-                                row(a, b, c, k.baseAddress, w, &p, o.baseAddress!)
-                            }
+                        // In strips of 188 rows, as the merge splits it on two threads (8 strips).
+                        var y = 0
+                        while y < h {
+                            let y1 = min(h, y + 188)
+                            precondition(
+                                kernel(
+                                    s.baseAddress, k.baseAddress, Int32(w), Int32(h), &p, Int32(y), Int32(y1),
+                                    o.baseAddress) == 0)
+                            y = y1
                         }
                     }
                 }
             }
         }
         compare(
-            "raw denoise 12 M samples", "AVX2, 1 thread", { run(evn_raw_denoise_row_avx2) }, "portable, 1 thread",
-            { run(evn_raw_denoise_row_portable) })
+            "raw denoise 12 M samples", "AVX2, 1 thread", { run(evn_raw_denoise_transform_avx2) },
+            "portable, 1 thread", { run(evn_raw_denoise_transform_portable) })
     }
 }

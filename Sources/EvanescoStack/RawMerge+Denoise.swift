@@ -2,22 +2,6 @@ import CKernels
 import EvanescoCore
 
 extension RawMerge {
-    /// Cells whose 3 x 3 variance exceeds this many times the noise the merge left are texture,
-    /// which the denoise leaves as it is (``evn_raw_denoise_params``' `texture`). Chosen on the
-    /// family's tuned bursts (`Benchmarks/raw-denoise-study.py --texture`, docs/benchmarks.md): 9
-    /// took one error pixel in a thousand off the two tuned bursts nearest the pEPs target
-    /// (moto-parallax-iso6400-people 0.070 -> 0.069 %, moto-parallax-iso3200-people 0.043 ->
-    /// 0.042 %) and moved no burst's PSNR by more than 0.02 dB; 4 cost moto-iso1600 0.04 dB.
-    static let denoiseTexture: Float = 9
-
-    /// The filter's passes, each with the noise it is told as a share of what the merge left:
-    /// the second takes what the first leaves of white noise at the default strength (0.35 of its
-    /// variance; at 1, 0.16). Chosen on the family's tuned bursts (docs/benchmarks.md): against
-    /// one pass, every one of the 32 gained or stayed (+0.30 dB on average, up to +1.28 on
-    /// lens-iso6400-people) and none had more error pixels than the merge alone; one pass at
-    /// strength 1, which smooths as much, raised moto-parallax-iso6400-people's from 0.070 to 0.078 %.
-    static let denoisePasses: [Float] = [1, 0.35]
-
     /// Whether a merge with `options` of `frames` frames of `channels`-channel planes is denoised:
     /// a Bayer burst's (four channels) of two frames or more (one frame is given back as it is), by
     /// a merge that counts the frames it keeps at each cell (not the median, nor hdrplus, which
@@ -27,33 +11,46 @@ extension RawMerge {
             && options.merge != .hdrplus
     }
 
-    /// Each channel of the merged planes `image` denoised in place (``evn_raw_denoise_channel``):
-    /// a Lee filter over 3 x 3 cells whose noise is ``StackOptions/rawDenoise`` times what the
-    /// merge left, the channel's noise line (`params`) over the frames kept at the cell (`kept`),
-    /// in ``denoisePasses``.
+    /// The transform filter's settings (``evn_raw_transform_params``), chosen on the raw family
+    /// (`Benchmarks/raw-denoise-study.py --transform`, docs/benchmarks.md): stage one's hard
+    /// threshold, in noise deviations, as in the BM3D papers' 2.7; and how much of luma's pilot
+    /// spectrum a colour coefficient keeps: colour edges where luma has an edge. Without it the
+    /// colours' shrink flattened the colour of strong dark edges the parallax bursts' alignment
+    /// leaves a little off, past the error-pixel line (moto-parallax-iso6400-strong-people-s103
+    /// 0.043 % with the Lee filter before, 0.059 % without the guide); at 1, 0.046 %, for up to
+    /// 0.55 dB of the colours' gain (lens-iso6400-people 46.18 -> 45.63 dB; aloe-tripod4 49.70 ->
+    /// 49.61); at 3, 0.042 % and 0.1-0.5 dB less again.
+    static let transform = (threshold: Float(2.7), guide: Float(1))
+
+    /// The merged planes `image` (four channels) denoised by ``evn_raw_denoise_transform``, whose
+    /// noise is ``StackOptions/rawDenoise`` times what the merge left: the channel's noise line
+    /// (`params`) over the frames kept at the cell (`kept`). Rows in strips, each thread its own;
+    /// the output does not depend on the split. As it was if memory runs out.
     static func denoise(
         _ image: inout Image<UInt16>, kept: UnsafeMutablePointer<UInt16>, params: evn_raw_merge_params,
         options: StackOptions
     ) {
-        let w = image.width, h = image.height, c = image.channels
-        let slopes = withUnsafeBytes(of: params.slope) { Array($0.bindMemory(to: Float.self)) }
-        let intercepts = withUnsafeBytes(of: params.intercept) { Array($0.bindMemory(to: Float.self)) }
-        image.samples.withUnsafeMutableBufferPointer { planes in
-            let shared = UncheckedSendable((planes.baseAddress!, kept))
-            StripExecutor.forEachStrip(rows: c, minimumRows: 1) { channels in
-                let rows = UnsafeMutablePointer<Float>.allocate(capacity: 4 * w)
-                defer { rows.deallocate() }
-                for ch in channels {
-                    for share in denoisePasses {
-                        var p = evn_raw_denoise_params()
-                        (p.slope, p.intercept) = (slopes[ch] * share, intercepts[ch] * share)
-                        (p.strength, p.texture) = (options.rawDenoise, denoiseTexture)
-                        let status = evn_raw_denoise_channel(
-                            shared.value.0, shared.value.1, Int32(w), Int32(h), Int32(c), Int32(ch), &p, rows)
-                        precondition(status == 0, "channel \(ch) of \(c)")
+        let w = image.width, h = image.height
+        guard image.channels == 4 else { return }
+        var p = evn_raw_transform_params()
+        (p.slope, p.intercept) = (params.slope, params.intercept)
+        (p.strength, p.threshold, p.guide) = (options.rawDenoise, transform.threshold, transform.guide)
+        let settings = p
+        let failed = LockedBox(false)
+        let out = image.samples.withUnsafeBufferPointer { src in
+            let shared = UncheckedSendable((src.baseAddress!, kept))
+            return Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { d in
+                let d = UncheckedSendable(d.baseAddress!)
+                StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
+                    let status = withUnsafePointer(to: settings) { p in
+                        evn_raw_denoise_transform(
+                            shared.value.0, shared.value.1, Int32(w), Int32(h), p, Int32(rows.lowerBound),
+                            Int32(rows.upperBound), d.value)
                     }
+                    if status != 0 { failed.update { $0 = true } }
                 }
             }
         }
+        if !failed.value { image = out }
     }
 }

@@ -7,132 +7,285 @@ import Testing
 /// The spatial denoise after a raw merge (``StackOptions/rawDenoise``): the kernel against its
 /// documented formula, what it leaves alone, and the noise it takes off flat frames.
 @Suite struct RawDenoiseTests {
-    /// ``evn_raw_denoise_channel`` as its documentation states it, cell by cell in doubles.
-    static func documented(
-        _ planes: [UInt16], kept: [UInt16]?, width w: Int, height h: Int, channels c: Int, ch: Int,
-        _ p: evn_raw_denoise_params
-    ) -> [UInt16] {
-        func mirror(_ i: Int, _ n: Int) -> Int { n == 1 ? 0 : i < 0 ? -i : i >= n ? 2 * n - 2 - i : i }
-        var out = planes
-        for y in 0..<h {
-            for x in 0..<w {
-                var v9: [Double] = []
-                for dy in -1...1 {
-                    for dx in -1...1 { v9.append(Double(planes[(mirror(y + dy, h) * w + mirror(x + dx, w)) * c + ch])) }
-                }
-                let m = v9.reduce(0, +) / 9, v = v9.map { ($0 - m) * ($0 - m) }.reduce(0, +) / 9
-                let frames = Double(max(1, kept?[y * w + x] ?? 1))
-                let n = max(0, Double(p.slope) * m + Double(p.intercept)) / frames
-                let x0 = Double(planes[(y * w + x) * c + ch])
-                let g = p.texture > 0 && v > Double(p.texture) * n ? 1 : max(0, 1 - Double(p.strength) * n / v)
-                out[(y * w + x) * c + ch] = UInt16(min(65535, max(0, (m + g * (x0 - m)).rounded())))
-            }
+    /// The 4 x 4 windows of a w x h plane, in doubles: the orthonormal DCT-II, each window's
+    /// coefficients, and the windows' estimates averaged.
+    struct Windows {
+        let w: Int, h: Int
+        let dct: [[Double]] = (0..<4).map { u in
+            let a: Double = u == 0 ? 0.5 : 1 / 2.0.squareRoot()
+            return (0..<4).map { k -> Double in a * cos(Double.pi * Double(2 * k + 1) * Double(u) / 8) }
         }
-        return out
+
+        func coefficients(_ plane: [Double], _ x0: Int, _ y0: Int) -> [Double] {
+            var out = [Double](repeating: 0, count: 16)
+            for vu in 0..<16 {
+                for i in 0..<4 {
+                    for k in 0..<4 {
+                        let basis: Double = dct[vu / 4][i] * dct[vu % 4][k]
+                        out[vu] += basis * plane[(y0 + i) * w + x0 + k]
+                    }
+                }
+            }
+            return out
+        }
+
+        /// The windows inside the plane, each `shrink`'s estimate of its coefficients (given the
+        /// window's top-left), inverted and averaged at each cell.
+        func averaged(_ plane: [Double], _ shrink: (Int, Int, [Double]) -> [Double]) -> [Double] {
+            var sum = [Double](repeating: 0, count: w * h), count = sum
+            for y0 in 0...(h - 4) {
+                for x0 in 0...(w - 4) {
+                    let g = shrink(x0, y0, coefficients(plane, x0, y0))
+                    for i in 0..<4 {
+                        for k in 0..<4 {
+                            var v = 0.0
+                            for vu in 0..<16 {
+                                let basis: Double = dct[vu / 4][i] * dct[vu % 4][k]
+                                v += g[vu] * basis
+                            }
+                            sum[(y0 + i) * w + x0 + k] += v
+                            count[(y0 + i) * w + x0 + k] += 1
+                        }
+                    }
+                }
+            }
+            return zip(sum, count).map { $0 / $1 }
+        }
     }
 
-    /// Planes of `channels` channels around 20000 with noise of variance about `noise`, a step of
+    static let colour: [[Double]] = {
+        let r = 1 / 2.0.squareRoot()
+        return [[0.5, 0.5, 0.5, 0.5], [0.5, -0.5, -0.5, 0.5], [r, 0, 0, -r], [0, r, -r, 0]]
+    }()
+    /// The planes' channel of red, green, green and blue.
+    static let channel = [0, 1, 3, 2]
+
+    /// The four colours of `planes` and their noise variance, as the kernel's documentation states.
+    static func colours(
+        _ planes: [UInt16], kept: [UInt16]?, width w: Int, height h: Int, _ p: evn_raw_transform_params
+    ) -> (comp: [[Double]], noise: [[Double]]) {
+        let slopes: [Float] = withUnsafeBytes(of: p.slope) { Array($0.bindMemory(to: Float.self)) }
+        let intercepts: [Float] = withUnsafeBytes(of: p.intercept) { Array($0.bindMemory(to: Float.self)) }
+        func sample(_ x: Int, _ y: Int, _ ch: Int) -> Double {
+            Double(planes[(min(h - 1, max(0, y)) * w + min(w - 1, max(0, x))) * 4 + ch])
+        }
+        var comp = [[Double]](repeating: [Double](repeating: 0, count: w * h), count: 4), noise = comp
+        for y in 0..<h {
+            for x in 0..<w {
+                for (j, ch) in channel.enumerated() {
+                    var m = 0.0
+                    for dy in -1...1 { for dx in -1...1 { m += sample(x + dx, y + dy, ch) } }
+                    let level = max(0, Double(slopes[ch]) * m / 9 + Double(intercepts[ch]))
+                    let frames: UInt16 = max(1, kept?[y * w + x] ?? 1)
+                    let v = level * Double(p.strength) / Double(frames)
+                    for k in 0..<4 {
+                        comp[k][y * w + x] += colour[k][j] * sample(x, y, ch)
+                        noise[k][y * w + x] += colour[k][j] * colour[k][j] * v
+                    }
+                }
+            }
+        }
+        return (comp, noise)
+    }
+
+    /// ``evn_raw_denoise_transform`` as its documentation states it, in doubles: the colours
+    /// decorrelated, every 4 x 4 window inside the image transformed, thresholded for a pilot,
+    /// shrunk by the pilot's (and luma's pilot's) energy, the windows averaged.
+    static func documented(
+        _ planes: [UInt16], kept: [UInt16]?, width w: Int, height h: Int, _ p: evn_raw_transform_params
+    ) -> [UInt16] {
+        let (comp, noise) = colours(planes, kept: kept, width: w, height: h, p)
+        let windows = Windows(w: w, h: h)
+        func windowNoise(_ k: Int, _ x0: Int, _ y0: Int) -> Double {
+            var s = 0.0
+            for i in 0..<4 { for j in 0..<4 { s += noise[k][(y0 + i) * w + x0 + j] } }
+            return s / 16
+        }
+        let t2 = Double(p.threshold * p.threshold)
+        let pilots = (0..<4).map { k in
+            windows.averaged(comp[k]) { x0, y0, c in
+                let n = windowNoise(k, x0, y0)
+                return c.enumerated().map { $0.offset == 0 || $0.element * $0.element > t2 * n ? $0.element : 0 }
+            }
+        }
+        let out = (0..<4).map { k in
+            windows.averaged(comp[k]) { x0, y0, c in
+                let n = windowNoise(k, x0, y0), q = windows.coefficients(pilots[k], x0, y0)
+                let l = windows.coefficients(pilots[0], x0, y0)
+                return c.enumerated().map { vu, v in
+                    if vu == 0 { return v }
+                    let e = q[vu] * q[vu] + (k > 0 ? Double(p.guide) * l[vu] * l[vu] : 0)
+                    return v * e / (e + n)
+                }
+            }
+        }
+        var result = planes
+        for i in 0..<(w * h) {
+            for (j, ch) in channel.enumerated() {
+                var v = 0.0
+                for k in 0..<4 { v += colour[k][j] * out[k][i] }
+                result[i * 4 + ch] = UInt16(min(65535.0, max(0.0, v.rounded())))
+            }
+        }
+        return result
+    }
+
+    /// Planes of 4 channels around 20000 with noise of variance about `noise`, a step of
     /// 6000 down the middle and a stripe of strong texture, from a fixed seed.
-    static func planes(width w: Int, height h: Int, channels c: Int, noise: Float, seed: UInt64) -> [UInt16] {
+    static func planes(width w: Int, height h: Int, noise: Float, seed: UInt64) -> [UInt16] {
         var s = seed &* 0x9E37_79B9_7F4A_7C15 | 1
         func uniform() -> Float {
             s = s &* 6364136223846793005 &+ 1442695040888963407
             return Float(s >> 40) / Float(1 << 24)
         }
         let sigma = noise.squareRoot() * 3.46  // a uniform's variance is its width squared over 12
-        return (0..<(w * h * c)).map { i in
-            let x = (i / c) % w, y = i / c / w
+        return (0..<(w * h * 4)).map { i in
+            let x = (i / 4) % w, y = i / 4 / w
             var v: Float = 20000 + (x >= w / 2 ? 6000 : 0) + (uniform() - 0.5) * sigma
             if y % 7 == 3 { v += (x & 1 == 0 ? 1 : -1) * 4000 }
             return UInt16(clampingRounded: v)
         }
     }
 
-    @Test(arguments: [(1, 1), (1, 7), (9, 1), (2, 2), (5, 3), (64, 37)])
-    func kernelIsTheDocumentedFilter(width: Int, height: Int) {
-        let c = 4
-        var p = evn_raw_denoise_params()
-        // Noise of variance 0.01 v + 200, about 440 at 24000: the noise of one frame.
-        (p.slope, p.intercept, p.strength, p.texture) = (0.01, 200, 0.5, RawMerge.denoiseTexture)
-        let input = Self.planes(width: width, height: height, channels: c, noise: 440, seed: 7)
-        let kept = (0..<(width * height)).map { UInt16($0 % 5) }  // 0 counts as 1
-        var out = input
-        let rows = UnsafeMutablePointer<Float>.allocate(capacity: 4 * width)
-        defer { rows.deallocate() }
-        out.withUnsafeMutableBufferPointer { o in
-            kept.withUnsafeBufferPointer { k in
-                for ch in 0..<c {
-                    let status = evn_raw_denoise_channel(
-                        o.baseAddress!, k.baseAddress!, Int32(width), Int32(height), Int32(c), Int32(ch), &p, rows)
+    /// The settings the merge uses, with noise of variance 0.01 v + 200 in one frame (about 440
+    /// at 24000) in every channel.
+    static var params: evn_raw_transform_params {
+        var p = evn_raw_transform_params()
+        p.slope = (0.01, 0.01, 0.01, 0.01)
+        p.intercept = (200, 200, 200, 200)
+        (p.strength, p.threshold, p.guide) = (1, RawMerge.transform.threshold, RawMerge.transform.guide)
+        return p
+    }
+
+    /// Rows [y0, y1) of `planes` through `kernel` (the dispatched one by default) into a copy.
+    static func run(
+        _ planes: [UInt16], kept: [UInt16]?, width w: Int, height h: Int, _ p: evn_raw_transform_params,
+        strips: [Range<Int>],
+        kernel:
+            @escaping (
+                UnsafePointer<UInt16>?, UnsafePointer<UInt16>?, Int32, Int32, UnsafePointer<evn_raw_transform_params>?,
+                Int32, Int32, UnsafeMutablePointer<UInt16>?
+            ) -> Int32 = evn_raw_denoise_transform
+    ) -> [UInt16] {
+        var out = [UInt16](repeating: 0, count: planes.count)
+        var p = p
+        planes.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { o in
+                for r in strips {
+                    let status: Int32
+                    if let kept {
+                        status = kept.withUnsafeBufferPointer { k in
+                            kernel(
+                                s.baseAddress, k.baseAddress, Int32(w), Int32(h), &p, Int32(r.lowerBound),
+                                Int32(r.upperBound), o.baseAddress)
+                        }
+                    } else {
+                        status = kernel(
+                            s.baseAddress, nil, Int32(w), Int32(h), &p, Int32(r.lowerBound), Int32(r.upperBound),
+                            o.baseAddress)
+                    }
                     #expect(status == 0)
                 }
             }
         }
-        var want = input
-        for ch in 0..<c {
-            want = Self.documented(want, kept: kept, width: width, height: height, channels: c, ch: ch, p)
-        }
+        return out
+    }
+
+    @Test(arguments: [(4, 4), (5, 9), (11, 6), (17, 13)])
+    func kernelIsTheDocumentedFilter(width: Int, height: Int) {
+        let input = Self.planes(width: width, height: height, noise: 440, seed: 7)
+        let kept = (0..<(width * height)).map { UInt16($0 % 5) }  // 0 counts as 1
+        let out = Self.run(input, kept: kept, width: width, height: height, Self.params, strips: [0..<height])
+        let want = Self.documented(input, kept: kept, width: width, height: height, Self.params)
         let worst = zip(out, want).map { abs(Int($0) - Int($1)) }.max() ?? 0
         // Float against double: a rounding apart at most.
         #expect(worst <= 1, "\(width) x \(height): largest difference \(worst)")
-        if width * height > 100 {
-            // Every branch taken: smoothed fully (g = 0), partly, and left as texture.
-            let changed = zip(out, input).filter { $0 != $1 }.count
-            #expect(changed > out.count / 4, "only \(changed) of \(out.count) samples changed")
-            let stripe = (0..<width).map { out[((3 * width) + $0) * c] == input[((3 * width) + $0) * c] }
-            #expect(stripe.allSatisfy { $0 }, "the stripe of texture changed")
-        }
+        let changed = zip(out, input).filter { $0 != $1 }.count
+        #expect(changed > out.count / 2, "only \(changed) of \(out.count) samples changed")
     }
 
-    /// The AVX2 row gives the portable one's bits (the same operations in the same order), with
-    /// and without kept counts, at widths that leave a partial vector.
-    @Test(
-        .enabled(
-            if: evn_cpu_has_avx2() != 0,
-            "SKIPPED: this CPU has no AVX2 (or EVANESCO_PORTABLE_KERNELS is set); only the portable row ran"),
-        arguments: [1, 2, 9, 37, 64])
-    func rowVariantsAgree(width w: Int) {
-        var p = evn_raw_denoise_params()
-        (p.slope, p.intercept, p.strength, p.texture) = (0.01, 200, 0.5, RawMerge.denoiseTexture)
-        let rows = (0..<3).map { Self.planes(width: w, height: 1, channels: 1, noise: 440, seed: UInt64(11 + $0)) }
-            .map { $0.map(Float.init) }
-        let kept = (0..<w).map { UInt16($0 % 6) }
-        for withKept in [true, false] {
-            var a = [Float](repeating: 0, count: w), b = a
-            kept.withUnsafeBufferPointer { k in
-                let k = withKept ? k.baseAddress : nil
-                evn_raw_denoise_row_portable(rows[0], rows[1], rows[2], k, w, &p, &a)
-                evn_raw_denoise_row_avx2(rows[0], rows[1], rows[2], k, w, &p, &b)
+    /// However the rows are split into strips, and with the AVX2 or the portable build, the same
+    /// bits: a strip reads the rows its windows need from the whole image.
+    @Test func stripsAndVariantsGiveTheSameBits() {
+        let w = 37, h = 29
+        let input = Self.planes(width: w, height: h, noise: 440, seed: 9)
+        let kept = (0..<(w * h)).map { UInt16(1 + $0 % 7) }
+        let whole = Self.run(input, kept: kept, width: w, height: h, Self.params, strips: [0..<h])
+        for strips in [[0..<1, 1..<2, 2..<29], [0..<5, 5..<12, 12..<13, 13..<29], (0..<29).map { $0..<($0 + 1) }] {
+            let split = Self.run(input, kept: kept, width: w, height: h, Self.params, strips: strips)
+            #expect(split == whole, "strips \(strips.map(\.count))")
+        }
+        let portable = Self.run(
+            input, kept: kept, width: w, height: h, Self.params, strips: [0..<h],
+            kernel: evn_raw_denoise_transform_portable)
+        #expect(portable == whole)
+        if evn_cpu_has_avx2() != 0 {
+            let avx2 = Self.run(
+                input, kept: kept, width: w, height: h, Self.params, strips: [0..<h],
+                kernel: evn_raw_denoise_transform_avx2)
+            #expect(avx2 == whole)
+        }
+        #expect(whole != input)
+    }
+
+    /// An edge and a stripe of texture far above the noise stay; the flat sides lose most of their
+    /// noise; the colours' means stay.
+    @Test func edgesStayAndFlatNoiseGoes() {
+        let w = 64, h = 48
+        let input = Self.planes(width: w, height: h, noise: 440, seed: 5)
+        let out = Self.run(input, kept: nil, width: w, height: h, Self.params, strips: [0..<h])
+        func stats(_ a: [UInt16], _ ch: Int, _ xs: Range<Int>) -> (mean: Double, variance: Double) {
+            var v: [Double] = []
+            for y in 0..<h where ![2, 3, 4].contains(y % 7) {
+                for x in xs { v.append(Double(a[(y * w + x) * 4 + ch])) }
             }
-            #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "width \(w), kept \(withKept)")
-            // (At 2 the planes' step between their halves is texture: nothing changes there.)
-            if w != 2 { #expect(a != rows[1], "width \(w): nothing filtered") }
+            let m = v.reduce(0, +) / Double(v.count)
+            var s = 0.0
+            for e in v { s += (e - m) * (e - m) }
+            return (m, s / Double(v.count))
+        }
+        for ch in 0..<4 {
+            let before = stats(input, ch, 4..<(w / 2 - 4)), after = stats(out, ch, 4..<(w / 2 - 4))
+            #expect(after.variance < 0.35 * before.variance, "channel \(ch): \(before) -> \(after)")
+            #expect(abs(after.mean - before.mean) < 10, "channel \(ch): \(before) -> \(after)")
+            // The step of 6000 between the halves, two cells from it on each side.
+            let left = stats(out, ch, (w / 2 - 3)..<(w / 2 - 2)).mean,
+                right = stats(out, ch, (w / 2 + 2)..<(w / 2 + 3)).mean
+            #expect(abs(right - left - 6000) < 60, "channel \(ch): step \(right - left)")
+        }
+        // The stripe's alternation of +-4000 along row 3 keeps nine tenths of its swing.
+        for ch in 0..<4 {
+            let swing = (8..<24).map { x in abs(Int(out[(3 * w + x) * 4 + ch]) - Int(out[(3 * w + x + 1) * 4 + ch])) }
+            #expect(swing.allSatisfy { $0 > 7200 }, "channel \(ch): \(swing)")
         }
     }
 
-    @Test func nothingChangesAtStrengthZeroOrOnAChannelOutside() {
-        let w = 40, h = 30, c = 4
-        let input = Self.planes(width: w, height: h, channels: c, noise: 440, seed: 3)
+    @Test func nothingChangesAtStrengthZeroOnSmallImagesAndBadRowsAreRefused() {
+        var p = Self.params
+        p.strength = 0
+        let input = Self.planes(width: 40, height: 30, noise: 440, seed: 3)
+        #expect(Self.run(input, kept: nil, width: 40, height: 30, p, strips: [0..<30]) == input)
+        let small = Self.planes(width: 3, height: 9, noise: 440, seed: 3)
+        #expect(Self.run(small, kept: nil, width: 3, height: 9, Self.params, strips: [0..<9]) == small)
         var out = input
-        var p = evn_raw_denoise_params()
-        (p.slope, p.intercept, p.strength, p.texture) = (0.01, 200, 0, 9)
-        let rows = UnsafeMutablePointer<Float>.allocate(capacity: 4 * w)
-        defer { rows.deallocate() }
-        out.withUnsafeMutableBufferPointer { o in
-            #expect(evn_raw_denoise_channel(o.baseAddress!, nil, Int32(w), Int32(h), Int32(c), 1, &p, rows) == 0)
-            p.strength = 0.5
-            #expect(evn_raw_denoise_channel(o.baseAddress!, nil, Int32(w), Int32(h), Int32(c), 4, &p, rows) == -1)
-            #expect(evn_raw_denoise_channel(o.baseAddress!, nil, Int32(w), Int32(h), Int32(c), -1, &p, rows) == -1)
+        var q = Self.params
+        input.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { o in
+                #expect(evn_raw_denoise_transform(s.baseAddress, nil, 40, 30, &q, 0, 31, o.baseAddress) == -2)
+                #expect(evn_raw_denoise_transform(s.baseAddress, nil, 40, 30, &q, 5, 4, o.baseAddress) == -2)
+                #expect(evn_raw_denoise_transform(s.baseAddress, nil, 40, 30, &q, -1, 4, o.baseAddress) == -2)
+            }
         }
         #expect(out == input)
     }
 
     /// Flat frames with the model's noise, merged by their mean (at their own samples: white
-    /// noise of the line's variance over N) and denoised: the filter's two passes at strength s
-    /// leave a known share of white noise's variance (0.19 at 0.5 and 0.066 at 1, over 2 million
-    /// samples in numpy with the same window, passes and texture guard). The NoiseProfile stays the
+    /// noise of the line's variance over N) and denoised: the filter at strength s leaves a known
+    /// share of white noise's variance (0.237 at 0.5 and 0.050 at 1, over 1.4 million samples
+    /// in numpy with the same windows and stages, away from the edges; this small burst's edges,
+    /// where fewer windows are averaged, leave 2-4 % more). The NoiseProfile stays the
     /// merge's (1/N), and the report says the planes were denoised.
-    @Test(arguments: [(Float(0.5), 0.19), (1, 0.066)])
+    @Test(arguments: [(Float(0.5), 0.237), (1, 0.050)])
     func flatNoiseFallsToTheFiltersShare(strength: Float, share: Double) throws {
         let n = 8
         let single = RawStackTests.variance(RawStackTests.flat(1), scaled: true)
@@ -148,7 +301,7 @@ import Testing
         let m = try #require(r.raw)
         let ratio = RawStackTests.variance(m.mosaic) * Double(n) / single
         #expect(
-            abs(ratio - share * merged) < 0.02,
+            abs(ratio - share * merged) < 0.06 * share * merged,
             "strength \(strength): variance x N / one frame's = \(ratio), \(merged) before the denoise")
         let p = try #require(m.mosaic.noise).plane(1)
         #expect(abs(p.scale - RawStackTests.noiseScale / Double(n)) < 1e-9)

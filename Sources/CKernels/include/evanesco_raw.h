@@ -267,38 +267,38 @@ int evn_raw_blend_fill_dense(uint8_t *mask, int32_t width, int32_t height, int32
 int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t width,
                           int32_t height, int32_t ch, const evn_raw_blend_params *p, uint16_t *out);
 
-/// The spatial denoise of a raw merge (``evn_raw_denoise_channel``).
+/// The spatial denoise of a raw merge (``evn_raw_denoise_transform``).
 typedef struct {
-    /// Channel `ch`'s noise line in the samples' units: a sample of value v has variance
-    /// `slope` v + `intercept` in one frame.
-    float slope, intercept;
+    /// Each channel's noise line in the samples' units (channels 0-3: red, green, blue, green): a
+    /// sample of value v has variance `slope` v + `intercept` in one frame.
+    float slope[4], intercept[4];
     /// The variance taken for noise, in units of the noise the merge left (the line's variance at
-    /// the 3 x 3 mean over the frames kept): the Lee filter's threshold. 0: nothing changes.
+    /// the channel's 3 x 3 mean over the frames kept). 0: nothing changes.
     float strength;
-    /// Cells whose 3 x 3 variance exceeds `texture` times the noise left stay as they are
-    /// (texture: the filter would only move them by a little, to either side of the truth).
-    /// 0: no guard.
-    float texture;
-} evn_raw_denoise_params;
+    /// Stage one keeps a window's coefficients above this many noise deviations.
+    float threshold;
+    /// Stage two keeps a colour coefficient as if its pilot's energy were raised by `guide` times
+    /// luma's pilot's at the same frequency and window.
+    float guide;
+} evn_raw_transform_params;
 
-/// Channel `ch` of `planes` (width x height cells, `channels` samples a cell), denoised in
-/// place by a Lee filter over each cell's 3 x 3 cells of that channel (edges mirrored, the edge
-/// cell not repeated): with m and v their mean and variance and r = `strength` n,
-/// n = max(0, slope m + intercept) / max(1, kept) the noise the merge left there, the cell
-/// becomes m + g (x - m), g = max(0, 1 - r / v) (1 where v > `texture` n). `kept`: frames kept per
-/// cell (width x height); NULL counts one. `rows4`: room for 4 x width floats (the original rows
-/// around the one being written, and it filtered). -1: a channel not in [0, channels) (nothing
-/// changed).
-int evn_raw_denoise_channel(uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height, int32_t channels,
-                            int32_t ch, const evn_raw_denoise_params *p, float *rows4);
-/// One row of ``evn_raw_denoise_channel``: the filtered cells of `r1` into `out`, from the rows
-/// above and below it, `w` cells (edges mirrored), `kept` the row's frames kept (NULL: one).
-void evn_raw_denoise_row(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
-                         const evn_raw_denoise_params *p, float *out);
-void evn_raw_denoise_row_portable(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
-                                  const evn_raw_denoise_params *p, float *out);
-void evn_raw_denoise_row_avx2(const float *r0, const float *r1, const float *r2, const uint16_t *kept, ptrdiff_t w,
-                              const evn_raw_denoise_params *p, float *out);
+/// Rows [y0, y1) of `out` (width x height cells of 4 channels: red, green, blue, green, as
+/// `planes`) denoised from `planes`: each cell's four colours taken to luma, green-magenta,
+/// red-blue and green-green (orthonormal); in each, every 4 x 4 window of cells inside the image
+/// is transformed (orthonormal DCT-II), its coefficients above `threshold` deviations of the
+/// window's noise kept (the mean always) for a pilot (the windows' inverses averaged), then the
+/// original window's coefficients multiplied by e / (e + s2), e the pilot's energy there (plus
+/// `guide` times luma's pilot's, for the colours) and s2 the window's mean noise variance, and the
+/// windows averaged again. A cell's noise is the line at its channel's 3 x 3 mean (edges repeated)
+/// times `strength` over the frames kept (`kept`, width x height; NULL counts one). The result does
+/// not depend on how the rows are split. Images under 4 x 4 cells, or `strength` 0: copied.
+/// -1: out of memory; -2: rows outside the image.
+int evn_raw_denoise_transform(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
+                              const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out);
+int evn_raw_denoise_transform_portable(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
+                                       const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out);
+int evn_raw_denoise_transform_avx2(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
+                                   const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out);
 
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
