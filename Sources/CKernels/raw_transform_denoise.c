@@ -219,6 +219,7 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
             for (ptrdiff_t x = 0; x < w; x++) o[x] /= cy * cx[x];
         }
     // Stage two: each colour's windows shrunk by their pilot's spectrum (colours also by luma's).
+    // (Its windows start above where stage one's ended: the colours' rings begin again.)
     for (int k = 0; k < 4; k++) rings[k].next = 0;
     for (ptrdiff_t t = t2a; t <= t2b; t++) {
         forward(pilot, a, w, t, nw, &rings[4], ql);

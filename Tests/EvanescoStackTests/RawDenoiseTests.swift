@@ -260,6 +260,30 @@ import Testing
         }
     }
 
+    /// The noise lines a DNG's NoiseProfile may give (any finite value from 0 up): no noise gives
+    /// the planes back within a rounding; a noise past any sample's energy (the largest float)
+    /// leaves each window its mean, so every sample stays within its channel's range (no NaN, no
+    /// overflow on the way).
+    @Test func noNoiseAndHugeNoiseStayFinite() {
+        let w = 23, h = 17
+        let input = Self.planes(width: w, height: h, noise: 440, seed: 13)
+        var p = Self.params
+        p.slope = (0, 0, 0, 0)
+        p.intercept = (0, 0, 0, 0)
+        let same = Self.run(input, kept: nil, width: w, height: h, p, strips: [0..<h])
+        #expect(zip(same, input).allSatisfy { abs(Int($0) - Int($1)) <= 1 })
+        let huge = Float.greatestFiniteMagnitude
+        p.slope = (huge, huge, huge, huge)
+        p.intercept = (huge, huge, huge, huge)
+        let flat = Self.run(input, kept: nil, width: w, height: h, p, strips: [0..<h])
+        for ch in 0..<4 {
+            let a = stride(from: ch, to: input.count, by: 4).map { input[$0] }
+            let b = stride(from: ch, to: flat.count, by: 4).map { flat[$0] }
+            #expect(b.allSatisfy { $0 >= a.min()! && $0 <= a.max()! }, "channel \(ch)")
+            #expect(b != a, "channel \(ch): nothing smoothed")
+        }
+    }
+
     @Test func nothingChangesAtStrengthZeroOnSmallImagesAndBadRowsAreRefused() {
         var p = Self.params
         p.strength = 0
