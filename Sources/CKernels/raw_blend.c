@@ -49,8 +49,8 @@ EVN_INLINE void row_means(const float *src, int w, int h, int y0, int lo, int hi
 EVN_INLINE int box_mean_body(const float *src, int w, int h, int lo, int hi, float *dst) {
     // Alive at once: the window's rows, the one leaving it, and a group of four ahead.
     const int rows = lo + hi + 8;
-    float *ring = malloc(sizeof(float) * (size_t)rows * (size_t)w);
-    double *col = calloc((size_t)w, sizeof(double));
+    float *ring = evn_scratch_alloc("blend", sizeof(float) * (size_t)rows * (size_t)w, 0);
+    double *col = evn_scratch_alloc("blend", sizeof(double) * (size_t)w, 1);
     if (!ring || !col) {
         free(ring), free(col);
         return -1;
@@ -141,8 +141,9 @@ static int wide_guard(const float *d2, const float *g, const float *rv, int w, i
                       int ch, uint8_t *moving) {
     const int w2 = (w + 1) / 2, h2 = (h + 1) / 2, R = p->wide_radius;
     const ptrdiff_t half = (ptrdiff_t)w2 * h2;
-    float *e = malloc(sizeof(float) * half), *gh = malloc(sizeof(float) * half);
-    float *n = malloc(sizeof(float) * half);
+    float *e = evn_scratch_alloc("blend", sizeof(float) * half, 0),
+          *gh = evn_scratch_alloc("blend", sizeof(float) * half, 0);
+    float *n = evn_scratch_alloc("blend", sizeof(float) * half, 0);
     int ok = e && gh && n;
     if (ok) {
         halve(d2, w, h, e);
@@ -166,8 +167,10 @@ static int wide_guard(const float *d2, const float *g, const float *rv, int w, i
 int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32_t h, int32_t ch,
                         const evn_raw_blend_params *p, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *rv = malloc(sizeof(float) * cells), *d2 = malloc(sizeof(float) * cells);
-    float *g = malloc(sizeof(float) * cells), *s2 = malloc(sizeof(float) * cells);
+    float *rv = evn_scratch_alloc("blend", sizeof(float) * cells, 0),
+          *d2 = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
+    float *g = evn_scratch_alloc("blend", sizeof(float) * cells, 0),
+          *s2 = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
     int ok = rv && d2 && g && s2;
     if (ok) {
         channel(r, cells, ch, rv);
@@ -192,7 +195,7 @@ int evn_raw_blend_guard(const uint16_t *r, const uint16_t *ref, int32_t w, int32
 
 int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells);
+    float *m = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
     int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
@@ -208,7 +211,7 @@ int evn_raw_blend_dilate(uint8_t *mask, int32_t w, int32_t h, int32_t radius) {
 int evn_raw_blend_vote_guard(const float *deviation, int32_t w, int32_t h, int32_t radius, float cap, float threshold,
                              uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells);
+    float *m = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
     int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = deviation[i] < cap ? deviation[i] : cap;
@@ -224,8 +227,8 @@ int evn_raw_blend_vote_guard(const float *deviation, int32_t w, int32_t h, int32
 int evn_raw_blend_offset_guard(const int8_t *offset, int32_t w, int32_t h, int32_t channels, int32_t radius,
                                float threshold, uint8_t *moving) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *m = malloc(sizeof(float) * cells);
-    float *sum = calloc((size_t)cells, sizeof(float));
+    float *m = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
+    float *sum = evn_scratch_alloc("blend", sizeof(float) * (size_t)cells, 1);
     int ok = m && sum && channels > 0;
     if (ok) {
         const float unit = (float)EVN_RAW_OFFSET_RANGE / 127.0f;
@@ -254,7 +257,7 @@ int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius
     ptrdiff_t set = 0;
     for (ptrdiff_t i = 0; i < cells; i++) set += mask[i] != 0;
     if (set == 0) return 0; // nothing moved (most static bursts): nothing to fill
-    float *m = malloc(sizeof(float) * cells);
+    float *m = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
     int ok = m != NULL;
     if (ok) {
         for (ptrdiff_t i = 0; i < cells; i++) m[i] = mask[i] ? 1.0f : 0.0f;
@@ -270,8 +273,9 @@ int evn_raw_blend_fill_dense(uint8_t *mask, int32_t w, int32_t h, int32_t radius
 int evn_raw_blend_channel(const uint16_t *r, const uint16_t *wiener, const uint8_t *moving, int32_t w, int32_t h,
                           int32_t ch, const evn_raw_blend_params *p, uint16_t *out) {
     const ptrdiff_t cells = (ptrdiff_t)w * h;
-    float *rv = malloc(sizeof(float) * cells), *d = malloc(sizeof(float) * cells);
-    float *s2 = malloc(sizeof(float) * cells);
+    float *rv = evn_scratch_alloc("blend", sizeof(float) * cells, 0),
+          *d = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
+    float *s2 = evn_scratch_alloc("blend", sizeof(float) * cells, 0);
     int ok = rv && d && s2;
     if (ok) {
         channel(r, cells, ch, rv);

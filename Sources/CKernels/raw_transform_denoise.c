@@ -147,7 +147,8 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
     // comp, hsum (of the variance), pilot, acc: 4 planes each; coefficient sets c, q, ql; the
     // rings of row transforms (4 for the colours, 4 for their pilots); rows of the prepare and
     // finish loops.
-    float *buf = malloc(sizeof(float) * (size_t)(16 * plane + 3 * 16 * nw + 8 * 16 * nw + nw + 3 * (w + 2) + 8 * w));
+    float *buf = evn_scratch_alloc(
+        "denoise", sizeof(float) * (size_t)(16 * plane + 3 * 16 * nw + 8 * 16 * nw + nw + 3 * (w + 2) + 8 * w), 0);
     if (!buf) return -1;
     float *comp = buf, *hsum = comp + 4 * plane, *pilot = hsum + 4 * plane, *acc = pilot + 4 * plane;
     float *c = acc + 4 * plane, *q = c + 16 * nw, *ql = q + 16 * nw, *slots = ql + 16 * nw, *vw = slots + 8 * 16 * nw;

@@ -68,7 +68,7 @@ extension RawMerge {
     static func voteAndBlend(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
         params: evn_raw_merge_params, options: StackOptions, maps: inout StackMaps?, release: Release? = nil
-    ) -> Image<UInt16> {
+    ) throws -> Image<UInt16> {
         let w = source.width, h = source.height, n = used.count, ref = used.firstIndex(of: options.reference) ?? 0
         let segment = 256, stride = segment * 4, row = w * 4
         let denoising = denoises(options, channels: 4, frames: n)
@@ -111,11 +111,11 @@ extension RawMerge {
             }
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
-        var out = blended(
+        var out = try blended(
             robust, wiener: wiener!, frames: frames, source: source, used: used, options: options, params: params,
             vote: outputs)
         if denoising, let k = outputs.kept {
-            denoise(&out, kept: k, params: params, options: options)
+            try denoise(&out, kept: k, params: params, options: options)
         }
         return out
     }
@@ -126,12 +126,13 @@ extension RawMerge {
     /// Elsewhere texture the robust merge's gather softened comes back from the reference's own
     /// samples, and flat places keep the robust merge's lower noise
     /// (``evn_raw_blend_channel``). `vote`: the vote's cell outputs, whose distances of the
-    /// reference from it the guards read. The robust merge as it is if memory runs out.
+    /// reference from it the guards read. Throws ``OutOfMemoryError/rawBlend`` if the guards' and
+    /// the blend's scratch memory cannot be had.
     static func blended(
         _ robust: Image<UInt16>, wiener: Image<UInt16>,
         frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int], options: StackOptions,
         params: evn_raw_merge_params, vote outputs: CellOutputs
-    ) -> Image<UInt16> {
+    ) throws -> Image<UInt16> {
         let w = source.width, h = source.height, cells = w * h, ref = used.firstIndex(of: options.reference) ?? 0
         var bp = evn_raw_blend_params()
         (bp.slope, bp.intercept) = (params.slope, params.intercept)
@@ -193,6 +194,7 @@ extension RawMerge {
                 }
             }
         }
-        return failed.value ? robust : out
+        if failed.value { throw OutOfMemoryError.rawBlend }
+        return out
     }
 }

@@ -25,11 +25,12 @@ extension RawMerge {
     /// The merged planes `image` (four channels) denoised by ``evn_raw_denoise_transform``, whose
     /// noise is ``StackOptions/rawDenoise`` times what the merge left: the channel's noise line
     /// (`params`) over the frames kept at the cell (`kept`). Rows in strips, each thread its own;
-    /// the output does not depend on the split. As it was if memory runs out.
+    /// the output does not depend on the split. Throws ``OutOfMemoryError/rawDenoise`` if the
+    /// filter's scratch memory cannot be had: a merge said to be denoised is.
     static func denoise(
         _ image: inout Image<UInt16>, kept: UnsafeMutablePointer<UInt16>, params: evn_raw_merge_params,
         options: StackOptions
-    ) {
+    ) throws {
         let w = image.width, h = image.height
         guard image.channels == 4 else { return }
         var p = evn_raw_transform_params()
@@ -51,6 +52,7 @@ extension RawMerge {
                 }
             }
         }
-        if !failed.value { image = out }
+        if failed.value { throw OutOfMemoryError.rawDenoise }
+        image = out
     }
 }

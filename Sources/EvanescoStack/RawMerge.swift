@@ -144,7 +144,7 @@ enum RawMerge {
                 frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
         if blends(options, channels: c, frames: n) {
-            return voteAndBlend(
+            return try voteAndBlend(
                 frames, source: source, used: used, params: params, options: options, maps: &maps, release: release)
         }
         let denoising = denoises(options, channels: c, frames: n)
@@ -181,7 +181,7 @@ enum RawMerge {
         }
         if let k = outputs.kept, let b = outputs.best { fill(&maps, kept: k, best: b, used: used, width: w, height: h) }
         if denoising, let k = outputs.kept {
-            denoise(&out, kept: k, params: params, options: options)
+            try denoise(&out, kept: k, params: params, options: options)
         }
         return out
     }

@@ -93,6 +93,29 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
     }
 }
 
+/// A step of the merge could not have the working memory it needs (the machine ran out): the
+/// stack stops rather than hand back a result without that step while saying it had it. Passing
+/// again may succeed once memory is free (a batch queue retries it); without the step, it needs
+/// none (``setting`` at ``value``).
+public struct OutOfMemoryError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// The step, in words ("the raw merge's spatial denoise").
+    public var step: String
+    /// The setting's key (``Setting/key``) and the value that leaves the step out.
+    public var setting: String, value: String
+
+    public var description: String {
+        "not enough memory for \(step): free memory and run it again, or leave that step out (\(setting) "
+            + "\(value))"
+    }
+
+    /// The raw merge's spatial denoise (``StackOptions/rawDenoise``).
+    static let rawDenoise = OutOfMemoryError(
+        step: "the raw merge's spatial denoise", setting: "rawDenoise", value: "0")
+    /// The robust raw merge's blend with the Wiener merge anchored on the reference.
+    static let rawBlend = OutOfMemoryError(
+        step: "the robust raw merge's blend with the reference's detail", setting: "merge", value: "mean")
+}
+
 /// The merged picture and everything measured on the way.
 public struct StackResult: Sendable {
     /// The merged picture, in the frames' sample type.

@@ -160,15 +160,21 @@ func cliRaw() -> RawMosaic {
         return raw
     }
 
+    /// `count` ``textured(dx:dy:square:)`` frames written as DNGs in `dir`, frame k moved by k `step`
+    /// and its square 35 k further right.
+    static func texturedBurst(_ count: Int, step: (Float, Float), in dir: Scratch) throws -> [String] {
+        try (0..<count).map { k in
+            let file = dir.file("f\(k).dng")
+            try DNGWriter.write(
+                textured(dx: step.0 * Float(k), dy: step.1 * Float(k), square: 30 + 35 * k), to: file)
+            return file
+        }
+    }
+
     @Test("the raw merge's portable kernels give the AVX2 ones' bytes: robust, hdrplus, median")
     func portableKernelsMatch() throws {
         let dir = Scratch()
-        var files: [String] = []
-        for k in 0..<6 {
-            files.append(dir.file("f\(k).dng"))
-            try DNGWriter.write(
-                Self.textured(dx: 1.3 * Float(k), dy: -0.7 * Float(k), square: 30 + 35 * k), to: files.last!)
-        }
+        let files = try Self.texturedBurst(6, step: (1.3, -0.7), in: dir)
         let portable = ProcessInfo.processInfo.environment.merging(["EVANESCO_PORTABLE_KERNELS": "1"]) { $1 }
         for merge in ["robust", "hdrplus", "median"] {
             var merged: [ContiguousArray<UInt16>] = []
@@ -181,6 +187,31 @@ func cliRaw() -> RawMosaic {
                 merged.append(try RawCodec.read(out).raw.samples.samples)
             }
             #expect(merged[0].count == 256 * 192 && merged[0] == merged[1], "\(merge): the variants differ")
+        }
+    }
+
+    @Test("a raw merge whose denoise or blend cannot have its memory stops with what to pass, and writes nothing")
+    func scratchMemoryRunsOut() throws {
+        let dir = Scratch()
+        let files = try Self.texturedBurst(4, step: (0.6, -0.4), in: dir)
+        let out = dir.file("merged.dng")
+        // An output already there (--force) stays as it was when the stack fails.
+        try Data("before".utf8).write(to: URL(fileURLWithPath: out))
+        for (step, flag, without) in [
+            ("denoise", "--raw-denoise 0", ["--raw-denoise", "0"]), ("blend", "--merge mean", ["--merge", "mean"])
+        ] {
+            let env = ProcessInfo.processInfo.environment.merging(["EVANESCO_TEST_FAIL_SCRATCH": step]) { $1 }
+            var r = try Subprocess.run(
+                CLI.binary, ["stack"] + files + ["-o", out, "--force", "--quiet"], environment: env, seconds: 300)
+            #expect(r.status != 0, "\(step): the stack should have stopped")
+            #expect(r.stderr.contains("not enough memory") && r.stderr.contains(flag), "\(step): \(r.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data("before".utf8), "\(step)")
+            // Without the step it needs none, and merges.
+            let other = dir.file("without-\(step).dng")
+            r = try Subprocess.run(
+                CLI.binary, ["stack"] + files + ["-o", other, "--quiet"] + without, environment: env, seconds: 300)
+            #expect(r.status == 0, "\(step) left out: \(r.stderr)")
+            #expect(try RawCodec.read(other).raw.samples.width == 256)
         }
     }
 }

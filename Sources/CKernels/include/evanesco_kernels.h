@@ -62,6 +62,12 @@ int evn_cpu_has_avx2(void);
 /// Non-zero: use the portable variants from now on, whatever the CPU (tests compare the two).
 void evn_set_portable_kernels(int portable);
 
+/// `malloc(bytes)` (`calloc` for `zeroed`) for the scratch memory of kernel `who` ("blend",
+/// "denoise"), whose caller turns NULL into an error that says what ran out. NULL also when the
+/// environment's EVANESCO_TEST_FAIL_SCRATCH names `who` (read once): the tests' way to reach that
+/// error through the command-line tool.
+void *evn_scratch_alloc(const char *who, size_t bytes, int zeroed);
+
 /// Output row `y` of a homography and a local field: the field (a `columns` x `rows` grid of
 /// `cell`-pixel cells, bilinear between cell centres, constant beyond the outer ones) and the
 /// map from output to source pixels, row-major 3 x 3, with y folded in (m[2] = m[1] y + m[2],
