@@ -100,7 +100,7 @@ public enum StackError: Error, CustomStringConvertible, Equatable {
 public struct OutOfMemoryError: Error, CustomStringConvertible, Equatable, Sendable {
     /// The step, in words ("the raw merge's spatial denoise").
     public var step: String
-    /// The setting's key (``Setting/key``) and the value that leaves the step out.
+    /// The setting's key (as manifests and presets name it) and the value that leaves the step out.
     public var setting: String, value: String
 
     public var description: String {
