@@ -103,17 +103,18 @@ public struct OutOfMemoryError: Error, CustomStringConvertible, Equatable, Senda
     /// The setting's key (as manifests and presets name it) and the value that leaves the step out.
     public var setting: String, value: String
 
-    public var description: String {
-        "not enough memory for \(step): free memory and run it again, or leave that step out (\(setting) "
-            + "\(value))"
-    }
+    /// What ran out and the first remedy, without the setting (a front end names it its own way).
+    public var shortage: String { "not enough memory for \(step): free memory and run it again" }
+
+    public var description: String { "\(shortage), or leave that step out (\(setting) \(value))" }
 
     /// The raw merge's spatial denoise (``StackOptions/rawDenoise``).
     static let rawDenoise = OutOfMemoryError(
-        step: "the raw merge's spatial denoise", setting: "rawDenoise", value: "0")
+        step: "the raw merge's spatial denoise", setting: StackOptions.Key.rawDenoise.stringValue, value: "0")
     /// The robust raw merge's blend with the Wiener merge anchored on the reference.
     static let rawBlend = OutOfMemoryError(
-        step: "the robust raw merge's blend with the reference's detail", setting: "merge", value: "mean")
+        step: "the robust raw merge's blend with the reference's detail", setting: StackOptions.Key.merge.stringValue,
+        value: MergeMethod.mean.rawValue)
 }
 
 /// The merged picture and everything measured on the way.

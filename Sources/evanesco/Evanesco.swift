@@ -207,9 +207,7 @@ func commandLineMessage(_ error: Error) -> String {
         "--" + String(describing: error).replacingOccurrences(of: "reference frame ", with: "reference ")
     case StackError.tooSmallToAlign: String(describing: error) + " (--align none)"
     case StackError.spillFailed: String(describing: error) + " (--spill-dir, --memory-limit MB)"
-    case let e as OutOfMemoryError:
-        "not enough memory for \(e.step): free memory and run it again, or pass --\(Setting.kebab(e.setting)) "
-            + e.value
+    case let e as OutOfMemoryError: "\(e.shortage), or pass --\(Setting.kebab(e.setting)) \(e.value)"
     case FocusError.relativeAccuracy: String(describing: error) + " (--focus 0..1 or --focus-point X,Y)"
     default: String(describing: error)
     }
