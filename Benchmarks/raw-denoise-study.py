@@ -19,7 +19,8 @@ windows averaged (here: windows at every cell, edges reflected; the product uses
 inside the image). The noise is c times the line over the frames kept.
 
   Benchmarks/raw-denoise-study.py [--family DIR] [--c 0.25 0.5 1] [--only NAME ...] [--evanesco BIN] [--json FILE]
-                                  [--transform [--guide G] [--threshold T]]
+                                  [--transform [--guide G] [--threshold T] [--guide-all G] [--gate D] [--dark L]
+                                               [--luma-window N] [--aggregate]]
 
 Prints each burst's linear PSNR and pEPs per c, then over the tuned and the held-out bursts the
 change in dB (mean, median, least), the worst pEPs and the occluder bursts over 0.05 %, and the
@@ -81,32 +82,44 @@ def lee(p, m, v, left, c, texture):
     return m + g * (p - m)
 
 
-DCT4 = np.array([[(0.5 if u == 0 else np.sqrt(0.5)) * np.cos(np.pi * (2 * k + 1) * u / 8) for k in range(4)]
-                 for u in range(4)])
+def dct(n):
+    """The orthonormal n-point DCT-II: row u, tap k."""
+    return np.array([[(np.sqrt(1 / n) if u == 0 else np.sqrt(2 / n)) * np.cos(np.pi * (2 * k + 1) * u / (2 * n))
+                      for k in range(n)] for u in range(n)])
+
+
 # Luma, green-magenta, red-blue, green-green from red, green, green, blue (orthonormal).
 COLOURS = np.array([[0.5, 0.5, 0.5, 0.5], [0.5, -0.5, -0.5, 0.5], [np.sqrt(0.5), 0, 0, -np.sqrt(0.5)],
                     [0, np.sqrt(0.5), -np.sqrt(0.5), 0]])
 
 
-def windows(p):
-    """Every 4 x 4 window's DCT coefficients, the window's top-left at each cell (edges reflected)."""
-    rows = [cv2.filter2D(p, -1, DCT4[u][None, :], anchor=(0, 0), borderType=cv2.BORDER_REFLECT) for u in range(4)]
-    return {(v, u): cv2.filter2D(rows[u], -1, DCT4[v][:, None], anchor=(0, 0), borderType=cv2.BORDER_REFLECT)
-            for v in range(4) for u in range(4)}
+def windows(p, n=4):
+    """Every n x n window's DCT coefficients, the window's top-left at each cell (edges reflected)."""
+    d = dct(n)
+    rows = [cv2.filter2D(p, -1, d[u][None, :], anchor=(0, 0), borderType=cv2.BORDER_REFLECT) for u in range(n)]
+    return {(v, u): cv2.filter2D(rows[u], -1, d[v][:, None], anchor=(0, 0), borderType=cv2.BORDER_REFLECT)
+            for v in range(n) for u in range(n)}
 
 
-def averaged(coeffs):
-    """The windows' inverse transforms averaged at each cell (16 windows cover every cell)."""
+def averaged(coeffs, n=4):
+    """The windows' inverse transforms averaged at each cell (n x n windows cover every cell)."""
+    d = dct(n)
     out = 0
-    for v in range(4):
-        acc = sum(cv2.filter2D(coeffs[(v, u)], -1, DCT4[u][::-1][None, :], anchor=(3, 0),
-                               borderType=cv2.BORDER_REFLECT) for u in range(4))
-        out = out + cv2.filter2D(acc, -1, DCT4[v][::-1][:, None], anchor=(0, 3), borderType=cv2.BORDER_REFLECT)
-    return out / 16
+    for v in range(n):
+        acc = sum(cv2.filter2D(coeffs[(v, u)], -1, d[u][::-1][None, :], anchor=(n - 1, 0),
+                               borderType=cv2.BORDER_REFLECT) for u in range(n))
+        out = out + cv2.filter2D(acc, -1, d[v][::-1][:, None], anchor=(0, n - 1), borderType=cv2.BORDER_REFLECT)
+    return out / (n * n)
 
 
-def transform(merged, kept, noise, cfa, c, threshold, guide):
-    """The two-stage 4 x 4 transform filter of the module's docstring on the merged mosaic."""
+def window_mean(p, n=4):
+    """Each n x n window's mean, at its top-left cell (edges reflected)."""
+    return cv2.filter2D(p, -1, np.ones((n, n)) / (n * n), anchor=(0, 0), borderType=cv2.BORDER_REFLECT)
+
+
+def transform(merged, kept, noise, cfa, c, threshold, guide, variant, frames):
+    """The two-stage 4 x 4 transform filter of the module's docstring on the merged mosaic, with the
+    study's `variant` (main's options of the same names; all off: the product's filter)."""
     s, o = noise
     sites = [(i // 2, i % 2) for i in range(4)]
     order = [sites[cfa.index("R")], *[sites[i] for i in range(4) if cfa[i] == "G"], sites[cfa.index("B")]]
@@ -115,22 +128,38 @@ def transform(merged, kept, noise, cfa, c, threshold, guide):
     k = np.maximum(kept[0::2, 0::2][:h, :w], 1)
     var = np.stack([np.maximum(s * np.maximum(cv2.blur(pl, (3, 3)), 0) + o, 0) * c / k for pl in planes])
     comp, cvar = np.tensordot(COLOURS, planes, 1), np.tensordot(COLOURS ** 2, var, 1)
-    box = np.ones((4, 4)) / 16
-    vw = [cv2.filter2D(v, -1, box, anchor=(0, 0), borderType=cv2.BORDER_REFLECT) for v in cvar]
+    vw = [window_mean(v) for v in cvar]
     pilots = []
     for i in range(4):
         co = windows(comp[i])
         pilots.append(averaged({key: q if key == (0, 0) else q * (q * q > threshold ** 2 * vw[i])
                                 for key, q in co.items()}))
     luma = windows(pilots[0])
+    # The guide per window: where every frame was kept (--guide-all), only in dark windows (--dark).
+    gmap = guide
+    if variant.dark is not None:
+        gmap = np.where(window_mean(comp[0]) / 2 < variant.dark, guide, 0.0)
+    if variant.guide_all is not None:
+        gmap = np.where(window_mean((k >= frames).astype(np.float64)) >= 0.999, variant.guide_all, gmap)
     out = []
     for i in range(4):
-        co, pil = windows(comp[i]), luma if i == 0 else windows(pilots[i])
-        shrunk = {}
+        n = variant.luma_window if i == 0 else 4
+        co, pil = windows(comp[i], n), (luma if n == 4 else windows(pilots[0], n)) if i == 0 else windows(pilots[i])
+        noise_w = vw[i] if n == 4 else window_mean(cvar[i], n)
+        shrunk, energy = {}, 0
         for key, q in co.items():
-            e = pil[key] ** 2 + (guide * luma[key] ** 2 if i > 0 else 0)
-            shrunk[key] = q if key == (0, 0) else q * e / (e + vw[i] + 1e-30)
-        out.append(averaged(shrunk))
+            gk = gmap if variant.gate is None else gmap * (q * q > variant.gate ** 2 * noise_w)
+            e = pil[key] ** 2 + (gk * luma[key] ** 2 if i > 0 else 0)
+            g = e / (e + noise_w + 1e-30)
+            shrunk[key] = q if key == (0, 0) else q * g
+            energy = energy + (0 if key == (0, 0) else g * g)
+        if variant.aggregate:
+            # Each window weighed by 1 / (1 + its Wiener gains' energy), as BM3D's aggregation.
+            wt = 1.0 / (1.0 + energy)
+            total = cv2.filter2D(wt, -1, np.ones((n, n)), anchor=(n - 1, n - 1), borderType=cv2.BORDER_REFLECT)
+            out.append(averaged({key: q * wt for key, q in shrunk.items()}, n) * n * n / total)
+        else:
+            out.append(averaged(shrunk, n))
     back = np.tensordot(COLOURS.T, np.stack(out), 1)
     y = merged.copy()
     for j, (oy, ox) in enumerate(order):
@@ -155,7 +184,7 @@ def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0, filt=None):
         if c <= 0:
             y = x
         elif filt:
-            y = transform(x, kept, ref["noise_profile"], meta["cfa"], c, *filt)
+            y = transform(x, kept, ref["noise_profile"], meta["cfa"], c, *filt, frames=len(frames))
         else:
             y = shrink(x, kept, ref["noise_profile"], c, clamp, texture, second)
         path = os.path.join(work, "c.tif")
@@ -182,6 +211,14 @@ def main():
     p.add_argument("--transform", action="store_true", help="the two-stage 4 x 4 transform filter, not the Lee filter")
     p.add_argument("--threshold", type=float, default=2.7, help="--transform's first stage, in noise deviations")
     p.add_argument("--guide", type=float, default=1.0, help="--transform: the share of luma's pilot the colours keep")
+    # Variants of the transform filter studied for the tripod target (docs/benchmarks.md, 2026-12-02).
+    p.add_argument("--guide-all", type=float, help="--transform: the guide where every frame was kept (window all at N)")
+    p.add_argument("--gate", type=float,
+                   help="--transform: the guide only for colour coefficients over this many noise deviations")
+    p.add_argument("--dark", type=float, help="--transform: the guide only in windows darker than this share of white")
+    p.add_argument("--luma-window", type=int, default=4, help="--transform: luma's second stage on n x n windows")
+    p.add_argument("--aggregate", action="store_true",
+                   help="--transform: windows weighed by 1 / (1 + their Wiener gains' energy) (BM3D's aggregation)")
     p.add_argument("--json")
     a = p.parse_args()
     rawstack.require_plain_build(a.evanesco)
@@ -191,7 +228,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for name in names:
             r = study(rawstack.make(a.family, name), a.evanesco, cs, work, a.clamp, a.texture, a.second,
-                      (a.threshold, a.guide) if a.transform else None)
+                      (a.threshold, a.guide, a) if a.transform else None)
             results[name] = r
             print("%-36s " % name + "  ".join("c=%.2f %6.2f dB %.3f %%" % (c, r[c]["linear"], r[c]["pEPs"]) for c in cs),
                   flush=True)
