@@ -20,7 +20,7 @@ inside the image). The noise is c times the line over the frames kept.
 
   Benchmarks/raw-denoise-study.py [--family DIR] [--c 0.25 0.5 1] [--only NAME ...] [--evanesco BIN] [--json FILE]
                                   [--transform [--guide G] [--threshold T] [--guide-all G] [--gate D] [--dark L]
-                                               [--luma-window N] [--aggregate]]
+                                               [--luma-window N] [--aggregate] [--differences [--difference-threshold T]]]
 
 Prints each burst's linear PSNR and pEPs per c, then over the tuned and the held-out bursts the
 change in dB (mean, median, least), the worst pEPs and the occluder bursts over 0.05 %, and the
@@ -167,6 +167,34 @@ def transform(merged, kept, noise, cfa, c, threshold, guide, variant, frames):
     return y
 
 
+def differences(merged, filtered, kept, noise, cfa, c, threshold):
+    """`filtered` (the transform filter's output) with its red and blue taken again as colour
+    differences at their own sites: green there (the mean of its four filtered green neighbours)
+    plus the merge's red or blue minus it, that difference filtered alone in two 4 x 4 stages
+    (as `transform`, without the colour transform and the guide), its noise the channel's line
+    at the 3 x 3 mean over the frames kept, times c."""
+    s, o = noise
+    greens = np.zeros(merged.shape, bool)
+    for i in range(4):
+        if cfa[i] == "G":
+            greens[i // 2::2, i % 2::2] = True
+    cross = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], float) / 4
+    green = np.where(greens, filtered, cv2.filter2D(np.where(greens, filtered, 0.0), -1, cross,
+                                                    borderType=cv2.BORDER_REFLECT))
+    out = filtered.copy()
+    for colour in "RB":
+        i = cfa.index(colour)
+        oy, ox = i // 2, i % 2
+        plane, g = merged[oy::2, ox::2], green[oy::2, ox::2]
+        var = np.maximum(s * np.maximum(cv2.blur(plane, (3, 3)), 0) + o, 0) * c / np.maximum(kept[oy::2, ox::2], 1)
+        vw, co = window_mean(var), windows(plane - g)
+        pilot = windows(averaged({key: q if key == (0, 0) else q * (q * q > threshold ** 2 * vw)
+                                  for key, q in co.items()}))
+        out[oy::2, ox::2] = g + averaged({key: q if key == (0, 0) else q * pilot[key] ** 2 / (pilot[key] ** 2 + vw + 1e-30)
+                                          for key, q in co.items()})
+    return out
+
+
 def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0, filt=None):
     frames = sorted(glob.glob(os.path.join(burst, "frames", "*.dng")))
     merged_path, maps = os.path.join(work, "merged.dng"), os.path.join(work, "maps")
@@ -185,6 +213,8 @@ def study(burst, evanesco, cs, work, clamp=0, texture=0, second=0, filt=None):
             y = x
         elif filt:
             y = transform(x, kept, ref["noise_profile"], meta["cfa"], c, *filt, frames=len(frames))
+            if filt[2].differences:
+                y = differences(x, y, kept, ref["noise_profile"], meta["cfa"], c, filt[2].difference_threshold)
         else:
             y = shrink(x, kept, ref["noise_profile"], c, clamp, texture, second)
         path = os.path.join(work, "c.tif")
@@ -217,6 +247,10 @@ def main():
                    help="--transform: the guide only for colour coefficients over this many noise deviations")
     p.add_argument("--dark", type=float, help="--transform: the guide only in windows darker than this share of white")
     p.add_argument("--luma-window", type=int, default=4, help="--transform: luma's second stage on n x n windows")
+    p.add_argument("--differences", action="store_true",
+                   help="--transform: red and blue again as differences from green at their own sites (`differences`)")
+    p.add_argument("--difference-threshold", type=float, default=2.7,
+                   help="--differences: their first stage's threshold, in noise deviations")
     p.add_argument("--aggregate", action="store_true",
                    help="--transform: windows weighed by 1 / (1 + their Wiener gains' energy) (BM3D's aggregation)")
     p.add_argument("--json")
