@@ -127,6 +127,45 @@ static inline float covering(ptrdiff_t i, ptrdiff_t n) {
     return (float)(hi - lo + 1);
 }
 
+/// The rows a strip [y0, y1) of an image `h` cells high reads and computes: the cells read (6
+/// rows either side: 3 for the pilot's windows, 3 for theirs), the pilot's rows, and the windows
+/// of each stage (their top rows, all inside the image).
+typedef struct {
+    ptrdiff_t a, b, p0, p1, t1a, t1b, t2a, t2b;
+} strip_rows;
+
+static inline strip_rows rows_of(ptrdiff_t y0, ptrdiff_t y1, ptrdiff_t h) {
+    strip_rows r;
+    r.a = y0 - 6 > 0 ? y0 - 6 : 0, r.b = y1 + 6 < h ? y1 + 6 : h;
+    r.p0 = y0 - 3 > 0 ? y0 - 3 : 0, r.p1 = y1 + 3 < h ? y1 + 3 : h;
+    r.t1a = r.p0 - 3 > 0 ? r.p0 - 3 : 0, r.t1b = r.p1 - 1 < h - 4 ? r.p1 - 1 : h - 4;
+    r.t2a = y0 - 3 > 0 ? y0 - 3 : 0, r.t2b = y1 - 1 < h - 4 ? y1 - 1 : h - 4;
+    return r;
+}
+
+/// Channel `ch`'s noise at row `y` of `planes` (w x h cells of 4 channels) into `var`: the line at
+/// its 3 x 3 mean (edges repeated) times `strength` over `frames`; `pad` holds 3 (w + 2) floats,
+/// its middle row then the channel's row y (from index 1).
+EVN_INLINE void channel_noise(const uint16_t *planes, ptrdiff_t w, ptrdiff_t h, int ch, ptrdiff_t y,
+                              const evn_raw_transform_params *p, const float *frames, float *pad, float *restrict var) {
+    const ptrdiff_t src[3] = {y > 0 ? y - 1 : 0, y, y + 1 < h ? y + 1 : h - 1};
+    for (int i = 0; i < 3; i++) {
+        const uint16_t *sr = planes + src[i] * w * 4 + ch;
+        float *restrict d = pad + i * (w + 2) + 1;
+        for (ptrdiff_t x = 0; x < w; x++) d[x] = sr[x * 4];
+        d[-1] = d[0], d[w] = d[w - 1];
+    }
+    const float *pa = pad, *py = pad + (w + 2), *pb = pad + 2 * (w + 2);
+    const float slope = p->slope[ch], intercept = p->intercept[ch], strength = p->strength;
+    for (ptrdiff_t x = 0; x < w; x++) {
+        const float m =
+            (pa[x] + pa[x + 1] + pa[x + 2] + py[x] + py[x + 1] + py[x + 2] + pb[x] + pb[x + 1] + pb[x + 2]) *
+            (1.0f / 9);
+        const float level = slope * m + intercept;
+        var[x] = (level > 0 ? level : 0) * strength / frames[x];
+    }
+}
+
 EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
                                const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out) {
     const ptrdiff_t w = width, h = height, nw = w - 3;
@@ -137,12 +176,9 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
                sizeof(uint16_t) * (size_t)((y1 - y0) * w * 4));
         return 0;
     }
-    // The cells read: 6 rows either side of the strip (3 for the pilot's windows, 3 for theirs).
-    const ptrdiff_t a = y0 - 6 > 0 ? y0 - 6 : 0, b = y1 + 6 < h ? y1 + 6 : h, nr = b - a;
-    // The pilot's rows, and the windows of each stage (their top rows, all inside the image).
-    const ptrdiff_t p0 = y0 - 3 > 0 ? y0 - 3 : 0, p1 = y1 + 3 < h ? y1 + 3 : h;
-    const ptrdiff_t t1a = p0 - 3 > 0 ? p0 - 3 : 0, t1b = p1 - 1 < h - 4 ? p1 - 1 : h - 4;
-    const ptrdiff_t t2a = y0 - 3 > 0 ? y0 - 3 : 0, t2b = y1 - 1 < h - 4 ? y1 - 1 : h - 4;
+    const strip_rows sr = rows_of(y0, y1, h);
+    const ptrdiff_t a = sr.a, nr = sr.b - sr.a, p0 = sr.p0, p1 = sr.p1, t1a = sr.t1a, t1b = sr.t1b, t2a = sr.t2a,
+                    t2b = sr.t2b;
     const ptrdiff_t plane = nr * w;
     // comp, hsum (of the variance), pilot, acc: 4 planes each; coefficient sets c, q, ql; the
     // rings of row transforms (4 for the colours, 4 for their pilots); rows of the prepare and
@@ -158,7 +194,7 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
     // The colours decorrelated, and each one's noise: the merge's line at the 3 x 3 mean of the
     // channel (edges repeated), over the frames kept.
     for (ptrdiff_t r = 0; r < nr; r++) {
-        const ptrdiff_t y = a + r, ya = y > 0 ? y - 1 : 0, yb = y + 1 < h ? y + 1 : h - 1;
+        const ptrdiff_t y = a + r;
         float *hs[4];
         for (int k = 0; k < 4; k++) {
             float *restrict o = comp + k * plane + r * w;
@@ -170,23 +206,8 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
         for (ptrdiff_t x = 0; x < w; x++) frames[x] = kr && kr[x] > 1 ? (float)kr[x] : 1.0f;
         for (int j = 0; j < 4; j++) {
             const int ch = colour_channel[j];
-            // The channel's rows y - 1, y and y + 1, each with its edge cells repeated at both ends.
-            const ptrdiff_t src[3] = {ya, y, yb};
-            for (int i = 0; i < 3; i++) {
-                const uint16_t *sr = planes + src[i] * w * 4 + ch;
-                float *restrict d = pad + i * (w + 2) + 1;
-                for (ptrdiff_t x = 0; x < w; x++) d[x] = sr[x * 4];
-                d[-1] = d[0], d[w] = d[w - 1];
-            }
-            const float *pa = pad, *py = pad + (w + 2), *pb = pad + 2 * (w + 2);
-            const float slope = p->slope[ch], intercept = p->intercept[ch], strength = p->strength;
-            for (ptrdiff_t x = 0; x < w; x++) {
-                const float m =
-                    (pa[x] + pa[x + 1] + pa[x + 2] + py[x] + py[x + 1] + py[x + 2] + pb[x] + pb[x + 1] + pb[x + 2]) *
-                    (1.0f / 9);
-                const float level = slope * m + intercept;
-                var[x] = (level > 0 ? level : 0) * strength / frames[x];
-            }
+            channel_noise(planes, w, h, ch, y, p, frames, pad, var);
+            const float *py = pad + (w + 2);
             for (int k = 0; k < 4; k++) {
                 const float t = colour4[k][j], t2 = t * t;
                 if (t == 0) continue;
@@ -260,3 +281,99 @@ EVN_KERNEL_VARIANTS(int, evn_raw_denoise_transform, evn_raw_denoise_transform, t
                     (const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
                      const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out),
                     (planes, kept, width, height, p, y0, y1, out))
+
+/// Green at the site `sy`, `sx` of cell (x, y) of the planes `f` (width `w`, height `h`, 4
+/// channels; `chan`: each site's channel): the mean of the greens at its four neighbouring
+/// photosites inside the image.
+static inline float green_at(const uint16_t *f, ptrdiff_t w, ptrdiff_t h, const int chan[4], int sy, int sx,
+                             ptrdiff_t x, ptrdiff_t y) {
+    const ptrdiff_t Y = 2 * y + sy, X = 2 * x + sx;
+    const ptrdiff_t ny[4] = {Y, Y, Y - 1, Y + 1}, nx[4] = {X - 1, X + 1, X, X};
+    float sum = 0;
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (ny[i] < 0 || ny[i] >= 2 * h || nx[i] < 0 || nx[i] >= 2 * w) continue;
+        sum += f[((ny[i] >> 1) * w + (nx[i] >> 1)) * 4 + chan[(ny[i] & 1) * 2 + (nx[i] & 1)]];
+        n++;
+    }
+    return sum / (float)n;
+}
+
+EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept, int32_t width,
+                                int32_t height, const evn_raw_transform_params *p, int32_t y0, int32_t y1,
+                                uint16_t *out) {
+    const ptrdiff_t w = width, h = height, nw = w - 3;
+    if (y0 < 0 || y1 > height || y0 > y1) return -2;
+    memcpy(out + (ptrdiff_t)y0 * w * 4, filtered + (ptrdiff_t)y0 * w * 4,
+           sizeof(uint16_t) * (size_t)((y1 - y0) * w * 4));
+    if (w < 4 || h < 4 || !(p->strength > 0) || !(p->difference_threshold > 0)) return 0;
+    int chan[4];
+    for (int ch = 0; ch < 4; ch++) chan[p->site[ch] & 3] = ch;
+    const strip_rows sr = rows_of(y0, y1, h);
+    const ptrdiff_t a = sr.a, nr = sr.b - sr.a, plane = nr * w;
+    // difference, hsum (of the variance), pilot, acc, green: a plane each; coefficient sets c and
+    // q; the rings of row transforms of the difference and of its pilot; rows of the prepare loop.
+    float *buf = evn_scratch_alloc(
+        "denoise", sizeof(float) * (size_t)(5 * plane + 2 * 16 * nw + 2 * 16 * nw + nw + 3 * (w + 2) + 2 * w), 0);
+    if (!buf) return -1;
+    float *diff = buf, *hsum = diff + plane, *pilot = hsum + plane, *acc = pilot + plane, *green = acc + plane;
+    float *c = green + plane, *q = c + 16 * nw, *slots = q + 16 * nw, *vw = slots + 2 * 16 * nw;
+    float *pad = vw + nw, *frames = pad + 3 * (w + 2), *cx = frames + w;
+    for (ptrdiff_t x = 0; x < w; x++) cx[x] = covering(x, w);
+    const float t2 = p->difference_threshold * p->difference_threshold;
+    for (int ch = 0; ch < 4; ch += 2) { // red, then blue
+        const int sy = (p->site[ch] & 3) >> 1, sx = p->site[ch] & 1;
+        memset(pilot, 0, sizeof(float) * (size_t)(2 * plane));
+        for (ptrdiff_t r = 0; r < nr; r++) {
+            const ptrdiff_t y = a + r;
+            const uint16_t *kr = kept ? kept + y * w : NULL;
+            for (ptrdiff_t x = 0; x < w; x++) frames[x] = kr && kr[x] > 1 ? (float)kr[x] : 1.0f;
+            float *restrict g = green + r * w, *restrict dr = diff + r * w, *restrict hs = hsum + r * w;
+            channel_noise(merged, w, h, ch, y, p, frames, pad, hs);
+            const float *py = pad + (w + 2);
+            for (ptrdiff_t x = 0; x < w; x++) {
+                g[x] = green_at(filtered, w, h, chan, sy, sx, x, y);
+                dr[x] = py[x + 1] - g[x];
+            }
+            for (ptrdiff_t x = 0; x < nw; x++) hs[x] = (hs[x] + hs[x + 1]) + (hs[x + 2] + hs[x + 3]);
+        }
+        evn_row_ring rd = {slots, 0}, rp = {slots + 16 * nw, 0};
+        // Stage one: the pilot.
+        for (ptrdiff_t t = sr.t1a; t <= sr.t1b; t++) {
+            window_noise(hsum + (t - a) * w, w, nw, vw);
+            forward(diff, a, w, t, nw, &rd, c);
+            hard_threshold(c, vw, nw, t2);
+            inverse_add(c, nw, q, pilot + (t - a) * w, w);
+        }
+        for (ptrdiff_t y = sr.p0; y < sr.p1; y++) {
+            float *restrict o = pilot + (y - a) * w;
+            const float cy = covering(y, h);
+            for (ptrdiff_t x = 0; x < w; x++) o[x] /= cy * cx[x];
+        }
+        // Stage two: the difference's windows shrunk by their pilot's spectrum.
+        rd.next = 0;
+        for (ptrdiff_t t = sr.t2a; t <= sr.t2b; t++) {
+            window_noise(hsum + (t - a) * w, w, nw, vw);
+            forward(diff, a, w, t, nw, &rd, c);
+            forward(pilot, a, w, t, nw, &rp, q);
+            wiener(c, q, NULL, 0, vw, nw);
+            inverse_add(c, nw, q, acc + (t - a) * w, w);
+        }
+        for (ptrdiff_t y = y0; y < y1; y++) {
+            const float cy = covering(y, h);
+            const float *e = acc + (y - a) * w, *g = green + (y - a) * w;
+            uint16_t *d = out + y * w * 4 + ch;
+            for (ptrdiff_t x = 0; x < w; x++) {
+                const float v = g[x] + e[x] / (cy * cx[x]);
+                d[x * 4] = (uint16_t)(v <= 0 ? 0.5f : v >= 65535 ? 65535.5f : v + 0.5f);
+            }
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+EVN_KERNEL_VARIANTS(int, evn_raw_denoise_differences, evn_raw_denoise_differences, difference_strip,
+                    (const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept, int32_t width,
+                     int32_t height, const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out),
+                    (merged, filtered, kept, width, height, p, y0, y1, out))

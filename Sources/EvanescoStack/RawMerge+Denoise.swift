@@ -31,20 +31,46 @@ extension RawMerge {
         _ image: inout Image<UInt16>, kept: UnsafeMutablePointer<UInt16>, params: evn_raw_merge_params,
         options: StackOptions
     ) throws {
-        let w = image.width, h = image.height
         guard image.channels == 4 else { return }
         var p = evn_raw_transform_params()
         (p.slope, p.intercept) = (params.slope, params.intercept)
         (p.strength, p.threshold, p.guide) = (options.rawDenoise, transform.threshold, transform.guide)
+        p.difference_threshold = differenceThreshold
+        p.site = params.site
         let settings = p
+        let filtered = try pass(image, kept: kept, settings: settings, evn_raw_denoise_transform)
+        image = try pass(image, kept: kept, settings: settings) { merged, kept, w, h, p, y0, y1, out in
+            filtered.samples.withUnsafeBufferPointer {
+                evn_raw_denoise_differences(merged, $0.baseAddress!, kept, w, h, p, y0, y1, out)
+            }
+        }
+    }
+
+    /// Stage one's threshold, in noise deviations, for red and blue taken again as differences
+    /// from green at their own sites (``evn_raw_denoise_differences``): chosen in numpy on the raw
+    /// family (`Benchmarks/raw-denoise-study.py --differences`, docs/benchmarks.md, 2026-12-02):
+    /// 2.2, 2.7 and 3.2 gave aloe-tripod4 49.70, 49.72 and 49.74 dB.
+    static let differenceThreshold: Float = 3.2
+
+    /// One of the denoise's kernels over `image`'s rows, in strips, each thread its own.
+    private static func pass(
+        _ image: Image<UInt16>, kept: UnsafeMutablePointer<UInt16>, settings: evn_raw_transform_params,
+        _ kernel:
+            @Sendable (
+                UnsafePointer<UInt16>, UnsafePointer<UInt16>, Int32, Int32, UnsafePointer<evn_raw_transform_params>,
+                Int32,
+                Int32, UnsafeMutablePointer<UInt16>
+            ) -> Int32
+    ) throws -> Image<UInt16> {
+        let w = image.width, h = image.height
         let failed = LockedBox(false)
         let out = image.samples.withUnsafeBufferPointer { src in
-            let shared = UncheckedSendable((src.baseAddress!, kept))
+            let shared = UncheckedSendable((src.baseAddress!, UnsafePointer(kept)))
             return Image<UInt16>(uninitializedWidth: w, height: h, channels: 4) { d in
                 let d = UncheckedSendable(d.baseAddress!)
                 StripExecutor.forEachStrip(rows: h, minimumRows: 64) { rows in
                     let status = withUnsafePointer(to: settings) { p in
-                        evn_raw_denoise_transform(
+                        kernel(
                             shared.value.0, shared.value.1, Int32(w), Int32(h), p, Int32(rows.lowerBound),
                             Int32(rows.upperBound), d.value)
                     }
@@ -53,6 +79,18 @@ extension RawMerge {
             }
         }
         if failed.value { throw OutOfMemoryError.rawDenoise }
-        image = out
+        return out
+    }
+}
+
+extension RawPlaneLayout {
+    /// Each channel's photosite in its 2 x 2 cell, 2 row + column, as the kernels take it
+    /// (`evn_raw_merge_params.site`; LinearRaw's three colours: 0).
+    var sites: (Int32, Int32, Int32, Int32) {
+        let s = (0..<4).map { ch in
+            ch < offsets.count && offsets.count == 4
+                ? Int32((offsets[ch].y > 0 ? 2 : 0) + (offsets[ch].x > 0 ? 1 : 0)) : 0
+        }
+        return (s[0], s[1], s[2], s[3])
     }
 }

@@ -226,8 +226,7 @@ enum RawMerge {
         options: StackOptions
     ) -> evn_raw_merge_params {
         var params = evn_raw_merge_params()
-        params.frames = Int32(n)
-        params.channels = Int32(c)
+        (params.frames, params.channels, params.site) = (Int32(n), Int32(c), layout.sites)
         params.kappa = options.kappa
         params.joint = jointLimit(kappa: options.kappa, channels: c)
         params.method =

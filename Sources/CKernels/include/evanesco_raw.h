@@ -161,6 +161,8 @@ typedef struct evn_raw_merge_params {
     /// sample's noise variance): the plain gather's average of nearby samples where they differ
     /// by about the noise, the colour-difference value where by more.
     float colour_pull;
+    /// Each channel's photosite in its 2 x 2 cell, 2 row + column (a Bayer burst's; 0 otherwise).
+    int32_t site[4];
 } evn_raw_merge_params;
 
 /// 1 where `evn_raw_gather_row` of frame `f` gives each cell its own samples with weight 1
@@ -280,6 +282,10 @@ typedef struct {
     /// Stage two keeps a colour coefficient as if its pilot's energy were raised by `guide` times
     /// luma's pilot's at the same frequency and window.
     float guide;
+    /// ``evn_raw_denoise_differences``: stage one's threshold for the differences (0: none).
+    float difference_threshold;
+    /// Each channel's photosite in its 2 x 2 cell: 2 row + column (0-3).
+    int32_t site[4];
 } evn_raw_transform_params;
 
 /// Rows [y0, y1) of `out` (width x height cells of 4 channels: red, green, blue, green, as
@@ -299,6 +305,26 @@ int evn_raw_denoise_transform_portable(const uint16_t *planes, const uint16_t *k
                                        const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out);
 int evn_raw_denoise_transform_avx2(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
                                    const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out);
+
+/// Rows [y0, y1) of `out` (as `filtered`, the planes ``evn_raw_denoise_transform`` made of
+/// `merged`): its greens as they are, its red and blue taken again as colour differences at their
+/// own sites. At each red (blue) site, green is the mean of the filtered greens at its four
+/// neighbouring photosites inside the image; the merge's red (blue) minus that green is filtered
+/// alone, by the same two stages over 4 x 4 windows of cells (no colour transform, no guide; stage
+/// one at `difference_threshold` deviations), its noise the line at the channel's 3 x 3 mean of
+/// `merged` times `strength` over the frames kept; the output is green plus the filtered
+/// difference. Texture lies in green and leaves the difference smooth; an edge moves both. Rows do
+/// not depend on the split. Images under 4 x 4 cells, `strength` or `difference_threshold` 0:
+/// `filtered` copied. -1: out of memory; -2: rows outside the image.
+int evn_raw_denoise_differences(const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept, int32_t width,
+                                int32_t height, const evn_raw_transform_params *p, int32_t y0, int32_t y1,
+                                uint16_t *out);
+int evn_raw_denoise_differences_portable(const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept,
+                                         int32_t width, int32_t height, const evn_raw_transform_params *p, int32_t y0,
+                                         int32_t y1, uint16_t *out);
+int evn_raw_denoise_differences_avx2(const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept,
+                                     int32_t width, int32_t height, const evn_raw_transform_params *p, int32_t y0,
+                                     int32_t y1, uint16_t *out);
 
 /// One band of 16 rows of the HDR+ pairwise Wiener merge of a Bayer burst's gathered planes
 /// (four channels a cell): every 16 x 16 tile along the band (columns from -8, stride 8; columns
