@@ -22,11 +22,13 @@ extension RawMerge {
     /// 49.61); at 3, 0.042 % and 0.1-0.5 dB less again.
     static let transform = (threshold: Float(2.7), guide: Float(1))
 
-    /// The merged planes `image` (four channels) denoised by ``evn_raw_denoise_transform``, whose
-    /// noise is ``StackOptions/rawDenoise`` times what the merge left: the channel's noise line
-    /// (`params`) over the frames kept at the cell (`kept`). Rows in strips, each thread its own;
-    /// the output does not depend on the split. Throws ``OutOfMemoryError/rawDenoise`` if the
-    /// filter's scratch memory cannot be had: a merge said to be denoised is.
+    /// The merged planes `image` (four channels) denoised by ``evn_raw_denoise_transform``, then
+    /// their red and blue again as differences from green at their own sites
+    /// (``evn_raw_denoise_differences``, at the photosites `params.site`), whose noise is
+    /// ``StackOptions/rawDenoise`` times what the merge left: the channel's noise line (`params`)
+    /// over the frames kept at the cell (`kept`). Rows in strips, each thread its own; the output
+    /// does not depend on the split. Throws ``OutOfMemoryError/rawDenoise`` if either pass's
+    /// scratch memory cannot be had: a merge said to be denoised is.
     static func denoise(
         _ image: inout Image<UInt16>, kept: UnsafeMutablePointer<UInt16>, params: evn_raw_merge_params,
         options: StackOptions
