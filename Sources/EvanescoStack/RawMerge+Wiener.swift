@@ -208,11 +208,14 @@ extension RawMerge {
         if fresh > 0 {
             for r in 0..<8 { given[r] = given[r + 8] }
         }
-        for r in fresh..<16 {
-            given[r] = false
-            let y = min(h - 1, max(0, y0 + r)), at = bandRow(r, ring: ring) * row
-            for k in 0..<n {
-                withUnsafePointer(to: frames[k]) { f in
+        for r in fresh..<16 { given[r] = false }
+        // A frame's rows one after the other: each row's 4-row neighbourhood is then mostly the
+        // row before's, still in the cache, where frame after frame of one row went through
+        // every frame's neighbourhood before coming back.
+        for k in 0..<n {
+            withUnsafePointer(to: frames[k]) { f in
+                for r in fresh..<16 {
+                    let y = min(h - 1, max(0, y0 + r)), at = bandRow(r, ring: ring) * row
                     evn_raw_gather_row(
                         f, &p, Int32(y), 0, Int32(w), values + k * 16 * row + at, weights + k * 16 * row + at)
                 }
