@@ -166,6 +166,27 @@ EVN_INLINE void channel_noise(const uint16_t *planes, ptrdiff_t w, ptrdiff_t h, 
     }
 }
 
+/// Each cell's frames kept at row `y` (at least 1; 1 everywhere without `kept`) into `frames`.
+EVN_INLINE void frames_row(const uint16_t *kept, ptrdiff_t w, ptrdiff_t y, float *restrict frames) {
+    const uint16_t *kr = kept ? kept + y * w : NULL;
+    for (ptrdiff_t x = 0; x < w; x++) frames[x] = kr && kr[x] > 1 ? (float)kr[x] : 1.0f;
+}
+
+/// A pilot's rows p0 ..< p1 (row 0 at index `a`, `w` wide, in an image `h` rows high) divided by
+/// how many windows covered each cell (`cx`: along x): the mean of its windows' estimates.
+EVN_INLINE void pilot_means(float *pilot, ptrdiff_t a, ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t w, ptrdiff_t h,
+                            const float *cx) {
+    for (ptrdiff_t y = p0; y < p1; y++) {
+        float *restrict o = pilot + (y - a) * w;
+        const float cy = covering(y, h);
+        for (ptrdiff_t x = 0; x < w; x++) o[x] /= cy * cx[x];
+    }
+}
+
+/// `v` rounded to the nearest sample, clamped to 0 ... 65535, plus the truncation's 0.5: the
+/// caller's cast to uint16_t completes the rounding.
+static inline float sample_half_up(float v) { return v <= 0 ? 0.5f : v >= 65535 ? 65535.5f : v + 0.5f; }
+
 EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int32_t width, int32_t height,
                                const evn_raw_transform_params *p, int32_t y0, int32_t y1, uint16_t *out) {
     const ptrdiff_t w = width, h = height, nw = w - 3;
@@ -202,8 +223,7 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
             hs[k] = hsum + k * plane + r * w;
             for (ptrdiff_t x = 0; x < w; x++) hs[k][x] = 0;
         }
-        const uint16_t *kr = kept ? kept + y * w : NULL;
-        for (ptrdiff_t x = 0; x < w; x++) frames[x] = kr && kr[x] > 1 ? (float)kr[x] : 1.0f;
+        frames_row(kept, w, y, frames);
         for (int j = 0; j < 4; j++) {
             const int ch = colour_channel[j];
             channel_noise(planes, w, h, ch, y, p, frames, pad, var);
@@ -234,12 +254,7 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
             inverse_add(c, nw, q, pilot + k * plane + (t - a) * w, w);
         }
     }
-    for (int k = 0; k < 4; k++)
-        for (ptrdiff_t y = p0; y < p1; y++) {
-            float *restrict o = pilot + k * plane + (y - a) * w;
-            const float cy = covering(y, h);
-            for (ptrdiff_t x = 0; x < w; x++) o[x] /= cy * cx[x];
-        }
+    for (int k = 0; k < 4; k++) pilot_means(pilot + k * plane, a, p0, p1, w, h, cx);
     // Stage two: each colour's windows shrunk by their pilot's spectrum (colours also by luma's).
     // (Its windows start above where stage one's ended: the colours' rings begin again.)
     for (int k = 0; k < 4; k++) rings[k].next = 0;
@@ -263,7 +278,7 @@ EVN_INLINE int transform_strip(const uint16_t *planes, const uint16_t *kept, int
             for (ptrdiff_t x = 0; x < w; x++) {
                 const float n = 1.0f / (cy * cx[x]);
                 const float v = c0 * (e0[x] * n) + c1 * (e1[x] * n) + c2 * (e2[x] * n) + c3 * (e3[x] * n);
-                o[x] = v <= 0 ? 0.5f : v >= 65535 ? 65535.5f : v + 0.5f;
+                o[x] = sample_half_up(v);
             }
         }
         uint16_t *d = out + y * w * 4;
@@ -311,14 +326,18 @@ EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered
     for (int ch = 0; ch < 4; ch++) chan[p->site[ch] & 3] = ch;
     const strip_rows sr = rows_of(y0, y1, h);
     const ptrdiff_t a = sr.a, nr = sr.b - sr.a, plane = nr * w;
-    // difference, hsum (of the variance), pilot, acc, green: a plane each; coefficient sets c and
-    // q; the rings of row transforms of the difference and of its pilot; rows of the prepare loop.
-    float *buf = evn_scratch_alloc(
-        "denoise", sizeof(float) * (size_t)(5 * plane + 2 * 16 * nw + 2 * 16 * nw + nw + 3 * (w + 2) + 2 * w), 0);
+    // difference, hsum (of the variance), pilot, acc, green, frames kept: a plane each;
+    // coefficient sets c and q; the rings of row transforms of the difference and of its pilot;
+    // rows of the prepare loop.
+    float *buf =
+        evn_scratch_alloc("denoise-differences",
+                          sizeof(float) * (size_t)(6 * plane + 2 * 16 * nw + 2 * 16 * nw + nw + 3 * (w + 2) + w), 0);
     if (!buf) return -1;
     float *diff = buf, *hsum = diff + plane, *pilot = hsum + plane, *acc = pilot + plane, *green = acc + plane;
-    float *c = green + plane, *q = c + 16 * nw, *slots = q + 16 * nw, *vw = slots + 2 * 16 * nw;
-    float *pad = vw + nw, *frames = pad + 3 * (w + 2), *cx = frames + w;
+    float *frames = green + plane, *c = frames + plane, *q = c + 16 * nw, *slots = q + 16 * nw;
+    float *vw = slots + 2 * 16 * nw, *pad = vw + nw, *cx = pad + 3 * (w + 2);
+    // The frames kept, row by row, for both colours.
+    for (ptrdiff_t r = 0; r < nr; r++) frames_row(kept, w, a + r, frames + r * w);
     for (ptrdiff_t x = 0; x < w; x++) cx[x] = covering(x, w);
     const float t2 = p->difference_threshold * p->difference_threshold;
     for (int ch = 0; ch < 4; ch += 2) { // red, then blue
@@ -326,10 +345,8 @@ EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered
         memset(pilot, 0, sizeof(float) * (size_t)(2 * plane));
         for (ptrdiff_t r = 0; r < nr; r++) {
             const ptrdiff_t y = a + r;
-            const uint16_t *kr = kept ? kept + y * w : NULL;
-            for (ptrdiff_t x = 0; x < w; x++) frames[x] = kr && kr[x] > 1 ? (float)kr[x] : 1.0f;
             float *restrict g = green + r * w, *restrict dr = diff + r * w, *restrict hs = hsum + r * w;
-            channel_noise(merged, w, h, ch, y, p, frames, pad, hs);
+            channel_noise(merged, w, h, ch, y, p, frames + r * w, pad, hs);
             const float *py = pad + (w + 2);
             for (ptrdiff_t x = 0; x < w; x++) {
                 g[x] = green_at(filtered, w, h, chan, sy, sx, x, y);
@@ -345,11 +362,7 @@ EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered
             hard_threshold(c, vw, nw, t2);
             inverse_add(c, nw, q, pilot + (t - a) * w, w);
         }
-        for (ptrdiff_t y = sr.p0; y < sr.p1; y++) {
-            float *restrict o = pilot + (y - a) * w;
-            const float cy = covering(y, h);
-            for (ptrdiff_t x = 0; x < w; x++) o[x] /= cy * cx[x];
-        }
+        pilot_means(pilot, a, sr.p0, sr.p1, w, h, cx);
         // Stage two: the difference's windows shrunk by their pilot's spectrum.
         rd.next = 0;
         for (ptrdiff_t t = sr.t2a; t <= sr.t2b; t++) {
@@ -365,7 +378,7 @@ EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered
             uint16_t *d = out + y * w * 4 + ch;
             for (ptrdiff_t x = 0; x < w; x++) {
                 const float v = g[x] + e[x] / (cy * cx[x]);
-                d[x * 4] = (uint16_t)(v <= 0 ? 0.5f : v >= 65535 ? 65535.5f : v + 0.5f);
+                d[x * 4] = (uint16_t)sample_half_up(v);
             }
         }
     }

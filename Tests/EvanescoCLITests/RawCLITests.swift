@@ -198,7 +198,10 @@ func cliRaw() -> RawMosaic {
         // An output already there (--force) stays as it was when the stack fails.
         try Data("before".utf8).write(to: URL(fileURLWithPath: out))
         for (step, flag, without) in [
-            ("denoise", "--raw-denoise 0", ["--raw-denoise", "0"]), ("blend", "--merge mean", ["--merge", "mean"])
+            ("denoise", "--raw-denoise 0", ["--raw-denoise", "0"]),
+            // The second pass (red and blue as differences from green) on its own scratch.
+            ("denoise-differences", "--raw-denoise 0", ["--raw-denoise", "0"]),
+            ("blend", "--merge mean", ["--merge", "mean"])
         ] {
             let env = ProcessInfo.processInfo.environment.merging(["EVANESCO_TEST_FAIL_SCRATCH": step]) { $1 }
             var r = try Subprocess.run(

@@ -83,23 +83,16 @@ import Testing
                 UnsafePointer<evn_raw_transform_params>?, Int32, Int32, UnsafeMutablePointer<UInt16>?
             ) -> Int32 = evn_raw_denoise_differences
     ) -> [UInt16] {
-        var out = [UInt16](repeating: 0, count: merged.count), p = p
-        let keptOrEmpty = kept ?? []
-        merged.withUnsafeBufferPointer { m in
+        var p = p
+        return merged.withUnsafeBufferPointer { m in
             filtered.withUnsafeBufferPointer { f in
-                keptOrEmpty.withUnsafeBufferPointer { k in
-                    out.withUnsafeMutableBufferPointer { o in
-                        for r in strips {
-                            let status = kernel(
-                                m.baseAddress, f.baseAddress, kept == nil ? nil : k.baseAddress, Int32(w), Int32(h),
-                                &p, Int32(r.lowerBound), Int32(r.upperBound), o.baseAddress)
-                            #expect(status == 0)
-                        }
-                    }
+                RawDenoiseTests.bystrips(count: merged.count, kept: kept, strips: strips) { k, r, o in
+                    kernel(
+                        m.baseAddress, f.baseAddress, k, Int32(w), Int32(h), &p, Int32(r.lowerBound),
+                        Int32(r.upperBound), o)
                 }
             }
         }
-        return out
     }
 
     @Test(arguments: [(4, 4), (5, 9), (11, 6), (17, 13)], [0, 1])
@@ -182,6 +175,36 @@ import Testing
             }
             #expect(after < 0.1 * before, "channel \(ch): squared error \(before / n) -> \(after / n)")
             #expect(abs(bias / n) < 1, "channel \(ch): mean error \(bias / n)")
+        }
+    }
+
+    /// The noise lines a DNG's NoiseProfile may give (any finite value from 0 up), on a mosaic
+    /// whose greens are flat (so green at every site is exactly theirs) and whose red and blue are
+    /// noisy: no noise gives red and blue back as they were merged (within a rounding); a noise past
+    /// any sample's energy (the largest float) leaves each difference window its mean, so red and
+    /// blue stay within their range (no NaN, no overflow on the way) and are smoothed.
+    @Test func noNoiseAndHugeNoiseStayFinite() {
+        let w = 23, h = 17
+        let noisy = RawDenoiseTests.planes(width: w, height: h, noise: 440, seed: 41)
+        let merged = noisy.indices.map { i in i % 2 == 1 ? UInt16(9000) : noisy[i] }  // channels 1 and 3: green
+        var p = Self.params(sites: Self.layouts[0])
+        p.slope = (0, 0, 0, 0)
+        p.intercept = (0, 0, 0, 0)
+        let same = Self.run(merged: merged, filtered: merged, kept: nil, width: w, height: h, p, strips: [0..<h])
+        #expect(zip(same, merged).allSatisfy { abs(Int($0) - Int($1)) <= 1 })
+        let huge = Float.greatestFiniteMagnitude
+        p.slope = (huge, huge, huge, huge)
+        p.intercept = (huge, huge, huge, huge)
+        let flat = Self.run(merged: merged, filtered: merged, kept: nil, width: w, height: h, p, strips: [0..<h])
+        for ch in 0..<4 {
+            let a = stride(from: ch, to: merged.count, by: 4).map { merged[$0] }
+            let b = stride(from: ch, to: flat.count, by: 4).map { flat[$0] }
+            if ch % 2 == 1 {
+                #expect(b == a, "green \(ch) is the filtered one's")
+                continue
+            }
+            #expect(b.allSatisfy { $0 >= a.min()! && $0 <= a.max()! }, "channel \(ch)")
+            #expect(b != a, "channel \(ch): nothing smoothed")
         }
     }
 

@@ -167,25 +167,25 @@ import Testing
                 Int32, Int32, UnsafeMutablePointer<UInt16>?
             ) -> Int32 = evn_raw_denoise_transform
     ) -> [UInt16] {
-        var out = [UInt16](repeating: 0, count: planes.count)
         var p = p
-        planes.withUnsafeBufferPointer { s in
+        return planes.withUnsafeBufferPointer { s in
+            bystrips(count: planes.count, kept: kept, strips: strips) { k, r, o in
+                kernel(s.baseAddress, k, Int32(w), Int32(h), &p, Int32(r.lowerBound), Int32(r.upperBound), o)
+            }
+        }
+    }
+
+    /// A denoise kernel's output (`count` samples, zeroed first) from `call` for each strip of
+    /// rows, handed `kept` (nil when not given), the strip and the output; each call must return 0.
+    static func bystrips(
+        count: Int, kept: [UInt16]?, strips: [Range<Int>],
+        _ call: (UnsafePointer<UInt16>?, Range<Int>, UnsafeMutablePointer<UInt16>?) -> Int32
+    ) -> [UInt16] {
+        var out = [UInt16](repeating: 0, count: count)
+        let keptOrEmpty = kept ?? []
+        keptOrEmpty.withUnsafeBufferPointer { k in
             out.withUnsafeMutableBufferPointer { o in
-                for r in strips {
-                    let status: Int32
-                    if let kept {
-                        status = kept.withUnsafeBufferPointer { k in
-                            kernel(
-                                s.baseAddress, k.baseAddress, Int32(w), Int32(h), &p, Int32(r.lowerBound),
-                                Int32(r.upperBound), o.baseAddress)
-                        }
-                    } else {
-                        status = kernel(
-                            s.baseAddress, nil, Int32(w), Int32(h), &p, Int32(r.lowerBound), Int32(r.upperBound),
-                            o.baseAddress)
-                    }
-                    #expect(status == 0)
-                }
+                for r in strips { #expect(call(kept == nil ? nil : k.baseAddress, r, o.baseAddress) == 0) }
             }
         }
         return out
