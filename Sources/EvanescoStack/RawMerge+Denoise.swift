@@ -84,15 +84,3 @@ extension RawMerge {
         return out
     }
 }
-
-extension RawPlaneLayout {
-    /// Each channel's photosite in its 2 x 2 cell, 2 row + column, as the kernels take it
-    /// (`evn_raw_merge_params.site`; LinearRaw's three colours: 0).
-    var sites: (Int32, Int32, Int32, Int32) {
-        let s = (0..<4).map { ch in
-            ch < offsets.count && offsets.count == 4
-                ? Int32((offsets[ch].y > 0 ? 2 : 0) + (offsets[ch].x > 0 ? 1 : 0)) : 0
-        }
-        return (s[0], s[1], s[2], s[3])
-    }
-}

@@ -9,20 +9,26 @@ struct RawPlaneLayout: Sendable {
     var offsets: [SIMD2<Float>]
     /// Per channel, the channel of the same colour at the cell's other sites (the other green), or -1.
     var partner: [Int]
+    /// Per channel, its photosite in its 2 x 2 cell, 2 row + column, as the kernels take it
+    /// (`evn_raw_merge_params.site`; LinearRaw's three colours: 0).
+    var sites: (Int32, Int32, Int32, Int32)
 
     /// The layout of a Bayer cell's four channels, or of LinearRaw's three (no offsets).
     init(cfa: CFAPattern?) {
         guard let cfa else {
             offsets = Array(repeating: .zero, count: 3)
             partner = [-1, -1, -1]
+            sites = (0, 0, 0, 0)
             return
         }
         let channelOfSite = RawPlanes.channels(of: cfa)
-        var offsets = [SIMD2<Float>](repeating: .zero, count: 4)
-        for site in 0..<4 {
-            offsets[channelOfSite[site]] = SIMD2(Float(site % 2) - 0.5, Float(site / 2) - 0.5) / 2
+        var offsets = [SIMD2<Float>](repeating: .zero, count: 4), site = [Int32](repeating: 0, count: 4)
+        for s in 0..<4 {
+            offsets[channelOfSite[s]] = SIMD2(Float(s % 2) - 0.5, Float(s / 2) - 0.5) / 2
+            site[channelOfSite[s]] = Int32(s)
         }
         self.offsets = offsets
+        sites = (site[0], site[1], site[2], site[3])
         partner = [-1, 3, -1, 1]
     }
 

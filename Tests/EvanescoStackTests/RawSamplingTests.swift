@@ -42,6 +42,27 @@ import EvanescoCore
     /// (a call of one cell loads its window cell by cell, clamped to the planes), for all four
     /// CFAs, on frames shifted, rotated and scaled past the planes' edges, with and without a
     /// local field.
+    /// Each channel's photosite (2 row + column) and its offset from the cell centre for the four
+    /// Bayer patterns, worked out by hand (channels: red, first green, blue, second green), and
+    /// LinearRaw's three colours at the centre.
+    @Test(
+        arguments: [
+            ([0, 1, 1, 2], [0, 1, 3, 2]), ([2, 1, 1, 0], [3, 1, 0, 2]), ([1, 0, 2, 1], [1, 0, 2, 3]),
+            ([1, 2, 0, 1], [2, 0, 1, 3])
+        ] as [([UInt8], [Int32])])
+    func layoutSitesAndOffsets(colors: [UInt8], sites: [Int32]) throws {
+        let layout = RawPlaneLayout(cfa: try #require(CFAPattern(colors: colors)))
+        let s = layout.sites
+        #expect([s.0, s.1, s.2, s.3] == sites)
+        for ch in 0..<4 {
+            let site = Int(sites[ch])
+            #expect(layout.offsets[ch] == SIMD2(site % 2 == 0 ? -0.25 : 0.25, site / 2 == 0 ? -0.25 : 0.25))
+            #expect(colors[site] == [0, 1, 2, 1][ch])
+        }
+        let linear = RawPlaneLayout(cfa: nil)
+        #expect(linear.offsets == Array(repeating: .zero, count: 3) && linear.sites == (0, 0, 0, 0))
+    }
+
     @Test(arguments: [[0, 1, 1, 2], [2, 1, 1, 0], [1, 0, 2, 1], [1, 2, 0, 1]] as [[UInt8]])
     func colourGatherInRunsIsCellByCell(colors: [UInt8]) throws {
         let w = 61, h = 29
