@@ -3,7 +3,7 @@ import EvanescoCore
 import Foundation
 
 extension RawMerge {
-    /// ``wiener(_:params:reference:width:height:progress:rows:)`` over `source`'s frames, with
+    /// ``wiener(_:params:reference:width:height:progress:release:pull:rows:)`` over `source`'s frames, with
     /// maps that say every frame contributes everywhere (pulled towards the reference).
     static func hdrplus(
         _ frames: [(evn_raw_frame, DisplacementField?)], source: BurstFrameSource, used: [Int],
@@ -210,8 +210,10 @@ extension RawMerge {
         }
         for r in fresh..<16 { given[r] = false }
         // A frame's rows one after the other: each row's 4-row neighbourhood is then mostly the
-        // row before's, still in the cache, where frame after frame of one row went through
-        // every frame's neighbourhood before coming back.
+        // row before's, still in the cache (the gather's stalls on its first loads about halved
+        // under perf), where frame after frame of one row went through every frame's
+        // neighbourhood before coming back. The whole 12 x 12 MP run measured no faster
+        // (farm-bench 1.00, docs/benchmarks.md); the same bits either way.
         for k in 0..<n {
             withUnsafePointer(to: frames[k]) { f in
                 for r in fresh..<16 {
