@@ -209,18 +209,15 @@ extension RawMerge {
             for r in 0..<8 { given[r] = given[r + 8] }
         }
         for r in fresh..<16 { given[r] = false }
-        // A frame's rows one after the other: each row's 4-row neighbourhood is then mostly the
-        // row before's, still in the cache (the gather's stalls on its first loads about halved
-        // under perf), where frame after frame of one row went through every frame's
-        // neighbourhood before coming back. The whole 12 x 12 MP run measured no faster
-        // (farm-bench 1.00, docs/benchmarks.md); the same bits either way.
+        // A frame's rows together: each column of cells goes down them, its neighbourhood moving
+        // a row at a time (evn_raw_gather_rows).
+        let ys = (fresh..<16).map { Int32(min(h - 1, max(0, y0 + $0))) }
         for k in 0..<n {
+            let at = (fresh..<16).map { k * 16 * row + bandRow($0, ring: ring) * row }
+            let v: [UnsafeMutablePointer<Float>?] = at.map { values + $0 }
+            let wt: [UnsafeMutablePointer<Float>?] = at.map { weights + $0 }
             withUnsafePointer(to: frames[k]) { f in
-                for r in fresh..<16 {
-                    let y = min(h - 1, max(0, y0 + r)), at = bandRow(r, ring: ring) * row
-                    evn_raw_gather_row(
-                        f, &p, Int32(y), 0, Int32(w), values + k * 16 * row + at, weights + k * 16 * row + at)
-                }
+                evn_raw_gather_rows(f, &p, ys, Int32(ys.count), 0, Int32(w), v, wt)
             }
         }
     }

@@ -112,6 +112,10 @@ import EvanescoCore
                                     f.field_columns = Int32(columns)
                                     f.field_rows = Int32(rows)
                                 }
+                                // Down the rows together (a band's rows, clamped at the edges,
+                                // and rows that jump back), as the Wiener pass gathers them.
+                                let ys = [0, 0] + Array(0..<h) + [h - 1, h - 1, 3, 17, 16]
+                                let swept = Self.gatherRows(&f, &params, ys: ys, width: w)
                                 for y in 0..<h {
                                     var row = [Float](repeating: -1, count: 8 * w), cell = row
                                     row.withUnsafeMutableBufferPointer { r in
@@ -126,6 +130,10 @@ import EvanescoCore
                                         }
                                     }
                                     differing += zip(row, cell).filter { $0.bitPattern != $1.bitPattern }.count
+                                    for (i, yi) in ys.enumerated() where yi == y {
+                                        let band = swept[(8 * w * i)..<(8 * w * (i + 1))]
+                                        differing += zip(band, cell).filter { $0.bitPattern != $1.bitPattern }.count
+                                    }
                                 }
                             }
                         }
@@ -134,6 +142,20 @@ import EvanescoCore
             }
         }
         #expect(differing == 0)
+    }
+
+    /// `evn_raw_gather_rows` of `f` at rows `ys`, width `w`: row i's values then its weights, 8 w
+    /// floats a row.
+    static func gatherRows(
+        _ f: inout evn_raw_frame, _ params: inout evn_raw_merge_params, ys: [Int], width w: Int
+    ) -> [Float] {
+        var out = [Float](repeating: -1, count: 8 * w * ys.count)
+        out.withUnsafeMutableBufferPointer { s in
+            let v = ys.indices.map { Optional(s.baseAddress! + 8 * w * $0) }
+            let wt = ys.indices.map { Optional(s.baseAddress! + 8 * w * $0 + 4 * w) }
+            evn_raw_gather_rows(&f, &params, ys.map(Int32.init), Int32(ys.count), 0, Int32(w), v, wt)
+        }
+        return out
     }
 
     /// `f`'s sites and offsets: `layout`'s, each channel where it lies in the cell.

@@ -179,6 +179,13 @@ int evn_raw_gather_is_own_samples(const evn_raw_frame *f, const evn_raw_merge_pa
 void evn_raw_gather_row(const evn_raw_frame *f, const evn_raw_merge_params *p, int32_t y, int32_t x0, int32_t count,
                         float *value, float *weight);
 
+/// `evn_raw_gather_row` at rows ys[0] ..< ys[rows], row r into values[r] and weights[r]: the same
+/// values as row by row. Rows that follow each other down the frame (as a band's do) share the
+/// work their neighbourhoods overlap in (the colour-difference gather's window of each column of
+/// cells moves down a row at a time).
+void evn_raw_gather_rows(const evn_raw_frame *f, const evn_raw_merge_params *p, const int32_t *ys, int32_t rows,
+                         int32_t x0, int32_t count, float *const *values, float *const *weights);
+
 /// The vote's first step, over `length` values of each of `frames` rows of `value` and `weight`
 /// (`frame_stride` apart): `sorted` (rows `stride` apart) gets the values, +infinity where their
 /// weight is 0 (to be sorted over the frames, which puts them last), and `counts` how many frames
