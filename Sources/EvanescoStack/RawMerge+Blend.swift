@@ -140,37 +140,17 @@ extension RawMerge {
         (bp.wide_radius, bp.wide_guard, bp.wide_contrast) = (blend.wide.radius, blend.wide.guard, blend.wide.contrast)
         let settings = bp
         let failed = LockedBox(false)
-        let moving = UnsafeMutablePointer<UInt8>.allocate(capacity: 4 * cells)
+        let moving = UnsafeMutablePointer<UInt8>.allocate(capacity: cells)
         defer { moving.deallocate() }
         let out = withFrames(frames, source: source, used: used) { pinned -> Image<UInt16> in
-            let shared = UncheckedSendable((moving, pinned[ref].planes!))
+            // Moving in any colour, or by the vote's or the offsets' guard, is moving in all of
+            // them; grown to cover its edges.
             robust.samples.withUnsafeBufferPointer { r in
-                let r = UncheckedSendable(r.baseAddress!)
-                StripExecutor.forEachStrip(rows: 4, minimumRows: 1) { channels in
-                    for ch in channels {
-                        let m = shared.value.0 + ch * cells
-                        let status = withUnsafePointer(to: settings) { p in
-                            evn_raw_blend_guard(r.value, shared.value.1, Int32(w), Int32(h), Int32(ch), p, m)
-                        }
-                        if status != 0 { failed.update { $0 = true } }
-                    }
+                if !guards(
+                    r.baseAddress!, reference: pinned[ref].planes!, width: w, height: h, settings, outputs, moving)
+                {
+                    failed.update { $0 = true }
                 }
-            }
-            // Moving in any colour is moving in all of them; grown to cover its edges.
-            for i in 0..<cells {
-                moving[i] = moving[i] | moving[cells + i] | moving[2 * cells + i] | moving[3 * cells + i]
-            }
-            let vote = blend.vote, offset = blend.offset
-            if let deviation = outputs.deviation,
-                evn_raw_blend_vote_guard(deviation, Int32(w), Int32(h), vote.radius, vote.cap, vote.threshold, moving)
-                    != 0
-            {
-                failed.update { $0 = true }
-            }
-            if let signed = outputs.offset,
-                evn_raw_blend_offset_guard(signed, Int32(w), Int32(h), 4, offset.radius, offset.threshold, moving) != 0
-            {
-                failed.update { $0 = true }
             }
             if evn_raw_blend_dilate(moving, Int32(w), Int32(h), blend.dilation) != 0 { failed.update { $0 = true } }
             if evn_raw_blend_fill_dense(moving, Int32(w), Int32(h), blend.dense.radius, blend.dense.fraction) != 0 {
@@ -196,5 +176,47 @@ extension RawMerge {
         }
         if failed.value { throw OutOfMemoryError.rawBlend }
         return out
+    }
+
+    /// Where something moved in the reference, into `moving` (1 byte a cell: 1 where it did): each
+    /// colour's guard (``evn_raw_blend_guard``), the vote's (``evn_raw_blend_vote_guard``) and the
+    /// offsets' (``evn_raw_blend_offset_guard``), side by side into planes of their own, then their
+    /// union. False where their scratch memory could not be had.
+    static func guards(
+        _ robust: UnsafePointer<UInt16>, reference: UnsafePointer<UInt16>, width w: Int, height h: Int,
+        _ settings: evn_raw_blend_params, _ outputs: CellOutputs, _ moving: UnsafeMutablePointer<UInt8>
+    ) -> Bool {
+        let cells = w * h, planes = UnsafeMutablePointer<UInt8>.allocate(capacity: 6 * cells)
+        defer { planes.deallocate() }
+        let failed = LockedBox(false), vote = blend.vote, offset = blend.offset
+        let shared = UncheckedSendable((robust, reference, planes, outputs.deviation, outputs.offset))
+        StripExecutor.forEachStrip(rows: 6, minimumRows: 1) { tasks in
+            let (r, ref, planes, deviation, signed) = shared.value
+            for task in tasks {
+                let m = planes + task * cells
+                var status: Int32 = 0
+                if task < 4 {
+                    status = withUnsafePointer(to: settings) { p in
+                        evn_raw_blend_guard(r, ref, Int32(w), Int32(h), Int32(task), p, m)
+                    }
+                } else {
+                    m.update(repeating: 0, count: cells)
+                    if task == 4, let deviation {
+                        status = evn_raw_blend_vote_guard(
+                            deviation, Int32(w), Int32(h), vote.radius, vote.cap, vote.threshold, m)
+                    } else if task == 5, let signed {
+                        status = evn_raw_blend_offset_guard(
+                            signed, Int32(w), Int32(h), 4, offset.radius, offset.threshold, m)
+                    }
+                }
+                if status != 0 { failed.update { $0 = true } }
+            }
+        }
+        for i in 0..<cells {
+            moving[i] =
+                planes[i] | planes[cells + i] | planes[2 * cells + i] | planes[3 * cells + i] | planes[4 * cells + i]
+                | planes[5 * cells + i]
+        }
+        return !failed.value
     }
 }
