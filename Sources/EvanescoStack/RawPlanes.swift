@@ -189,10 +189,11 @@ public enum RawBurstCheck {
     ///   read (the decoder reports them).
     /// - Throws: ``StackError/rawFrameMismatch(frame:what:reference:)`` naming the first odd frame.
     public static func headers(_ files: [String], reference: Int) throws -> [RawFile?] {
-        // Two files at a time, as the frames are decoded: reading a file is most of a probe.
+        // Two files at a time, as the frames are decoded (a file read whole where its header
+        // cannot be read alone).
         let probed = LockedBox([RawFile?](repeating: nil, count: files.count))
         StripExecutor.forEachIndex(in: 0..<files.count, workers: 2) { i in
-            let h = (try? InputFile.read(files[i])).flatMap { try? RawCodec.probe($0, path: files[i]) }
+            let h = try? RawCodec.probe(path: files[i])
             probed.update { $0[i] = h }
         }
         let headers = probed.value

@@ -48,7 +48,7 @@ struct Info: ParsableCommand {
                     ["depth", "disparity", "gdepth", "dynamic-depth-container"].contains($0)
                 }
                 info.auxiliary = d.auxiliary
-                if d.format == .raw { info.raw = RawInfo(try RawCodec.probe(InputFile.read(file), path: file)) }
+                if d.format == .raw { info.raw = RawInfo(try RawCodec.probe(path: file)) }
             } catch ImageIOError.unsupportedFormat(let path, let name)
                 where name.contains("video") || name.contains("ISO media")
             {

@@ -33,6 +33,17 @@ func sampleRaw(width: Int = 64, height: Int = 48, cfa: CFAPattern = .rggb, orien
         orientation: orientation)
 }
 
+/// A LinearRaw frame (three linear colours a pixel, as ProRAW) with a pattern in its samples.
+func sampleLinearRaw(width: Int = 40, height: Int = 30) -> RawMosaic {
+    var linear = RawMosaic(
+        samples: Image(width: width, height: height, channels: 3) { d in
+            for i in 0..<d.count { d[i] = UInt16(100 + (i * 29) % 900) }
+        }, layout: .linearRGB, blackLevels: [64], whiteLevel: 1023,
+        color: RawColor(colorMatrix: sampleRaw().color.colorMatrix, asShotNeutral: [0.5, 1, 0.7]))
+    linear.capture.make = "Evanesco"
+    return linear
+}
+
 func expectClose(_ a: [Float]?, _ b: [Float]?, _ tolerance: Float = 1e-5, _ what: String) {
     guard let a, let b else {
         #expect(a == nil && b == nil, "\(what): one is missing")
@@ -78,13 +89,7 @@ struct RawTests {
     @Test("Rows handed on from a DNG's bytes are its samples, for each CFA and for LinearRaw, not copied")
     func rowsInPlace() throws {
         let dir = TempDir()
-        var linear = RawMosaic(
-            samples: Image(width: 40, height: 30, channels: 3) { d in
-                for i in 0..<d.count { d[i] = UInt16(100 + (i * 29) % 900) }
-            }, layout: .linearRGB, blackLevels: [64], whiteLevel: 1023,
-            color: RawColor(colorMatrix: sampleRaw().color.colorMatrix, asShotNeutral: [0.5, 1, 0.7]))
-        linear.capture.make = "Evanesco"
-        for (i, raw) in [sampleRaw(width: 66, height: 50), sampleRaw(cfa: .gbrg), linear].enumerated() {
+        for (i, raw) in [sampleRaw(width: 66, height: 50), sampleRaw(cfa: .gbrg), sampleLinearRaw()].enumerated() {
             let path = dir.file("r\(i).dng")
             try DNGWriter.write(raw, to: path)
             let rows = try RawCodec.read(path) { file, rows -> [UInt16] in

@@ -16,6 +16,8 @@ struct TIFFDirectory {
     var entries: [Int: Entry] = [:]
     /// The next directory's offset (0: none).
     var next = 0
+    /// Whether an entry's values were left out for lying past the end of the bytes.
+    var valuesBeyondBytes = false
 
     static let typeSizes = [1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4]
 
@@ -34,7 +36,10 @@ struct TIFFDirectory {
             let total = size.multipliedReportingOverflow(by: count)
             guard !total.overflow else { continue }
             let at = total.partialValue <= 4 ? e + 8 : u32(e + 8)
-            guard at >= 0, at + total.partialValue <= bytes.count else { continue }
+            guard at >= 0, at + total.partialValue <= bytes.count else {
+                valuesBeyondBytes = true
+                continue
+            }
             entries[u16(e)] = Entry(type: type, count: count, valueOffset: at)
         }
         next = u32(offset + 2 + n * 12)

@@ -28,6 +28,15 @@ public enum RawCodec {
         try open(bytes, path: path, limits: limits, samples: false)
     }
 
+    /// Reads what the header of the file at `path` says, as ``probe(_:path:limits:)`` does: an
+    /// uncompressed DNG without its image data (``RawHeaderBytes``), anything else whole.
+    public static func probe(path: String, limits: DecodeLimits = .standard) throws -> RawFile {
+        guard let header = try RawHeaderBytes.read(path) else {
+            return try probe(InputFile.read(path), path: path, limits: limits)
+        }
+        return try open(header.head, path: path, limits: limits, samples: false, header: header)
+    }
+
     /// Reads a file.
     public static func read(_ path: String, limits: DecodeLimits = .standard) throws -> RawFile {
         try decode(InputFile.read(path), path: path, limits: limits)
@@ -53,11 +62,14 @@ public enum RawCodec {
 
     /// `direct`: read uncompressed DNG strips ourselves (false: always through LibRaw's unpack).
     /// `inPlace`, when given, is handed the samples in the file's bytes where they can be read
-    /// there (``read(_:limits:rows:)``); the frame returned then has no samples.
+    /// there (``read(_:limits:rows:)``); the frame returned then has no samples. `header`: the
+    /// file read without its image data, `bytes` its head (a probe only).
     static func open(
         _ bytes: [UInt8], path: String, limits: DecodeLimits, samples: Bool, direct: Bool = true,
-        inPlace: ((RawFile, RawSampleRows) throws -> Void)? = nil
+        inPlace: ((RawFile, RawSampleRows) throws -> Void)? = nil, header sparse: RawHeaderBytes? = nil
     ) throws -> RawFile {
+        precondition(sparse == nil || !samples, "a file read without its image data has no samples to decode")
+        let fileSize = sparse?.size ?? bytes.count
         var errors = evn_raw_errors()
         // LibRaw's own cap on what it allocates, from the memory budget (MB).
         guard let lr = evn_raw_init(&errors, UInt32(clamping: max(64, limits.maxBytes >> 20))) else {
@@ -66,23 +78,21 @@ public enum RawCodec {
         defer { libraw_close(lr) }
         let dng = DNGTags.read(bytes)
         if let dng {
-            try dng.checkData(fileSize: bytes.count, path: path)
+            try dng.checkData(fileSize: fileSize, path: path)
         } else {
             try checkDirectory(bytes, path: path)
         }
         let forLibRaw = try LibRawGuard.bytesForLibRaw(bytes, isDNG: dng != nil, path: path)
         // LibRaw reads the buffer only (its API takes a mutable pointer nonetheless).
-        return try forLibRaw.withUnsafeBytes { buf -> RawFile in
-            try check(
-                libraw_open_buffer(lr, UnsafeMutableRawPointer(mutating: buf.baseAddress), buf.count), errors: errors,
-                path: path)
+        return try withLibRawBuffer(forLibRaw, header: sparse, path: path) { buffer, count -> RawFile in
+            try check(libraw_open_buffer(lr, buffer, count), errors: errors, path: path)
             var m = evn_raw_meta()
             evn_raw_read_meta(lr, &m)
             let container = dng.map { "DNG \($0.version)" } ?? containerName(bytes)
             let w = Int(m.width), h = Int(m.height)
             try limits.check(
                 width: Int(m.raw_width), height: Int(m.raw_height), path: path, bytesPerPixel: 8,
-                sourceBytes: bytes.count, format: container)
+                sourceBytes: fileSize, format: container)
             try checkSensor(m, path: path)
             let layout = try layoutOf(m, path: path)
             let channels = layout == .linearRGB ? 3 : 1
@@ -121,6 +131,15 @@ public enum RawCodec {
                 width: w,
                 height: h, container: container)
         }
+    }
+
+    /// `body` with the bytes LibRaw opens: `bytes`, or the view of a file read without its image
+    /// data (`header`) with `bytes` as its head.
+    static func withLibRawBuffer<R>(
+        _ bytes: [UInt8], header: RawHeaderBytes?, path: String, _ body: (UnsafeMutableRawPointer, Int) throws -> R
+    ) throws -> R {
+        if let header { return try header.withBuffer(head: bytes, path: path, body) }
+        return try bytes.withUnsafeBytes { try body(UnsafeMutableRawPointer(mutating: $0.baseAddress!), $0.count) }
     }
 
     /// The visible samples LibRaw unpacked (`m` read after its unpack).
