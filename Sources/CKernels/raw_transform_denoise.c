@@ -314,6 +314,30 @@ static inline float green_at(const uint16_t *f, ptrdiff_t w, ptrdiff_t h, const 
     return sum / (float)n;
 }
 
+/// `green_at` for the cells x0 ..< x1 of a row y inside the image by a cell on every side (its four
+/// neighbours all inside, at fixed cells and channels): the same sums in the same order, into `g`.
+EVN_INLINE void green_row_inside(const uint16_t *f, ptrdiff_t w, const int chan[4], int sy, int sx, ptrdiff_t y,
+                                 ptrdiff_t x0, ptrdiff_t x1, float *restrict g) {
+    // Photosite (Y + ny, X + nx) of cell (x, y), Y = 2 y + sy, X = 2 x + sx: at cell
+    // (x + floor((sx + nx) / 2), y + floor((sy + ny) / 2)), channel of site ((sy + ny) & 1, (sx + nx) & 1).
+    const int ny[4] = {0, 0, -1, 1}, nx[4] = {-1, 1, 0, 0};
+    ptrdiff_t at[4];
+    for (int i = 0; i < 4; i++) {
+        const int py = sy + ny[i], px = sx + nx[i];
+        at[i] = ((py >> 1) * w + (px >> 1)) * 4 + chan[(py & 1) * 2 + (px & 1)];
+    }
+    const uint16_t *r = f + y * w * 4;
+    for (ptrdiff_t x = x0; x < x1; x++) {
+        const uint16_t *p = r + x * 4;
+        float sum = 0;
+        sum += p[at[0]];
+        sum += p[at[1]];
+        sum += p[at[2]];
+        sum += p[at[3]];
+        g[x] = sum / 4.0f;
+    }
+}
+
 EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered, const uint16_t *kept, int32_t width,
                                 int32_t height, const evn_raw_transform_params *p, int32_t y0, int32_t y1,
                                 uint16_t *out) {
@@ -348,10 +372,14 @@ EVN_INLINE int difference_strip(const uint16_t *merged, const uint16_t *filtered
             float *restrict g = green + r * w, *restrict dr = diff + r * w, *restrict hs = hsum + r * w;
             channel_noise(merged, w, h, ch, y, p, frames + r * w, pad, hs);
             const float *py = pad + (w + 2);
-            for (ptrdiff_t x = 0; x < w; x++) {
-                g[x] = green_at(filtered, w, h, chan, sy, sx, x, y);
-                dr[x] = py[x + 1] - g[x];
+            if (y >= 1 && y + 1 < h && w >= 3) {
+                g[0] = green_at(filtered, w, h, chan, sy, sx, 0, y);
+                green_row_inside(filtered, w, chan, sy, sx, y, 1, w - 1, g);
+                g[w - 1] = green_at(filtered, w, h, chan, sy, sx, w - 1, y);
+            } else {
+                for (ptrdiff_t x = 0; x < w; x++) g[x] = green_at(filtered, w, h, chan, sy, sx, x, y);
             }
+            for (ptrdiff_t x = 0; x < w; x++) dr[x] = py[x + 1] - g[x];
             for (ptrdiff_t x = 0; x < nw; x++) hs[x] = (hs[x] + hs[x + 1]) + (hs[x + 2] + hs[x + 3]);
         }
         evn_row_ring rd = {slots, 0}, rp = {slots + 16 * nw, 0};
