@@ -1025,6 +1025,15 @@ EVN_KERNEL_VARIANTS(void, evn_raw_vote_deviations, raw_vote_deviations, vote_dev
 /// One chunk of evn_raw_merge_cells: cells i0 ..< i0 + ci. Every loop over the chunk's samples
 /// runs with the frames outside, so that it vectorises; each sample's sums still add the frames
 /// in order, so the results are those of a loop over frames per sample, to the bit.
+/// A frame's `length` values `v` where its weight `w` is 0 set to the reference's `vr` (another
+/// frame's row), only written where there is one.
+EVN_INLINE void fill_uncovered(float *restrict v, const float *restrict w, const float *restrict vr, int length) {
+    int any = 0;
+    for (int j = 0; j < length; j++) any |= !(w[j] > 0);
+    if (any)
+        for (int j = 0; j < length; j++) v[j] = w[j] > 0 ? v[j] : vr[j];
+}
+
 EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_stride, const float *counts,
                             const float *medians, const float *dev, const evn_raw_merge_params *p, int32_t i0,
                             int32_t ci, ptrdiff_t stride, float *out, uint16_t *kept, int16_t *best, float *refdev,
@@ -1173,6 +1182,14 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
                 if (off)
                     for (int ch = 0; ch < c; ch++) v[ch] = out[j0 + i * c + ch];
             }
+        }
+        // Then each other frame's samples of weight 0 (it does not cover the site) take the
+        // reference's, as evn_raw_wiener_fill did after the vote: here the rows are still in cache.
+        if (p->reference >= 0) {
+            const float *vr = value + p->reference * frame_stride + j0;
+            for (int k = 0; k < n; k++)
+                if (k != p->reference)
+                    fill_uncovered(value + k * frame_stride + j0, weight + k * frame_stride + j0, vr, length);
         }
     }
 }

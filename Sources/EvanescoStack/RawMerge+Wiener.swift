@@ -55,7 +55,9 @@ extension RawMerge {
 
     /// What the Wiener pass hands its gathered rows to: the band's values and weights (frame k's
     /// row r at (16 k + (r + ring) mod 16) x width x 4), its first row y0, which rows, the ring
-    /// (0 or 8), and whether they are handed on (``giveEveryRow(_:handed:_:)``).
+    /// (0 or 8), and whether they are handed on (``giveEveryRow(_:handed:_:)``). It leaves each
+    /// frame's values of weight 0 as the reference's (``evn_raw_wiener_fill``), as the vote with
+    /// `replace_beyond` does (``evn_raw_merge_params``).
     typealias BandRows = (
         _ values: UnsafeMutablePointer<Float>, _ weights: UnsafePointer<Float>, _ y0: Int, _ band: Range<Int>,
         _ ring: Int, _ handedOn: Bool
@@ -165,12 +167,14 @@ extension RawMerge {
             if let rows {
                 giveEveryRow(&given, handed: handed) { band, mine in rows(values, weights, y0, band, ring, mine) }
             }
-            // After `rows` (which reads the weights and may replace values): the rows just
-            // gathered (side by side: all 16, or the 8 after the ring's first), the reference's
-            // values where a frame has none.
-            evn_raw_wiener_fill(
-                values, weights, Int32(n), Int32(reference), 16 * row, bandRow(fresh, ring: ring) * row,
-                (16 - fresh) * row)
+            // The rows just gathered (side by side: all 16, or the 8 after the ring's first), the
+            // reference's values where a frame has none: by the vote that `rows` runs, as it
+            // replaces values (its `replace_beyond`, with this reference), else here.
+            if rows == nil || Int(params.reference) != reference {
+                evn_raw_wiener_fill(
+                    values, weights, Int32(n), Int32(reference), 16 * row, bandRow(fresh, ring: ring) * row,
+                    (16 - fresh) * row)
+            }
             let first = max(strip.lowerBound, y0), end = min(strip.upperBound, y0 + 16)
             if first < end {
                 args.values = UnsafePointer(values)

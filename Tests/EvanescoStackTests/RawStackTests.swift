@@ -191,7 +191,8 @@ import EvanescoCore
     // replace_beyond times its limit: something moved) by the merged ones, so that the Wiener
     // merge reading them next never sees what moved. A frame only a little off (turned away by
     // the vote but within twice its limit, as where a gather softened an edge) keeps its own, and
-    // so does the reference, always. Without replace_beyond nothing is replaced.
+    // so does the reference, always. A frame's samples of weight 0 (it does not cover the site)
+    // take the reference's (evn_raw_wiener_fill's work). Without replace_beyond nothing is replaced.
     @Test(arguments: [Float(2), 0])
     func theVoteReplacesWhatMovedForTheWienerMerge(replaceBeyond: Float) {
         let n = 5, count = 64
@@ -203,12 +204,15 @@ import EvanescoCore
             if k == 3 && (10..<20).contains(i) { return 7000 }
             if k == 4 && (30..<40).contains(i) && ch == 1 { return 4400 }
             if k == 0 && (50..<60).contains(i) { return 7000 }
+            if k == 2 && (52..<56).contains(i) { return 9999 }
             return 4000
         }
+        // Frame 2 does not cover cells 52 ..< 56, where the reference stands 3000 off the vote.
+        let missing = { (k: Int, i: Int) in k == 2 && (52..<56).contains(i) }
         let scratch = VoteScratch(p, frames: n, segment: count)
         scratch.buffers.borrow { buffer in
             let stride = scratch.stride
-            Self.fill(buffer, frames: n, count: count, stride: stride, value: value) { _, _ in 1 }
+            Self.fill(buffer, frames: n, count: count, stride: stride, value: value) { k, i in missing(k, i) ? 0 : 1 }
             RawMerge.voteSegment(
                 scratch.params, frames: n, count: count, stride: stride, buffer: buffer, network: scratch.network,
                 kept: nil, best: nil)
@@ -218,7 +222,8 @@ import EvanescoCore
                 for i in 0..<count {
                     for ch in 0..<4 {
                         let replaced = replaceBeyond > 0 && k == 3 && (10..<20).contains(i)
-                        let want = replaced ? 4000 : value(k, i, ch)
+                        let filled = replaceBeyond > 0 && missing(k, i)
+                        let want = replaced ? 4000 : filled ? value(0, i, ch) : value(k, i, ch)
                         #expect(buffer[k * stride + i * 4 + ch] == want, "frame \(k), cell \(i), channel \(ch)")
                     }
                 }

@@ -151,7 +151,8 @@ typedef struct evn_raw_merge_params {
     /// times the vote's limit from the median in any channel of a cell, its values there are
     /// replaced by the merged ones, in the `value` rows the vote read: what moved in it never
     /// reaches a merge that reads them afterwards (the Wiener pass), which gets there what the
-    /// frames agree on instead. So are the reference's samples of weight 0 (missing ones).
+    /// frames agree on instead. So are the reference's samples of weight 0 (missing ones); then
+    /// every other frame's samples of weight 0 take the reference's (``evn_raw_wiener_fill``).
     float replace_beyond;
     /// A cell's value where no frame has a sample (every frame's is missing: they all clipped
     /// there, see `clipped_is_missing`): white for a burst with missing samples, else 0.
