@@ -12,11 +12,44 @@
 
 typedef double v4d __attribute__((ext_vector_type(4)));
 
+/// Samples x ... x + 3 of four rows `s`, each sample's four rows in the lanes of one vector
+/// (`out[j]`: sample x + j), as doubles.
+EVN_INLINE void row_columns(const float *const s[4], int x, v4d out[4]) {
+    v4f r0, r1, r2, r3;
+    memcpy(&r0, s[0] + x, sizeof r0);
+    memcpy(&r1, s[1] + x, sizeof r1);
+    memcpy(&r2, s[2] + x, sizeof r2);
+    memcpy(&r3, s[3] + x, sizeof r3);
+    const v4f t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+    const v4f t2 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+    out[0] = __builtin_convertvector(__builtin_shufflevector(t0, t2, 0, 1, 4, 5), v4d);
+    out[1] = __builtin_convertvector(__builtin_shufflevector(t0, t2, 2, 3, 6, 7), v4d);
+    out[2] = __builtin_convertvector(__builtin_shufflevector(t1, t3, 0, 1, 4, 5), v4d);
+    out[3] = __builtin_convertvector(__builtin_shufflevector(t1, t3, 2, 3, 6, 7), v4d);
+}
+
+/// The four rows' means of samples x ... x + 3 (`m[j]`: sample x + j, the rows in its lanes), as
+/// floats into the rows `t`.
+EVN_INLINE void store_columns(float *const t[4], int x, const v4d m[4]) {
+    const v4f c0 = __builtin_convertvector(m[0], v4f), c1 = __builtin_convertvector(m[1], v4f);
+    const v4f c2 = __builtin_convertvector(m[2], v4f), c3 = __builtin_convertvector(m[3], v4f);
+    const v4f t0 = __builtin_shufflevector(c0, c1, 0, 4, 1, 5), t1 = __builtin_shufflevector(c0, c1, 2, 6, 3, 7);
+    const v4f t2 = __builtin_shufflevector(c2, c3, 0, 4, 1, 5), t3 = __builtin_shufflevector(c2, c3, 2, 6, 3, 7);
+    const v4f o0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5), o1 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    const v4f o2 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5), o3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+    memcpy(t[0] + x, &o0, sizeof o0);
+    memcpy(t[1] + x, &o1, sizeof o1);
+    memcpy(t[2] + x, &o2, sizeof o2);
+    memcpy(t[3] + x, &o3, sizeof o3);
+}
+
 /// The means of rows y0 ... y0 + 3 of `src` over [x - lo, x + hi] (clamped to the row), into
 /// the ring's rows y % rows. Four rows in the lanes of one vector: each row's running sum is a
 /// chain of dependent additions and a division per sample, which one row alone leaves waiting
 /// on each other; every lane does what one row did, in the same order. Past the last row a lane
-/// repeats it (the same sums, written to it again).
+/// repeats it (the same sums, written to it again). Where the window lies inside the row (one
+/// sample in, one out, the same count), four samples at a time, loaded and stored as vectors and
+/// turned between samples and rows in registers: the same sums in the same order.
 EVN_INLINE void row_means(const float *src, int w, int h, int y0, int lo, int hi, float *ring, int rows) {
     const float *s[4];
     float *t[4];
@@ -27,7 +60,26 @@ EVN_INLINE void row_means(const float *src, int w, int h, int y0, int lo, int hi
     }
     v4d sum = 0;
     int a = 0, b = -1; // the window [a, b] summed so far
-    for (int x = 0; x < w; x++) {
+    // From x = lo + 1 to w - 1 - hi the window moves by one whole sample.
+    const int inside = lo + 1, last = w - 1 - hi;
+    const double count = lo + hi + 1;
+    int x = 0;
+    while (x < w) {
+        if (x == inside && b == x - 1 + hi && a == x - 1 - lo) {
+            for (; x + 3 <= last; x += 4) {
+                v4d in[4], out[4], m[4];
+                row_columns(s, x + hi, in);
+                row_columns(s, x - 1 - lo, out);
+                for (int j = 0; j < 4; j++) {
+                    sum += in[j];
+                    sum -= out[j];
+                    m[j] = sum / count;
+                }
+                store_columns(t, x, m);
+            }
+            b = x - 1 + hi, a = x - 1 - lo;
+            if (x >= w) break;
+        }
         const int na = x - lo < 0 ? 0 : x - lo, nb = x + hi >= w ? w - 1 : x + hi;
         while (b < nb) {
             b++;
@@ -39,6 +91,7 @@ EVN_INLINE void row_means(const float *src, int w, int h, int y0, int lo, int hi
         }
         const v4d m = sum / (double)(b - a + 1);
         t[0][x] = (float)m.x, t[1][x] = (float)m.y, t[2][x] = (float)m.z, t[3][x] = (float)m.w;
+        x++;
     }
 }
 
