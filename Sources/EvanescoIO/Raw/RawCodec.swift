@@ -29,7 +29,8 @@ public enum RawCodec {
     }
 
     /// Reads what the header of the file at `path` says, as ``probe(_:path:limits:)`` does: an
-    /// uncompressed DNG without its image data (``RawHeaderBytes``), anything else whole.
+    /// uncompressed DNG whose header lies in its first 64 KB without its image data (that head and
+    /// the start of each strip), anything else whole.
     public static func probe(path: String, limits: DecodeLimits = .standard) throws -> RawFile {
         guard let header = try RawHeaderBytes.read(path) else {
             return try probe(InputFile.read(path), path: path, limits: limits)
