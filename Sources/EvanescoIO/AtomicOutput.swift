@@ -354,20 +354,28 @@ public enum InputFile {
         guard fd >= 0 else { throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
         let size = Int(st.st_size)
-        // Not zeroed first: every byte is read into (or the read fails), and zeroing 24 MB
-        // costs about as much as reading it from the page cache.
-        return try [UInt8](unsafeUninitializedCapacity: size) { buf, count in
-            var got = 0
-            while got < size {
-                let n = Glibc.read(fd, buf.baseAddress! + got, size - got)
+        let bytes = try read(fd, at: 0, count: size, path: path)
+        guard bytes.count == size else {
+            throw ImageIOError.unreadable(path: path, reason: "file shrank while reading")
+        }
+        return bytes
+    }
+
+    /// `count` bytes of the open file `fd` from `offset`, fewer only where the file ended.
+    /// Not zeroed first: every byte is read into (or the read fails), and zeroing 24 MB costs
+    /// about as much as reading it from the page cache.
+    static func read(_ fd: Int32, at offset: Int, count: Int, path: String) throws -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: count) { buf, got in
+            got = 0
+            while got < count {
+                let n = pread(fd, buf.baseAddress! + got, count - got, off_t(offset + got))
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    throw ImageIOError.unreadable(
-                        path: path, reason: n == 0 ? "file shrank while reading" : String(cString: strerror(errno)))
+                guard n >= 0 else {
+                    throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
                 }
+                if n == 0 { break }
                 got += n
             }
-            count = size
         }
     }
 }

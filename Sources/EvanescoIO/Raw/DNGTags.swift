@@ -98,6 +98,12 @@ struct TIFFDirectory {
         return ints(tag)?.first
     }
 
+    /// Where the directory's image data lies: its strips' (or tiles') offsets and byte counts,
+    /// empty when it has none.
+    var dataPieces: (offsets: [Int], counts: [Int]) {
+        (ints(273) ?? ints(324) ?? [], ints(279) ?? ints(325) ?? [])
+    }
+
     func string(_ tag: Int) -> String? {
         guard let e = entries[tag], e.type == 2 || e.type == 1 else { return nil }
         let raw = bytes[e.valueOffset..<(e.valueOffset + e.count)].prefix { $0 != 0 }
@@ -130,8 +136,7 @@ struct DNGTags {
     /// Refuses a raw image whose data runs past the end of the file, or (uncompressed) whose
     /// strips or tiles hold fewer bytes than its size needs.
     func checkData(fileSize: Int, path: String) throws {
-        let offsets = raw.ints(273) ?? raw.ints(324) ?? []
-        let counts = raw.ints(279) ?? raw.ints(325) ?? []
+        let (offsets, counts) = raw.dataPieces
         let w = raw.int(256, 0) ?? 0, h = raw.int(257, 0) ?? 0
         guard !offsets.isEmpty, offsets.count == counts.count, w > 0, h > 0 else {
             throw ImageIOError.corrupt(

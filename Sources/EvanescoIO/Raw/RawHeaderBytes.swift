@@ -30,16 +30,16 @@ struct RawHeaderBytes {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
-        let head = try bytes(fd, at: 0, count: limit, path: path)
+        let head = try InputFile.read(fd, at: 0, count: limit, path: path)
         guard head.count == limit, DNGTags.read(head) != nil, let first = TIFFDirectory.firstOffset(head),
             let directories = directories(head, first: first)
         else { return nil }
         var pieces: [(offset: Int, bytes: [UInt8])] = []
         for d in directories {
-            let offsets = d.ints(273) ?? d.ints(324) ?? [], counts = d.ints(279) ?? d.ints(325) ?? []
+            let (offsets, counts) = d.dataPieces
             guard offsets.count == counts.count, pieces.count + offsets.count <= maxPieces else { return nil }
             for (o, c) in zip(offsets, counts) where o >= 0 && o < size && c > 0 {
-                pieces.append((o, try bytes(fd, at: o, count: min(pieceBytes, c, size - o), path: path)))
+                pieces.append((o, try InputFile.read(fd, at: o, count: min(pieceBytes, c, size - o), path: path)))
             }
         }
         return RawHeaderBytes(head: head, size: size, pieces: pieces)
@@ -61,22 +61,6 @@ struct RawHeaderBytes {
             for tag in [330, 34665, 34853] { queue += d.ints(tag) ?? [] }
         }
         return found
-    }
-
-    /// `count` bytes of the file from `offset` (fewer only where it ended).
-    static func bytes(_ fd: Int32, at offset: Int, count: Int, path: String) throws -> [UInt8] {
-        try [UInt8](unsafeUninitializedCapacity: count) { buf, got in
-            got = 0
-            while got < count {
-                let n = pread(fd, buf.baseAddress! + got, count - got, off_t(offset + got))
-                if n < 0 && errno == EINTR { continue }
-                guard n >= 0 else {
-                    throw ImageIOError.unreadable(path: path, reason: String(cString: strerror(errno)))
-                }
-                if n == 0 { break }
-                got += n
-            }
-        }
     }
 
     /// `body` with a buffer of the file's size that holds `head` (the head as LibRaw is to see
