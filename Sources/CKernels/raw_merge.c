@@ -1072,7 +1072,7 @@ EVN_INLINE void merge_chunk(float *value, const float *weight, ptrdiff_t frame_s
         float dist[MERGE_CHUNK * 4];
         for (int j = 0; j < length; j++) {
             const float q = limit[j] / p->kappa;
-            const float d = (wr[j] > 0) & (q < INFINITY) ? (vr[j] - med[j]) / sqrtf(q * q + 1e-12f) : 0.0f;
+            const float d = ((wr[j] > 0) & (q < INFINITY)) ? (vr[j] - med[j]) / sqrtf(q * q + 1e-12f) : 0.0f;
             dist[j] = d;
             // rintf rounds as lrintf does (to nearest, ties to even), to an integral float.
             if (refoff) refoff[j0 + j] = (int8_t)(int)rintf((d > range ? range : (d < -range ? -range : d)) * scale);

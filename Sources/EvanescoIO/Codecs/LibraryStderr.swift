@@ -61,7 +61,7 @@ package enum LibraryStderr {
             var template = Array((NSTemporaryDirectory() + "/.evn-stderr-XXXXXX").utf8CString)
             let fd = mkstemp(&template)
             if fd >= 0 {
-                unlink(String(cString: template))
+                unlink(template)
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             }
             let keep = dup(STDERR_FILENO)
