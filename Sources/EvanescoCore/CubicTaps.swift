@@ -6,12 +6,20 @@ import CKernels
 @usableFromInline
 struct CubicTable: Sendable {
     @usableFromInline static let steps = 128
+    /// `weights[k]` holds the four taps' weights at phase k / 128 (k = 0...128). Then, for the
+    /// separable warp's AVX2 passes (`evn_warp_pass.lut`), the same weights by tap: tap t's run of
+    /// `EVN_CUBIC_LUT_BY_TAP` phases (those past 128 repeating 128's), four floats an element.
     @usableFromInline let weights: [SIMD4<Float>]
     init(a: Float) {
-        weights = (0...CubicTable.steps).map { i in
+        let rows = (0...CubicTable.steps).map { i in
             let w = Kernels.cubicWeights(Float(i) / Float(CubicTable.steps), a: a)
             return SIMD4(w.0, w.1, w.2, w.3)
         }
+        precondition(rows.count == Int(EVN_CUBIC_LUT_ROWS) && Int(EVN_CUBIC_LUT_BY_TAP) % 4 == 0)
+        let byTap = (0..<4).flatMap { t in
+            (0..<Int(EVN_CUBIC_LUT_BY_TAP)).map { k in rows[min(k, CubicTable.steps)][t] }
+        }
+        weights = rows + stride(from: 0, to: byTap.count, by: 4).map { SIMD4(byTap[($0)..<($0 + 4)]) }
     }
     @usableFromInline static let catmullRom = CubicTable(a: Interpolation.catmullRom.cubicParameter!)
     @usableFromInline static let keys = CubicTable(a: Interpolation.bicubic.cubicParameter!)

@@ -189,10 +189,28 @@ typealias GroupKernel<Input> = (UnsafePointer<Input>, Int, Int) -> Int
 
     /// Starts and slopes that make groups of eight, groups of four alone (an origin or a row
     /// changing mid-eight), phases shared and drifting, and groups past either end.
+    ///
+    /// The slopes near 0.0078 put a group of eight's phases 7 apart (the AVX2 variant permutes their
+    /// weights) or 8 (it loads them one by one); (5.95, 0.005) reaches phase 126, whose run of
+    /// eight in the table's by-tap half ends in its padding.
     static let passCases: [(Float, Float)] = [
         (5.37, 0), (5.37, 0.0008), (4.9, -0.002), (6.2, 0.011), (7.7, -0.05), (-0.4, 0.003), (3.0, 0.09), (9.6, 0.02),
-        (6.3, 1e-4), (6.3, -0.07)
+        (6.3, 1e-4), (6.3, -0.07), (5.5, 0.0078), (5.5, -0.0085), (5.95, 0.005), (4.02, 0.0071)
     ]
+
+    @Test("The cubic tables' by-tap half holds the weights of their rows, the phases past 128 those of 128")
+    func tablesByTap() {
+        for table in [CubicTable.catmullRom, CubicTable.keys] {
+            let rows = Int(EVN_CUBIC_LUT_ROWS), run = Int(EVN_CUBIC_LUT_BY_TAP)
+            #expect(table.weights.count == rows + run)
+            let byTap = table.weights[rows...].flatMap { [$0[0], $0[1], $0[2], $0[3]] }
+            for t in 0..<4 {
+                for k in 0..<run {
+                    #expect(byTap[t * run + k] == table.weights[min(k, rows - 1)][t], "tap \(t) phase \(k)")
+                }
+            }
+        }
+    }
 
     @Test(
         """

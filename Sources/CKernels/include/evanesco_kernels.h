@@ -99,7 +99,9 @@ typedef struct evn_warp_rows {
     ptrdiff_t stride, mask, col_base;
     /// The source frame's size.
     ptrdiff_t width, height;
-    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (129 x 4 floats).
+    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (EVN_CUBIC_LUT_ROWS x 4 floats),
+    /// then the same weights by tap: tap t's at phase k at EVN_CUBIC_LUT_ROWS * 4 +
+    /// t * EVN_CUBIC_LUT_BY_TAP + k (k past 128 repeats 128's).
     const float *lut;
 } evn_warp_rows;
 
@@ -115,6 +117,11 @@ ptrdiff_t evn_warp_cubic_rgb_field_portable(const evn_warp_rows *rows, ptrdiff_t
 ptrdiff_t evn_warp_cubic_rgb_field_avx2(const evn_warp_rows *rows, ptrdiff_t start, ptrdiff_t count, float *out,
                                         unsigned char *valid);
 
+/// The cubic weight table's rows (phases 0, 1/128, ..., 1), and the length of each tap's run in
+/// its by-tap half: room for a run of 8 phases from any phase below 128.
+#define EVN_CUBIC_LUT_ROWS 129
+#define EVN_CUBIC_LUT_BY_TAP 136
+
 /// One knot interval of a pass of the separable 8-bit RGB cubic warp (RowSampler's two-pass
 /// path): output pixels base + g, g < n, whose source position along the pass is s0 + slope * g
 /// (horizontal: plus g, the offset from the output column) in the pass's pixels.
@@ -124,7 +131,9 @@ typedef struct evn_warp_pass {
     /// RGB at 3k.
     const float *source;
     ptrdiff_t stride, mask;
-    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (129 x 4 floats).
+    /// Cubic weights of taps -1, 0, 1, 2 at phases 0, 1/128, ..., 1 (EVN_CUBIC_LUT_ROWS x 4 floats),
+    /// then the same weights by tap: tap t's at phase k at EVN_CUBIC_LUT_ROWS * 4 +
+    /// t * EVN_CUBIC_LUT_BY_TAP + k (k past 128 repeats 128's).
     const float *lut;
     /// Output pixel k's RGB at out + 3k (vertical: clamped to 0...255, and its validity, 1, at valid[k]).
     float *out;
